@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine:
+#   tools/setup.sh run    install missing packages, build (release), launch on the default model
+#   tools/setup.sh test   install missing packages, build, run the whole test suite twice:
+#                         once optimised (warnings are errors), once under ASan + UBSan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the build, the tests and the offline tools need.
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libopenblas-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  qt6-base-dev libqt6charts6-dev
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  clang libclang-rt-14-dev
+  xvfb xauth
+)
+
+install_missing_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  echo "setup: installing ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {  # build PRESET
+  cmake --preset "$1" >/dev/null
+  cmake --build --preset "$1" -j "$(nproc)"
+}
+
+run_app() {
+  build release
+  local model=assets/models/servescope-stories.gguf
+  local args=(--prompt "Once upon a time" --max-tokens 100)
+  if [ ! -f "$model" ]; then  # until the bundled model ships, a small test model shows the engine
+    model=tests/data/models/llama-f32.gguf
+    echo "setup: the bundled model is not there yet; running the random-weight test model $model" >&2
+  fi
+  exec build/release/bin/servescope-cli generate --model "$model" "${args[@]}"
+}
+
+run_tests() {
+  build ci
+  ctest --preset ci -j "$(nproc)"
+  build ci-asan
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset ci-asan -j "$(nproc)"
+}
+
+install_missing_packages
+case "${1:-}" in
+  run) run_app ;;
+  test) run_tests ;;
+  *) echo "usage: tools/setup.sh run|test" >&2; exit 2 ;;
+esac
