@@ -1,0 +1,259 @@
+#include "engine/gguf/ggml_types.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "engine/core/error.h"
+
+namespace servescope::gguf {
+namespace {
+
+using Kind = GgufError::Kind;
+
+struct TypeName {
+  GgmlType type;
+  std::string_view name;
+};
+
+constexpr std::array<TypeName, 29> kTypeNames = {{
+    {GgmlType::F32, "F32"},         {GgmlType::F16, "F16"},         {GgmlType::Q4_0, "Q4_0"},
+    {GgmlType::Q4_1, "Q4_1"},       {GgmlType::Q5_0, "Q5_0"},       {GgmlType::Q5_1, "Q5_1"},
+    {GgmlType::Q8_0, "Q8_0"},       {GgmlType::Q8_1, "Q8_1"},       {GgmlType::Q2_K, "Q2_K"},
+    {GgmlType::Q3_K, "Q3_K"},       {GgmlType::Q4_K, "Q4_K"},       {GgmlType::Q5_K, "Q5_K"},
+    {GgmlType::Q6_K, "Q6_K"},       {GgmlType::Q8_K, "Q8_K"},       {GgmlType::IQ2_XXS, "IQ2_XXS"},
+    {GgmlType::IQ2_XS, "IQ2_XS"},   {GgmlType::IQ3_XXS, "IQ3_XXS"}, {GgmlType::IQ1_S, "IQ1_S"},
+    {GgmlType::IQ4_NL, "IQ4_NL"},   {GgmlType::IQ3_S, "IQ3_S"},     {GgmlType::IQ2_S, "IQ2_S"},
+    {GgmlType::IQ4_XS, "IQ4_XS"},   {GgmlType::I8, "I8"},           {GgmlType::I16, "I16"},
+    {GgmlType::I32, "I32"},         {GgmlType::I64, "I64"},         {GgmlType::F64, "F64"},
+    {GgmlType::IQ1_M, "IQ1_M"},     {GgmlType::BF16, "BF16"},
+}};
+
+// Bytes of one block and elements in it, for the supported types.
+struct BlockLayout {
+  int64_t elements;
+  int64_t bytes;
+};
+
+BlockLayout layout_of(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return {1, 4};
+    case GgmlType::F16: return {1, 2};
+    case GgmlType::Q8_0: return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ8_0))};
+    case GgmlType::Q4_0: return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ4_0))};
+    default: break;
+  }
+  throw GgufError(Kind::kUnsupportedTensorType,
+                  "tensor type " + std::string(type_name(type)) + " (id " +
+                      std::to_string(static_cast<uint32_t>(type)) +
+                      ") is not supported; supported: " + supported_types_list());
+}
+
+// Number of blocks in n elements; throws when n is negative or not a whole number of blocks.
+int64_t block_count(GgmlType type, int64_t n) {
+  const BlockLayout layout = layout_of(type);
+  if (n < 0 || n % layout.elements != 0) {
+    throw GgufError(Kind::kMalformed, std::to_string(n) + " elements of type " +
+                                          std::string(type_name(type)) +
+                                          ": expected a non-negative multiple of " +
+                                          std::to_string(layout.elements));
+  }
+  return n / layout.elements;
+}
+
+// C's (int8_t) cast of a float, made total: NaN gives 0 and out-of-range values saturate
+// instead of being undefined. Exact for the in-range values the quantisers produce.
+int8_t truncate_to_int8(float v) {
+  if (!(v == v)) return 0;
+  if (v >= 127.0f) return 127;
+  if (v <= -128.0f) return -128;
+  return static_cast<int8_t>(v);
+}
+
+uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+void dequantize_q8_0(const uint8_t* src, float* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    BlockQ8_0 block;
+    std::memcpy(&block, src + b * static_cast<int64_t>(sizeof block), sizeof block);
+    const float d = fp16_to_fp32(block.d);
+    for (int j = 0; j < kQuantBlock; ++j) dst[b * kQuantBlock + j] = static_cast<float>(block.qs[j]) * d;
+  }
+}
+
+void dequantize_q4_0(const uint8_t* src, float* dst, int64_t blocks) {
+  constexpr int kHalf = kQuantBlock / 2;
+  for (int64_t b = 0; b < blocks; ++b) {
+    BlockQ4_0 block;
+    std::memcpy(&block, src + b * static_cast<int64_t>(sizeof block), sizeof block);
+    const float d = fp16_to_fp32(block.d);
+    float* out = dst + b * kQuantBlock;
+    for (int j = 0; j < kHalf; ++j) {
+      out[j] = static_cast<float>((block.qs[j] & 0x0F) - 8) * d;
+      out[j + kHalf] = static_cast<float>((block.qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+// GGML's quantize_row_q8_0_reference: d = max|x| / 127, q = roundf(x / d).
+void quantize_q8_0(const float* src, uint8_t* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* x = src + b * kQuantBlock;
+    float amax = 0.0f;
+    for (int j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    BlockQ8_0 block;
+    block.d = fp32_to_fp16(d);
+    for (int j = 0; j < kQuantBlock; ++j) block.qs[j] = truncate_to_int8(std::round(x[j] * id));
+    std::memcpy(dst + b * static_cast<int64_t>(sizeof block), &block, sizeof block);
+  }
+}
+
+// GGML's quantize_row_q4_0_reference: d = m / -8 where m is the value of largest magnitude
+// (the first one on ties), q = min(15, trunc(x / d + 8.5)).
+void quantize_q4_0(const float* src, uint8_t* dst, int64_t blocks) {
+  constexpr int kHalf = kQuantBlock / 2;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* x = src + b * kQuantBlock;
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int j = 0; j < kQuantBlock; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    auto quant = [&](float v) {
+      return static_cast<uint8_t>(std::clamp<int>(truncate_to_int8(v * id + 8.5f), 0, 15));
+    };
+    BlockQ4_0 block;
+    block.d = fp32_to_fp16(d);
+    for (int j = 0; j < kHalf; ++j) {
+      block.qs[j] = static_cast<uint8_t>(quant(x[j]) | (quant(x[j + kHalf]) << 4));
+    }
+    std::memcpy(dst + b * static_cast<int64_t>(sizeof block), &block, sizeof block);
+  }
+}
+
+}  // namespace
+
+bool is_supported(GgmlType type) {
+  return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::Q8_0 ||
+         type == GgmlType::Q4_0;
+}
+
+std::string_view type_name(GgmlType type) {
+  for (const TypeName& entry : kTypeNames) {
+    if (entry.type == type) return entry.name;
+  }
+  return "unknown";
+}
+
+std::string supported_types_list() { return "F32, F16, Q8_0, Q4_0"; }
+
+int64_t block_elements(GgmlType type) { return layout_of(type).elements; }
+
+int64_t block_bytes(GgmlType type) { return layout_of(type).bytes; }
+
+uint64_t row_bytes(GgmlType type, int64_t n) {
+  const auto blocks = static_cast<uint64_t>(block_count(type, n));
+  const auto bytes_per_block = static_cast<uint64_t>(layout_of(type).bytes);
+  if (blocks > std::numeric_limits<uint64_t>::max() / bytes_per_block) {
+    throw GgufError(Kind::kMalformed, std::to_string(n) + " elements of type " +
+                                          std::string(type_name(type)) +
+                                          " need more than 2^64 bytes");
+  }
+  return blocks * bytes_per_block;
+}
+
+float fp16_to_fp32(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  const uint32_t exponent = (half >> 10) & 0x1Fu;
+  const uint32_t mantissa = half & 0x3FFu;
+  if (exponent == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24, exact in float.
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t fp32_to_fp16(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) {  // NaN: quiet it, keep the top payload bits
+    return static_cast<uint16_t>(sign | 0x7E00u | ((magnitude >> 13) & 0x3FFu));
+  }
+  // 65520 is halfway between 65504 (the largest half) and 65536; ties-to-even goes up.
+  if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);
+  if (magnitude < 0x38800000u) {  // below 2^-14: a half subnormal (or zero)
+    const uint32_t exponent = magnitude >> 23;
+    const uint32_t shift = 126 - exponent;  // value / 2^-24 = mantissa >> shift
+    if (shift > 24) return sign;           // below 2^-25 rounds to zero
+    const uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
+    uint32_t quotient = mantissa >> shift;
+    const uint32_t remainder = mantissa & ((1u << shift) - 1);
+    const uint32_t half_unit = 1u << (shift - 1);
+    if (remainder > half_unit || (remainder == half_unit && (quotient & 1u))) ++quotient;
+    return static_cast<uint16_t>(sign | quotient);
+  }
+  // Normal: rebias the exponent (127 -> 15) and round away the 13 low mantissa bits; a carry
+  // into the exponent is the correct result.
+  uint32_t result = (magnitude >> 13) - (112u << 10);
+  const uint32_t remainder = magnitude & 0x1FFFu;
+  if (remainder > 0x1000u || (remainder == 0x1000u && (result & 1u))) ++result;
+  return static_cast<uint16_t>(sign | result);
+}
+
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+  const int64_t blocks = block_count(type, n);
+  if (n == 0) return;  // src and dst may be null then
+  const auto* bytes = static_cast<const uint8_t*>(src);
+  switch (type) {
+    case GgmlType::F32:
+      std::memcpy(dst, bytes, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(load_u16(bytes + 2 * i));
+      return;
+    case GgmlType::Q8_0: dequantize_q8_0(bytes, dst, blocks); return;
+    case GgmlType::Q4_0: dequantize_q4_0(bytes, dst, blocks); return;
+    default: break;
+  }
+  layout_of(type);  // throws for the unsupported type
+}
+
+void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
+  const int64_t blocks = block_count(type, n);
+  if (n == 0) return;
+  auto* bytes = static_cast<uint8_t*>(dst);
+  switch (type) {
+    case GgmlType::F32:
+      std::memcpy(bytes, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t half = fp32_to_fp16(src[i]);
+        std::memcpy(bytes + 2 * i, &half, sizeof half);
+      }
+      return;
+    case GgmlType::Q8_0: quantize_q8_0(src, bytes, blocks); return;
+    case GgmlType::Q4_0: quantize_q4_0(src, bytes, blocks); return;
+    default: break;
+  }
+  layout_of(type);
+}
+
+}  // namespace servescope::gguf
