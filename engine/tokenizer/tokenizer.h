@@ -1,0 +1,104 @@
+// Tokenizers built from the tokenizer.ggml.* metadata of a GGUF file:
+//   "llama"  SentencePiece BPE with byte fallback (as llama.cpp's SPM tokenizer)
+//   "gpt2"   byte-level BPE with GPT-2's pre-tokenisation pattern
+// Text is UTF-8. Special tokens written in the text (e.g. "<s>") are encoded as plain text.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace servescope {
+
+namespace gguf {
+class GgufFile;
+}
+
+// Values of tokenizer.ggml.token_type (llama.cpp's llama_token_type).
+enum class TokenType : int32_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+// What tokenizer.ggml.* metadata holds. scores and types may be left empty (all 0.0 /
+// all kNormal); otherwise they have one entry per token.
+struct Vocabulary {
+  std::string model;  // "llama" or "gpt2"
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<TokenType> types;
+  std::vector<std::string> merges;  // gpt2: "left right", highest priority (rank 0) first
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unknown_id = -1;
+  // llama.cpp's defaults for "llama"; vocabulary_from_gguf() uses add_bos = false and
+  // add_space_prefix = false for "gpt2" when the keys are absent. gpt2 ignores add_space_prefix.
+  bool add_bos = true;
+  bool add_space_prefix = true;
+};
+
+// Reads tokenizer.ggml.*. Throws ModelError naming the file and the key: kMissingMetadata
+// if model or tokens (or gpt2's merges) are absent, kBadTokenizer if a value has the wrong
+// type, array lengths disagree, or a token id is out of range.
+Vocabulary vocabulary_from_gguf(const gguf::GgufFile& file);
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // Token ids of `text`, without BOS. Throws InputError naming the byte offset of invalid UTF-8.
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // encode(), preceded by BOS when the vocabulary asks for it (add_bos and a BOS id).
+  std::vector<int32_t> encode_with_bos(std::string_view text) const;
+
+  // The raw bytes token `id` stands for in text (control tokens: none; a byte token: one
+  // byte, possibly part of a multi-byte character). Throws InputError if id is out of range.
+  virtual std::string token_bytes(int32_t id) const = 0;
+  // Concatenated token_bytes; llama drops the space that add_space_prefix put in front.
+  std::string decode(std::span<const int32_t> ids) const;
+
+  const std::string& piece(int32_t id) const;  // the vocabulary string; InputError if out of range
+  const Vocabulary& vocabulary() const { return vocabulary_; }
+  int32_t size() const { return static_cast<int32_t>(vocabulary_.tokens.size()); }
+
+ protected:
+  // Checks the vocabulary (ModelError naming `source` and the key at fault).
+  Tokenizer(Vocabulary vocabulary, std::string_view source);
+  void check_id(int32_t id) const;  // InputError if id is not a token of this vocabulary
+  TokenType type_of(int32_t id) const { return vocabulary_.types[id]; }
+  // Whether decode() drops the first byte (a space) when `id` is the first token with bytes.
+  virtual bool decode_drops_leading_space(int32_t id) const;
+
+ private:
+  Vocabulary vocabulary_;  // validated, scores and types filled in
+};
+
+// The tokenizer vocabulary.model names. Throws ModelError(kBadTokenizer) for an unknown model
+// (listing the supported ones) or a vocabulary that is inconsistent.
+std::unique_ptr<Tokenizer> make_tokenizer(Vocabulary vocabulary);
+std::unique_ptr<Tokenizer> load_tokenizer(const gguf::GgufFile& file);
+
+// Turns generated token ids into text as they arrive: push() returns only complete UTF-8
+// characters; bytes of a character split across tokens are held until a later token
+// completes it. Ill-formed bytes become U+FFFD. Unlike decode(), no leading space is
+// dropped: a stream continues a prompt.
+class TextStreamDecoder {
+ public:
+  explicit TextStreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  std::string push(int32_t id);
+  // Whatever is still held, with an incomplete character replaced by U+FFFD; resets.
+  std::string finish();
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::string pending_;  // bytes of a character not yet complete
+};
+
+}  // namespace servescope
