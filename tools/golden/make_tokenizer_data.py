@@ -4,12 +4,14 @@
   llama-spm-expected.json         ids of tricky strings from SentencePiece's own encoder
   gpt2-bpe-expected.json          ids from the straightforward reference below (regex module
                                   for the pattern, GPT-2's rank-based merge loop)
+Cases: hand-picked tricky strings, then 300 random ones (fixed seed) per vocabulary.
 
 Each expected file is {"cases": [{"text": ..., "ids": [...]}, ...]}.
 Usage: python3 tools/golden/make_tokenizer_data.py
 """
 import json
 import pathlib
+import random
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -51,7 +53,20 @@ GPT2_ONLY_CASES = [
     "  \n  x",
     "hello   \n",
     "x \t y",
+    "\u2581 is a plain character here",
 ]
+
+
+# Pieces random strings are drawn from: words of the training text, characters the
+# vocabularies lack (byte fallback), unusual whitespace and punctuation runs.
+RANDOM_PIECES = (tv._WORDS[:80] + tv._RARE_WORDS + list("aeiouxyzAEZ0123456789")
+                 + [" ", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "'s", "'ll", "'", "!?", "...",
+                    "—", "日本", "中", "😀", "🚀", "ï", "Ω", "½", "\u0301", "ß", "Ġ", "<s>", "<0x41>"])
+
+
+def random_cases(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(RANDOM_PIECES) for _ in range(rng.randint(1, 12))) for _ in range(count)]
 
 
 def write_gguf(path: pathlib.Path, add) -> None:
@@ -105,13 +120,14 @@ def main() -> None:
     write_gguf(tv.DATA_DIR / "gpt2-bpe.gguf", tv.add_gpt2_tokenizer)
 
     sp = tv.llama_processor()
-    llama_cases = [(text, sp.encode(text)) for text in COMMON_CASES]
+    llama_cases = [(text, sp.encode(text)) for text in COMMON_CASES + random_cases(300, seed=1)]
     for text, ids in llama_cases:
         assert sp.decode(ids) == text, (text, sp.decode(ids))
     write_expected(tv.DATA_DIR / "llama-spm-expected.json", llama_cases)
 
     reference = ReferenceGpt2Tokenizer(tv.gpt2_vocabulary())
-    gpt2_cases = [(text, reference.encode(text)) for text in COMMON_CASES + GPT2_ONLY_CASES]
+    gpt2_texts = COMMON_CASES + GPT2_ONLY_CASES + random_cases(300, seed=2)
+    gpt2_cases = [(text, reference.encode(text)) for text in gpt2_texts]
     write_expected(tv.DATA_DIR / "gpt2-bpe-expected.json", gpt2_cases)
     print(f"wrote tokenizer golden data to {tv.DATA_DIR}")
 
