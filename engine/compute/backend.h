@@ -1,0 +1,107 @@
+// The compute backend interface. The transformer's forward pass is written once against it;
+// the CPU reference (OpenBLAS) and the Vulkan backend implement it.
+//
+// All activations are float32 matrices, row-major, one row per token. An operation may be
+// executed at once (CPU) or recorded and submitted later (Vulkan); `read` waits for
+// everything recorded before it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/ggml_types.h"
+
+namespace servescope::compute {
+
+// What a buffer is for, so a backend can account its memory per purpose.
+enum class BufferPurpose { kWeights, kKvCache, kActivations, kScratch };
+
+// Storage owned by a backend. Each backend derives its own kind.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+};
+
+// A float32 matrix, or a view of some columns of one: element (r, c) lives at
+// buffer[offset + r * row_stride + c].
+struct Tensor {
+  std::shared_ptr<Buffer> buffer;
+  int64_t offset = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_stride = 0;
+
+  // Columns [first, first + count) of every row, sharing storage.
+  Tensor columns(int64_t first, int64_t count) const;
+  // Rows [first, first + count), sharing storage.
+  Tensor row_range(int64_t first, int64_t count) const;
+  int64_t size() const { return rows * cols; }
+};
+
+// A weight matrix [rows x cols] kept in its file type (F32, F16, Q8_0 or Q4_0);
+// a linear layer computes x * W^T, so rows = output features, cols = input features.
+struct WeightMatrix {
+  std::shared_ptr<Buffer> buffer;
+  gguf::GgmlType type = gguf::GgmlType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// The shape of multi-head attention with grouped-query (GQA) key/value heads.
+struct AttentionShape {
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // --- memory ---------------------------------------------------------------------------
+  virtual Tensor create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) = 0;
+  // `data` holds rows * row_bytes(type, cols) bytes in GGML's layout.
+  virtual WeightMatrix upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
+                                     std::span<const uint8_t> data) = 0;
+  virtual Tensor upload_vector(std::span<const float> values) = 0;
+  virtual void write(Tensor& dst, std::span<const float> values) = 0;  // row-major, dense
+  // Waits for all recorded work, then copies the tensor out (row-major, dense).
+  virtual std::vector<float> read(const Tensor& src) = 0;
+
+  // --- operations -------------------------------------------------------------------------
+  // out[i] = row ids[i] of table (dequantised). Used for token and position embeddings.
+  virtual void embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) = 0;
+  // out = x / sqrt(mean(x^2) + eps) * weight, per row.
+  virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) = 0;
+  // out = (x - mean) / sqrt(var + eps) * weight + bias, per row (biased variance).
+  virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                          Tensor& out) = 0;
+  // out = x * W^T (+ bias). x: [n x cols], out: [n x rows]. bias may be null.
+  virtual void matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) = 0;
+  // Rotates adjacent pairs (2i, 2i+1) of every head of row r by positions[r] * base^(-2i/d)
+  // (GGUF's "normal" RoPE mode), in place.
+  virtual void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
+                    float freq_base) = 0;
+  // Copies the rows of src into dst starting at row dst_row (stores keys/values in a cache).
+  virtual void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) = 0;
+  // Causal attention: query row i sits at position first_pos + i and attends to cache rows
+  // 0 ..= first_pos + i of k_cache/v_cache ([capacity x n_kv_heads*head_dim]).
+  virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                         const AttentionShape& shape, int64_t first_pos, Tensor& out) = 0;
+  virtual void add(Tensor& x, const Tensor& y) = 0;                                // x += y
+  virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;    // silu(g)*u
+  virtual void gelu(Tensor& x) = 0;  // tanh form, in place
+};
+
+enum class BackendKind { kCpu, kVulkan };
+
+// Parses "cpu" / "vulkan"; InputError naming the choices otherwise.
+BackendKind parse_backend_kind(const std::string& name);
+// Creates a backend; BackendError with a message a person can act on if it cannot run here.
+std::unique_ptr<Backend> make_backend(BackendKind kind);
+
+}  // namespace servescope::compute

@@ -1,0 +1,246 @@
+#include "engine/compute/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "engine/core/error.h"
+
+namespace servescope::compute {
+namespace {
+
+// Host memory: floats for activations, raw GGML bytes for weights.
+struct CpuBuffer final : Buffer {
+  std::vector<float> floats;
+  std::vector<uint8_t> bytes;
+};
+
+CpuBuffer& host(const std::shared_ptr<Buffer>& buffer) {
+  return static_cast<CpuBuffer&>(*buffer);
+}
+
+float* row_ptr(const Tensor& t, int64_t row) {
+  return host(t.buffer).floats.data() + t.offset + row * t.row_stride;
+}
+
+const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
+  return host(w.buffer).bytes.data() + row * gguf::row_bytes(w.type, w.cols);
+}
+
+// Rows of weights dequantised per tile: 64 KiB..1 MiB of floats for typical widths.
+constexpr int64_t kTileElements = 1 << 16;
+
+}  // namespace
+
+Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose /*purpose*/) {
+  auto buffer = std::make_shared<CpuBuffer>();
+  buffer->floats.assign(static_cast<size_t>(rows * cols), 0.0f);
+  return Tensor{buffer, 0, rows, cols, cols};
+}
+
+WeightMatrix CpuBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
+                                       std::span<const uint8_t> data) {
+  assert(data.size() == gguf::row_bytes(type, cols) * static_cast<uint64_t>(rows));
+  auto buffer = std::make_shared<CpuBuffer>();
+  buffer->bytes.assign(data.begin(), data.end());
+  return WeightMatrix{buffer, type, rows, cols};
+}
+
+Tensor CpuBackend::upload_vector(std::span<const float> values) {
+  Tensor t = create_tensor(1, static_cast<int64_t>(values.size()), BufferPurpose::kWeights);
+  write(t, values);
+  return t;
+}
+
+void CpuBackend::write(Tensor& dst, std::span<const float> values) {
+  assert(static_cast<int64_t>(values.size()) == dst.size());
+  for (int64_t r = 0; r < dst.rows; ++r) {
+    std::memcpy(row_ptr(dst, r), values.data() + r * dst.cols, sizeof(float) * dst.cols);
+  }
+}
+
+std::vector<float> CpuBackend::read(const Tensor& src) {
+  std::vector<float> out(static_cast<size_t>(src.size()));
+  for (int64_t r = 0; r < src.rows; ++r) {
+    std::memcpy(out.data() + r * src.cols, row_ptr(src, r), sizeof(float) * src.cols);
+  }
+  return out;
+}
+
+void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) {
+  assert(out.rows == static_cast<int64_t>(ids.size()) && out.cols == table.cols);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= table.rows) {
+      throw InputError("token id " + std::to_string(ids[i]) + " is outside the table of " +
+                       std::to_string(table.rows) + " rows");
+    }
+    gguf::dequantize_row(table.type, weight_row(table, ids[i]),
+                         row_ptr(out, static_cast<int64_t>(i)), table.cols);
+  }
+}
+
+void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
+  const float* w = row_ptr(weight, 0);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* in = row_ptr(x, r);
+    float* o = row_ptr(out, r);
+    double sum_sq = 0.0;
+    for (int64_t c = 0; c < x.cols; ++c) sum_sq += double(in[c]) * in[c];
+    const float scale = static_cast<float>(1.0 / std::sqrt(sum_sq / double(x.cols) + eps));
+    for (int64_t c = 0; c < x.cols; ++c) o[c] = in[c] * scale * w[c];
+  }
+}
+
+void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                            Tensor& out) {
+  const float* w = row_ptr(weight, 0);
+  const float* b = row_ptr(bias, 0);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* in = row_ptr(x, r);
+    float* o = row_ptr(out, r);
+    double mean = 0.0;
+    for (int64_t c = 0; c < x.cols; ++c) mean += in[c];
+    mean /= double(x.cols);
+    double var = 0.0;
+    for (int64_t c = 0; c < x.cols; ++c) var += (in[c] - mean) * (in[c] - mean);
+    var /= double(x.cols);
+    const double inv_std = 1.0 / std::sqrt(var + eps);
+    for (int64_t c = 0; c < x.cols; ++c) {
+      o[c] = static_cast<float>((in[c] - mean) * inv_std) * w[c] + b[c];
+    }
+  }
+}
+
+void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
+  assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
+  const int64_t n = x.rows;
+  const int64_t tile_rows = std::max<int64_t>(1, std::min(w.rows, kTileElements / w.cols));
+  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+    const int64_t rows = std::min(tile_rows, w.rows - r0);
+    const float* tile;
+    if (w.type == gguf::GgmlType::F32) {
+      tile = reinterpret_cast<const float*>(weight_row(w, r0));
+    } else {
+      dequantize_scratch_.resize(static_cast<size_t>(rows * w.cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        gguf::dequantize_row(w.type, weight_row(w, r0 + r), dequantize_scratch_.data() + r * w.cols,
+                             w.cols);
+      }
+      tile = dequantize_scratch_.data();
+    }
+    // out[:, r0:r0+rows] = x * tile^T
+    const auto m = static_cast<blasint>(rows);
+    const auto k = static_cast<blasint>(w.cols);
+    if (n == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, tile, k, row_ptr(x, 0), 1, 0.0f,
+                  row_ptr(out, 0) + r0, 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), m, k, 1.0f,
+                  row_ptr(x, 0), static_cast<blasint>(x.row_stride), tile, k, 0.0f,
+                  row_ptr(out, 0) + r0, static_cast<blasint>(out.row_stride));
+    }
+  }
+  if (bias != nullptr) {
+    const float* b = row_ptr(*bias, 0);
+    for (int64_t r = 0; r < n; ++r) {
+      float* o = row_ptr(out, r);
+      for (int64_t c = 0; c < out.cols; ++c) o[c] += b[c];
+    }
+  }
+}
+
+void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
+                      float freq_base) {
+  assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* row = row_ptr(x, r);
+    for (int64_t i = 0; i < head_dim / 2; ++i) {
+      const double theta =
+          positions[r] * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
+      const auto cos_t = static_cast<float>(std::cos(theta));
+      const auto sin_t = static_cast<float>(std::sin(theta));
+      for (int64_t head = 0; head < x.cols / head_dim; ++head) {
+        float* pair = row + head * head_dim + 2 * i;
+        const float a = pair[0];
+        const float b = pair[1];
+        pair[0] = a * cos_t - b * sin_t;
+        pair[1] = a * sin_t + b * cos_t;
+      }
+    }
+  }
+}
+
+void CpuBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
+  assert(src.cols == dst.cols && dst_row + src.rows <= dst.rows);
+  for (int64_t r = 0; r < src.rows; ++r) {
+    std::memcpy(row_ptr(dst, dst_row + r), row_ptr(src, r), sizeof(float) * src.cols);
+  }
+}
+
+void CpuBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           const AttentionShape& shape, int64_t first_pos, Tensor& out) {
+  const int64_t d = shape.head_dim;
+  const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::vector<float> scores(static_cast<size_t>(first_pos + q.rows));
+  for (int64_t i = 0; i < q.rows; ++i) {
+    const int64_t n_keys = first_pos + i + 1;  // causal: itself and everything before
+    for (int64_t h = 0; h < shape.n_heads; ++h) {
+      const float* qh = row_ptr(q, i) + h * d;
+      const int64_t kv_col = (h / group) * d;
+      float max_score = -INFINITY;
+      for (int64_t t = 0; t < n_keys; ++t) {
+        const float* kt = row_ptr(k_cache, t) + kv_col;
+        float dot = 0.0f;
+        for (int64_t c = 0; c < d; ++c) dot += qh[c] * kt[c];
+        scores[t] = dot * scale;
+        max_score = std::max(max_score, scores[t]);
+      }
+      float sum = 0.0f;
+      for (int64_t t = 0; t < n_keys; ++t) {
+        scores[t] = std::exp(scores[t] - max_score);
+        sum += scores[t];
+      }
+      float* oh = row_ptr(out, i) + h * d;
+      std::fill(oh, oh + d, 0.0f);
+      for (int64_t t = 0; t < n_keys; ++t) {
+        const float p = scores[t] / sum;
+        const float* vt = row_ptr(v_cache, t) + kv_col;
+        for (int64_t c = 0; c < d; ++c) oh[c] += p * vt[c];
+      }
+    }
+  }
+}
+
+void CpuBackend::add(Tensor& x, const Tensor& y) {
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* a = row_ptr(x, r);
+    const float* b = row_ptr(y, r);
+    for (int64_t c = 0; c < x.cols; ++c) a[c] += b[c];
+  }
+}
+
+void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  for (int64_t r = 0; r < gate.rows; ++r) {
+    const float* g = row_ptr(gate, r);
+    const float* u = row_ptr(up, r);
+    float* o = row_ptr(out, r);
+    for (int64_t c = 0; c < gate.cols; ++c) o[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+  }
+}
+
+void CpuBackend::gelu(Tensor& x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* v = row_ptr(x, r);
+    for (int64_t c = 0; c < x.cols; ++c) {
+      const float u = v[c];
+      v[c] = 0.5f * u * (1.0f + std::tanh(kSqrt2OverPi * (u + 0.044715f * u * u * u)));
+    }
+  }
+}
+
+}  // namespace servescope::compute

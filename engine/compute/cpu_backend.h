@@ -1,0 +1,40 @@
+// The CPU reference backend: plain loops for the element-wise work, OpenBLAS for matrix
+// products. Quantised weights stay quantised in memory; a product dequantises a tile of
+// weight rows at a time into float32 and hands the tile to BLAS (simple, exact with respect to
+// the dequantised weights, and cache-friendly).
+#pragma once
+
+#include "engine/compute/backend.h"
+
+namespace servescope::compute {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+
+  Tensor create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) override;
+  WeightMatrix upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
+                             std::span<const uint8_t> data) override;
+  Tensor upload_vector(std::span<const float> values) override;
+  void write(Tensor& dst, std::span<const float> values) override;
+  std::vector<float> read(const Tensor& src) override;
+
+  void embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
+  void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                  Tensor& out) override;
+  void matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) override;
+  void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
+            float freq_base) override;
+  void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) override;
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                 const AttentionShape& shape, int64_t first_pos, Tensor& out) override;
+  void add(Tensor& x, const Tensor& y) override;
+  void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void gelu(Tensor& x) override;
+
+ private:
+  std::vector<float> dequantize_scratch_;  // one tile of weight rows, reused across products
+};
+
+}  // namespace servescope::compute

@@ -1,0 +1,108 @@
+#include "engine/model/model_weights.h"
+
+#include <span>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace servescope::model {
+namespace {
+
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? " x " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+// Finds a tensor and checks its GGUF shape (ne0 first: a PyTorch [out x in] matrix is {in, out}).
+class TensorLoader {
+ public:
+  TensorLoader(const gguf::GgufFile& file, compute::Backend& backend)
+      : file_(file), backend_(backend) {}
+
+  compute::WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) const {
+    const gguf::TensorInfo& info = find(name, {cols, rows});
+    return backend_.upload_matrix(info.type, rows, cols,
+                                  std::span<const uint8_t>(info.data, info.n_bytes));
+  }
+
+  compute::Tensor vector(const std::string& name, int64_t n) const {
+    const gguf::TensorInfo& info = find(name, {n});
+    std::vector<float> values(static_cast<size_t>(n));
+    gguf::dequantize_row(info.type, info.data, values.data(), n);
+    return backend_.upload_vector(values);
+  }
+
+ private:
+  const gguf::TensorInfo& find(const std::string& name, std::vector<int64_t> expected) const {
+    const gguf::TensorInfo* info = file_.find_tensor(name);
+    if (info == nullptr) {
+      throw ModelError(ModelError::Kind::kMissingTensor,
+                       file_.name() + ": tensor " + name + " is missing");
+    }
+    if (info->shape != expected) {
+      throw ModelError(ModelError::Kind::kBadShape,
+                       file_.name() + ": tensor " + name + " has shape " +
+                           shape_text(info->shape) + " (GGUF order), expected " +
+                           shape_text(expected));
+    }
+    return *info;
+  }
+
+  const gguf::GgufFile& file_;
+  compute::Backend& backend_;
+};
+
+LayerWeights load_llama_layer(const TensorLoader& load, const ModelConfig& c,
+                              const std::string& p) {
+  LayerWeights l;
+  l.attn_norm = load.vector(p + "attn_norm.weight", c.dim);
+  l.wq = load.matrix(p + "attn_q.weight", c.n_heads * c.head_dim, c.dim);
+  l.wk = load.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
+  l.wv = load.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+  l.wo = load.matrix(p + "attn_output.weight", c.dim, c.n_heads * c.head_dim);
+  l.ffn_norm = load.vector(p + "ffn_norm.weight", c.dim);
+  l.w_gate = load.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+  l.w_up = load.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+  l.w_down = load.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
+  return l;
+}
+
+LayerWeights load_gpt2_layer(const TensorLoader& load, const ModelConfig& c,
+                             const std::string& p) {
+  LayerWeights l;
+  l.attn_norm = load.vector(p + "attn_norm.weight", c.dim);
+  l.attn_norm_bias = load.vector(p + "attn_norm.bias", c.dim);
+  l.wqkv = load.matrix(p + "attn_qkv.weight", 3 * c.dim, c.dim);
+  l.bqkv = load.vector(p + "attn_qkv.bias", 3 * c.dim);
+  l.wo = load.matrix(p + "attn_output.weight", c.dim, c.dim);
+  l.bo = load.vector(p + "attn_output.bias", c.dim);
+  l.ffn_norm = load.vector(p + "ffn_norm.weight", c.dim);
+  l.ffn_norm_bias = load.vector(p + "ffn_norm.bias", c.dim);
+  l.w_up = load.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+  l.b_up = load.vector(p + "ffn_up.bias", c.ffn_dim);
+  l.w_down = load.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
+  l.b_down = load.vector(p + "ffn_down.bias", c.dim);
+  return l;
+}
+
+}  // namespace
+
+ModelWeights load_weights(const gguf::GgufFile& file, const ModelConfig& c,
+                          compute::Backend& backend) {
+  const TensorLoader load(file, backend);
+  const bool gpt2 = c.architecture == Architecture::kGpt2;
+  ModelWeights w;
+  w.token_embd = load.matrix("token_embd.weight", c.vocab_size, c.dim);
+  if (gpt2) w.position_embd = load.matrix("position_embd.weight", c.context_length, c.dim);
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    const std::string prefix = "blk." + std::to_string(i) + ".";
+    w.layers.push_back(gpt2 ? load_gpt2_layer(load, c, prefix) : load_llama_layer(load, c, prefix));
+  }
+  w.output_norm = load.vector("output_norm.weight", c.dim);
+  if (gpt2) w.output_norm_bias = load.vector("output_norm.bias", c.dim);
+  w.output = c.tied_output ? w.token_embd : load.matrix("output.weight", c.vocab_size, c.dim);
+  return w;
+}
+
+}  // namespace servescope::model

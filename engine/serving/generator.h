@@ -1,0 +1,42 @@
+// Runs one request to completion: prefill the prompt in one forward call, then decode one
+// token per call, timing each phase separately (the first lesson of serving).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/model/transformer.h"
+#include "engine/serving/sampler.h"
+
+namespace servescope::serving {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt_ids;
+  int64_t max_tokens = 64;
+  SamplingParams sampling;
+  int32_t stop_token = -1;  // usually EOS; -1 = never stop early
+};
+
+enum class StopReason { kMaxTokens, kStopToken, kContextFull };
+std::string_view stop_reason_name(StopReason reason);
+
+struct GenerationResult {
+  std::vector<int32_t> generated_ids;
+  StopReason stop_reason = StopReason::kMaxTokens;
+  int64_t prefill_tokens = 0; // prompt tokens run in the prefill forward pass
+  double prefill_ms = 0.0;    // the prompt's forward pass, up to its logits
+  double decode_ms = 0.0;     // all single-token forward passes
+  int64_t decode_steps = 0;   // single-token forward passes run
+  double prefill_tokens_per_s() const;
+  double decode_tokens_per_s() const;
+};
+
+// Called with each generated token as soon as it is chosen.
+using TokenCallback = std::function<void(int32_t token)>;
+
+// InputError for an empty prompt, a prompt longer than the context, or bad sampling options.
+GenerationResult generate(model::Transformer& transformer, const GenerationRequest& request,
+                          const TokenCallback& on_token = {});
+
+}  // namespace servescope::serving

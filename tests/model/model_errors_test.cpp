@@ -1,0 +1,108 @@
+// Models that cannot run give a ModelError naming the file and what is wrong.
+#include <gtest/gtest.h>
+
+#include "engine/core/error.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/model/model.h"
+
+namespace servescope {
+namespace {
+
+using gguf::Value;
+
+// A tiny but complete llama model (dim 32, one layer), so each test can break one thing.
+gguf::GgufWriter tiny_llama() {
+  gguf::GgufWriter w;
+  w.set("general.architecture", Value::str("llama"));
+  w.set("llama.context_length", Value::u32(16));
+  w.set("llama.embedding_length", Value::u32(32));
+  w.set("llama.block_count", Value::u32(1));
+  w.set("llama.feed_forward_length", Value::u32(64));
+  w.set("llama.attention.head_count", Value::u32(4));
+  w.set("llama.attention.head_count_kv", Value::u32(2));
+  const auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    std::vector<float> values(static_cast<size_t>(rows * cols), 0.01f);
+    w.add_tensor_f32(name, gguf::GgmlType::F32, {cols, rows}, values);
+  };
+  const auto vector = [&](const std::string& name, int64_t n) {
+    std::vector<float> values(static_cast<size_t>(n), 1.0f);
+    w.add_tensor_f32(name, gguf::GgmlType::F32, {n}, values);
+  };
+  matrix("token_embd.weight", 8, 32);
+  vector("blk.0.attn_norm.weight", 32);
+  matrix("blk.0.attn_q.weight", 32, 32);
+  matrix("blk.0.attn_k.weight", 16, 32);
+  matrix("blk.0.attn_v.weight", 16, 32);
+  matrix("blk.0.attn_output.weight", 32, 32);
+  vector("blk.0.ffn_norm.weight", 32);
+  matrix("blk.0.ffn_gate.weight", 64, 32);
+  matrix("blk.0.ffn_up.weight", 64, 32);
+  matrix("blk.0.ffn_down.weight", 32, 64);
+  vector("output_norm.weight", 32);
+  return w;
+}
+
+std::string load_error(const gguf::GgufWriter& writer, ModelError::Kind expected_kind) {
+  const auto path = testing::TempDir() + "/model_errors.gguf";
+  writer.write(path);
+  try {
+    model::load_model(path, compute::BackendKind::kCpu);
+  } catch (const ModelError& e) {
+    EXPECT_EQ(e.kind(), expected_kind) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model_errors.gguf"), std::string::npos) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a ModelError";
+  return "";
+}
+
+TEST(ModelErrors, TinyModelLoadsAndRuns) {
+  const auto path = testing::TempDir() + "/tiny.gguf";
+  tiny_llama().write(path);
+  auto m = model::load_model(path, compute::BackendKind::kCpu);
+  EXPECT_TRUE(m->config.tied_output);
+  auto cache = model::create_kv_cache(m->config, *m->backend, 16);
+  EXPECT_EQ(m->transformer->forward(std::vector<int32_t>{1, 2, 3}, cache).size(), 8u);
+}
+
+TEST(ModelErrors, UnsupportedArchitectureIsNamed) {
+  auto w = tiny_llama();
+  w.set("general.architecture", Value::str("mamba"));
+  EXPECT_NE(load_error(w, ModelError::Kind::kUnsupportedArchitecture)
+                .find("architecture 'mamba' is not supported; supported: llama, gpt2"),
+            std::string::npos);
+}
+
+TEST(ModelErrors, MissingMetadataNamesTheKey) {
+  auto w = tiny_llama();
+  w.set("llama.block_count", Value::str("one"));
+  EXPECT_NE(load_error(w, ModelError::Kind::kMissingMetadata).find("llama.block_count"),
+            std::string::npos);
+}
+
+TEST(ModelErrors, MissingTensorIsNamed) {
+  auto w = tiny_llama();
+  w.set("llama.block_count", Value::u32(2));  // blk.1.* does not exist
+  EXPECT_NE(load_error(w, ModelError::Kind::kMissingTensor).find("blk.1.attn_norm.weight"),
+            std::string::npos);
+}
+
+TEST(ModelErrors, WrongShapeIsNamed) {
+  auto w = tiny_llama();
+  w.set("llama.attention.head_count_kv", Value::u32(4));  // attn_k should now be 32 wide
+  const std::string message = load_error(w, ModelError::Kind::kBadShape);
+  EXPECT_NE(message.find("blk.0.attn_k.weight has shape [32 x 16]"), std::string::npos) << message;
+}
+
+TEST(ModelErrors, BadInputTokensAndLengthAreInputErrors) {
+  const auto path = testing::TempDir() + "/tiny_input.gguf";
+  tiny_llama().write(path);
+  auto m = model::load_model(path, compute::BackendKind::kCpu);
+  auto cache = model::create_kv_cache(m->config, *m->backend, 16);
+  EXPECT_THROW(m->transformer->forward(std::vector<int32_t>{1, 8}, cache), InputError);
+  EXPECT_THROW(m->transformer->forward(std::vector<int32_t>(17, 1), cache), InputError);
+  EXPECT_EQ(cache.length, 0);  // a rejected call leaves the cache as it was
+}
+
+}  // namespace
+}  // namespace servescope
