@@ -30,8 +30,18 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
   return host(w.buffer).bytes.data() + row * gguf::row_bytes(w.type, w.cols);
 }
 
-// Rows of weights dequantised per tile: 64 KiB..1 MiB of floats for typical widths.
+// Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
 constexpr int64_t kTileElements = 1 << 16;
+
+// OpenBLAS's worker threads cost more than they save on small products, and much more on a
+// busy machine (decode of a small model ran 7x slower threaded here); use them only when a
+// product has real work to split.
+constexpr int64_t kThreadedMultiplyAdds = int64_t{1} << 22;
+
+void use_blas_threads_for(int64_t multiply_adds) {
+  static const int cores = openblas_get_num_procs();
+  openblas_set_num_threads(multiply_adds >= kThreadedMultiplyAdds ? cores : 1);
+}
 
 }  // namespace
 
@@ -132,6 +142,7 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
       tile = dequantize_scratch_.data();
     }
     // out[:, r0:r0+rows] = x * tile^T
+    use_blas_threads_for(n * rows * w.cols);
     const auto m = static_cast<blasint>(rows);
     const auto k = static_cast<blasint>(w.cols);
     if (n == 1) {
