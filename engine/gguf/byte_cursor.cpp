@@ -5,9 +5,9 @@ namespace servescope::gguf {
 std::string ByteCursor::read_string(std::string_view field) {
   const auto length = read<uint64_t>(field);
   if (length > remaining()) {
-    fail(GgufError::Kind::kTruncated,
-         std::string(field) + " has length " + std::to_string(length) + " but only " +
-             std::to_string(remaining()) + " bytes remain in the file");
+    fail(GgufError::Kind::kTruncated, std::string(field) + " has length " + std::to_string(length) +
+                                          " but only " + std::to_string(remaining()) +
+                                          " bytes remain in the file");
   }
   std::string text(reinterpret_cast<const char*>(bytes_.data() + position_),
                    static_cast<size_t>(length));
@@ -33,9 +33,9 @@ void ByteCursor::fail(GgufError::Kind kind, const std::string& what) const {
 
 void ByteCursor::require(uint64_t n, std::string_view field) const {
   if (n > remaining()) {
-    fail(GgufError::Kind::kTruncated,
-         "file ends while reading " + std::string(field) + ": expected " + std::to_string(n) +
-             " bytes, " + std::to_string(remaining()) + " remain");
+    fail(GgufError::Kind::kTruncated, "file ends while reading " + std::string(field) +
+                                          ": expected " + std::to_string(n) + " bytes, " +
+                                          std::to_string(remaining()) + " remain");
   }
 }
 

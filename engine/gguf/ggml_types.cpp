@@ -20,16 +20,16 @@ struct TypeName {
 };
 
 constexpr std::array<TypeName, 29> kTypeNames = {{
-    {GgmlType::F32, "F32"},         {GgmlType::F16, "F16"},         {GgmlType::Q4_0, "Q4_0"},
-    {GgmlType::Q4_1, "Q4_1"},       {GgmlType::Q5_0, "Q5_0"},       {GgmlType::Q5_1, "Q5_1"},
-    {GgmlType::Q8_0, "Q8_0"},       {GgmlType::Q8_1, "Q8_1"},       {GgmlType::Q2_K, "Q2_K"},
-    {GgmlType::Q3_K, "Q3_K"},       {GgmlType::Q4_K, "Q4_K"},       {GgmlType::Q5_K, "Q5_K"},
-    {GgmlType::Q6_K, "Q6_K"},       {GgmlType::Q8_K, "Q8_K"},       {GgmlType::IQ2_XXS, "IQ2_XXS"},
-    {GgmlType::IQ2_XS, "IQ2_XS"},   {GgmlType::IQ3_XXS, "IQ3_XXS"}, {GgmlType::IQ1_S, "IQ1_S"},
-    {GgmlType::IQ4_NL, "IQ4_NL"},   {GgmlType::IQ3_S, "IQ3_S"},     {GgmlType::IQ2_S, "IQ2_S"},
-    {GgmlType::IQ4_XS, "IQ4_XS"},   {GgmlType::I8, "I8"},           {GgmlType::I16, "I16"},
-    {GgmlType::I32, "I32"},         {GgmlType::I64, "I64"},         {GgmlType::F64, "F64"},
-    {GgmlType::IQ1_M, "IQ1_M"},     {GgmlType::BF16, "BF16"},
+    {GgmlType::F32, "F32"},       {GgmlType::F16, "F16"},         {GgmlType::Q4_0, "Q4_0"},
+    {GgmlType::Q4_1, "Q4_1"},     {GgmlType::Q5_0, "Q5_0"},       {GgmlType::Q5_1, "Q5_1"},
+    {GgmlType::Q8_0, "Q8_0"},     {GgmlType::Q8_1, "Q8_1"},       {GgmlType::Q2_K, "Q2_K"},
+    {GgmlType::Q3_K, "Q3_K"},     {GgmlType::Q4_K, "Q4_K"},       {GgmlType::Q5_K, "Q5_K"},
+    {GgmlType::Q6_K, "Q6_K"},     {GgmlType::Q8_K, "Q8_K"},       {GgmlType::IQ2_XXS, "IQ2_XXS"},
+    {GgmlType::IQ2_XS, "IQ2_XS"}, {GgmlType::IQ3_XXS, "IQ3_XXS"}, {GgmlType::IQ1_S, "IQ1_S"},
+    {GgmlType::IQ4_NL, "IQ4_NL"}, {GgmlType::IQ3_S, "IQ3_S"},     {GgmlType::IQ2_S, "IQ2_S"},
+    {GgmlType::IQ4_XS, "IQ4_XS"}, {GgmlType::I8, "I8"},           {GgmlType::I16, "I16"},
+    {GgmlType::I32, "I32"},       {GgmlType::I64, "I64"},         {GgmlType::F64, "F64"},
+    {GgmlType::IQ1_M, "IQ1_M"},   {GgmlType::BF16, "BF16"},
 }};
 
 // Bytes of one block and elements in it, for the supported types.
@@ -40,11 +40,16 @@ struct BlockLayout {
 
 BlockLayout layout_of(GgmlType type) {
   switch (type) {
-    case GgmlType::F32: return {1, 4};
-    case GgmlType::F16: return {1, 2};
-    case GgmlType::Q8_0: return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ8_0))};
-    case GgmlType::Q4_0: return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ4_0))};
-    default: break;
+    case GgmlType::F32:
+      return {1, 4};
+    case GgmlType::F16:
+      return {1, 2};
+    case GgmlType::Q8_0:
+      return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ8_0))};
+    case GgmlType::Q4_0:
+      return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ4_0))};
+    default:
+      break;
   }
   throw GgufError(Kind::kUnsupportedTensorType,
                   "tensor type " + std::string(type_name(type)) + " (id " +
@@ -56,10 +61,9 @@ BlockLayout layout_of(GgmlType type) {
 int64_t block_count(GgmlType type, int64_t n) {
   const BlockLayout layout = layout_of(type);
   if (n < 0 || n % layout.elements != 0) {
-    throw GgufError(Kind::kMalformed, std::to_string(n) + " elements of type " +
-                                          std::string(type_name(type)) +
-                                          ": expected a non-negative multiple of " +
-                                          std::to_string(layout.elements));
+    throw GgufError(Kind::kMalformed,
+                    std::to_string(n) + " elements of type " + std::string(type_name(type)) +
+                        ": expected a non-negative multiple of " + std::to_string(layout.elements));
   }
   return n / layout.elements;
 }
@@ -84,7 +88,8 @@ void dequantize_q8_0(const uint8_t* src, float* dst, int64_t blocks) {
     BlockQ8_0 block;
     std::memcpy(&block, src + b * static_cast<int64_t>(sizeof block), sizeof block);
     const float d = fp16_to_fp32(block.d);
-    for (int j = 0; j < kQuantBlock; ++j) dst[b * kQuantBlock + j] = static_cast<float>(block.qs[j]) * d;
+    for (int j = 0; j < kQuantBlock; ++j)
+      dst[b * kQuantBlock + j] = static_cast<float>(block.qs[j]) * d;
   }
 }
 
@@ -201,7 +206,7 @@ uint16_t fp32_to_fp16(float value) {
   if (magnitude < 0x38800000u) {  // below 2^-14: a half subnormal (or zero)
     const uint32_t exponent = magnitude >> 23;
     const uint32_t shift = 126 - exponent;  // value / 2^-24 = mantissa >> shift
-    if (shift > 24) return sign;           // below 2^-25 rounds to zero
+    if (shift > 24) return sign;            // below 2^-25 rounds to zero
     const uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
     uint32_t quotient = mantissa >> shift;
     const uint32_t remainder = mantissa & ((1u << shift) - 1);
@@ -228,9 +233,14 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
     case GgmlType::F16:
       for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(load_u16(bytes + 2 * i));
       return;
-    case GgmlType::Q8_0: dequantize_q8_0(bytes, dst, blocks); return;
-    case GgmlType::Q4_0: dequantize_q4_0(bytes, dst, blocks); return;
-    default: break;
+    case GgmlType::Q8_0:
+      dequantize_q8_0(bytes, dst, blocks);
+      return;
+    case GgmlType::Q4_0:
+      dequantize_q4_0(bytes, dst, blocks);
+      return;
+    default:
+      break;
   }
   layout_of(type);  // throws for the unsupported type
 }
@@ -249,9 +259,14 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
         std::memcpy(bytes + 2 * i, &half, sizeof half);
       }
       return;
-    case GgmlType::Q8_0: quantize_q8_0(src, bytes, blocks); return;
-    case GgmlType::Q4_0: quantize_q4_0(src, bytes, blocks); return;
-    default: break;
+    case GgmlType::Q8_0:
+      quantize_q8_0(src, bytes, blocks);
+      return;
+    case GgmlType::Q4_0:
+      quantize_q4_0(src, bytes, blocks);
+      return;
+    default:
+      break;
   }
   layout_of(type);
 }

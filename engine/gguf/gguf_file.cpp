@@ -87,8 +87,8 @@ uint32_t read_version(ByteCursor& cursor, const std::string& file_name) {
   if (version == 2 || version == 3) return version;
   std::string message = file_name + ": GGUF version " + std::to_string(version) +
                         " is not supported; supported: 2, 3";
-  const uint32_t swapped = (version >> 24) | ((version >> 8) & 0xFF00u) |
-                           ((version << 8) & 0xFF0000u) | (version << 24);
+  const uint32_t swapped =
+      (version >> 24) | ((version >> 8) & 0xFF00u) | ((version << 8) & 0xFF0000u) | (version << 24);
   if (swapped == 2 || swapped == 3) message += " (this looks like a big-endian GGUF file)";
   throw GgufError(Kind::kUnsupportedVersion, message);
 }
@@ -111,17 +111,22 @@ uint64_t min_encoded_bytes(ValueType type) {
   switch (type) {
     case ValueType::kUint8:
     case ValueType::kInt8:
-    case ValueType::kBool: return 1;
+    case ValueType::kBool:
+      return 1;
     case ValueType::kUint16:
-    case ValueType::kInt16: return 2;
+    case ValueType::kInt16:
+      return 2;
     case ValueType::kUint32:
     case ValueType::kInt32:
-    case ValueType::kFloat32: return 4;
+    case ValueType::kFloat32:
+      return 4;
     case ValueType::kString:  // the uint64 length
     case ValueType::kUint64:
     case ValueType::kInt64:
-    case ValueType::kFloat64: return 8;
-    case ValueType::kArray: return 12;  // element type + count
+    case ValueType::kFloat64:
+      return 8;
+    case ValueType::kArray:
+      return 12;  // element type + count
   }
   return 1;
 }
@@ -130,8 +135,8 @@ Value read_value(ByteCursor& cursor, ValueType type, int depth);
 
 Value read_array(ByteCursor& cursor, int depth) {
   if (depth >= kMaxArrayDepth) {
-    cursor.fail(Kind::kMalformed, "arrays nested deeper than " +
-                                      std::to_string(kMaxArrayDepth) + " levels");
+    cursor.fail(Kind::kMalformed,
+                "arrays nested deeper than " + std::to_string(kMaxArrayDepth) + " levels");
   }
   const ValueType element_type = read_value_type(cursor, "the array element type");
   const uint64_t count = cursor.read_count("the array length", min_encoded_bytes(element_type));
@@ -143,22 +148,35 @@ Value read_array(ByteCursor& cursor, int depth) {
 
 Value read_value(ByteCursor& cursor, ValueType type, int depth) {
   switch (type) {
-    case ValueType::kUint8: return Value::u8(cursor.read<uint8_t>("a uint8 value"));
-    case ValueType::kInt8: return Value::i8(cursor.read<int8_t>("an int8 value"));
-    case ValueType::kUint16: return Value::u16(cursor.read<uint16_t>("a uint16 value"));
-    case ValueType::kInt16: return Value::i16(cursor.read<int16_t>("an int16 value"));
-    case ValueType::kUint32: return Value::u32(cursor.read<uint32_t>("a uint32 value"));
-    case ValueType::kInt32: return Value::i32(cursor.read<int32_t>("an int32 value"));
-    case ValueType::kFloat32: return Value::f32(cursor.read<float>("a float32 value"));
-    case ValueType::kUint64: return Value::u64(cursor.read<uint64_t>("a uint64 value"));
-    case ValueType::kInt64: return Value::i64(cursor.read<int64_t>("an int64 value"));
-    case ValueType::kFloat64: return Value::f64(cursor.read<double>("a float64 value"));
-    case ValueType::kString: return Value::str(cursor.read_string("a string value"));
-    case ValueType::kArray: return read_array(cursor, depth);
+    case ValueType::kUint8:
+      return Value::u8(cursor.read<uint8_t>("a uint8 value"));
+    case ValueType::kInt8:
+      return Value::i8(cursor.read<int8_t>("an int8 value"));
+    case ValueType::kUint16:
+      return Value::u16(cursor.read<uint16_t>("a uint16 value"));
+    case ValueType::kInt16:
+      return Value::i16(cursor.read<int16_t>("an int16 value"));
+    case ValueType::kUint32:
+      return Value::u32(cursor.read<uint32_t>("a uint32 value"));
+    case ValueType::kInt32:
+      return Value::i32(cursor.read<int32_t>("an int32 value"));
+    case ValueType::kFloat32:
+      return Value::f32(cursor.read<float>("a float32 value"));
+    case ValueType::kUint64:
+      return Value::u64(cursor.read<uint64_t>("a uint64 value"));
+    case ValueType::kInt64:
+      return Value::i64(cursor.read<int64_t>("an int64 value"));
+    case ValueType::kFloat64:
+      return Value::f64(cursor.read<double>("a float64 value"));
+    case ValueType::kString:
+      return Value::str(cursor.read_string("a string value"));
+    case ValueType::kArray:
+      return read_array(cursor, depth);
     case ValueType::kBool: {
       const auto byte = cursor.read<uint8_t>("a bool value");
       if (byte > 1) {
-        cursor.fail(Kind::kMalformed, "bool value is " + std::to_string(byte) + "; expected 0 or 1");
+        cursor.fail(Kind::kMalformed,
+                    "bool value is " + std::to_string(byte) + "; expected 0 or 1");
       }
       return Value::boolean(byte == 1);
     }
@@ -172,12 +190,12 @@ uint64_t alignment_from(const Value* value, ByteCursor& cursor) {
   cursor.set_item("metadata key '" + std::string(kAlignmentKey) + "'");
   const auto* alignment = std::get_if<uint32_t>(&value->data);
   if (alignment == nullptr) {
-    cursor.fail(Kind::kMalformed, "has type " + std::string(value_type_name(value->type())) +
-                                      "; expected uint32");
+    cursor.fail(Kind::kMalformed,
+                "has type " + std::string(value_type_name(value->type())) + "; expected uint32");
   }
   if (!std::has_single_bit(*alignment)) {
-    cursor.fail(Kind::kMalformed, "is " + std::to_string(*alignment) +
-                                      "; expected a non-zero power of two");
+    cursor.fail(Kind::kMalformed,
+                "is " + std::to_string(*alignment) + "; expected a non-zero power of two");
   }
   return *alignment;
 }
@@ -193,8 +211,8 @@ constexpr uint64_t kMinMetadataEntryBytes = 8 + 4 + 1;
 std::vector<int64_t> read_shape(ByteCursor& cursor) {
   const auto n_dims = cursor.read<uint32_t>("the number of dimensions");
   if (n_dims == 0 || n_dims > kMaxDims) {
-    cursor.fail(Kind::kMalformed, "has " + std::to_string(n_dims) +
-                                      " dimensions; expected 1 to " + std::to_string(kMaxDims));
+    cursor.fail(Kind::kMalformed, "has " + std::to_string(n_dims) + " dimensions; expected 1 to " +
+                                      std::to_string(kMaxDims));
   }
   std::vector<int64_t> shape;
   int64_t elements = 1;
@@ -231,9 +249,8 @@ GgmlType read_tensor_type(ByteCursor& cursor, const std::string& tensor_name,
 uint64_t tensor_bytes(ByteCursor& cursor, GgmlType type, const std::vector<int64_t>& shape) {
   if (shape[0] % block_elements(type) != 0) {
     cursor.fail(Kind::kMalformed, "row length " + std::to_string(shape[0]) +
-                                      " is not a multiple of the " +
-                                      std::string(type_name(type)) + " block size " +
-                                      std::to_string(block_elements(type)));
+                                      " is not a multiple of the " + std::string(type_name(type)) +
+                                      " block size " + std::to_string(block_elements(type)));
   }
   const uint64_t per_row = row_bytes(type, shape[0]);
   uint64_t rows = 1;

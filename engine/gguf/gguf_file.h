@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,9 +23,9 @@ struct TensorInfo {
   // shape {in, out}.
   std::vector<int64_t> shape;
   GgmlType type = GgmlType::F32;
-  uint64_t offset = 0;             // relative to the start of the data section
-  uint64_t n_bytes = 0;            // row_bytes(type, shape[0]) * rows()
-  const uint8_t* data = nullptr;   // into the mapping; valid while the GgufFile lives
+  uint64_t offset = 0;            // relative to the start of the data section
+  uint64_t n_bytes = 0;           // row_bytes(type, shape[0]) * rows()
+  const uint8_t* data = nullptr;  // into the mapping; valid while the GgufFile lives
 
   int64_t n_elements() const;
   int64_t rows() const;  // product of shape[1..]; 1 for a vector

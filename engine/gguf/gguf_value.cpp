@@ -18,19 +18,32 @@ namespace {
 
 std::string_view value_type_name(ValueType type) {
   switch (type) {
-    case ValueType::kUint8: return "uint8";
-    case ValueType::kInt8: return "int8";
-    case ValueType::kUint16: return "uint16";
-    case ValueType::kInt16: return "int16";
-    case ValueType::kUint32: return "uint32";
-    case ValueType::kInt32: return "int32";
-    case ValueType::kFloat32: return "float32";
-    case ValueType::kBool: return "bool";
-    case ValueType::kString: return "string";
-    case ValueType::kArray: return "array";
-    case ValueType::kUint64: return "uint64";
-    case ValueType::kInt64: return "int64";
-    case ValueType::kFloat64: return "float64";
+    case ValueType::kUint8:
+      return "uint8";
+    case ValueType::kInt8:
+      return "int8";
+    case ValueType::kUint16:
+      return "uint16";
+    case ValueType::kInt16:
+      return "int16";
+    case ValueType::kUint32:
+      return "uint32";
+    case ValueType::kInt32:
+      return "int32";
+    case ValueType::kFloat32:
+      return "float32";
+    case ValueType::kBool:
+      return "bool";
+    case ValueType::kString:
+      return "string";
+    case ValueType::kArray:
+      return "array";
+    case ValueType::kUint64:
+      return "uint64";
+    case ValueType::kInt64:
+      return "int64";
+    case ValueType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
@@ -44,17 +57,19 @@ bool Value::is_integer() const {
     case ValueType::kUint32:
     case ValueType::kInt32:
     case ValueType::kUint64:
-    case ValueType::kInt64: return true;
-    default: return false;
+    case ValueType::kInt64:
+      return true;
+    default:
+      return false;
   }
 }
 
 int64_t Value::as_int() const {
   if (const auto* big = std::get_if<uint64_t>(&data)) {
     if (*big > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      throw GgufError(GgufError::Kind::kMalformed,
-                      "GGUF metadata value: uint64 " + std::to_string(*big) +
-                          " does not fit in a signed 64-bit integer");
+      throw GgufError(GgufError::Kind::kMalformed, "GGUF metadata value: uint64 " +
+                                                       std::to_string(*big) +
+                                                       " does not fit in a signed 64-bit integer");
     }
     return static_cast<int64_t>(*big);
   }

@@ -50,8 +50,8 @@ struct Value {
   // Checked accessors: a value of another type throws GgufError(kMalformed) naming the
   // expected and the actual type.
   bool is_integer() const;
-  int64_t as_int() const;     // any integer type; a uint64 above INT64_MAX throws
-  double as_float() const;    // float32, float64 or any integer type
+  int64_t as_int() const;   // any integer type; a uint64 above INT64_MAX throws
+  double as_float() const;  // float32, float64 or any integer type
   bool as_bool() const;
   const std::string& as_string() const;
   const Array& as_array() const;

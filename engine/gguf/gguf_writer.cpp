@@ -67,10 +67,10 @@ void check_array_types(const std::string& key, const Value& value) {
   }
   for (const Value& item : array->items) {
     if (item.type() != array->element_type) {
-      throw GgufError(Kind::kMalformed,
-                      "GGUF writer: key " + key + ": array of " +
-                          std::string(value_type_name(array->element_type)) + " holds a " +
-                          std::string(value_type_name(item.type())));
+      throw GgufError(Kind::kMalformed, "GGUF writer: key " + key + ": array of " +
+                                            std::string(value_type_name(array->element_type)) +
+                                            " holds a " +
+                                            std::string(value_type_name(item.type())));
     }
     check_array_types(key, item);
   }
@@ -85,8 +85,8 @@ uint64_t expected_tensor_bytes(const std::string& name, GgmlType type,
                         " is not supported; supported: " + supported_types_list());
   }
   if (shape.empty() || shape.size() > kMaxDims) {
-    throw GgufError(Kind::kMalformed, prefix + "expected 1 to 4 dimensions, got " +
-                                          std::to_string(shape.size()));
+    throw GgufError(Kind::kMalformed,
+                    prefix + "expected 1 to 4 dimensions, got " + std::to_string(shape.size()));
   }
   uint64_t rows = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -110,8 +110,7 @@ uint64_t expected_tensor_bytes(const std::string& name, GgmlType type,
 
 GgufWriter::GgufWriter(uint32_t version) : version_(version) {
   if (version != 2 && version != 3) {
-    throw GgufError(Kind::kUnsupportedVersion, "GGUF writer: version " +
-                                                   std::to_string(version) +
+    throw GgufError(Kind::kUnsupportedVersion, "GGUF writer: version " + std::to_string(version) +
                                                    " is not supported; supported: 2, 3");
   }
 }

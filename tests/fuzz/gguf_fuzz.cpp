@@ -38,8 +38,8 @@ void touch_tensors(const servescope::gguf::GgufFile& file) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const auto file = servescope::gguf::GgufFile::from_bytes(std::vector<uint8_t>(data, data + size),
-                                                             "fuzz.gguf");
+    const auto file = servescope::gguf::GgufFile::from_bytes(
+        std::vector<uint8_t>(data, data + size), "fuzz.gguf");
     touch_tensors(file);
   } catch (const servescope::Error&) {
     // Rejected cleanly: what the reader must do with bad input.

@@ -26,8 +26,8 @@ GgufWriter metadata_only() {
   writer.set("u64", Value::u64(7));
   writer.set("f64", Value::f64(1.5));
   writer.set("tokens", Value::array(ValueType::kString, {Value::str("a"), Value::str("<s>")}));
-  writer.set("nested", Value::array(ValueType::kArray,
-                                    {Value::array(ValueType::kInt32, {Value::i32(3)})}));
+  writer.set("nested",
+             Value::array(ValueType::kArray, {Value::array(ValueType::kInt32, {Value::i32(3)})}));
   return writer;
 }
 

@@ -89,11 +89,11 @@ TEST(Fp16, KnownValuesFromFloat) {
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);  // tie: rounds to even 0
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1.5f, -25)), 0x0001);
-  EXPECT_EQ(fp32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);  // tie 1.5 ulp: rounds to even 2
-  EXPECT_EQ(fp32_to_fp16(std::ldexp(5.0f, -25)), 0x0002);  // tie 2.5 ulp: rounds to even 2
-  EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
-  EXPECT_EQ(fp32_to_fp16(std::ldexp(1023.5f, -24)), 0x0400);  // rounds up into the normals
-  EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie, to even
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);         // tie 1.5 ulp: rounds to even 2
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(5.0f, -25)), 0x0002);         // tie 2.5 ulp: rounds to even 2
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -14)), 0x0400);         // smallest normal
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(1023.5f, -24)), 0x0400);      // rounds up into the normals
+  EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie, to even
   EXPECT_EQ(fp32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie, to even
   EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);
   EXPECT_EQ(fp32_to_fp16(1e-10f), 0x0000);
@@ -146,10 +146,10 @@ TEST(Quantize, Q8_0HandComputedBlock) {
 
 TEST(Quantize, Q4_0HandComputedBlockAndNibbleOrder) {
   std::vector<float> x(32, 0.0f);
-  x[0] = -8.0f;  // max by magnitude, negative: d = 1
-  x[1] = 7.0f;   // 7 + 8.5 = 15.5 -> 15
-  x[16] = 3.0f;  // high nibble of byte 0
-  x[17] = -0.5f; // -0.5 + 8.5 = 8 -> 8
+  x[0] = -8.0f;   // max by magnitude, negative: d = 1
+  x[1] = 7.0f;    // 7 + 8.5 = 15.5 -> 15
+  x[16] = 3.0f;   // high nibble of byte 0
+  x[17] = -0.5f;  // -0.5 + 8.5 = 8 -> 8
   BlockQ4_0 block{};
   quantize_row(GgmlType::Q4_0, x.data(), &block, 32);
   EXPECT_EQ(block.d, fp32_to_fp16(1.0f));

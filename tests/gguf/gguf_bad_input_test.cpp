@@ -107,7 +107,8 @@ TEST(BadInput, EveryTruncationThrows) {
   ASSERT_NO_THROW((void)GgufFile::from_bytes(bytes, "full.gguf"));
 
   for (size_t length = 0; length < bytes.size(); ++length) {
-    const std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(length));
+    const std::vector<uint8_t> prefix(bytes.begin(),
+                                      bytes.begin() + static_cast<ptrdiff_t>(length));
     if (length >= needed) {
       EXPECT_NO_THROW((void)GgufFile::from_bytes(prefix, "cut.gguf")) << length;
       continue;
@@ -186,9 +187,11 @@ std::vector<uint8_t> file_with_alignment(const Value& alignment) {
 
 TEST(BadInput, BadAlignment) {
   for (uint32_t alignment : {0u, 3u, 48u}) {
-    const std::string message = load_error(Kind::kMalformed, file_with_alignment(Value::u32(alignment)));
+    const std::string message =
+        load_error(Kind::kMalformed, file_with_alignment(Value::u32(alignment)));
     EXPECT_CONTAINS(message, "bad.gguf: metadata key 'general.alignment'");
-    EXPECT_CONTAINS(message, "is " + std::to_string(alignment) + "; expected a non-zero power of two");
+    EXPECT_CONTAINS(message,
+                    "is " + std::to_string(alignment) + "; expected a non-zero power of two");
   }
   const std::string message = load_error(Kind::kMalformed, file_with_alignment(Value::u64(32)));
   EXPECT_CONTAINS(message, "has type uint64; expected uint32");
@@ -197,11 +200,13 @@ TEST(BadInput, BadAlignment) {
 TEST(BadInput, AbsurdCountsFailFastWithoutAllocating) {
   RawBytes tensors;
   tensors.header(3, uint64_t{1} << 60, 0);
-  EXPECT_CONTAINS(load_error(Kind::kMalformed, tensors.bytes), "declares 1152921504606846976 tensors");
+  EXPECT_CONTAINS(load_error(Kind::kMalformed, tensors.bytes),
+                  "declares 1152921504606846976 tensors");
 
   RawBytes entries;
   entries.header(3, 0, uint64_t{1} << 60);
-  EXPECT_CONTAINS(load_error(Kind::kMalformed, entries.bytes), "1152921504606846976 metadata entries");
+  EXPECT_CONTAINS(load_error(Kind::kMalformed, entries.bytes),
+                  "1152921504606846976 metadata entries");
 
   RawBytes array;
   array.header(3, 0, 1).str("tokens").u32(kArray).u32(kString).u64(uint64_t{1} << 60);
@@ -220,8 +225,15 @@ TEST(BadInput, AbsurdCountsFailFastWithoutAllocating) {
 
 TEST(BadInput, DuplicateKey) {
   RawBytes raw;
-  raw.header(3, 0, 2).str("general.name").u32(kUint32).u32(1).str("general.name").u32(kUint32).u32(2);
-  EXPECT_CONTAINS(load_error(Kind::kMalformed, raw.bytes), "bad.gguf: metadata key 'general.name': duplicate key");
+  raw.header(3, 0, 2)
+      .str("general.name")
+      .u32(kUint32)
+      .u32(1)
+      .str("general.name")
+      .u32(kUint32)
+      .u32(2);
+  EXPECT_CONTAINS(load_error(Kind::kMalformed, raw.bytes),
+                  "bad.gguf: metadata key 'general.name': duplicate key");
 }
 
 TEST(BadInput, DuplicateTensorName) {
@@ -230,7 +242,8 @@ TEST(BadInput, DuplicateTensorName) {
   raw.str("w").u32(1).u64(8).u32(kF32).u64(0);
   raw.str("w").u32(1).u64(8).u32(kF32).u64(32).pad_to(32);
   raw.bytes.resize(raw.bytes.size() + 64);
-  EXPECT_CONTAINS(load_error(Kind::kMalformed, raw.bytes), "bad.gguf: tensor w: duplicate tensor name");
+  EXPECT_CONTAINS(load_error(Kind::kMalformed, raw.bytes),
+                  "bad.gguf: tensor w: duplicate tensor name");
 }
 
 TEST(BadInput, BadDimensions) {
@@ -238,26 +251,40 @@ TEST(BadInput, BadDimensions) {
     SmallFile file = small_file();
     overwrite<uint32_t>(file.bytes, file.n_dims_at, n_dims);
     const std::string message = load_error(Kind::kMalformed, file.bytes);
-    EXPECT_CONTAINS(message, "tensor blk.0.w: has " + std::to_string(n_dims) + " dimensions; expected 1 to 4");
+    EXPECT_CONTAINS(
+        message, "tensor blk.0.w: has " + std::to_string(n_dims) + " dimensions; expected 1 to 4");
   }
   SmallFile zero = small_file();
   overwrite<uint64_t>(zero.bytes, zero.dim0_at, 0);
   EXPECT_CONTAINS(load_error(Kind::kMalformed, zero.bytes), "dimension 0 is 0");
 
   RawBytes overflow;
-  overflow.header(3, 1, 0).str("big").u32(3).u64(uint64_t{1} << 31).u64(uint64_t{1} << 31).u64(uint64_t{1} << 31);
+  overflow.header(3, 1, 0)
+      .str("big")
+      .u32(3)
+      .u64(uint64_t{1} << 31)
+      .u64(uint64_t{1} << 31)
+      .u64(uint64_t{1} << 31);
   overflow.u32(kF32).u64(0);
-  EXPECT_CONTAINS(load_error(Kind::kMalformed, overflow.bytes), "tensor big: the element count overflows");
+  EXPECT_CONTAINS(load_error(Kind::kMalformed, overflow.bytes),
+                  "tensor big: the element count overflows");
 
   RawBytes huge_dim;
-  huge_dim.header(3, 1, 0).str("big").u32(1).u64(std::numeric_limits<uint64_t>::max()).u32(kF32).u64(0);
-  EXPECT_CONTAINS(load_error(Kind::kMalformed, huge_dim.bytes), "dimension 0 is 18446744073709551615");
+  huge_dim.header(3, 1, 0)
+      .str("big")
+      .u32(1)
+      .u64(std::numeric_limits<uint64_t>::max())
+      .u32(kF32)
+      .u64(0);
+  EXPECT_CONTAINS(load_error(Kind::kMalformed, huge_dim.bytes),
+                  "dimension 0 is 18446744073709551615");
 
   // Fits in int64 elements but not in bytes.
   RawBytes bytes_overflow;
   bytes_overflow.header(3, 1, 0).str("big").u32(2).u64(uint64_t{1} << 40).u64(uint64_t{1} << 22);
   bytes_overflow.u32(kF32).u64(0);
-  EXPECT_CONTAINS(load_error(Kind::kMalformed, bytes_overflow.bytes), "tensor big: the byte size overflows");
+  EXPECT_CONTAINS(load_error(Kind::kMalformed, bytes_overflow.bytes),
+                  "tensor big: the byte size overflows");
 }
 
 TEST(BadInput, RowLengthNotAMultipleOfTheBlock) {

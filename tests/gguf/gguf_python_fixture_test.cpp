@@ -19,7 +19,8 @@ const std::string kFixtureDir = std::string(SERVESCOPE_TEST_DATA_DIR) + "/gguf/"
 std::vector<float> read_f32_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in) << path;
-  const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<char> raw((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
   std::vector<float> values(raw.size() / sizeof(float));
   std::memcpy(values.data(), raw.data(), values.size() * sizeof(float));
   return values;
@@ -91,7 +92,8 @@ TEST_F(PythonFixture, TensorShapesAreReversedPyTorchShapes) {
   EXPECT_EQ(last, 5.0f);
   for (const TensorInfo& info : file_->tensors()) {
     EXPECT_EQ(info.offset % 64, 0u) << info.name;
-    EXPECT_EQ(info.n_bytes, row_bytes(info.type, info.shape[0]) * static_cast<uint64_t>(info.rows()));
+    EXPECT_EQ(info.n_bytes,
+              row_bytes(info.type, info.shape[0]) * static_cast<uint64_t>(info.rows()));
   }
   EXPECT_EQ(tensor("quant.q8_0").type, GgmlType::Q8_0);
   EXPECT_EQ(tensor("quant.q4_0").type, GgmlType::Q4_0);
@@ -103,7 +105,8 @@ TEST_F(PythonFixture, TensorShapesAreReversedPyTorchShapes) {
 TEST_F(PythonFixture, DequantiseMatchesNumpy) {
   for (const std::string name : {"quant.q8_0", "quant.q4_0", "quant.f16"}) {
     const TensorInfo& info = tensor(name);
-    const std::vector<float> expected = read_f32_file(kFixtureDir + "python_fixture." + name + ".f32");
+    const std::vector<float> expected =
+        read_f32_file(kFixtureDir + "python_fixture." + name + ".f32");
     ASSERT_EQ(expected.size(), static_cast<size_t>(info.n_elements())) << name;
     std::vector<float> actual(expected.size());
     dequantize_row(info.type, info.data, actual.data(), info.n_elements());
@@ -124,8 +127,8 @@ TEST_F(PythonFixture, QuantiseIsBitExactWithNumpy) {
     quantize_row(info.type, input.data(), ours.data(), static_cast<int64_t>(input.size()));
     const int64_t per_block = block_bytes(info.type);
     for (size_t byte = 0; byte < ours.size(); ++byte) {
-      ASSERT_EQ(ours[byte], info.data[byte])
-          << name << " differs at byte " << byte << " (block " << static_cast<int64_t>(byte) / per_block << ")";
+      ASSERT_EQ(ours[byte], info.data[byte]) << name << " differs at byte " << byte << " (block "
+                                             << static_cast<int64_t>(byte) / per_block << ")";
     }
   }
 }

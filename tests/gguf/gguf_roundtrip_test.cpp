@@ -28,11 +28,11 @@ std::vector<float> random_values(size_t n, unsigned seed) {
 }
 
 Value nested_array() {
-  return Value::array(ValueType::kArray,
-                      {Value::array(ValueType::kString, {Value::str("a"), Value::str("bc")}),
-                       Value::array(ValueType::kArray,
-                                    {Value::array(ValueType::kFloat64, {Value::f64(2.5)})}),
-                       Value::array(ValueType::kUint8, {})});
+  return Value::array(
+      ValueType::kArray,
+      {Value::array(ValueType::kString, {Value::str("a"), Value::str("bc")}),
+       Value::array(ValueType::kArray, {Value::array(ValueType::kFloat64, {Value::f64(2.5)})}),
+       Value::array(ValueType::kUint8, {})});
 }
 
 GgufWriter writer_with_every_value_type(uint32_t version) {
@@ -52,7 +52,8 @@ GgufWriter writer_with_every_value_type(uint32_t version) {
   writer.set("i64", Value::i64(-9223372036854775807 - 1));
   writer.set("f64", Value::f64(1e300));
   writer.set("array.i32", Value::array(ValueType::kInt32, {Value::i32(1), Value::i32(-2)}));
-  writer.set("array.bool", Value::array(ValueType::kBool, {Value::boolean(true), Value::boolean(false)}));
+  writer.set("array.bool",
+             Value::array(ValueType::kBool, {Value::boolean(true), Value::boolean(false)}));
   writer.set("array.nested", nested_array());
   return writer;
 }
@@ -61,7 +62,8 @@ class RoundTrip : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(RoundTrip, EveryValueType) {
   const uint32_t version = GetParam();
-  const GgufFile file = GgufFile::from_bytes(writer_with_every_value_type(version).to_bytes(), "rt.gguf");
+  const GgufFile file =
+      GgufFile::from_bytes(writer_with_every_value_type(version).to_bytes(), "rt.gguf");
   EXPECT_EQ(file.version(), version);
   EXPECT_EQ(file.alignment(), 32u);
   EXPECT_EQ(file.name(), "rt.gguf");
@@ -106,7 +108,8 @@ TEST_P(RoundTrip, EveryValueType) {
 TEST_P(RoundTrip, EverySupportedTensorType) {
   GgufWriter writer(GetParam());
   const std::vector<float> values = random_values(64 * 3, 42);
-  const std::vector<GgmlType> types = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0};
+  const std::vector<GgmlType> types = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0,
+                                       GgmlType::Q4_0};
   for (GgmlType type : types) {
     writer.add_tensor_f32("t." + std::string(type_name(type)), type, {64, 3}, values);
   }
@@ -131,8 +134,10 @@ TEST_P(RoundTrip, EverySupportedTensorType) {
     // And dequantise to within the type's precision.
     std::vector<float> back(192);
     dequantize_row(type, tensor->data, back.data(), 192);
-    const float tolerance = type == GgmlType::F32 ? 0.0f : type == GgmlType::F16 ? 2e-3f
-                            : type == GgmlType::Q8_0 ? 0.03f : 0.5f;
+    const float tolerance = type == GgmlType::F32    ? 0.0f
+                            : type == GgmlType::F16  ? 2e-3f
+                            : type == GgmlType::Q8_0 ? 0.03f
+                                                     : 0.5f;
     for (size_t i = 0; i < back.size(); ++i) EXPECT_NEAR(back[i], values[i], tolerance) << i;
   }
   const TensorInfo* vector = file.find_tensor("vector");
@@ -197,10 +202,12 @@ TEST(Writer, RejectsInvalidInput) {
   });
   expect_gguf_error(GgufError::Kind::kMalformed,
                     [&] { writer.add_tensor("w", GgmlType::F32, {}, {}); });
-  expect_gguf_error(GgufError::Kind::kMalformed,
-                    [&] { writer.add_tensor("w", GgmlType::F32, {1, 1, 1, 1, 1}, {0, 0, 0, 0}); });
-  expect_gguf_error(GgufError::Kind::kUnsupportedTensorType,
-                    [&] { writer.add_tensor("w", GgmlType::Q5_K, {256}, std::vector<uint8_t>(176)); });
+  expect_gguf_error(GgufError::Kind::kMalformed, [&] {
+    writer.add_tensor("w", GgmlType::F32, {1, 1, 1, 1, 1}, {0, 0, 0, 0});
+  });
+  expect_gguf_error(GgufError::Kind::kUnsupportedTensorType, [&] {
+    writer.add_tensor("w", GgmlType::Q5_K, {256}, std::vector<uint8_t>(176));
+  });
   expect_gguf_error(GgufError::Kind::kMalformed, [&] {
     writer.add_tensor_f32("w", GgmlType::F32, {4}, std::vector<float>{1, 2, 3});
   });
@@ -213,9 +220,10 @@ TEST(Writer, RejectsInvalidInput) {
 class TempDir {
  public:
   TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("servescope_gguf_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    path_ =
+        std::filesystem::temp_directory_path() /
+        ("servescope_gguf_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(path_);
   }
   ~TempDir() { std::filesystem::remove_all(path_); }
@@ -246,9 +254,8 @@ TEST(MappedFile, WriteThenOpenMapsTheSameContent) {
 }
 
 TEST(MappedFile, MissingFileIsAnIoErrorWithReason) {
-  const std::string message = expect_gguf_error(GgufError::Kind::kIo, [] {
-    (void)GgufFile::open("/nonexistent/dir/model.gguf");
-  });
+  const std::string message = expect_gguf_error(
+      GgufError::Kind::kIo, [] { (void)GgufFile::open("/nonexistent/dir/model.gguf"); });
   EXPECT_NE(message.find("/nonexistent/dir/model.gguf"), std::string::npos) << message;
   EXPECT_NE(message.find("No such file or directory"), std::string::npos) << message;
 }
@@ -271,9 +278,8 @@ TEST(MappedFile, EmptyFileIsTruncated) {
 }
 
 TEST(MappedFile, WriteToAnUnwritablePathIsAnIoError) {
-  const std::string message = expect_gguf_error(GgufError::Kind::kIo, [] {
-    GgufWriter().write("/nonexistent/dir/out.gguf");
-  });
+  const std::string message = expect_gguf_error(
+      GgufError::Kind::kIo, [] { GgufWriter().write("/nonexistent/dir/out.gguf"); });
   EXPECT_NE(message.find("/nonexistent/dir/out.gguf"), std::string::npos) << message;
   EXPECT_NE(message.find("No such file or directory"), std::string::npos) << message;
 }

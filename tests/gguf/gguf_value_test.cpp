@@ -49,13 +49,14 @@ TEST(Value, FloatAccessorAcceptsFloatsAndIntegers) {
   EXPECT_DOUBLE_EQ(Value::f32(0.5f).as_float(), 0.5);
   EXPECT_DOUBLE_EQ(Value::f64(0.1).as_float(), 0.1);
   EXPECT_DOUBLE_EQ(Value::i32(-3).as_float(), -3.0);
-  EXPECT_DOUBLE_EQ(Value::u64(std::numeric_limits<uint64_t>::max()).as_float(), 18446744073709551615.0);
+  EXPECT_DOUBLE_EQ(Value::u64(std::numeric_limits<uint64_t>::max()).as_float(),
+                   18446744073709551615.0);
   EXPECT_THROW((void)Value::str("1").as_float(), GgufError);
 }
 
 TEST(Value, WrongTypeNamesExpectedAndActual) {
-  std::string message = expect_gguf_error(GgufError::Kind::kMalformed,
-                                          [] { (void)Value::u32(5).as_string(); });
+  std::string message =
+      expect_gguf_error(GgufError::Kind::kMalformed, [] { (void)Value::u32(5).as_string(); });
   EXPECT_NE(message.find("expected string"), std::string::npos) << message;
   EXPECT_NE(message.find("found uint32"), std::string::npos) << message;
   message = expect_gguf_error(GgufError::Kind::kMalformed, [] { (void)Value::str("x").as_int(); });
@@ -69,7 +70,8 @@ TEST(Value, WrongTypeNamesExpectedAndActual) {
 TEST(Value, OtherAccessors) {
   EXPECT_TRUE(Value::boolean(true).as_bool());
   EXPECT_EQ(Value::str("hi").as_string(), "hi");
-  const Value nested = Value::array(ValueType::kArray, {Value::array(ValueType::kInt8, {Value::i8(1)})});
+  const Value nested =
+      Value::array(ValueType::kArray, {Value::array(ValueType::kInt8, {Value::i8(1)})});
   ASSERT_EQ(nested.as_array().items.size(), 1u);
   EXPECT_EQ(nested.as_array().items[0].as_array().items[0].as_int(), 1);
 }
