@@ -38,8 +38,9 @@ struct Vocabulary {
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   int32_t unknown_id = -1;
-  // llama.cpp's defaults for "llama"; vocabulary_from_gguf() uses add_bos = false and
-  // add_space_prefix = false for "gpt2" when the keys are absent. gpt2 ignores add_space_prefix.
+  // llama.cpp's defaults for "llama" (set add_bos = false by hand for a gpt2 vocabulary);
+  // vocabulary_from_gguf() uses false for both when a "gpt2" file lacks the keys.
+  // The gpt2 tokenizer ignores add_space_prefix.
   bool add_bos = true;
   bool add_space_prefix = true;
 };
@@ -80,8 +81,9 @@ class Tokenizer {
   Vocabulary vocabulary_;  // validated, scores and types filled in
 };
 
-// The tokenizer vocabulary.model names. Throws ModelError(kBadTokenizer) for an unknown model
-// (listing the supported ones) or a vocabulary that is inconsistent.
+// The tokenizer that vocabulary.model names ("llama" or "gpt2"). Throws
+// ModelError(kBadTokenizer) for another model (listing the supported ones) or for an
+// inconsistent vocabulary; load_tokenizer's messages also name the file.
 std::unique_ptr<Tokenizer> make_tokenizer(Vocabulary vocabulary);
 std::unique_ptr<Tokenizer> load_tokenizer(const gguf::GgufFile& file);
 
