@@ -32,6 +32,8 @@ from common import Llama, ModelArgs  # noqa: E402
 
 
 def parse_args(argv=None):
+    """Command-line options; with --resume, options not given on the command line take the
+    values the checkpointed run used (see restore_args)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out-dir", type=pathlib.Path, default=common.DEFAULT_OUT_DIR)
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.pt")
@@ -61,7 +63,19 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--tokenizer-stories", type=int, default=4000)
     p.add_argument("--bench-steps", type=int, default=0, help="only measure tokens/s on random ids")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    args.explicit = {action.dest for action in p._actions
+                     if any(arg == o or arg.startswith(o + "=")
+                            for arg in given for o in action.option_strings)}
+    return args
+
+
+def restore_args(a, saved: dict):
+    """Options of the checkpointed run for everything not given on this command line."""
+    for key, value in saved.items():
+        if key not in a.explicit and key not in ("resume", "explicit", "out_dir", "max_minutes"):
+            setattr(a, key, value)
 
 
 def lr_at(step: int, a) -> float:
@@ -187,6 +201,7 @@ def main(argv=None):
             sys.exit(f"{ckpt_path}: no checkpoint to resume from")
         state = torch.load(ckpt_path)
         margs = ModelArgs(**state["model_args"])
+        restore_args(a, state.get("train_args", {}))
         print(f"resuming from {ckpt_path} at step {state['step']}", flush=True)
     else:
         margs = ModelArgs(a.vocab, a.dim, a.layers, a.heads, a.kv_heads, a.ffn, a.ctx)
@@ -231,7 +246,7 @@ def main(argv=None):
             "model_args": dataclasses.asdict(margs),
             "step": step, "train_seconds": train_seconds, "history": history,
             "numpy_rng": gen.bit_generator.state, "torch_rng": torch.get_rng_state(),
-            "train_args": vars(a) | {"out_dir": str(a.out_dir)}})
+            "train_args": {k: v for k, v in vars(a).items() if k not in ("out_dir", "explicit")}})
         print(f"checkpoint ({reason}): step {step}, {train_seconds / 60:.1f} min trained -> {ckpt_path}",
               flush=True)
 
