@@ -1,5 +1,9 @@
 #include "engine/compute/backend.h"
+
+#include <cstdlib>
+
 #include "engine/compute/cpu_backend.h"
+#include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute {
@@ -14,9 +18,14 @@ std::unique_ptr<Backend> make_backend(BackendKind kind) {
   switch (kind) {
     case BackendKind::kCpu:
       return std::make_unique<CpuBackend>();
-    case BackendKind::kVulkan:
-      throw BackendError(
-          "the Vulkan backend is not built yet in this version of ServeScope; use --backend cpu");
+    case BackendKind::kVulkan: {
+      // SERVESCOPE_VULKAN_DEVICE=N picks device N (as --device N); default: the best one.
+      vulkan::VulkanBackendOptions options;
+      if (const char* device = std::getenv("SERVESCOPE_VULKAN_DEVICE")) {
+        options.context.device_index = static_cast<uint32_t>(std::strtoul(device, nullptr, 10));
+      }
+      return std::make_unique<vulkan::VulkanBackend>(options);
+    }
   }
   throw BackendError("unknown backend kind");
 }

@@ -1,0 +1,86 @@
+// Records one engine step into one command buffer and submits it once, when the host needs a
+// result (Backend::read) or must touch memory the step uses. Between dependent dispatches it
+// inserts a memory barrier; around every dispatch a timestamp query where the device has them.
+// Descriptor sets and small per-step uploads (token ids, RoPE tables) live until the step's
+// fence has signalled, then are recycled.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/compute/vulkan/device_memory.h"
+#include "engine/compute/vulkan/pipelines.h"
+#include "engine/compute/vulkan/step_timings.h"
+#include "engine/compute/vulkan/vulkan_context.h"
+
+namespace servescope::compute::vulkan {
+
+// A storage-buffer binding: a byte range of a block's buffer.
+struct BufferRange {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize size = 0;
+};
+
+inline BufferRange range_of(const Allocation& a) { return {a.buffer, a.offset, a.size}; }
+
+struct WorkgroupCount {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+class CommandRecorder {
+ public:
+  CommandRecorder(std::shared_ptr<VulkanContext> context, std::shared_ptr<DeviceMemory> host_memory);
+  ~CommandRecorder();
+  CommandRecorder(const CommandRecorder&) = delete;
+  CommandRecorder& operator=(const CommandRecorder&) = delete;
+
+  void dispatch(const Pipeline& pipeline, std::span<const BufferRange> bindings,
+                const void* push_constants, uint32_t push_bytes, WorkgroupCount groups,
+                KernelClass kind);
+  // Copies bytes between buffers (staging transfers), ordered like a dispatch.
+  void copy(const BufferRange& from, const BufferRange& to, std::span<const VkBufferCopy> regions);
+  // Zeroes a range (new KV caches and weights start at zero, as on the CPU backend).
+  void fill_zero(const BufferRange& range);
+  // Copies `bytes` into host-visible memory that stays valid until this step completes.
+  BufferRange upload(std::span<const uint8_t> bytes);
+
+  bool has_pending_work() const { return recording_; }
+  // Submits what was recorded (if anything) and waits. BackendError on device loss etc.;
+  // the recorder is then reset and usable for the next step.
+  void submit_and_wait();
+  const StepTimings& last_step() const { return last_step_; }
+
+ private:
+  void begin_if_needed();
+  void barrier_before_next_command();
+  void collect_timings();
+  void recycle_step_resources();
+  VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+
+  std::shared_ptr<VulkanContext> context_;
+  std::shared_ptr<DeviceMemory> host_memory_;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> descriptor_pools_;
+  size_t current_pool_ = 0;
+  VkQueryPool query_pool_ = VK_NULL_HANDLE;
+  uint32_t query_capacity_ = 0;  // timestamps; two per dispatch
+  double timestamp_period_ns_ = 0.0;
+  uint64_t timestamp_mask_ = 0;
+
+  bool recording_ = false;
+  uint32_t commands_recorded_ = 0;
+  std::vector<KernelTiming> pending_kernels_;  // one per timed dispatch
+  bool timings_overflowed_ = false;
+  std::vector<Allocation> uploads_;
+  VkDeviceSize upload_used_ = 0;  // bytes used of uploads_.back()
+  StepTimings last_step_;
+};
+
+}  // namespace servescope::compute::vulkan

@@ -1,0 +1,404 @@
+#include "engine/compute/vulkan/vulkan_backend.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "engine/core/error.h"
+
+namespace servescope::compute::vulkan {
+namespace {
+
+// --- storage ------------------------------------------------------------------------------
+
+struct TensorStorage final : Buffer {
+  explicit TensorStorage(std::shared_ptr<DeviceMemory> memory, Allocation a)
+      : storage(std::move(memory), a) {}
+  OwnedAllocation storage;
+};
+
+// A weight matrix as chunks of whole rows, each small enough for one shader binding.
+struct WeightChunk {
+  int64_t first_row = 0;
+  int64_t rows = 0;
+  std::unique_ptr<OwnedAllocation> storage;
+};
+
+struct WeightStorage final : Buffer {
+  std::vector<WeightChunk> chunks;
+};
+
+const Allocation& allocation_of(const Tensor& t) {
+  assert(t.buffer);
+  return static_cast<const TensorStorage&>(*t.buffer).storage.get();
+}
+
+BufferRange bind(const Tensor& t) { return range_of(allocation_of(t)); }
+
+const WeightStorage& weights_of(const WeightMatrix& w) {
+  return static_cast<const WeightStorage&>(*w.buffer);
+}
+
+uint32_t u32(int64_t value) {
+  if (value < 0 || value > int64_t{0xffffffff}) {
+    throw BackendError("Vulkan: a size of " + std::to_string(value) + " does not fit a shader's 32-bit index");
+  }
+  return static_cast<uint32_t>(value);
+}
+
+uint32_t groups_for(int64_t items, int64_t per_group) {
+  return u32((items + per_group - 1) / per_group);
+}
+
+// Workgroups for a 1-D range of groups, spread over x and y when there are more than the
+// 65535 per axis every device supports (the shader linearises with linear_workgroup()).
+WorkgroupCount linear_groups(uint32_t groups) {
+  constexpr uint32_t kPerAxis = 65535;
+  if (groups <= kPerAxis) return {groups, 1, 1};
+  return {kPerAxis, (groups + kPerAxis - 1) / kPerAxis, 1};
+}
+
+// Element-wise kernels: 64 columns per group along x, one row per group along y.
+WorkgroupCount elementwise_groups(int64_t rows, int64_t cols) {
+  if (rows > 65535) throw BackendError("Vulkan: more than 65535 rows in one operation");
+  return {groups_for(cols, 64), u32(rows), 1};
+}
+
+std::string type_suffix(gguf::GgmlType type) {
+  switch (type) {
+    case gguf::GgmlType::F32: return "f32";
+    case gguf::GgmlType::F16: return "f16";
+    case gguf::GgmlType::Q8_0: return "q8_0";
+    case gguf::GgmlType::Q4_0: return "q4_0";
+    default:
+      throw BackendError("Vulkan: weights of type " + std::string(gguf::type_name(type)) +
+                         " are not supported; supported: " + gguf::supported_types_list());
+  }
+}
+
+// --- push constants (mirrors of the shaders' push_constant blocks) -------------------------
+
+struct EmbedPush {
+  uint32_t n_ids, cols, out_offset, out_stride, chunk_first_row, chunk_rows;
+};
+struct RmsNormPush {
+  uint32_t rows, cols, x_offset, x_stride, w_offset, out_offset, out_stride;
+  float eps;
+};
+struct LayerNormPush {
+  uint32_t rows, cols, x_offset, x_stride, w_offset, b_offset, out_offset, out_stride;
+  float eps;
+};
+struct MatmulPush {
+  uint32_t n, rows, cols, x_offset, x_stride, out_offset, out_stride, bias_offset, has_bias;
+};
+struct RopePush {
+  uint32_t rows, pairs_per_row, pairs_per_head, x_offset, x_stride;
+};
+struct TwoViewPush {  // copy (src, dst) and add (x, y)
+  uint32_t rows, cols, a_offset, a_stride, b_offset, b_stride;
+};
+struct SiluMulPush {
+  uint32_t rows, cols, gate_offset, gate_stride, up_offset, up_stride, out_offset, out_stride;
+};
+struct GeluPush {
+  uint32_t rows, cols, x_offset, x_stride;
+};
+struct AttentionPush {
+  uint32_t head_dim, group, first_pos, q_offset, q_stride, k_offset, k_stride, v_offset, v_stride,
+      out_offset, out_stride;
+  float scale;
+};
+
+constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4 dimensions
+
+}  // namespace
+
+VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
+    : context_(std::make_shared<VulkanContext>(options.context)) {
+  device_memory_ =
+      std::make_shared<DeviceMemory>(context_, MemoryKind::kDevice, options.map_device_memory);
+  host_memory_ = std::make_shared<DeviceMemory>(context_, MemoryKind::kHost);
+  pipelines_ = std::make_unique<Pipelines>(context_);
+  recorder_ = std::make_unique<CommandRecorder>(context_, host_memory_);
+  const uint64_t device_limit = context_->properties().limits.maxStorageBufferRange;
+  max_binding_bytes_ = options.max_binding_bytes == 0
+                           ? device_limit
+                           : std::min<uint64_t>(options.max_binding_bytes, device_limit);
+}
+
+VulkanBackend::~VulkanBackend() {
+  try {
+    finish();
+  } catch (const Error&) {
+    // The device is gone; destruction goes on regardless.
+  }
+}
+
+void VulkanBackend::finish() { recorder_->submit_and_wait(); }
+
+void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
+                             const void* push, uint32_t push_bytes, WorkgroupCount groups,
+                             KernelClass kind) {
+  const Pipeline& pipeline = pipelines_->get(shader, static_cast<uint32_t>(bindings.size()));
+  recorder_->dispatch(pipeline, std::span(bindings.begin(), bindings.size()), push, push_bytes,
+                      groups, kind);
+}
+
+// --- memory -------------------------------------------------------------------------------
+
+Tensor VulkanBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) {
+  const auto bytes = static_cast<VkDeviceSize>(rows * cols) * sizeof(float);
+  auto storage = std::make_shared<TensorStorage>(device_memory_,
+                                                 device_memory_->allocate(bytes, purpose));
+  // Activations are always written before they are read; caches and weights start at zero.
+  if (purpose != BufferPurpose::kActivations) recorder_->fill_zero(range_of(storage->storage.get()));
+  return Tensor{storage, 0, rows, cols, cols};
+}
+
+void VulkanBackend::copy_into(const Allocation& dst, std::span<const uint8_t> bytes) {
+  if (dst.mapped != nullptr) {
+    finish();  // recorded work may still use this memory
+    std::memcpy(dst.mapped, bytes.data(), bytes.size());
+    return;
+  }
+  const BufferRange staging = recorder_->upload(bytes);
+  const VkBufferCopy region{0, 0, bytes.size()};
+  recorder_->copy(staging, range_of(dst), std::span(&region, 1));
+  finish();  // weights can be large: give the staging memory back now
+}
+
+WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
+                                          std::span<const uint8_t> data) {
+  type_suffix(type);  // rejects unsupported types
+  const uint64_t row_bytes = gguf::row_bytes(type, cols);
+  assert(data.size() == row_bytes * static_cast<uint64_t>(rows));
+  // Leave room for rounding the chunk up to whole 16-byte units.
+  const uint64_t rows_per_chunk = (max_binding_bytes_ - 16) / row_bytes;
+  if (rows_per_chunk == 0) {
+    throw BackendError("Vulkan: one row of a weight matrix (" + std::to_string(row_bytes) +
+                       " bytes) is larger than the device's largest storage binding");
+  }
+  auto storage = std::make_shared<WeightStorage>();
+  for (int64_t first = 0; first < rows; first += static_cast<int64_t>(rows_per_chunk)) {
+    const int64_t count = std::min<int64_t>(static_cast<int64_t>(rows_per_chunk), rows - first);
+    const uint64_t bytes = row_bytes * static_cast<uint64_t>(count);
+    auto chunk = std::make_unique<OwnedAllocation>(
+        device_memory_, device_memory_->allocate(bytes, BufferPurpose::kWeights));
+    copy_into(chunk->get(), data.subspan(row_bytes * static_cast<uint64_t>(first), bytes));
+    storage->chunks.push_back({first, count, std::move(chunk)});
+  }
+  return WeightMatrix{storage, type, rows, cols};
+}
+
+Tensor VulkanBackend::upload_vector(std::span<const float> values) {
+  Tensor t = create_tensor(1, static_cast<int64_t>(values.size()), BufferPurpose::kWeights);
+  write(t, values);
+  return t;
+}
+
+void VulkanBackend::write(Tensor& dst, std::span<const float> values) {
+  assert(static_cast<int64_t>(values.size()) == dst.size());
+  const Allocation& a = allocation_of(dst);
+  const size_t row_bytes = static_cast<size_t>(dst.cols) * sizeof(float);
+  if (a.mapped != nullptr && !recorder_->has_pending_work()) {
+    for (int64_t r = 0; r < dst.rows; ++r) {
+      std::memcpy(a.mapped + (dst.offset + r * dst.row_stride) * sizeof(float),
+                  values.data() + r * dst.cols, row_bytes);
+    }
+    return;
+  }
+  // In the command stream, so it lands after the work recorded before it.
+  const BufferRange staging = recorder_->upload(
+      {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)});
+  std::vector<VkBufferCopy> regions;
+  for (int64_t r = 0; r < dst.rows; ++r) {
+    regions.push_back({r * row_bytes,
+                       static_cast<VkDeviceSize>((dst.offset + r * dst.row_stride) * 4), row_bytes});
+  }
+  recorder_->copy(staging, range_of(a), regions);
+}
+
+std::vector<float> VulkanBackend::read(const Tensor& src) {
+  std::vector<float> out(static_cast<size_t>(src.size()));
+  const Allocation& a = allocation_of(src);
+  const size_t row_bytes = static_cast<size_t>(src.cols) * sizeof(float);
+  if (a.mapped != nullptr) {
+    finish();
+    for (int64_t r = 0; r < src.rows; ++r) {
+      std::memcpy(out.data() + r * src.cols,
+                  a.mapped + (src.offset + r * src.row_stride) * sizeof(float), row_bytes);
+    }
+    return out;
+  }
+  const VkDeviceSize bytes = out.size() * sizeof(float);
+  const Allocation staging = host_memory_->allocate(bytes, BufferPurpose::kScratch);
+  std::vector<VkBufferCopy> regions;
+  for (int64_t r = 0; r < src.rows; ++r) {
+    regions.push_back({static_cast<VkDeviceSize>((src.offset + r * src.row_stride) * 4),
+                       r * row_bytes, row_bytes});
+  }
+  try {
+    recorder_->copy(range_of(a), range_of(staging), regions);
+    finish();
+  } catch (...) {
+    host_memory_->release(staging);
+    throw;
+  }
+  std::memcpy(out.data(), staging.mapped, bytes);
+  host_memory_->release(staging);
+  return out;
+}
+
+// --- operations -----------------------------------------------------------------------------
+
+void VulkanBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) {
+  assert(out.rows == static_cast<int64_t>(ids.size()) && out.cols == table.cols);
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= table.rows) {
+      throw InputError("token id " + std::to_string(id) + " is outside the table of " +
+                       std::to_string(table.rows) + " rows");
+    }
+  }
+  const BufferRange id_buffer = recorder_->upload(
+      {reinterpret_cast<const uint8_t*>(ids.data()), ids.size() * sizeof(int32_t)});
+  const std::string shader = "embed_" + type_suffix(table.type);
+  for (const WeightChunk& chunk : weights_of(table).chunks) {
+    const bool used = std::any_of(ids.begin(), ids.end(), [&](int32_t id) {
+      return id >= chunk.first_row && id < chunk.first_row + chunk.rows;
+    });
+    if (!used) continue;
+    const EmbedPush push{u32(static_cast<int64_t>(ids.size())), u32(table.cols), u32(out.offset),
+                         u32(out.row_stride), u32(chunk.first_row), u32(chunk.rows)};
+    dispatch(shader, {range_of(chunk.storage->get()), id_buffer, bind(out)}, &push, sizeof push,
+             elementwise_groups(out.rows, out.cols), KernelClass::kOther);
+  }
+}
+
+void VulkanBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
+  assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols);
+  const RmsNormPush push{u32(x.rows),      u32(x.cols),    u32(x.offset),      u32(x.row_stride),
+                         u32(weight.offset), u32(out.offset), u32(out.row_stride), eps};
+  dispatch("rms_norm", {bind(x), bind(weight), bind(out)}, &push, sizeof push,
+           linear_groups(u32(x.rows)), KernelClass::kNorm);
+}
+
+void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                               Tensor& out) {
+  assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols && bias.cols == x.cols);
+  const LayerNormPush push{u32(x.rows),      u32(x.cols),     u32(x.offset),
+                           u32(x.row_stride), u32(weight.offset), u32(bias.offset),
+                           u32(out.offset),  u32(out.row_stride), eps};
+  dispatch("layer_norm", {bind(x), bind(weight), bind(bias), bind(out)}, &push, sizeof push,
+           linear_groups(u32(x.rows)), KernelClass::kNorm);
+}
+
+void VulkanBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
+  assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
+  const bool vector_kernel = x.rows <= kMatrixVectorMaxTokens;
+  const std::string shader =
+      std::string(vector_kernel ? "matmul_vec_" : "matmul_tiled_") + type_suffix(w.type);
+  for (const WeightChunk& chunk : weights_of(w).chunks) {
+    // This chunk's rows are output columns [first_row, first_row + rows).
+    const MatmulPush push{u32(x.rows),
+                          u32(chunk.rows),
+                          u32(w.cols),
+                          u32(x.offset),
+                          u32(x.row_stride),
+                          u32(out.offset + chunk.first_row),
+                          u32(out.row_stride),
+                          bias != nullptr ? u32(bias->offset + chunk.first_row) : 0u,
+                          bias != nullptr ? 1u : 0u};
+    const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
+    WorkgroupCount groups;
+    if (vector_kernel) {
+      groups = linear_groups(groups_for(chunk.rows, 64));
+    } else {
+      groups = {groups_for(chunk.rows, 32), groups_for(x.rows, 32), 1};
+    }
+    dispatch(shader, {range_of(chunk.storage->get()), bind(x), bind(out), bias_range}, &push,
+             sizeof push, groups, KernelClass::kMatmul);
+  }
+}
+
+void VulkanBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
+                         float freq_base) {
+  assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0 &&
+         head_dim % 2 == 0);
+  const int64_t half = head_dim / 2;
+  std::vector<float> table(static_cast<size_t>(x.rows * half * 2));
+  for (int64_t r = 0; r < x.rows; ++r) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double theta =
+          positions[r] * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
+      table[static_cast<size_t>((r * half + i) * 2)] = static_cast<float>(std::cos(theta));
+      table[static_cast<size_t>((r * half + i) * 2 + 1)] = static_cast<float>(std::sin(theta));
+    }
+  }
+  const BufferRange table_buffer = recorder_->upload(
+      {reinterpret_cast<const uint8_t*>(table.data()), table.size() * sizeof(float)});
+  const RopePush push{u32(x.rows), u32(x.cols / 2), u32(half), u32(x.offset), u32(x.row_stride)};
+  dispatch("rope", {bind(x), table_buffer}, &push, sizeof push,
+           elementwise_groups(x.rows, x.cols / 2), KernelClass::kOther);
+}
+
+void VulkanBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
+  assert(src.cols == dst.cols && dst_row + src.rows <= dst.rows);
+  const TwoViewPush push{u32(src.rows),       u32(src.cols),
+                         u32(src.offset),     u32(src.row_stride),
+                         u32(dst.offset + dst_row * dst.row_stride), u32(dst.row_stride)};
+  dispatch("copy", {bind(src), bind(dst)}, &push, sizeof push,
+           elementwise_groups(src.rows, src.cols), KernelClass::kOther);
+}
+
+void VulkanBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                              const AttentionShape& shape, int64_t first_pos, Tensor& out) {
+  if (shape.head_dim > kMaxAttentionHeadDim) {
+    throw BackendError("Vulkan: head dimension " + std::to_string(shape.head_dim) +
+                       " is larger than the attention kernel's " +
+                       std::to_string(kMaxAttentionHeadDim));
+  }
+  assert(shape.n_heads % shape.n_kv_heads == 0 && first_pos + q.rows <= k_cache.rows);
+  const AttentionPush push{u32(shape.head_dim),
+                           u32(shape.n_heads / shape.n_kv_heads),
+                           u32(first_pos),
+                           u32(q.offset),
+                           u32(q.row_stride),
+                           u32(k_cache.offset),
+                           u32(k_cache.row_stride),
+                           u32(v_cache.offset),
+                           u32(v_cache.row_stride),
+                           u32(out.offset),
+                           u32(out.row_stride),
+                           1.0f / std::sqrt(static_cast<float>(shape.head_dim))};
+  if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query tokens in one step");
+  dispatch("attention", {bind(q), bind(k_cache), bind(v_cache), bind(out)}, &push, sizeof push,
+           {u32(shape.n_heads), u32(q.rows), 1}, KernelClass::kAttention);
+}
+
+void VulkanBackend::add(Tensor& x, const Tensor& y) {
+  assert(x.rows == y.rows && x.cols == y.cols);
+  const TwoViewPush push{u32(x.rows),   u32(x.cols),       u32(x.offset),
+                         u32(x.row_stride), u32(y.offset), u32(y.row_stride)};
+  dispatch("add", {bind(x), bind(y)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
+           KernelClass::kOther);
+}
+
+void VulkanBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  assert(gate.rows == up.rows && gate.cols == up.cols && out.rows == gate.rows &&
+         out.cols == gate.cols);
+  const SiluMulPush push{u32(gate.rows),   u32(gate.cols),     u32(gate.offset),
+                         u32(gate.row_stride), u32(up.offset), u32(up.row_stride),
+                         u32(out.offset),  u32(out.row_stride)};
+  dispatch("silu_mul", {bind(gate), bind(up), bind(out)}, &push, sizeof push,
+           elementwise_groups(gate.rows, gate.cols), KernelClass::kOther);
+}
+
+void VulkanBackend::gelu(Tensor& x) {
+  const GeluPush push{u32(x.rows), u32(x.cols), u32(x.offset), u32(x.row_stride)};
+  dispatch("gelu", {bind(x)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
+           KernelClass::kOther);
+}
+
+}  // namespace servescope::compute::vulkan

@@ -1,0 +1,76 @@
+// The Vulkan compute backend: the same transformer as the CPU reference, on any Vulkan 1.1
+// device (a discrete or integrated GPU, or Mesa's lavapipe on the CPU). Operations are
+// recorded into one command buffer per step and submitted once, when `read` needs a result.
+#pragma once
+
+#include <memory>
+
+#include "engine/compute/backend.h"
+#include "engine/compute/vulkan/command_recorder.h"
+#include "engine/compute/vulkan/device_memory.h"
+#include "engine/compute/vulkan/pipelines.h"
+#include "engine/compute/vulkan/step_timings.h"
+#include "engine/compute/vulkan/vulkan_context.h"
+
+namespace servescope::compute::vulkan {
+
+struct VulkanBackendOptions {
+  ContextOptions context;
+  // Largest byte range bound to one shader binding; 0 = the device's maxStorageBufferRange.
+  // Weights larger than this are split into chunks of whole rows (tests set it small).
+  uint64_t max_binding_bytes = 0;
+  // false: never map device memory, use staging copies as on a discrete GPU.
+  bool map_device_memory = true;
+};
+
+// Decode steps of at most this many tokens use the matrix-vector kernel, more the tiled one.
+constexpr int64_t kMatrixVectorMaxTokens = 4;
+
+class VulkanBackend final : public Backend {
+ public:
+  explicit VulkanBackend(const VulkanBackendOptions& options = {});
+  ~VulkanBackend() override;
+  std::string name() const override { return "vulkan"; }
+
+  Tensor create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) override;
+  WeightMatrix upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
+                             std::span<const uint8_t> data) override;
+  Tensor upload_vector(std::span<const float> values) override;
+  void write(Tensor& dst, std::span<const float> values) override;
+  std::vector<float> read(const Tensor& src) override;
+
+  void embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
+  void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                  Tensor& out) override;
+  void matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) override;
+  void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
+            float freq_base) override;
+  void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) override;
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                 const AttentionShape& shape, int64_t first_pos, Tensor& out) override;
+  void add(Tensor& x, const Tensor& y) override;
+  void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void gelu(Tensor& x) override;
+
+  // Submits anything recorded and waits (a no-op when nothing is pending).
+  void finish();
+  const DeviceDescription& device() const { return context_->description(); }
+  const StepTimings& last_step_timings() const { return recorder_->last_step(); }
+  MemoryUsage memory_usage() const { return device_memory_->usage(); }
+  const ValidationLog& validation_log() const { return context_->validation_log(); }
+
+ private:
+  void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
+                const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind);
+  void copy_into(const Allocation& dst, std::span<const uint8_t> bytes);
+
+  std::shared_ptr<VulkanContext> context_;
+  std::shared_ptr<DeviceMemory> device_memory_;
+  std::shared_ptr<DeviceMemory> host_memory_;
+  std::unique_ptr<Pipelines> pipelines_;
+  std::unique_ptr<CommandRecorder> recorder_;
+  uint64_t max_binding_bytes_ = 0;
+};
+
+}  // namespace servescope::compute::vulkan

@@ -1,0 +1,101 @@
+#version 450
+// Causal attention over a contiguous per-layer cache. One workgroup per (head, query token).
+// Keys are taken in chunks of 256: the chunk's scores go to shared memory, and a running
+// maximum and sum (online softmax) rescale what earlier chunks accumulated, so any context
+// length fits in fixed shared memory. Thread j owns output dimensions j, j+64, j+128, j+192.
+#include "include/common.glsl"
+
+const uint kThreads = 64u;
+const uint kChunk = 256u;
+const uint kMaxHeadDim = 256u;
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer Q { float q[]; };
+layout(std430, binding = 1) readonly buffer K { float k_cache[]; };
+layout(std430, binding = 2) readonly buffer V { float v_cache[]; };
+layout(std430, binding = 3) writeonly buffer Out { float out_data[]; };
+
+layout(push_constant) uniform Push {
+  uint head_dim;
+  uint group;  // query heads per KV head
+  uint first_pos;
+  uint q_offset;
+  uint q_stride;
+  uint k_offset;
+  uint k_stride;
+  uint v_offset;
+  uint v_stride;
+  uint out_offset;
+  uint out_stride;
+  float scale;
+} p;
+
+shared float query[kMaxHeadDim];
+shared float scores[kChunk];
+shared float partial[kThreads];
+
+float workgroup_reduce(float value, bool take_max) {
+  partial[gl_LocalInvocationID.x] = value;
+  barrier();
+  [[unroll]] for (uint width = kThreads / 2u; width > 0u; width >>= 1) {
+    if (gl_LocalInvocationID.x < width) {
+      const float other = partial[gl_LocalInvocationID.x + width];
+      const float mine = partial[gl_LocalInvocationID.x];
+      partial[gl_LocalInvocationID.x] = take_max ? max(mine, other) : mine + other;
+    }
+    barrier();
+  }
+  const float result = partial[0];
+  barrier();
+  return result;
+}
+
+void main() {
+  const uint head = gl_WorkGroupID.x;
+  const uint token = gl_WorkGroupID.y;
+  const uint tid = gl_LocalInvocationID.x;
+  const uint d = p.head_dim;
+  const uint n_keys = p.first_pos + token + 1u;
+  const uint kv_col = (head / p.group) * d;
+
+  for (uint c = tid; c < d; c += kThreads) query[c] = q[p.q_offset + token * p.q_stride + head * d + c];
+  barrier();
+
+  float running_max = -1.0 / 0.0;
+  float running_sum = 0.0;
+  float acc[4] = float[](0.0, 0.0, 0.0, 0.0);
+  for (uint base = 0u; base < n_keys; base += kChunk) {
+    const uint count = min(kChunk, n_keys - base);
+    float chunk_max = -1.0 / 0.0;
+    for (uint t = tid; t < count; t += kThreads) {
+      const uint key_at = p.k_offset + (base + t) * p.k_stride + kv_col;
+      float dot_qk = 0.0;
+      for (uint c = 0u; c < d; ++c) dot_qk += query[c] * k_cache[key_at + c];
+      scores[t] = dot_qk * p.scale;
+      chunk_max = max(chunk_max, scores[t]);
+    }
+    const float new_max = max(running_max, workgroup_reduce(chunk_max, true));
+    float chunk_sum = 0.0;
+    for (uint t = tid; t < count; t += kThreads) {
+      scores[t] = exp(scores[t] - new_max);
+      chunk_sum += scores[t];
+    }
+    const float rescale = exp(running_max - new_max);  // 0 on the first chunk
+    running_sum = running_sum * rescale + workgroup_reduce(chunk_sum, false);  // barriers: scores visible
+    running_max = new_max;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+      const uint c = tid + kThreads * j;
+      if (c >= d) break;
+      float value = acc[j] * rescale;
+      for (uint t = 0u; t < count; ++t) {
+        value += scores[t] * v_cache[p.v_offset + (base + t) * p.v_stride + kv_col + c];
+      }
+      acc[j] = value;
+    }
+    barrier();  // everyone is done with scores before the next chunk overwrites them
+  }
+
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+    const uint c = tid + kThreads * j;
+    if (c < d) out_data[p.out_offset + token * p.out_stride + head * d + c] = acc[j] / running_sum;
+  }
+}

@@ -1,0 +1,51 @@
+#version 450
+// out = x / sqrt(mean(x^2) + eps) * weight, one workgroup per row.
+#include "include/common.glsl"
+
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer W { float w[]; };
+layout(std430, binding = 2) writeonly buffer Out { float out_data[]; };
+
+layout(push_constant) uniform Push {
+  uint rows;
+  uint cols;
+  uint x_offset;
+  uint x_stride;
+  uint w_offset;
+  uint out_offset;
+  uint out_stride;
+  float eps;
+} p;
+
+shared float partial[64];
+
+float workgroup_sum(float value) {
+  partial[gl_LocalInvocationID.x] = value;
+  barrier();
+  [[unroll]] for (uint width = 32u; width > 0u; width >>= 1) {
+    if (gl_LocalInvocationID.x < width) {
+      partial[gl_LocalInvocationID.x] += partial[gl_LocalInvocationID.x + width];
+    }
+    barrier();
+  }
+  const float total = partial[0];
+  barrier();
+  return total;
+}
+
+void main() {
+  const uint row = linear_workgroup();
+  if (row >= p.rows) return;
+  const uint in_base = p.x_offset + row * p.x_stride;
+  float sum_sq = 0.0;
+  for (uint c = gl_LocalInvocationID.x; c < p.cols; c += 64u) {
+    const float v = x[in_base + c];
+    sum_sq += v * v;
+  }
+  const float scale = inversesqrt(workgroup_sum(sum_sq) / float(p.cols) + p.eps);
+  const uint out_base = p.out_offset + row * p.out_stride;
+  for (uint c = gl_LocalInvocationID.x; c < p.cols; c += 64u) {
+    out_data[out_base + c] = x[in_base + c] * scale * w[p.w_offset + c];
+  }
+}

@@ -1,0 +1,26 @@
+#version 450
+// out = silu(gate) * up (SwiGLU). out may be the gate itself.
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) readonly buffer Gate { float gate[]; };
+layout(std430, binding = 1) readonly buffer Up { float up[]; };
+layout(std430, binding = 2) writeonly buffer Out { float out_data[]; };
+
+layout(push_constant) uniform Push {
+  uint rows;
+  uint cols;
+  uint gate_offset;
+  uint gate_stride;
+  uint up_offset;
+  uint up_stride;
+  uint out_offset;
+  uint out_stride;
+} p;
+
+void main() {
+  const uint c = gl_GlobalInvocationID.x;
+  const uint r = gl_GlobalInvocationID.y;
+  if (c >= p.cols || r >= p.rows) return;
+  const float g = gate[p.gate_offset + r * p.gate_stride + c];
+  const float u = up[p.up_offset + r * p.up_stride + c];
+  out_data[p.out_offset + r * p.out_stride + c] = g / (1.0 + exp(-g)) * u;
+}

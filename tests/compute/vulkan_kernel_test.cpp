@@ -1,0 +1,303 @@
+// Every Vulkan kernel against the CPU reference backend on random data: odd shapes that are
+// not multiples of any workgroup size, column views with offsets and strides, every weight
+// type, weights split over several bindings, and the staging path of discrete GPUs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/compute/cpu_backend.h"
+#include "tests/compute/vulkan_test_support.h"
+
+namespace servescope::compute::vulkan {
+namespace {
+
+using gguf::GgmlType;
+
+std::vector<float> random_values(size_t count, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(rng);
+  return values;
+}
+
+// GGML bytes of a random [rows x cols] matrix in `type`.
+std::vector<uint8_t> random_weight_bytes(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const std::vector<float> values = random_values(static_cast<size_t>(rows * cols), seed, 0.5f);
+  const uint64_t row_bytes = gguf::row_bytes(type, cols);
+  std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    gguf::quantize_row(type, values.data() + r * cols, bytes.data() + r * row_bytes, cols);
+  }
+  return bytes;
+}
+
+float max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float worst = 0.0f;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (std::isnan(a[i]) != std::isnan(b[i])) return INFINITY;
+    worst = std::max(worst, std::abs(a[i] - b[i]));
+  }
+  return worst;
+}
+
+std::string type_label(GgmlType type) { return std::string(gguf::type_name(type)); }
+
+// The same operation on both backends; tensors come in pairs with identical contents.
+class KernelParity : public testing::Test {
+ protected:
+  struct Pair {
+    Tensor cpu, vk;
+  };
+
+  void SetUp() override {
+    SERVESCOPE_SKIP_WITHOUT_VULKAN();
+    enable_validation();
+    vk_ = std::make_unique<VulkanBackend>(options());
+  }
+  void TearDown() override {
+    if (vk_) expect_validation_clean(vk_->validation_log());
+  }
+  virtual VulkanBackendOptions options() { return {}; }
+
+  // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
+  Pair random_tensor(int64_t rows, int64_t cols, uint32_t seed, int64_t pad_cols = 0,
+                     float scale = 1.0f) {
+    const int64_t full_cols = cols + pad_cols;
+    Pair p{cpu_.create_tensor(rows, full_cols, BufferPurpose::kActivations),
+           vk_->create_tensor(rows, full_cols, BufferPurpose::kActivations)};
+    const auto values = random_values(static_cast<size_t>(rows * full_cols), seed, scale);
+    cpu_.write(p.cpu, values);
+    vk_->write(p.vk, values);
+    if (pad_cols > 0) {
+      const int64_t first = std::min<int64_t>(3, pad_cols);
+      p.cpu = p.cpu.columns(first, cols);
+      p.vk = p.vk.columns(first, cols);
+    }
+    return p;
+  }
+
+  void expect_close(const Pair& p, float tolerance, const std::string& what) {
+    const auto expected = cpu_.read(p.cpu);
+    const auto actual = vk_->read(p.vk);
+    EXPECT_LE(max_abs_difference(actual, expected), tolerance) << what;
+  }
+
+  CpuBackend cpu_;
+  std::unique_ptr<VulkanBackend> vk_;
+};
+
+constexpr GgmlType kAllTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0};
+
+TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) {
+  for (const GgmlType type : kAllTypes) {
+    const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+    const int64_t rows = 67;
+    const int64_t cols = blocks ? 96 : 83;
+    const auto bytes = random_weight_bytes(type, rows, cols, 7);
+    const WeightMatrix w_cpu = cpu_.upload_matrix(type, rows, cols, bytes);
+    const WeightMatrix w_vk = vk_->upload_matrix(type, rows, cols, bytes);
+    Pair bias = random_tensor(1, rows, 11);
+    for (const int64_t n : {1, 2, 3, 4, 5, 33, 70}) {
+      for (const bool with_bias : {false, true}) {
+        Pair x = random_tensor(n, cols, 100 + static_cast<uint32_t>(n), 5);  // column view
+        Pair out = random_tensor(n, rows, 200, 9);                          // column view
+        cpu_.matmul(x.cpu, w_cpu, with_bias ? &bias.cpu : nullptr, out.cpu);
+        vk_->matmul(x.vk, w_vk, with_bias ? &bias.vk : nullptr, out.vk);
+        expect_close(out, 1e-4f,
+                     type_label(type) + " n=" + std::to_string(n) + " bias=" + std::to_string(with_bias));
+      }
+    }
+  }
+}
+
+TEST_F(KernelParity, EmbedEveryType) {
+  for (const GgmlType type : kAllTypes) {
+    const int64_t rows = 53;
+    const int64_t cols = (type == GgmlType::F32 || type == GgmlType::F16) ? 70 : 64;
+    const auto bytes = random_weight_bytes(type, rows, cols, 3);
+    const WeightMatrix t_cpu = cpu_.upload_matrix(type, rows, cols, bytes);
+    const WeightMatrix t_vk = vk_->upload_matrix(type, rows, cols, bytes);
+    const std::vector<int32_t> ids = {0, 52, 17, 17, 5};
+    Pair out = random_tensor(static_cast<int64_t>(ids.size()), cols, 1, 4);
+    cpu_.embed(t_cpu, ids, out.cpu);
+    vk_->embed(t_vk, ids, out.vk);
+    expect_close(out, 0.0f, type_label(type));
+  }
+}
+
+TEST_F(KernelParity, EmbedRejectsIdsOutsideTheTable) {
+  const auto bytes = random_weight_bytes(GgmlType::F32, 4, 8, 1);
+  const WeightMatrix table = vk_->upload_matrix(GgmlType::F32, 4, 8, bytes);
+  Tensor out = vk_->create_tensor(1, 8, BufferPurpose::kActivations);
+  const std::vector<int32_t> ids = {4};
+  EXPECT_THROW(vk_->embed(table, ids, out), InputError);
+}
+
+TEST_F(KernelParity, Norms) {
+  for (const int64_t cols : {1, 63, 65, 200}) {
+    Pair x = random_tensor(7, cols, 1, 3, 3.0f);
+    Pair weight = random_tensor(1, cols, 2);
+    Pair bias = random_tensor(1, cols, 3);
+    Pair rms = random_tensor(7, cols, 4, 2);
+    Pair layer = random_tensor(7, cols, 5, 2);
+    cpu_.rms_norm(x.cpu, weight.cpu, 1e-5f, rms.cpu);
+    vk_->rms_norm(x.vk, weight.vk, 1e-5f, rms.vk);
+    cpu_.layer_norm(x.cpu, weight.cpu, bias.cpu, 1e-5f, layer.cpu);
+    vk_->layer_norm(x.vk, weight.vk, bias.vk, 1e-5f, layer.vk);
+    expect_close(rms, 1e-5f, "rms_norm cols=" + std::to_string(cols));
+    expect_close(layer, 1e-5f, "layer_norm cols=" + std::to_string(cols));
+  }
+}
+
+TEST_F(KernelParity, RopeAtLargePositions) {
+  for (const int64_t head_dim : {8, 64}) {
+    Pair x = random_tensor(4, 3 * head_dim, 9, 6);
+    const std::vector<int32_t> positions = {0, 1, 511, 4000};
+    cpu_.rope(x.cpu, head_dim, positions, 10000.0f);
+    vk_->rope(x.vk, head_dim, positions, 10000.0f);
+    expect_close(x, 1e-5f, "head_dim=" + std::to_string(head_dim));
+  }
+}
+
+TEST_F(KernelParity, ElementwiseOperations) {
+  Pair x = random_tensor(5, 77, 1, 2, 20.0f);  // large values: GELU must not overflow to NaN
+  Pair y = random_tensor(5, 77, 2, 5);
+  cpu_.add(x.cpu, y.cpu);
+  vk_->add(x.vk, y.vk);
+  expect_close(x, 1e-6f, "add");
+  cpu_.gelu(x.cpu);
+  vk_->gelu(x.vk);
+  expect_close(x, 1e-4f, "gelu");
+  Pair gate = random_tensor(5, 77, 3, 0, 30.0f);
+  Pair up = random_tensor(5, 77, 4, 1);
+  cpu_.silu_mul(gate.cpu, up.cpu, gate.cpu);  // in place, as the transformer does
+  vk_->silu_mul(gate.vk, up.vk, gate.vk);
+  expect_close(gate, 1e-4f, "silu_mul");
+}
+
+TEST_F(KernelParity, CopyRowsIntoACache) {
+  Pair cache = random_tensor(40, 24, 1);
+  Pair rows = random_tensor(3, 24, 2, 48);  // a column view, like gpt2's k and v
+  cpu_.copy_rows(rows.cpu, cache.cpu, 17);
+  vk_->copy_rows(rows.vk, cache.vk, 17);
+  expect_close(cache, 0.0f, "copy_rows");
+}
+
+TEST_F(KernelParity, AttentionShapes) {
+  struct Case {
+    int64_t n_heads, n_kv_heads, head_dim, first_pos, queries;
+  };
+  const Case cases[] = {
+      {4, 4, 16, 0, 1},    {6, 2, 40, 0, 13},  {6, 2, 40, 300, 1},  // more keys than one chunk
+      {3, 1, 256, 5, 3},   {2, 2, 7, 250, 9},  {8, 4, 64, 0, 70},
+  };
+  for (const Case& c : cases) {
+    const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+    const int64_t capacity = c.first_pos + c.queries + 2;
+    Pair q = random_tensor(c.queries, c.n_heads * c.head_dim, 1, 5, 2.0f);
+    Pair k = random_tensor(capacity, kv_dim, 2, 0, 2.0f);
+    Pair v = random_tensor(capacity, kv_dim, 3);
+    Pair out = random_tensor(c.queries, c.n_heads * c.head_dim, 4, 1);
+    const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
+    cpu_.attention(q.cpu, k.cpu, v.cpu, shape, c.first_pos, out.cpu);
+    vk_->attention(q.vk, k.vk, v.vk, shape, c.first_pos, out.vk);
+    expect_close(out, 1e-5f,
+                 "heads=" + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) +
+                     " d=" + std::to_string(c.head_dim) + " first_pos=" + std::to_string(c.first_pos) +
+                     " queries=" + std::to_string(c.queries));
+  }
+}
+
+TEST_F(KernelParity, WriteAndReadViews) {
+  Tensor t = vk_->create_tensor(6, 10, BufferPurpose::kScratch);
+  EXPECT_EQ(vk_->read(t), std::vector<float>(60, 0.0f));  // non-activation tensors start at 0
+  Tensor view = t.columns(2, 5).row_range(1, 4);
+  const auto values = random_values(20, 5);
+  vk_->write(view, values);
+  EXPECT_EQ(vk_->read(view), values);
+  EXPECT_EQ(vk_->read(t)[0], 0.0f);
+}
+
+TEST_F(KernelParity, TimestampsAndMemoryAccounting) {
+  const uint64_t weights_before = vk_->memory_usage().bytes_in_use[size_t(BufferPurpose::kWeights)];
+  {
+    Pair x = random_tensor(2, 64, 1);
+    Pair out = random_tensor(2, 64, 2);
+    const auto bytes = random_weight_bytes(GgmlType::Q8_0, 64, 64, 3);
+    const WeightMatrix w = vk_->upload_matrix(GgmlType::Q8_0, 64, 64, bytes);
+    EXPECT_GE(vk_->memory_usage().bytes_in_use[size_t(BufferPurpose::kWeights)],
+              weights_before + bytes.size());
+    vk_->matmul(x.vk, w, nullptr, out.vk);
+    vk_->gelu(out.vk);
+    vk_->read(out.vk);
+    const StepTimings& step = vk_->last_step_timings();
+    EXPECT_EQ(step.submits, 1u);
+    EXPECT_EQ(step.dispatches, 2u);
+    if (step.available) {
+      ASSERT_EQ(step.kernels.size(), 2u);
+      EXPECT_EQ(step.kernels[0].kernel, "matmul_vec_q8_0");
+      EXPECT_EQ(step.kernels[0].kind, KernelClass::kMatmul);
+      EXPECT_EQ(step.kernels[1].kernel, "gelu");
+    }
+  }
+  EXPECT_EQ(vk_->memory_usage().bytes_in_use[size_t(BufferPurpose::kWeights)], weights_before);
+}
+
+// Weights larger than one binding are split into chunks of whole rows; a tiny binding limit
+// makes every small weight split. Device memory is also left unmapped, which exercises the
+// staging copies a discrete GPU needs.
+class SplitWeightsAndStaging : public KernelParity {
+ protected:
+  VulkanBackendOptions options() override {
+    VulkanBackendOptions o;
+    o.max_binding_bytes = 1000;
+    o.map_device_memory = false;
+    return o;
+  }
+};
+
+TEST_F(SplitWeightsAndStaging, MatmulAndEmbed) {
+  for (const GgmlType type : kAllTypes) {
+    const int64_t rows = 45;
+    const int64_t cols = 64;  // 1000 bytes hold 3 (F32) to 27 (Q4_0) rows
+    const auto bytes = random_weight_bytes(type, rows, cols, 21);
+    const WeightMatrix w_cpu = cpu_.upload_matrix(type, rows, cols, bytes);
+    const WeightMatrix w_vk = vk_->upload_matrix(type, rows, cols, bytes);
+    Pair bias = random_tensor(1, rows, 1);
+    for (const int64_t n : {1, 6}) {
+      Pair x = random_tensor(n, cols, 2, 1);
+      Pair out = random_tensor(n, rows, 3, 2);
+      cpu_.matmul(x.cpu, w_cpu, &bias.cpu, out.cpu);
+      vk_->matmul(x.vk, w_vk, &bias.vk, out.vk);
+      expect_close(out, 1e-4f, type_label(type) + " n=" + std::to_string(n));
+    }
+    const std::vector<int32_t> ids = {44, 0, 3, 30, 2};
+    Pair embedded = random_tensor(5, cols, 4);
+    cpu_.embed(w_cpu, ids, embedded.cpu);
+    vk_->embed(w_vk, ids, embedded.vk);
+    expect_close(embedded, 0.0f, "embed " + type_label(type));
+  }
+}
+
+TEST(VulkanDevices, ListingAndChoice) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  const auto devices = list_devices();
+  ASSERT_FALSE(devices.empty());
+  const uint32_t chosen = choose_device(devices);
+  EXPECT_TRUE(devices[chosen].has_compute_queue);
+  // A discrete GPU wins over a CPU implementation regardless of order.
+  std::vector<DeviceDescription> fake(2);
+  fake[0].type = "cpu";
+  fake[1].type = "discrete";
+  fake[0].has_compute_queue = fake[1].has_compute_queue = true;
+  EXPECT_EQ(choose_device(fake), 1u);
+  ContextOptions bad;
+  bad.device_index = static_cast<uint32_t>(devices.size());
+  EXPECT_THROW(VulkanContext{bad}, BackendError);
+}
+
+}  // namespace
+}  // namespace servescope::compute::vulkan
