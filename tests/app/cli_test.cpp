@@ -21,7 +21,9 @@ struct CliRun {
 const std::string kData = SERVESCOPE_TEST_DATA_DIR;
 
 CliRun cli(const std::string& args) {
-  const std::string err_file = testing::TempDir() + "/cli_stderr.txt";
+  // One file per test: ctest runs tests as parallel processes.
+  const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string err_file = testing::TempDir() + "/cli_stderr_" + test + ".txt";
   const std::string command =
       std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli " + args + " 2>" + err_file;
   FILE* pipe = popen(command.c_str(), "r");

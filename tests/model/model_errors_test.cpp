@@ -43,7 +43,9 @@ gguf::GgufWriter tiny_llama() {
 }
 
 std::string load_error(const gguf::GgufWriter& writer, ModelError::Kind expected_kind) {
-  const auto path = testing::TempDir() + "/model_errors.gguf";
+  // One file per test: ctest runs tests as parallel processes.
+  const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+  const auto path = testing::TempDir() + "/model_errors_" + test + ".gguf";
   writer.write(path);
   try {
     model::load_model(path, compute::BackendKind::kCpu);
