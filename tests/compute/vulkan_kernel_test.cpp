@@ -3,10 +3,14 @@
 // type, weights split over several bindings, and the staging path of discrete GPUs.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "engine/compute/cpu_backend.h"
+#include "engine/compute/vulkan/device_probe.h"
 #include "tests/compute/vulkan_test_support.h"
 
 namespace servescope::compute::vulkan {
@@ -280,6 +284,23 @@ TEST_F(SplitWeightsAndStaging, MatmulAndEmbed) {
     vk_->embed(w_vk, ids, embedded.vk);
     expect_close(embedded, 0.0f, "embed " + type_label(type));
   }
+}
+
+// The probe measures positive roofs once, then the cache answers for the same device.
+TEST_F(KernelParity, DeviceProbeIsCachedPerDevice) {
+  const auto dir = std::filesystem::temp_directory_path() / ("servescope-probe-" + std::to_string(getpid()));
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const ProbedRoofs first = probe_roofs(*vk_);
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_GT(first.roofs.stream_gb_per_s, 0.0);
+  EXPECT_GT(first.roofs.compute_gflop_per_s, 0.0);
+  const ProbedRoofs second = probe_roofs(*vk_);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_NEAR(second.roofs.stream_gb_per_s, first.roofs.stream_gb_per_s,
+              1e-6 * first.roofs.stream_gb_per_s);
+  EXPECT_EQ(second.cache_file.parent_path(), dir / "servescope");
+  unsetenv("XDG_CACHE_HOME");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(VulkanDevices, ListingAndChoice) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -399,6 +400,58 @@ void VulkanBackend::gelu(Tensor& x) {
   const GeluPush push{u32(x.rows), u32(x.cols), u32(x.offset), u32(x.row_stride)};
   dispatch("gelu", {bind(x)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
            KernelClass::kOther);
+}
+
+}  // namespace servescope::compute::vulkan
+
+// --- device probe ---------------------------------------------------------------------------
+
+namespace servescope::compute::vulkan {
+
+double VulkanBackend::time_alone(const std::string& shader, std::initializer_list<BufferRange> bindings,
+                                 const void* push, uint32_t push_bytes, WorkgroupCount groups) {
+  finish();
+  const auto start = std::chrono::steady_clock::now();
+  dispatch(shader, bindings, push, push_bytes, groups, KernelClass::kOther);
+  finish();
+  const std::chrono::duration<double, std::milli> wall = std::chrono::steady_clock::now() - start;
+  const StepTimings& step = recorder_->last_step();
+  return step.available && !step.kernels.empty() ? step.kernels.front().milliseconds : wall.count();
+}
+
+DeviceRoofs VulkanBackend::measure_roofs() {
+  constexpr int kRuns = 5;
+  constexpr uint32_t kGroups = 512;  // x 256 invocations: enough to fill a large GPU
+  DeviceRoofs roofs;
+  const int64_t floats = std::min<int64_t>(int64_t{16} << 20, static_cast<int64_t>(max_binding_bytes_ / 4));
+  const Tensor source = create_tensor(1, floats, BufferPurpose::kScratch);
+  const Tensor sums = create_tensor(1, kGroups * 256, BufferPurpose::kScratch);
+
+  const uint32_t vec4_count = u32(floats / 4);
+  double best_ms = INFINITY;
+  for (int run = 0; run < kRuns; ++run) {
+    best_ms = std::min(best_ms, time_alone("probe_stream", {bind(source), bind(sums)}, &vec4_count,
+                                           sizeof vec4_count, {kGroups, 1, 1}));
+  }
+  roofs.stream_gb_per_s = static_cast<double>(floats) * 4.0 / (best_ms * 1e6);
+
+  // Grow the loop until one run takes long enough to time reliably (about 20 ms).
+  struct {
+    uint32_t iterations;
+    float seed;
+  } push{16, 1.0f};
+  double ms = time_alone("probe_flops", {bind(sums)}, &push, sizeof push, {kGroups, 1, 1});
+  while (ms < 20.0 && push.iterations < (1u << 20)) {
+    push.iterations *= 4;
+    ms = time_alone("probe_flops", {bind(sums)}, &push, sizeof push, {kGroups, 1, 1});
+  }
+  best_ms = ms;
+  for (int run = 1; run < kRuns; ++run) {
+    best_ms = std::min(best_ms, time_alone("probe_flops", {bind(sums)}, &push, sizeof push, {kGroups, 1, 1}));
+  }
+  const double flops = double(kGroups) * 256.0 * push.iterations * 8 * 4 * 2;
+  roofs.compute_gflop_per_s = flops / (best_ms * 1e6);
+  return roofs;
 }
 
 }  // namespace servescope::compute::vulkan

@@ -23,6 +23,13 @@ struct VulkanBackendOptions {
   bool map_device_memory = true;
 };
 
+// The device's measured roofs: a streaming read (GB/s) and register-only multiply-adds
+// (GFLOP/s), each the best of a few runs, timed with timestamps where the device has them.
+struct DeviceRoofs {
+  double stream_gb_per_s = 0.0;
+  double compute_gflop_per_s = 0.0;
+};
+
 // Decode steps of at most this many tokens use the matrix-vector kernel, more the tiled one.
 constexpr int64_t kMatrixVectorMaxTokens = 4;
 
@@ -53,6 +60,9 @@ class VulkanBackend final : public Backend {
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
 
+  // Runs the probe kernels now (a fraction of a second); see device_probe.h for the cache.
+  DeviceRoofs measure_roofs();
+
   // Submits anything recorded and waits (a no-op when nothing is pending).
   void finish();
   const DeviceDescription& device() const { return context_->description(); }
@@ -63,6 +73,9 @@ class VulkanBackend final : public Backend {
  private:
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind);
+  // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
+  double time_alone(const std::string& shader, std::initializer_list<BufferRange> bindings,
+                    const void* push, uint32_t push_bytes, WorkgroupCount groups);
   void copy_into(const Allocation& dst, std::span<const uint8_t> bytes);
 
   std::shared_ptr<VulkanContext> context_;

@@ -1,0 +1,208 @@
+// servescope-vulkan-bench: measures the Vulkan backend on this machine's device and prints
+// JSON. Not a test (timings live in benchmarks): matrix-vector GB/s and matrix-matrix GFLOP/s
+// per weight type at 768x768 and 4096x4096 (and a model's shapes with --model), each as a
+// fraction of the device probe's measured roofs; per-dispatch overhead; and with --model,
+// end-to-end prefill and decode tokens/s on Vulkan and on the CPU backend.
+//
+//   servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "engine/compute/vulkan/device_probe.h"
+#include "engine/compute/vulkan/vulkan_backend.h"
+#include "engine/model/model.h"
+#include "engine/serving/generator.h"
+
+namespace servescope::compute::vulkan {
+namespace {
+
+using json = nlohmann::json;
+using gguf::GgmlType;
+using Clock = std::chrono::steady_clock;
+
+double milliseconds_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::vector<uint8_t> random_weight_bytes(GgmlType type, int64_t rows, int64_t cols) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  std::vector<float> row(static_cast<size_t>(cols));
+  const uint64_t row_bytes = gguf::row_bytes(type, cols);
+  std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = normal(rng);
+    gguf::quantize_row(type, row.data(), bytes.data() + r * row_bytes, cols);
+  }
+  return bytes;
+}
+
+// GPU milliseconds of the matmul kernels in the last step (wall time without timestamps).
+double matmul_ms(const VulkanBackend& vk, double wall_ms) {
+  const StepTimings& step = vk.last_step_timings();
+  if (!step.available) return wall_ms;
+  return step.class_milliseconds[static_cast<size_t>(KernelClass::kMatmul)];
+}
+
+struct ProductResult {
+  double gpu_ms = 0.0;   // best kernel time
+  double wall_ms = 0.0;  // best step wall time (record + submit + wait + read of one value)
+};
+
+ProductResult time_product(VulkanBackend& vk, const WeightMatrix& w, int64_t tokens, int runs) {
+  Tensor x = vk.create_tensor(tokens, w.cols, BufferPurpose::kActivations);
+  std::vector<float> values(static_cast<size_t>(tokens * w.cols), 0.01f);
+  vk.write(x, values);
+  Tensor out = vk.create_tensor(tokens, w.rows, BufferPurpose::kActivations);
+  ProductResult best{INFINITY, INFINITY};
+  for (int run = 0; run < runs + 1; ++run) {  // the first run warms up (pipeline creation)
+    const auto start = Clock::now();
+    vk.matmul(x, w, nullptr, out);
+    vk.read(out.row_range(0, 1).columns(0, 1));
+    const double wall = milliseconds_since(start);
+    if (run == 0) continue;
+    best.wall_ms = std::min(best.wall_ms, wall);
+    best.gpu_ms = std::min(best.gpu_ms, matmul_ms(vk, wall));
+  }
+  return best;
+}
+
+json products(VulkanBackend& vk, const DeviceRoofs& roofs,
+              const std::vector<std::pair<int64_t, int64_t>>& shapes, bool quick) {
+  json rows = json::array();
+  for (const auto& [out_features, in_features] : shapes) {
+    for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+      const auto bytes = random_weight_bytes(type, out_features, in_features);
+      const WeightMatrix w = vk.upload_matrix(type, out_features, in_features, bytes);
+      const ProductResult vec = time_product(vk, w, 1, quick ? 3 : 10);
+      const double gb_per_s = double(bytes.size()) / (vec.gpu_ms * 1e6);
+      const int64_t tokens = 128;
+      const bool big = out_features * in_features > (int64_t{1} << 22);
+      const ProductResult mat = time_product(vk, w, tokens, quick || big ? 1 : 3);
+      const double gflop_per_s = 2.0 * double(tokens * out_features * in_features) / (mat.gpu_ms * 1e6);
+      rows.push_back({{"shape", std::to_string(out_features) + "x" + std::to_string(in_features)},
+                      {"type", gguf::type_name(type)},
+                      {"weight_bytes", bytes.size()},
+                      {"matvec_ms", vec.gpu_ms},
+                      {"matvec_step_wall_ms", vec.wall_ms},
+                      {"matvec_gb_per_s", gb_per_s},
+                      {"matvec_fraction_of_stream_roof", gb_per_s / roofs.stream_gb_per_s},
+                      {"matmat_tokens", tokens},
+                      {"matmat_ms", mat.gpu_ms},
+                      {"matmat_gflop_per_s", gflop_per_s},
+                      {"matmat_fraction_of_compute_roof", gflop_per_s / roofs.compute_gflop_per_s}});
+      std::cerr << rows.back().dump() << "\n";
+    }
+  }
+  return rows;
+}
+
+// Cost of recording, submitting and waiting for many tiny dependent dispatches in one step.
+json dispatch_overhead(VulkanBackend& vk) {
+  Tensor x = vk.create_tensor(1, 64, BufferPurpose::kScratch);
+  Tensor y = vk.create_tensor(1, 64, BufferPurpose::kScratch);
+  constexpr int kDispatches = 200;
+  double best_ms = INFINITY, best_empty_ms = INFINITY;
+  for (int run = 0; run < 4; ++run) {
+    auto start = Clock::now();
+    for (int i = 0; i < kDispatches; ++i) vk.add(x, y);
+    vk.read(x.columns(0, 1));
+    if (run > 0) best_ms = std::min(best_ms, milliseconds_since(start));
+    start = Clock::now();
+    vk.gelu(y);  // a one-dispatch step: the floor of a submit and wait
+    vk.read(y.columns(0, 1));
+    if (run > 0) best_empty_ms = std::min(best_empty_ms, milliseconds_since(start));
+  }
+  return {{"microseconds_per_dispatch", best_ms * 1000.0 / kDispatches},
+          {"one_dispatch_step_microseconds", best_empty_ms * 1000.0}};
+}
+
+json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, int decode_tokens) {
+  auto m = model::load_model(path, kind);
+  serving::GenerationRequest request;
+  request.max_tokens = decode_tokens + 1;
+  const int64_t context = m->config.context_length;
+  prompt_tokens = static_cast<int>(std::min<int64_t>(prompt_tokens, context - request.max_tokens));
+  for (int i = 0; i < prompt_tokens; ++i) {
+    request.prompt_ids.push_back(static_cast<int32_t>((i * 37 + 11) % m->config.vocab_size));
+  }
+  serving::generate(*m->transformer, request);  // warm-up: pipelines, caches
+  serving::GenerationResult best;
+  for (int run = 0; run < 3; ++run) {
+    const auto result = serving::generate(*m->transformer, request);
+    if (run == 0 || result.decode_tokens_per_s() > best.decode_tokens_per_s()) best = result;
+  }
+  json doc = {{"backend", m->backend->name()},
+              {"prompt_tokens", prompt_tokens},
+              {"prefill_tokens_per_s", best.prefill_tokens_per_s()},
+              {"decode_steps", best.decode_steps},
+              {"decode_tokens_per_s", best.decode_tokens_per_s()}};
+  if (auto* vk = dynamic_cast<VulkanBackend*>(m->backend.get())) {
+    const StepTimings& step = vk->last_step_timings();
+    doc["last_decode_step"] = {{"dispatches", step.dispatches},
+                               {"gpu_ms", step.gpu_milliseconds},
+                               {"matmul_ms", step.class_milliseconds[0]},
+                               {"attention_ms", step.class_milliseconds[1]},
+                               {"norm_ms", step.class_milliseconds[2]},
+                               {"other_ms", step.class_milliseconds[3]}};
+  }
+  return doc;
+}
+
+int run(int argc, char** argv) {
+  std::string model_path;
+  bool quick = false, fresh = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) model_path = argv[++i];
+    else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (std::strcmp(argv[i], "--fresh-probe") == 0) fresh = true;
+    else {
+      std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]\n";
+      return 2;
+    }
+  }
+  VulkanBackend vk;
+  ProbedRoofs probed;
+  if (fresh) probed.roofs = vk.measure_roofs(); else probed = probe_roofs(vk);
+  json doc = {{"device", vk.device().name},
+              {"device_type", vk.device().type},
+              {"roofs", {{"stream_gb_per_s", probed.roofs.stream_gb_per_s},
+                         {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s},
+                         {"from_cache", probed.from_cache}}}};
+  std::cerr << doc.dump() << "\n";
+  doc["dispatch"] = dispatch_overhead(vk);
+  std::cerr << doc["dispatch"].dump() << "\n";
+
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768}, {4096, 4096}};
+  if (!model_path.empty()) {
+    auto m = model::load_model(model_path, BackendKind::kCpu);
+    const auto& c = m->config;
+    std::set<std::pair<int64_t, int64_t>> model_shapes = {
+        {c.dim, c.dim}, {c.ffn_dim, c.dim}, {c.dim, c.ffn_dim}, {c.vocab_size, c.dim}};
+    shapes.insert(shapes.begin(), model_shapes.begin(), model_shapes.end());
+  }
+  if (quick) shapes.erase(std::remove(shapes.begin(), shapes.end(), std::pair<int64_t, int64_t>{4096, 4096}), shapes.end());
+  doc["products"] = products(vk, probed.roofs, shapes, quick);
+  if (!model_path.empty()) {
+    doc["end_to_end"] = {end_to_end(model_path, BackendKind::kVulkan, 64, 64),
+                         end_to_end(model_path, BackendKind::kCpu, 64, 64)};
+  }
+  std::cout << doc.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace servescope::compute::vulkan
+
+int main(int argc, char** argv) {
+  try {
+    return servescope::compute::vulkan::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "servescope-vulkan-bench: " << e.what() << "\n";
+    return 1;
+  }
+}
