@@ -51,6 +51,9 @@ def parse_args(argv=None):
     p.add_argument("--min-lr", type=float, default=1e-4)
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--cooldown", type=float, default=0.25, help="fraction of max-steps")
+    p.add_argument("--cooldown-minutes", type=float, default=0.0,
+                   help="with --max-minutes: start the cool-down at the latest this many minutes "
+                        "before the time budget ends, and reach --min-lr when it ends")
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--max-steps", type=int, default=3000)
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop (with a checkpoint) after this many minutes of this invocation; 0: no limit")
@@ -262,12 +265,22 @@ def main(argv=None):
     last_ckpt = time.time()
     tick, tick_tokens = time.time(), 0
     model.train()
+    last_step_end, step_wall = time.time(), None
     while step < a.max_steps:
         if a.max_minutes and time.time() - start > a.max_minutes * 60:
             print("time budget spent", flush=True)
             break
         t_step = time.time()
         lr = lr_at(step, a)
+        if a.max_minutes and a.cooldown_minutes and step >= a.warmup:
+            # Time-aware cool-down: once fewer than --cooldown-minutes remain (or the step
+            # schedule's cool-down has begun), each step moves the learning rate 1/n of the
+            # way to --min-lr, n = steps left before the budget ends at the recent pace.
+            remaining = a.max_minutes * 60 - (time.time() - start)
+            if remaining < a.cooldown_minutes * 60 or lr < a.lr:
+                steps_left = min(a.max_steps - step, remaining / max(step_wall or 1.0, 1e-3))
+                current = opt.param_groups[0]["lr"]
+                lr = min(lr, current - (current - a.min_lr) / max(1.0, steps_left))
         for g in opt.param_groups:
             g["lr"] = lr
         x, y = get_batch(tokens, starts, a, gen)
@@ -278,6 +291,9 @@ def main(argv=None):
         opt.step()
         step += 1
         train_seconds += time.time() - t_step
+        wall = time.time() - last_step_end       # includes evaluation and checkpoint time
+        last_step_end = time.time()
+        step_wall = wall if step_wall is None else 0.95 * step_wall + 0.05 * wall
         tick_tokens += x.numel()
         if step % a.log_every == 0:
             now = time.time()
