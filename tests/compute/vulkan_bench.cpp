@@ -102,7 +102,7 @@ json products(VulkanBackend& vk, const DeviceRoofs& roofs,
 }
 
 // Cost of recording, submitting and waiting for many tiny dependent dispatches in one step.
-json dispatch_overhead(VulkanBackend& vk) {
+json dispatch_overhead(VulkanBackend& vk, const std::string& label) {
   Tensor x = vk.create_tensor(1, 64, BufferPurpose::kScratch);
   Tensor y = vk.create_tensor(1, 64, BufferPurpose::kScratch);
   constexpr int kDispatches = 200;
@@ -117,7 +117,8 @@ json dispatch_overhead(VulkanBackend& vk) {
     vk.read(y.columns(0, 1));
     if (run > 0) best_empty_ms = std::min(best_empty_ms, milliseconds_since(start));
   }
-  return {{"microseconds_per_dispatch", best_ms * 1000.0 / kDispatches},
+  return {{"timestamps", label},
+          {"microseconds_per_dispatch", best_ms * 1000.0 / kDispatches},
           {"one_dispatch_step_microseconds", best_empty_ms * 1000.0}};
 }
 
@@ -174,7 +175,10 @@ int run(int argc, char** argv) {
                          {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s},
                          {"from_cache", probed.from_cache}}}};
   std::cerr << doc.dump() << "\n";
-  doc["dispatch"] = dispatch_overhead(vk);
+  VulkanBackendOptions untimed;
+  untimed.timestamps = false;
+  VulkanBackend vk_untimed(untimed);
+  doc["dispatch"] = {dispatch_overhead(vk, "on"), dispatch_overhead(vk_untimed, "off")};
   std::cerr << doc["dispatch"].dump() << "\n";
 
   std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768}, {4096, 4096}};

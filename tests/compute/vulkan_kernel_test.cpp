@@ -64,7 +64,12 @@ class KernelParity : public testing::Test {
   void TearDown() override {
     if (vk_) expect_validation_clean(vk_->validation_log());
   }
-  virtual VulkanBackendOptions options() { return {}; }
+  virtual VulkanBackendOptions options() {
+    VulkanBackendOptions o;
+    o.timestamps = true;  // exercise the queries under validation even where they are costly
+    return o;
+  }
+  void check_matmul_every_type_and_token_count();
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
   Pair random_tensor(int64_t rows, int64_t cols, uint32_t seed, int64_t pad_cols = 0,
@@ -95,7 +100,7 @@ class KernelParity : public testing::Test {
 
 constexpr GgmlType kAllTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0};
 
-TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) {
+void KernelParity::check_matmul_every_type_and_token_count() {
   for (const GgmlType type : kAllTypes) {
     const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
     const int64_t rows = 67;
@@ -104,7 +109,7 @@ TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) {
     const WeightMatrix w_cpu = cpu_.upload_matrix(type, rows, cols, bytes);
     const WeightMatrix w_vk = vk_->upload_matrix(type, rows, cols, bytes);
     Pair bias = random_tensor(1, rows, 11);
-    for (const int64_t n : {1, 2, 3, 4, 5, 33, 70}) {
+    for (const int64_t n : {1, 2, 3, 4, 5, 8, 9, 33, 70}) {
       for (const bool with_bias : {false, true}) {
         Pair x = random_tensor(n, cols, 100 + static_cast<uint32_t>(n), 5);  // column view
         Pair out = random_tensor(n, rows, 200, 9);                          // column view
@@ -116,6 +121,30 @@ TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) {
     }
   }
 }
+
+TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
+
+// Prefill through the shared-memory tiled kernel (the default on GPUs; lavapipe defaults to
+// row passes) and through row passes, whatever this device would choose.
+class TiledPrefill : public KernelParity {
+ protected:
+  VulkanBackendOptions options() override {
+    VulkanBackendOptions o = KernelParity::options();
+    o.prefill_kernel = PrefillKernel::kTiled;
+    return o;
+  }
+};
+TEST_F(TiledPrefill, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
+
+class RowPassPrefill : public KernelParity {
+ protected:
+  VulkanBackendOptions options() override {
+    VulkanBackendOptions o = KernelParity::options();
+    o.prefill_kernel = PrefillKernel::kRowPasses;
+    return o;
+  }
+};
+TEST_F(RowPassPrefill, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
 
 TEST_F(KernelParity, EmbedEveryType) {
   for (const GgmlType type : kAllTypes) {
@@ -256,7 +285,7 @@ TEST_F(KernelParity, TimestampsAndMemoryAccounting) {
 class SplitWeightsAndStaging : public KernelParity {
  protected:
   VulkanBackendOptions options() override {
-    VulkanBackendOptions o;
+    VulkanBackendOptions o = KernelParity::options();
     o.max_binding_bytes = 1000;
     o.map_device_memory = false;
     return o;
@@ -271,7 +300,7 @@ TEST_F(SplitWeightsAndStaging, MatmulAndEmbed) {
     const WeightMatrix w_cpu = cpu_.upload_matrix(type, rows, cols, bytes);
     const WeightMatrix w_vk = vk_->upload_matrix(type, rows, cols, bytes);
     Pair bias = random_tensor(1, rows, 1);
-    for (const int64_t n : {1, 6}) {
+    for (const int64_t n : {1, 6, 40}) {
       Pair x = random_tensor(n, cols, 2, 1);
       Pair out = random_tensor(n, rows, 3, 2);
       cpu_.matmul(x.cpu, w_cpu, &bias.cpu, out.cpu);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <cstdlib>
 
 #include "engine/compute/vulkan/vulkan_check.h"
 #include "engine/core/error.h"
@@ -35,7 +34,7 @@ const char* kernel_class_name(KernelClass kind) {
 }
 
 CommandRecorder::CommandRecorder(std::shared_ptr<VulkanContext> context,
-                                 std::shared_ptr<DeviceMemory> host_memory)
+                                 std::shared_ptr<DeviceMemory> host_memory, bool timestamps)
     : context_(std::move(context)), host_memory_(std::move(host_memory)) {
   VkDevice device = context_->device();
   VkCommandPoolCreateInfo pool_info{};
@@ -55,7 +54,7 @@ CommandRecorder::CommandRecorder(std::shared_ptr<VulkanContext> context,
   fence_info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   check(vkCreateFence(device, &fence_info, nullptr, &fence_), "creating a fence");
 
-  const uint32_t valid_bits = getenv("NOTS") ? 0 : context_->timestamp_valid_bits();
+  const uint32_t valid_bits = timestamps ? context_->timestamp_valid_bits() : 0;
   if (valid_bits > 0) {
     timestamp_mask_ = valid_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << valid_bits) - 1;
     timestamp_period_ns_ = context_->properties().limits.timestampPeriod;

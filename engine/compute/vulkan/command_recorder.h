@@ -34,7 +34,9 @@ struct WorkgroupCount {
 
 class CommandRecorder {
  public:
-  CommandRecorder(std::shared_ptr<VulkanContext> context, std::shared_ptr<DeviceMemory> host_memory);
+  // timestamps = false records no queries even where the device has them.
+  CommandRecorder(std::shared_ptr<VulkanContext> context, std::shared_ptr<DeviceMemory> host_memory,
+                  bool timestamps = true);
   ~CommandRecorder();
   CommandRecorder(const CommandRecorder&) = delete;
   CommandRecorder& operator=(const CommandRecorder&) = delete;

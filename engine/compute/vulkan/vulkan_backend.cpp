@@ -122,7 +122,11 @@ VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
       std::make_shared<DeviceMemory>(context_, MemoryKind::kDevice, options.map_device_memory);
   host_memory_ = std::make_shared<DeviceMemory>(context_, MemoryKind::kHost);
   pipelines_ = std::make_unique<Pipelines>(context_);
-  recorder_ = std::make_unique<CommandRecorder>(context_, host_memory_);
+  const bool cpu_device = context_->description().type == "cpu";
+  recorder_ = std::make_unique<CommandRecorder>(context_, host_memory_,
+                                                options.timestamps.value_or(!cpu_device));
+  tiled_prefill_ = options.prefill_kernel == PrefillKernel::kTiled ||
+                   (options.prefill_kernel == PrefillKernel::kAuto && !cpu_device);
   const uint64_t device_limit = context_->properties().limits.maxStorageBufferRange;
   max_binding_bytes_ = options.max_binding_bytes == 0
                            ? device_limit
@@ -297,7 +301,7 @@ void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tens
 
 void VulkanBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
-  const bool vector_kernel = x.rows <= kMatrixVectorMaxTokens;
+  const bool vector_kernel = x.rows <= kMatrixVectorMaxTokens || !tiled_prefill_;
   const std::string shader =
       std::string(vector_kernel ? "matmul_vec_" : "matmul_tiled_") + type_suffix(w.type);
   for (const WeightChunk& chunk : weights_of(w).chunks) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "engine/compute/backend.h"
 #include "engine/compute/vulkan/command_recorder.h"
@@ -14,6 +15,13 @@
 
 namespace servescope::compute::vulkan {
 
+// Which matrix product kernel runs a step of more than kMatrixVectorMaxTokens tokens.
+enum class PrefillKernel {
+  kAuto,       // tiled on GPUs; row-per-invocation on CPU devices (lavapipe emulates barriers)
+  kTiled,      // matmul_tiled: shared-memory tiles
+  kRowPasses,  // matmul_vec in passes of 8 tokens (one invocation per weight row)
+};
+
 struct VulkanBackendOptions {
   ContextOptions context;
   // Largest byte range bound to one shader binding; 0 = the device's maxStorageBufferRange.
@@ -21,6 +29,10 @@ struct VulkanBackendOptions {
   uint64_t max_binding_bytes = 0;
   // false: never map device memory, use staging copies as on a discrete GPU.
   bool map_device_memory = true;
+  // Time every dispatch with timestamp queries (where the device has them). Default: on for
+  // GPUs; off on CPU devices, where each query costs about 100 us, more than most kernels.
+  std::optional<bool> timestamps;
+  PrefillKernel prefill_kernel = PrefillKernel::kAuto;
 };
 
 // The device's measured roofs: a streaming read (GB/s) and register-only multiply-adds
@@ -30,8 +42,8 @@ struct DeviceRoofs {
   double compute_gflop_per_s = 0.0;
 };
 
-// Decode steps of at most this many tokens use the matrix-vector kernel, more the tiled one.
-constexpr int64_t kMatrixVectorMaxTokens = 4;
+// Steps of at most this many tokens use the matrix-vector kernel; more use the prefill kernel.
+constexpr int64_t kMatrixVectorMaxTokens = 8;
 
 class VulkanBackend final : public Backend {
  public:
@@ -84,6 +96,7 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Pipelines> pipelines_;
   std::unique_ptr<CommandRecorder> recorder_;
   uint64_t max_binding_bytes_ = 0;
+  bool tiled_prefill_ = true;
 };
 
 }  // namespace servescope::compute::vulkan
