@@ -4,7 +4,6 @@
 #include "include/common.glsl"
 
 layout(local_size_x = 64) in;
-layout(std430, binding = 0) readonly buffer Weights { uint words[]; } weights;
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 2) writeonly buffer Out { float out_data[]; };
 
@@ -25,5 +24,5 @@ void main() {
   if (c >= p.cols || i >= p.n_ids) return;
   const uint row = uint(ids[i]) - p.chunk_first_row;  // wraps for ids before the chunk
   if (row >= p.chunk_rows) return;
-  out_data[p.out_offset + i * p.out_stride + c] = weight_at(row, c, p.cols);
+  out_data[p.out_offset + i * p.out_stride + c] = weight_at(row, c, p.chunk_rows, p.cols);
 }

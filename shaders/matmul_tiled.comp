@@ -30,7 +30,7 @@ void main() {
       const uint token = token0 + r;
       x_tile[r][c] = (token < p.n && k < p.cols) ? x[p.x_offset + token * p.x_stride + k] : 0.0;
       const uint wrow = row0 + r;
-      w_tile[r][c] = (wrow < p.rows && k < p.cols) ? weight_at(wrow, k, p.cols) : 0.0;
+      w_tile[r][c] = (wrow < p.rows && k < p.cols) ? weight_at(wrow, k, p.rows, p.cols) : 0.0;
     }
     barrier();
     [[unroll]] for (uint c = 0u; c < kTile; ++c) {

@@ -1,77 +1,122 @@
 #version 450
-// Matrix-vector product for decode: one invocation per weight row walks the whole row and
-// serves up to 8 tokens at once, so each weight byte is read once per step. Decode is
-// bandwidth bound: what matters is reading the weights once, in their small type.
-// More tokens loop in passes of 8 over the same row (still in cache): CPU devices such as
-// lavapipe, where the tiled kernel's barriers and shared memory are emulated, use this kernel
-// for prefill too.
+// Matrix-vector product for decode. One invocation computes 4 weight rows for a pass of
+// kTokensPerPass tokens (1, 2, 4 or 8: a specialization constant, so each variant's loops
+// unroll exactly); more tokens loop in passes over the same rows, still in cache. Every
+// weight byte is read once per pass: decode is bandwidth bound, so what matters is reading
+// the weights once, in their small type, with wide loads. CPU devices (lavapipe), where the
+// tiled kernel's barriers and shared memory are emulated, use this kernel for prefill too.
+// Requires x's offset and row stride to be multiples of 4 (the host copies x otherwise).
 #include "include/common.glsl"
 
-const uint kTokensPerPass = 8u;
-layout(local_size_x = 64) in;
+layout(constant_id = 0) const uint kTokensPerPass = 1u;
+const uint kMaxTokensPerPass = 8u;
+const uint kRows = 4u;  // weight rows per invocation: each x load serves 4 rows
+layout(local_size_x = 16) in;
 #include "include/matmul_push.glsl"
 #include "include/weights.glsl"
 
+float acc[kRows][kMaxTokensPerPass];
+uint x_base4[kMaxTokensPerPass];  // x row of each token of the pass, in vec4 units
+
 void main() {
-  const uint row = linear_workgroup() * 64u + gl_LocalInvocationID.x;
-  if (row >= p.rows) return;
-  const float b = p.has_bias != 0u ? bias[p.bias_offset + row] : 0.0;
+  const uint row0 = (linear_workgroup() * 16u + gl_LocalInvocationID.x) * kRows;
+  if (row0 >= p.rows) return;
+  uint rows[kRows];  // rows past the end repeat the last one; their results are not written
+  [[unroll]] for (uint i = 0u; i < kRows; ++i) rows[i] = min(row0 + i, p.rows - 1u);
 
   for (uint t0 = 0u; t0 < p.n; t0 += kTokensPerPass) {
-    const uint count = min(kTokensPerPass, p.n - t0);
-    const uint x_base = p.x_offset + t0 * p.x_stride;
-    float acc[kTokensPerPass];
-    [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) acc[t] = 0.0;
+    [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
+      // Tokens past the end repeat the last one (no divergent branches around loads).
+      x_base4[t] = (p.x_offset + min(t0 + t, p.n - 1u) * p.x_stride) / 4u;
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] = 0.0;
+    }
 
 #if defined(WEIGHT_F32) || defined(WEIGHT_F16)
-    for (uint k = 0u; k < p.cols; ++k) {
-      const float w = weight_at(row, k, p.cols);
+    const uint cols4 = p.cols / 4u;
+    const uint row_stride4 = padded_cols(p.cols) / 4u;
+    for (uint k4 = 0u; k4 < cols4; ++k4) {
+      vec4 w[kRows];
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+#if defined(WEIGHT_F32)
+        w[i] = uintBitsToFloat(weights4.words4[rows[i] * row_stride4 + k4]);
+#else
+        const uvec2 halves = weights2.words2[rows[i] * row_stride4 + k4];
+        w[i] = vec4(unpackHalf2x16(halves.x), unpackHalf2x16(halves.y));
+#endif
+      }
       [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
-        if (t < count) acc[t] += w * x[x_base + t * p.x_stride + k];
+        const vec4 xv = x4[x_base4[t] + k4];
+        [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] += dot(w[i], xv);
+      }
+    }
+    for (uint k = cols4 * 4u; k < p.cols; ++k) {  // the last cols % 4 columns
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+        const float w = weight_at(rows[i], k, p.rows, p.cols);
+        [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
+          acc[i][t] += w * x[x_base4[t] * 4u + k];
+        }
       }
     }
 #else
     const uint blocks = p.cols / 32u;
     for (uint blk = 0u; blk < blocks; ++blk) {
-      const uint start = (row * blocks + blk) * kBlockBytes;
-      const float d = read_half(start);
-      const uint k0 = blk * 32u;
-      float sums[kTokensPerPass];
-      [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) sums[t] = 0.0;
-#if defined(WEIGHT_Q8_0)
-      [[unroll]] for (uint word = 0u; word < 8u; ++word) {
-        const int packed = int(read_u32_even(start + 2u + 4u * word));
-        [[unroll]] for (uint b = 0u; b < 4u; ++b) {
-          const float q = float(bitfieldExtract(packed, int(8u * b), 8));
-          const uint k = k0 + 4u * word + b;
-          [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
-            if (t < count) sums[t] += q * x[x_base + t * p.x_stride + k];
-          }
+      float scale[kRows];
+      uvec4 quants[kRows][kQuantWordsPerBlock / 4u];
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+        const uint block = rows[i] * blocks + blk;
+        scale[i] = block_scale(block, p.rows, p.cols);
+        [[unroll]] for (uint u = 0u; u < kQuantWordsPerBlock / 4u; ++u) {
+          quants[i][u] = weights4.words4[block * (kQuantWordsPerBlock / 4u) + u];
         }
       }
-#else  // Q4_0: byte j holds element j (low nibble) and element j + 16 (high nibble)
-      [[unroll]] for (uint word = 0u; word < 4u; ++word) {
-        const uint packed = read_u32_even(start + 2u + 4u * word);
-        [[unroll]] for (uint b = 0u; b < 4u; ++b) {
-          const uint byte_value = (packed >> (8u * b)) & 0xffu;
-          const float lo = float(byte_value & 0xfu) - 8.0;
-          const float hi = float(byte_value >> 4) - 8.0;
-          const uint k = k0 + 4u * word + b;
-          [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
-            if (t < count) {
-              const uint at = x_base + t * p.x_stride + k;
-              sums[t] += lo * x[at] + hi * x[at + 16u];
-            }
-          }
+      float sums[kRows][kMaxTokensPerPass];
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+        [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) sums[i][t] = 0.0;
+      }
+#if defined(WEIGHT_Q8_0)
+      // Word c of the block holds elements 4c .. 4c+3 (signed bytes).
+      [[unroll]] for (uint c = 0u; c < 8u; ++c) {
+        vec4 q[kRows];
+        [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+          const int word = int(quants[i][c / 4u][c % 4u]);
+          q[i] = vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8),
+                      bitfieldExtract(word, 16, 8), bitfieldExtract(word, 24, 8));
+        }
+        [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
+          const vec4 xv = x4[x_base4[t] + blk * 8u + c];
+          [[unroll]] for (uint i = 0u; i < kRows; ++i) sums[i][t] += dot(q[i], xv);
+        }
+      }
+#else
+      // Word c holds elements 4c .. 4c+3 in its low nibbles and 16+4c .. 16+4c+3 in its high.
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        vec4 lo[kRows], hi[kRows];
+        [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+          const uint word = quants[i][0][c];
+          lo[i] = vec4(word & 0xfu, (word >> 8) & 0xfu, (word >> 16) & 0xfu, (word >> 24) & 0xfu) - 8.0;
+          hi[i] = vec4((word >> 4) & 0xfu, (word >> 12) & 0xfu, (word >> 20) & 0xfu, word >> 28) - 8.0;
+        }
+        [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
+          const vec4 x_lo = x4[x_base4[t] + blk * 8u + c];
+          const vec4 x_hi = x4[x_base4[t] + blk * 8u + 4u + c];
+          [[unroll]] for (uint i = 0u; i < kRows; ++i) sums[i][t] += dot(lo[i], x_lo) + dot(hi[i], x_hi);
         }
       }
 #endif
-      [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) acc[t] += d * sums[t];
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+        [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) acc[i][t] += scale[i] * sums[i][t];
+      }
     }
 #endif
 
-    [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
-      if (t < count) out_data[p.out_offset + (t0 + t) * p.out_stride + row] = acc[t] + b;
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+      const uint row = row0 + i;
+      const float b = p.has_bias != 0u ? bias[p.bias_offset + rows[i]] : 0.0;
+      [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
+        if (row < p.rows && t0 + t < p.n) {
+          out_data[p.out_offset + (t0 + t) * p.out_stride + row] = acc[i][t] + b;
+        }
+      }
     }
   }
 }

@@ -13,7 +13,7 @@ layout(push_constant) uniform Push {
   uint has_bias;
 } p;
 
-layout(std430, binding = 0) readonly buffer Weights { uint words[]; } weights;
 layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };  // when offset and stride are multiples of 4
 layout(std430, binding = 2) writeonly buffer Out { float out_data[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };

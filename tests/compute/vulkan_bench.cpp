@@ -166,7 +166,9 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  VulkanBackend vk;
+  VulkanBackendOptions timed;
+  timed.timestamps = true;  // kernel times from the device (where it has timestamps)
+  VulkanBackend vk(timed);
   ProbedRoofs probed;
   if (fresh) probed.roofs = vk.measure_roofs(); else probed = probe_roofs(vk);
   json doc = {{"device", vk.device().name},

@@ -19,8 +19,10 @@ std::span<const uint32_t> find_spirv(const std::string& name) {
 
 }  // namespace
 
-const Pipeline& Pipelines::get(const std::string& name, uint32_t binding_count) {
-  if (auto it = pipelines_.find(name); it != pipelines_.end()) return *it->second;
+const Pipeline& Pipelines::get(const std::string& name, uint32_t binding_count,
+                               std::optional<uint32_t> constant_0) {
+  const std::string key = constant_0 ? name + "/" + std::to_string(*constant_0) : name;
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
   VkDevice device = context_->device();
   const std::span<const uint32_t> spirv = find_spirv(name);
   auto p = std::make_unique<Pipeline>();
@@ -64,6 +66,9 @@ const Pipeline& Pipelines::get(const std::string& name, uint32_t binding_count) 
   pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pipeline_info.stage.module = module;
   pipeline_info.stage.pName = "main";
+  const VkSpecializationMapEntry entry{0, 0, sizeof(uint32_t)};
+  VkSpecializationInfo specialization{1, &entry, sizeof(uint32_t), constant_0 ? &*constant_0 : nullptr};
+  if (constant_0) pipeline_info.stage.pSpecializationInfo = &specialization;
   pipeline_info.layout = p->layout;
   const VkResult result =
       vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &p->pipeline);
@@ -73,7 +78,7 @@ const Pipeline& Pipelines::get(const std::string& name, uint32_t binding_count) 
     vkDestroyDescriptorSetLayout(device, p->set_layout, nullptr);
     check(result, "compiling shader " + name);
   }
-  return *(pipelines_[name] = std::move(p));
+  return *(pipelines_[key] = std::move(p));
 }
 
 Pipelines::~Pipelines() {

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/compute/vulkan/vulkan_context.h"
@@ -29,8 +30,10 @@ class Pipelines {
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
 
-  // The pipeline of shader `name` (e.g. "matmul_vec_q4_0"); BackendError if no such shader.
-  const Pipeline& get(const std::string& name, uint32_t binding_count);
+  // The pipeline of shader `name` (e.g. "matmul_vec_q4_0"), with specialization constant 0
+  // set to `constant_0` if given; BackendError if no such shader.
+  const Pipeline& get(const std::string& name, uint32_t binding_count,
+                      std::optional<uint32_t> constant_0 = std::nullopt);
 
  private:
   std::shared_ptr<VulkanContext> context_;

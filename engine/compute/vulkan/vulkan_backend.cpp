@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/compute/vulkan/weight_layout.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute::vulkan {
@@ -145,8 +146,9 @@ void VulkanBackend::finish() { recorder_->submit_and_wait(); }
 
 void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                              const void* push, uint32_t push_bytes, WorkgroupCount groups,
-                             KernelClass kind) {
-  const Pipeline& pipeline = pipelines_->get(shader, static_cast<uint32_t>(bindings.size()));
+                             KernelClass kind, std::optional<uint32_t> constant_0) {
+  const Pipeline& pipeline =
+      pipelines_->get(shader, static_cast<uint32_t>(bindings.size()), constant_0);
   recorder_->dispatch(pipeline, std::span(bindings.begin(), bindings.size()), push, push_bytes,
                       groups, kind);
 }
@@ -177,8 +179,9 @@ void VulkanBackend::copy_into(const Allocation& dst, std::span<const uint8_t> by
 WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
                                           std::span<const uint8_t> data) {
   type_suffix(type);  // rejects unsupported types
-  const uint64_t row_bytes = gguf::row_bytes(type, cols);
-  assert(data.size() == row_bytes * static_cast<uint64_t>(rows));
+  const uint64_t file_row_bytes = gguf::row_bytes(type, cols);
+  const uint64_t row_bytes = device_row_bytes(type, cols);
+  assert(data.size() == file_row_bytes * static_cast<uint64_t>(rows));
   // Leave room for rounding the chunk up to whole 16-byte units.
   const uint64_t rows_per_chunk = (max_binding_bytes_ - 16) / row_bytes;
   if (rows_per_chunk == 0) {
@@ -188,10 +191,13 @@ WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int
   auto storage = std::make_shared<WeightStorage>();
   for (int64_t first = 0; first < rows; first += static_cast<int64_t>(rows_per_chunk)) {
     const int64_t count = std::min<int64_t>(static_cast<int64_t>(rows_per_chunk), rows - first);
-    const uint64_t bytes = row_bytes * static_cast<uint64_t>(count);
+    const std::vector<uint8_t> device_bytes = to_device_layout(
+        type, count, cols,
+        data.subspan(file_row_bytes * static_cast<uint64_t>(first),
+                     file_row_bytes * static_cast<uint64_t>(count)));
     auto chunk = std::make_unique<OwnedAllocation>(
-        device_memory_, device_memory_->allocate(bytes, BufferPurpose::kWeights));
-    copy_into(chunk->get(), data.subspan(row_bytes * static_cast<uint64_t>(first), bytes));
+        device_memory_, device_memory_->allocate(device_bytes.size(), BufferPurpose::kWeights));
+    copy_into(chunk->get(), device_bytes);
     storage->chunks.push_back({first, count, std::move(chunk)});
   }
   return WeightMatrix{storage, type, rows, cols};
@@ -299,11 +305,24 @@ void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tens
            linear_groups(u32(x.rows)), KernelClass::kNorm);
 }
 
-void VulkanBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
-  assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
-  const bool vector_kernel = x.rows <= kMatrixVectorMaxTokens || !tiled_prefill_;
+Tensor VulkanBackend::vec4_aligned(const Tensor& x) {
+  if (x.offset % 4 == 0 && x.row_stride % 4 == 0) return x;
+  Tensor copy = create_tensor(x.rows, (x.cols + 3) / 4 * 4, BufferPurpose::kActivations)
+                    .columns(0, x.cols);
+  copy_rows(x, copy, 0);
+  return copy;
+}
+
+void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tensor* bias,
+                           Tensor& out) {
+  assert(x_in.cols == w.cols && out.cols == w.rows && out.rows == x_in.rows);
+  const bool vector_kernel = x_in.rows <= kMatrixVectorMaxTokens || !tiled_prefill_;
+  const Tensor x = vector_kernel ? vec4_aligned(x_in) : x_in;
   const std::string shader =
       std::string(vector_kernel ? "matmul_vec_" : "matmul_tiled_") + type_suffix(w.type);
+  // Tokens per pass of the matrix-vector kernel: 1, 2, 4 or 8, the fewest that hold a step.
+  uint32_t tokens_per_pass = 1;
+  while (tokens_per_pass < 8 && tokens_per_pass < x.rows) tokens_per_pass *= 2;
   for (const WeightChunk& chunk : weights_of(w).chunks) {
     // This chunk's rows are output columns [first_row, first_row + rows).
     const MatmulPush push{u32(x.rows),
@@ -316,14 +335,15 @@ void VulkanBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor*
                           bias != nullptr ? u32(bias->offset + chunk.first_row) : 0u,
                           bias != nullptr ? 1u : 0u};
     const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
-    WorkgroupCount groups;
+    const BufferRange weights = range_of(chunk.storage->get());
     if (vector_kernel) {
-      groups = linear_groups(groups_for(chunk.rows, 64));
+      // 16 invocations per group, 4 weight rows per invocation.
+      dispatch(shader, {weights, bind(x), bind(out), bias_range}, &push, sizeof push,
+               linear_groups(groups_for(chunk.rows, 64)), KernelClass::kMatmul, tokens_per_pass);
     } else {
-      groups = {groups_for(chunk.rows, 32), groups_for(x.rows, 32), 1};
+      dispatch(shader, {weights, bind(x), bind(out), bias_range}, &push, sizeof push,
+               {groups_for(chunk.rows, 32), groups_for(x.rows, 32), 1}, KernelClass::kMatmul);
     }
-    dispatch(shader, {range_of(chunk.storage->get()), bind(x), bind(out), bias_range}, &push,
-             sizeof push, groups, KernelClass::kMatmul);
   }
 }
 

@@ -84,7 +84,10 @@ class VulkanBackend final : public Backend {
 
  private:
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
-                const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind);
+                const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
+                std::optional<uint32_t> constant_0 = std::nullopt);
+  // x itself if its offset and row stride are multiples of 4 (vec4 loads), else a copy that is.
+  Tensor vec4_aligned(const Tensor& x);
   // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
   double time_alone(const std::string& shader, std::initializer_list<BufferRange> bindings,
                     const void* push, uint32_t push_bytes, WorkgroupCount groups);
