@@ -54,11 +54,22 @@ CommandRecorder::CommandRecorder(std::shared_ptr<VulkanContext> context,
   fence_info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   check(vkCreateFence(device, &fence_info, nullptr, &fence_), "creating a fence");
 
-  const uint32_t valid_bits = timestamps ? context_->timestamp_valid_bits() : 0;
+  const uint32_t valid_bits = context_->timestamp_valid_bits();
   if (valid_bits > 0) {
     timestamp_mask_ = valid_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << valid_bits) - 1;
     timestamp_period_ns_ = context_->properties().limits.timestampPeriod;
-    query_capacity_ = kInitialTimestamps;
+  }
+  set_timestamps(timestamps);
+}
+
+void CommandRecorder::set_timestamps(bool on) {
+  if (recording_) submit_and_wait();
+  timestamps_on_ = on && timestamp_mask_ != 0;
+  if (timestamps_on_) {
+    query_capacity_ = std::max(query_capacity_, kInitialTimestamps);
+  } else if (query_pool_ != VK_NULL_HANDLE) {
+    vkDestroyQueryPool(context_->device(), query_pool_, nullptr);
+    query_pool_ = VK_NULL_HANDLE;
   }
 }
 
@@ -75,7 +86,7 @@ CommandRecorder::~CommandRecorder() {
 void CommandRecorder::begin_if_needed() {
   if (recording_) return;
   VkDevice device = context_->device();
-  if (query_capacity_ > 0 && query_pool_ == VK_NULL_HANDLE) {
+  if (timestamps_on_ && query_pool_ == VK_NULL_HANDLE) {
     VkQueryPoolCreateInfo query_info{};
     query_info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
     query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;

@@ -52,6 +52,8 @@ class CommandRecorder {
   BufferRange upload(std::span<const uint8_t> bytes);
 
   bool has_pending_work() const { return recording_; }
+  // Turns per-dispatch timestamps on or off from the next step (no-op without device support).
+  void set_timestamps(bool on);
   // Submits what was recorded (if anything) and waits. BackendError on device loss etc.;
   // the recorder is then reset and usable for the next step.
   void submit_and_wait();
@@ -73,6 +75,7 @@ class CommandRecorder {
   size_t current_pool_ = 0;
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
   uint32_t query_capacity_ = 0;  // timestamps; two per dispatch
+  bool timestamps_on_ = false;
   double timestamp_period_ns_ = 0.0;
   uint64_t timestamp_mask_ = 0;
 

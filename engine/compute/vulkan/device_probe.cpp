@@ -9,6 +9,9 @@
 namespace servescope::compute::vulkan {
 namespace {
 
+// Part of the cache file name: a changed probe kernel must not read an old probe's numbers.
+constexpr int kProbeVersion = 4;
+
 std::string hex(std::span<const uint8_t> bytes) {
   std::string out;
   char digits[3];
@@ -45,7 +48,7 @@ std::optional<std::filesystem::path> roofs_cache_file(const DeviceDescription& d
     return std::nullopt;
   }
   return dir / "servescope" /
-         ("vulkan-roofs-" + hex(device.uuid) + "-" + std::to_string(device.driver_version) + ".txt");
+         ("vulkan-roofs-v" + std::to_string(kProbeVersion) + "-" + hex(device.uuid) + "-" + std::to_string(device.driver_version) + ".txt");
 }
 
 ProbedRoofs probe_roofs(VulkanBackend& backend) {

@@ -35,8 +35,9 @@ struct VulkanBackendOptions {
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
 };
 
-// The device's measured roofs: a streaming read (GB/s) and register-only multiply-adds
-// (GFLOP/s), each the best of a few runs, timed with timestamps where the device has them.
+// The device's measured roofs: streaming reads (GB/s: the better of a streaming kernel and the
+// matrix-vector kernel on a 64 MiB matrix) and register-only multiply-adds (GFLOP/s), each the
+// best of a few runs, timed with timestamps where the device has them.
 struct DeviceRoofs {
   double stream_gb_per_s = 0.0;
   double compute_gflop_per_s = 0.0;
@@ -73,8 +74,13 @@ class VulkanBackend final : public Backend {
   void gelu(Tensor& x) override;
 
   // Runs the probe kernels now (a fraction of a second); see device_probe.h for the cache.
-  DeviceRoofs measure_roofs();
+  // Timestamps are on while it runs, then as `timestamps_after` (default: as configured).
+  DeviceRoofs measure_roofs(bool timestamps_after);
+  DeviceRoofs measure_roofs() { return measure_roofs(timestamps_by_default_); }
 
+  // Per-dispatch timestamps from the next step on (e.g. to profile a few steps on a device
+  // where they are off by default); last_step_timings().available says whether they ran.
+  void set_timestamps(bool on) { recorder_->set_timestamps(on); }
   // Submits anything recorded and waits (a no-op when nothing is pending).
   void finish();
   const DeviceDescription& device() const { return context_->description(); }
@@ -100,6 +106,7 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<CommandRecorder> recorder_;
   uint64_t max_binding_bytes_ = 0;
   bool tiled_prefill_ = true;
+  bool timestamps_by_default_ = true;
 };
 
 }  // namespace servescope::compute::vulkan
