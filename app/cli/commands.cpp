@@ -9,6 +9,7 @@
 #include <random>
 
 #include "app/cli/cli_options.h"
+#include "engine/compute/vulkan/device_probe.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
@@ -31,6 +32,8 @@ std::unique_ptr<model::Model> open_model(const Options& options) {
                      " is not there; pass --model PATH to a GGUF file");
   }
   if (options.get_int("device", 0) < 0) throw UsageError("--device needs a device index >= 0");
+  // The backend factory takes the Vulkan device choice from the environment.
+  if (options.has("device")) setenv("SERVESCOPE_VULKAN_DEVICE", options.get("device")->c_str(), 1);
   return model::load_model(path, compute::parse_backend_kind(options.get_or("backend", "cpu")));
 }
 
@@ -101,6 +104,13 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
       {"kv_bytes_per_token", {{"f32", c.kv_bytes_per_token(4)}, {"f16", c.kv_bytes_per_token(2)}}},
   };
   if (c.architecture == model::Architecture::kLlama) doc["rope_freq_base"] = shortest(c.rope_freq_base);
+  if (auto* vk = dynamic_cast<compute::vulkan::VulkanBackend*>(m->backend.get())) {
+    const auto probed = compute::vulkan::probe_roofs(*vk);  // measured once, then cached
+    doc["device"] = {{"name", vk->device().name},
+                     {"type", vk->device().type},
+                     {"stream_gb_per_s", probed.roofs.stream_gb_per_s},
+                     {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s}};
+  }
   if (m->tokenizer) {
     const Vocabulary& v = m->tokenizer->vocabulary();
     doc["tokenizer"] = {{"model", v.model}, {"tokens", v.tokens.size()}, {"bos_id", v.bos_id},
