@@ -16,6 +16,18 @@ layout(local_size_x = 16) in;
 #include "include/weights.glsl"
 
 float acc[kRows][kMaxTokensPerPass];
+
+#if defined(WEIGHT_F32) || defined(WEIGHT_F16)
+// Four consecutive weights of a padded row, `index` in units of 4 elements.
+vec4 load_weights4(uint index) {
+#if defined(WEIGHT_F32)
+  return uintBitsToFloat(weights4.words4[index]);
+#else
+  const uvec2 halves = weights2.words2[index];
+  return vec4(unpackHalf2x16(halves.x), unpackHalf2x16(halves.y));
+#endif
+}
+#endif
 uint x_base4[kMaxTokensPerPass];  // x row of each token of the pass, in vec4 units
 
 void main() {
@@ -34,16 +46,22 @@ void main() {
 #if defined(WEIGHT_F32) || defined(WEIGHT_F16)
     const uint cols4 = p.cols / 4u;
     const uint row_stride4 = padded_cols(p.cols) / 4u;
-    for (uint k4 = 0u; k4 < cols4; ++k4) {
-      vec4 w[kRows];
-      [[unroll]] for (uint i = 0u; i < kRows; ++i) {
-#if defined(WEIGHT_F32)
-        w[i] = uintBitsToFloat(weights4.words4[rows[i] * row_stride4 + k4]);
-#else
-        const uvec2 halves = weights2.words2[rows[i] * row_stride4 + k4];
-        w[i] = vec4(unpackHalf2x16(halves.x), unpackHalf2x16(halves.y));
-#endif
+    // Four vec4 columns per iteration: fewer loop turns per load (loops are costly on CPU
+    // implementations), then the remaining vec4 columns one at a time.
+    uint k4 = 0u;
+    for (; k4 + 4u <= cols4; k4 += 4u) {
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        vec4 w[kRows];
+        [[unroll]] for (uint i = 0u; i < kRows; ++i) w[i] = load_weights4(rows[i] * row_stride4 + k4 + u);
+        [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
+          const vec4 xv = x4[x_base4[t] + k4 + u];
+          [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] += dot(w[i], xv);
+        }
       }
+    }
+    for (; k4 < cols4; ++k4) {
+      vec4 w[kRows];
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) w[i] = load_weights4(rows[i] * row_stride4 + k4);
       [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
         const vec4 xv = x4[x_base4[t] + k4];
         [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] += dot(w[i], xv);

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <map>
 #include <set>
 
 #include "engine/compute/vulkan/device_probe.h"
@@ -143,7 +144,14 @@ json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, in
               {"decode_steps", best.decode_steps},
               {"decode_tokens_per_s", best.decode_tokens_per_s()}};
   if (auto* vk = dynamic_cast<VulkanBackend*>(m->backend.get())) {
+    // One more short generation with timestamps on, for the last decode step's breakdown.
+    vk->set_timestamps(true);
+    request.max_tokens = 2;
+    serving::generate(*m->transformer, request);
     const StepTimings& step = vk->last_step_timings();
+    std::map<std::string, double> per_kernel;
+    for (const KernelTiming& k : step.kernels) per_kernel[k.kernel] += k.milliseconds;
+    doc["last_decode_step_per_kernel_ms"] = per_kernel;
     doc["last_decode_step"] = {{"dispatches", step.dispatches},
                                {"gpu_ms", step.gpu_milliseconds},
                                {"matmul_ms", step.class_milliseconds[0]},
