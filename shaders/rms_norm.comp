@@ -1,9 +1,16 @@
 #version 450
 // out = x / sqrt(mean(x^2) + eps) * weight, one workgroup per row.
+// Compiled with ADD_RESIDUAL as add_rms_norm: first x += y (the residual add that ends the
+// previous block), then the norm of the sum, in one dispatch instead of two.
 #include "include/common.glsl"
 
 layout(local_size_x = 64) in;
+#if defined(ADD_RESIDUAL)
+layout(std430, binding = 0) buffer X { float x[]; };
+layout(std430, binding = 3) readonly buffer Y { float y[]; };
+#else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
+#endif
 layout(std430, binding = 1) readonly buffer W { float w[]; };
 layout(std430, binding = 2) writeonly buffer Out { float out_data[]; };
 
@@ -16,6 +23,8 @@ layout(push_constant) uniform Push {
   uint out_offset;
   uint out_stride;
   float eps;
+  uint y_offset;  // ADD_RESIDUAL only
+  uint y_stride;
 } p;
 
 shared float partial[64];
@@ -40,7 +49,12 @@ void main() {
   const uint in_base = p.x_offset + row * p.x_stride;
   float sum_sq = 0.0;
   for (uint c = gl_LocalInvocationID.x; c < p.cols; c += 64u) {
+#if defined(ADD_RESIDUAL)
+    const float v = x[in_base + c] + y[p.y_offset + row * p.y_stride + c];
+    x[in_base + c] = v;  // read back below by this same invocation
+#else
     const float v = x[in_base + c];
+#endif
     sum_sq += v * v;
   }
   const float scale = inversesqrt(workgroup_sum(sum_sq) / float(p.cols) + p.eps);

@@ -185,6 +185,34 @@ TEST_F(KernelParity, Norms) {
   }
 }
 
+// The backend fuses a residual add into the norm that follows it on the same tensor; the
+// results (the normalised output and the updated residual) must not change.
+TEST_F(KernelParity, ResidualAddThenNorm) {
+  for (const bool layer : {false, true}) {
+    for (const bool same_tensor : {true, false}) {
+      Pair x = random_tensor(5, 70, 1, 2);
+      Pair other = random_tensor(5, 70, 6, 2);
+      Pair y = random_tensor(5, 70, 2, 3);
+      Pair weight = random_tensor(1, 70, 3);
+      Pair bias = random_tensor(1, 70, 4);
+      Pair out = random_tensor(5, 70, 5, 1);
+      Pair& normed = same_tensor ? x : other;
+      cpu_.add(x.cpu, y.cpu);
+      vk_->add(x.vk, y.vk);
+      if (layer) {
+        cpu_.layer_norm(normed.cpu, weight.cpu, bias.cpu, 1e-5f, out.cpu);
+        vk_->layer_norm(normed.vk, weight.vk, bias.vk, 1e-5f, out.vk);
+      } else {
+        cpu_.rms_norm(normed.cpu, weight.cpu, 1e-5f, out.cpu);
+        vk_->rms_norm(normed.vk, weight.vk, 1e-5f, out.vk);
+      }
+      const std::string what = std::string(layer ? "layer" : "rms") + (same_tensor ? " fused" : " apart");
+      expect_close(out, 1e-5f, what + ": norm");
+      expect_close(x, 1e-6f, what + ": residual");
+    }
+  }
+}
+
 TEST_F(KernelParity, RopeAtLargePositions) {
   for (const int64_t head_dim : {8, 64}) {
     Pair x = random_tensor(4, 3 * head_dim, 9, 6);

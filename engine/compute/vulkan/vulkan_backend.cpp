@@ -87,11 +87,18 @@ struct EmbedPush {
 struct RmsNormPush {
   uint32_t rows, cols, x_offset, x_stride, w_offset, out_offset, out_stride;
   float eps;
+  uint32_t y_offset, y_stride;  // add_rms_norm only
 };
 struct LayerNormPush {
   uint32_t rows, cols, x_offset, x_stride, w_offset, b_offset, out_offset, out_stride;
   float eps;
+  uint32_t y_offset, y_stride;  // add_layer_norm only
 };
+
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.buffer == b.buffer && a.offset == b.offset && a.rows == b.rows && a.cols == b.cols &&
+         a.row_stride == b.row_stride;
+}
 struct MatmulPush {
   uint32_t n, rows, cols, x_offset, x_stride, out_offset, out_stride, bias_offset, has_bias;
 };
@@ -142,11 +149,31 @@ VulkanBackend::~VulkanBackend() {
   }
 }
 
-void VulkanBackend::finish() { recorder_->submit_and_wait(); }
+void VulkanBackend::finish() {
+  record_pending_add();
+  recorder_->submit_and_wait();
+}
+
+bool VulkanBackend::pending_add_is(const Tensor& x) const {
+  return pending_add_ && same_view(pending_add_->x, x);
+}
+
+void VulkanBackend::record_pending_add() {
+  if (!pending_add_) return;
+  const PendingAdd add = std::move(*pending_add_);
+  pending_add_.reset();
+  const Tensor& x = add.x;
+  const Tensor& y = add.y;
+  const TwoViewPush push{u32(x.rows),       u32(x.cols),   u32(x.offset),
+                         u32(x.row_stride), u32(y.offset), u32(y.row_stride)};
+  dispatch("add", {bind(x), bind(y)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
+           KernelClass::kOther);
+}
 
 void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                              const void* push, uint32_t push_bytes, WorkgroupCount groups,
                              KernelClass kind, std::optional<uint32_t> constant_0) {
+  record_pending_add();  // ops stay in the order they were called
   const Pipeline& pipeline =
       pipelines_->get(shader, static_cast<uint32_t>(bindings.size()), constant_0);
   recorder_->dispatch(pipeline, std::span(bindings.begin(), bindings.size()), push, push_bytes,
@@ -159,12 +186,14 @@ Tensor VulkanBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose pu
   const auto bytes = static_cast<VkDeviceSize>(rows * cols) * sizeof(float);
   auto storage = std::make_shared<TensorStorage>(device_memory_,
                                                  device_memory_->allocate(bytes, purpose));
+  if (purpose != BufferPurpose::kActivations) record_pending_add();
   // Activations are always written before they are read; caches and weights start at zero.
   if (purpose != BufferPurpose::kActivations) recorder_->fill_zero(range_of(storage->storage.get()));
   return Tensor{storage, 0, rows, cols, cols};
 }
 
 void VulkanBackend::copy_into(const Allocation& dst, std::span<const uint8_t> bytes) {
+  record_pending_add();
   if (dst.mapped != nullptr) {
     finish();  // recorded work may still use this memory
     std::memcpy(dst.mapped, bytes.data(), bytes.size());
@@ -210,6 +239,7 @@ Tensor VulkanBackend::upload_vector(std::span<const float> values) {
 }
 
 void VulkanBackend::write(Tensor& dst, std::span<const float> values) {
+  record_pending_add();
   assert(static_cast<int64_t>(values.size()) == dst.size());
   const Allocation& a = allocation_of(dst);
   const size_t row_bytes = static_cast<size_t>(dst.cols) * sizeof(float);
@@ -232,6 +262,7 @@ void VulkanBackend::write(Tensor& dst, std::span<const float> values) {
 }
 
 std::vector<float> VulkanBackend::read(const Tensor& src) {
+  record_pending_add();
   std::vector<float> out(static_cast<size_t>(src.size()));
   const Allocation& a = allocation_of(src);
   const size_t row_bytes = static_cast<size_t>(src.cols) * sizeof(float);
@@ -289,8 +320,17 @@ void VulkanBackend::embed(const WeightMatrix& table, std::span<const int32_t> id
 
 void VulkanBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
   assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols);
-  const RmsNormPush push{u32(x.rows),      u32(x.cols),    u32(x.offset),      u32(x.row_stride),
-                         u32(weight.offset), u32(out.offset), u32(out.row_stride), eps};
+  RmsNormPush push{u32(x.rows),      u32(x.cols),     u32(x.offset),       u32(x.row_stride),
+                   u32(weight.offset), u32(out.offset), u32(out.row_stride), eps, 0, 0};
+  if (pending_add_is(x)) {
+    const Tensor y = pending_add_->y;
+    pending_add_.reset();
+    push.y_offset = u32(y.offset);
+    push.y_stride = u32(y.row_stride);
+    dispatch("add_rms_norm", {bind(x), bind(weight), bind(out), bind(y)}, &push, sizeof push,
+             linear_groups(u32(x.rows)), KernelClass::kNorm);
+    return;
+  }
   dispatch("rms_norm", {bind(x), bind(weight), bind(out)}, &push, sizeof push,
            linear_groups(u32(x.rows)), KernelClass::kNorm);
 }
@@ -298,9 +338,18 @@ void VulkanBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, T
 void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                                Tensor& out) {
   assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols && bias.cols == x.cols);
-  const LayerNormPush push{u32(x.rows),      u32(x.cols),     u32(x.offset),
-                           u32(x.row_stride), u32(weight.offset), u32(bias.offset),
-                           u32(out.offset),  u32(out.row_stride), eps};
+  LayerNormPush push{u32(x.rows),       u32(x.cols),         u32(x.offset),
+                     u32(x.row_stride), u32(weight.offset),  u32(bias.offset),
+                     u32(out.offset),   u32(out.row_stride), eps, 0, 0};
+  if (pending_add_is(x)) {
+    const Tensor y = pending_add_->y;
+    pending_add_.reset();
+    push.y_offset = u32(y.offset);
+    push.y_stride = u32(y.row_stride);
+    dispatch("add_layer_norm", {bind(x), bind(weight), bind(bias), bind(out), bind(y)}, &push,
+             sizeof push, linear_groups(u32(x.rows)), KernelClass::kNorm);
+    return;
+  }
   dispatch("layer_norm", {bind(x), bind(weight), bind(bias), bind(out)}, &push, sizeof push,
            linear_groups(u32(x.rows)), KernelClass::kNorm);
 }
@@ -404,10 +453,8 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k_cache, const Tens
 
 void VulkanBackend::add(Tensor& x, const Tensor& y) {
   assert(x.rows == y.rows && x.cols == y.cols);
-  const TwoViewPush push{u32(x.rows),   u32(x.cols),       u32(x.offset),
-                         u32(x.row_stride), u32(y.offset), u32(y.row_stride)};
-  dispatch("add", {bind(x), bind(y)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
-           KernelClass::kOther);
+  record_pending_add();
+  pending_add_ = PendingAdd{x, y};  // recorded by the next call, or fused into a norm
 }
 
 void VulkanBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {

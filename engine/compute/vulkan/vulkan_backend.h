@@ -92,6 +92,10 @@ class VulkanBackend final : public Backend {
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
                 std::optional<uint32_t> constant_0 = std::nullopt);
+  // `add` is held back one call: if the next call normalises the same x, both run as one
+  // fused dispatch (add_rms_norm / add_layer_norm). Everything else records it first.
+  void record_pending_add();
+  bool pending_add_is(const Tensor& x) const;
   // x itself if its offset and row stride are multiples of 4 (vec4 loads), else a copy that is.
   Tensor vec4_aligned(const Tensor& x);
   // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
@@ -105,6 +109,10 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Pipelines> pipelines_;
   std::unique_ptr<CommandRecorder> recorder_;
   uint64_t max_binding_bytes_ = 0;
+  struct PendingAdd {
+    Tensor x, y;  // copies keep both buffers alive until the add is recorded
+  };
+  std::optional<PendingAdd> pending_add_;
   bool tiled_prefill_ = true;
   bool timestamps_by_default_ = true;
 };
