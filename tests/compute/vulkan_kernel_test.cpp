@@ -70,6 +70,7 @@ class KernelParity : public testing::Test {
     return o;
   }
   void check_matmul_every_type_and_token_count();
+  void check_attention_shapes();
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
   Pair random_tensor(int64_t rows, int64_t cols, uint32_t seed, int64_t pad_cols = 0,
@@ -124,27 +125,29 @@ void KernelParity::check_matmul_every_type_and_token_count() {
 
 TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
 
-// Prefill through the shared-memory tiled kernel (the default on GPUs; lavapipe defaults to
-// row passes) and through row passes, whatever this device would choose.
-class TiledPrefill : public KernelParity {
+// Both kernel styles, whichever this device would choose: workgroup tiles (the default on
+// GPUs) and one row per invocation (the default on CPU devices such as lavapipe).
+class WorkgroupTiles : public KernelParity {
  protected:
   VulkanBackendOptions options() override {
     VulkanBackendOptions o = KernelParity::options();
-    o.prefill_kernel = PrefillKernel::kTiled;
+    o.kernel_style = KernelStyle::kWorkgroupTiles;
     return o;
   }
 };
-TEST_F(TiledPrefill, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
+TEST_F(WorkgroupTiles, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
+TEST_F(WorkgroupTiles, AttentionShapes) { check_attention_shapes(); }
 
-class RowPassPrefill : public KernelParity {
+class RowPerInvocation : public KernelParity {
  protected:
   VulkanBackendOptions options() override {
     VulkanBackendOptions o = KernelParity::options();
-    o.prefill_kernel = PrefillKernel::kRowPasses;
+    o.kernel_style = KernelStyle::kRowPerInvocation;
     return o;
   }
 };
-TEST_F(RowPassPrefill, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
+TEST_F(RowPerInvocation, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
+TEST_F(RowPerInvocation, AttentionShapes) { check_attention_shapes(); }
 
 TEST_F(KernelParity, EmbedEveryType) {
   for (const GgmlType type : kAllTypes) {
@@ -247,21 +250,27 @@ TEST_F(KernelParity, CopyRowsIntoACache) {
   expect_close(cache, 0.0f, "copy_rows");
 }
 
-TEST_F(KernelParity, AttentionShapes) {
+TEST_F(KernelParity, AttentionShapes) { check_attention_shapes(); }
+
+void KernelParity::check_attention_shapes() {
   struct Case {
     int64_t n_heads, n_kv_heads, head_dim, first_pos, queries;
   };
   const Case cases[] = {
       {4, 4, 16, 0, 1},    {6, 2, 40, 0, 13},  {6, 2, 40, 300, 1},  // more keys than one chunk
-      {3, 1, 256, 5, 3},   {2, 2, 7, 250, 9},  {8, 4, 64, 0, 70},
+      {3, 1, 256, 5, 3},   {2, 2, 7, 250, 9},  {8, 4, 64, 0, 70},   {4, 2, 16, 3, 4},
   };
-  for (const Case& c : cases) {
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& c = cases[i];
+    // Dense q/out (vec4-aligned, what attention_rows needs) and unaligned column views.
+    const int64_t q_pad = i % 2 == 0 ? 0 : 5;
+    const int64_t out_pad = i % 2 == 0 ? 0 : 1;
     const int64_t kv_dim = c.n_kv_heads * c.head_dim;
     const int64_t capacity = c.first_pos + c.queries + 2;
-    Pair q = random_tensor(c.queries, c.n_heads * c.head_dim, 1, 5, 2.0f);
+    Pair q = random_tensor(c.queries, c.n_heads * c.head_dim, 1, q_pad, 2.0f);
     Pair k = random_tensor(capacity, kv_dim, 2, 0, 2.0f);
     Pair v = random_tensor(capacity, kv_dim, 3);
-    Pair out = random_tensor(c.queries, c.n_heads * c.head_dim, 4, 1);
+    Pair out = random_tensor(c.queries, c.n_heads * c.head_dim, 4, out_pad);
     const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
     cpu_.attention(q.cpu, k.cpu, v.cpu, shape, c.first_pos, out.cpu);
     vk_->attention(q.vk, k.vk, v.vk, shape, c.first_pos, out.vk);

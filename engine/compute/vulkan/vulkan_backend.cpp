@@ -118,7 +118,10 @@ struct AttentionPush {
   uint32_t head_dim, group, first_pos, q_offset, q_stride, k_offset, k_stride, v_offset, v_stride,
       out_offset, out_stride;
   float scale;
+  uint32_t n_heads, n_queries;  // attention_rows only
 };
+
+bool vec4_view(const Tensor& t) { return t.offset % 4 == 0 && t.row_stride % 4 == 0; }
 
 constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4 dimensions
 
@@ -133,8 +136,8 @@ VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
   const bool cpu_device = context_->description().type == "cpu";
   timestamps_by_default_ = options.timestamps.value_or(!cpu_device);
   recorder_ = std::make_unique<CommandRecorder>(context_, host_memory_, timestamps_by_default_);
-  tiled_prefill_ = options.prefill_kernel == PrefillKernel::kTiled ||
-                   (options.prefill_kernel == PrefillKernel::kAuto && !cpu_device);
+  workgroup_tiles_ = options.kernel_style == KernelStyle::kWorkgroupTiles ||
+                     (options.kernel_style == KernelStyle::kAuto && !cpu_device);
   const uint64_t device_limit = context_->properties().limits.maxStorageBufferRange;
   max_binding_bytes_ = options.max_binding_bytes == 0
                            ? device_limit
@@ -365,7 +368,7 @@ Tensor VulkanBackend::vec4_aligned(const Tensor& x) {
 void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tensor* bias,
                            Tensor& out) {
   assert(x_in.cols == w.cols && out.cols == w.rows && out.rows == x_in.rows);
-  const bool vector_kernel = x_in.rows <= kMatrixVectorMaxTokens || !tiled_prefill_;
+  const bool vector_kernel = x_in.rows <= kMatrixVectorMaxTokens || !workgroup_tiles_;
   const Tensor x = vector_kernel ? vec4_aligned(x_in) : x_in;
   const std::string shader =
       std::string(vector_kernel ? "matmul_vec_" : "matmul_tiled_") + type_suffix(w.type);
@@ -445,7 +448,17 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k_cache, const Tens
                            u32(v_cache.row_stride),
                            u32(out.offset),
                            u32(out.row_stride),
-                           1.0f / std::sqrt(static_cast<float>(shape.head_dim))};
+                           1.0f / std::sqrt(static_cast<float>(shape.head_dim)),
+                           u32(shape.n_heads),
+                           u32(q.rows)};
+  const bool rows_kernel = !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) &&
+                           vec4_view(k_cache) && vec4_view(v_cache) && vec4_view(out);
+  if (rows_kernel) {  // 8 (token, head) pairs per workgroup
+    dispatch("attention_rows", {bind(q), bind(k_cache), bind(v_cache), bind(out)}, &push,
+             sizeof push, linear_groups(groups_for(shape.n_heads * q.rows, 8)),
+             KernelClass::kAttention);
+    return;
+  }
   if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query tokens in one step");
   dispatch("attention", {bind(q), bind(k_cache), bind(v_cache), bind(out)}, &push, sizeof push,
            {u32(shape.n_heads), u32(q.rows), 1}, KernelClass::kAttention);

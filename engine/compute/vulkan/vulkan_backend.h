@@ -15,11 +15,14 @@
 
 namespace servescope::compute::vulkan {
 
-// Which matrix product kernel runs a step of more than kMatrixVectorMaxTokens tokens.
-enum class PrefillKernel {
-  kAuto,       // tiled on GPUs; row-per-invocation on CPU devices (lavapipe emulates barriers)
-  kTiled,      // matmul_tiled: shared-memory tiles
-  kRowPasses,  // matmul_vec in passes of 8 tokens (one invocation per weight row)
+// Which kernels run prefill matrix products (steps of more than kMatrixVectorMaxTokens tokens)
+// and attention. GPUs want workgroups that cooperate through shared memory and barriers; CPU
+// implementations such as lavapipe emulate both at a high price and want independent
+// invocations with wide loads instead.
+enum class KernelStyle {
+  kAuto,            // kWorkgroupTiles on GPUs, kRowPerInvocation on CPU devices
+  kWorkgroupTiles,  // matmul_tiled (shared-memory tiles), attention (workgroup per head)
+  kRowPerInvocation,  // matmul_vec in passes of 8 tokens, attention_rows (invocation per head)
 };
 
 struct VulkanBackendOptions {
@@ -32,7 +35,7 @@ struct VulkanBackendOptions {
   // Time every dispatch with timestamp queries (where the device has them). Default: on for
   // GPUs; off on CPU devices, where each query costs about 100 us, more than most kernels.
   std::optional<bool> timestamps;
-  PrefillKernel prefill_kernel = PrefillKernel::kAuto;
+  KernelStyle kernel_style = KernelStyle::kAuto;
 };
 
 // The device's measured roofs: streaming reads (GB/s: the better of a streaming kernel and the
@@ -113,7 +116,7 @@ class VulkanBackend final : public Backend {
     Tensor x, y;  // copies keep both buffers alive until the add is recorded
   };
   std::optional<PendingAdd> pending_add_;
-  bool tiled_prefill_ = true;
+  bool workgroup_tiles_ = true;  // the resolved KernelStyle
   bool timestamps_by_default_ = true;
 };
 
