@@ -7,6 +7,7 @@
 //   servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -123,6 +124,29 @@ json dispatch_overhead(VulkanBackend& vk, const std::string& label) {
           {"one_dispatch_step_microseconds", best_empty_ms * 1000.0}};
 }
 
+// Wall time per dispatch of small decode-sized operations, 100 of one kind in one step.
+json small_ops(VulkanBackend& vk) {
+  constexpr int kOps = 100;
+  Tensor x = vk.create_tensor(1, 256, BufferPurpose::kScratch);
+  Tensor y = vk.create_tensor(1, 256, BufferPurpose::kScratch);
+  Tensor w = vk.create_tensor(1, 256, BufferPurpose::kScratch);
+  Tensor out = vk.create_tensor(1, 256, BufferPurpose::kScratch);
+  auto time_ops = [&](const std::function<void()>& op) {
+    double best = INFINITY;
+    for (int run = 0; run < 3; ++run) {
+      vk.finish();
+      const auto start = Clock::now();
+      for (int i = 0; i < kOps; ++i) op();
+      vk.finish();
+      best = std::min(best, milliseconds_since(start) * 1000.0 / kOps);
+    }
+    return best;
+  };
+  return {{"gelu_us", time_ops([&] { vk.gelu(x); })},
+          {"rms_norm_us", time_ops([&] { vk.rms_norm(x, w, 1e-5f, out); })},
+          {"add_rms_norm_us", time_ops([&] { vk.add(x, y); vk.rms_norm(x, w, 1e-5f, out); })}};
+}
+
 json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, int decode_tokens) {
   auto m = model::load_model(path, kind);
   serving::GenerationRequest request;
@@ -189,6 +213,8 @@ int run(int argc, char** argv) {
   untimed.timestamps = false;
   VulkanBackend vk_untimed(untimed);
   doc["dispatch"] = {dispatch_overhead(vk, "on"), dispatch_overhead(vk_untimed, "off")};
+  doc["small_ops_untimed"] = small_ops(vk_untimed);
+  std::cerr << doc["small_ops_untimed"].dump() << "\n";
   std::cerr << doc["dispatch"].dump() << "\n";
 
   std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768}, {4096, 4096}};

@@ -216,13 +216,20 @@ TEST_F(KernelParity, ResidualAddThenNorm) {
   }
 }
 
+// Two ropes in a row (queries, then keys of another width) run as one dispatch on Vulkan.
 TEST_F(KernelParity, RopeAtLargePositions) {
   for (const int64_t head_dim : {8, 64}) {
-    Pair x = random_tensor(4, 3 * head_dim, 9, 6);
+    Pair q = random_tensor(4, 4 * head_dim, 9, 6);
+    Pair k = random_tensor(4, 2 * head_dim, 10);
     const std::vector<int32_t> positions = {0, 1, 511, 4000};
-    cpu_.rope(x.cpu, head_dim, positions, 10000.0f);
-    vk_->rope(x.vk, head_dim, positions, 10000.0f);
-    expect_close(x, 1e-5f, "head_dim=" + std::to_string(head_dim));
+    for (Pair* x : {&q, &k}) {
+      cpu_.rope(x->cpu, head_dim, positions, 10000.0f);
+      vk_->rope(x->vk, head_dim, positions, 10000.0f);
+    }
+    vk_->rope(q.vk, head_dim, positions, 10000.0f);  // a third, on q again: must not merge
+    cpu_.rope(q.cpu, head_dim, positions, 10000.0f);
+    expect_close(q, 1e-5f, "q, head_dim=" + std::to_string(head_dim));
+    expect_close(k, 1e-5f, "k, head_dim=" + std::to_string(head_dim));
   }
 }
 
@@ -242,12 +249,21 @@ TEST_F(KernelParity, ElementwiseOperations) {
   expect_close(gate, 1e-4f, "silu_mul");
 }
 
+// Keys and values into their caches: two copies in a row run as one dispatch on Vulkan.
 TEST_F(KernelParity, CopyRowsIntoACache) {
-  Pair cache = random_tensor(40, 24, 1);
-  Pair rows = random_tensor(3, 24, 2, 48);  // a column view, like gpt2's k and v
-  cpu_.copy_rows(rows.cpu, cache.cpu, 17);
-  vk_->copy_rows(rows.vk, cache.vk, 17);
-  expect_close(cache, 0.0f, "copy_rows");
+  Pair keys = random_tensor(40, 24, 1);
+  Pair values = random_tensor(40, 24, 3);
+  Pair qkv = random_tensor(3, 72, 2);  // column views of one tensor, like gpt2's k and v
+  const Pair k{qkv.cpu.columns(24, 24), qkv.vk.columns(24, 24)};
+  const Pair v{qkv.cpu.columns(48, 24), qkv.vk.columns(48, 24)};
+  cpu_.copy_rows(k.cpu, keys.cpu, 17);
+  vk_->copy_rows(k.vk, keys.vk, 17);
+  cpu_.copy_rows(v.cpu, values.cpu, 17);
+  vk_->copy_rows(v.vk, values.vk, 17);
+  cpu_.copy_rows(keys.cpu.row_range(17, 3), values.cpu, 30);  // reads what a held copy writes
+  vk_->copy_rows(keys.vk.row_range(17, 3), values.vk, 30);
+  expect_close(keys, 0.0f, "keys");
+  expect_close(values, 0.0f, "values");
 }
 
 TEST_F(KernelParity, AttentionShapes) { check_attention_shapes(); }

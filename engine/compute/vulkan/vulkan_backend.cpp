@@ -103,9 +103,14 @@ struct MatmulPush {
   uint32_t n, rows, cols, x_offset, x_stride, out_offset, out_stride, bias_offset, has_bias;
 };
 struct RopePush {
-  uint32_t rows, pairs_per_row, pairs_per_head, x_offset, x_stride;
+  uint32_t rows, pairs_per_head, pairs_per_row0, x0_offset, x0_stride, pairs_per_row1, x1_offset,
+      x1_stride;
 };
-struct TwoViewPush {  // copy (src, dst) and add (x, y)
+struct CopyPush {
+  uint32_t rows, cols, src0_offset, src0_stride, dst0_offset, dst0_stride, src1_offset,
+      src1_stride, dst1_offset, dst1_stride;
+};
+struct TwoViewPush {  // add (x, y)
   uint32_t rows, cols, a_offset, a_stride, b_offset, b_stride;
 };
 struct SiluMulPush {
@@ -153,30 +158,39 @@ VulkanBackend::~VulkanBackend() {
 }
 
 void VulkanBackend::finish() {
-  record_pending_add();
+  record_pending();
   recorder_->submit_and_wait();
 }
 
 bool VulkanBackend::pending_add_is(const Tensor& x) const {
-  return pending_add_ && same_view(pending_add_->x, x);
+  return pending_ && pending_->kind == PendingOp::Kind::kAdd && same_view(pending_->a, x);
 }
 
-void VulkanBackend::record_pending_add() {
-  if (!pending_add_) return;
-  const PendingAdd add = std::move(*pending_add_);
-  pending_add_.reset();
-  const Tensor& x = add.x;
-  const Tensor& y = add.y;
-  const TwoViewPush push{u32(x.rows),       u32(x.cols),   u32(x.offset),
-                         u32(x.row_stride), u32(y.offset), u32(y.row_stride)};
-  dispatch("add", {bind(x), bind(y)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
-           KernelClass::kOther);
+void VulkanBackend::record_pending() {
+  if (!pending_) return;
+  const PendingOp op = std::move(*pending_);
+  pending_.reset();
+  switch (op.kind) {
+    case PendingOp::Kind::kAdd: {
+      const TwoViewPush push{u32(op.a.rows),       u32(op.a.cols),   u32(op.a.offset),
+                             u32(op.a.row_stride), u32(op.b.offset), u32(op.b.row_stride)};
+      dispatch("add", {bind(op.a), bind(op.b)}, &push, sizeof push,
+               elementwise_groups(op.a.rows, op.a.cols), KernelClass::kOther);
+      break;
+    }
+    case PendingOp::Kind::kRope:
+      record_rope(op.a, nullptr, op.number, op.positions, op.freq_base);
+      break;
+    case PendingOp::Kind::kCopyRows:
+      record_copy_rows(op.a, op.b, op.number, nullptr, nullptr, 0);
+      break;
+  }
 }
 
 void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                              const void* push, uint32_t push_bytes, WorkgroupCount groups,
                              KernelClass kind, std::optional<uint32_t> constant_0) {
-  record_pending_add();  // ops stay in the order they were called
+  record_pending();  // ops stay in the order they were called
   const Pipeline& pipeline =
       pipelines_->get(shader, static_cast<uint32_t>(bindings.size()), constant_0);
   recorder_->dispatch(pipeline, std::span(bindings.begin(), bindings.size()), push, push_bytes,
@@ -189,14 +203,14 @@ Tensor VulkanBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose pu
   const auto bytes = static_cast<VkDeviceSize>(rows * cols) * sizeof(float);
   auto storage = std::make_shared<TensorStorage>(device_memory_,
                                                  device_memory_->allocate(bytes, purpose));
-  if (purpose != BufferPurpose::kActivations) record_pending_add();
+  if (purpose != BufferPurpose::kActivations) record_pending();
   // Activations are always written before they are read; caches and weights start at zero.
   if (purpose != BufferPurpose::kActivations) recorder_->fill_zero(range_of(storage->storage.get()));
   return Tensor{storage, 0, rows, cols, cols};
 }
 
 void VulkanBackend::copy_into(const Allocation& dst, std::span<const uint8_t> bytes) {
-  record_pending_add();
+  record_pending();
   if (dst.mapped != nullptr) {
     finish();  // recorded work may still use this memory
     std::memcpy(dst.mapped, bytes.data(), bytes.size());
@@ -242,7 +256,7 @@ Tensor VulkanBackend::upload_vector(std::span<const float> values) {
 }
 
 void VulkanBackend::write(Tensor& dst, std::span<const float> values) {
-  record_pending_add();
+  record_pending();
   assert(static_cast<int64_t>(values.size()) == dst.size());
   const Allocation& a = allocation_of(dst);
   const size_t row_bytes = static_cast<size_t>(dst.cols) * sizeof(float);
@@ -265,7 +279,7 @@ void VulkanBackend::write(Tensor& dst, std::span<const float> values) {
 }
 
 std::vector<float> VulkanBackend::read(const Tensor& src) {
-  record_pending_add();
+  record_pending();
   std::vector<float> out(static_cast<size_t>(src.size()));
   const Allocation& a = allocation_of(src);
   const size_t row_bytes = static_cast<size_t>(src.cols) * sizeof(float);
@@ -326,8 +340,8 @@ void VulkanBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, T
   RmsNormPush push{u32(x.rows),      u32(x.cols),     u32(x.offset),       u32(x.row_stride),
                    u32(weight.offset), u32(out.offset), u32(out.row_stride), eps, 0, 0};
   if (pending_add_is(x)) {
-    const Tensor y = pending_add_->y;
-    pending_add_.reset();
+    const Tensor y = pending_->b;
+    pending_.reset();
     push.y_offset = u32(y.offset);
     push.y_stride = u32(y.row_stride);
     dispatch("add_rms_norm", {bind(x), bind(weight), bind(out), bind(y)}, &push, sizeof push,
@@ -345,8 +359,8 @@ void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tens
                      u32(x.row_stride), u32(weight.offset),  u32(bias.offset),
                      u32(out.offset),   u32(out.row_stride), eps, 0, 0};
   if (pending_add_is(x)) {
-    const Tensor y = pending_add_->y;
-    pending_add_.reset();
+    const Tensor y = pending_->b;
+    pending_.reset();
     push.y_offset = u32(y.offset);
     push.y_stride = u32(y.row_stride);
     dispatch("add_layer_norm", {bind(x), bind(weight), bind(bias), bind(out), bind(y)}, &push,
@@ -403,9 +417,25 @@ void VulkanBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> p
                          float freq_base) {
   assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0 &&
          head_dim % 2 == 0);
+  if (pending_ && pending_->kind == PendingOp::Kind::kRope && pending_->number == head_dim &&
+      pending_->freq_base == freq_base && pending_->a.buffer != x.buffer &&
+      std::equal(positions.begin(), positions.end(), pending_->positions.begin(),
+                 pending_->positions.end())) {
+    const PendingOp first = std::move(*pending_);
+    pending_.reset();
+    record_rope(first.a, &x, head_dim, positions, freq_base);
+    return;
+  }
+  record_pending();
+  pending_ = PendingOp{PendingOp::Kind::kRope, x, {}, head_dim,
+                       std::vector<int32_t>(positions.begin(), positions.end()), freq_base};
+}
+
+void VulkanBackend::record_rope(const Tensor& x0, const Tensor* x1, int64_t head_dim,
+                                std::span<const int32_t> positions, float freq_base) {
   const int64_t half = head_dim / 2;
-  std::vector<float> table(static_cast<size_t>(x.rows * half * 2));
-  for (int64_t r = 0; r < x.rows; ++r) {
+  std::vector<float> table(static_cast<size_t>(x0.rows * half * 2));
+  for (int64_t r = 0; r < x0.rows; ++r) {
     for (int64_t i = 0; i < half; ++i) {
       const double theta =
           positions[r] * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
@@ -415,18 +445,51 @@ void VulkanBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> p
   }
   const BufferRange table_buffer = recorder_->upload(
       {reinterpret_cast<const uint8_t*>(table.data()), table.size() * sizeof(float)});
-  const RopePush push{u32(x.rows), u32(x.cols / 2), u32(half), u32(x.offset), u32(x.row_stride)};
-  dispatch("rope", {bind(x), table_buffer}, &push, sizeof push,
-           elementwise_groups(x.rows, x.cols / 2), KernelClass::kOther);
+  const Tensor& second = x1 != nullptr ? *x1 : x0;
+  const RopePush push{u32(x0.rows),       u32(half),          u32(x0.cols / 2),
+                      u32(x0.offset),     u32(x0.row_stride), u32(second.cols / 2),
+                      u32(second.offset), u32(second.row_stride)};
+  WorkgroupCount groups = elementwise_groups(x0.rows, std::max(x0.cols, second.cols) / 2);
+  groups.z = x1 != nullptr ? 2 : 1;
+  dispatch("rope", {bind(x0), table_buffer, bind(second)}, &push, sizeof push, groups,
+           KernelClass::kOther);
 }
 
 void VulkanBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
   assert(src.cols == dst.cols && dst_row + src.rows <= dst.rows);
-  const TwoViewPush push{u32(src.rows),       u32(src.cols),
-                         u32(src.offset),     u32(src.row_stride),
-                         u32(dst.offset + dst_row * dst.row_stride), u32(dst.row_stride)};
-  dispatch("copy", {bind(src), bind(dst)}, &push, sizeof push,
-           elementwise_groups(src.rows, src.cols), KernelClass::kOther);
+  // Merge with a held copy of the same shape when no buffer of one is written by the other.
+  if (pending_ && pending_->kind == PendingOp::Kind::kCopyRows && pending_->a.rows == src.rows &&
+      pending_->a.cols == src.cols && pending_->b.buffer != dst.buffer &&
+      pending_->b.buffer != src.buffer && pending_->a.buffer != dst.buffer) {
+    const PendingOp first = std::move(*pending_);
+    pending_.reset();
+    record_copy_rows(first.a, first.b, first.number, &src, &dst, dst_row);
+    return;
+  }
+  record_pending();
+  pending_ = PendingOp{PendingOp::Kind::kCopyRows, src, dst, dst_row, {}, 0.0f};
+}
+
+void VulkanBackend::record_copy_rows(const Tensor& src0, const Tensor& dst0, int64_t row0,
+                                     const Tensor* src1, const Tensor* dst1, int64_t row1) {
+  const bool two = src1 != nullptr;
+  const Tensor& s1 = two ? *src1 : src0;
+  const Tensor& d1 = two ? *dst1 : dst0;
+  const int64_t r1 = two ? row1 : row0;
+  const CopyPush push{u32(src0.rows),
+                      u32(src0.cols),
+                      u32(src0.offset),
+                      u32(src0.row_stride),
+                      u32(dst0.offset + row0 * dst0.row_stride),
+                      u32(dst0.row_stride),
+                      u32(s1.offset),
+                      u32(s1.row_stride),
+                      u32(d1.offset + r1 * d1.row_stride),
+                      u32(d1.row_stride)};
+  WorkgroupCount groups = elementwise_groups(src0.rows, src0.cols);
+  groups.z = two ? 2 : 1;
+  dispatch("copy", {bind(src0), bind(dst0), bind(s1), bind(d1)}, &push, sizeof push, groups,
+           KernelClass::kOther);
 }
 
 void VulkanBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
@@ -466,8 +529,8 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k_cache, const Tens
 
 void VulkanBackend::add(Tensor& x, const Tensor& y) {
   assert(x.rows == y.rows && x.cols == y.cols);
-  record_pending_add();
-  pending_add_ = PendingAdd{x, y};  // recorded by the next call, or fused into a norm
+  record_pending();
+  pending_ = PendingOp{PendingOp::Kind::kAdd, x, y, 0, {}, 0.0f};  // see record_pending
 }
 
 void VulkanBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {

@@ -95,10 +95,16 @@ class VulkanBackend final : public Backend {
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
                 std::optional<uint32_t> constant_0 = std::nullopt);
-  // `add` is held back one call: if the next call normalises the same x, both run as one
-  // fused dispatch (add_rms_norm / add_layer_norm). Everything else records it first.
-  void record_pending_add();
+  // add, rope and copy_rows are held back one call, to merge with the next: an add with the
+  // norm of the same x (add_rms_norm / add_layer_norm), a rope with the rope of the other
+  // tensor of the step (queries, keys), a copy_rows with the next (keys, values). Anything
+  // else records the held operation first, so operations run in the order they were called.
+  void record_pending();
   bool pending_add_is(const Tensor& x) const;
+  void record_rope(const Tensor& x0, const Tensor* x1, int64_t head_dim,
+                   std::span<const int32_t> positions, float freq_base);
+  void record_copy_rows(const Tensor& src0, const Tensor& dst0, int64_t row0, const Tensor* src1,
+                        const Tensor* dst1, int64_t row1);
   // x itself if its offset and row stride are multiples of 4 (vec4 loads), else a copy that is.
   Tensor vec4_aligned(const Tensor& x);
   // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
@@ -112,10 +118,14 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Pipelines> pipelines_;
   std::unique_ptr<CommandRecorder> recorder_;
   uint64_t max_binding_bytes_ = 0;
-  struct PendingAdd {
-    Tensor x, y;  // copies keep both buffers alive until the add is recorded
+  struct PendingOp {
+    enum class Kind { kAdd, kRope, kCopyRows } kind = Kind::kAdd;
+    Tensor a, b;  // add: x, y; rope: x; copy_rows: src, dst (copies keep the buffers alive)
+    int64_t number = 0;  // rope: head_dim; copy_rows: dst_row
+    std::vector<int32_t> positions;  // rope
+    float freq_base = 0.0f;          // rope
   };
-  std::optional<PendingAdd> pending_add_;
+  std::optional<PendingOp> pending_;
   bool workgroup_tiles_ = true;  // the resolved KernelStyle
   bool timestamps_by_default_ = true;
 };
