@@ -1,0 +1,59 @@
+// A request as the scheduler tracks it: its tokens so far, how many have KV computed, and why it
+// stopped. Plain data; the Scheduler is the only writer.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "engine/serving/kv_block_pool.h"
+
+namespace servescope::serving {
+
+struct Request {
+  std::vector<int32_t> prompt_ids;
+  int64_t max_tokens = 64;  // output tokens, at least 1
+  int32_t stop_token = -1;  // usually EOS; -1 = never stop early
+};
+
+enum class SequenceStatus { kWaiting, kRunning, kFinished };
+
+enum class FinishReason {
+  kNone,         // not finished
+  kMaxTokens,
+  kStopToken,
+  kContextFull,  // reached the model's context length
+  kCancelled,    // Scheduler::finish from outside
+};
+
+std::string_view finish_reason_name(FinishReason reason);
+
+struct Sequence {
+  SequenceId id = 0;
+  std::vector<int32_t> tokens;  // prompt, then every output token
+  int64_t prompt_length = 0;
+  int64_t max_tokens = 0;
+  int32_t stop_token = -1;
+  SequenceStatus status = SequenceStatus::kWaiting;
+  FinishReason finish_reason = FinishReason::kNone;
+
+  // Tokens whose KV is in the cache. Tokens [computed, size) are processed by the next steps.
+  int64_t computed_tokens = 0;
+  // Tokens known when it was last admitted (the prompt, or prompt and outputs after a
+  // preemption): steps before this point are prefill, after it decode.
+  int64_t prefill_end = 0;
+
+  int64_t cached_prompt_tokens = 0;  // prefix-cache hits at its first admission
+  int64_t preemptions = 0;
+  int64_t arrival_order = 0;         // submission index: FCFS order
+  int64_t first_scheduled_step = -1;
+  int64_t first_token_step = -1;
+  int64_t finished_step = -1;
+
+  int64_t output_length() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
+  std::vector<int32_t> output_ids() const {
+    return {tokens.begin() + prompt_length, tokens.end()};
+  }
+};
+
+}  // namespace servescope::serving

@@ -1,0 +1,238 @@
+#include "engine/serving/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace servescope::serving {
+
+std::string_view finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kMaxTokens: return "max_tokens";
+    case FinishReason::kStopToken: return "stop_token";
+    case FinishReason::kContextFull: return "context_full";
+    case FinishReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+void validate(const SchedulerConfig& config) {
+  if (config.max_batch_size < 1) throw InputError("scheduler: max batch size must be at least 1");
+  if (config.token_budget < config.max_batch_size) {
+    throw InputError("scheduler: the token budget (" + std::to_string(config.token_budget) +
+                     ") must be at least the max batch size (" +
+                     std::to_string(config.max_batch_size) +
+                     ") so that every running sequence can decode in every step");
+  }
+  if (config.context_length < 1) throw InputError("scheduler: context length must be positive");
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvBlockPool& pool)
+    : config_(config), pool_(pool) {
+  validate(config);
+}
+
+SequenceId Scheduler::submit(const Request& request) {
+  const auto prompt = static_cast<int64_t>(request.prompt_ids.size());
+  if (prompt == 0) throw InputError("the prompt is empty");
+  if (request.max_tokens < 1) throw InputError("max tokens must be at least 1");
+  if (prompt > config_.context_length) {
+    throw InputError("the prompt has " + std::to_string(prompt) +
+                     " tokens, more than the model's context of " +
+                     std::to_string(config_.context_length));
+  }
+  // The last output token is never fed back, so it needs no KV slot.
+  const int64_t most_slots = std::min(prompt + request.max_tokens - 1, config_.context_length);
+  const int64_t most_blocks = blocks_for_tokens(most_slots, pool_.layout().block_size);
+  if (most_blocks > pool_.blocks_total()) {
+    throw InputError("the request may need " + std::to_string(most_blocks) +
+                     " KV blocks (prompt " + std::to_string(prompt) + " + up to " +
+                     std::to_string(request.max_tokens) + " output tokens), but the cache has " +
+                     std::to_string(pool_.blocks_total()) +
+                     "; shorten it, lower max tokens or enlarge the cache");
+  }
+
+  Sequence s;
+  s.id = next_id_++;
+  s.tokens = request.prompt_ids;
+  s.prompt_length = prompt;
+  s.max_tokens = request.max_tokens;
+  s.stop_token = request.stop_token;
+  s.arrival_order = s.id;
+  waiting_.push_back(s.id);
+  sequences_.emplace(s.id, std::move(s));
+  return waiting_.back();
+}
+
+StepBatch Scheduler::schedule() {
+  if (step_in_flight_) {
+    throw std::logic_error("Scheduler::schedule: the previous step was not completed");
+  }
+  StepBatch batch;
+  batch.step_index = next_step_++;
+  int64_t budget = config_.token_budget;
+
+  // 1. Decodes, oldest first. Preemption takes from the back, so it never hits a sequence
+  //    already in this batch; a sequence that had to preempt itself was the last one.
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence& s = get(running_[i]);
+    if (s.computed_tokens < s.prefill_end) continue;
+    if (!reserve_decode_slot(i, batch)) break;
+    add_to_batch(s, 1, batch);
+    budget -= 1;
+  }
+  // 2. Chunks of prompts already admitted (their slots were reserved at admission).
+  for (const SequenceId id : running_) {
+    if (budget == 0) break;
+    Sequence& s = get(id);
+    if (s.computed_tokens >= s.prefill_end) continue;
+    const int64_t count = std::min(s.prefill_end - s.computed_tokens, budget);
+    add_to_batch(s, count, batch);
+    budget -= count;
+  }
+  // 3. New and resumed requests, unless this step had to preempt: they would only be preempted
+  //    again.
+  if (batch.preempted.empty()) admit_waiting(budget, batch);
+
+  step_in_flight_ = !batch.empty();
+  return batch;
+}
+
+bool Scheduler::reserve_decode_slot(size_t running_index, StepBatch& batch) {
+  const SequenceId id = running_[running_index];
+  const auto needed = static_cast<int64_t>(get(id).tokens.size());
+  while (pool_.sequence_tokens(id) < needed) {
+    if (pool_.can_append(id)) {
+      pool_.append(id);
+      break;
+    }
+    const bool is_newest = running_.back() == id;
+    preempt_newest(batch);
+    if (is_newest) return false;
+  }
+  return true;
+}
+
+void Scheduler::preempt_newest(StepBatch& batch) {
+  const SequenceId id = running_.back();
+  running_.pop_back();
+  pool_.preempt(id);
+  Sequence& s = get(id);
+  s.status = SequenceStatus::kWaiting;
+  s.computed_tokens = 0;
+  s.prefill_end = 0;
+  ++s.preemptions;
+  // Front of the queue: pushed newest first, so older preempted sequences end up ahead.
+  waiting_.push_front(id);
+  batch.preempted.push_back(id);
+}
+
+void Scheduler::admit_waiting(int64_t& budget, StepBatch& batch) {
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) < config_.max_batch_size) {
+    Sequence& s = get(waiting_.front());
+    // FCFS: a request that does not fit blocks the ones behind it until blocks are freed.
+    if (!pool_.can_allocate(s.tokens)) break;
+    waiting_.pop_front();
+    const int64_t cached = pool_.allocate(s.id, s.tokens);
+    if (s.preemptions == 0) s.cached_prompt_tokens = cached;
+    s.computed_tokens = cached;
+    s.prefill_end = static_cast<int64_t>(s.tokens.size());
+    s.status = SequenceStatus::kRunning;
+    running_.push_back(s.id);
+    batch.admitted.push_back(s.id);
+    const int64_t count = std::min(s.prefill_end - s.computed_tokens, budget);
+    add_to_batch(s, count, batch);
+    budget -= count;
+  }
+}
+
+void Scheduler::add_to_batch(Sequence& s, int64_t count, StepBatch& batch) {
+  ScheduledSequence e;
+  e.sequence = s.id;
+  e.start = s.computed_tokens;
+  e.count = count;
+  e.is_prefill = s.computed_tokens < s.prefill_end;
+  e.samples_next_token = e.start + count == static_cast<int64_t>(s.tokens.size());
+  e.tokens.assign(s.tokens.begin() + e.start, s.tokens.begin() + e.start + count);
+  const std::span<const BlockId> table = pool_.block_table(s.id);
+  e.block_table.assign(table.begin(), table.end());
+  (e.is_prefill ? batch.prefill_tokens : batch.decode_tokens) += count;
+  if (s.first_scheduled_step < 0) s.first_scheduled_step = batch.step_index;
+  batch.sequences.push_back(std::move(e));
+}
+
+void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> next_tokens) {
+  if (!step_in_flight_ || batch.step_index != next_step_ - 1) {
+    throw std::logic_error("Scheduler::complete_step: not the batch of the last schedule()");
+  }
+  if (next_tokens.size() != batch.sequences.size()) {
+    throw std::logic_error("Scheduler::complete_step: one next token per scheduled sequence");
+  }
+  step_in_flight_ = false;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const ScheduledSequence& e = batch.sequences[i];
+    Sequence& s = get(e.sequence);
+    if (s.status != SequenceStatus::kRunning) continue;  // finished from outside meanwhile
+    if (s.computed_tokens != e.start) {
+      throw std::logic_error("Scheduler::complete_step: sequence " + std::to_string(s.id) +
+                             " was not at the scheduled position");
+    }
+    s.computed_tokens += e.count;
+    pool_.cache_computed_blocks(s.id, std::span(s.tokens).first(s.computed_tokens));
+    if (!e.samples_next_token) continue;
+    s.tokens.push_back(next_tokens[i]);
+    if (s.first_token_step < 0) s.first_token_step = batch.step_index;
+    if (const FinishReason reason = stop_reason(s); reason != FinishReason::kNone) {
+      retire(s, reason);
+    }
+  }
+}
+
+FinishReason Scheduler::stop_reason(const Sequence& s) const {
+  if (s.tokens.back() == s.stop_token) return FinishReason::kStopToken;
+  if (s.output_length() >= s.max_tokens) return FinishReason::kMaxTokens;
+  if (static_cast<int64_t>(s.tokens.size()) >= config_.context_length) {
+    return FinishReason::kContextFull;
+  }
+  return FinishReason::kNone;
+}
+
+void Scheduler::finish(SequenceId sequence, FinishReason reason) {
+  Sequence& s = get(sequence);
+  if (s.status != SequenceStatus::kFinished) retire(s, reason);
+}
+
+void Scheduler::retire(Sequence& s, FinishReason reason) {
+  if (s.status == SequenceStatus::kRunning) {
+    pool_.free(s.id);
+    running_.erase(std::ranges::find(running_, s.id));
+  } else {
+    waiting_.erase(std::ranges::find(waiting_, s.id));
+  }
+  s.status = SequenceStatus::kFinished;
+  s.finish_reason = reason;
+  s.finished_step = next_step_ - 1;
+  finished_.push_back(s.id);
+}
+
+const Sequence& Scheduler::sequence(SequenceId id) const {
+  const auto it = sequences_.find(id);
+  if (it == sequences_.end()) {
+    throw std::out_of_range("Scheduler: no sequence " + std::to_string(id));
+  }
+  return it->second;
+}
+
+Sequence& Scheduler::get(SequenceId id) { return const_cast<Sequence&>(sequence(id)); }
+
+std::vector<SequenceId> Scheduler::take_finished() {
+  std::vector<SequenceId> taken;
+  taken.swap(finished_);
+  return taken;
+}
+
+}  // namespace servescope::serving

@@ -1,0 +1,115 @@
+// First-come-first-served continuous batching over a KvBlockPool.
+//
+// One engine step is:
+//   StepBatch batch = scheduler.schedule();       // what to run
+//   ... the forward pass runs batch.sequences ...  // (part 2: the batched forward)
+//   scheduler.complete_step(batch, next_tokens);  // what came out
+//
+// schedule() builds the batch in three passes under a token budget and a maximum number of
+// sequences: (1) every running sequence that is decoding gets its one token, and a KV slot for
+// it; when no block is free the newest running sequence is preempted (blocks freed, put back at
+// the front of the waiting queue, recomputed later; its cached prefix often survives); (2)
+// running sequences still in prefill get the next chunk of their prompt; (3) waiting requests
+// are admitted in arrival order while blocks for their whole prompt, batch slots and budget
+// remain. Decodes first keeps inter-token latency steady while long prompts prefill in chunks.
+//
+// No deadlock: submit() rejects a request that could not fit in the pool even alone, so the
+// oldest running sequence can always proceed once everything newer has been preempted.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "engine/serving/kv_block_pool.h"
+#include "engine/serving/request.h"
+
+namespace servescope::serving {
+
+struct SchedulerConfig {
+  int64_t max_batch_size = 8;    // sequences running at once (batch slots)
+  int64_t token_budget = 256;    // tokens processed per step, prefill and decode together
+  int64_t context_length = 0;    // the model's; a sequence stops when it reaches it
+};
+
+// InputError unless max_batch_size >= 1, token_budget >= max_batch_size (every running
+// sequence can decode in every step) and context_length >= 1.
+void validate(const SchedulerConfig& config);
+
+// One sequence's work in a step, ready for a batched forward pass: process `tokens` at
+// positions start, start + 1, ..., writing their KV into the slots `block_table` gives those
+// positions and attending to positions 0 .. start + count - 1 through the same table.
+struct ScheduledSequence {
+  SequenceId sequence = 0;
+  int64_t start = 0;                 // position of the first token (= tokens already cached)
+  int64_t count = 0;                 // tokens to process
+  bool is_prefill = false;           // prompt (or recompute) chunk; false: one decode token
+  bool samples_next_token = false;   // the range ends the sequence: sample from its last logits
+  std::vector<int32_t> tokens;       // the count token ids
+  std::vector<BlockId> block_table;  // covers at least start + count positions
+};
+
+struct StepBatch {
+  int64_t step_index = 0;
+  std::vector<ScheduledSequence> sequences;  // decodes first, then prefill chunks
+  std::vector<SequenceId> admitted;          // first admitted or resumed in this step
+  std::vector<SequenceId> preempted;         // lost their blocks in this step
+  int64_t prefill_tokens = 0;
+  int64_t decode_tokens = 0;
+
+  bool empty() const { return sequences.empty(); }
+  int64_t tokens() const { return prefill_tokens + decode_tokens; }
+};
+
+class Scheduler {
+ public:
+  // The pool must outlive the scheduler, and only this scheduler allocates from it.
+  Scheduler(const SchedulerConfig& config, KvBlockPool& pool);
+
+  // Queues a request and returns its id. InputError for an empty prompt, max_tokens < 1, a
+  // prompt longer than the context, or one that needs more KV blocks than the pool has.
+  SequenceId submit(const Request& request);
+
+  // The next step's batch (possibly empty). complete_step() must report it before the next call.
+  StepBatch schedule();
+
+  // Reports a step's results: next_tokens[i] is the token sampled for batch.sequences[i] and is
+  // read only where samples_next_token is set. Sequences that stop leave at once, freeing
+  // their blocks.
+  void complete_step(const StepBatch& batch, std::span<const int32_t> next_tokens);
+
+  // Ends a waiting or running sequence now (e.g. the user cancelled); its blocks are freed.
+  void finish(SequenceId sequence, FinishReason reason = FinishReason::kCancelled);
+
+  bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  const Sequence& sequence(SequenceId id) const;
+  const std::deque<SequenceId>& waiting() const { return waiting_; }
+  const std::vector<SequenceId>& running() const { return running_; }  // oldest admitted first
+  // Sequences finished since the last call, in finishing order.
+  std::vector<SequenceId> take_finished();
+  const SchedulerConfig& config() const { return config_; }
+  const KvBlockPool& pool() const { return pool_; }
+
+ private:
+  bool reserve_decode_slot(size_t running_index, StepBatch& batch);
+  void preempt_newest(StepBatch& batch);
+  void admit_waiting(int64_t& budget, StepBatch& batch);
+  void add_to_batch(Sequence& s, int64_t count, StepBatch& batch);
+  FinishReason stop_reason(const Sequence& s) const;
+  void retire(Sequence& s, FinishReason reason);
+  Sequence& get(SequenceId id);
+
+  SchedulerConfig config_;
+  KvBlockPool& pool_;
+  std::map<SequenceId, Sequence> sequences_;
+  std::deque<SequenceId> waiting_;
+  std::vector<SequenceId> running_;
+  std::vector<SequenceId> finished_;
+  SequenceId next_id_ = 0;
+  int64_t next_step_ = 0;
+  bool step_in_flight_ = false;  // schedule() returned a batch complete_step() has not seen
+};
+
+}  // namespace servescope::serving
