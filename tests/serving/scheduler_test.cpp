@@ -1,0 +1,310 @@
+// Scheduler: input checks, chunked prefill under the token budget, decode-first batches, batch
+// size, preemption of the newest request, cancellation, and a randomized property test of the
+// invariants over many steps.
+#include "engine/serving/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "scheduler_test_support.h"
+
+namespace servescope::serving {
+namespace {
+
+using serving::testing::FakeForward;
+using serving::testing::reference_output;
+using serving::testing::run_step;
+
+std::vector<int32_t> iota_tokens(int64_t n, int32_t first = 0) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+KvLayout small_layout(int64_t block_size = 4) { return KvLayout{2, 32, KvType::kF16, block_size}; }
+
+// Runs steps until every request finished; fails if that takes more than max_steps.
+void run_to_completion(Scheduler& scheduler, FakeForward& forward, int max_steps = 10000) {
+  for (int step = 0; scheduler.has_unfinished(); ++step) {
+    ASSERT_LT(step, max_steps) << "no progress: deadlock?";
+    run_step(scheduler, forward);
+  }
+}
+
+TEST(SchedulerInput, RejectsRequestsItCannotServe) {
+  KvBlockPool pool(small_layout(), 8);  // 32 tokens
+  Scheduler scheduler(SchedulerConfig{4, 16, 40}, pool);
+  EXPECT_THROW(scheduler.submit(Request{{}, 4, -1}), InputError);
+  EXPECT_THROW(scheduler.submit(Request{{1, 2}, 0, -1}), InputError);
+  EXPECT_THROW(scheduler.submit(Request{iota_tokens(41), 1, -1}), InputError);  // > context
+  EXPECT_THROW(scheduler.submit(Request{iota_tokens(30), 4, -1}), InputError);  // 33 slots > 32
+  EXPECT_NO_THROW(scheduler.submit(Request{iota_tokens(30), 3, -1}));           // 32 slots
+  Scheduler capped(SchedulerConfig{4, 16, 32}, pool);  // the context caps what a request grows to
+  EXPECT_NO_THROW(capped.submit(Request{iota_tokens(30), 1000, -1}));
+}
+
+TEST(SchedulerInput, RejectsConfigurationsThatCannotMakeProgress) {
+  KvBlockPool pool(small_layout(), 8);
+  EXPECT_THROW(Scheduler(SchedulerConfig{0, 16, 40}, pool), InputError);
+  EXPECT_THROW(Scheduler(SchedulerConfig{8, 4, 40}, pool), InputError);
+  EXPECT_THROW(Scheduler(SchedulerConfig{4, 16, 0}, pool), InputError);
+}
+
+TEST(SchedulerInput, ARejectedRequestDoesNotDisturbTheOthers) {
+  KvBlockPool pool(small_layout(), 8);
+  Scheduler scheduler(SchedulerConfig{4, 16, 64}, pool);
+  FakeForward forward(pool);
+  const Request ok{iota_tokens(5), 6, -1};
+  const SequenceId a = scheduler.submit(ok);
+  EXPECT_THROW(scheduler.submit(Request{iota_tokens(40), 1, -1}), InputError);
+  const SequenceId b = scheduler.submit(ok);
+  run_to_completion(scheduler, forward);
+  EXPECT_EQ(scheduler.sequence(a).output_ids(), reference_output(ok, 64));
+  EXPECT_EQ(scheduler.sequence(b).output_ids(), reference_output(ok, 64));
+}
+
+TEST(Scheduler, ChunksALongPromptAndDecodesOthersFirst) {
+  KvBlockPool pool(small_layout(), 32);
+  Scheduler scheduler(SchedulerConfig{4, 16, 128}, pool);
+  FakeForward forward(pool);
+  const SequenceId a = scheduler.submit(Request{iota_tokens(3), 10, -1});
+  StepBatch s0 = run_step(scheduler, forward);
+  EXPECT_EQ(s0.admitted, std::vector<SequenceId>{a});
+  EXPECT_EQ(s0.prefill_tokens, 3);
+
+  const SequenceId b = scheduler.submit(Request{iota_tokens(40, 100), 2, -1});
+  std::vector<int64_t> chunks;
+  while (scheduler.sequence(b).output_length() == 0) {
+    const StepBatch step = run_step(scheduler, forward);
+    ASSERT_EQ(step.sequences.size(), 2u);
+    EXPECT_EQ(step.sequences[0].sequence, a);  // the decode comes first
+    EXPECT_FALSE(step.sequences[0].is_prefill);
+    EXPECT_EQ(step.decode_tokens, 1);
+    EXPECT_TRUE(step.sequences[1].is_prefill);
+    EXPECT_LE(step.tokens(), 16);
+    EXPECT_EQ(step.sequences[1].samples_next_token,
+              step.sequences[1].start + step.sequences[1].count == 40);
+    chunks.push_back(step.sequences[1].count);
+  }
+  EXPECT_EQ(chunks, (std::vector<int64_t>{15, 15, 10}));
+  run_to_completion(scheduler, forward);
+  EXPECT_EQ(scheduler.sequence(b).output_ids(), reference_output(Request{iota_tokens(40, 100), 2, -1}, 128));
+  EXPECT_EQ(pool.blocks_used(), 0);
+}
+
+TEST(Scheduler, RunsAtMostMaxBatchSizeSequencesInArrivalOrder) {
+  KvBlockPool pool(small_layout(), 64);
+  Scheduler scheduler(SchedulerConfig{2, 16, 128}, pool);
+  FakeForward forward(pool);
+  for (int i = 0; i < 5; ++i) scheduler.submit(Request{iota_tokens(3, i * 10), 3, -1});
+  const StepBatch first = run_step(scheduler, forward);
+  EXPECT_EQ(first.admitted, (std::vector<SequenceId>{0, 1}));
+  EXPECT_EQ(scheduler.running().size(), 2u);
+  EXPECT_EQ(scheduler.waiting().size(), 3u);
+  run_to_completion(scheduler, forward);
+  for (SequenceId id = 1; id < 5; ++id) {
+    EXPECT_LE(scheduler.sequence(id - 1).first_scheduled_step,
+              scheduler.sequence(id).first_scheduled_step);
+  }
+}
+
+TEST(Scheduler, StopsAtTheStopTokenAndAtTheContextLength) {
+  KvBlockPool pool(small_layout(), 32);
+  Scheduler scheduler(SchedulerConfig{4, 16, 12}, pool);
+  FakeForward forward(pool);
+  const Request long_run{iota_tokens(8), 100, -1};
+  const SequenceId full = scheduler.submit(long_run);
+  const std::vector<int32_t> expected = reference_output(long_run, 12);
+  const Request stopping{iota_tokens(8), 100, expected[1]};
+  const SequenceId stopped = scheduler.submit(stopping);
+  run_to_completion(scheduler, forward);
+  EXPECT_EQ(scheduler.sequence(full).finish_reason, FinishReason::kContextFull);
+  EXPECT_EQ(scheduler.sequence(full).tokens.size(), 12u);
+  EXPECT_EQ(scheduler.sequence(full).output_ids(), expected);
+  EXPECT_EQ(scheduler.sequence(stopped).finish_reason, FinishReason::kStopToken);
+  EXPECT_EQ(scheduler.sequence(stopped).output_ids(), reference_output(stopping, 12));
+  EXPECT_EQ(scheduler.take_finished().size(), 2u);
+  EXPECT_TRUE(scheduler.take_finished().empty());
+}
+
+TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOutAndResumesIt) {
+  // 6 blocks of 4 tokens; each request grows to 4 + 9 = 13 tokens = 4 blocks: both cannot
+  // hold their full length at once.
+  KvBlockPool pool(small_layout(), 6);
+  std::vector<telemetry::KvEvent> events;
+  pool.set_event_sink([&](const telemetry::KvEvent& e) { events.push_back(e); });
+  Scheduler scheduler(SchedulerConfig{4, 16, 64}, pool);
+  FakeForward forward(pool);
+  const Request ra{iota_tokens(4), 10, -1}, rb{iota_tokens(4, 50), 10, -1};
+  const SequenceId a = scheduler.submit(ra);
+  const SequenceId b = scheduler.submit(rb);
+  std::vector<SequenceId> preempted;
+  for (int step = 0; scheduler.has_unfinished() && step < 100; ++step) {
+    const StepBatch batch = run_step(scheduler, forward);
+    preempted.insert(preempted.end(), batch.preempted.begin(), batch.preempted.end());
+  }
+  ASSERT_FALSE(scheduler.has_unfinished());
+  ASSERT_FALSE(preempted.empty());
+  EXPECT_TRUE(std::ranges::all_of(preempted, [&](SequenceId id) { return id == b; }));
+  EXPECT_EQ(scheduler.sequence(a).preemptions, 0);
+  EXPECT_GE(scheduler.sequence(b).preemptions, 1);
+  EXPECT_EQ(scheduler.sequence(a).output_ids(), reference_output(ra, 64));
+  EXPECT_EQ(scheduler.sequence(b).output_ids(), reference_output(rb, 64));
+  EXPECT_TRUE(std::ranges::any_of(events, [](const telemetry::KvEvent& e) {
+    return e.kind == telemetry::KvEventKind::kPreempt;
+  }));
+  EXPECT_EQ(pool.blocks_used(), 0);
+}
+
+TEST(Scheduler, FinishFromOutsideFreesBlocksAndSkipsTheSequence) {
+  KvBlockPool pool(small_layout(), 16);
+  Scheduler scheduler(SchedulerConfig{1, 16, 64}, pool);
+  FakeForward forward(pool);
+  const SequenceId a = scheduler.submit(Request{iota_tokens(6), 50, -1});
+  const SequenceId b = scheduler.submit(Request{iota_tokens(6, 20), 50, -1});
+  run_step(scheduler, forward);
+  EXPECT_GT(pool.blocks_used(), 0);
+  scheduler.finish(b);  // still waiting
+  const StepBatch batch = scheduler.schedule();
+  const std::vector<int32_t> next = forward.run(batch);
+  scheduler.finish(a);  // cancelled while its step ran: the step's result is dropped
+  scheduler.complete_step(batch, next);
+  EXPECT_EQ(scheduler.sequence(a).finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(scheduler.sequence(b).finish_reason, FinishReason::kCancelled);
+  EXPECT_FALSE(scheduler.has_unfinished());
+  EXPECT_EQ(pool.blocks_used(), 0);
+  EXPECT_TRUE(scheduler.schedule().empty());
+}
+
+TEST(Scheduler, EachBatchMustBeCompletedBeforeTheNext) {
+  KvBlockPool pool(small_layout(), 16);
+  Scheduler scheduler(SchedulerConfig{2, 16, 64}, pool);
+  scheduler.submit(Request{iota_tokens(6), 5, -1});
+  const StepBatch batch = scheduler.schedule();
+  EXPECT_THROW(scheduler.schedule(), std::logic_error);
+  EXPECT_THROW(scheduler.complete_step(batch, std::vector<int32_t>{}), std::logic_error);
+  EXPECT_NO_THROW(scheduler.complete_step(batch, std::vector<int32_t>{7}));
+}
+
+// ---- Property test: random arrivals, many steps, invariants checked after every schedule ----
+
+struct PropertyCase {
+  uint32_t seed;
+  int64_t blocks;
+  int64_t block_size;
+  int64_t max_batch_size;
+  int64_t token_budget;
+};
+
+void check_pool_invariants(const Scheduler& scheduler, const KvBlockPool& pool) {
+  // Who holds each block, counted from the live sequences' block tables.
+  std::map<BlockId, int32_t> holders;
+  for (const SequenceId id : scheduler.running()) {
+    ASSERT_TRUE(pool.has_sequence(id));
+    const auto table = pool.block_table(id);
+    EXPECT_EQ(static_cast<int64_t>(table.size()),
+              blocks_for_tokens(pool.sequence_tokens(id), pool.layout().block_size));
+    const std::set<BlockId> distinct(table.begin(), table.end());
+    EXPECT_EQ(distinct.size(), table.size()) << "a block twice in one table";
+    for (const BlockId b : table) ++holders[b];
+  }
+  for (const SequenceId id : scheduler.waiting()) EXPECT_FALSE(pool.has_sequence(id));
+  for (BlockId b = 0; b < pool.blocks_total(); ++b) {
+    const int32_t expected = holders.contains(b) ? holders[b] : 0;
+    EXPECT_EQ(pool.ref_count(b), expected) << "block " << b;
+    // Two live sequences share a block only through the prefix cache.
+    if (expected > 1) {
+      EXPECT_TRUE(pool.holds_cached_prefix(b)) << "block " << b;
+    }
+  }
+  EXPECT_EQ(pool.blocks_used(), static_cast<int64_t>(holders.size()));
+}
+
+class SchedulerProperty : public ::testing::TestWithParam<PropertyCase> {};
+
+TEST_P(SchedulerProperty, InvariantsHoldUnderRandomArrivals) {
+  const PropertyCase c = GetParam();
+  constexpr int64_t kContext = 64;
+  KvBlockPool pool(KvLayout{2, 32, KvType::kQ8_0, c.block_size}, c.blocks);
+  Scheduler scheduler(SchedulerConfig{c.max_batch_size, c.token_budget, kContext}, pool);
+  FakeForward forward(pool);
+  std::mt19937 rng(c.seed);
+  const auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  // Prompts start from a few shared system prompts, so prefix blocks are shared.
+  const std::vector<std::vector<int32_t>> system_prompts = {iota_tokens(9, 1), iota_tokens(13, 30)};
+
+  std::map<SequenceId, Request> submitted;
+  int64_t total_preemptions = 0;
+  int64_t steps = 0;
+  constexpr int kRequests = 150;
+  while (static_cast<int>(submitted.size()) < kRequests || scheduler.has_unfinished()) {
+    ASSERT_LT(steps, 20000) << "no progress: deadlock?";
+    // Arrivals: zero to two requests before this step.
+    for (int64_t n = uniform(0, 3) / 2; n > 0 && submitted.size() < kRequests; --n) {
+      Request r;
+      if (uniform(0, 1) == 1) r.prompt_ids = system_prompts[static_cast<size_t>(uniform(0, 1))];
+      const int64_t own = uniform(1, 20);
+      for (int64_t i = 0; i < own; ++i) r.prompt_ids.push_back(static_cast<int32_t>(uniform(0, 60)));
+      r.max_tokens = uniform(1, 24);
+      r.stop_token = uniform(0, 3) == 0 ? static_cast<int32_t>(uniform(0, 60)) : -1;
+      try {
+        submitted.emplace(scheduler.submit(r), r);
+      } catch (const InputError&) {
+        // Too large for this pool: rejected up front, must not affect the others.
+      }
+    }
+
+    const StepBatch batch = scheduler.schedule();
+    ++steps;
+    EXPECT_LE(static_cast<int64_t>(batch.sequences.size()), c.max_batch_size);
+    EXPECT_LE(batch.tokens(), c.token_budget);
+    EXPECT_LE(static_cast<int64_t>(scheduler.running().size()), c.max_batch_size);
+    std::set<SequenceId> in_batch;
+    for (const ScheduledSequence& e : batch.sequences) {
+      EXPECT_TRUE(in_batch.insert(e.sequence).second) << "scheduled twice in one step";
+      EXPECT_EQ(e.count, static_cast<int64_t>(e.tokens.size()));
+      if (!e.is_prefill) {
+        EXPECT_EQ(e.count, 1);
+      }
+    }
+    check_pool_invariants(scheduler, pool);
+    total_preemptions += static_cast<int64_t>(batch.preempted.size());
+    if (!batch.empty()) scheduler.complete_step(batch, forward.run(batch));
+    check_pool_invariants(scheduler, pool);
+  }
+
+  EXPECT_GT(steps, 300);
+  EXPECT_GT(total_preemptions, 0) << "the case should exercise preemption";
+  EXPECT_EQ(pool.blocks_used(), 0) << "blocks leaked";
+  EXPECT_TRUE(pool.usage().sequences.empty());
+  int64_t cached_tokens = 0;
+  for (const auto& [id, request] : submitted) {
+    const Sequence& s = scheduler.sequence(id);
+    EXPECT_EQ(s.status, SequenceStatus::kFinished);
+    EXPECT_EQ(s.output_ids(), reference_output(request, kContext)) << "request " << id;
+    cached_tokens += s.cached_prompt_tokens;
+    // FCFS: nobody is first scheduled before an earlier arrival.
+    if (id > 0 && submitted.contains(id - 1)) {
+      EXPECT_LE(scheduler.sequence(id - 1).first_scheduled_step, s.first_scheduled_step);
+    }
+  }
+  EXPECT_GT(cached_tokens, 0) << "the case should exercise prefix sharing";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FixedSeeds, SchedulerProperty,
+    ::testing::Values(PropertyCase{1, 24, 4, 4, 16}, PropertyCase{2, 24, 4, 8, 32},
+                      PropertyCase{3, 12, 8, 3, 8}, PropertyCase{4, 40, 4, 16, 64},
+                      PropertyCase{5, 17, 4, 2, 5}));
+
+}  // namespace
+}  // namespace servescope::serving
