@@ -203,9 +203,11 @@ Tensor VulkanBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose pu
   const auto bytes = static_cast<VkDeviceSize>(rows * cols) * sizeof(float);
   auto storage = std::make_shared<TensorStorage>(device_memory_,
                                                  device_memory_->allocate(bytes, purpose));
-  if (purpose != BufferPurpose::kActivations) record_pending();
   // Activations are always written before they are read; caches and weights start at zero.
-  if (purpose != BufferPurpose::kActivations) recorder_->fill_zero(range_of(storage->storage.get()));
+  if (purpose != BufferPurpose::kActivations) {
+    record_pending();
+    recorder_->fill_zero(range_of(storage->storage.get()));
+  }
   return Tensor{storage, 0, rows, cols, cols};
 }
 
