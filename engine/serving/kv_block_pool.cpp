@@ -12,18 +12,24 @@ using telemetry::KvEventKind;
 
 std::string_view kv_type_name(KvType type) {
   switch (type) {
-    case KvType::kF32: return "F32";
-    case KvType::kF16: return "F16";
-    case KvType::kQ8_0: return "Q8_0";
+    case KvType::kF32:
+      return "F32";
+    case KvType::kF16:
+      return "F16";
+    case KvType::kQ8_0:
+      return "Q8_0";
   }
   return "unknown";
 }
 
 gguf::GgmlType kv_ggml_type(KvType type) {
   switch (type) {
-    case KvType::kF32: return gguf::GgmlType::F32;
-    case KvType::kF16: return gguf::GgmlType::F16;
-    case KvType::kQ8_0: return gguf::GgmlType::Q8_0;
+    case KvType::kF32:
+      return gguf::GgmlType::F32;
+    case KvType::kF16:
+      return gguf::GgmlType::F16;
+    case KvType::kQ8_0:
+      return gguf::GgmlType::Q8_0;
   }
   throw std::logic_error("unknown KvType");
 }
@@ -37,9 +43,10 @@ void validate(const KvLayout& layout) {
   if (layout.kv_dim <= 0) throw InputError("KV cache: kv_heads x head_dim must be positive");
   if (layout.block_size <= 0) throw InputError("KV cache: block size must be at least 1 token");
   if (layout.type == KvType::kQ8_0 && layout.kv_dim % gguf::kQuantBlock != 0) {
-    throw InputError("KV cache: Q8_0 stores rows in blocks of 32 elements, but kv_heads x "
-                     "head_dim = " + std::to_string(layout.kv_dim) +
-                     " is not a multiple of 32; use F16 or F32");
+    throw InputError(
+        "KV cache: Q8_0 stores rows in blocks of 32 elements, but kv_heads x "
+        "head_dim = " +
+        std::to_string(layout.kv_dim) + " is not a multiple of 32; use F16 or F32");
   }
 }
 
@@ -97,9 +104,8 @@ std::vector<PrefixCache::Hit> KvBlockPool::match_cached_prefix(
 }
 
 int64_t KvBlockPool::free_blocks_among(const std::vector<PrefixCache::Hit>& hits) const {
-  return std::ranges::count_if(hits, [&](const PrefixCache::Hit& h) {
-    return blocks_[h.block].ref_count == 0;
-  });
+  return std::ranges::count_if(
+      hits, [&](const PrefixCache::Hit& h) { return blocks_[h.block].ref_count == 0; });
 }
 
 int64_t KvBlockPool::blocks_needed(std::span<const int32_t> tokens) const {
@@ -215,8 +221,8 @@ KvUsage KvBlockPool::usage() const {
   u.blocks_total = blocks_total();
   u.blocks_free = blocks_free();
   u.blocks_used = blocks_used();
-  u.blocks_free_cached = std::ranges::count_if(
-      free_blocks_, [&](BlockId b) { return blocks_[b].hash.has_value(); });
+  u.blocks_free_cached =
+      std::ranges::count_if(free_blocks_, [&](BlockId b) { return blocks_[b].hash.has_value(); });
   u.usage = 1.0 - static_cast<double>(u.blocks_free) / static_cast<double>(u.blocks_total);
   u.bytes_per_token = kv_bytes_per_token(layout_);
   u.bytes_per_token_per_layer = kv_bytes_per_token_per_layer(layout_);

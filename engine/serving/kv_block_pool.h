@@ -62,7 +62,7 @@ int64_t blocks_for_tokens(int64_t tokens, int64_t block_size);
 
 struct KvSequenceUsage {
   SequenceId sequence = 0;
-  int64_t tokens = 0;            // token slots reserved
+  int64_t tokens = 0;  // token slots reserved
   int64_t blocks = 0;
   int64_t shared_blocks = 0;     // blocks also in another sequence's table
   uint64_t bytes_of_tokens = 0;  // tokens x bytes per token
@@ -99,6 +99,11 @@ class KvBlockPool {
   KvBlockPool(const KvLayout& layout, int64_t num_blocks);
   // As many whole blocks as fit in `bytes`.
   static KvBlockPool with_capacity_bytes(const KvLayout& layout, uint64_t bytes);
+  // Movable (std::list keeps its nodes, so free-list positions stay valid), not copyable.
+  KvBlockPool(KvBlockPool&&) = default;
+  KvBlockPool(const KvBlockPool&) = delete;
+  KvBlockPool& operator=(const KvBlockPool&) = delete;
+  KvBlockPool& operator=(KvBlockPool&&) = delete;
 
   // Every change is reported here, synchronously; keep the sink cheap (e.g. a TelemetryQueue).
   void set_event_sink(KvEventSink sink) { sink_ = std::move(sink); }
@@ -144,7 +149,7 @@ class KvBlockPool {
  private:
   struct Block {
     int32_t ref_count = 0;
-    std::optional<BlockHash> hash;             // set while indexed in the prefix cache
+    std::optional<BlockHash> hash;               // set while indexed in the prefix cache
     std::list<BlockId>::iterator free_position;  // valid while ref_count == 0
   };
   struct SequenceTable {

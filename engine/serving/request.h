@@ -19,7 +19,7 @@ struct Request {
 enum class SequenceStatus { kWaiting, kRunning, kFinished };
 
 enum class FinishReason {
-  kNone,         // not finished
+  kNone,  // not finished
   kMaxTokens,
   kStopToken,
   kContextFull,  // reached the model's context length
@@ -45,15 +45,13 @@ struct Sequence {
 
   int64_t cached_prompt_tokens = 0;  // prefix-cache hits at its first admission
   int64_t preemptions = 0;
-  int64_t arrival_order = 0;         // submission index: FCFS order
+  int64_t arrival_order = 0;  // submission index: FCFS order
   int64_t first_scheduled_step = -1;
   int64_t first_token_step = -1;
   int64_t finished_step = -1;
 
   int64_t output_length() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
-  std::vector<int32_t> output_ids() const {
-    return {tokens.begin() + prompt_length, tokens.end()};
-  }
+  std::vector<int32_t> output_ids() const { return {tokens.begin() + prompt_length, tokens.end()}; }
 };
 
 }  // namespace servescope::serving

@@ -10,11 +10,16 @@ namespace servescope::serving {
 
 std::string_view finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kNone: return "none";
-    case FinishReason::kMaxTokens: return "max_tokens";
-    case FinishReason::kStopToken: return "stop_token";
-    case FinishReason::kContextFull: return "context_full";
-    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kNone:
+      return "none";
+    case FinishReason::kMaxTokens:
+      return "max_tokens";
+    case FinishReason::kStopToken:
+      return "stop_token";
+    case FinishReason::kContextFull:
+      return "context_full";
+    case FinishReason::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -28,6 +33,27 @@ void validate(const SchedulerConfig& config) {
                      ") so that every running sequence can decode in every step");
   }
   if (config.context_length < 1) throw InputError("scheduler: context length must be positive");
+}
+
+telemetry::StepRecord step_record_counts(const StepBatch& batch, const SchedulerConfig& config,
+                                         const KvBlockPool& pool) {
+  telemetry::StepRecord record;
+  record.step_index = batch.step_index;
+  record.prefill_tokens = batch.prefill_tokens;
+  record.decode_tokens = batch.decode_tokens;
+  record.sequences = static_cast<int64_t>(batch.sequences.size());
+  record.max_batch_size = config.max_batch_size;
+  record.kv_blocks_used = pool.blocks_used();
+  record.kv_blocks_free = pool.blocks_free();
+  return record;
+}
+
+std::vector<telemetry::SequenceWork> step_work(const StepBatch& batch) {
+  std::vector<telemetry::SequenceWork> work;
+  for (const ScheduledSequence& e : batch.sequences) {
+    work.push_back({e.count, e.start, e.samples_next_token});
+  }
+  return work;
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, KvBlockPool& pool)
@@ -48,10 +74,9 @@ SequenceId Scheduler::submit(const Request& request) {
   const int64_t most_slots = std::min(prompt + request.max_tokens - 1, config_.context_length);
   const int64_t most_blocks = blocks_for_tokens(most_slots, pool_.layout().block_size);
   if (most_blocks > pool_.blocks_total()) {
-    throw InputError("the request may need " + std::to_string(most_blocks) +
-                     " KV blocks (prompt " + std::to_string(prompt) + " + up to " +
-                     std::to_string(request.max_tokens) + " output tokens), but the cache has " +
-                     std::to_string(pool_.blocks_total()) +
+    throw InputError("the request may need " + std::to_string(most_blocks) + " KV blocks (prompt " +
+                     std::to_string(prompt) + " + up to " + std::to_string(request.max_tokens) +
+                     " output tokens), but the cache has " + std::to_string(pool_.blocks_total()) +
                      "; shorten it, lower max tokens or enlarge the cache");
   }
 

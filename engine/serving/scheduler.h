@@ -25,13 +25,15 @@
 
 #include "engine/serving/kv_block_pool.h"
 #include "engine/serving/request.h"
+#include "engine/telemetry/records.h"
+#include "engine/telemetry/step_cost.h"
 
 namespace servescope::serving {
 
 struct SchedulerConfig {
-  int64_t max_batch_size = 8;    // sequences running at once (batch slots)
-  int64_t token_budget = 256;    // tokens processed per step, prefill and decode together
-  int64_t context_length = 0;    // the model's; a sequence stops when it reaches it
+  int64_t max_batch_size = 8;  // sequences running at once (batch slots)
+  int64_t token_budget = 256;  // tokens processed per step, prefill and decode together
+  int64_t context_length = 0;  // the model's; a sequence stops when it reaches it
 };
 
 // InputError unless max_batch_size >= 1, token_budget >= max_batch_size (every running
@@ -62,6 +64,13 @@ struct StepBatch {
   bool empty() const { return sequences.empty(); }
   int64_t tokens() const { return prefill_tokens + decode_tokens; }
 };
+
+// The counts of a scheduled step for its telemetry record: tokens, sequences, batch slots and
+// KV blocks while the step runs. Timings, bytes and FLOPs are the engine's to add.
+telemetry::StepRecord step_record_counts(const StepBatch& batch, const SchedulerConfig& config,
+                                         const KvBlockPool& pool);
+// The batch's composition, as telemetry::estimate_step_cost takes it.
+std::vector<telemetry::SequenceWork> step_work(const StepBatch& batch);
 
 class Scheduler {
  public:

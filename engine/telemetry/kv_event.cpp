@@ -4,12 +4,18 @@ namespace servescope::telemetry {
 
 std::string_view kv_event_kind_name(KvEventKind kind) {
   switch (kind) {
-    case KvEventKind::kAllocate: return "allocate";
-    case KvEventKind::kPrefixHit: return "prefix_hit";
-    case KvEventKind::kAppend: return "append";
-    case KvEventKind::kFree: return "free";
-    case KvEventKind::kPreempt: return "preempt";
-    case KvEventKind::kEvict: return "evict";
+    case KvEventKind::kAllocate:
+      return "allocate";
+    case KvEventKind::kPrefixHit:
+      return "prefix_hit";
+    case KvEventKind::kAppend:
+      return "append";
+    case KvEventKind::kFree:
+      return "free";
+    case KvEventKind::kPreempt:
+      return "preempt";
+    case KvEventKind::kEvict:
+      return "evict";
   }
   return "unknown";
 }

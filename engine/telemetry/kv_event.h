@@ -20,10 +20,10 @@ std::string_view kv_event_kind_name(KvEventKind kind);
 
 struct KvEvent {
   KvEventKind kind = KvEventKind::kAllocate;
-  int64_t sequence = -1;             // -1 for kEvict: the block belonged to no live sequence
-  std::vector<int32_t> blocks;       // block ids concerned, in block-table order
-  int64_t tokens = 0;                // tokens concerned (prompt length, cached tokens, ...)
-  int64_t blocks_used_after = 0;     // pool occupancy right after the change
+  int64_t sequence = -1;          // -1 for kEvict: the block belonged to no live sequence
+  std::vector<int32_t> blocks;    // block ids concerned, in block-table order
+  int64_t tokens = 0;             // tokens concerned (prompt length, cached tokens, ...)
+  int64_t blocks_used_after = 0;  // pool occupancy right after the change
 };
 
 }  // namespace servescope::telemetry

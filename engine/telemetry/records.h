@@ -21,10 +21,10 @@ struct KernelTimes {
 
 struct StepRecord {
   int64_t step_index = 0;
-  int64_t prefill_tokens = 0;    // prompt tokens processed (chunked prefill included)
-  int64_t decode_tokens = 0;     // one per decoding sequence
-  int64_t sequences = 0;         // sequences in the batch
-  int64_t max_batch_size = 0;    // batch slots the scheduler may fill
+  int64_t prefill_tokens = 0;  // prompt tokens processed (chunked prefill included)
+  int64_t decode_tokens = 0;   // one per decoding sequence
+  int64_t sequences = 0;       // sequences in the batch
+  int64_t max_batch_size = 0;  // batch slots the scheduler may fill
   KernelTimes kernel_times;
   uint64_t weight_bytes_read = 0;
   uint64_t kv_bytes_read = 0;
@@ -32,7 +32,7 @@ struct StepRecord {
   double flops = 0.0;
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_free = 0;
-  double wall_ms = 0.0;          // the whole step, scheduling to sampled tokens
+  double wall_ms = 0.0;  // the whole step, scheduling to sampled tokens
 
   int64_t tokens() const { return prefill_tokens + decode_tokens; }
   uint64_t bytes_moved() const { return weight_bytes_read + kv_bytes_read + kv_bytes_written; }
@@ -50,11 +50,11 @@ double arithmetic_intensity(const StepRecord& step);
 struct RequestRecord {
   int64_t request_id = 0;
   int64_t prompt_tokens = 0;
-  int64_t cached_prompt_tokens = 0;      // prompt tokens found in the prefix cache
+  int64_t cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache
   int64_t preemptions = 0;
-  double arrival_ms = 0.0;               // submitted
-  double first_scheduled_ms = 0.0;       // first step that processed any of its tokens
-  std::vector<double> token_times_ms;    // when each output token was produced
+  double arrival_ms = 0.0;             // submitted
+  double first_scheduled_ms = 0.0;     // first step that processed any of its tokens
+  std::vector<double> token_times_ms;  // when each output token was produced
 };
 
 // Definitions as serving engines use them (vLLM, TensorRT-LLM benchmarks):

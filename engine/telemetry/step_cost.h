@@ -24,9 +24,9 @@ namespace servescope::telemetry {
 
 // One sequence's share of a step.
 struct SequenceWork {
-  int64_t new_tokens = 0;       // tokens processed this step (1 when decoding)
-  int64_t cached_tokens = 0;    // tokens already in its KV cache before the step
-  bool samples_logits = true;   // the step computes logits for its last token
+  int64_t new_tokens = 0;      // tokens processed this step (1 when decoding)
+  int64_t cached_tokens = 0;   // tokens already in its KV cache before the step
+  bool samples_logits = true;  // the step computes logits for its last token
 };
 
 struct StepCost {

@@ -1,8 +1,7 @@
-#include "engine/telemetry/observer.h"
-
 #include <utility>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/observer.h"
 
 namespace servescope::telemetry {
 

@@ -42,9 +42,12 @@ model::ModelConfig gpt2_test_config() {
 // Bytes per element as the formula in DESIGN.md uses it; Q8_0 spends 34 bytes per 32.
 double bytes_per_element(KvType type) {
   switch (type) {
-    case KvType::kF32: return 4.0;
-    case KvType::kF16: return 2.0;
-    case KvType::kQ8_0: return 34.0 / 32.0;
+    case KvType::kF32:
+      return 4.0;
+    case KvType::kF16:
+      return 2.0;
+    case KvType::kQ8_0:
+      return 34.0 / 32.0;
   }
   return 0.0;
 }
@@ -66,16 +69,16 @@ TEST_P(KvAccountingTest, BytesFollowTheFormulaWithBlockRounding) {
   const auto& [config, type] = GetParam();
   const KvLayout layout = kv_layout(config, type, 16);
   // 2 x layers x kv_heads x head_dim x bytes per element
-  const double formula = 2.0 * static_cast<double>(config.n_layers * config.n_kv_heads *
-                                                   config.head_dim) *
-                         bytes_per_element(type);
+  const double formula =
+      2.0 * static_cast<double>(config.n_layers * config.n_kv_heads * config.head_dim) *
+      bytes_per_element(type);
   EXPECT_EQ(static_cast<double>(kv_bytes_per_token(layout)), formula);
   EXPECT_EQ(kv_bytes_per_token_per_layer(layout) * 2, kv_bytes_per_token(layout));
   EXPECT_EQ(kv_bytes_per_block(layout), 16 * kv_bytes_per_token(layout));
 
   KvBlockPool pool(layout, 10);
   const uint64_t per_token = pool.bytes_per_token();
-  pool.allocate(1, iota_tokens(17));   // 2 blocks, 15 slots of rounding
+  pool.allocate(1, iota_tokens(17));       // 2 blocks, 15 slots of rounding
   pool.allocate(2, iota_tokens(16, 100));  // exactly 1 block
   KvUsage u = pool.usage();
   EXPECT_EQ(u.blocks_total, 10);
@@ -107,14 +110,13 @@ TEST_P(KvAccountingTest, BytesFollowTheFormulaWithBlockRounding) {
   EXPECT_TRUE(u.sequences.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    BothArchitecturesAllTypes, KvAccountingTest,
-    ::testing::Values(ShapeAndType{llama_test_config(), KvType::kF32},
-                      ShapeAndType{llama_test_config(), KvType::kF16},
-                      ShapeAndType{llama_test_config(), KvType::kQ8_0},
-                      ShapeAndType{gpt2_test_config(), KvType::kF32},
-                      ShapeAndType{gpt2_test_config(), KvType::kF16},
-                      ShapeAndType{gpt2_test_config(), KvType::kQ8_0}));
+INSTANTIATE_TEST_SUITE_P(BothArchitecturesAllTypes, KvAccountingTest,
+                         ::testing::Values(ShapeAndType{llama_test_config(), KvType::kF32},
+                                           ShapeAndType{llama_test_config(), KvType::kF16},
+                                           ShapeAndType{llama_test_config(), KvType::kQ8_0},
+                                           ShapeAndType{gpt2_test_config(), KvType::kF32},
+                                           ShapeAndType{gpt2_test_config(), KvType::kF16},
+                                           ShapeAndType{gpt2_test_config(), KvType::kQ8_0}));
 
 TEST(KvLayout, ExactBytesOfTheTestModels) {
   // llama: kv_dim 32; gpt2: kv_dim 64. Q8_0 row = kv_dim / 32 blocks of 34 bytes.

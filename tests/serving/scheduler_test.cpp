@@ -95,8 +95,37 @@ TEST(Scheduler, ChunksALongPromptAndDecodesOthersFirst) {
   }
   EXPECT_EQ(chunks, (std::vector<int64_t>{15, 15, 10}));
   run_to_completion(scheduler, forward);
-  EXPECT_EQ(scheduler.sequence(b).output_ids(), reference_output(Request{iota_tokens(40, 100), 2, -1}, 128));
+  EXPECT_EQ(scheduler.sequence(b).output_ids(),
+            reference_output(Request{iota_tokens(40, 100), 2, -1}, 128));
   EXPECT_EQ(pool.blocks_used(), 0);
+}
+
+TEST(Scheduler, DescribesEachStepForTelemetry) {
+  KvBlockPool pool(small_layout(), 32);
+  const SchedulerConfig config{4, 16, 128};
+  Scheduler scheduler(config, pool);
+  FakeForward forward(pool);
+  scheduler.submit(Request{iota_tokens(3), 10, -1});
+  run_step(scheduler, forward);
+  scheduler.submit(Request{iota_tokens(40, 100), 2, -1});
+  const StepBatch batch = scheduler.schedule();
+  const telemetry::StepRecord record = step_record_counts(batch, config, pool);
+  EXPECT_EQ(record.step_index, 1);
+  EXPECT_EQ(record.decode_tokens, 1);
+  EXPECT_EQ(record.prefill_tokens, 15);
+  EXPECT_EQ(record.sequences, 2);
+  EXPECT_DOUBLE_EQ(telemetry::batch_occupancy(record), 0.5);
+  EXPECT_EQ(record.kv_blocks_used, 1 + 10);  // 4 slots for the decoder, 40 for the prompt
+  EXPECT_EQ(record.kv_blocks_used + record.kv_blocks_free, 32);
+  const auto work = step_work(batch);
+  ASSERT_EQ(work.size(), 2u);
+  EXPECT_EQ(work[0].new_tokens, 1);
+  EXPECT_EQ(work[0].cached_tokens, 3);
+  EXPECT_TRUE(work[0].samples_logits);
+  EXPECT_EQ(work[1].new_tokens, 15);
+  EXPECT_EQ(work[1].cached_tokens, 0);
+  EXPECT_FALSE(work[1].samples_logits);
+  scheduler.complete_step(batch, forward.run(batch));
 }
 
 TEST(Scheduler, RunsAtMostMaxBatchSizeSequencesInArrivalOrder) {
@@ -253,7 +282,8 @@ TEST_P(SchedulerProperty, InvariantsHoldUnderRandomArrivals) {
       Request r;
       if (uniform(0, 1) == 1) r.prompt_ids = system_prompts[static_cast<size_t>(uniform(0, 1))];
       const int64_t own = uniform(1, 20);
-      for (int64_t i = 0; i < own; ++i) r.prompt_ids.push_back(static_cast<int32_t>(uniform(0, 60)));
+      for (int64_t i = 0; i < own; ++i)
+        r.prompt_ids.push_back(static_cast<int32_t>(uniform(0, 60)));
       r.max_tokens = uniform(1, 24);
       r.stop_token = uniform(0, 3) == 0 ? static_cast<int32_t>(uniform(0, 60)) : -1;
       try {
@@ -300,11 +330,12 @@ TEST_P(SchedulerProperty, InvariantsHoldUnderRandomArrivals) {
   EXPECT_GT(cached_tokens, 0) << "the case should exercise prefix sharing";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    FixedSeeds, SchedulerProperty,
-    ::testing::Values(PropertyCase{1, 24, 4, 4, 16}, PropertyCase{2, 24, 4, 8, 32},
-                      PropertyCase{3, 12, 8, 3, 8}, PropertyCase{4, 40, 4, 16, 64},
-                      PropertyCase{5, 17, 4, 2, 5}));
+INSTANTIATE_TEST_SUITE_P(FixedSeeds, SchedulerProperty,
+                         ::testing::Values(PropertyCase{1, 24, 4, 4, 16},
+                                           PropertyCase{2, 24, 4, 8, 32},
+                                           PropertyCase{3, 12, 8, 3, 8},
+                                           PropertyCase{4, 40, 4, 16, 64},
+                                           PropertyCase{5, 17, 4, 2, 5}));
 
 }  // namespace
 }  // namespace servescope::serving

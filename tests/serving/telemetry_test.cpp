@@ -54,7 +54,7 @@ TEST(StepRecord, OccupancyBandwidthAndThroughput) {
   s.flops = 4e9;
   s.wall_ms = 10.0;
   EXPECT_DOUBLE_EQ(batch_occupancy(s), 0.75);
-  EXPECT_DOUBLE_EQ(achieved_gb_per_s(s), 100.0);    // 1 GB in 10 ms
+  EXPECT_DOUBLE_EQ(achieved_gb_per_s(s), 100.0);     // 1 GB in 10 ms
   EXPECT_DOUBLE_EQ(achieved_gflop_per_s(s), 400.0);  // 4 GFLOP in 10 ms
   EXPECT_DOUBLE_EQ(arithmetic_intensity(s), 4.0);
   s.wall_ms = 0.0;
