@@ -385,6 +385,28 @@ TEST_F(KernelParity, DeviceProbeIsCachedPerDevice) {
   std::filesystem::remove_all(dir);
 }
 
+// Without a Vulkan loader the program still starts: the Vulkan backend is a one-line error
+// naming what to install, the CPU backend works. (A child process: the loader is loaded once
+// per process.)
+TEST(VulkanLoader, MissingLoaderIsAClearErrorNotACrash) {
+  const std::string cli = std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli";
+  const std::string model = std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf";
+  auto run = [&](const std::string& backend, std::string& output) {
+    const std::string command = "SERVESCOPE_VULKAN_LIBRARY=/nonexistent/libvulkan.so.1 " + cli +
+                                " info --model " + model + " --backend " + backend + " 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return -1;
+    char buffer[4096];
+    while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    return pclose(pipe);
+  };
+  std::string vulkan_output, cpu_output;
+  EXPECT_NE(run("vulkan", vulkan_output), 0);
+  EXPECT_NE(vulkan_output.find("Vulkan loader"), std::string::npos) << vulkan_output;
+  EXPECT_NE(vulkan_output.find("--backend cpu"), std::string::npos) << vulkan_output;
+  EXPECT_EQ(run("cpu", cpu_output), 0) << cpu_output;
+}
+
 TEST(VulkanDevices, ListingAndChoice) {
   SERVESCOPE_SKIP_WITHOUT_VULKAN();
   const auto devices = list_devices();

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/compute/vulkan/vulkan_check.h"
+#include "engine/compute/vulkan/vulkan_functions.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute::vulkan {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/compute/vulkan/vulkan_check.h"
+#include "engine/compute/vulkan/vulkan_functions.h"
 #include "engine/core/error.h"
 #include "shaders/embedded_shaders.h"
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/compute/vulkan/vulkan_check.h"
+#include "engine/compute/vulkan/vulkan_functions.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute::vulkan {
@@ -169,6 +170,7 @@ std::vector<std::string> ValidationLog::messages() const {
 }
 
 std::vector<DeviceDescription> list_devices() {
+  load_vulkan_functions();
   VkInstance instance = create_bare_instance({}, {}, nullptr);
   std::vector<DeviceDescription> result;
   try {
@@ -193,6 +195,7 @@ uint32_t choose_device(const std::vector<DeviceDescription>& devices) {
 }
 
 VulkanContext::VulkanContext(const ContextOptions& options) {
+  load_vulkan_functions();
   create_instance(options.validation.value_or(validation_requested_by_environment()));
   try {
     const auto devices = physical_devices(instance_);
