@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <ostream>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -62,6 +63,11 @@ struct ShapeAndType {
   model::ModelConfig config;
   KvType type;
 };
+
+std::ostream& operator<<(std::ostream& os, const ShapeAndType& c) {
+  const bool llama = c.config.architecture == model::Architecture::kLlama;
+  return os << (llama ? "llama" : "gpt2") << " " << kv_type_name(c.type);
+}
 
 class KvAccountingTest : public ::testing::TestWithParam<ShapeAndType> {};
 

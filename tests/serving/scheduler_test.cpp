@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <ostream>
 #include <random>
 #include <set>
 #include <vector>
@@ -231,6 +232,11 @@ struct PropertyCase {
   int64_t max_batch_size;
   int64_t token_budget;
 };
+
+std::ostream& operator<<(std::ostream& os, const PropertyCase& c) {
+  return os << "seed " << c.seed << ", " << c.blocks << " blocks of " << c.block_size << ", batch "
+            << c.max_batch_size << ", budget " << c.token_budget;
+}
 
 void check_pool_invariants(const Scheduler& scheduler, const KvBlockPool& pool) {
   // Who holds each block, counted from the live sequences' block tables.
