@@ -1,16 +1,23 @@
 #include "app/cli/commands.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
+#include <unistd.h>
 
 #include "app/cli/cli_options.h"
 #include "engine/compute/vulkan/device_probe.h"
 #include "engine/core/error.h"
+#include "engine/eval/evaluator.h"
+#include "engine/eval/quant_report.h"
+#include "engine/eval/quantize_model.h"
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
 
@@ -217,6 +224,170 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
+// --- quantisation lab: quantize, perplexity, quant-report ---------------------------------
+
+// Refuses an output the run could not write, before any work is done: a missing or
+// unwritable folder, or the input itself (which is memory-mapped while we read it).
+void check_output_path(const std::filesystem::path& out, const std::filesystem::path& in) {
+  const std::filesystem::path folder = out.has_parent_path() ? out.parent_path() : ".";
+  if (!std::filesystem::is_directory(folder)) {
+    throw UsageError("cannot write " + out.string() + ": folder " + folder.string() +
+                     " does not exist");
+  }
+  if (access(folder.c_str(), W_OK) != 0) {
+    throw UsageError("cannot write " + out.string() + ": folder " + folder.string() +
+                     " is not writable");
+  }
+  std::error_code ignored;
+  if (std::filesystem::equivalent(out, in, ignored)) {
+    throw UsageError("--out is the input file " + in.string() + "; choose another path");
+  }
+}
+
+// "tensor 12/48 blk.1.ffn_up.weight" on stderr, rewritten in place on a terminal.
+eval::QuantizeProgress stderr_progress() {
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  return [terminal](int64_t done, int64_t total, const std::string& name) {
+    std::cerr << (terminal ? "\r\033[K" : "") << "quantize: tensor " << done << "/" << total << " "
+              << name << (terminal && done < total ? "" : "\n") << std::flush;
+  };
+}
+
+int run_quantize(const std::vector<std::string>& args, std::ostream& out) {
+  const Options options(args, {{"model", "type", "out"}, {}});
+  if (!options.has("type") || !options.has("out")) {
+    throw UsageError("quantize needs --type f32|f16|q8_0|q4_0 and --out OUT.gguf");
+  }
+  const std::filesystem::path in = options.get_or("model", default_model_path());
+  const std::filesystem::path out_path = *options.get("out");
+  const gguf::GgmlType type = eval::parse_weight_type(*options.get("type"));
+  check_output_path(out_path, in);
+  const gguf::GgufFile source = gguf::GgufFile::open(in);
+  eval::quantize_model(source, type, stderr_progress()).write(out_path);
+
+  const gguf::GgufFile written = gguf::GgufFile::open(out_path);  // read back: it must load
+  int64_t converted = 0;
+  for (const gguf::TensorInfo& t : written.tensors()) converted += t.type == type ? 1 : 0;
+  out << json{{"input", in.string()},
+              {"output", out_path.string()},
+              {"type", eval::weight_type_label(type)},
+              {"file_type", eval::llama_file_type(type)},
+              {"tensors", written.tensors().size()},
+              {"tensors_of_type", converted},
+              {"input_weight_bytes", model::summarize_weights(source).bytes},
+              {"output_weight_bytes", model::summarize_weights(written).bytes},
+              {"output_file_bytes", written.file_size()}}
+             .dump(2)
+      << "\n";
+  return 0;
+}
+
+// The evaluation text (--text-file, else the bundled stories) as token ids without BOS.
+std::vector<int32_t> evaluation_ids(const Options& options, const model::Model& m) {
+  const std::string path = options.get_or("text-file", SERVESCOPE_EVAL_TEXT);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read the evaluation text " + path);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return m.require_tokenizer().encode(text);
+}
+
+// Progress lines on stderr: "perplexity: q8_0 381/1530 positions".
+eval::ProgressCallback stderr_eval_progress() {
+  return [](const eval::EvalProgress& p) {
+    std::cerr << "evaluate: " << p.variant << " " << p.positions_done << "/" << p.positions_total
+              << " positions, perplexity " << p.perplexity << "\n";
+  };
+}
+
+// JSON has no infinity; an exact tensor's SQNR is written as null.
+json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+json quality_json(const eval::VariantQuality& q) {
+  return {{"perplexity", q.perplexity},
+          {"mean_kl", q.vs_baseline.mean_kl},
+          {"p99_kl", q.vs_baseline.p99_kl},
+          {"max_kl", q.vs_baseline.max_kl},
+          {"top1_agreement", q.vs_baseline.top1_agreement}};
+}
+
+int run_perplexity(const std::vector<std::string>& args, std::ostream& out) {
+  const Options options(args, with_common({{"text-file", "max-chunks"}, {}}));
+  const auto m = open_model(options);
+  const std::vector<int32_t> ids = evaluation_ids(options, *m);
+  eval::QualityEvaluator evaluator(
+      eval::split_into_chunks(ids, m->config.context_length, m->tokenizer->vocabulary().bos_id,
+                              options.get_int("max-chunks", 0)),
+      stderr_eval_progress());
+  const eval::VariantQuality q = evaluator.run_baseline(*m->transformer, m->file.name());
+  out << json{{"model", m->file.name()},
+              {"backend", m->backend->name()},
+              {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
+              {"text_tokens", ids.size()},
+              {"positions", q.positions},
+              {"perplexity", q.perplexity}}
+             .dump(2)
+      << "\n";
+  return 0;
+}
+
+json variant_json(const eval::VariantReport& v) {
+  json layers = json::array();
+  for (const eval::LayerError& l : v.weight_error) {
+    layers.push_back({{"layer", l.layer}, {"rmse", l.rmse}, {"max_abs_error", l.max_abs_error},
+                      {"relative_error", l.relative_error}, {"sqnr_db", finite_or_null(l.sqnr_db)}});
+  }
+  return {{"type", v.type},
+          {"weight_bytes", v.weight_bytes},
+          {"weight_bytes_ratio", v.weight_bytes_ratio},
+          {"kv_bytes_per_token", v.kv_bytes_per_token},
+          {"quality", quality_json(v.quality)},
+          {"greedy_identical_tokens", v.greedy_identical_tokens},
+          {"prefill_tokens_per_s", v.prefill_tokens_per_s},
+          {"decode_tokens_per_s", v.decode_tokens_per_s},
+          {"prefill_speedup", v.prefill_speedup},
+          {"decode_speedup", v.decode_speedup},
+          {"weight_error_by_layer", layers},
+          {"verdict", {{"accepted", v.verdict.accepted}, {"reasons", v.verdict.reasons}}}};
+}
+
+int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
+  const Options options(args, with_common({{"types", "text-file", "max-chunks", "max-kl",
+                                            "min-speedup", "greedy-tokens", "kv-types"},
+                                           {}}));
+  if (options.has("kv-types")) {
+    throw UsageError("--kv-types is not available yet: the KV-cache element type needs the "
+                     "serving core; the report uses an F32 cache");
+  }
+  const std::string path = options.get_or("model", default_model_path());
+  const auto m = open_model(options);  // the source: its tokenizer and backend choice
+  eval::QuantReportOptions ro;
+  ro.types.clear();
+  std::stringstream list(options.get_or("types", "f32,f16,q8_0,q4_0"));
+  for (std::string item; std::getline(list, item, ',');) ro.types.push_back(eval::parse_weight_type(item));
+  ro.backend = compute::parse_backend_kind(options.get_or("backend", "cpu"));
+  ro.text_ids = evaluation_ids(options, *m);
+  ro.bos_id = m->require_tokenizer().vocabulary().bos_id;
+  ro.max_chunks = options.get_int("max-chunks", 0);
+  ro.greedy_tokens = options.get_int("greedy-tokens", ro.greedy_tokens);
+  ro.max_kl = options.get_double("max-kl", ro.max_kl);
+  ro.min_speedup = options.get_double("min-speedup", ro.min_speedup);
+  const eval::QuantReport report = eval::run_quant_report(m->file, ro, stderr_eval_progress());
+
+  json variants = json::array();
+  for (const eval::VariantReport& v : report.variants) variants.push_back(variant_json(v));
+  out << json{{"model", path},
+              {"backend", report.backend},
+              {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
+              {"positions", report.positions},
+              {"kv_cache_type", "f32"},
+              {"limits", {{"max_kl", finite_or_null(ro.max_kl)}, {"min_speedup", ro.min_speedup}}},
+              {"baseline", variant_json(report.baseline)},
+              {"variants", variants}}
+             .dump(2)
+      << "\n";
+  return 0;
+}
+
 }  // namespace
 
 std::string default_model_path() {
@@ -234,6 +405,15 @@ const std::vector<Subcommand>& subcommands() {
        "(--prompt T | --ids 1,2,3) [--max-tokens N] [--greedy | --temperature T --top-k K "
        "--top-p P --seed S] [--json] [--no-stop]: continue a prompt",
        run_generate},
+      {"quantize", "--type f32|f16|q8_0|q4_0 --out OUT.gguf: re-encode the model's matrices",
+       run_quantize},
+      {"perplexity", "[--text-file PATH] [--max-chunks N]: perplexity on a text (default: "
+                     "the bundled stories)", run_perplexity},
+      {"quant-report",
+       "[--types f32,f16,q8_0,q4_0] [--text-file PATH] [--max-chunks N] [--max-kl X] "
+       "[--min-speedup X] [--greedy-tokens N]: quality, memory and speed of each weight type "
+       "against F32, with a verdict",
+       run_quant_report},
   };
   return all;
 }

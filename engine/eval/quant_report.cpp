@@ -1,0 +1,119 @@
+#include "engine/eval/quant_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/core/error.h"
+#include "engine/eval/quantize_model.h"
+#include "engine/eval/variant_model.h"
+#include "engine/serving/generator.h"
+
+namespace servescope::eval {
+namespace {
+
+std::string format_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.4g", value);
+  return buffer;
+}
+
+// The first n tokens of the text, after BOS when there is one.
+std::vector<int32_t> text_prompt(const QuantReportOptions& options, int64_t n) {
+  std::vector<int32_t> prompt;
+  if (options.bos_id >= 0) prompt.push_back(options.bos_id);
+  const auto take = std::min<size_t>(static_cast<size_t>(n), options.text_ids.size());
+  prompt.insert(prompt.end(), options.text_ids.begin(),
+                options.text_ids.begin() + static_cast<std::ptrdiff_t>(take));
+  return prompt;
+}
+
+// Best prefill and decode tokens/s over a few greedy runs of the same request.
+void measure_speed(model::Transformer& transformer, const QuantReportOptions& options,
+                   VariantReport& report) {
+  serving::GenerationRequest request;
+  const int64_t longest_prompt = transformer.config().context_length - options.timing_decode_tokens;
+  request.prompt_ids =
+      text_prompt(options, std::min(options.timing_prompt_tokens, longest_prompt - 1));
+  request.max_tokens = options.timing_decode_tokens;
+  request.stop_token = -1;
+  for (int64_t i = 0; i < std::max<int64_t>(1, options.timing_repeats); ++i) {
+    const serving::GenerationResult result = serving::generate(transformer, request);
+    report.prefill_tokens_per_s =
+        std::max(report.prefill_tokens_per_s, result.prefill_tokens_per_s());
+    report.decode_tokens_per_s = std::max(report.decode_tokens_per_s, result.decode_tokens_per_s());
+  }
+}
+
+double ratio(double numerator, double denominator) {
+  return denominator > 0.0 ? numerator / denominator : 0.0;
+}
+
+}  // namespace
+
+Verdict judge(const VariantReport& variant, const VariantReport& baseline,
+              const QuantReportOptions& options) {
+  Verdict verdict;
+  if (variant.quality.vs_baseline.mean_kl > options.max_kl) {
+    verdict.reasons.push_back("mean KL " + format_number(variant.quality.vs_baseline.mean_kl) +
+                              " exceeds --max-kl " + format_number(options.max_kl));
+  }
+  if (variant.decode_speedup < options.min_speedup) {
+    verdict.reasons.push_back("decode speed-up " + format_number(variant.decode_speedup) +
+                              "x is below --min-speedup " + format_number(options.min_speedup));
+  }
+  if (variant.weight_bytes >= baseline.weight_bytes) {
+    verdict.reasons.push_back("weights are not smaller than the baseline's (" +
+                              std::to_string(variant.weight_bytes) + " bytes)");
+  }
+  verdict.accepted = verdict.reasons.empty();
+  return verdict;
+}
+
+QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOptions& options,
+                             const ProgressCallback& on_progress) {
+  if (options.types.empty()) throw InputError("quant-report needs at least one weight type");
+  const auto baseline_model = load_quantised_variant(source, gguf::GgmlType::F32, options.backend);
+  const model::ModelConfig& config = baseline_model->config;
+  QualityEvaluator evaluator(split_into_chunks(options.text_ids, config.context_length,
+                                               options.bos_id, options.max_chunks),
+                             on_progress);
+  const std::vector<int32_t> greedy_prompt = text_prompt(options, options.greedy_prompt_tokens);
+  const std::vector<int32_t> baseline_greedy =
+      greedy_continuation(*baseline_model->transformer, greedy_prompt, options.greedy_tokens);
+
+  // Fills the measures every variant shares, the baseline included.
+  auto describe = [&](model::Model& m, const std::string& label, VariantReport& report) {
+    report.type = label;
+    report.weight_bytes = model::summarize_weights(m.file).bytes;
+    report.kv_bytes_per_token = config.kv_bytes_per_token(sizeof(float));  // the KV cache is F32
+    report.greedy_identical_tokens = identical_prefix_length(
+        baseline_greedy, greedy_continuation(*m.transformer, greedy_prompt, options.greedy_tokens));
+    measure_speed(*m.transformer, options, report);
+  };
+
+  QuantReport report;
+  report.source = source.name();
+  report.backend = baseline_model->backend->name();
+  describe(*baseline_model, "f32", report.baseline);
+  report.baseline.quality = evaluator.run_baseline(*baseline_model->transformer, "f32");
+  report.positions = evaluator.positions_total();
+  report.baseline.verdict = {true, {}};
+
+  for (const gguf::GgmlType type : options.types) {
+    const std::string label = weight_type_label(type);
+    const auto variant = load_quantised_variant(source, type, options.backend);
+    VariantReport v;
+    describe(*variant, label, v);
+    v.weight_error = summarize_by_layer(measure_quantisation_error(source, type));
+    v.quality = evaluator.compare(*variant->transformer, label);
+    v.weight_bytes_ratio = ratio(static_cast<double>(v.weight_bytes),
+                                 static_cast<double>(report.baseline.weight_bytes));
+    v.decode_speedup = ratio(v.decode_tokens_per_s, report.baseline.decode_tokens_per_s);
+    v.prefill_speedup = ratio(v.prefill_tokens_per_s, report.baseline.prefill_tokens_per_s);
+    v.verdict = judge(v, report.baseline, options);
+    report.variants.push_back(std::move(v));
+  }
+  return report;
+}
+
+}  // namespace servescope::eval

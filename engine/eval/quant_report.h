@@ -1,0 +1,76 @@
+// The quantisation lab's report: for each weight type, what it costs in quality (against the
+// F32 baseline on the same text) and what it buys in memory and speed (on the same backend in
+// the same run), with a verdict that applies the user's limits.
+//
+// Every variant is quantised in memory from one source file (F32 or F16), so the comparison is
+// of weight types alone. The KV cache stays F32 here; its element type is a separate
+// dimension that needs the serving core.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/compute/backend.h"
+#include "engine/eval/evaluator.h"
+#include "engine/eval/tensor_error.h"
+#include "engine/gguf/gguf_file.h"
+
+namespace servescope::eval {
+
+struct QuantReportOptions {
+  std::vector<gguf::GgmlType> types = {gguf::GgmlType::F32, gguf::GgmlType::F16,
+                                       gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0};
+  compute::BackendKind backend = compute::BackendKind::kCpu;
+  std::vector<int32_t> text_ids;      // the evaluation text, tokenised without BOS
+  int32_t bos_id = -1;                // put in front of every chunk when >= 0
+  int64_t max_chunks = 0;             // 0 = the whole text
+  int64_t greedy_prompt_tokens = 16;  // taken from the text (after BOS) for the greedy run
+  int64_t greedy_tokens = 32;
+  int64_t timing_prompt_tokens = 64;  // prefill length of the speed measurement
+  int64_t timing_decode_tokens = 32;
+  int64_t timing_repeats = 3;  // best of, to damp noise
+  // Verdict limits: a variant is accepted when its mean KL <= max_kl, its decode speed-up over
+  // the baseline >= min_speedup, and its weights are smaller than the baseline's.
+  double max_kl = std::numeric_limits<double>::infinity();
+  double min_speedup = 0.0;
+};
+
+struct Verdict {
+  bool accepted = false;
+  std::vector<std::string> reasons;  // why not, one per failed limit; empty when accepted
+};
+
+struct VariantReport {
+  std::string type;  // "q8_0"
+  uint64_t weight_bytes = 0;
+  uint64_t kv_bytes_per_token = 0;
+  std::vector<LayerError> weight_error;  // per layer, quantised against the source values
+  VariantQuality quality;
+  int64_t greedy_identical_tokens = 0;  // of QuantReportOptions::greedy_tokens
+  double prefill_tokens_per_s = 0.0;
+  double decode_tokens_per_s = 0.0;
+  double weight_bytes_ratio = 1.0;  // variant / baseline
+  double decode_speedup = 1.0;      // variant / baseline tokens per second
+  double prefill_speedup = 1.0;
+  Verdict verdict;
+};
+
+struct QuantReport {
+  std::string source;
+  std::string backend;
+  int64_t positions = 0;   // evaluated next-token predictions
+  VariantReport baseline;  // F32
+  std::vector<VariantReport> variants;
+};
+
+// Decides a variant's verdict from its numbers and the options' limits.
+Verdict judge(const VariantReport& variant, const VariantReport& baseline,
+              const QuantReportOptions& options);
+
+// Runs the whole report. on_progress streams the evaluation (one variant after another).
+QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOptions& options,
+                             const ProgressCallback& on_progress = {});
+
+}  // namespace servescope::eval

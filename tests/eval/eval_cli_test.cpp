@@ -1,0 +1,126 @@
+// servescope-cli quantize / perplexity / quant-report, run as the real binary: JSON on
+// stdout, progress on stderr, a one-line reason and a non-zero exit code on bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/gguf/gguf_file.h"
+
+namespace {
+
+using nlohmann::json;
+
+const std::string kData = SERVESCOPE_TEST_DATA_DIR;
+const std::string kModels = kData + "/models/";
+
+struct CliRun {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+std::string temp_path(const std::string& suffix) {
+  // One file per test: ctest runs tests as parallel processes.
+  return testing::TempDir() + "/eval_cli_" +
+         testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
+}
+
+CliRun cli(const std::string& args) {
+  const std::string err_file = temp_path("_stderr.txt");
+  const std::string command =
+      std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli " + args + " 2>" + err_file;
+  FILE* pipe = popen(command.c_str(), "r");
+  CliRun run{-1, "", ""};
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  run.err.assign(std::istreambuf_iterator<char>(err), {});
+  return run;
+}
+
+TEST(QuantizeCli, WritesTheSameTensorsAsThePythonQuantiser) {
+  const std::string out = temp_path(".gguf");
+  const CliRun run = cli("quantize --model " + kModels + "llama-f32.gguf --type q8_0 --out " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["type"], "q8_0");
+  EXPECT_EQ(doc["file_type"], 7);
+  EXPECT_EQ(doc["tensors"], 21);
+  EXPECT_EQ(doc["tensors_of_type"], 16);
+  EXPECT_NE(run.err.find("tensor 21/21"), std::string::npos) << run.err;
+
+  const auto ours = servescope::gguf::GgufFile::open(out);
+  const auto reference = servescope::gguf::GgufFile::open(kModels + "llama-q8_0.gguf");
+  ASSERT_EQ(ours.tensors().size(), reference.tensors().size());
+  for (size_t i = 0; i < ours.tensors().size(); ++i) {
+    const auto& a = ours.tensors()[i];
+    const auto& b = reference.tensors()[i];
+    ASSERT_EQ(a.n_bytes, b.n_bytes) << a.name;
+    EXPECT_TRUE(std::equal(a.data, a.data + a.n_bytes, b.data)) << a.name;
+  }
+  std::filesystem::remove(out);
+}
+
+TEST(QuantizeCli, BadInputIsAOneLineReason) {
+  const std::string in = kModels + "llama-f32.gguf";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"quantize --model " + kModels + "llama-q8_0.gguf --type q4_0 --out " + temp_path(".gguf"),
+       "already quantised"},
+      {"quantize --model " + in + " --type q5_k --out " + temp_path(".gguf"), "q8_0, q4_0"},
+      {"quantize --model " + in + " --type q8_0 --out /nonexistent-dir/x.gguf", "does not exist"},
+      {"quantize --model " + in + " --type q8_0 --out " + in, "is the input file"},
+      {"quantize --model " + in + " --type q8_0", "needs --type"},
+      {"quant-report --model " + in + " --kv-types f16", "serving core"},
+      {"perplexity --model " + in + " --text-file /nonexistent.txt", "/nonexistent.txt"},
+  };
+  for (const auto& [args, reason] : cases) {
+    const CliRun run = cli(args);
+    EXPECT_NE(run.exit_code, 0) << args;
+    EXPECT_TRUE(run.out.empty()) << args;
+    EXPECT_NE(run.err.find(reason), std::string::npos) << args << " -> " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
+}
+
+TEST(PerplexityCli, ScoresTheBundledStories) {
+  const CliRun run = cli("perplexity --model " + kModels + "gpt2-f32.gguf --max-chunks 2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["positions"], 2 * 127);  // BOS + 127 text tokens per 128-token chunk
+  EXPECT_GT(doc["perplexity"].get<double>(), 1.0);
+  EXPECT_NE(run.err.find("254/254 positions"), std::string::npos) << run.err;
+}
+
+TEST(QuantReportCli, Q8_0BeatsQ4_0AndTheVerdictAppliesTheLimits) {
+  const CliRun run = cli("quant-report --model " + kModels +
+                         "llama-f32.gguf --types f32,q8_0,q4_0 --max-chunks 2 --max-kl 0.05");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["positions"], 254);
+  EXPECT_EQ(doc["baseline"]["quality"]["mean_kl"], 0.0);
+  const json& v = doc["variants"];
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0]["type"], "f32");
+  EXPECT_EQ(v[0]["quality"]["mean_kl"], 0.0);
+  EXPECT_EQ(v[0]["quality"]["top1_agreement"], 1.0);
+  EXPECT_EQ(v[0]["verdict"]["accepted"], false);  // no memory gained
+  EXPECT_LT(v[1]["quality"]["mean_kl"].get<double>(), v[2]["quality"]["mean_kl"].get<double>());
+  EXPECT_EQ(v[1]["weight_bytes"], 175360);  // 16 matrices in Q8_0 + 5 F32 norms
+  EXPECT_EQ(v[2]["weight_bytes"], 93440);
+  EXPECT_EQ(v[1]["kv_bytes_per_token"], 2 * 2 * 2 * 16 * 4);  // 2 x layers x kv_heads x hd x 4
+  EXPECT_EQ(v[2]["verdict"]["accepted"], false);
+  EXPECT_NE(v[2]["verdict"]["reasons"][0].get<std::string>().find("exceeds --max-kl"),
+            std::string::npos);
+  EXPECT_EQ(v[1]["weight_error_by_layer"].size(), 3u);  // blk.0, blk.1, other
+}
+
+}  // namespace
