@@ -1,7 +1,7 @@
 #version 450
-// Matrix-vector product for decode. One invocation computes 4 weight rows for a pass of
-// kTokensPerPass tokens (1, 2, 4 or 8: a specialization constant, so each variant's loops
-// unroll exactly); more tokens loop in passes over the same rows, still in cache. Every
+// Matrix-vector product for decode. One invocation computes kRows weight rows for a pass of
+// kTokensPerPass tokens (1, 2, 4 or 8; both are specialization constants, so each variant's
+// loops unroll exactly); more tokens loop in passes over the same rows, still in cache. Every
 // weight byte is read once per pass: decode is bandwidth bound, so what matters is reading
 // the weights once, in their small type, with wide loads. CPU devices (lavapipe), where the
 // tiled kernel's barriers and shared memory are emulated, use this kernel for prefill too.
@@ -10,12 +10,14 @@
 
 layout(constant_id = 0) const uint kTokensPerPass = 1u;
 const uint kMaxTokensPerPass = 8u;
-const uint kRows = 4u;  // weight rows per invocation: each x load serves 4 rows
+// Weight rows per invocation: 4, or 8 for prefill passes (each x load serves all of them).
+layout(constant_id = 1) const uint kRows = 4u;
+const uint kMaxRows = 8u;
 layout(local_size_x = 16) in;
 #include "include/matmul_push.glsl"
 #include "include/weights.glsl"
 
-float acc[kRows][kMaxTokensPerPass];
+float acc[kMaxRows][kMaxTokensPerPass];
 
 #if defined(WEIGHT_F32) || defined(WEIGHT_F16)
 // Four consecutive weights of a padded row, `index` in units of 4 elements.
@@ -33,7 +35,7 @@ uint x_base4[kMaxTokensPerPass];  // x row of each token of the pass, in vec4 un
 void main() {
   const uint row0 = (linear_workgroup() * 16u + gl_LocalInvocationID.x) * kRows;
   if (row0 >= p.rows) return;
-  uint rows[kRows];  // rows past the end repeat the last one; their results are not written
+  uint rows[kMaxRows];  // rows past the end repeat the last one; their results are not written
   [[unroll]] for (uint i = 0u; i < kRows; ++i) rows[i] = min(row0 + i, p.rows - 1u);
 
   for (uint t0 = 0u; t0 < p.n; t0 += kTokensPerPass) {
@@ -51,7 +53,7 @@ void main() {
     uint k4 = 0u;
     for (; k4 + 4u <= cols4; k4 += 4u) {
       [[unroll]] for (uint u = 0u; u < 4u; ++u) {
-        vec4 w[kRows];
+        vec4 w[kMaxRows];
         [[unroll]] for (uint i = 0u; i < kRows; ++i) w[i] = load_weights4(rows[i] * row_stride4 + k4 + u);
         [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
           const vec4 xv = x4[x_base4[t] + k4 + u];
@@ -60,7 +62,7 @@ void main() {
       }
     }
     for (; k4 < cols4; ++k4) {
-      vec4 w[kRows];
+      vec4 w[kMaxRows];
       [[unroll]] for (uint i = 0u; i < kRows; ++i) w[i] = load_weights4(rows[i] * row_stride4 + k4);
       [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
         const vec4 xv = x4[x_base4[t] + k4];
@@ -78,8 +80,8 @@ void main() {
 #else
     const uint blocks = p.cols / 32u;
     for (uint blk = 0u; blk < blocks; ++blk) {
-      float scale[kRows];
-      uvec4 quants[kRows][kQuantWordsPerBlock / 4u];
+      float scale[kMaxRows];
+      uvec4 quants[kMaxRows][kQuantWordsPerBlock / 4u];
       [[unroll]] for (uint i = 0u; i < kRows; ++i) {
         const uint block = rows[i] * blocks + blk;
         scale[i] = block_scale(block, p.rows, p.cols);
@@ -87,14 +89,14 @@ void main() {
           quants[i][u] = weights4.words4[block * (kQuantWordsPerBlock / 4u) + u];
         }
       }
-      float sums[kRows][kMaxTokensPerPass];
+      float sums[kMaxRows][kMaxTokensPerPass];
       [[unroll]] for (uint i = 0u; i < kRows; ++i) {
         [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) sums[i][t] = 0.0;
       }
 #if defined(WEIGHT_Q8_0)
       // Word c of the block holds elements 4c .. 4c+3 (signed bytes).
       [[unroll]] for (uint c = 0u; c < 8u; ++c) {
-        vec4 q[kRows];
+        vec4 q[kMaxRows];
         [[unroll]] for (uint i = 0u; i < kRows; ++i) {
           const int word = int(quants[i][c / 4u][c % 4u]);
           q[i] = vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8),
@@ -108,7 +110,7 @@ void main() {
 #else
       // Word c holds elements 4c .. 4c+3 in its low nibbles and 16+4c .. 16+4c+3 in its high.
       [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-        vec4 lo[kRows], hi[kRows];
+        vec4 lo[kMaxRows], hi[kMaxRows];
         [[unroll]] for (uint i = 0u; i < kRows; ++i) {
           const uint word = quants[i][0][c];
           lo[i] = vec4(word & 0xfu, (word >> 8) & 0xfu, (word >> 16) & 0xfu, (word >> 24) & 0xfu) - 8.0;

@@ -21,8 +21,9 @@ std::span<const uint32_t> find_spirv(const std::string& name) {
 }  // namespace
 
 const Pipeline& Pipelines::get(const std::string& name, uint32_t binding_count,
-                               std::optional<uint32_t> constant_0) {
-  const std::string key = constant_0 ? name + "/" + std::to_string(*constant_0) : name;
+                               std::span<const uint32_t> constants) {
+  std::string key = name;
+  for (const uint32_t c : constants) key += "/" + std::to_string(c);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
   VkDevice device = context_->device();
   const std::span<const uint32_t> spirv = find_spirv(name);
@@ -67,9 +68,13 @@ const Pipeline& Pipelines::get(const std::string& name, uint32_t binding_count,
   pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pipeline_info.stage.module = module;
   pipeline_info.stage.pName = "main";
-  const VkSpecializationMapEntry entry{0, 0, sizeof(uint32_t)};
-  VkSpecializationInfo specialization{1, &entry, sizeof(uint32_t), constant_0 ? &*constant_0 : nullptr};
-  if (constant_0) pipeline_info.stage.pSpecializationInfo = &specialization;
+  std::vector<VkSpecializationMapEntry> entries;
+  for (uint32_t i = 0; i < constants.size(); ++i) {
+    entries.push_back({i, static_cast<uint32_t>(i * sizeof(uint32_t)), sizeof(uint32_t)});
+  }
+  const VkSpecializationInfo specialization{static_cast<uint32_t>(entries.size()), entries.data(),
+                                            constants.size_bytes(), constants.data()};
+  if (!constants.empty()) pipeline_info.stage.pSpecializationInfo = &specialization;
   pipeline_info.layout = p->layout;
   const VkResult result =
       vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &p->pipeline);

@@ -6,7 +6,7 @@
 
 #include <map>
 #include <memory>
-#include <optional>
+#include <span>
 #include <string>
 
 #include "engine/compute/vulkan/vulkan_context.h"
@@ -30,10 +30,10 @@ class Pipelines {
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
 
-  // The pipeline of shader `name` (e.g. "matmul_vec_q4_0"), with specialization constant 0
-  // set to `constant_0` if given; BackendError if no such shader.
+  // The pipeline of shader `name` (e.g. "matmul_vec_q4_0"), with specialization constants
+  // 0, 1, ... set to `constants`; BackendError if no such shader.
   const Pipeline& get(const std::string& name, uint32_t binding_count,
-                      std::optional<uint32_t> constant_0 = std::nullopt);
+                      std::span<const uint32_t> constants = {});
 
  private:
   std::shared_ptr<VulkanContext> context_;

@@ -189,10 +189,11 @@ void VulkanBackend::record_pending() {
 
 void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                              const void* push, uint32_t push_bytes, WorkgroupCount groups,
-                             KernelClass kind, std::optional<uint32_t> constant_0) {
+                             KernelClass kind, std::initializer_list<uint32_t> constants) {
   record_pending();  // ops stay in the order they were called
   const Pipeline& pipeline =
-      pipelines_->get(shader, static_cast<uint32_t>(bindings.size()), constant_0);
+      pipelines_->get(shader, static_cast<uint32_t>(bindings.size()),
+                      std::span(constants.begin(), constants.size()));
   recorder_->dispatch(pipeline, std::span(bindings.begin(), bindings.size()), push, push_bytes,
                       groups, kind);
 }
@@ -388,9 +389,11 @@ void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tens
   const Tensor x = vector_kernel ? vec4_aligned(x_in) : x_in;
   const std::string shader =
       std::string(vector_kernel ? "matmul_vec_" : "matmul_tiled_") + type_suffix(w.type);
-  // Tokens per pass of the matrix-vector kernel: 1, 2, 4 or 8, the fewest that hold a step.
+  // Tokens per pass of the matrix-vector kernel: 1, 2, 4 or 8, the fewest that hold a step;
+  // weight rows per invocation: 8 when passes repeat (prefill), so each x load serves more.
   uint32_t tokens_per_pass = 1;
   while (tokens_per_pass < 8 && tokens_per_pass < x.rows) tokens_per_pass *= 2;
+  const uint32_t rows_per_invocation = x.rows > 8 ? 8 : 4;
   for (const WeightChunk& chunk : weights_of(w).chunks) {
     // This chunk's rows are output columns [first_row, first_row + rows).
     const MatmulPush push{u32(x.rows),
@@ -405,9 +408,10 @@ void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tens
     const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
     const BufferRange weights = range_of(chunk.storage->get());
     if (vector_kernel) {
-      // 16 invocations per group, 4 weight rows per invocation.
+      // 16 invocations per group.
       dispatch(shader, {weights, bind(x), bind(out), bias_range}, &push, sizeof push,
-               linear_groups(groups_for(chunk.rows, 64)), KernelClass::kMatmul, tokens_per_pass);
+               linear_groups(groups_for(chunk.rows, 16 * rows_per_invocation)),
+               KernelClass::kMatmul, {tokens_per_pass, rows_per_invocation});
     } else {
       dispatch(shader, {weights, bind(x), bind(out), bias_range}, &push, sizeof push,
                {groups_for(chunk.rows, 32), groups_for(x.rows, 32), 1}, KernelClass::kMatmul);

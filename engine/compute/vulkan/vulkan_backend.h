@@ -94,7 +94,7 @@ class VulkanBackend final : public Backend {
  private:
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
-                std::optional<uint32_t> constant_0 = std::nullopt);
+                std::initializer_list<uint32_t> constants = {});
   // add, rope and copy_rows are held back one call, to merge with the next: an add with the
   // norm of the same x (add_rms_norm / add_layer_norm), a rope with the rope of the other
   // tensor of the step (queries, keys), a copy_rows with the next (keys, values). Anything
