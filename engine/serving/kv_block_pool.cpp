@@ -241,6 +241,7 @@ KvUsage KvBlockPool::usage() const {
         std::ranges::count_if(t.blocks, [&](BlockId b) { return blocks_[b].ref_count > 1; });
     s.bytes_of_tokens = static_cast<uint64_t>(t.tokens) * u.bytes_per_token;
     s.bytes_allocated = static_cast<uint64_t>(s.blocks) * u.bytes_per_block;
+    s.bytes_allocated_per_layer = s.bytes_allocated / static_cast<uint64_t>(layout_.n_layers);
     u.sequences.push_back(s);
   }
   return u;

@@ -67,6 +67,7 @@ struct KvSequenceUsage {
   int64_t shared_blocks = 0;     // blocks also in another sequence's table
   uint64_t bytes_of_tokens = 0;  // tokens x bytes per token
   uint64_t bytes_allocated = 0;  // blocks x bytes per block: the rounding is the difference
+  uint64_t bytes_allocated_per_layer = 0;
 };
 
 // A snapshot of the pool, exact to the byte. Shared blocks count once in the pool totals and
@@ -111,6 +112,8 @@ class KvBlockPool {
   // A new sequence: reserves slots for all of `tokens`, sharing the longest cached run of full
   // blocks (at most all but the last token, whose logits must be computed) and taking fresh
   // blocks for the rest. Returns the number of cached tokens, whose KV needs no prefill.
+  // blocks_needed: blocks it would take from the free list (cached ones that are free
+  // included).
   int64_t blocks_needed(std::span<const int32_t> tokens) const;
   bool can_allocate(std::span<const int32_t> tokens) const;
   int64_t allocate(SequenceId sequence, std::span<const int32_t> tokens);

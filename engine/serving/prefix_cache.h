@@ -2,7 +2,9 @@
 // chained through its predecessors: hash(parent's hash, the block's token ids), so two blocks
 // match only if the whole prefix up to and including them matches. Only full blocks are
 // indexed; a sequence's partial last block is always recomputed (it would otherwise have to be
-// copied before the sequence writes its next token into it).
+// copied before the sequence writes its next token into it). For live typing this means: a
+// longer text reuses every full block of the earlier one, and an edit in the middle reuses the
+// blocks before the block holding the first changed token.
 #pragma once
 
 #include <cstdint>

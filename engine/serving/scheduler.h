@@ -48,7 +48,7 @@ struct ScheduledSequence {
   int64_t start = 0;                 // position of the first token (= tokens already cached)
   int64_t count = 0;                 // tokens to process
   bool is_prefill = false;           // prompt (or recompute) chunk; false: one decode token
-  bool samples_next_token = false;   // the range ends the sequence: sample from its last logits
+  bool samples_next_token = false;   // reaches the last known token: sample from its logits
   std::vector<int32_t> tokens;       // the count token ids
   std::vector<BlockId> block_table;  // covers at least start + count positions
 };

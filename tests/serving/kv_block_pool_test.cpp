@@ -99,6 +99,7 @@ TEST_P(KvAccountingTest, BytesFollowTheFormulaWithBlockRounding) {
   EXPECT_EQ(u.sequences[0].blocks, 2);
   EXPECT_EQ(u.sequences[0].bytes_of_tokens, 17 * per_token);
   EXPECT_EQ(u.sequences[0].bytes_allocated, 32 * per_token);
+  EXPECT_EQ(u.sequences[0].bytes_allocated_per_layer * 2, 32 * per_token);
   EXPECT_EQ(u.sequences[1].bytes_allocated, u.sequences[1].bytes_of_tokens);
 
   // Appending 15 tokens fills sequence 1's second block; the 16th takes a third.
