@@ -252,7 +252,13 @@ const Sequence& Scheduler::sequence(SequenceId id) const {
   return it->second;
 }
 
-Sequence& Scheduler::get(SequenceId id) { return const_cast<Sequence&>(sequence(id)); }
+Sequence& Scheduler::get(SequenceId id) {
+  const auto it = sequences_.find(id);
+  if (it == sequences_.end()) {
+    throw std::logic_error("Scheduler: no sequence " + std::to_string(id));
+  }
+  return it->second;
+}
 
 std::vector<SequenceId> Scheduler::take_finished() {
   std::vector<SequenceId> taken;
