@@ -9,9 +9,9 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <map>
 #include <set>
 
 #include "engine/compute/vulkan/device_probe.h"
@@ -85,18 +85,20 @@ json products(VulkanBackend& vk, const DeviceRoofs& roofs,
       const int64_t tokens = 128;
       const bool big = out_features * in_features > (int64_t{1} << 22);
       const ProductResult mat = time_product(vk, w, tokens, quick || big ? 1 : 3);
-      const double gflop_per_s = 2.0 * double(tokens * out_features * in_features) / (mat.gpu_ms * 1e6);
-      rows.push_back({{"shape", std::to_string(out_features) + "x" + std::to_string(in_features)},
-                      {"type", gguf::type_name(type)},
-                      {"weight_bytes", bytes.size()},
-                      {"matvec_ms", vec.gpu_ms},
-                      {"matvec_step_wall_ms", vec.wall_ms},
-                      {"matvec_gb_per_s", gb_per_s},
-                      {"matvec_fraction_of_stream_roof", gb_per_s / roofs.stream_gb_per_s},
-                      {"matmat_tokens", tokens},
-                      {"matmat_ms", mat.gpu_ms},
-                      {"matmat_gflop_per_s", gflop_per_s},
-                      {"matmat_fraction_of_compute_roof", gflop_per_s / roofs.compute_gflop_per_s}});
+      const double gflop_per_s =
+          2.0 * double(tokens * out_features * in_features) / (mat.gpu_ms * 1e6);
+      rows.push_back(
+          {{"shape", std::to_string(out_features) + "x" + std::to_string(in_features)},
+           {"type", gguf::type_name(type)},
+           {"weight_bytes", bytes.size()},
+           {"matvec_ms", vec.gpu_ms},
+           {"matvec_step_wall_ms", vec.wall_ms},
+           {"matvec_gb_per_s", gb_per_s},
+           {"matvec_fraction_of_stream_roof", gb_per_s / roofs.stream_gb_per_s},
+           {"matmat_tokens", tokens},
+           {"matmat_ms", mat.gpu_ms},
+           {"matmat_gflop_per_s", gflop_per_s},
+           {"matmat_fraction_of_compute_roof", gflop_per_s / roofs.compute_gflop_per_s}});
       std::cerr << rows.back().dump() << "\n";
     }
   }
@@ -144,7 +146,10 @@ json small_ops(VulkanBackend& vk) {
   };
   return {{"gelu_us", time_ops([&] { vk.gelu(x); })},
           {"rms_norm_us", time_ops([&] { vk.rms_norm(x, w, 1e-5f, out); })},
-          {"add_rms_norm_us", time_ops([&] { vk.add(x, y); vk.rms_norm(x, w, 1e-5f, out); })}};
+          {"add_rms_norm_us", time_ops([&] {
+             vk.add(x, y);
+             vk.rms_norm(x, w, 1e-5f, out);
+           })}};
 }
 
 json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, int decode_tokens) {
@@ -176,12 +181,10 @@ json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, in
     std::map<std::string, double> per_kernel;
     for (const KernelTiming& k : step.kernels) per_kernel[k.kernel] += k.milliseconds;
     doc["last_decode_step_per_kernel_ms"] = per_kernel;
-    doc["last_decode_step"] = {{"dispatches", step.dispatches},
-                               {"gpu_ms", step.gpu_milliseconds},
-                               {"matmul_ms", step.class_milliseconds[0]},
-                               {"attention_ms", step.class_milliseconds[1]},
-                               {"norm_ms", step.class_milliseconds[2]},
-                               {"other_ms", step.class_milliseconds[3]}};
+    doc["last_decode_step"] = {
+        {"dispatches", step.dispatches},           {"gpu_ms", step.gpu_milliseconds},
+        {"matmul_ms", step.class_milliseconds[0]}, {"attention_ms", step.class_milliseconds[1]},
+        {"norm_ms", step.class_milliseconds[2]},   {"other_ms", step.class_milliseconds[3]}};
   }
   return doc;
 }
@@ -190,9 +193,12 @@ int run(int argc, char** argv) {
   std::string model_path;
   bool quick = false, fresh = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) model_path = argv[++i];
-    else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    else if (std::strcmp(argv[i], "--fresh-probe") == 0) fresh = true;
+    if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+      model_path = argv[++i];
+    else if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else if (std::strcmp(argv[i], "--fresh-probe") == 0)
+      fresh = true;
     else {
       std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]\n";
       return 2;
@@ -202,12 +208,16 @@ int run(int argc, char** argv) {
   timed.timestamps = true;  // kernel times from the device (where it has timestamps)
   VulkanBackend vk(timed);
   ProbedRoofs probed;
-  if (fresh) probed.roofs = vk.measure_roofs(); else probed = probe_roofs(vk);
+  if (fresh)
+    probed.roofs = vk.measure_roofs();
+  else
+    probed = probe_roofs(vk);
   json doc = {{"device", vk.device().name},
               {"device_type", vk.device().type},
-              {"roofs", {{"stream_gb_per_s", probed.roofs.stream_gb_per_s},
-                         {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s},
-                         {"from_cache", probed.from_cache}}}};
+              {"roofs",
+               {{"stream_gb_per_s", probed.roofs.stream_gb_per_s},
+                {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s},
+                {"from_cache", probed.from_cache}}}};
   std::cerr << doc.dump() << "\n";
   VulkanBackendOptions untimed;
   untimed.timestamps = false;
@@ -225,7 +235,9 @@ int run(int argc, char** argv) {
         {c.dim, c.dim}, {c.ffn_dim, c.dim}, {c.dim, c.ffn_dim}, {c.vocab_size, c.dim}};
     shapes.insert(shapes.begin(), model_shapes.begin(), model_shapes.end());
   }
-  if (quick) shapes.erase(std::remove(shapes.begin(), shapes.end(), std::pair<int64_t, int64_t>{4096, 4096}), shapes.end());
+  if (quick)
+    shapes.erase(std::remove(shapes.begin(), shapes.end(), std::pair<int64_t, int64_t>{4096, 4096}),
+                 shapes.end());
   doc["products"] = products(vk, probed.roofs, shapes, quick);
   if (!model_path.empty()) {
     doc["end_to_end"] = {end_to_end(model_path, BackendKind::kVulkan, 64, 64),

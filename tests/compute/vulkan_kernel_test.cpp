@@ -2,7 +2,6 @@
 // not multiples of any workgroup size, column views with offsets and strides, every weight
 // type, weights split over several bindings, and the staging path of discrete GPUs.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -113,11 +112,12 @@ void KernelParity::check_matmul_every_type_and_token_count() {
     for (const int64_t n : {1, 2, 3, 4, 5, 8, 9, 33, 70}) {
       for (const bool with_bias : {false, true}) {
         Pair x = random_tensor(n, cols, 100 + static_cast<uint32_t>(n), 5);  // column view
-        Pair out = random_tensor(n, rows, 200, 9);                          // column view
+        Pair out = random_tensor(n, rows, 200, 9);                           // column view
         cpu_.matmul(x.cpu, w_cpu, with_bias ? &bias.cpu : nullptr, out.cpu);
         vk_->matmul(x.vk, w_vk, with_bias ? &bias.vk : nullptr, out.vk);
-        expect_close(out, 1e-4f,
-                     type_label(type) + " n=" + std::to_string(n) + " bias=" + std::to_string(with_bias));
+        expect_close(
+            out, 1e-4f,
+            type_label(type) + " n=" + std::to_string(n) + " bias=" + std::to_string(with_bias));
       }
     }
   }
@@ -146,7 +146,9 @@ class RowPerInvocation : public KernelParity {
     return o;
   }
 };
-TEST_F(RowPerInvocation, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
+TEST_F(RowPerInvocation, MatmulEveryTypeAndTokenCount) {
+  check_matmul_every_type_and_token_count();
+}
 TEST_F(RowPerInvocation, AttentionShapes) { check_attention_shapes(); }
 
 TEST_F(KernelParity, EmbedEveryType) {
@@ -209,7 +211,8 @@ TEST_F(KernelParity, ResidualAddThenNorm) {
         cpu_.rms_norm(normed.cpu, weight.cpu, 1e-5f, out.cpu);
         vk_->rms_norm(normed.vk, weight.vk, 1e-5f, out.vk);
       }
-      const std::string what = std::string(layer ? "layer" : "rms") + (same_tensor ? " fused" : " apart");
+      const std::string what =
+          std::string(layer ? "layer" : "rms") + (same_tensor ? " fused" : " apart");
       expect_close(out, 1e-5f, what + ": norm");
       expect_close(x, 1e-6f, what + ": residual");
     }
@@ -273,8 +276,8 @@ void KernelParity::check_attention_shapes() {
     int64_t n_heads, n_kv_heads, head_dim, first_pos, queries;
   };
   const Case cases[] = {
-      {4, 4, 16, 0, 1},    {6, 2, 40, 0, 13},  {6, 2, 40, 300, 1},  // more keys than one chunk
-      {3, 1, 256, 5, 3},   {2, 2, 7, 250, 9},  {8, 4, 64, 0, 70},   {4, 2, 16, 3, 4},
+      {4, 4, 16, 0, 1},  {6, 2, 40, 0, 13}, {6, 2, 40, 300, 1},  // more keys than one chunk
+      {3, 1, 256, 5, 3}, {2, 2, 7, 250, 9}, {8, 4, 64, 0, 70},  {4, 2, 16, 3, 4},
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& c = cases[i];
@@ -291,8 +294,8 @@ void KernelParity::check_attention_shapes() {
     cpu_.attention(q.cpu, k.cpu, v.cpu, shape, c.first_pos, out.cpu);
     vk_->attention(q.vk, k.vk, v.vk, shape, c.first_pos, out.vk);
     expect_close(out, 1e-5f,
-                 "heads=" + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) +
-                     " d=" + std::to_string(c.head_dim) + " first_pos=" + std::to_string(c.first_pos) +
+                 "heads=" + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " d=" +
+                     std::to_string(c.head_dim) + " first_pos=" + std::to_string(c.first_pos) +
                      " queries=" + std::to_string(c.queries));
   }
 }
@@ -370,7 +373,8 @@ TEST_F(SplitWeightsAndStaging, MatmulAndEmbed) {
 
 // The probe measures positive roofs once, then the cache answers for the same device.
 TEST_F(KernelParity, DeviceProbeIsCachedPerDevice) {
-  const auto dir = std::filesystem::temp_directory_path() / ("servescope-probe-" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servescope-probe-" + std::to_string(getpid()));
   setenv("XDG_CACHE_HOME", dir.c_str(), 1);
   const ProbedRoofs first = probe_roofs(*vk_);
   EXPECT_FALSE(first.from_cache);

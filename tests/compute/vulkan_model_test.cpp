@@ -58,7 +58,8 @@ class VulkanModel : public testing::TestWithParam<std::string> {
 
 TEST_P(VulkanModel, LogitsMatchCpuAtEveryPosition) {
   const Golden golden = read_golden(GetParam());
-  auto cpu_cache = model::create_kv_cache(cpu_->config, *cpu_->backend, cpu_->config.context_length);
+  auto cpu_cache =
+      model::create_kv_cache(cpu_->config, *cpu_->backend, cpu_->config.context_length);
   auto vk_cache = model::create_kv_cache(vk_->config, *vk_->backend, vk_->config.context_length);
   const auto expected = cpu_->transformer->forward(golden.prompt_ids, cpu_cache, true);
   const auto actual = vk_->transformer->forward(golden.prompt_ids, vk_cache, true);
@@ -69,7 +70,8 @@ TEST_P(VulkanModel, LogitsMatchCpuAtEveryPosition) {
     const std::span<const float> row(actual.data() + pos * vocab, vocab);
     const float vs_cpu = max_abs_difference(row, {expected.data() + pos * vocab, vocab});
     EXPECT_LT(vs_cpu, 1e-3f) << "position " << pos;
-    EXPECT_LT(max_abs_difference(row, golden.logits[pos]), 1e-3f) << "position " << pos << " vs PyTorch";
+    EXPECT_LT(max_abs_difference(row, golden.logits[pos]), 1e-3f)
+        << "position " << pos << " vs PyTorch";
     worst = std::max(worst, vs_cpu);
   }
   RecordProperty("max_abs_difference_vs_cpu", std::to_string(worst));
@@ -93,7 +95,8 @@ TEST_P(VulkanModel, CachedDecodingAndChunkedPrefillMatchCpu) {
   const Golden golden = read_golden(GetParam());
   std::vector<int32_t> sequence = golden.prompt_ids;
   sequence.insert(sequence.end(), golden.greedy_ids.begin(), golden.greedy_ids.end());
-  auto cpu_cache = model::create_kv_cache(cpu_->config, *cpu_->backend, cpu_->config.context_length);
+  auto cpu_cache =
+      model::create_kv_cache(cpu_->config, *cpu_->backend, cpu_->config.context_length);
   auto vk_cache = model::create_kv_cache(vk_->config, *vk_->backend, vk_->config.context_length);
   const std::span ids(sequence);
   // Uneven chunks: 5 tokens (tiled kernel), 1, 3 (matrix-vector kernel), then one at a time.

@@ -31,12 +31,12 @@ inline void expect_validation_clean(const ValidationLog& log) {
   for (const std::string& message : log.messages()) ADD_FAILURE() << message;
 }
 
-#define SERVESCOPE_SKIP_WITHOUT_VULKAN()                                                     \
-  do {                                                                                       \
-    if (const std::string reason = ::servescope::compute::vulkan::reason_to_skip_vulkan();   \
-        !reason.empty()) {                                                                   \
-      GTEST_SKIP() << "Vulkan tests skipped: " << reason;                                    \
-    }                                                                                        \
+#define SERVESCOPE_SKIP_WITHOUT_VULKAN()                                                   \
+  do {                                                                                     \
+    if (const std::string reason = ::servescope::compute::vulkan::reason_to_skip_vulkan(); \
+        !reason.empty()) {                                                                 \
+      GTEST_SKIP() << "Vulkan tests skipped: " << reason;                                  \
+    }                                                                                      \
   } while (false)
 
 }  // namespace servescope::compute::vulkan

@@ -26,10 +26,14 @@ constexpr VkAccessFlags kAnyAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADE
 
 const char* kernel_class_name(KernelClass kind) {
   switch (kind) {
-    case KernelClass::kMatmul: return "matmul";
-    case KernelClass::kAttention: return "attention";
-    case KernelClass::kNorm: return "norm";
-    case KernelClass::kOther: return "other";
+    case KernelClass::kMatmul:
+      return "matmul";
+    case KernelClass::kAttention:
+      return "attention";
+    case KernelClass::kNorm:
+      return "norm";
+    case KernelClass::kOther:
+      return "other";
   }
   return "other";
 }
@@ -42,7 +46,8 @@ CommandRecorder::CommandRecorder(std::shared_ptr<VulkanContext> context,
   pool_info.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
   pool_info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   pool_info.queueFamilyIndex = context_->queue_family();
-  check(vkCreateCommandPool(device, &pool_info, nullptr, &command_pool_), "creating a command pool");
+  check(vkCreateCommandPool(device, &pool_info, nullptr, &command_pool_),
+        "creating a command pool");
 
   VkCommandBufferAllocateInfo buffer_info{};
   buffer_info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
@@ -98,7 +103,8 @@ void CommandRecorder::begin_if_needed() {
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(commands_, &begin), "beginning a command buffer");
-  if (query_pool_ != VK_NULL_HANDLE) vkCmdResetQueryPool(commands_, query_pool_, 0, query_capacity_);
+  if (query_pool_ != VK_NULL_HANDLE)
+    vkCmdResetQueryPool(commands_, query_pool_, 0, query_capacity_);
   recording_ = true;
   commands_recorded_ = 0;
   timings_overflowed_ = false;
@@ -153,9 +159,11 @@ void CommandRecorder::dispatch(const Pipeline& pipeline, std::span<const BufferR
     throw BackendError("Vulkan: internal error: wrong bindings for shader " + pipeline.name);
   }
   const auto& limits = context_->properties().limits;
-  if (groups.x > limits.maxComputeWorkGroupCount[0] || groups.y > limits.maxComputeWorkGroupCount[1] ||
+  if (groups.x > limits.maxComputeWorkGroupCount[0] ||
+      groups.y > limits.maxComputeWorkGroupCount[1] ||
       groups.z > limits.maxComputeWorkGroupCount[2]) {
-    throw BackendError("Vulkan: " + pipeline.name + " needs more workgroups than the device allows");
+    throw BackendError("Vulkan: " + pipeline.name +
+                       " needs more workgroups than the device allows");
   }
   if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;  // nothing to do
   begin_if_needed();
@@ -222,7 +230,8 @@ BufferRange CommandRecorder::upload(std::span<const uint8_t> bytes) {
   const VkDeviceSize size = std::max<VkDeviceSize>(16, (bytes.size() + 15) / 16 * 16);
   VkDeviceSize at = (upload_used_ + alignment - 1) / alignment * alignment;
   if (uploads_.empty() || at + size > uploads_.back().size) {
-    uploads_.push_back(host_memory_->allocate(std::max(kUploadChunkBytes, size), BufferPurpose::kScratch));
+    uploads_.push_back(
+        host_memory_->allocate(std::max(kUploadChunkBytes, size), BufferPurpose::kScratch));
     at = 0;
   }
   const Allocation& chunk = uploads_.back();
@@ -275,9 +284,9 @@ void CommandRecorder::collect_timings() {
   const auto count = static_cast<uint32_t>(2 * pending_kernels_.size());
   if (count > 0 && !timings_overflowed_) {
     std::vector<uint64_t> stamps(count);
-    const VkResult result =
-        vkGetQueryPoolResults(context_->device(), query_pool_, 0, count, stamps.size() * sizeof(uint64_t),
-                              stamps.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
+    const VkResult result = vkGetQueryPoolResults(context_->device(), query_pool_, 0, count,
+                                                  stamps.size() * sizeof(uint64_t), stamps.data(),
+                                                  sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
     if (result == VK_SUCCESS) {
       step.available = true;
       for (size_t i = 0; i < pending_kernels_.size(); ++i) {

@@ -29,7 +29,7 @@ struct Allocation {
 
 struct MemoryUsage {
   std::array<uint64_t, 4> bytes_in_use{};  // indexed by BufferPurpose
-  uint64_t bytes_reserved = 0;              // all blocks together
+  uint64_t bytes_reserved = 0;             // all blocks together
   uint32_t blocks = 0;
 };
 
@@ -42,8 +42,8 @@ class DeviceMemory {
  public:
   // map_device_memory = false treats device memory as never host-visible (tests the staging
   // path of discrete GPUs on a unified-memory device).
-  DeviceMemory(std::shared_ptr<VulkanContext> context, MemoryKind kind, bool map_device_memory = true,
-               VkDeviceSize block_size = VkDeviceSize{64} << 20);
+  DeviceMemory(std::shared_ptr<VulkanContext> context, MemoryKind kind,
+               bool map_device_memory = true, VkDeviceSize block_size = VkDeviceSize{64} << 20);
   ~DeviceMemory();
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;

@@ -32,7 +32,8 @@ std::optional<DeviceRoofs> read_cache(const std::filesystem::path& file) {
     if (key == "stream_gb_per_s") roofs.stream_gb_per_s = value, ++found;
     if (key == "compute_gflop_per_s") roofs.compute_gflop_per_s = value, ++found;
   }
-  if (found != 2 || roofs.stream_gb_per_s <= 0.0 || roofs.compute_gflop_per_s <= 0.0) return std::nullopt;
+  if (found != 2 || roofs.stream_gb_per_s <= 0.0 || roofs.compute_gflop_per_s <= 0.0)
+    return std::nullopt;
   return roofs;
 }
 
@@ -48,7 +49,8 @@ std::optional<std::filesystem::path> roofs_cache_file(const DeviceDescription& d
     return std::nullopt;
   }
   return dir / "servescope" /
-         ("vulkan-roofs-v" + std::to_string(kProbeVersion) + "-" + hex(device.uuid) + "-" + std::to_string(device.driver_version) + ".txt");
+         ("vulkan-roofs-v" + std::to_string(kProbeVersion) + "-" + hex(device.uuid) + "-" +
+          std::to_string(device.driver_version) + ".txt");
 }
 
 ProbedRoofs probe_roofs(VulkanBackend& backend) {

@@ -20,7 +20,7 @@ struct KernelTiming {
 };
 
 struct StepTimings {
-  bool available = false;  // false: no timestamps on this device (or queries overflowed)
+  bool available = false;             // false: no timestamps on this device (or queries overflowed)
   std::vector<KernelTiming> kernels;  // in recorded order
   std::array<double, kKernelClassCount> class_milliseconds{};
   double gpu_milliseconds = 0.0;  // first dispatch start to last dispatch end

@@ -44,7 +44,8 @@ const WeightStorage& weights_of(const WeightMatrix& w) {
 
 uint32_t u32(int64_t value) {
   if (value < 0 || value > int64_t{0xffffffff}) {
-    throw BackendError("Vulkan: a size of " + std::to_string(value) + " does not fit a shader's 32-bit index");
+    throw BackendError("Vulkan: a size of " + std::to_string(value) +
+                       " does not fit a shader's 32-bit index");
   }
   return static_cast<uint32_t>(value);
 }
@@ -69,10 +70,14 @@ WorkgroupCount elementwise_groups(int64_t rows, int64_t cols) {
 
 std::string type_suffix(gguf::GgmlType type) {
   switch (type) {
-    case gguf::GgmlType::F32: return "f32";
-    case gguf::GgmlType::F16: return "f16";
-    case gguf::GgmlType::Q8_0: return "q8_0";
-    case gguf::GgmlType::Q4_0: return "q4_0";
+    case gguf::GgmlType::F32:
+      return "f32";
+    case gguf::GgmlType::F16:
+      return "f16";
+    case gguf::GgmlType::Q8_0:
+      return "q8_0";
+    case gguf::GgmlType::Q4_0:
+      return "q4_0";
     default:
       throw BackendError("Vulkan: weights of type " + std::string(gguf::type_name(type)) +
                          " are not supported; supported: " + gguf::supported_types_list());
@@ -107,8 +112,8 @@ struct RopePush {
       x1_stride;
 };
 struct CopyPush {
-  uint32_t rows, cols, src0_offset, src0_stride, dst0_offset, dst0_stride, src1_offset,
-      src1_stride, dst1_offset, dst1_stride;
+  uint32_t rows, cols, src0_offset, src0_stride, dst0_offset, dst0_stride, src1_offset, src1_stride,
+      dst1_offset, dst1_stride;
 };
 struct TwoViewPush {  // add (x, y)
   uint32_t rows, cols, a_offset, a_stride, b_offset, b_stride;
@@ -191,9 +196,8 @@ void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<Bu
                              const void* push, uint32_t push_bytes, WorkgroupCount groups,
                              KernelClass kind, std::initializer_list<uint32_t> constants) {
   record_pending();  // ops stay in the order they were called
-  const Pipeline& pipeline =
-      pipelines_->get(shader, static_cast<uint32_t>(bindings.size()),
-                      std::span(constants.begin(), constants.size()));
+  const Pipeline& pipeline = pipelines_->get(shader, static_cast<uint32_t>(bindings.size()),
+                                             std::span(constants.begin(), constants.size()));
   recorder_->dispatch(pipeline, std::span(bindings.begin(), bindings.size()), push, push_bytes,
                       groups, kind);
 }
@@ -202,8 +206,8 @@ void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<Bu
 
 Tensor VulkanBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) {
   const auto bytes = static_cast<VkDeviceSize>(rows * cols) * sizeof(float);
-  auto storage = std::make_shared<TensorStorage>(device_memory_,
-                                                 device_memory_->allocate(bytes, purpose));
+  auto storage =
+      std::make_shared<TensorStorage>(device_memory_, device_memory_->allocate(bytes, purpose));
   // Activations are always written before they are read; caches and weights start at zero.
   if (purpose != BufferPurpose::kActivations) {
     record_pending();
@@ -240,10 +244,10 @@ WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int
   auto storage = std::make_shared<WeightStorage>();
   for (int64_t first = 0; first < rows; first += static_cast<int64_t>(rows_per_chunk)) {
     const int64_t count = std::min<int64_t>(static_cast<int64_t>(rows_per_chunk), rows - first);
-    const std::vector<uint8_t> device_bytes = to_device_layout(
-        type, count, cols,
-        data.subspan(file_row_bytes * static_cast<uint64_t>(first),
-                     file_row_bytes * static_cast<uint64_t>(count)));
+    const std::vector<uint8_t> device_bytes =
+        to_device_layout(type, count, cols,
+                         data.subspan(file_row_bytes * static_cast<uint64_t>(first),
+                                      file_row_bytes * static_cast<uint64_t>(count)));
     auto chunk = std::make_unique<OwnedAllocation>(
         device_memory_, device_memory_->allocate(device_bytes.size(), BufferPurpose::kWeights));
     copy_into(chunk->get(), device_bytes);
@@ -276,7 +280,8 @@ void VulkanBackend::write(Tensor& dst, std::span<const float> values) {
   std::vector<VkBufferCopy> regions;
   for (int64_t r = 0; r < dst.rows; ++r) {
     regions.push_back({r * row_bytes,
-                       static_cast<VkDeviceSize>((dst.offset + r * dst.row_stride) * 4), row_bytes});
+                       static_cast<VkDeviceSize>((dst.offset + r * dst.row_stride) * 4),
+                       row_bytes});
   }
   recorder_->copy(staging, range_of(a), regions);
 }
@@ -331,8 +336,12 @@ void VulkanBackend::embed(const WeightMatrix& table, std::span<const int32_t> id
       return id >= chunk.first_row && id < chunk.first_row + chunk.rows;
     });
     if (!used) continue;
-    const EmbedPush push{u32(static_cast<int64_t>(ids.size())), u32(table.cols), u32(out.offset),
-                         u32(out.row_stride), u32(chunk.first_row), u32(chunk.rows)};
+    const EmbedPush push{u32(static_cast<int64_t>(ids.size())),
+                         u32(table.cols),
+                         u32(out.offset),
+                         u32(out.row_stride),
+                         u32(chunk.first_row),
+                         u32(chunk.rows)};
     dispatch(shader, {range_of(chunk.storage->get()), id_buffer, bind(out)}, &push, sizeof push,
              elementwise_groups(out.rows, out.cols), KernelClass::kOther);
   }
@@ -340,8 +349,16 @@ void VulkanBackend::embed(const WeightMatrix& table, std::span<const int32_t> id
 
 void VulkanBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
   assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols);
-  RmsNormPush push{u32(x.rows),      u32(x.cols),     u32(x.offset),       u32(x.row_stride),
-                   u32(weight.offset), u32(out.offset), u32(out.row_stride), eps, 0, 0};
+  RmsNormPush push{u32(x.rows),
+                   u32(x.cols),
+                   u32(x.offset),
+                   u32(x.row_stride),
+                   u32(weight.offset),
+                   u32(out.offset),
+                   u32(out.row_stride),
+                   eps,
+                   0,
+                   0};
   if (pending_add_is(x)) {
     const Tensor y = pending_->b;
     pending_.reset();
@@ -358,9 +375,17 @@ void VulkanBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, T
 void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                                Tensor& out) {
   assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols && bias.cols == x.cols);
-  LayerNormPush push{u32(x.rows),       u32(x.cols),         u32(x.offset),
-                     u32(x.row_stride), u32(weight.offset),  u32(bias.offset),
-                     u32(out.offset),   u32(out.row_stride), eps, 0, 0};
+  LayerNormPush push{u32(x.rows),
+                     u32(x.cols),
+                     u32(x.offset),
+                     u32(x.row_stride),
+                     u32(weight.offset),
+                     u32(bias.offset),
+                     u32(out.offset),
+                     u32(out.row_stride),
+                     eps,
+                     0,
+                     0};
   if (pending_add_is(x)) {
     const Tensor y = pending_->b;
     pending_.reset();
@@ -376,8 +401,8 @@ void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tens
 
 Tensor VulkanBackend::vec4_aligned(const Tensor& x) {
   if (x.offset % 4 == 0 && x.row_stride % 4 == 0) return x;
-  Tensor copy = create_tensor(x.rows, (x.cols + 3) / 4 * 4, BufferPurpose::kActivations)
-                    .columns(0, x.cols);
+  Tensor copy =
+      create_tensor(x.rows, (x.cols + 3) / 4 * 4, BufferPurpose::kActivations).columns(0, x.cols);
   copy_rows(x, copy, 0);
   return copy;
 }
@@ -433,8 +458,12 @@ void VulkanBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> p
     return;
   }
   record_pending();
-  pending_ = PendingOp{PendingOp::Kind::kRope, x, {}, head_dim,
-                       std::vector<int32_t>(positions.begin(), positions.end()), freq_base};
+  pending_ = PendingOp{PendingOp::Kind::kRope,
+                       x,
+                       {},
+                       head_dim,
+                       std::vector<int32_t>(positions.begin(), positions.end()),
+                       freq_base};
 }
 
 void VulkanBackend::record_rope(const Tensor& x0, const Tensor* x1, int64_t head_dim,
@@ -452,8 +481,9 @@ void VulkanBackend::record_rope(const Tensor& x0, const Tensor* x1, int64_t head
   const BufferRange table_buffer = recorder_->upload(
       {reinterpret_cast<const uint8_t*>(table.data()), table.size() * sizeof(float)});
   const Tensor& second = x1 != nullptr ? *x1 : x0;
-  const RopePush push{u32(x0.rows),       u32(half),          u32(x0.cols / 2),
-                      u32(x0.offset),     u32(x0.row_stride), u32(second.cols / 2),
+  const RopePush push{u32(x0.rows),       u32(half),
+                      u32(x0.cols / 2),   u32(x0.offset),
+                      u32(x0.row_stride), u32(second.cols / 2),
                       u32(second.offset), u32(second.row_stride)};
   WorkgroupCount groups = elementwise_groups(x0.rows, std::max(x0.cols, second.cols) / 2);
   groups.z = x1 != nullptr ? 2 : 1;
@@ -506,20 +536,14 @@ void VulkanBackend::attention(const Tensor& q, const Tensor& k_cache, const Tens
                        std::to_string(kMaxAttentionHeadDim));
   }
   assert(shape.n_heads % shape.n_kv_heads == 0 && first_pos + q.rows <= k_cache.rows);
-  const AttentionPush push{u32(shape.head_dim),
-                           u32(shape.n_heads / shape.n_kv_heads),
-                           u32(first_pos),
-                           u32(q.offset),
-                           u32(q.row_stride),
-                           u32(k_cache.offset),
-                           u32(k_cache.row_stride),
-                           u32(v_cache.offset),
-                           u32(v_cache.row_stride),
-                           u32(out.offset),
-                           u32(out.row_stride),
-                           1.0f / std::sqrt(static_cast<float>(shape.head_dim)),
-                           u32(shape.n_heads),
-                           u32(q.rows)};
+  const AttentionPush push{
+      u32(shape.head_dim),     u32(shape.n_heads / shape.n_kv_heads),
+      u32(first_pos),          u32(q.offset),
+      u32(q.row_stride),       u32(k_cache.offset),
+      u32(k_cache.row_stride), u32(v_cache.offset),
+      u32(v_cache.row_stride), u32(out.offset),
+      u32(out.row_stride),     1.0f / std::sqrt(static_cast<float>(shape.head_dim)),
+      u32(shape.n_heads),      u32(q.rows)};
   const bool rows_kernel = !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) &&
                            vec4_view(k_cache) && vec4_view(v_cache) && vec4_view(out);
   if (rows_kernel) {  // 8 (token, head) pairs per workgroup
@@ -542,9 +566,8 @@ void VulkanBackend::add(Tensor& x, const Tensor& y) {
 void VulkanBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
   assert(gate.rows == up.rows && gate.cols == up.cols && out.rows == gate.rows &&
          out.cols == gate.cols);
-  const SiluMulPush push{u32(gate.rows),   u32(gate.cols),     u32(gate.offset),
-                         u32(gate.row_stride), u32(up.offset), u32(up.row_stride),
-                         u32(out.offset),  u32(out.row_stride)};
+  const SiluMulPush push{u32(gate.rows), u32(gate.cols),     u32(gate.offset), u32(gate.row_stride),
+                         u32(up.offset), u32(up.row_stride), u32(out.offset),  u32(out.row_stride)};
   dispatch("silu_mul", {bind(gate), bind(up), bind(out)}, &push, sizeof push,
            elementwise_groups(gate.rows, gate.cols), KernelClass::kOther);
 }
@@ -561,8 +584,9 @@ void VulkanBackend::gelu(Tensor& x) {
 
 namespace servescope::compute::vulkan {
 
-double VulkanBackend::time_alone(const std::string& shader, std::initializer_list<BufferRange> bindings,
-                                 const void* push, uint32_t push_bytes, WorkgroupCount groups) {
+double VulkanBackend::time_alone(const std::string& shader,
+                                 std::initializer_list<BufferRange> bindings, const void* push,
+                                 uint32_t push_bytes, WorkgroupCount groups) {
   finish();
   const auto start = std::chrono::steady_clock::now();
   dispatch(shader, bindings, push, push_bytes, groups, KernelClass::kOther);
@@ -608,7 +632,8 @@ DeviceRoofs VulkanBackend::measure_roofs(bool timestamps_after) {
       const auto start = std::chrono::steady_clock::now();
       matmul(x, w, nullptr, y);
       finish();
-      const std::chrono::duration<double, std::milli> wall = std::chrono::steady_clock::now() - start;
+      const std::chrono::duration<double, std::milli> wall =
+          std::chrono::steady_clock::now() - start;
       const StepTimings& step = recorder_->last_step();
       matvec_ms = std::min(matvec_ms, step.available ? step.gpu_milliseconds : wall.count());
     }
@@ -629,8 +654,8 @@ DeviceRoofs VulkanBackend::measure_roofs(bool timestamps_after) {
   }
   best_ms = ms;
   for (int run = 1; run < kRuns; ++run) {
-    best_ms = std::min(best_ms, time_alone("probe_flops", {bind(sums)}, &push, sizeof push,
-                                           {kFlopGroups, 1, 1}));
+    best_ms = std::min(
+        best_ms, time_alone("probe_flops", {bind(sums)}, &push, sizeof push, {kFlopGroups, 1, 1}));
   }
   const double flops = double(kFlopGroups) * 256.0 * push.iterations * 8 * 4 * 2;
   roofs.compute_gflop_per_s = flops / (best_ms * 1e6);

@@ -20,8 +20,8 @@ namespace servescope::compute::vulkan {
 // implementations such as lavapipe emulate both at a high price and want independent
 // invocations with wide loads instead.
 enum class KernelStyle {
-  kAuto,            // kWorkgroupTiles on GPUs, kRowPerInvocation on CPU devices
-  kWorkgroupTiles,  // matmul_tiled (shared-memory tiles), attention (workgroup per head)
+  kAuto,              // kWorkgroupTiles on GPUs, kRowPerInvocation on CPU devices
+  kWorkgroupTiles,    // matmul_tiled (shared-memory tiles), attention (workgroup per head)
   kRowPerInvocation,  // matmul_vec in passes of 8 tokens, attention_rows (invocation per head)
 };
 
@@ -120,7 +120,7 @@ class VulkanBackend final : public Backend {
   uint64_t max_binding_bytes_ = 0;
   struct PendingOp {
     enum class Kind { kAdd, kRope, kCopyRows } kind = Kind::kAdd;
-    Tensor a, b;  // add: x, y; rope: x; copy_rows: src, dst (copies keep the buffers alive)
+    Tensor a, b;         // add: x, y; rope: x; copy_rows: src, dst (copies keep the buffers alive)
     int64_t number = 0;  // rope: head_dim; copy_rows: dst_row
     std::vector<int32_t> positions;  // rope
     float freq_base = 0.0f;          // rope

@@ -23,8 +23,9 @@ bool layer_available(const char* name) {
   if (vkEnumerateInstanceLayerProperties(&count, nullptr) != VK_SUCCESS) return false;
   std::vector<VkLayerProperties> layers(count);
   if (vkEnumerateInstanceLayerProperties(&count, layers.data()) != VK_SUCCESS) return false;
-  return std::any_of(layers.begin(), layers.end(),
-                     [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
+  return std::any_of(layers.begin(), layers.end(), [&](const VkLayerProperties& l) {
+    return std::strcmp(l.layerName, name) == 0;
+  });
 }
 
 bool instance_extension_available(const char* name) {
@@ -42,7 +43,8 @@ bool instance_extension_available(const char* name) {
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
     VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT /*types*/,
     const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
-  const char* level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+  const char* level =
+      severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
   static_cast<ValidationLog*>(user)->add(std::string("validation ") + level + ": " +
                                          (data->pMessage ? data->pMessage : "(no message)"));
   return VK_FALSE;
@@ -51,8 +53,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
 VkDebugUtilsMessengerCreateInfoEXT messenger_info(ValidationLog* log) {
   VkDebugUtilsMessengerCreateInfoEXT info{};
   info.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
-  info.messageSeverity =
-      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
                      VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
@@ -63,11 +65,16 @@ VkDebugUtilsMessengerCreateInfoEXT messenger_info(ValidationLog* log) {
 
 const char* type_name(VkPhysicalDeviceType type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
@@ -253,8 +260,7 @@ void VulkanContext::create_instance(bool validation) {
   if (validation_enabled_) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
-    if (create == nullptr ||
-        create(instance_, &debug_info, nullptr, &messenger_) != VK_SUCCESS) {
+    if (create == nullptr || create(instance_, &debug_info, nullptr, &messenger_) != VK_SUCCESS) {
       messenger_ = VK_NULL_HANDLE;
       validation_log_.add("validation: could not create the debug messenger");
     }
@@ -269,9 +275,8 @@ void VulkanContext::create_device() {
   vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &count, nullptr);
   std::vector<VkQueueFamilyProperties> families(count);
   vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &count, families.data());
-  timestamp_valid_bits_ = properties_.limits.timestampPeriod > 0.0f
-                              ? families[queue_family_].timestampValidBits
-                              : 0;
+  timestamp_valid_bits_ =
+      properties_.limits.timestampPeriod > 0.0f ? families[queue_family_].timestampValidBits : 0;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{};

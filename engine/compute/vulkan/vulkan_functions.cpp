@@ -28,8 +28,8 @@ std::string load_once() {
            "Mesa's lavapipe in mesa-vulkan-drivers), or use --backend cpu";
   }
   std::string missing;
-#define SERVESCOPE_LOAD_VULKAN_FUNCTION(name)                           \
-  name = reinterpret_cast<PFN_##name>(dlsym(handle, #name));            \
+#define SERVESCOPE_LOAD_VULKAN_FUNCTION(name)                \
+  name = reinterpret_cast<PFN_##name>(dlsym(handle, #name)); \
   if (name == nullptr && missing.empty()) missing = #name;
   SERVESCOPE_VULKAN_FUNCTIONS(SERVESCOPE_LOAD_VULKAN_FUNCTION)
 #undef SERVESCOPE_LOAD_VULKAN_FUNCTION

@@ -9,7 +9,9 @@ int64_t padded_cols(int64_t cols) { return (cols + 3) / 4 * 4; }
 
 // Element size of the plain types, quant bytes per block of the block types.
 int64_t element_bytes(gguf::GgmlType type) { return type == gguf::GgmlType::F32 ? 4 : 2; }
-int64_t quant_bytes_per_block(gguf::GgmlType type) { return type == gguf::GgmlType::Q8_0 ? 32 : 16; }
+int64_t quant_bytes_per_block(gguf::GgmlType type) {
+  return type == gguf::GgmlType::Q8_0 ? 32 : 16;
+}
 bool is_block_type(gguf::GgmlType type) {
   return type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0;
 }
