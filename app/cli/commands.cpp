@@ -238,6 +238,9 @@ void check_output_path(const std::filesystem::path& out, const std::filesystem::
     throw UsageError("cannot write " + out.string() + ": folder " + folder.string() +
                      " is not writable");
   }
+  if (std::filesystem::is_directory(out)) {
+    throw UsageError("--out " + out.string() + " is a folder; give a file name");
+  }
   std::error_code ignored;
   if (std::filesystem::equivalent(out, in, ignored)) {
     throw UsageError("--out is the input file " + in.string() + "; choose another path");
@@ -263,7 +266,17 @@ int run_quantize(const std::vector<std::string>& args, std::ostream& out) {
   const gguf::GgmlType type = eval::parse_weight_type(*options.get("type"));
   check_output_path(out_path, in);
   const gguf::GgufFile source = gguf::GgufFile::open(in);
-  eval::quantize_model(source, type, stderr_progress()).write(out_path);
+  // Written beside the target, then renamed: a failed run never leaves half a model behind or
+  // destroys a file that was there.
+  const std::filesystem::path partial = out_path.string() + ".partial";
+  try {
+    eval::quantize_model(source, type, stderr_progress()).write(partial);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(partial, ignored);
+    throw;
+  }
+  std::filesystem::rename(partial, out_path);
 
   const gguf::GgufFile written = gguf::GgufFile::open(out_path);  // read back: it must load
   int64_t converted = 0;
@@ -318,7 +331,7 @@ int run_perplexity(const std::vector<std::string>& args, std::ostream& out) {
       eval::split_into_chunks(ids, m->config.context_length, m->tokenizer->vocabulary().bos_id,
                               options.get_int("max-chunks", 0)),
       stderr_eval_progress());
-  const eval::VariantQuality q = evaluator.run_baseline(*m->transformer, m->file.name());
+  const eval::VariantQuality q = evaluator.score(*m->transformer, m->file.name());
   out << json{{"model", m->file.name()},
               {"backend", m->backend->name()},
               {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
@@ -372,6 +385,11 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   ro.max_kl = options.get_double("max-kl", ro.max_kl);
   ro.min_speedup = options.get_double("min-speedup", ro.min_speedup);
   const eval::QuantReport report = eval::run_quant_report(m->file, ro, stderr_eval_progress());
+  if (report.positions < report.text_positions) {
+    std::cerr << "quant-report: evaluated the first " << report.positions << " of "
+              << report.text_positions
+              << " positions (the baseline's distributions must fit in memory)\n";
+  }
 
   json variants = json::array();
   for (const eval::VariantReport& v : report.variants) variants.push_back(variant_json(v));
@@ -379,6 +397,7 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
               {"backend", report.backend},
               {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
               {"positions", report.positions},
+              {"text_positions", report.text_positions},
               {"kv_cache_type", "f32"},
               {"limits", {{"max_kl", finite_or_null(ro.max_kl)}, {"min_speedup", ro.min_speedup}}},
               {"baseline", variant_json(report.baseline)},

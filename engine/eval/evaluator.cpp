@@ -85,16 +85,24 @@ void QualityEvaluator::run(model::Transformer& transformer, ScoreRow score_row,
   }
 }
 
+VariantQuality QualityEvaluator::score(model::Transformer& transformer, const std::string& label) {
+  VariantQuality quality{label, 0, 1.0, {}};
+  run(
+      transformer, [](int64_t, const std::vector<double>&) {}, label, quality, nullptr);
+  return quality;
+}
+
 VariantQuality QualityEvaluator::run_baseline(model::Transformer& baseline,
                                               const std::string& label) {
   vocab_ = baseline.config().vocab_size;
-  baseline_log_probs_.assign(static_cast<size_t>(positions_total_ * vocab_), 0.0);
+  baseline_log_probs_.assign(static_cast<size_t>(positions_total_ * vocab_), 0.0f);
   VariantQuality quality{label, 0, 1.0, {}};
   run(
       baseline,
       [&](int64_t position, const std::vector<double>& log_probs) {
-        std::copy(log_probs.begin(), log_probs.end(),
-                  baseline_log_probs_.begin() + position * vocab_);
+        std::transform(log_probs.begin(), log_probs.end(),
+                       baseline_log_probs_.begin() + position * vocab_,
+                       [](double v) { return static_cast<float>(v); });
       },
       label, quality, nullptr);
   return quality;
@@ -108,12 +116,18 @@ VariantQuality QualityEvaluator::compare(model::Transformer& variant, const std:
   }
   LogitComparison comparison;
   VariantQuality quality{label, 0, 1.0, {}};
+  const auto vocab = static_cast<size_t>(vocab_);
+  std::vector<double> base(vocab), rounded(vocab);
   run(
       variant,
       [&](int64_t position, const std::vector<double>& log_probs) {
-        const std::span<const double> base(baseline_log_probs_.data() + position * vocab_,
-                                           static_cast<size_t>(vocab_));
-        comparison.add(base, log_probs);
+        // Both sides rounded to float as the baseline is stored, so equal logits give KL 0.
+        const float* stored = baseline_log_probs_.data() + position * vocab_;
+        for (size_t i = 0; i < vocab; ++i) {
+          base[i] = stored[i];
+          rounded[i] = static_cast<float>(log_probs[i]);
+        }
+        comparison.add(base, rounded);
       },
       label, quality, &comparison);
   return quality;

@@ -54,6 +54,8 @@ class QualityEvaluator {
  public:
   QualityEvaluator(std::vector<std::vector<int32_t>> chunks, ProgressCallback on_progress = {});
 
+  // Perplexity alone: nothing is kept, so any length of text fits in memory.
+  VariantQuality score(model::Transformer& transformer, const std::string& label);
   // Scores the baseline and keeps its next-token log-probabilities for compare().
   VariantQuality run_baseline(model::Transformer& baseline, const std::string& label);
   // Scores a variant (same vocabulary) and compares it position by position with the
@@ -62,8 +64,13 @@ class QualityEvaluator {
 
   int64_t positions_total() const { return positions_total_; }
 
+  // Bytes run_baseline keeps for `positions` scored positions of a `vocab`-token model.
+  static uint64_t baseline_bytes(int64_t positions, int64_t vocab) {
+    return static_cast<uint64_t>(positions * vocab) * sizeof(float);
+  }
+
  private:
-  // Runs every chunk; calls score_row(position, log_probs, target) for each scored position.
+  // Runs every chunk; calls score_row(position, log_probs) for each scored position.
   template <class ScoreRow>
   void run(model::Transformer& transformer, ScoreRow score_row, const std::string& label,
            VariantQuality& quality, LogitComparison* comparison);
@@ -72,7 +79,8 @@ class QualityEvaluator {
   ProgressCallback on_progress_;
   int64_t positions_total_ = 0;
   int64_t vocab_ = 0;
-  std::vector<double> baseline_log_probs_;  // [positions x vocab]
+  // [positions x vocab]; float halves the memory of a long text at no cost to the measures.
+  std::vector<float> baseline_log_probs_;
 };
 
 // Greedy continuation of `prompt` for `tokens` tokens (no early stop), for

@@ -44,6 +44,20 @@ void measure_speed(model::Transformer& transformer, const QuantReportOptions& op
   }
 }
 
+// Drops trailing chunks until the baseline's kept distributions fit in `budget` bytes (at
+// least one chunk stays).
+void cut_to_memory_budget(std::vector<std::vector<int32_t>>& chunks, int64_t vocab,
+                          uint64_t budget) {
+  int64_t positions = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    positions += static_cast<int64_t>(chunks[i].size()) - 1;
+    if (i > 0 && QualityEvaluator::baseline_bytes(positions, vocab) > budget) {
+      chunks.resize(i);
+      return;
+    }
+  }
+}
+
 double ratio(double numerator, double denominator) {
   return denominator > 0.0 ? numerator / denominator : 0.0;
 }
@@ -74,9 +88,11 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   if (options.types.empty()) throw InputError("quant-report needs at least one weight type");
   const auto baseline_model = load_quantised_variant(source, gguf::GgmlType::F32, options.backend);
   const model::ModelConfig& config = baseline_model->config;
-  QualityEvaluator evaluator(split_into_chunks(options.text_ids, config.context_length,
-                                               options.bos_id, options.max_chunks),
-                             on_progress);
+  std::vector<std::vector<int32_t>> chunks = split_into_chunks(
+      options.text_ids, config.context_length, options.bos_id, options.max_chunks);
+  const int64_t text_positions = scored_positions(chunks);
+  cut_to_memory_budget(chunks, config.vocab_size, options.max_baseline_bytes);
+  QualityEvaluator evaluator(std::move(chunks), on_progress);
   const std::vector<int32_t> greedy_prompt = text_prompt(options, options.greedy_prompt_tokens);
   const std::vector<int32_t> baseline_greedy =
       greedy_continuation(*baseline_model->transformer, greedy_prompt, options.greedy_tokens);
@@ -97,6 +113,7 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   describe(*baseline_model, "f32", report.baseline);
   report.baseline.quality = evaluator.run_baseline(*baseline_model->transformer, "f32");
   report.positions = evaluator.positions_total();
+  report.text_positions = text_positions;
   report.baseline.verdict = {true, {}};
 
   for (const gguf::GgmlType type : options.types) {

@@ -23,9 +23,12 @@ struct QuantReportOptions {
   std::vector<gguf::GgmlType> types = {gguf::GgmlType::F32, gguf::GgmlType::F16,
                                        gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0};
   compute::BackendKind backend = compute::BackendKind::kCpu;
-  std::vector<int32_t> text_ids;      // the evaluation text, tokenised without BOS
-  int32_t bos_id = -1;                // put in front of every chunk when >= 0
-  int64_t max_chunks = 0;             // 0 = the whole text
+  std::vector<int32_t> text_ids;  // the evaluation text, tokenised without BOS
+  int32_t bos_id = -1;            // put in front of every chunk when >= 0
+  int64_t max_chunks = 0;         // 0 = as much of the text as max_baseline_bytes allows
+  // The baseline's next-token distributions are kept for the KL comparison (4 bytes x vocab
+  // per position); a long text is cut to the chunks that fit.
+  uint64_t max_baseline_bytes = uint64_t{1} << 30;
   int64_t greedy_prompt_tokens = 16;  // taken from the text (after BOS) for the greedy run
   int64_t greedy_tokens = 32;
   int64_t timing_prompt_tokens = 64;  // prefill length of the speed measurement
@@ -60,8 +63,9 @@ struct VariantReport {
 struct QuantReport {
   std::string source;
   std::string backend;
-  int64_t positions = 0;   // evaluated next-token predictions
-  VariantReport baseline;  // F32
+  int64_t positions = 0;       // evaluated next-token predictions
+  int64_t text_positions = 0;  // predictions the whole text holds (more if it was cut)
+  VariantReport baseline;      // F32
   std::vector<VariantReport> variants;
 };
 

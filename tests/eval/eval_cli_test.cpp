@@ -67,6 +67,7 @@ TEST(QuantizeCli, WritesTheSameTensorsAsThePythonQuantiser) {
     ASSERT_EQ(a.n_bytes, b.n_bytes) << a.name;
     EXPECT_TRUE(std::equal(a.data, a.data + a.n_bytes, b.data)) << a.name;
   }
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
   std::filesystem::remove(out);
 }
 
@@ -79,6 +80,7 @@ TEST(QuantizeCli, BadInputIsAOneLineReason) {
       {"quantize --model " + in + " --type q8_0 --out /nonexistent-dir/x.gguf", "does not exist"},
       {"quantize --model " + in + " --type q8_0 --out " + in, "is the input file"},
       {"quantize --model " + in + " --type q8_0", "needs --type"},
+      {"quantize --model " + in + " --type q8_0 --out " + testing::TempDir(), "is a folder"},
       {"quant-report --model " + in + " --kv-types f16", "serving core"},
       {"perplexity --model " + in + " --text-file /nonexistent.txt", "/nonexistent.txt"},
   };

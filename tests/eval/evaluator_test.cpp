@@ -73,6 +73,7 @@ TEST_P(EvaluatorVsPyTorch, BaselinePerplexityMatches) {
   EXPECT_EQ(q.positions, c["positions"].get<int64_t>());
   const double expected = c["perplexity"].get<double>();
   EXPECT_NEAR(q.perplexity, expected, 1e-3 * expected);
+  EXPECT_EQ(evaluator.score(*baseline->transformer, "f32").perplexity, q.perplexity);
   RecordProperty("perplexity", std::to_string(q.perplexity));
 }
 

@@ -1,0 +1,120 @@
+#include "engine/eval/quant_report.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "engine/eval/quantize_model.h"
+#include "engine/eval/variant_model.h"
+#include "engine/model/model.h"
+
+namespace servescope::eval {
+namespace {
+
+using gguf::GgmlType;
+
+const std::string kData = SERVESCOPE_TEST_DATA_DIR;
+
+VariantReport variant(double mean_kl, double decode_speedup, uint64_t weight_bytes) {
+  VariantReport v;
+  v.quality.vs_baseline.mean_kl = mean_kl;
+  v.decode_speedup = decode_speedup;
+  v.weight_bytes = weight_bytes;
+  return v;
+}
+
+TEST(Judge, AcceptsOnlyWhenEveryLimitHolds) {
+  QuantReportOptions limits;
+  limits.max_kl = 0.05;
+  limits.min_speedup = 1.2;
+  const VariantReport baseline = variant(0, 1, 1000);
+  EXPECT_TRUE(judge(variant(0.01, 1.5, 500), baseline, limits).accepted);
+  EXPECT_TRUE(judge(variant(0.05, 1.2, 999), baseline, limits).accepted);  // limits inclusive
+
+  const Verdict too_lossy = judge(variant(0.06, 1.5, 500), baseline, limits);
+  EXPECT_FALSE(too_lossy.accepted);
+  ASSERT_EQ(too_lossy.reasons.size(), 1u);
+  EXPECT_NE(too_lossy.reasons[0].find("--max-kl"), std::string::npos);
+
+  const Verdict everything_wrong = judge(variant(1, 0.5, 1000), baseline, limits);
+  EXPECT_EQ(everything_wrong.reasons.size(), 3u);
+}
+
+QuantReportOptions golden_text_options() {
+  std::ifstream in(kData + "/quant/perplexity.json");
+  const nlohmann::json all = nlohmann::json::parse(in);
+  QuantReportOptions options;
+  options.text_ids = all["cases"][0]["text_ids"].get<std::vector<int32_t>>();  // llama
+  options.bos_id = 1;
+  options.types = {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_0};
+  options.greedy_tokens = 12;
+  options.timing_repeats = 1;
+  options.timing_decode_tokens = 4;
+  return options;
+}
+
+TEST(QuantReport, OnTheLlamaTestModel) {
+  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
+  const QuantReport report = run_quant_report(source, golden_text_options());
+  EXPECT_EQ(report.positions, 300);
+  EXPECT_EQ(report.text_positions, 300);
+  EXPECT_EQ(report.baseline.weight_bytes, model::summarize_weights(source).bytes);
+  ASSERT_EQ(report.variants.size(), 3u);
+  const VariantReport& f32 = report.variants[0];
+  const VariantReport& q8 = report.variants[1];
+  const VariantReport& q4 = report.variants[2];
+  EXPECT_EQ(f32.quality.vs_baseline.mean_kl, 0.0);
+  EXPECT_EQ(f32.greedy_identical_tokens, 12);
+  EXPECT_EQ(f32.quality.perplexity, report.baseline.quality.perplexity);
+  EXPECT_LT(q8.quality.vs_baseline.mean_kl, q4.quality.vs_baseline.mean_kl);
+  EXPECT_GT(q8.quality.vs_baseline.top1_agreement, q4.quality.vs_baseline.top1_agreement);
+  // Weight bytes are those of the Python-quantised files.
+  for (const auto& [v, file] :
+       {std::pair{&q8, "llama-q8_0.gguf"}, std::pair{&q4, "llama-q4_0.gguf"}}) {
+    EXPECT_EQ(v->weight_bytes,
+              model::summarize_weights(gguf::GgufFile::open(kData + "/models/" + file)).bytes);
+    EXPECT_LT(v->weight_bytes_ratio, 1.0);
+    EXPECT_GT(v->prefill_tokens_per_s, 0.0);
+    EXPECT_GT(v->decode_tokens_per_s, 0.0);
+    EXPECT_EQ(v->kv_bytes_per_token, 2u * 2 * 2 * 16 * 4);
+    EXPECT_EQ(v->weight_error.size(), 3u);  // blk.0, blk.1, other
+  }
+  EXPECT_GT(q8.weight_error[0].sqnr_db, q4.weight_error[0].sqnr_db);
+}
+
+TEST(QuantReport, CutsALongTextToTheMemoryBudget) {
+  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
+  QuantReportOptions options = golden_text_options();
+  options.types = {GgmlType::Q8_0};
+  options.max_baseline_bytes = 200 * 512 * sizeof(float);  // room for one 127-position chunk
+  const QuantReport report = run_quant_report(source, options);
+  EXPECT_EQ(report.positions, 127);
+  EXPECT_EQ(report.text_positions, 300);
+}
+
+// A property of a real trained model (issue 6): Q8_0 changes its next-token distributions
+// less than Q4_0. Skipped where the bundled model has not been built.
+TEST(QuantReport, Q8_0HasLowerKlThanQ4_0OnTheDefaultModel) {
+  const std::string path = kData + "/../../assets/models/servescope-stories.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not there";
+  const auto source = gguf::GgufFile::open(path);
+  const auto m = model::load_model(path, compute::BackendKind::kCpu);
+  std::ifstream in(kData + "/../../assets/eval/stories.txt");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  QuantReportOptions options;
+  options.text_ids = m->require_tokenizer().encode(text);
+  options.bos_id = m->require_tokenizer().vocabulary().bos_id;
+  options.types = {GgmlType::Q8_0, GgmlType::Q4_0};
+  options.max_chunks = 4;
+  options.timing_repeats = 1;
+  const QuantReport report = run_quant_report(source, options);
+  EXPECT_LT(report.variants[0].quality.vs_baseline.mean_kl,
+            report.variants[1].quality.vs_baseline.mean_kl);
+  EXPECT_LT(report.variants[0].quality.vs_baseline.mean_kl, 0.05);
+}
+
+}  // namespace
+}  // namespace servescope::eval
