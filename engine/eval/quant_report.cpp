@@ -27,15 +27,17 @@ std::vector<int32_t> text_prompt(const QuantReportOptions& options, int64_t n) {
   return prompt;
 }
 
-// Best prefill and decode tokens/s over a few greedy runs of the same request.
+// Best prefill and decode tokens/s over a few greedy runs of the same request, after one
+// untimed run that warms caches and the backend's scratch buffers.
 void measure_speed(model::Transformer& transformer, const QuantReportOptions& options,
                    VariantReport& report) {
   serving::GenerationRequest request;
   const int64_t longest_prompt = transformer.config().context_length - options.timing_decode_tokens;
-  request.prompt_ids =
-      text_prompt(options, std::min(options.timing_prompt_tokens, longest_prompt - 1));
+  request.prompt_ids = text_prompt(
+      options, std::max<int64_t>(1, std::min(options.timing_prompt_tokens, longest_prompt - 1)));
   request.max_tokens = options.timing_decode_tokens;
   request.stop_token = -1;
+  serving::generate(transformer, request);
   for (int64_t i = 0; i < std::max<int64_t>(1, options.timing_repeats); ++i) {
     const serving::GenerationResult result = serving::generate(transformer, request);
     report.prefill_tokens_per_s =
