@@ -18,6 +18,7 @@
 #include "engine/eval/evaluator.h"
 #include "engine/eval/quant_report.h"
 #include "engine/eval/quantize_model.h"
+#include "engine/eval/tensor_error.h"
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
 
@@ -343,12 +344,41 @@ int run_perplexity(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
-json variant_json(const eval::VariantReport& v) {
-  json layers = json::array();
-  for (const eval::LayerError& l : v.weight_error) {
-    layers.push_back({{"layer", l.layer}, {"rmse", l.rmse}, {"max_abs_error", l.max_abs_error},
-                      {"relative_error", l.relative_error}, {"sqnr_db", finite_or_null(l.sqnr_db)}});
+json layer_errors_json(const std::vector<eval::LayerError>& layers) {
+  json array = json::array();
+  for (const eval::LayerError& l : layers) {
+    array.push_back({{"layer", l.layer}, {"tensors", l.tensors}, {"elements", l.elements},
+                     {"rmse", l.rmse}, {"max_abs_error", l.max_abs_error},
+                     {"relative_error", l.relative_error}, {"sqnr_db", finite_or_null(l.sqnr_db)}});
   }
+  return array;
+}
+
+int run_weight_error(const std::vector<std::string>& args, std::ostream& out) {
+  const Options options(args, {{"model", "type"}, {}});
+  if (!options.has("type")) throw UsageError("weight-error needs --type f32|f16|q8_0|q4_0");
+  const gguf::GgmlType type = eval::parse_weight_type(*options.get("type"));
+  const gguf::GgufFile source = gguf::GgufFile::open(options.get_or("model", default_model_path()));
+  const std::vector<eval::TensorError> errors = eval::measure_quantisation_error(source, type);
+  json tensors = json::array();
+  for (const eval::TensorError& e : errors) {
+    tensors.push_back({{"name", e.name}, {"type", gguf::type_name(e.type)},
+                       {"elements", e.elements}, {"rmse", e.rmse},
+                       {"max_abs_error", e.max_abs_error}, {"relative_error", e.relative_error},
+                       {"sqnr_db", finite_or_null(e.sqnr_db)}, {"histogram", e.histogram.counts}});
+  }
+  out << json{{"model", source.name()},
+              {"type", eval::weight_type_label(type)},
+              {"bin_edges", eval::default_error_bin_edges()},
+              {"layers", layer_errors_json(eval::summarize_by_layer(errors))},
+              {"tensors", tensors}}
+             .dump(2)
+      << "\n";
+  return 0;
+}
+
+json variant_json(const eval::VariantReport& v) {
+  const json layers = layer_errors_json(v.weight_error);
   return {{"type", v.type},
           {"weight_bytes", v.weight_bytes},
           {"weight_bytes_ratio", v.weight_bytes_ratio},
@@ -428,6 +458,10 @@ const std::vector<Subcommand>& subcommands() {
        run_quantize},
       {"perplexity", "[--text-file PATH] [--max-chunks N]: perplexity on a text (default: "
                      "the bundled stories)", run_perplexity},
+      {"weight-error",
+       "--type f16|q8_0|q4_0: per-tensor and per-layer error of quantising the model's weights "
+       "(RMSE, max, relative, SQNR, histogram)",
+       run_weight_error},
       {"quant-report",
        "[--types f32,f16,q8_0,q4_0] [--text-file PATH] [--max-chunks N] [--max-kl X] "
        "[--min-speedup X] [--greedy-tokens N]: quality, memory and speed of each weight type "

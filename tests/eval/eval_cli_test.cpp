@@ -125,4 +125,22 @@ TEST(QuantReportCli, Q8_0BeatsQ4_0AndTheVerdictAppliesTheLimits) {
   EXPECT_EQ(v[1]["weight_error_by_layer"].size(), 3u);  // blk.0, blk.1, other
 }
 
+TEST(WeightErrorCli, PerTensorAndPerLayer) {
+  const CliRun run = cli("weight-error --model " + kModels + "gpt2-f32.gguf --type q4_0");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["bin_edges"].size(), 18u);
+  EXPECT_EQ(doc["layers"].size(), 3u);  // blk.0, blk.1, other
+  const json& tensors = doc["tensors"];
+  ASSERT_FALSE(tensors.empty());
+  for (const json& t : tensors) {
+    EXPECT_EQ(t["histogram"].size(), 19u);
+    if (t["type"] == "F32") {
+      EXPECT_TRUE(t["sqnr_db"].is_null()) << t["name"];  // exact: +inf
+    } else {
+      EXPECT_GT(t["sqnr_db"].get<double>(), 10.0) << t["name"];
+    }
+  }
+}
+
 }  // namespace
