@@ -305,11 +305,17 @@ std::vector<int32_t> evaluation_ids(const Options& options, const model::Model& 
   return m.require_tokenizer().encode(text);
 }
 
-// Progress lines on stderr: "perplexity: q8_0 381/1530 positions".
+// Progress on stderr: "evaluate: q8_0 381/1530 positions, perplexity 7.9, mean KL 0.004".
+// On a terminal the line is rewritten in place and ends when a variant is done.
 eval::ProgressCallback stderr_eval_progress() {
-  return [](const eval::EvalProgress& p) {
-    std::cerr << "evaluate: " << p.variant << " " << p.positions_done << "/" << p.positions_total
-              << " positions, perplexity " << p.perplexity << "\n";
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  return [terminal](const eval::EvalProgress& p) {
+    const bool last = p.positions_done == p.positions_total;
+    std::cerr << (terminal ? "\r\033[K" : "") << "evaluate: " << p.variant << " "
+              << p.positions_done << "/" << p.positions_total << " positions, perplexity "
+              << p.perplexity;
+    if (p.vs_baseline.positions > 0) std::cerr << ", mean KL " << p.vs_baseline.mean_kl;
+    std::cerr << (terminal && !last ? "" : "\n") << std::flush;
   };
 }
 
