@@ -1,6 +1,7 @@
 #include "engine/compute/vulkan/vulkan_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <chrono>
 #include <cmath>
@@ -241,6 +242,7 @@ WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int
     throw BackendError("Vulkan: one row of a weight matrix (" + std::to_string(row_bytes) +
                        " bytes) is larger than the device's largest storage binding");
   }
+  prepare_pipelines(type);
   auto storage = std::make_shared<WeightStorage>();
   for (int64_t first = 0; first < rows; first += static_cast<int64_t>(rows_per_chunk)) {
     const int64_t count = std::min<int64_t>(static_cast<int64_t>(rows_per_chunk), rows - first);
@@ -254,6 +256,42 @@ WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int
     storage->chunks.push_back({first, count, std::move(chunk)});
   }
   return WeightMatrix{storage, type, rows, cols};
+}
+
+void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type) {
+  const std::string suffix = type_suffix(weight_type);
+  std::vector<const Pipeline*> prepared;
+  prepared.push_back(&pipelines_->get("embed_" + suffix, 3));
+  // Decode (1 token, 4 rows per invocation); prefill passes of 8 tokens (4 or 8 rows).
+  for (const auto& constants : {std::array<uint32_t, 2>{1, 4}, std::array<uint32_t, 2>{8, 4},
+                                std::array<uint32_t, 2>{8, 8}}) {
+    prepared.push_back(&pipelines_->get("matmul_vec_" + suffix, 4, constants));
+  }
+  if (workgroup_tiles_) prepared.push_back(&pipelines_->get("matmul_tiled_" + suffix, 4));
+  if (!common_pipelines_ready_) {
+    common_pipelines_ready_ = true;
+    // name, bindings: as dispatched below.
+    const std::pair<const char*, uint32_t> common[] = {
+        {"rms_norm", 3},   {"add_rms_norm", 4},
+        {"layer_norm", 4}, {"add_layer_norm", 5},
+        {"rope", 3},       {"copy", 4},
+        {"add", 2},        {"silu_mul", 3},
+        {"gelu", 1},       {workgroup_tiles_ ? "attention" : "attention_rows", 4}};
+    for (const auto& [name, bindings] : common)
+      prepared.push_back(&pipelines_->get(name, bindings));
+  }
+  // Some drivers (lavapipe) compile a shader only when it first runs: run each once on no
+  // work. With these push constants (rows or counts 0, a divisor 1) every kernel returns at once.
+  const Tensor scratch = create_tensor(1, 64, BufferPurpose::kScratch);
+  const BufferRange any = bind(scratch);
+  const std::array<BufferRange, 8> bindings{any, any, any, any, any, any, any, any};
+  std::array<uint32_t, kPushConstantBytes / 4> push{};
+  push[1] = 1;
+  for (const Pipeline* pipeline : prepared) {
+    recorder_->dispatch(*pipeline, std::span(bindings.data(), pipeline->binding_count), push.data(),
+                        sizeof push, {1, 1, 1}, KernelClass::kOther);
+  }
+  finish();
 }
 
 Tensor VulkanBackend::upload_vector(std::span<const float> values) {

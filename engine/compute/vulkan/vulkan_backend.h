@@ -110,6 +110,9 @@ class VulkanBackend final : public Backend {
   // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
   double time_alone(const std::string& shader, std::initializer_list<BufferRange> bindings,
                     const void* push, uint32_t push_bytes, WorkgroupCount groups);
+  // Compiles, while a model loads, the pipelines its steps will use, so that the first step
+  // does not pay for shader compilation (tens of ms per pipeline on lavapipe).
+  void prepare_pipelines(gguf::GgmlType weight_type);
   void copy_into(const Allocation& dst, std::span<const uint8_t> bytes);
 
   std::shared_ptr<VulkanContext> context_;
@@ -127,6 +130,7 @@ class VulkanBackend final : public Backend {
   };
   std::optional<PendingOp> pending_;
   bool workgroup_tiles_ = true;  // the resolved KernelStyle
+  bool common_pipelines_ready_ = false;
   bool timestamps_by_default_ = true;
 };
 
