@@ -108,6 +108,8 @@ TEST_P(EvaluatorVsPyTorch, QuantisedVariantsMatchKlAndAgreement) {
     EXPECT_NEAR(q.vs_baseline.p99_kl, want["p99_kl"].get<double>(),
                 1e-4 + 1e-3 * q.vs_baseline.p99_kl);
     EXPECT_NEAR(q.vs_baseline.top1_agreement, want["top1_agreement"].get<double>(), 0.01);
+    RecordProperty(type + "_mean_kl", std::to_string(q.vs_baseline.mean_kl));
+    RecordProperty(type + "_top1", std::to_string(q.vs_baseline.top1_agreement));
     EXPECT_GT(q.vs_baseline.mean_kl, previous_kl);  // Q4_0 loses more than Q8_0
     previous_kl = q.vs_baseline.mean_kl;
   }
