@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/compute/cpu_block_dot.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute {
@@ -126,6 +127,32 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor&
 
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
+  if (w.type != gguf::GgmlType::F32 && x.rows <= kMaxRowsForBlockDots) {
+    matmul_on_blocks(x, w, out);
+  } else {
+    matmul_on_tiles(x, w, out);
+  }
+  if (bias != nullptr) {
+    const float* b = row_ptr(*bias, 0);
+    for (int64_t r = 0; r < out.rows; ++r) {
+      float* o = row_ptr(out, r);
+      for (int64_t c = 0; c < out.cols; ++c) o[c] += b[c];
+    }
+  }
+}
+
+void CpuBackend::matmul_on_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  const uint64_t stride = gguf::row_bytes(w.type, w.cols);
+  const uint8_t* rows = host(w.buffer).bytes.data();
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const uint8_t* row = rows + static_cast<uint64_t>(r) * stride;
+    for (int64_t i = 0; i < x.rows; ++i) {
+      row_ptr(out, i)[r] = dot_row(w.type, row, row_ptr(x, i), w.cols);
+    }
+  }
+}
+
+void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   const int64_t n = x.rows;
   const int64_t tile_rows = std::max<int64_t>(1, std::min(w.rows, kTileElements / w.cols));
   for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
@@ -152,13 +179,6 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), m, k, 1.0f,
                   row_ptr(x, 0), static_cast<blasint>(x.row_stride), tile, k, 0.0f,
                   row_ptr(out, 0) + r0, static_cast<blasint>(out.row_stride));
-    }
-  }
-  if (bias != nullptr) {
-    const float* b = row_ptr(*bias, 0);
-    for (int64_t r = 0; r < n; ++r) {
-      float* o = row_ptr(out, r);
-      for (int64_t c = 0; c < out.cols; ++c) o[c] += b[c];
     }
   }
 }

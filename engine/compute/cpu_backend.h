@@ -1,7 +1,8 @@
 // The CPU reference backend: plain loops for the element-wise work, OpenBLAS for matrix
-// products. Quantised weights stay quantised in memory; a product dequantises a tile of
-// weight rows at a time into float32 and hands the tile to BLAS (simple, exact with respect to
-// the dequantised weights, and cache-friendly).
+// products. Quantised weights stay quantised in memory. A product over a few tokens (decode)
+// takes dot products directly on the stored blocks; a product over many tokens (prefill)
+// dequantises a tile of weight rows at a time into float32 and hands it to BLAS. Both are
+// exact with respect to the dequantised weights up to float summation order.
 #pragma once
 
 #include "engine/compute/backend.h"
@@ -34,6 +35,12 @@ class CpuBackend final : public Backend {
   void gelu(Tensor& x) override;
 
  private:
+  // Up to this many tokens, quantised products run as dot products on the stored blocks
+  // (each weight byte read once); more tokens amortise dequantising a tile for BLAS.
+  static constexpr int64_t kMaxRowsForBlockDots = 4;
+  void matmul_on_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
+
   std::vector<float> dequantize_scratch_;  // one tile of weight rows, reused across products
 };
 
