@@ -214,7 +214,7 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   } else {
     if (stream) out << stream->finish();
     if (!m->tokenizer) out << json(result.generated_ids).dump();
-    out << "\n";
+    out << std::endl;  // the text ends before the timing line on a shared terminal
     std::cerr << "prefill: " << result.prefill_tokens << " tokens in " << result.prefill_ms
               << " ms (" << result.prefill_tokens_per_s() << " tokens/s); decode: "
               << result.decode_steps << " tokens in " << result.decode_ms << " ms ("
