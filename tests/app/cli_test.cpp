@@ -2,41 +2,20 @@
 // a one-line reason and a non-zero exit code on bad input.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
+
+#include "tests/support/cli_runner.h"
 
 namespace {
 
 using nlohmann::json;
 
-struct CliRun {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
+using servescope::testing_support::CliRun;
 
 const std::string kData = SERVESCOPE_TEST_DATA_DIR;
 
-CliRun cli(const std::string& args) {
-  // One file per test: ctest runs tests as parallel processes.
-  const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
-  const std::string err_file = testing::TempDir() + "/cli_stderr_" + test + ".txt";
-  const std::string command =
-      std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli " + args + " 2>" + err_file;
-  FILE* pipe = popen(command.c_str(), "r");
-  CliRun run{-1, "", ""};
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(err), {});
-  return run;
-}
+CliRun cli(const std::string& args) { return servescope::testing_support::run_cli(args); }
 
 std::string model(const std::string& name) { return " --model " + kData + "/models/" + name; }
 

@@ -1,16 +1,14 @@
 // servescope-cli quantize / perplexity / quant-report, run as the real binary: JSON on
 // stdout, progress on stderr, a one-line reason and a non-zero exit code on bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf_file.h"
+#include "tests/support/cli_runner.h"
 
 namespace {
 
@@ -19,33 +17,13 @@ using nlohmann::json;
 const std::string kData = SERVESCOPE_TEST_DATA_DIR;
 const std::string kModels = kData + "/models/";
 
-struct CliRun {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
+using servescope::testing_support::CliRun;
 
 std::string temp_path(const std::string& suffix) {
-  // One file per test: ctest runs tests as parallel processes.
-  return testing::TempDir() + "/eval_cli_" +
-         testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
+  return servescope::testing_support::per_test_path("eval_cli_", suffix);
 }
 
-CliRun cli(const std::string& args) {
-  const std::string err_file = temp_path("_stderr.txt");
-  const std::string command =
-      std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli " + args + " 2>" + err_file;
-  FILE* pipe = popen(command.c_str(), "r");
-  CliRun run{-1, "", ""};
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(err), {});
-  return run;
-}
+CliRun cli(const std::string& args) { return servescope::testing_support::run_cli(args); }
 
 TEST(QuantizeCli, WritesTheSameTensorsAsThePythonQuantiser) {
   const std::string out = temp_path(".gguf");

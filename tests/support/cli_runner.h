@@ -1,0 +1,45 @@
+// Runs the real servescope-cli binary for contract tests: stdout, stderr and the exit code.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace servescope::testing_support {
+
+struct CliRun {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+// A path in the test temp dir unique to the running test: ctest runs tests as parallel
+// processes, so fixed names would collide.
+inline std::string per_test_path(const std::string& prefix, const std::string& suffix) {
+  return testing::TempDir() + "/" + prefix +
+         testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
+}
+
+// `args` goes through the shell, so quote text arguments ('...').
+inline CliRun run_cli(const std::string& args) {
+  const std::string err_file = per_test_path("cli_stderr_", ".txt");
+  const std::string command =
+      std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli " + args + " 2>" + err_file;
+  FILE* pipe = popen(command.c_str(), "r");
+  CliRun run{-1, "", ""};
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  run.err.assign(std::istreambuf_iterator<char>(err), {});
+  return run;
+}
+
+}  // namespace servescope::testing_support
