@@ -13,7 +13,6 @@ engine is checked against the file it loads, not against the pre-quantisation fl
 import hashlib
 import json
 import pathlib
-import struct
 import sys
 
 import numpy as np
@@ -25,6 +24,8 @@ for p in (HERE, ROOT / "tools" / "common", ROOT):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
+from gguf_reader import read_gguf_raw  # noqa: E402
+from gguf_reader import read_gguf_raw  # noqa: E402
 from gguf_writer import GgmlType, GgufWriter, ValueType, dequantize  # noqa: E402
 from reference_models import Gpt2Config, LlamaConfig, greedy_generate, forward  # noqa: E402
 from tokenizer_vocab import add_gpt2_tokenizer, add_llama_tokenizer  # noqa: E402
@@ -193,62 +194,15 @@ def format_json(name: str, arch: str, weight_type: str, prompt: list[int], g: di
 
 
 def read_back_tensors(path: pathlib.Path) -> dict:
-    """Minimal independent GGUF v3 parse of the written file: {name: (shape, type, bytes)}.
+    """Independent parse of the written file: {name: (shape, type, bytes)}.
 
-    Checks that the file lays out what was asked (shapes reversed, offsets aligned) so the
-    golden weights are exactly the bytes an engine will read.
+    Checks that offsets are aligned, so the golden weights are exactly the bytes an engine
+    will read.
     """
-    data = path.read_bytes()
-    pos = 0
-
-    def take(fmt):
-        nonlocal pos
-        values = struct.unpack_from(fmt, data, pos)
-        pos += struct.calcsize(fmt)
-        return values
-
-    def string():
-        nonlocal pos
-        (n,) = take("<Q")
-        pos += n
-        return data[pos - n:pos].decode("utf-8")
-
-    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-
-    def skip_value(vtype):
-        nonlocal pos
-        if vtype == ValueType.STRING:
-            string()
-        elif vtype == ValueType.ARRAY:
-            etype, n = take("<IQ")
-            for _ in range(n):
-                skip_value(etype)
-        else:
-            pos += sizes[vtype]
-
-    magic, version, n_tensors, n_kv = take("<4sIQQ")
-    assert magic == b"GGUF" and version == 3, path
-    for _ in range(n_kv):
-        string()
-        (vtype,) = take("<I")
-        skip_value(vtype)
-    infos = []
-    for _ in range(n_tensors):
-        name = string()
-        (n_dims,) = take("<I")
-        dims = take(f"<{n_dims}Q")
-        ggml_type, offset = take("<IQ")
-        infos.append((name, tuple(reversed(dims)), GgmlType(ggml_type), offset))
-    data_start = (pos + 31) // 32 * 32
-    tensors = {}
-    for name, shape, ggml_type, offset in infos:
+    _, tensors = read_gguf_raw(path)
+    for name, (_, _, _, offset) in tensors.items():
         assert offset % 32 == 0, name
-        n = int(np.prod(shape))
-        nbytes = {GgmlType.F32: 4 * n, GgmlType.F16: 2 * n,
-                  GgmlType.Q8_0: 34 * n // 32, GgmlType.Q4_0: 18 * n // 32}[ggml_type]
-        start = data_start + offset
-        tensors[name] = (shape, ggml_type, data[start:start + nbytes])
-    return tensors
+    return {name: (shape, ggml_type, raw) for name, (shape, ggml_type, raw, _) in tensors.items()}
 
 
 def check_file(path: pathlib.Path, stored: dict, weight_type: str) -> None:

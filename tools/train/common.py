@@ -240,71 +240,10 @@ def count_params(model: nn.Module) -> int:
 
 # ----------------------------------------------------------------------------- GGUF reading
 
-def read_gguf(path: pathlib.Path):
-    """A small GGUF v3 reader (independent of the engine): (metadata {key: value},
-    tensors {name: float32 numpy array in PyTorch order}). Tensor bytes are decoded with
-    tools/common/gguf_writer.dequantize, so the arrays are exactly what the file stores."""
-    import struct
-
-    import numpy as np
-    from gguf_writer import GgmlType, ValueType, dequantize
-    data = pathlib.Path(path).read_bytes()
-    pos = 0
-    scalar = {ValueType.UINT8: "<B", ValueType.INT8: "<b", ValueType.UINT16: "<H",
-              ValueType.INT16: "<h", ValueType.UINT32: "<I", ValueType.INT32: "<i",
-              ValueType.FLOAT32: "<f", ValueType.BOOL: "<?", ValueType.UINT64: "<Q",
-              ValueType.INT64: "<q", ValueType.FLOAT64: "<d"}
-
-    def take(fmt):
-        nonlocal pos
-        values = struct.unpack_from(fmt, data, pos)
-        pos += struct.calcsize(fmt)
-        return values
-
-    def string():
-        nonlocal pos
-        (n,) = take("<Q")
-        pos += n
-        return data[pos - n:pos].decode("utf-8")
-
-    def value(vtype):
-        if vtype == ValueType.STRING:
-            return string()
-        if vtype == ValueType.ARRAY:
-            etype, n = take("<IQ")
-            return [value(etype) for _ in range(n)]
-        return take(scalar[ValueType(vtype)])[0]
-
-    magic, version, n_tensors, n_kv = take("<4sIQQ")
-    if magic != b"GGUF" or version != 3:
-        raise ValueError(f"{path}: not a GGUF v3 file")
-    metadata = {}
-    for _ in range(n_kv):
-        key = string()
-        (vtype,) = take("<I")
-        metadata[key] = value(vtype)
-    alignment = metadata.get("general.alignment", 32)
-    infos = []
-    for _ in range(n_tensors):
-        name = string()
-        (n_dims,) = take("<I")
-        dims = take(f"<{n_dims}Q")
-        ggml_type, offset = take("<IQ")
-        infos.append((name, tuple(reversed(dims)), GgmlType(ggml_type), offset))
-    data_start = (pos + alignment - 1) // alignment * alignment
-    tensors = {}
-    for name, shape, ggml_type, offset in infos:
-        n = int(np.prod(shape))
-        nbytes = {GgmlType.F32: 4 * n, GgmlType.F16: 2 * n,
-                  GgmlType.Q8_0: 34 * n // 32, GgmlType.Q4_0: 18 * n // 32}[ggml_type]
-        raw = data[data_start + offset:data_start + offset + nbytes]
-        tensors[name] = dequantize(raw, ggml_type, n).reshape(shape)
-    return metadata, tensors
-
-
 def load_reference(path: pathlib.Path = GGUF_PATH, dtype=torch.float64):
     """(LlamaConfig, weights {GGUF name: torch tensor}, metadata) of an exported model, ready
     for tools/golden/reference_models.py's llama_forward."""
+    from gguf_reader import read_gguf
     from reference_models import LlamaConfig
     md, tensors = read_gguf(path)
     cfg = LlamaConfig(
