@@ -57,6 +57,34 @@ struct AttentionShape {
   int64_t head_dim = 0;
 };
 
+// The keys and values of one layer for every sequence of a paged KV cache: `slots` token rows
+// of kv_dim = n_kv_heads * head_dim elements each, for keys and for values, stored as `type`
+// (F32, F16 or Q8_0) in exactly GGML's row layout, so a row costs row_bytes(type, kv_dim).
+// Which slot holds which sequence's token is the caller's business (block tables).
+struct KvStore {
+  std::shared_ptr<Buffer> keys;
+  std::shared_ptr<Buffer> values;
+  gguf::GgmlType type = gguf::GgmlType::F32;
+  int64_t slots = 0;
+  int64_t kv_dim = 0;
+};
+
+// InputError unless type is F32, F16 or Q8_0, slots >= 1 and kv_dim >= 1 (a multiple of 32
+// for Q8_0). Backends call it from create_kv_store.
+void check_kv_store_shape(gguf::GgmlType type, int64_t slots, int64_t kv_dim);
+
+// Where each query row of a ragged batch sits and which KV slots it sees. Query row i is at
+// position positions[i] of its sequence and attends (causally) to the slots
+//   slot_map[context_offsets[i] + t]  for t = 0 ..= positions[i],
+// i.e. slot_map holds, sequence after sequence, the slot of each of its positions, and every
+// row of a sequence points at the start of that sequence's run. Rows of different sequences
+// never see each other's slots.
+struct AttentionBatch {
+  std::vector<int32_t> positions;        // per query row
+  std::vector<int32_t> context_offsets;  // per query row
+  std::vector<int32_t> slot_map;         // per sequence: slot of positions 0 .. last
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -64,6 +92,9 @@ class Backend {
 
   // --- memory ---------------------------------------------------------------------------
   virtual Tensor create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) = 0;
+  // Zero-filled KV storage (BufferPurpose::kKvCache). InputError for a type other than F32,
+  // F16 or Q8_0, or a Q8_0 kv_dim that is not a multiple of 32.
+  virtual KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) = 0;
   // `data` holds rows * row_bytes(type, cols) bytes in GGML's layout.
   virtual WeightMatrix upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
                                      std::span<const uint8_t> data) = 0;
@@ -86,12 +117,18 @@ class Backend {
   // (GGUF's "normal" RoPE mode), in place.
   virtual void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
                     float freq_base) = 0;
-  // Copies the rows of src into dst starting at row dst_row (stores keys/values in a cache).
+  // Copies the rows of src into dst starting at row dst_row (e.g. gathers the rows whose
+  // logits are wanted).
   virtual void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) = 0;
-  // Causal attention: query row i sits at position first_pos + i and attends to cache rows
-  // 0 ..= first_pos + i of k_cache/v_cache ([capacity x n_kv_heads*head_dim]).
-  virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                         const AttentionShape& shape, int64_t first_pos, Tensor& out) = 0;
+  // Writes row i of keys and of values into slot slots[i] of the store, converted to the
+  // store's type (Q8_0 rows are quantised as GGML's reference quantiser does).
+  virtual void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
+                        KvStore& store) = 0;
+  // Causal attention of a ragged batch over a paged KV store: softmax(q k^T / sqrt(head_dim)) v
+  // per query head, with grouped-query heads sharing KV heads; keys and values are read from
+  // the slots `batch` gives each row (dequantised from the store's type).
+  virtual void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                         const AttentionBatch& batch, Tensor& out) = 0;
   virtual void add(Tensor& x, const Tensor& y) = 0;                                // x += y
   virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;    // silu(g)*u
   virtual void gelu(Tensor& x) = 0;  // tanh form, in place

@@ -52,6 +52,17 @@ Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose /*pur
   return Tensor{buffer, 0, rows, cols, cols};
 }
 
+KvStore CpuBackend::create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) {
+  check_kv_store_shape(type, slots, kv_dim);
+  const uint64_t bytes = gguf::row_bytes(type, kv_dim) * static_cast<uint64_t>(slots);
+  auto side = [bytes] {
+    auto buffer = std::make_shared<CpuBuffer>();
+    buffer->bytes.assign(bytes, 0);
+    return buffer;
+  };
+  return KvStore{side(), side(), type, slots, kv_dim};
+}
+
 WeightMatrix CpuBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
                                        std::span<const uint8_t> data) {
   assert(data.size() == gguf::row_bytes(type, cols) * static_cast<uint64_t>(rows));
@@ -211,20 +222,63 @@ void CpuBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
   }
 }
 
-void CpuBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                           const AttentionShape& shape, int64_t first_pos, Tensor& out) {
+void CpuBackend::store_kv(const Tensor& keys, const Tensor& values,
+                          std::span<const int32_t> slots, KvStore& store) {
+  assert(keys.rows == static_cast<int64_t>(slots.size()) && keys.cols == store.kv_dim);
+  const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
+  for (int64_t r = 0; r < keys.rows; ++r) {
+    const auto slot = static_cast<uint64_t>(slots[static_cast<size_t>(r)]);
+    assert(slot < static_cast<uint64_t>(store.slots));
+    gguf::quantize_row(store.type, row_ptr(keys, r), host(store.keys).bytes.data() + slot * stride,
+                       store.kv_dim);
+    gguf::quantize_row(store.type, row_ptr(values, r),
+                       host(store.values).bytes.data() + slot * stride, store.kv_dim);
+  }
+}
+
+namespace {
+
+// Dequantises the rows of `slots` from one side (keys or values) of a store into dst.
+void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
+                    std::span<const int32_t> slots, std::vector<float>& dst) {
+  const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
+  dst.resize(slots.size() * static_cast<size_t>(store.kv_dim));
+  for (size_t t = 0; t < slots.size(); ++t) {
+    gguf::dequantize_row(store.type, host(side).bytes.data() + slots[t] * stride,
+                         dst.data() + t * static_cast<size_t>(store.kv_dim), store.kv_dim);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                           const AttentionBatch& batch, Tensor& out) {
   const int64_t d = shape.head_dim;
+  const int64_t kv_dim = store.kv_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  std::vector<float> scores(static_cast<size_t>(first_pos + q.rows));
+  std::vector<float> scores;
+  // Rows of one sequence share its context: gather and dequantise it once for all of them.
+  int32_t gathered_offset = -1;
+  int64_t gathered_length = 0;
   for (int64_t i = 0; i < q.rows; ++i) {
-    const int64_t n_keys = first_pos + i + 1;  // causal: itself and everything before
+    const int32_t offset = batch.context_offsets[static_cast<size_t>(i)];
+    const int64_t n_keys = batch.positions[static_cast<size_t>(i)] + 1;  // causal
+    if (offset != gathered_offset || n_keys > gathered_length) {
+      const std::span<const int32_t> slots(batch.slot_map.data() + offset,
+                                           static_cast<size_t>(n_keys));
+      gather_kv_rows(store, store.keys, slots, context_keys_);
+      gather_kv_rows(store, store.values, slots, context_values_);
+      gathered_offset = offset;
+      gathered_length = n_keys;
+    }
+    scores.resize(static_cast<size_t>(n_keys));
     for (int64_t h = 0; h < shape.n_heads; ++h) {
       const float* qh = row_ptr(q, i) + h * d;
       const int64_t kv_col = (h / group) * d;
       float max_score = -INFINITY;
       for (int64_t t = 0; t < n_keys; ++t) {
-        const float* kt = row_ptr(k_cache, t) + kv_col;
+        const float* kt = context_keys_.data() + t * kv_dim + kv_col;
         float dot = 0.0f;
         for (int64_t c = 0; c < d; ++c) dot += qh[c] * kt[c];
         scores[t] = dot * scale;
@@ -239,7 +293,7 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor&
       std::fill(oh, oh + d, 0.0f);
       for (int64_t t = 0; t < n_keys; ++t) {
         const float p = scores[t] / sum;
-        const float* vt = row_ptr(v_cache, t) + kv_col;
+        const float* vt = context_values_.data() + t * kv_dim + kv_col;
         for (int64_t c = 0; c < d; ++c) oh[c] += p * vt[c];
       }
     }

@@ -14,6 +14,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
 
   Tensor create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) override;
+  KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;
   WeightMatrix upload_matrix(gguf::GgmlType type, int64_t rows, int64_t cols,
                              std::span<const uint8_t> data) override;
   Tensor upload_vector(std::span<const float> values) override;
@@ -28,8 +29,10 @@ class CpuBackend final : public Backend {
   void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
             float freq_base) override;
   void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) override;
-  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                 const AttentionShape& shape, int64_t first_pos, Tensor& out) override;
+  void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
+                KvStore& store) override;
+  void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                 const AttentionBatch& batch, Tensor& out) override;
   void add(Tensor& x, const Tensor& y) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
@@ -42,6 +45,9 @@ class CpuBackend final : public Backend {
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 
   std::vector<float> dequantize_scratch_;  // one tile of weight rows, reused across products
+  // One sequence's keys and values, gathered from their slots and dequantised.
+  std::vector<float> context_keys_;
+  std::vector<float> context_values_;
 };
 
 }  // namespace servescope::compute

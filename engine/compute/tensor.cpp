@@ -2,6 +2,10 @@
 
 #include "engine/compute/backend.h"
 
+#include <string>
+
+#include "engine/core/error.h"
+
 namespace servescope::compute {
 
 Tensor Tensor::columns(int64_t first, int64_t count) const {
@@ -18,6 +22,19 @@ Tensor Tensor::row_range(int64_t first, int64_t count) const {
   view.offset = offset + first * row_stride;
   view.rows = count;
   return view;
+}
+
+void check_kv_store_shape(gguf::GgmlType type, int64_t slots, int64_t kv_dim) {
+  using gguf::GgmlType;
+  if (type != GgmlType::F32 && type != GgmlType::F16 && type != GgmlType::Q8_0) {
+    throw InputError("KV cache type " + std::string(gguf::type_name(type)) +
+                     " is not supported; choose one of: f32, f16, q8_0");
+  }
+  if (slots < 1 || kv_dim < 1) throw InputError("a KV store needs at least one slot and column");
+  if (type == GgmlType::Q8_0 && kv_dim % gguf::kQuantBlock != 0) {
+    throw InputError("a Q8_0 KV cache needs rows of a multiple of 32 elements, not " +
+                     std::to_string(kv_dim));
+  }
 }
 
 }  // namespace servescope::compute

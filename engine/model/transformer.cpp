@@ -10,14 +10,24 @@ namespace servescope::model {
 using compute::BufferPurpose;
 using compute::Tensor;
 
-KvCache create_kv_cache(const ModelConfig& config, compute::Backend& backend, int64_t capacity) {
-  KvCache cache;
-  cache.capacity = capacity;
+PagedKvCache create_paged_kv_cache(const ModelConfig& config, compute::Backend& backend,
+                                   gguf::GgmlType type, int64_t slots) {
+  PagedKvCache cache;
+  cache.type = type;
+  cache.slots = slots;
   for (int64_t l = 0; l < config.n_layers; ++l) {
-    cache.keys.push_back(backend.create_tensor(capacity, config.kv_dim(), BufferPurpose::kKvCache));
-    cache.values.push_back(
-        backend.create_tensor(capacity, config.kv_dim(), BufferPurpose::kKvCache));
+    cache.layers.push_back(backend.create_kv_store(type, slots, config.kv_dim()));
   }
+  return cache;
+}
+
+KvCache create_kv_cache(const ModelConfig& config, compute::Backend& backend, int64_t capacity,
+                        gguf::GgmlType type) {
+  KvCache cache;
+  cache.storage = create_paged_kv_cache(config, backend, type, capacity);
+  cache.slots.resize(static_cast<size_t>(capacity));
+  std::iota(cache.slots.begin(), cache.slots.end(), 0);
+  cache.capacity = capacity;
   return cache;
 }
 
@@ -28,30 +38,71 @@ Tensor Transformer::activation(int64_t rows, int64_t cols) {
   return backend_.create_tensor(rows, cols, BufferPurpose::kActivations);
 }
 
-void Transformer::check_input(std::span<const int32_t> tokens, const KvCache& cache) const {
-  if (tokens.empty()) throw InputError("no tokens to run");
-  for (const int32_t id : tokens) {
+void Transformer::check_input(const SequenceStep& step, const PagedKvCache& cache) const {
+  if (step.tokens.empty()) throw InputError("no tokens to run");
+  for (const int32_t id : step.tokens) {
     if (id < 0 || id >= config_.vocab_size) {
       throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
                        std::to_string(config_.vocab_size - 1) + ")");
     }
   }
-  const int64_t end = cache.length + static_cast<int64_t>(tokens.size());
-  const int64_t limit = std::min(cache.capacity, config_.context_length);
-  if (end > limit) {
+  const int64_t end = step.start + static_cast<int64_t>(step.tokens.size());
+  if (step.start < 0 || end > config_.context_length) {
     throw InputError("sequence of " + std::to_string(end) + " tokens exceeds the context of " +
-                     std::to_string(limit) + " tokens");
+                     std::to_string(config_.context_length) + " tokens");
+  }
+  if (static_cast<int64_t>(step.slots.size()) < end) {
+    throw InputError("sequence of " + std::to_string(end) + " tokens has KV slots for only " +
+                     std::to_string(step.slots.size()));
+  }
+  for (int64_t t = 0; t < end; ++t) {
+    const int32_t slot = step.slots[static_cast<size_t>(t)];
+    if (slot < 0 || slot >= cache.slots) {
+      throw InputError("KV slot " + std::to_string(slot) + " is outside the cache (0.." +
+                       std::to_string(cache.slots - 1) + ")");
+    }
   }
 }
 
 std::vector<float> Transformer::forward(std::span<const int32_t> tokens, KvCache& cache,
                                         bool all_positions) {
-  check_input(tokens, cache);
-  const auto n = static_cast<int64_t>(tokens.size());
-  std::vector<int32_t> positions(tokens.size());
-  std::iota(positions.begin(), positions.end(), static_cast<int32_t>(cache.length));
+  const int64_t end = cache.length + static_cast<int64_t>(tokens.size());
+  if (end > cache.capacity) {
+    throw InputError("sequence of " + std::to_string(end) + " tokens exceeds the context of " +
+                     std::to_string(std::min(cache.capacity, config_.context_length)) +
+                     " tokens");
+  }
+  const SequenceStep step{tokens, cache.length, cache.slots,
+                          all_positions ? LogitRows::kAll : LogitRows::kLast};
+  std::vector<float> logits = forward_batch({&step, 1}, cache.storage);
+  cache.length = end;
+  return logits;
+}
 
-  // x: the residual stream, one row per token.
+std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batch,
+                                              PagedKvCache& cache) {
+  if (batch.empty()) throw InputError("no sequences to run");
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> positions;
+  std::vector<int32_t> new_slots;  // where each new token's keys and values go
+  compute::AttentionBatch attention;
+  for (const SequenceStep& step : batch) {
+    check_input(step, cache);
+    const auto offset = static_cast<int32_t>(attention.slot_map.size());
+    const int64_t end = step.start + static_cast<int64_t>(step.tokens.size());
+    attention.slot_map.insert(attention.slot_map.end(), step.slots.begin(),
+                              step.slots.begin() + end);
+    tokens.insert(tokens.end(), step.tokens.begin(), step.tokens.end());
+    for (int64_t p = step.start; p < end; ++p) {
+      positions.push_back(static_cast<int32_t>(p));
+      attention.context_offsets.push_back(offset);
+      new_slots.push_back(step.slots[static_cast<size_t>(p)]);
+    }
+  }
+  attention.positions = positions;
+  const auto n = static_cast<int64_t>(tokens.size());
+
+  // x: the residual stream, one row per token of every sequence.
   Tensor x = activation(n, config_.dim);
   backend_.embed(weights_.token_embd, tokens, x);
   if (config_.architecture == Architecture::kGpt2) {
@@ -61,13 +112,13 @@ std::vector<float> Transformer::forward(std::span<const int32_t> tokens, KvCache
   }
 
   for (size_t l = 0; l < weights_.layers.size(); ++l) {
-    attention_block(weights_.layers[l], static_cast<int64_t>(l), x, positions, cache);
+    attention_block(weights_.layers[l], cache.layers[l], x, attention, new_slots);
     feed_forward_block(weights_.layers[l], x);
   }
-  cache.length += n;
 
   // Only the rows whose logits are wanted go through the final norm and the output matrix.
-  const Tensor wanted = all_positions ? x : x.row_range(n - 1, 1);
+  const Tensor wanted = logit_rows(x, batch);
+  if (wanted.rows == 0) return {};
   Tensor normed = activation(wanted.rows, config_.dim);
   norm(wanted, weights_.output_norm, weights_.output_norm_bias, normed);
   Tensor logits = activation(wanted.rows, config_.vocab_size);
@@ -75,8 +126,40 @@ std::vector<float> Transformer::forward(std::span<const int32_t> tokens, KvCache
   return backend_.read(logits);
 }
 
-void Transformer::attention_block(const LayerWeights& layer, int64_t layer_index, Tensor& x,
-                                  std::span<const int32_t> positions, KvCache& cache) {
+Tensor Transformer::logit_rows(const Tensor& x, std::span<const SequenceStep> batch) {
+  // Runs of wanted rows: (first row in x, count).
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  int64_t row = 0;
+  int64_t wanted = 0;
+  for (const SequenceStep& step : batch) {
+    const auto n = static_cast<int64_t>(step.tokens.size());
+    const int64_t first = step.logits == LogitRows::kAll ? row : row + n - 1;
+    const int64_t count = step.logits == LogitRows::kAll    ? n
+                          : step.logits == LogitRows::kLast ? 1
+                                                            : 0;
+    if (count > 0) {
+      if (!runs.empty() && runs.back().first + runs.back().second == first) {
+        runs.back().second += count;
+      } else {
+        runs.emplace_back(first, count);
+      }
+    }
+    wanted += count;
+    row += n;
+  }
+  if (runs.size() == 1) return x.row_range(runs[0].first, runs[0].second);
+  Tensor gathered = activation(wanted, config_.dim);
+  int64_t next = 0;
+  for (const auto& [first, count] : runs) {
+    backend_.copy_rows(x.row_range(first, count), gathered, next);
+    next += count;
+  }
+  return gathered;
+}
+
+void Transformer::attention_block(const LayerWeights& layer, compute::KvStore& kv, Tensor& x,
+                                  const compute::AttentionBatch& batch,
+                                  std::span<const int32_t> new_slots) {
   const int64_t n = x.rows;
   const int64_t q_dim = config_.n_heads * config_.head_dim;
   Tensor h = activation(n, config_.dim);
@@ -90,8 +173,8 @@ void Transformer::attention_block(const LayerWeights& layer, int64_t layer_index
     backend_.matmul(h, layer.wq, nullptr, q);
     backend_.matmul(h, layer.wk, nullptr, k);
     backend_.matmul(h, layer.wv, nullptr, v);
-    backend_.rope(q, config_.head_dim, positions, config_.rope_freq_base);
-    backend_.rope(k, config_.head_dim, positions, config_.rope_freq_base);
+    backend_.rope(q, config_.head_dim, batch.positions, config_.rope_freq_base);
+    backend_.rope(k, config_.head_dim, batch.positions, config_.rope_freq_base);
   } else {  // gpt2: one fused projection, columns q | k | v
     Tensor qkv = activation(n, 3 * config_.dim);
     backend_.matmul(h, layer.wqkv, &layer.bqkv, qkv);
@@ -100,13 +183,11 @@ void Transformer::attention_block(const LayerWeights& layer, int64_t layer_index
     v = qkv.columns(2 * config_.dim, config_.dim);
   }
 
-  // The new tokens' keys and values join the cache; queries attend over all of it.
-  backend_.copy_rows(k, cache.keys[layer_index], cache.length);
-  backend_.copy_rows(v, cache.values[layer_index], cache.length);
+  // The new tokens' keys and values join the cache; each query attends over its own sequence.
+  backend_.store_kv(k, v, new_slots, kv);
   Tensor attended = activation(n, q_dim);
   const compute::AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim};
-  backend_.attention(q, cache.keys[layer_index], cache.values[layer_index], shape, cache.length,
-                     attended);
+  backend_.attention(q, kv, shape, batch, attended);
 
   Tensor out = activation(n, config_.dim);
   backend_.matmul(attended, layer.wo, layer.bo.buffer ? &layer.bo : nullptr, out);

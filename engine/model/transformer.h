@@ -11,16 +11,40 @@
 
 namespace servescope::model {
 
-// Keys and values of one sequence, contiguous per layer: row t holds token t's
-// [n_kv_heads * head_dim] key (or value).
-struct KvCache {
-  std::vector<compute::Tensor> keys;    // per layer [capacity x kv_dim]
-  std::vector<compute::Tensor> values;  // per layer [capacity x kv_dim]
-  int64_t capacity = 0;                 // tokens
-  int64_t length = 0;                   // tokens stored so far (= position of the next token)
+// The keys and values of many sequences: one KvStore per layer over a shared pool of slots.
+// Block tables (engine/serving) decide which slots a sequence's positions occupy.
+struct PagedKvCache {
+  std::vector<compute::KvStore> layers;
+  gguf::GgmlType type = gguf::GgmlType::F32;
+  int64_t slots = 0;
 };
 
-KvCache create_kv_cache(const ModelConfig& config, compute::Backend& backend, int64_t capacity);
+// InputError for a KV type other than F32, F16 or Q8_0 (or Q8_0 with a kv_dim that is not a
+// multiple of 32) or fewer than one slot.
+PagedKvCache create_paged_kv_cache(const ModelConfig& config, compute::Backend& backend,
+                                   gguf::GgmlType type, int64_t slots);
+
+// One sequence on its own: position t lives in slot t.
+struct KvCache {
+  PagedKvCache storage;
+  std::vector<int32_t> slots;  // 0, 1, ..., capacity - 1
+  int64_t capacity = 0;        // tokens
+  int64_t length = 0;          // tokens stored so far (= position of the next token)
+};
+
+KvCache create_kv_cache(const ModelConfig& config, compute::Backend& backend, int64_t capacity,
+                        gguf::GgmlType type = gguf::GgmlType::F32);
+
+// Which of a sequence's new tokens get logits.
+enum class LogitRows { kNone, kLast, kAll };
+
+// One sequence's share of a batched forward step.
+struct SequenceStep {
+  std::span<const int32_t> tokens;  // new tokens, at positions start, start + 1, ...
+  int64_t start = 0;                // tokens of this sequence already in the cache
+  std::span<const int32_t> slots;   // KV slot of each position 0 .. start + tokens.size() - 1
+  LogitRows logits = LogitRows::kLast;
+};
 
 class Transformer {
  public:
@@ -34,17 +58,26 @@ class Transformer {
   std::vector<float> forward(std::span<const int32_t> tokens, KvCache& cache,
                              bool all_positions = false);
 
+  // One step over a ragged batch: every sequence processes its new tokens, writes their keys
+  // and values into its slots and attends only to its own positions. The result equals
+  // running each sequence alone. Returns the requested logit rows, sequence after sequence,
+  // row-major [rows x vocab]. InputError for an empty batch or sequence, a token id outside
+  // the vocabulary, a sequence past the context, or missing or out-of-range slots.
+  std::vector<float> forward_batch(std::span<const SequenceStep> batch, PagedKvCache& cache);
+
   const ModelConfig& config() const { return config_; }
   compute::Backend& backend() { return backend_; }
 
  private:
-  void attention_block(const LayerWeights& layer, int64_t layer_index, compute::Tensor& x,
-                       std::span<const int32_t> positions, KvCache& cache);
+  void attention_block(const LayerWeights& layer, compute::KvStore& kv, compute::Tensor& x,
+                       const compute::AttentionBatch& batch, std::span<const int32_t> new_slots);
   void feed_forward_block(const LayerWeights& layer, compute::Tensor& x);
   // Normalises x into out with the architecture's norm (RMSNorm or LayerNorm).
   void norm(const compute::Tensor& x, const compute::Tensor& weight, const compute::Tensor& bias,
             compute::Tensor& out);
-  void check_input(std::span<const int32_t> tokens, const KvCache& cache) const;
+  void check_input(const SequenceStep& step, const PagedKvCache& cache) const;
+  // Rows of x whose logits are wanted, gathered into one tensor (x itself when all are).
+  compute::Tensor logit_rows(const compute::Tensor& x, std::span<const SequenceStep> batch);
   compute::Tensor activation(int64_t rows, int64_t cols);
 
   ModelConfig config_;

@@ -566,7 +566,18 @@ void VulkanBackend::record_copy_rows(const Tensor& src0, const Tensor& dst0, int
            KernelClass::kOther);
 }
 
-void VulkanBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+KvStore VulkanBackend::create_kv_store(gguf::GgmlType, int64_t, int64_t) {
+  throw BackendError("Vulkan: paged KV cache not implemented yet (branch work in progress)");
+}
+void VulkanBackend::store_kv(const Tensor&, const Tensor&, std::span<const int32_t>, KvStore&) {
+  throw BackendError("Vulkan: paged KV cache not implemented yet (branch work in progress)");
+}
+void VulkanBackend::attention(const Tensor&, const KvStore&, const AttentionShape&,
+                              const AttentionBatch&, Tensor&) {
+  throw BackendError("Vulkan: paged KV cache not implemented yet (branch work in progress)");
+}
+
+void VulkanBackend::contiguous_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                               const AttentionShape& shape, int64_t first_pos, Tensor& out) {
   if (shape.head_dim > kMaxAttentionHeadDim) {
     throw BackendError("Vulkan: head dimension " + std::to_string(shape.head_dim) +

@@ -70,8 +70,14 @@ class VulkanBackend final : public Backend {
   void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
             float freq_base) override;
   void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) override;
-  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                 const AttentionShape& shape, int64_t first_pos, Tensor& out) override;
+  KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;
+  void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
+                KvStore& store) override;
+  void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                 const AttentionBatch& batch, Tensor& out) override;
+  // TEMPORARY (branch only): the contiguous attention the paged one replaces.
+  void contiguous_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                 const AttentionShape& shape, int64_t first_pos, Tensor& out);
   void add(Tensor& x, const Tensor& y) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
