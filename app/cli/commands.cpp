@@ -42,7 +42,9 @@ std::unique_ptr<model::Model> open_model(const Options& options) {
   if (options.get_int("device", 0) < 0) throw UsageError("--device needs a device index >= 0");
   // The backend factory takes the Vulkan device choice from the environment.
   if (options.has("device")) setenv("SERVESCOPE_VULKAN_DEVICE", options.get("device")->c_str(), 1);
-  return model::load_model(path, compute::parse_backend_kind(options.get_or("backend", "cpu")));
+  auto m = model::load_model(path, compute::parse_backend_kind(options.get_or("backend", "cpu")));
+  if (options.has("kv-type")) m->transformer->set_kv_type(eval::parse_kv_type(*options.get("kv-type")));
+  return m;
 }
 
 // Shortest decimal that reads back as the same float: logits print as 0.1234567, not as the
@@ -143,12 +145,11 @@ int run_tokenize(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 int run_logits(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, with_common({{"ids"}, {"all"}}));
+  const Options options(args, with_common({{"ids", "kv-type"}, {"all"}}));
   if (!options.has("ids")) throw UsageError("logits needs --ids 1,2,3");
   const auto m = open_model(options);
   const std::vector<int32_t> ids = parse_id_list(*options.get("ids"));
-  model::KvCache cache =
-      model::create_kv_cache(m->config, *m->backend, static_cast<int64_t>(ids.size()));
+  model::KvCache cache = m->transformer->new_cache(static_cast<int64_t>(ids.size()));
   const bool all = options.has("all");
   const std::vector<float> logits = m->transformer->forward(ids, cache, all);
   const auto vocab = static_cast<size_t>(m->config.vocab_size);
@@ -162,7 +163,7 @@ int run_logits(const std::vector<std::string>& args, std::ostream& out) {
 
 int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(args, with_common({{"prompt", "ids", "max-tokens", "temperature", "top-k",
-                                            "top-p", "seed"},
+                                            "top-p", "seed", "kv-type"},
                                            {"greedy", "json", "no-stop"}}));
   const auto m = open_model(options);
   serving::GenerationRequest request;
@@ -331,7 +332,7 @@ json quality_json(const eval::VariantQuality& q) {
 }
 
 int run_perplexity(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, with_common({{"text-file", "max-chunks"}, {}}));
+  const Options options(args, with_common({{"text-file", "max-chunks", "kv-type"}, {}}));
   const auto m = open_model(options);
   const std::vector<int32_t> ids = evaluation_ids(options, *m);
   eval::QualityEvaluator evaluator(
@@ -386,9 +387,12 @@ int run_weight_error(const std::vector<std::string>& args, std::ostream& out) {
 json variant_json(const eval::VariantReport& v) {
   const json layers = layer_errors_json(v.weight_error);
   return {{"type", v.type},
+          {"kv_type", v.kv_type},
           {"weight_bytes", v.weight_bytes},
           {"weight_bytes_ratio", v.weight_bytes_ratio},
           {"kv_bytes_per_token", v.kv_bytes_per_token},
+          {"memory_bytes", v.memory_bytes},
+          {"memory_ratio", v.memory_ratio},
           {"quality", quality_json(v.quality)},
           {"greedy_identical_tokens", v.greedy_identical_tokens},
           {"prefill_tokens_per_s", v.prefill_tokens_per_s},
@@ -403,16 +407,15 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(args, with_common({{"types", "text-file", "max-chunks", "max-kl",
                                             "min-speedup", "greedy-tokens", "kv-types"},
                                            {}}));
-  if (options.has("kv-types")) {
-    throw UsageError("--kv-types is not available yet: the KV-cache element type needs the "
-                     "serving core; the report uses an F32 cache");
-  }
   const std::string path = options.get_or("model", default_model_path());
   const auto m = open_model(options);  // the source: its tokenizer and backend choice
   eval::QuantReportOptions ro;
   ro.types.clear();
   std::stringstream list(options.get_or("types", "f32,f16,q8_0,q4_0"));
   for (std::string item; std::getline(list, item, ',');) ro.types.push_back(eval::parse_weight_type(item));
+  ro.kv_types.clear();
+  std::stringstream kv_list(options.get_or("kv-types", "f32"));
+  for (std::string item; std::getline(kv_list, item, ',');) ro.kv_types.push_back(eval::parse_kv_type(item));
   ro.backend = compute::parse_backend_kind(options.get_or("backend", "cpu"));
   ro.text_ids = evaluation_ids(options, *m);
   ro.bos_id = m->require_tokenizer().vocabulary().bos_id;
@@ -434,7 +437,7 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
               {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
               {"positions", report.positions},
               {"text_positions", report.text_positions},
-              {"kv_cache_type", "f32"},
+              {"kv_types", options.get_or("kv-types", "f32")},
               {"limits", {{"max_kl", finite_or_null(ro.max_kl)}, {"min_speedup", ro.min_speedup}}},
               {"baseline", variant_json(report.baseline)},
               {"variants", variants}}
@@ -454,24 +457,24 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
       {"info", "architecture, sizes, tensor types, parameters, weight and KV-cache bytes", run_info},
       {"tokenize", "--text T [--no-bos]: token ids and pieces", run_tokenize},
-      {"logits", "--ids 1,2,3 [--all]: next-token logits of the last (or every) position",
+      {"logits", "--ids 1,2,3 [--all] [--kv-type T]: next-token logits of the last (or every) position",
        run_logits},
       {"generate",
        "(--prompt T | --ids 1,2,3) [--max-tokens N] [--greedy | --temperature T --top-k K "
-       "--top-p P --seed S] [--json] [--no-stop]: continue a prompt",
+       "--top-p P --seed S] [--kv-type f32|f16|q8_0] [--json] [--no-stop]: continue a prompt",
        run_generate},
       {"quantize", "--type f32|f16|q8_0|q4_0 --out OUT.gguf: re-encode the model's matrices",
        run_quantize},
-      {"perplexity", "[--text-file PATH] [--max-chunks N]: perplexity on a text (default: "
+      {"perplexity", "[--text-file PATH] [--max-chunks N] [--kv-type T]: perplexity on a text (default: "
                      "the bundled stories)", run_perplexity},
       {"weight-error",
        "--type f16|q8_0|q4_0: per-tensor and per-layer error of quantising the model's weights "
        "(RMSE, max, relative, SQNR, histogram)",
        run_weight_error},
       {"quant-report",
-       "[--types f32,f16,q8_0,q4_0] [--text-file PATH] [--max-chunks N] [--max-kl X] "
-       "[--min-speedup X] [--greedy-tokens N]: quality, memory and speed of each weight type "
-       "against F32, with a verdict",
+       "[--types f32,f16,q8_0,q4_0] [--kv-types f32,f16,q8_0] [--text-file PATH] "
+       "[--max-chunks N] [--max-kl X] [--min-speedup X] [--greedy-tokens N]: quality, memory "
+       "and speed of each weight type and KV cache type against F32, with a verdict",
        run_quant_report},
   };
   return all;

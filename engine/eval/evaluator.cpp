@@ -42,8 +42,7 @@ int64_t scored_positions(const std::vector<std::vector<int32_t>>& chunks) {
 }
 
 std::vector<float> chunk_logits(model::Transformer& transformer, std::span<const int32_t> chunk) {
-  model::KvCache cache = model::create_kv_cache(transformer.config(), transformer.backend(),
-                                                static_cast<int64_t>(chunk.size()));
+  model::KvCache cache = transformer.new_cache(static_cast<int64_t>(chunk.size()));
   return transformer.forward(chunk, cache, /*all_positions=*/true);
 }
 

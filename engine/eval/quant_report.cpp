@@ -77,9 +77,10 @@ Verdict judge(const VariantReport& variant, const VariantReport& baseline,
     verdict.reasons.push_back("decode speed-up " + format_number(variant.decode_speedup) +
                               "x is below --min-speedup " + format_number(options.min_speedup));
   }
-  if (variant.weight_bytes >= baseline.weight_bytes) {
-    verdict.reasons.push_back("weights are not smaller than the baseline's (" +
-                              std::to_string(variant.weight_bytes) + " bytes)");
+  if (variant.memory_bytes >= baseline.memory_bytes) {
+    verdict.reasons.push_back("memory (weights + a full context's KV cache, " +
+                              std::to_string(variant.memory_bytes) +
+                              " bytes) is not smaller than the baseline's");
   }
   verdict.accepted = verdict.reasons.empty();
   return verdict;
@@ -88,8 +89,12 @@ Verdict judge(const VariantReport& variant, const VariantReport& baseline,
 QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOptions& options,
                              const ProgressCallback& on_progress) {
   if (options.types.empty()) throw InputError("quant-report needs at least one weight type");
+  if (options.kv_types.empty()) throw InputError("quant-report needs at least one KV cache type");
   const auto baseline_model = load_quantised_variant(source, gguf::GgmlType::F32, options.backend);
   const model::ModelConfig& config = baseline_model->config;
+  for (const gguf::GgmlType kv_type : options.kv_types) {  // refuse before the long work
+    compute::check_kv_store_shape(kv_type, 1, config.kv_dim());
+  }
   std::vector<std::vector<int32_t>> chunks = split_into_chunks(
       options.text_ids, config.context_length, options.bos_id, options.max_chunks);
   const int64_t text_positions = scored_positions(chunks);
@@ -100,10 +105,14 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
       greedy_continuation(*baseline_model->transformer, greedy_prompt, options.greedy_tokens);
 
   // Fills the measures every variant shares, the baseline included.
-  auto describe = [&](model::Model& m, const std::string& label, VariantReport& report) {
-    report.type = label;
+  auto describe = [&](model::Model& m, gguf::GgmlType kv_type, VariantReport& report) {
+    m.transformer->set_kv_type(kv_type);
+    report.kv_type = weight_type_label(kv_type);
     report.weight_bytes = model::summarize_weights(m.file).bytes;
-    report.kv_bytes_per_token = config.kv_bytes_per_token(sizeof(float));  // the KV cache is F32
+    report.kv_bytes_per_token =
+        2 * static_cast<uint64_t>(config.n_layers) * gguf::row_bytes(kv_type, config.kv_dim());
+    report.memory_bytes = report.weight_bytes + report.kv_bytes_per_token *
+                                                    static_cast<uint64_t>(config.context_length);
     report.greedy_identical_tokens = identical_prefix_length(
         baseline_greedy, greedy_continuation(*m.transformer, greedy_prompt, options.greedy_tokens));
     measure_speed(*m.transformer, options, report);
@@ -112,25 +121,34 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   QuantReport report;
   report.source = source.name();
   report.backend = baseline_model->backend->name();
-  describe(*baseline_model, "f32", report.baseline);
+  report.baseline.type = "f32";
+  describe(*baseline_model, gguf::GgmlType::F32, report.baseline);
   report.baseline.quality = evaluator.run_baseline(*baseline_model->transformer, "f32");
   report.positions = evaluator.positions_total();
   report.text_positions = text_positions;
   report.baseline.verdict = {true, {}};
 
   for (const gguf::GgmlType type : options.types) {
-    const std::string label = weight_type_label(type);
     const auto variant = load_quantised_variant(source, type, options.backend);
-    VariantReport v;
-    describe(*variant, label, v);
-    v.weight_error = summarize_by_layer(measure_quantisation_error(source, type));
-    v.quality = evaluator.compare(*variant->transformer, label);
-    v.weight_bytes_ratio = ratio(static_cast<double>(v.weight_bytes),
-                                 static_cast<double>(report.baseline.weight_bytes));
-    v.decode_speedup = ratio(v.decode_tokens_per_s, report.baseline.decode_tokens_per_s);
-    v.prefill_speedup = ratio(v.prefill_tokens_per_s, report.baseline.prefill_tokens_per_s);
-    v.verdict = judge(v, report.baseline, options);
-    report.variants.push_back(std::move(v));
+    const std::vector<LayerError> weight_error =
+        summarize_by_layer(measure_quantisation_error(source, type));
+    for (const gguf::GgmlType kv_type : options.kv_types) {
+      VariantReport v;
+      v.type = weight_type_label(type);
+      describe(*variant, kv_type, v);
+      v.weight_error = weight_error;
+      const std::string label =
+          options.kv_types.size() > 1 ? v.type + " kv " + v.kv_type : v.type;
+      v.quality = evaluator.compare(*variant->transformer, label);
+      v.weight_bytes_ratio = ratio(static_cast<double>(v.weight_bytes),
+                                   static_cast<double>(report.baseline.weight_bytes));
+      v.memory_ratio = ratio(static_cast<double>(v.memory_bytes),
+                             static_cast<double>(report.baseline.memory_bytes));
+      v.decode_speedup = ratio(v.decode_tokens_per_s, report.baseline.decode_tokens_per_s);
+      v.prefill_speedup = ratio(v.prefill_tokens_per_s, report.baseline.prefill_tokens_per_s);
+      v.verdict = judge(v, report.baseline, options);
+      report.variants.push_back(std::move(v));
+    }
   }
   return report;
 }

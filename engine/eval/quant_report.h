@@ -3,8 +3,8 @@
 // the same run), with a verdict that applies the user's limits.
 //
 // Every variant is quantised in memory from one source file (F32 or F16), so the comparison is
-// of weight types alone. The KV cache stays F32 here; its element type is a separate
-// dimension that needs the serving core.
+// of weight types alone. The KV cache's element type is the second, independent dimension: a
+// variant is a pair (weight type, KV type), and the baseline is F32 weights with an F32 cache.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@ namespace servescope::eval {
 struct QuantReportOptions {
   std::vector<gguf::GgmlType> types = {gguf::GgmlType::F32, gguf::GgmlType::F16,
                                        gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0};
+  std::vector<gguf::GgmlType> kv_types = {gguf::GgmlType::F32};  // F32, F16 or Q8_0
   compute::BackendKind backend = compute::BackendKind::kCpu;
   std::vector<int32_t> text_ids;  // the evaluation text, tokenised without BOS
   int32_t bos_id = -1;            // put in front of every chunk when >= 0
@@ -35,7 +36,8 @@ struct QuantReportOptions {
   int64_t timing_decode_tokens = 32;
   int64_t timing_repeats = 5;  // best of, to damp noise
   // Verdict limits: a variant is accepted when its mean KL <= max_kl, its decode speed-up over
-  // the baseline >= min_speedup, and its weights are smaller than the baseline's.
+  // the baseline >= min_speedup, and its memory (weights and a full context's KV cache) is
+  // smaller than the baseline's.
   double max_kl = std::numeric_limits<double>::infinity();
   double min_speedup = 0.0;
 };
@@ -46,15 +48,18 @@ struct Verdict {
 };
 
 struct VariantReport {
-  std::string type;  // "q8_0"
+  std::string type;             // weights: "q8_0"
+  std::string kv_type = "f32";  // KV cache elements
   uint64_t weight_bytes = 0;
   uint64_t kv_bytes_per_token = 0;
+  uint64_t memory_bytes = 0;  // weights + KV cache of one full context (context_length tokens)
   std::vector<LayerError> weight_error;  // per layer, quantised against the source values
   VariantQuality quality;
   int64_t greedy_identical_tokens = 0;  // of QuantReportOptions::greedy_tokens
   double prefill_tokens_per_s = 0.0;
   double decode_tokens_per_s = 0.0;
   double weight_bytes_ratio = 1.0;  // variant / baseline
+  double memory_ratio = 1.0;        // variant / baseline
   double decode_speedup = 1.0;      // variant / baseline tokens per second
   double prefill_speedup = 1.0;
   Verdict verdict;

@@ -61,6 +61,21 @@ GgmlType parse_weight_type(std::string_view name) {
 
 std::string weight_type_label(GgmlType type) { return weight_type_entry(type).label; }
 
+GgmlType parse_kv_type(std::string_view name) {
+  const GgmlType type = [&] {
+    try {
+      return parse_weight_type(name);
+    } catch (const InputError&) {
+      return GgmlType::Q4_0;  // refused below with the KV cache's own list
+    }
+  }();
+  if (type == GgmlType::Q4_0) {
+    throw InputError("unknown KV cache type '" + std::string(name) +
+                     "'; choose one of f32, f16, q8_0");
+  }
+  return type;
+}
+
 uint32_t llama_file_type(GgmlType type) { return weight_type_entry(type).llama_file_type; }
 
 bool takes_target_type(const gguf::TensorInfo& tensor, GgmlType target) {

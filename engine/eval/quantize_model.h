@@ -21,6 +21,9 @@ namespace servescope::eval {
 gguf::GgmlType parse_weight_type(std::string_view name);
 // The lower-case label parse_weight_type reads: "q8_0".
 std::string weight_type_label(gguf::GgmlType type);
+// "f32", "f16", "q8_0" (any case) -> a KV cache element type; InputError listing them
+// otherwise. Its label is weight_type_label's.
+gguf::GgmlType parse_kv_type(std::string_view name);
 
 // llama.cpp's general.file_type (llama_ftype) for a file whose matrices are `type`:
 // ALL_F32 = 0, MOSTLY_F16 = 1, MOSTLY_Q4_0 = 2, MOSTLY_Q8_0 = 7. InputError for other types.

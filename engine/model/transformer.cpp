@@ -34,6 +34,15 @@ KvCache create_kv_cache(const ModelConfig& config, compute::Backend& backend, in
 Transformer::Transformer(ModelConfig config, ModelWeights weights, compute::Backend& backend)
     : config_(std::move(config)), weights_(std::move(weights)), backend_(backend) {}
 
+void Transformer::set_kv_type(gguf::GgmlType type) {
+  compute::check_kv_store_shape(type, 1, config_.kv_dim());
+  kv_type_ = type;
+}
+
+KvCache Transformer::new_cache(int64_t capacity) {
+  return create_kv_cache(config_, backend_, capacity, kv_type_);
+}
+
 Tensor Transformer::activation(int64_t rows, int64_t cols) {
   return backend_.create_tensor(rows, cols, BufferPurpose::kActivations);
 }

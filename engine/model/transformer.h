@@ -68,6 +68,13 @@ class Transformer {
   const ModelConfig& config() const { return config_; }
   compute::Backend& backend() { return backend_; }
 
+  // The element type of the KV caches new_cache makes (F32 unless chosen): a runtime choice,
+  // independent of the weights' type. InputError for a type create_kv_store refuses.
+  void set_kv_type(gguf::GgmlType type);
+  gguf::GgmlType kv_type() const { return kv_type_; }
+  // An empty single-sequence cache of `capacity` tokens in kv_type().
+  KvCache new_cache(int64_t capacity);
+
  private:
   void attention_block(const LayerWeights& layer, compute::KvStore& kv, compute::Tensor& x,
                        const compute::AttentionBatch& batch, std::span<const int32_t> new_slots);
@@ -83,6 +90,7 @@ class Transformer {
   ModelConfig config_;
   ModelWeights weights_;
   compute::Backend& backend_;
+  gguf::GgmlType kv_type_ = gguf::GgmlType::F32;
 };
 
 }  // namespace servescope::model

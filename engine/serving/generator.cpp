@@ -37,7 +37,7 @@ GenerationResult generate(model::Transformer& transformer, const GenerationReque
   if (request.max_tokens < 0) throw InputError("max-tokens must be 0 or more");
   Sampler sampler(request.sampling);
   const int64_t context = transformer.config().context_length;
-  model::KvCache cache = model::create_kv_cache(transformer.config(), transformer.backend(), context);
+  model::KvCache cache = transformer.new_cache(context);
 
   GenerationResult result;
   if (request.max_tokens == 0) return result;

@@ -59,7 +59,8 @@ TEST(QuantizeCli, BadInputIsAOneLineReason) {
       {"quantize --model " + in + " --type q8_0 --out " + in, "is the input file"},
       {"quantize --model " + in + " --type q8_0", "needs --type"},
       {"quantize --model " + in + " --type q8_0 --out " + testing::TempDir(), "is a folder"},
-      {"quant-report --model " + in + " --kv-types f16", "serving core"},
+      {"quant-report --model " + in + " --kv-types f16,q4_0", "f32, f16, q8_0"},
+      {"generate --model " + in + " --ids 1,2 --kv-type bf16", "unknown KV cache type"},
       {"perplexity --model " + in + " --text-file /nonexistent.txt", "/nonexistent.txt"},
   };
   for (const auto& [args, reason] : cases) {
@@ -101,6 +102,37 @@ TEST(QuantReportCli, Q8_0BeatsQ4_0AndTheVerdictAppliesTheLimits) {
   EXPECT_NE(v[2]["verdict"]["reasons"][0].get<std::string>().find("exceeds --max-kl"),
             std::string::npos);
   EXPECT_EQ(v[1]["weight_error_by_layer"].size(), 3u);  // blk.0, blk.1, other
+}
+
+TEST(QuantReportCli, KvCacheTypesAreASecondDimension) {
+  const CliRun run = cli("quant-report --model " + kModels +
+                         "llama-f32.gguf --types f32,q8_0 --kv-types f32,f16,q8_0 --max-chunks 1");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  const json& v = doc["variants"];
+  ASSERT_EQ(v.size(), 6u);  // every (weight type, KV type) pair
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"f32", "f32"}, {"f32", "f16"}, {"f32", "q8_0"}, {"q8_0", "f32"}, {"q8_0", "f16"},
+      {"q8_0", "q8_0"}};
+  // Per token: 2 (K and V) x 2 layers x one 32-element row: 128 bytes F32, 64 F16, 34 Q8_0.
+  const std::vector<int> row_bytes = {128, 64, 34};
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    EXPECT_EQ(v[i]["type"], pairs[i].first);
+    EXPECT_EQ(v[i]["kv_type"], pairs[i].second);
+    EXPECT_EQ(v[i]["kv_bytes_per_token"], 2 * 2 * row_bytes[i % 3]) << i;
+    EXPECT_EQ(v[i]["memory_bytes"],
+              v[i]["weight_bytes"].get<int64_t>() + 128 * v[i]["kv_bytes_per_token"].get<int64_t>())
+        << i;  // weights + a full 128-token context
+  }
+  EXPECT_EQ(v[0]["quality"]["mean_kl"], 0.0);
+  // A smaller cache costs a little precision: F16 less than Q8_0.
+  const double kl_f16 = v[1]["quality"]["mean_kl"].get<double>();
+  const double kl_q8 = v[2]["quality"]["mean_kl"].get<double>();
+  EXPECT_GT(kl_f16, 0.0);
+  EXPECT_LT(kl_f16, kl_q8);
+  EXPECT_LT(kl_q8, 1e-2);
+  EXPECT_LT(v[1]["memory_ratio"].get<double>(), 1.0);
+  EXPECT_EQ(v[1]["weight_bytes_ratio"], 1.0);
 }
 
 TEST(WeightErrorCli, PerTensorAndPerLayer) {
