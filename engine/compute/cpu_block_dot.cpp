@@ -1,9 +1,15 @@
 #include "engine/compute/cpu_block_dot.h"
 
 #include <array>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SERVESCOPE_X86_SIMD 1
+#endif
 
 namespace servescope::compute {
 namespace {
@@ -117,9 +123,107 @@ float dot_q4_0(const uint8_t* row, const float* x, int64_t n) {
   return horizontal_sum(acc);
 }
 
+#ifdef SERVESCOPE_X86_SIMD
+// Hand-written AVX2 versions of the block types: the compiler's vectorisation of the loops
+// above goes through a stack copy of the converted weights and spends about 1.8 instructions
+// per weight in decode (callgrind); converting in registers takes about a third of that.
+// Lane l of a block's sum holds elements l, l + 8, l + 16, l + 24, as in the portable code.
+#define SERVESCOPE_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+SERVESCOPE_AVX2 float horizontal_sum(__m256 v) {
+  alignas(32) float lanes[kLanes];
+  _mm256_store_ps(lanes, v);
+  float sum = 0.0f;
+  for (const float lane : lanes) sum += lane;
+  return sum;
+}
+
+// Eight signed bytes -> eight floats.
+SERVESCOPE_AVX2 __m256 int8x8_to_float(__m128i bytes) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+}
+
+SERVESCOPE_AVX2 float block_scale(const uint8_t* block) {
+  uint16_t d;
+  std::memcpy(&d, block, sizeof d);
+  return _cvtsh_ss(d);
+}
+
+SERVESCOPE_AVX2 float dot_f16_avx2(const uint8_t* row, const float* x, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j));
+    acc = _mm256_fmadd_ps(_mm256_cvtph_ps(halves), _mm256_loadu_ps(x + j), acc);
+  }
+  float sum = horizontal_sum(acc);
+  for (; j < n; ++j) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * j, sizeof h);
+    sum += _cvtsh_ss(h) * x[j];
+  }
+  return sum;
+}
+
+SERVESCOPE_AVX2 float dot_q8_0_avx2(const uint8_t* row, const float* x, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+    const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
+    const float* xb = x + b * kQuantBlock;
+    __m256 sum = _mm256_setzero_ps();
+    for (int g = 0; g < kQuantBlock; g += kLanes) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + g));
+      sum = _mm256_fmadd_ps(int8x8_to_float(q), _mm256_loadu_ps(xb + g), sum);
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(block)), sum, acc);
+  }
+  return horizontal_sum(acc);
+}
+
+SERVESCOPE_AVX2 float dot_q4_0_avx2(const uint8_t* row, const float* x, int64_t n) {
+  const __m128i low_nibbles = _mm_set1_epi8(0x0F);
+  const __m128i eight = _mm_set1_epi8(8);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ4_0));
+    const __m128i packed =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
+    // Low nibbles are elements 0..15, high nibbles 16..31; both stored with +8.
+    const __m128i first = _mm_sub_epi8(_mm_and_si128(packed, low_nibbles), eight);
+    const __m128i second =
+        _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low_nibbles), eight);
+    const float* xb = x + b * kQuantBlock;
+    __m256 sum = _mm256_mul_ps(int8x8_to_float(first), _mm256_loadu_ps(xb));
+    sum = _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(first, 8)), _mm256_loadu_ps(xb + 8), sum);
+    sum = _mm256_fmadd_ps(int8x8_to_float(second), _mm256_loadu_ps(xb + 16), sum);
+    sum = _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(second, 8)), _mm256_loadu_ps(xb + 24),
+                          sum);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(block)), sum, acc);
+  }
+  return horizontal_sum(acc);
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+}
+#endif
+
 }  // namespace
 
 float dot_row(gguf::GgmlType type, const uint8_t* row, const float* x, int64_t n) {
+#ifdef SERVESCOPE_X86_SIMD
+  if (cpu_has_avx2()) {
+    switch (type) {
+      case gguf::GgmlType::F16: return dot_f16_avx2(row, x, n);
+      case gguf::GgmlType::Q8_0: return dot_q8_0_avx2(row, x, n);
+      case gguf::GgmlType::Q4_0: return dot_q4_0_avx2(row, x, n);
+      default: break;
+    }
+  }
+#endif
   switch (type) {
     case gguf::GgmlType::F32: return dot_f32(row, x, n);
     case gguf::GgmlType::F16: return dot_f16(row, x, n);

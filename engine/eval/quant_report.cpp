@@ -27,22 +27,37 @@ std::vector<int32_t> text_prompt(const QuantReportOptions& options, int64_t n) {
   return prompt;
 }
 
-// Best prefill and decode tokens/s over a few greedy runs of the same request, after one
-// untimed run that warms caches and the backend's scratch buffers.
-void measure_speed(model::Transformer& transformer, const QuantReportOptions& options,
-                   VariantReport& report) {
+// A model and the KV type it runs with: one row of the report to time.
+struct TimedVariant {
+  model::Model* model = nullptr;
+  gguf::GgmlType kv_type = gguf::GgmlType::F32;
+  VariantReport* report = nullptr;
+};
+
+// Best prefill and decode tokens/s of each variant over a few greedy runs of the same request,
+// after one untimed run each that warms caches and scratch buffers. The runs go round-robin
+// over the variants, so a change in the machine's load (other programs) hits every variant
+// alike and the speed-ups stay comparable.
+void measure_speeds(const std::vector<TimedVariant>& variants, const QuantReportOptions& options) {
+  if (variants.empty()) return;
   serving::GenerationRequest request;
-  const int64_t longest_prompt = transformer.config().context_length - options.timing_decode_tokens;
+  const int64_t context = variants.front().model->config.context_length;
+  const int64_t longest_prompt = context - options.timing_decode_tokens;
   request.prompt_ids = text_prompt(
       options, std::max<int64_t>(1, std::min(options.timing_prompt_tokens, longest_prompt - 1)));
   request.max_tokens = options.timing_decode_tokens;
   request.stop_token = -1;
-  serving::generate(transformer, request);
-  for (int64_t i = 0; i < std::max<int64_t>(1, options.timing_repeats); ++i) {
-    const serving::GenerationResult result = serving::generate(transformer, request);
-    report.prefill_tokens_per_s =
-        std::max(report.prefill_tokens_per_s, result.prefill_tokens_per_s());
-    report.decode_tokens_per_s = std::max(report.decode_tokens_per_s, result.decode_tokens_per_s());
+  const int64_t rounds = 1 + std::max<int64_t>(1, options.timing_repeats);  // first: warm-up
+  for (int64_t round = 0; round < rounds; ++round) {
+    for (const TimedVariant& v : variants) {
+      v.model->transformer->set_kv_type(v.kv_type);
+      const serving::GenerationResult result = serving::generate(*v.model->transformer, request);
+      if (round == 0) continue;
+      v.report->prefill_tokens_per_s =
+          std::max(v.report->prefill_tokens_per_s, result.prefill_tokens_per_s());
+      v.report->decode_tokens_per_s =
+          std::max(v.report->decode_tokens_per_s, result.decode_tokens_per_s());
+    }
   }
 }
 
@@ -104,7 +119,7 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   const std::vector<int32_t> baseline_greedy =
       greedy_continuation(*baseline_model->transformer, greedy_prompt, options.greedy_tokens);
 
-  // Fills the measures every variant shares, the baseline included.
+  // Fills the measures every variant shares, the baseline included (speed comes later).
   auto describe = [&](model::Model& m, gguf::GgmlType kv_type, VariantReport& report) {
     m.transformer->set_kv_type(kv_type);
     report.kv_type = weight_type_label(kv_type);
@@ -115,7 +130,6 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
                                                     static_cast<uint64_t>(config.context_length);
     report.greedy_identical_tokens = identical_prefix_length(
         baseline_greedy, greedy_continuation(*m.transformer, greedy_prompt, options.greedy_tokens));
-    measure_speed(*m.transformer, options, report);
   };
 
   QuantReport report;
@@ -128,27 +142,41 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   report.text_positions = text_positions;
   report.baseline.verdict = {true, {}};
 
+  // Quality, one variant after another; every model stays loaded for the speed rounds.
+  std::vector<std::unique_ptr<model::Model>> variant_models;
+  std::vector<std::pair<model::Model*, gguf::GgmlType>> runs;  // per report.variants entry
   for (const gguf::GgmlType type : options.types) {
-    const auto variant = load_quantised_variant(source, type, options.backend);
+    variant_models.push_back(load_quantised_variant(source, type, options.backend));
+    model::Model& variant = *variant_models.back();
     const std::vector<LayerError> weight_error =
         summarize_by_layer(measure_quantisation_error(source, type));
     for (const gguf::GgmlType kv_type : options.kv_types) {
       VariantReport v;
       v.type = weight_type_label(type);
-      describe(*variant, kv_type, v);
+      describe(variant, kv_type, v);
       v.weight_error = weight_error;
       const std::string label =
           options.kv_types.size() > 1 ? v.type + " kv " + v.kv_type : v.type;
-      v.quality = evaluator.compare(*variant->transformer, label);
-      v.weight_bytes_ratio = ratio(static_cast<double>(v.weight_bytes),
-                                   static_cast<double>(report.baseline.weight_bytes));
-      v.memory_ratio = ratio(static_cast<double>(v.memory_bytes),
-                             static_cast<double>(report.baseline.memory_bytes));
-      v.decode_speedup = ratio(v.decode_tokens_per_s, report.baseline.decode_tokens_per_s);
-      v.prefill_speedup = ratio(v.prefill_tokens_per_s, report.baseline.prefill_tokens_per_s);
-      v.verdict = judge(v, report.baseline, options);
+      v.quality = evaluator.compare(*variant.transformer, label);
       report.variants.push_back(std::move(v));
+      runs.emplace_back(&variant, kv_type);
     }
+  }
+
+  std::vector<TimedVariant> timed = {{baseline_model.get(), gguf::GgmlType::F32, &report.baseline}};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    timed.push_back({runs[i].first, runs[i].second, &report.variants[i]});
+  }
+  measure_speeds(timed, options);
+
+  for (VariantReport& v : report.variants) {
+    v.weight_bytes_ratio = ratio(static_cast<double>(v.weight_bytes),
+                                 static_cast<double>(report.baseline.weight_bytes));
+    v.memory_ratio = ratio(static_cast<double>(v.memory_bytes),
+                           static_cast<double>(report.baseline.memory_bytes));
+    v.decode_speedup = ratio(v.decode_tokens_per_s, report.baseline.decode_tokens_per_s);
+    v.prefill_speedup = ratio(v.prefill_tokens_per_s, report.baseline.prefill_tokens_per_s);
+    v.verdict = judge(v, report.baseline, options);
   }
   return report;
 }

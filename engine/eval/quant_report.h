@@ -34,7 +34,7 @@ struct QuantReportOptions {
   int64_t greedy_tokens = 32;
   int64_t timing_prompt_tokens = 64;  // prefill length of the speed measurement
   int64_t timing_decode_tokens = 32;
-  int64_t timing_repeats = 5;  // best of, to damp noise
+  int64_t timing_repeats = 5;  // rounds over all variants (round-robin); best of, to damp noise
   // Verdict limits: a variant is accepted when its mean KL <= max_kl, its decode speed-up over
   // the baseline >= min_speedup, and its memory (weights and a full context's KV cache) is
   // smaller than the baseline's.

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -18,11 +19,12 @@ struct CliRun {
   std::string err;
 };
 
-// A path in the test temp dir unique to the running test: ctest runs tests as parallel
-// processes, so fixed names would collide.
+// A path in the test temp dir unique to the running test process: ctest runs tests as
+// parallel processes, and two suites may hold tests of the same name.
 inline std::string per_test_path(const std::string& prefix, const std::string& suffix) {
-  return testing::TempDir() + "/" + prefix +
-         testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
+  const testing::TestInfo& test = *testing::UnitTest::GetInstance()->current_test_info();
+  return testing::TempDir() + "/" + prefix + test.test_suite_name() + "." + test.name() + "." +
+         std::to_string(getpid()) + suffix;
 }
 
 // `args` goes through the shell, so quote text arguments ('...').
