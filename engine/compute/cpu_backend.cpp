@@ -155,10 +155,11 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
 void CpuBackend::matmul_on_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
+  const RowDot dot = row_dot_for(w.type);
   for (int64_t r = 0; r < w.rows; ++r) {
     const uint8_t* row = rows + static_cast<uint64_t>(r) * stride;
     for (int64_t i = 0; i < x.rows; ++i) {
-      row_ptr(out, i)[r] = dot_row(w.type, row, row_ptr(x, i), w.cols);
+      row_ptr(out, i)[r] = dot(row, row_ptr(x, i), w.cols);
     }
   }
 }
@@ -244,8 +245,8 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
   const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
   dst.resize(slots.size() * static_cast<size_t>(store.kv_dim));
   for (size_t t = 0; t < slots.size(); ++t) {
-    gguf::dequantize_row(store.type, host(side).bytes.data() + slots[t] * stride,
-                         dst.data() + t * static_cast<size_t>(store.kv_dim), store.kv_dim);
+    dequantize_row_fast(store.type, host(side).bytes.data() + slots[t] * stride,
+                        dst.data() + t * static_cast<size_t>(store.kv_dim), store.kv_dim);
   }
 }
 

@@ -204,6 +204,19 @@ SERVESCOPE_AVX2 float dot_q4_0_avx2(const uint8_t* row, const float* x, int64_t 
   return horizontal_sum(acc);
 }
 
+SERVESCOPE_AVX2 void f16_to_float_avx2(const uint8_t* src, float* dst, int64_t n) {
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * j));
+    _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(halves));
+  }
+  for (; j < n; ++j) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * j, sizeof h);
+    dst[j] = _cvtsh_ss(h);
+  }
+}
+
 bool cpu_has_avx2() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           __builtin_cpu_supports("f16c");
@@ -213,26 +226,36 @@ bool cpu_has_avx2() {
 
 }  // namespace
 
-float dot_row(gguf::GgmlType type, const uint8_t* row, const float* x, int64_t n) {
+RowDot row_dot_for(gguf::GgmlType type) {
 #ifdef SERVESCOPE_X86_SIMD
   if (cpu_has_avx2()) {
     switch (type) {
-      case gguf::GgmlType::F16: return dot_f16_avx2(row, x, n);
-      case gguf::GgmlType::Q8_0: return dot_q8_0_avx2(row, x, n);
-      case gguf::GgmlType::Q4_0: return dot_q4_0_avx2(row, x, n);
+      case gguf::GgmlType::F16: return dot_f16_avx2;
+      case gguf::GgmlType::Q8_0: return dot_q8_0_avx2;
+      case gguf::GgmlType::Q4_0: return dot_q4_0_avx2;
       default: break;
     }
   }
 #endif
   switch (type) {
-    case gguf::GgmlType::F32: return dot_f32(row, x, n);
-    case gguf::GgmlType::F16: return dot_f16(row, x, n);
-    case gguf::GgmlType::Q8_0: return dot_q8_0(row, x, n);
-    case gguf::GgmlType::Q4_0: return dot_q4_0(row, x, n);
+    case gguf::GgmlType::F32: return dot_f32;
+    case gguf::GgmlType::F16: return dot_f16;
+    case gguf::GgmlType::Q8_0: return dot_q8_0;
+    case gguf::GgmlType::Q4_0: return dot_q4_0;
     default: break;
   }
   // Weights are checked at load time, so another type here is a programming error.
   std::abort();
+}
+
+void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
+#ifdef SERVESCOPE_X86_SIMD
+  if (type == gguf::GgmlType::F16 && cpu_has_avx2()) {
+    f16_to_float_avx2(row, dst, n);
+    return;
+  }
+#endif
+  gguf::dequantize_row(type, row, dst, n);
 }
 
 }  // namespace servescope::compute

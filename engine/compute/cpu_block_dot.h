@@ -9,7 +9,13 @@
 
 namespace servescope::compute {
 
-// sum_j W[j] * x[j] over the n elements of a row stored as `type` (F32, F16, Q8_0, Q4_0).
-float dot_row(gguf::GgmlType type, const uint8_t* row, const float* x, int64_t n);
+// A kernel computing sum_j W[j] * x[j] over the n elements of a row stored in one type.
+using RowDot = float (*)(const uint8_t* row, const float* x, int64_t n);
+// The kernel for `type` (F32, F16, Q8_0, Q4_0) on this CPU: picked once per product, not per row.
+RowDot row_dot_for(gguf::GgmlType type);
+
+// gguf::dequantize_row, with the hardware's half-precision conversion where it has one (the
+// CPU reads F16 KV-cache rows this way in every decode step).
+void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n);
 
 }  // namespace servescope::compute
