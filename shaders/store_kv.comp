@@ -67,6 +67,44 @@ void write_run(uint first_half, uint count) {
   if (k < count) put_half(first_half + k, run[k]);  // ends in the lower half of a shared word
 }
 
+// a / b rounded to nearest, for positive normal a and b with a normal quotient; a / b
+// otherwise. Vulkan allows 2.5 ulp of error in a division (GPUs use a reciprocal), and
+// GGML's scale and its reciprocal must be the correctly rounded ones: long division on the
+// 24-bit significands, 24 quotient bits and a guard bit, the rest sticky. (A quotient of two
+// floats is never exactly halfway between two floats, so no tie needs breaking.)
+float divide_correctly_rounded(float a, float b) {
+  const uint a_bits = floatBitsToUint(a);
+  const uint b_bits = floatBitsToUint(b);
+  const int a_exponent = int(a_bits >> 23);
+  const int b_exponent = int(b_bits >> 23);
+  if (a_exponent == 0 || a_exponent >= 255 || b_exponent == 0 || b_exponent >= 255) return a / b;
+  uint remainder = (a_bits & 0x7FFFFFu) | 0x800000u;
+  const uint divisor = (b_bits & 0x7FFFFFu) | 0x800000u;
+  int exponent = a_exponent - b_exponent + 127;
+  if (remainder < divisor) {  // make 1 <= remainder / divisor < 2
+    remainder <<= 1;
+    --exponent;
+  }
+  uint quotient = 0u;
+  for (int i = 0; i < 25; ++i) {
+    quotient <<= 1;
+    if (remainder >= divisor) {
+      remainder -= divisor;
+      quotient |= 1u;
+    }
+    remainder <<= 1;
+  }
+  const bool guard = (quotient & 1u) == 1u;
+  quotient >>= 1;
+  if (guard && (remainder != 0u || (quotient & 1u) == 1u)) ++quotient;
+  if (quotient == 0x1000000u) {  // rounded up to the next power of two
+    quotient >>= 1;
+    ++exponent;
+  }
+  if (exponent < 1 || exponent > 254) return a / b;
+  return uintBitsToFloat((uint(exponent) << 23) | (quotient & 0x7FFFFFu));
+}
+
 // std::round (halves away from zero) then gguf's saturating int8 cast (NaN -> 0).
 int round_to_int8(float v) {
   if (isnan(v)) return 0;
@@ -93,7 +131,8 @@ void main() {
   for (uint j = 0u; j < count; ++j) run[j] = float_to_half(source(row, first + j));
   write_run(slot * p.kv_dim + first, count);
 #elif defined(KV_Q8_0)
-  // GGML's quantize_row_q8_0_reference: d = max|x| / 127, q = round(x * (1 / d)).
+  // GGML's quantize_row_q8_0_reference: d = max|x| / 127, q = round(x * (1 / d)), with
+  // correctly rounded divisions and products (OpFMul is correctly rounded in Vulkan).
   float x[kBlock];
   float amax = 0.0;
   for (uint j = 0u; j < kBlock; ++j) {
@@ -101,8 +140,8 @@ void main() {
     const float a = abs(x[j]);
     amax = amax < a ? a : amax;  // as std::max: a NaN never replaces the maximum
   }
-  precise float d = amax / 127.0;
-  precise float inverse = d != 0.0 ? 1.0 / d : 0.0;
+  const float d = divide_correctly_rounded(amax, 127.0);
+  const float inverse = d != 0.0 ? divide_correctly_rounded(1.0, d) : 0.0;
   run[0] = float_to_half(d);
   for (uint j = 0u; j < kBlock; j += 2u) {
     precise float lo = x[j] * inverse;

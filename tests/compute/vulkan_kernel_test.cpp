@@ -432,6 +432,31 @@ TEST_F(KernelParity, StoreKvQuantisesLikeGgmlAtTheEdges) {
   }
 }
 
+// Thousands of blocks of magnitudes from 1e-4 to 1e4 hit many roundings of x / d: every
+// stored byte equals gguf::quantize_row's (the shader's divisions are correctly rounded).
+TEST_F(KernelParity, StoreKvBytesMatchGgmlOnManyBlocks) {
+  constexpr int64_t rows = 4096, kv_dim = 64;
+  std::vector<float> values = random_values(rows * kv_dim, 77);
+  std::mt19937 rng(78);
+  std::uniform_real_distribution<float> decades(-4.0f, 4.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float scale = std::pow(10.0f, decades(rng));
+    for (int64_t i = 0; i < kv_dim; ++i) values[r * kv_dim + i] *= scale;
+  }
+  std::vector<int32_t> slots(rows);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  Tensor rows_vk = vk_->create_tensor(rows, kv_dim, BufferPurpose::kActivations);
+  vk_->write(rows_vk, values);
+  for (const GgmlType type : {GgmlType::F16, GgmlType::Q8_0}) {
+    KvStore store = vk_->create_kv_store(type, rows, kv_dim);
+    vk_->store_kv(rows_vk, rows_vk, slots, store);
+    std::vector<uint8_t> expected(gguf::row_bytes(type, kv_dim) * rows);
+    expect_stored(expected, type, kv_dim, values, slots);
+    EXPECT_TRUE(vk_->read_kv_bytes(store, false) == expected) << type_label(type);
+  }
+}
+
 // Two layers in one step share the batch (uploaded once); each reads its own store.
 TEST_F(KernelParity, PagedAttentionTwoLayersOneStep) {
   const AttentionShape shape{4, 2, 16};
