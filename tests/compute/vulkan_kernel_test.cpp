@@ -486,6 +486,19 @@ TEST_F(KernelParity, PagedAttentionTwoLayersOneStep) {
   expect_close(out[1], 1e-4f, "layer 1");
 }
 
+TEST_F(KernelParity, KvStoreMemoryIsAccountedAsKvCache) {
+  const auto kv_bytes = [&] {
+    return vk_->memory_usage().bytes_in_use[size_t(BufferPurpose::kKvCache)];
+  };
+  const uint64_t before = kv_bytes();
+  {
+    const KvStore store = vk_->create_kv_store(GgmlType::Q8_0, 100, 64);
+    EXPECT_GE(kv_bytes(), before + 2 * 100 * gguf::row_bytes(GgmlType::Q8_0, 64));
+    EXPECT_EQ(vk_->read_kv_bytes(store, true), std::vector<uint8_t>(100 * 68, 0));  // zeroed
+  }
+  EXPECT_EQ(kv_bytes(), before);
+}
+
 TEST_F(KernelParity, PagedKvRejectsBadShapesAndSlots) {
   EXPECT_THROW(vk_->create_kv_store(GgmlType::Q4_0, 4, 32), InputError);
   EXPECT_THROW(vk_->create_kv_store(GgmlType::Q8_0, 4, 40), InputError);
