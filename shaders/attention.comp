@@ -51,7 +51,8 @@ void main() {
   const uint slots_at = p.slot_map_at + uint(batch[p.context_offsets_at + row]);
   const uint kv_col = (head / p.group) * d;
 
-  for (uint c = tid; c < d; c += kThreads) query[c] = q[p.q_offset + row * p.q_stride + head * d + c];
+  const uint q_at = p.q_offset + row * p.q_stride + head * d;
+  for (uint c = tid; c < d; c += kThreads) query[c] = q[q_at + c];
   barrier();
 
   float running_max = -1.0 / 0.0;
@@ -75,7 +76,8 @@ void main() {
       chunk_sum += scores[t];
     }
     const float rescale = exp(running_max - new_max);  // 0 on the first chunk
-    running_sum = running_sum * rescale + workgroup_reduce(chunk_sum, false);  // barriers: scores, slots visible
+    // Its barriers also make this chunk's scores and slots visible to every thread.
+    running_sum = running_sum * rescale + workgroup_reduce(chunk_sum, false);
     running_max = new_max;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
       const uint c = tid + kThreads * j;

@@ -19,7 +19,9 @@
 #elif defined(KV_F16)
 // uvec2 entries: four halves per load.
 #define KV_ENTRY uvec2
-uint half_bits_at(uvec2 entry, uint i) { return (entry[(i >> 1) & 1u] >> ((i & 1u) * 16u)) & 0xFFFFu; }
+uint half_bits_at(uvec2 entry, uint i) {  // half i % 4 of the entry
+  return (entry[(i >> 1) & 1u] >> ((i & 1u) * 16u)) & 0xFFFFu;
+}
 vec4 four_halves(uvec2 entry) {
   return vec4(half_to_float(entry.x & 0xFFFFu), half_to_float(entry.x >> 16),
               half_to_float(entry.y & 0xFFFFu), half_to_float(entry.y >> 16));
