@@ -1,8 +1,11 @@
 #version 450
-// Causal attention over a contiguous per-layer cache. One workgroup per (head, query token).
+// Causal attention of a ragged batch over a paged KV store. One workgroup per (head, query
+// row); the row attends to the slots batch.slot_map[context_offset + t], t = 0 ..= position.
 // Keys are taken in chunks of 256: the chunk's scores go to shared memory, and a running
 // maximum and sum (online softmax) rescale what earlier chunks accumulated, so any context
 // length fits in fixed shared memory. Thread j owns output dimensions j, j+64, j+128, j+192.
+// Compiled once per store type (KV_F32, KV_F16, KV_Q8_0); keys and values are dequantised
+// as they are read.
 #include "include/common.glsl"
 
 const uint kThreads = 64u;
@@ -10,27 +13,17 @@ const uint kChunk = 256u;
 const uint kMaxHeadDim = 256u;
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
-layout(std430, binding = 1) readonly buffer K { float k_cache[]; };
-layout(std430, binding = 2) readonly buffer V { float v_cache[]; };
-layout(std430, binding = 3) writeonly buffer Out { float out_data[]; };
+layout(std430, binding = 3) readonly buffer Batch { int batch[]; };
+layout(std430, binding = 4) writeonly buffer Out { float out_data[]; };
+#define KV_KEYS_BINDING 1
+#define KV_VALUES_BINDING 2
 
-layout(push_constant) uniform Push {
-  uint head_dim;
-  uint group;  // query heads per KV head
-  uint first_pos;
-  uint q_offset;
-  uint q_stride;
-  uint k_offset;
-  uint k_stride;
-  uint v_offset;
-  uint v_stride;
-  uint out_offset;
-  uint out_stride;
-  float scale;
-} p;
+#include "include/attention_push.glsl"
+#include "include/kv_read.glsl"
 
 shared float query[kMaxHeadDim];
 shared float scores[kChunk];
+shared uint chunk_slots[kChunk];  // the slot of each key of the chunk
 shared float partial[kThreads];
 
 float workgroup_reduce(float value, bool take_max) {
@@ -51,13 +44,15 @@ float workgroup_reduce(float value, bool take_max) {
 
 void main() {
   const uint head = gl_WorkGroupID.x;
-  const uint token = gl_WorkGroupID.y;
+  const uint row = gl_WorkGroupID.y;
   const uint tid = gl_LocalInvocationID.x;
   const uint d = p.head_dim;
-  const uint n_keys = p.first_pos + token + 1u;
+  const uint n_keys = uint(batch[p.positions_at + row]) + 1u;
+  const uint slots_at = p.slot_map_at + uint(batch[p.context_offsets_at + row]);
   const uint kv_col = (head / p.group) * d;
 
-  for (uint c = tid; c < d; c += kThreads) query[c] = q[p.q_offset + token * p.q_stride + head * d + c];
+  const uint q_at = p.q_offset + row * p.q_stride + head * d;
+  for (uint c = tid; c < d; c += kThreads) query[c] = q[q_at + c];
   barrier();
 
   float running_max = -1.0 / 0.0;
@@ -67,9 +62,10 @@ void main() {
     const uint count = min(kChunk, n_keys - base);
     float chunk_max = -1.0 / 0.0;
     for (uint t = tid; t < count; t += kThreads) {
-      const uint key_at = p.k_offset + (base + t) * p.k_stride + kv_col;
+      const uint slot = uint(batch[slots_at + base + t]);
+      chunk_slots[t] = slot;
       float dot_qk = 0.0;
-      for (uint c = 0u; c < d; ++c) dot_qk += query[c] * k_cache[key_at + c];
+      for (uint c = 0u; c < d; ++c) dot_qk += query[c] * key(slot, kv_col + c);
       scores[t] = dot_qk * p.scale;
       chunk_max = max(chunk_max, scores[t]);
     }
@@ -80,22 +76,21 @@ void main() {
       chunk_sum += scores[t];
     }
     const float rescale = exp(running_max - new_max);  // 0 on the first chunk
-    running_sum = running_sum * rescale + workgroup_reduce(chunk_sum, false);  // barriers: scores visible
+    // Its barriers also make this chunk's scores and slots visible to every thread.
+    running_sum = running_sum * rescale + workgroup_reduce(chunk_sum, false);
     running_max = new_max;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
       const uint c = tid + kThreads * j;
       if (c >= d) break;
-      float value = acc[j] * rescale;
-      for (uint t = 0u; t < count; ++t) {
-        value += scores[t] * v_cache[p.v_offset + (base + t) * p.v_stride + kv_col + c];
-      }
-      acc[j] = value;
+      float sum = acc[j] * rescale;
+      for (uint t = 0u; t < count; ++t) sum += scores[t] * value(chunk_slots[t], kv_col + c);
+      acc[j] = sum;
     }
     barrier();  // everyone is done with scores before the next chunk overwrites them
   }
 
   [[unroll]] for (uint j = 0u; j < 4u; ++j) {
     const uint c = tid + kThreads * j;
-    if (c < d) out_data[p.out_offset + token * p.out_stride + head * d + c] = acc[j] / running_sum;
+    if (c < d) out_data[p.out_offset + row * p.out_stride + head * d + c] = acc[j] / running_sum;
   }
 }

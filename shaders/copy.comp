@@ -1,6 +1,6 @@
 #version 450
-// dst rows = src rows for one or two pairs of strided matrix views of the same shape (a step's
-// keys and values into their caches: workgroup z = 0 or 1).
+// dst rows = src rows for one or two pairs of strided matrix views of the same shape (two
+// consecutive copy_rows merged: workgroup z = 0 or 1), e.g. the logit rows of a batch.
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Src0 { float src0[]; };
 layout(std430, binding = 1) writeonly buffer Dst0 { float dst0[]; };

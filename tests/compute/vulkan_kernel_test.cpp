@@ -1,11 +1,15 @@
 // Every Vulkan kernel against the CPU reference backend on random data: odd shapes that are
 // not multiples of any workgroup size, column views with offsets and strides, every weight
-// type, weights split over several bindings, and the staging path of discrete GPUs.
+// type, weights split over several bindings, the staging path of discrete GPUs, and the paged
+// KV store (every KV type, ragged batches, scattered slots) down to its bytes.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
+#include <numeric>
 #include <random>
 
 #include "engine/compute/cpu_backend.h"
@@ -69,7 +73,7 @@ class KernelParity : public testing::Test {
     return o;
   }
   void check_matmul_every_type_and_token_count();
-  void check_attention_shapes();
+  void check_paged_attention(GgmlType kv_type);
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
   Pair random_tensor(int64_t rows, int64_t cols, uint32_t seed, int64_t pad_cols = 0,
@@ -88,10 +92,13 @@ class KernelParity : public testing::Test {
     return p;
   }
 
-  void expect_close(const Pair& p, float tolerance, const std::string& what) {
+  // Returns the largest difference seen.
+  float expect_close(const Pair& p, float tolerance, const std::string& what) {
     const auto expected = cpu_.read(p.cpu);
     const auto actual = vk_->read(p.vk);
-    EXPECT_LE(max_abs_difference(actual, expected), tolerance) << what;
+    const float difference = max_abs_difference(actual, expected);
+    EXPECT_LE(difference, tolerance) << what;
+    return difference;
   }
 
   CpuBackend cpu_;
@@ -136,7 +143,9 @@ class WorkgroupTiles : public KernelParity {
   }
 };
 TEST_F(WorkgroupTiles, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
-TEST_F(WorkgroupTiles, AttentionShapes) { check_attention_shapes(); }
+TEST_F(WorkgroupTiles, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
+TEST_F(WorkgroupTiles, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
+TEST_F(WorkgroupTiles, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
 
 class RowPerInvocation : public KernelParity {
  protected:
@@ -149,7 +158,9 @@ class RowPerInvocation : public KernelParity {
 TEST_F(RowPerInvocation, MatmulEveryTypeAndTokenCount) {
   check_matmul_every_type_and_token_count();
 }
-TEST_F(RowPerInvocation, AttentionShapes) { check_attention_shapes(); }
+TEST_F(RowPerInvocation, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
+TEST_F(RowPerInvocation, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
+TEST_F(RowPerInvocation, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
 
 TEST_F(KernelParity, EmbedEveryType) {
   for (const GgmlType type : kAllTypes) {
@@ -252,52 +263,252 @@ TEST_F(KernelParity, ElementwiseOperations) {
   expect_close(gate, 1e-4f, "silu_mul");
 }
 
-// Keys and values into their caches: two copies in a row run as one dispatch on Vulkan.
-TEST_F(KernelParity, CopyRowsIntoACache) {
-  Pair keys = random_tensor(40, 24, 1);
-  Pair values = random_tensor(40, 24, 3);
-  Pair qkv = random_tensor(3, 72, 2);  // column views of one tensor, like gpt2's k and v
-  const Pair k{qkv.cpu.columns(24, 24), qkv.vk.columns(24, 24)};
-  const Pair v{qkv.cpu.columns(48, 24), qkv.vk.columns(48, 24)};
-  cpu_.copy_rows(k.cpu, keys.cpu, 17);
-  vk_->copy_rows(k.vk, keys.vk, 17);
-  cpu_.copy_rows(v.cpu, values.cpu, 17);
-  vk_->copy_rows(v.vk, values.vk, 17);
-  cpu_.copy_rows(keys.cpu.row_range(17, 3), values.cpu, 30);  // reads what a held copy writes
-  vk_->copy_rows(keys.vk.row_range(17, 3), values.vk, 30);
-  expect_close(keys, 0.0f, "keys");
-  expect_close(values, 0.0f, "values");
+// Two copies in a row run as one dispatch on Vulkan (e.g. gathering a batch's logit rows).
+TEST_F(KernelParity, CopyRowsMergedAndInOrder) {
+  Pair dst0 = random_tensor(40, 24, 1);
+  Pair dst1 = random_tensor(40, 24, 3);
+  Pair qkv = random_tensor(3, 72, 2);  // column views of one tensor
+  const Pair a{qkv.cpu.columns(24, 24), qkv.vk.columns(24, 24)};
+  const Pair b{qkv.cpu.columns(48, 24), qkv.vk.columns(48, 24)};
+  cpu_.copy_rows(a.cpu, dst0.cpu, 17);
+  vk_->copy_rows(a.vk, dst0.vk, 17);
+  cpu_.copy_rows(b.cpu, dst1.cpu, 17);
+  vk_->copy_rows(b.vk, dst1.vk, 17);
+  cpu_.copy_rows(dst0.cpu.row_range(17, 3), dst1.cpu, 30);  // reads what a held copy writes
+  vk_->copy_rows(dst0.vk.row_range(17, 3), dst1.vk, 30);
+  expect_close(dst0, 0.0f, "dst0");
+  expect_close(dst1, 0.0f, "dst1");
 }
 
-TEST_F(KernelParity, AttentionShapes) { check_attention_shapes(); }
+// --- paged KV store -------------------------------------------------------------------------
 
-void KernelParity::check_attention_shapes() {
-  struct Case {
-    int64_t n_heads, n_kv_heads, head_dim, first_pos, queries;
-  };
-  const Case cases[] = {
-      {4, 4, 16, 0, 1},  {6, 2, 40, 0, 13}, {6, 2, 40, 300, 1},  // more keys than one chunk
-      {3, 1, 256, 5, 3}, {2, 2, 7, 250, 9}, {8, 4, 64, 0, 70},  {4, 2, 16, 3, 4},
-  };
-  for (size_t i = 0; i < std::size(cases); ++i) {
-    const Case& c = cases[i];
-    // Dense q/out (vec4-aligned, what attention_rows needs) and unaligned column views.
-    const int64_t q_pad = i % 2 == 0 ? 0 : 5;
-    const int64_t out_pad = i % 2 == 0 ? 0 : 1;
-    const int64_t kv_dim = c.n_kv_heads * c.head_dim;
-    const int64_t capacity = c.first_pos + c.queries + 2;
-    Pair q = random_tensor(c.queries, c.n_heads * c.head_dim, 1, q_pad, 2.0f);
-    Pair k = random_tensor(capacity, kv_dim, 2, 0, 2.0f);
-    Pair v = random_tensor(capacity, kv_dim, 3);
-    Pair out = random_tensor(c.queries, c.n_heads * c.head_dim, 4, out_pad);
-    const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
-    cpu_.attention(q.cpu, k.cpu, v.cpu, shape, c.first_pos, out.cpu);
-    vk_->attention(q.vk, k.vk, v.vk, shape, c.first_pos, out.vk);
-    expect_close(out, 1e-5f,
-                 "heads=" + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " d=" +
-                     std::to_string(c.head_dim) + " first_pos=" + std::to_string(c.first_pos) +
-                     " queries=" + std::to_string(c.queries));
+// A ragged batch: sequences with `start` tokens already stored that now add `added` tokens
+// (start 0: a prefill chunk from scratch; added 1: a decode token).
+struct SequencePlan {
+  int32_t start, added;
+};
+
+struct PagedCase {
+  int64_t n_heads, n_kv_heads, head_dim;
+  std::vector<SequencePlan> sequences;
+  bool adjacent_slots = false;  // slots 0, 1, 2, ... (else a random permutation)
+  bool fused_qkv = false;       // keys and values are column views of one tensor (gpt2)
+  std::string label() const {
+    std::string s = "heads=" + std::to_string(n_heads) + "/" + std::to_string(n_kv_heads) +
+                    " d=" + std::to_string(head_dim) + " seqs=";
+    for (const auto& q : sequences)
+      s += std::to_string(q.start) + "+" + std::to_string(q.added) + " ";
+    return s;
   }
+};
+
+const std::vector<PagedCase>& paged_cases() {
+  static const std::vector<PagedCase> cases = {
+      {4, 4, 16, {{0, 1}}},
+      {6, 2, 40, {{0, 13}, {5, 1}, {300, 1}}},  // a context longer than one 256-key chunk
+      {6, 2, 48, {{0, 13}, {5, 1}, {300, 1}}, false, true},
+      {3, 1, 256, {{5, 3}}},
+      {2, 2, 7, {{250, 9}, {0, 2}}},              // head_dim not a multiple of 4
+      {3, 1, 7, {{0, 5}, {2, 1}, {6, 1}}, true},  // odd F16 rows: adjacent slots share words
+      {8, 4, 64, {{0, 70}}},
+      {4, 2, 16, {{0, 40}, {3, 2}, {1, 1}}, true},  // Q8_0 rows of 34 bytes, adjacent slots
+      {4, 1, 32, {{7, 1}, {0, 4}, {19, 1}, {2, 6}}, false, true},
+  };
+  return cases;
+}
+
+// The bytes a store holds after `rows` (row r of `values`, kv_dim floats) went to slots[r], by
+// gguf::quantize_row, the reference both backends must match.
+void expect_stored(std::vector<uint8_t>& expected, GgmlType type, int64_t kv_dim,
+                   const std::vector<float>& rows, std::span<const int32_t> slots) {
+  const uint64_t stride = gguf::row_bytes(type, kv_dim);
+  for (size_t r = 0; r < slots.size(); ++r) {
+    gguf::quantize_row(type, rows.data() + r * static_cast<size_t>(kv_dim),
+                       expected.data() + static_cast<uint64_t>(slots[r]) * stride, kv_dim);
+  }
+}
+
+void KernelParity::check_paged_attention(GgmlType kv_type) {
+  float worst = 0.0f;
+  uint32_t seed = 1;
+  for (const PagedCase& c : paged_cases()) {
+    const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+    if (kv_type == GgmlType::Q8_0 && kv_dim % 32 != 0) continue;
+    SCOPED_TRACE(type_label(kv_type) + " " + c.label());
+    // Every position of every sequence gets its own slot, scattered over a larger store.
+    int64_t positions = 0;
+    for (const SequencePlan& q : c.sequences) positions += q.start + q.added;
+    const int64_t store_slots = positions + 5;
+    std::vector<int32_t> free_slots(static_cast<size_t>(store_slots));
+    std::iota(free_slots.begin(), free_slots.end(), 0);
+    if (!c.adjacent_slots) std::shuffle(free_slots.begin(), free_slots.end(), std::mt19937(seed));
+
+    AttentionBatch batch;
+    std::vector<int32_t> old_slots, new_slots;
+    size_t next_free = 0;
+    for (const SequencePlan& q : c.sequences) {
+      const auto offset = static_cast<int32_t>(batch.slot_map.size());
+      for (int32_t t = 0; t < q.start + q.added; ++t) {
+        const int32_t slot = free_slots[next_free++];
+        batch.slot_map.push_back(slot);
+        if (t < q.start) {
+          old_slots.push_back(slot);
+        } else {
+          new_slots.push_back(slot);
+          batch.positions.push_back(t);
+          batch.context_offsets.push_back(offset);
+        }
+      }
+    }
+
+    KvStore cpu_store = cpu_.create_kv_store(kv_type, store_slots, kv_dim);
+    KvStore vk_store = vk_->create_kv_store(kv_type, store_slots, kv_dim);
+    std::vector<uint8_t> expected_keys(gguf::row_bytes(kv_type, kv_dim) *
+                                       static_cast<uint64_t>(store_slots));
+    std::vector<uint8_t> expected_values = expected_keys;
+    // Earlier steps' tokens, then this step's; keys scaled up so the softmax is not flat.
+    auto store_rows = [&](std::span<const int32_t> slots) {
+      const auto n = static_cast<int64_t>(slots.size());
+      if (n == 0) return;
+      Pair keys, values;
+      if (c.fused_qkv) {
+        Pair qkv = random_tensor(n, 3 * kv_dim, seed++, 0, 2.0f);
+        keys = {qkv.cpu.columns(kv_dim, kv_dim), qkv.vk.columns(kv_dim, kv_dim)};
+        values = {qkv.cpu.columns(2 * kv_dim, kv_dim), qkv.vk.columns(2 * kv_dim, kv_dim)};
+      } else {
+        keys = random_tensor(n, kv_dim, seed++, 3, 2.0f);
+        values = random_tensor(n, kv_dim, seed++);
+      }
+      cpu_.store_kv(keys.cpu, values.cpu, slots, cpu_store);
+      vk_->store_kv(keys.vk, values.vk, slots, vk_store);
+      expect_stored(expected_keys, kv_type, kv_dim, cpu_.read(keys.cpu), slots);
+      expect_stored(expected_values, kv_type, kv_dim, cpu_.read(values.cpu), slots);
+    };
+    store_rows(old_slots);
+    store_rows(new_slots);
+
+    const auto rows = static_cast<int64_t>(batch.positions.size());
+    const int64_t q_pad = seed % 2 == 0 ? 0 : 5;  // dense (vec4) and unaligned column views
+    Pair q = random_tensor(rows, c.n_heads * c.head_dim, seed++, q_pad, 2.0f);
+    Pair out = random_tensor(rows, c.n_heads * c.head_dim, seed++, q_pad == 0 ? 0 : 1);
+    const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
+    cpu_.attention(q.cpu, cpu_store, shape, batch, out.cpu);
+    vk_->attention(q.vk, vk_store, shape, batch, out.vk);
+    worst = std::max(worst, expect_close(out, 1e-4f, "attention"));
+    EXPECT_TRUE(vk_->read_kv_bytes(vk_store, false) == expected_keys) << "stored keys";
+    EXPECT_TRUE(vk_->read_kv_bytes(vk_store, true) == expected_values) << "stored values";
+  }
+  std::cout << "[ info ] paged attention " << type_label(kv_type)
+            << ": largest |vulkan - cpu| = " << worst << "\n";
+}
+
+TEST_F(KernelParity, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
+TEST_F(KernelParity, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
+TEST_F(KernelParity, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
+
+// Quantisation at its edges: zeros (d = 0), exact ties (d = 1, x = k + 0.5), +-127, tiny
+// magnitudes (a subnormal fp16 scale), large ones, and one past the F16 range.
+TEST_F(KernelParity, StoreKvQuantisesLikeGgmlAtTheEdges) {
+  constexpr int64_t kv_dim = 64;
+  std::vector<float> rows(6 * kv_dim, 0.0f);  // row 0: all zero
+  for (int64_t i = 0; i < kv_dim; ++i) {
+    rows[kv_dim + i] = i % 32 == 0 ? 127.0f : static_cast<float>(i % 32) - 12.5f;  // ties
+    rows[2 * kv_dim + i] = i % 2 == 0 ? 127.0f : -127.0f;           // d = 1, q = +-127
+    rows[3 * kv_dim + i] = 1e-6f * static_cast<float>(i - 31);      // subnormal half scale
+    rows[4 * kv_dim + i] = 3e4f * std::sin(static_cast<float>(i));  // large
+    rows[5 * kv_dim + i] = 0.5f * static_cast<float>(i % 7) - 1.5f;
+  }
+  rows[5 * kv_dim] = 1e5f;
+  const std::vector<int32_t> slots = {3, 0, 5, 1, 2, 4};
+  for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+    Tensor keys = vk_->create_tensor(6, kv_dim, BufferPurpose::kActivations);
+    vk_->write(keys, rows);
+    KvStore store = vk_->create_kv_store(type, 6, kv_dim);
+    vk_->store_kv(keys, keys, slots, store);
+    std::vector<uint8_t> expected(gguf::row_bytes(type, kv_dim) * 6);
+    expect_stored(expected, type, kv_dim, rows, slots);
+    EXPECT_TRUE(vk_->read_kv_bytes(store, false) == expected) << type_label(type);
+    EXPECT_TRUE(vk_->read_kv_bytes(store, true) == expected) << type_label(type);
+  }
+}
+
+// Thousands of blocks of magnitudes from 1e-4 to 1e4 hit many roundings of x / d: every
+// stored byte equals gguf::quantize_row's (the shader's divisions are correctly rounded).
+TEST_F(KernelParity, StoreKvBytesMatchGgmlOnManyBlocks) {
+  constexpr int64_t rows = 4096, kv_dim = 64;
+  std::vector<float> values = random_values(rows * kv_dim, 77);
+  std::mt19937 rng(78);
+  std::uniform_real_distribution<float> decades(-4.0f, 4.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float scale = std::pow(10.0f, decades(rng));
+    for (int64_t i = 0; i < kv_dim; ++i) values[r * kv_dim + i] *= scale;
+  }
+  std::vector<int32_t> slots(rows);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  Tensor rows_vk = vk_->create_tensor(rows, kv_dim, BufferPurpose::kActivations);
+  vk_->write(rows_vk, values);
+  for (const GgmlType type : {GgmlType::F16, GgmlType::Q8_0}) {
+    KvStore store = vk_->create_kv_store(type, rows, kv_dim);
+    vk_->store_kv(rows_vk, rows_vk, slots, store);
+    std::vector<uint8_t> expected(gguf::row_bytes(type, kv_dim) * rows);
+    expect_stored(expected, type, kv_dim, values, slots);
+    EXPECT_TRUE(vk_->read_kv_bytes(store, false) == expected) << type_label(type);
+  }
+}
+
+// Two layers in one step share the batch (uploaded once); each reads its own store.
+TEST_F(KernelParity, PagedAttentionTwoLayersOneStep) {
+  const AttentionShape shape{4, 2, 16};
+  const AttentionBatch batch{{0, 1, 2, 4}, {0, 0, 0, 3}, {7, 2, 5, 0, 1, 3, 4, 6}};
+  const std::vector<int32_t> new_slots = {7, 2, 5, 6};  // and 0, 1, 3 from an earlier step
+  const std::vector<int32_t> old_slots = {0, 1, 3};
+  Pair out[2];
+  KvStore cpu_stores[2], vk_stores[2];
+  for (int layer = 0; layer < 2; ++layer) {
+    cpu_stores[layer] = cpu_.create_kv_store(GgmlType::Q8_0, 8, 32);
+    vk_stores[layer] = vk_->create_kv_store(GgmlType::Q8_0, 8, 32);
+    Pair k_old = random_tensor(3, 32, 50 + layer), v_old = random_tensor(3, 32, 52 + layer);
+    cpu_.store_kv(k_old.cpu, v_old.cpu, old_slots, cpu_stores[layer]);
+    vk_->store_kv(k_old.vk, v_old.vk, old_slots, vk_stores[layer]);
+  }
+  vk_->finish();
+  for (int layer = 0; layer < 2; ++layer) {  // one step: nothing read until the end
+    Pair k = random_tensor(4, 32, 60 + layer), v = random_tensor(4, 32, 62 + layer);
+    Pair q = random_tensor(4, 64, 64 + layer);
+    out[layer] = random_tensor(4, 64, 66);
+    cpu_.store_kv(k.cpu, v.cpu, new_slots, cpu_stores[layer]);
+    vk_->store_kv(k.vk, v.vk, new_slots, vk_stores[layer]);
+    cpu_.attention(q.cpu, cpu_stores[layer], shape, batch, out[layer].cpu);
+    vk_->attention(q.vk, vk_stores[layer], shape, batch, out[layer].vk);
+  }
+  expect_close(out[0], 1e-4f, "layer 0");
+  expect_close(out[1], 1e-4f, "layer 1");
+}
+
+TEST_F(KernelParity, KvStoreMemoryIsAccountedAsKvCache) {
+  const auto kv_bytes = [&] {
+    return vk_->memory_usage().bytes_in_use[size_t(BufferPurpose::kKvCache)];
+  };
+  const uint64_t before = kv_bytes();
+  {
+    const KvStore store = vk_->create_kv_store(GgmlType::Q8_0, 100, 64);
+    EXPECT_GE(kv_bytes(), before + 2 * 100 * gguf::row_bytes(GgmlType::Q8_0, 64));
+    EXPECT_EQ(vk_->read_kv_bytes(store, true), std::vector<uint8_t>(100 * 68, 0));  // zeroed
+  }
+  EXPECT_EQ(kv_bytes(), before);
+}
+
+TEST_F(KernelParity, PagedKvRejectsBadShapesAndSlots) {
+  EXPECT_THROW(vk_->create_kv_store(GgmlType::Q4_0, 4, 32), InputError);
+  EXPECT_THROW(vk_->create_kv_store(GgmlType::Q8_0, 4, 40), InputError);
+  KvStore store = vk_->create_kv_store(GgmlType::F16, 4, 8);
+  Tensor kv = vk_->create_tensor(1, 8, BufferPurpose::kActivations);
+  const std::vector<int32_t> outside = {4};
+  EXPECT_THROW(vk_->store_kv(kv, kv, outside, store), InputError);
+  Tensor q = vk_->create_tensor(1, 8, BufferPurpose::kActivations);
+  const AttentionBatch past_the_map{{2}, {0}, {0, 1}};
+  EXPECT_THROW(vk_->attention(q, store, {1, 1, 8}, past_the_map, q), InputError);
 }
 
 TEST_F(KernelParity, WriteAndReadViews) {
@@ -368,6 +579,28 @@ TEST_F(SplitWeightsAndStaging, MatmulAndEmbed) {
     cpu_.embed(w_cpu, ids, embedded.cpu);
     vk_->embed(w_vk, ids, embedded.vk);
     expect_close(embedded, 0.0f, "embed " + type_label(type));
+  }
+}
+
+// A KV store must fit one binding (1000 bytes here); smaller ones work through staging copies.
+TEST_F(SplitWeightsAndStaging, PagedKvStore) {
+  EXPECT_THROW(vk_->create_kv_store(GgmlType::F32, 10, 32), BackendError);  // 1280 bytes
+  const AttentionShape shape{2, 1, 32};
+  const AttentionBatch batch{{0, 1, 0}, {0, 0, 2}, {3, 0, 5}};
+  const std::vector<int32_t> slots = {3, 0, 5};
+  for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+    KvStore cpu_store = cpu_.create_kv_store(type, 6, 32);
+    KvStore vk_store = vk_->create_kv_store(type, 6, 32);
+    Pair k = random_tensor(3, 32, 1), v = random_tensor(3, 32, 2), q = random_tensor(3, 64, 3);
+    Pair out = random_tensor(3, 64, 4);
+    cpu_.store_kv(k.cpu, v.cpu, slots, cpu_store);
+    vk_->store_kv(k.vk, v.vk, slots, vk_store);
+    cpu_.attention(q.cpu, cpu_store, shape, batch, out.cpu);
+    vk_->attention(q.vk, vk_store, shape, batch, out.vk);
+    expect_close(out, 1e-4f, type_label(type));
+    std::vector<uint8_t> expected(gguf::row_bytes(type, 32) * 6);
+    expect_stored(expected, type, 32, cpu_.read(k.cpu), slots);
+    EXPECT_TRUE(vk_->read_kv_bytes(vk_store, false) == expected) << type_label(type);
   }
 }
 

@@ -1,10 +1,14 @@
 // Whole models on Vulkan against the CPU backend (and the PyTorch golden data): every test
 // model, both architectures, all four weight types. Logits within 1e-3 at every prompt
-// position, identical greedy continuations, validation-clean.
+// position, identical greedy continuations, ragged batches over a paged KV cache of every KV
+// type, validation-clean.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
 
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
@@ -111,6 +115,104 @@ TEST_P(VulkanModel, CachedDecodingAndChunkedPrefillMatchCpu) {
     const auto expected = cpu_->transformer->forward(ids.subspan(at, 1), cpu_cache);
     const auto actual = vk_->transformer->forward(ids.subspan(at, 1), vk_cache);
     EXPECT_LT(max_abs_difference(actual, expected), 1e-3f) << "position " << at;
+  }
+}
+
+// One sequence of a ragged batch: its tokens and the KV slot of each of its positions.
+struct BatchSequence {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> slots;
+  int64_t done = 0;  // tokens already run
+};
+
+// A sequence's share of one step: `count` new tokens (a prefill chunk, or 1 to decode).
+struct StepPart {
+  size_t sequence;
+  int64_t count;
+  model::LogitRows logits;
+};
+
+// Four sequences (rotations of the golden tokens) whose slots are scattered over one shared
+// pool, run in three steps that mix prefill chunks and decode tokens. Each step equals the
+// CPU backend (1e-3) and, row for row, each of its sequences run alone on Vulkan (1e-4).
+TEST_P(VulkanModel, RaggedBatchMatchesCpuAndEachSequenceAlone) {
+  using model::LogitRows;
+  const Golden golden = read_golden(GetParam());
+  std::vector<int32_t> tokens = golden.prompt_ids;
+  tokens.insert(tokens.end(), golden.greedy_ids.begin(), golden.greedy_ids.end());
+  const std::vector<std::vector<StepPart>> steps = {
+      {{0, 5, LogitRows::kLast}, {1, 3, LogitRows::kAll}, {2, 1, LogitRows::kLast}},
+      {{0, 1, LogitRows::kLast},
+       {1, 4, LogitRows::kAll},
+       {2, 1, LogitRows::kNone},
+       {3, 6, LogitRows::kLast}},
+      {{3, 1, LogitRows::kAll},
+       {0, 1, LogitRows::kLast},
+       {1, 1, LogitRows::kLast},
+       {2, 1, LogitRows::kLast}},
+  };
+  constexpr size_t kSequences = 4;
+  const int64_t longest = 8;  // positions of sequence 1
+  ASSERT_GE(static_cast<int64_t>(tokens.size()), longest);
+  const int64_t pool = 4 * longest + 3;
+  const auto vocab = static_cast<size_t>(vk_->config.vocab_size);
+
+  for (const gguf::GgmlType kv_type :
+       {gguf::GgmlType::F32, gguf::GgmlType::F16, gguf::GgmlType::Q8_0}) {
+    if (kv_type == gguf::GgmlType::Q8_0 && vk_->config.kv_dim() % 32 != 0) continue;
+    SCOPED_TRACE(std::string("KV ") + std::string(gguf::type_name(kv_type)));
+    std::vector<int32_t> free_slots(static_cast<size_t>(pool));
+    std::iota(free_slots.begin(), free_slots.end(), 0);
+    std::shuffle(free_slots.begin(), free_slots.end(), std::mt19937(7));
+    std::vector<BatchSequence> sequences(kSequences);
+    for (size_t s = 0; s < kSequences; ++s) {
+      sequences[s].ids = tokens;
+      std::rotate(sequences[s].ids.begin(), sequences[s].ids.begin() + 3 * s,
+                  sequences[s].ids.end());
+      sequences[s].slots.assign(free_slots.begin() + static_cast<int64_t>(s) * longest,
+                                free_slots.begin() + static_cast<int64_t>(s + 1) * longest);
+    }
+    auto cpu_cache = model::create_paged_kv_cache(cpu_->config, *cpu_->backend, kv_type, pool);
+    auto vk_cache = model::create_paged_kv_cache(vk_->config, *vk_->backend, kv_type, pool);
+    std::vector<model::PagedKvCache> alone_caches;
+    for (size_t s = 0; s < kSequences; ++s) {
+      alone_caches.push_back(
+          model::create_paged_kv_cache(vk_->config, *vk_->backend, kv_type, pool));
+    }
+
+    for (size_t step = 0; step < steps.size(); ++step) {
+      std::vector<model::SequenceStep> batch;
+      for (const StepPart& part : steps[step]) {
+        BatchSequence& seq = sequences[part.sequence];
+        batch.push_back({std::span(seq.ids).subspan(static_cast<size_t>(seq.done),
+                                                    static_cast<size_t>(part.count)),
+                         seq.done, seq.slots, part.logits});
+      }
+      const auto expected = cpu_->transformer->forward_batch(batch, cpu_cache);
+      const auto actual = vk_->transformer->forward_batch(batch, vk_cache);
+      EXPECT_EQ(vk_backend_->last_step_timings().submits, 1u) << "step " << step;
+      ASSERT_EQ(actual.size(), expected.size());
+      const float vs_cpu = max_abs_difference(actual, expected);
+      EXPECT_LT(vs_cpu, 1e-3f) << "step " << step;
+
+      size_t row = 0;  // of `actual`
+      float worst_alone = 0.0f;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const auto alone =
+            vk_->transformer->forward_batch({&batch[i], 1}, alone_caches[steps[step][i].sequence]);
+        ASSERT_LE((row * vocab) + alone.size(), actual.size());
+        const float vs_alone =
+            max_abs_difference(alone, std::span(actual).subspan(row * vocab, alone.size()));
+        EXPECT_LT(vs_alone, 1e-4f) << "step " << step << ", part " << i;
+        worst_alone = std::max(worst_alone, vs_alone);
+        row += alone.size() / vocab;
+      }
+      EXPECT_EQ(row * vocab, actual.size());
+      std::cout << GetParam() << " KV " << gguf::type_name(kv_type) << " step " << step
+                << ": max |batched vulkan - cpu| = " << vs_cpu
+                << ", max |batched - alone| (vulkan) = " << worst_alone << "\n";
+      for (const StepPart& part : steps[step]) sequences[part.sequence].done += part.count;
+    }
   }
 }
 

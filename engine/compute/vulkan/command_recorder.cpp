@@ -240,6 +240,17 @@ BufferRange CommandRecorder::upload(std::span<const uint8_t> bytes) {
   return {chunk.buffer, chunk.offset + at, size};
 }
 
+BufferRange CommandRecorder::upload_reused(std::span<const uint8_t> bytes) {
+  for (auto it = reused_uploads_.rbegin(); it != reused_uploads_.rend(); ++it) {
+    if (std::equal(bytes.begin(), bytes.end(), it->bytes.begin(), it->bytes.end())) {
+      return it->range;
+    }
+  }
+  const BufferRange range = upload(bytes);
+  reused_uploads_.push_back({std::vector<uint8_t>(bytes.begin(), bytes.end()), range});
+  return range;
+}
+
 void CommandRecorder::submit_and_wait() {
   if (!recording_) {
     recycle_step_resources();
@@ -317,6 +328,7 @@ void CommandRecorder::recycle_step_resources() {
   for (const Allocation& a : uploads_) host_memory_->release(a);
   uploads_.clear();
   upload_used_ = 0;
+  reused_uploads_.clear();
   pending_kernels_.clear();
   commands_recorded_ = 0;
 }

@@ -50,6 +50,9 @@ class CommandRecorder {
   void fill_zero(const BufferRange& range);
   // Copies `bytes` into host-visible memory that stays valid until this step completes.
   BufferRange upload(std::span<const uint8_t> bytes);
+  // As upload, but bytes equal to an earlier upload_reused of this step share its range: the
+  // attention batch and KV slots that every layer of a step reads go up once per step.
+  BufferRange upload_reused(std::span<const uint8_t> bytes);
 
   bool has_pending_work() const { return recording_; }
   // Turns per-dispatch timestamps on or off from the next step (no-op without device support).
@@ -85,6 +88,11 @@ class CommandRecorder {
   bool timings_overflowed_ = false;
   std::vector<Allocation> uploads_;
   VkDeviceSize upload_used_ = 0;  // bytes used of uploads_.back()
+  struct ReusedUpload {
+    std::vector<uint8_t> bytes;
+    BufferRange range;
+  };
+  std::vector<ReusedUpload> reused_uploads_;  // this step's, checked newest first
   StepTimings last_step_;
 };
 

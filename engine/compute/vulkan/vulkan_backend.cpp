@@ -32,10 +32,12 @@ struct WeightStorage final : Buffer {
   std::vector<WeightChunk> chunks;
 };
 
-const Allocation& allocation_of(const Tensor& t) {
-  assert(t.buffer);
-  return static_cast<const TensorStorage&>(*t.buffer).storage.get();
+const Allocation& allocation_of(const std::shared_ptr<Buffer>& buffer) {
+  assert(buffer);
+  return static_cast<const TensorStorage&>(*buffer).storage.get();
 }
+
+const Allocation& allocation_of(const Tensor& t) { return allocation_of(t.buffer); }
 
 BufferRange bind(const Tensor& t) { return range_of(allocation_of(t)); }
 
@@ -125,16 +127,48 @@ struct SiluMulPush {
 struct GeluPush {
   uint32_t rows, cols, x_offset, x_stride;
 };
-struct AttentionPush {
-  uint32_t head_dim, group, first_pos, q_offset, q_stride, k_offset, k_stride, v_offset, v_stride,
-      out_offset, out_stride;
+struct StoreKvPush {
+  uint32_t rows, kv_dim, keys_offset, keys_stride, values_offset, values_stride;
+};
+struct AttentionPush {  // shaders/include/attention_push.glsl
+  uint32_t head_dim, group, kv_dim, q_offset, q_stride, out_offset, out_stride;
   float scale;
-  uint32_t n_heads, n_queries;  // attention_rows only
+  uint32_t n_heads, n_queries, positions_at, context_offsets_at, slot_map_at;
 };
 
 bool vec4_view(const Tensor& t) { return t.offset % 4 == 0 && t.row_stride % 4 == 0; }
 
 constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4 dimensions
+constexpr int64_t kStoreKvBlock = 32;          // store_kv.comp: elements per invocation
+
+std::span<const uint8_t> as_bytes(std::span<const int32_t> ints) {
+  return {reinterpret_cast<const uint8_t*>(ints.data()), ints.size_bytes()};
+}
+
+void check_slot(int64_t slot, const KvStore& store) {
+  if (slot < 0 || slot >= store.slots) {
+    throw InputError("KV slot " + std::to_string(slot) + " is outside the store (0.." +
+                     std::to_string(store.slots - 1) + ")");
+  }
+}
+
+// InputError unless every query row of `batch` sees existing slots of the store: the shaders
+// index the slot map and the store with these numbers unchecked.
+void check_attention_batch(const AttentionBatch& batch, int64_t rows, const KvStore& store) {
+  if (static_cast<int64_t>(batch.positions.size()) != rows ||
+      static_cast<int64_t>(batch.context_offsets.size()) != rows) {
+    throw InputError("an attention batch needs one position and one context offset per query row");
+  }
+  for (size_t i = 0; i < batch.positions.size(); ++i) {
+    const int64_t first = batch.context_offsets[i];
+    const int64_t end = first + int64_t{batch.positions[i]} + 1;
+    if (batch.positions[i] < 0 || first < 0 || end > static_cast<int64_t>(batch.slot_map.size())) {
+      throw InputError("query row " + std::to_string(i) +
+                       " of an attention batch reaches past its slot map");
+    }
+  }
+  for (const int32_t slot : batch.slot_map) check_slot(slot, store);
+}
 
 }  // namespace
 
@@ -272,16 +306,32 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type) {
     common_pipelines_ready_ = true;
     // name, bindings: as dispatched below.
     const std::pair<const char*, uint32_t> common[] = {
-        {"rms_norm", 3},   {"add_rms_norm", 4},
-        {"layer_norm", 4}, {"add_layer_norm", 5},
-        {"rope", 3},       {"copy", 4},
-        {"add", 2},        {"silu_mul", 3},
-        {"gelu", 1},       {workgroup_tiles_ ? "attention" : "attention_rows", 4}};
+        {"rms_norm", 3}, {"add_rms_norm", 4}, {"layer_norm", 4}, {"add_layer_norm", 5},
+        {"rope", 3},     {"copy", 4},         {"add", 2},        {"silu_mul", 3},
+        {"gelu", 1}};
     for (const auto& [name, bindings] : common)
       prepared.push_back(&pipelines_->get(name, bindings));
   }
+  run_on_no_work(prepared);
+}
+
+void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type) {
+  if (std::find(kv_pipelines_ready_.begin(), kv_pipelines_ready_.end(), kv_type) !=
+      kv_pipelines_ready_.end()) {
+    return;
+  }
+  kv_pipelines_ready_.push_back(kv_type);
+  const std::string suffix = type_suffix(kv_type);
+  const Pipeline* prepared[] = {
+      &pipelines_->get("store_kv_" + suffix, 5),
+      &pipelines_->get((workgroup_tiles_ ? "attention_" : "attention_rows_") + suffix, 5)};
+  run_on_no_work(prepared);
+}
+
+void VulkanBackend::run_on_no_work(std::span<const Pipeline* const> prepared) {
   // Some drivers (lavapipe) compile a shader only when it first runs: run each once on no
-  // work. With these push constants (rows or counts 0, a divisor 1) every kernel returns at once.
+  // work. With these push constants (rows or counts 0, a divisor 1) every kernel returns at
+  // once, and the zeroed scratch makes attention.comp's one key an empty dot product.
   const Tensor scratch = create_tensor(1, 64, BufferPurpose::kScratch);
   const BufferRange any = bind(scratch);
   const std::array<BufferRange, 8> bindings{any, any, any, any, any, any, any, any};
@@ -325,35 +375,46 @@ void VulkanBackend::write(Tensor& dst, std::span<const float> values) {
 }
 
 std::vector<float> VulkanBackend::read(const Tensor& src) {
-  record_pending();
   std::vector<float> out(static_cast<size_t>(src.size()));
-  const Allocation& a = allocation_of(src);
-  const size_t row_bytes = static_cast<size_t>(src.cols) * sizeof(float);
-  if (a.mapped != nullptr) {
-    finish();
-    for (int64_t r = 0; r < src.rows; ++r) {
-      std::memcpy(out.data() + r * src.cols,
-                  a.mapped + (src.offset + r * src.row_stride) * sizeof(float), row_bytes);
-    }
-    return out;
-  }
-  const VkDeviceSize bytes = out.size() * sizeof(float);
-  const Allocation staging = host_memory_->allocate(bytes, BufferPurpose::kScratch);
+  const VkDeviceSize row_bytes = static_cast<VkDeviceSize>(src.cols) * sizeof(float);
   std::vector<VkBufferCopy> regions;
   for (int64_t r = 0; r < src.rows; ++r) {
     regions.push_back({static_cast<VkDeviceSize>((src.offset + r * src.row_stride) * 4),
                        r * row_bytes, row_bytes});
   }
+  read_regions(allocation_of(src),
+               {reinterpret_cast<uint8_t*>(out.data()), out.size() * sizeof(float)}, regions);
+  return out;
+}
+
+std::vector<uint8_t> VulkanBackend::read_kv_bytes(const KvStore& store, bool values) {
+  std::vector<uint8_t> out(gguf::row_bytes(store.type, store.kv_dim) *
+                           static_cast<uint64_t>(store.slots));
+  const VkBufferCopy region{0, 0, out.size()};
+  read_regions(allocation_of(values ? store.values : store.keys), out, std::span(&region, 1));
+  return out;
+}
+
+void VulkanBackend::read_regions(const Allocation& src, std::span<uint8_t> dst,
+                                 std::span<const VkBufferCopy> regions) {
+  record_pending();
+  if (src.mapped != nullptr) {
+    finish();
+    for (const VkBufferCopy& region : regions) {
+      std::memcpy(dst.data() + region.dstOffset, src.mapped + region.srcOffset, region.size);
+    }
+    return;
+  }
+  const Allocation staging = host_memory_->allocate(dst.size(), BufferPurpose::kScratch);
   try {
-    recorder_->copy(range_of(a), range_of(staging), regions);
+    recorder_->copy(range_of(src), range_of(staging), regions);
     finish();
   } catch (...) {
     host_memory_->release(staging);
     throw;
   }
-  std::memcpy(out.data(), staging.mapped, bytes);
+  std::memcpy(dst.data(), staging.mapped, dst.size());
   host_memory_->release(staging);
-  return out;
 }
 
 // --- operations -----------------------------------------------------------------------------
@@ -566,44 +627,96 @@ void VulkanBackend::record_copy_rows(const Tensor& src0, const Tensor& dst0, int
            KernelClass::kOther);
 }
 
-KvStore VulkanBackend::create_kv_store(gguf::GgmlType, int64_t, int64_t) {
-  throw BackendError("Vulkan: paged KV cache not implemented yet (branch work in progress)");
-}
-void VulkanBackend::store_kv(const Tensor&, const Tensor&, std::span<const int32_t>, KvStore&) {
-  throw BackendError("Vulkan: paged KV cache not implemented yet (branch work in progress)");
-}
-void VulkanBackend::attention(const Tensor&, const KvStore&, const AttentionShape&,
-                              const AttentionBatch&, Tensor&) {
-  throw BackendError("Vulkan: paged KV cache not implemented yet (branch work in progress)");
+KvStore VulkanBackend::create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) {
+  check_kv_store_shape(type, slots, kv_dim);
+  const uint64_t row_bytes = gguf::row_bytes(type, kv_dim);
+  // Whole 16 bytes: the shaders read F32 and F16 stores as vec4 / uvec2 entries.
+  const uint64_t bytes = (row_bytes * static_cast<uint64_t>(slots) + 15) / 16 * 16;
+  if (bytes > max_binding_bytes_) {
+    throw BackendError("Vulkan: a KV store of " + std::to_string(slots) + " slots x " +
+                       std::to_string(row_bytes) + " bytes per layer (" + std::to_string(bytes) +
+                       " bytes for keys, as many for values) is larger than the device's largest "
+                       "storage binding (" +
+                       std::to_string(max_binding_bytes_) +
+                       " bytes); use fewer KV slots or a smaller KV type (f16, q8_0)");
+  }
+  prepare_kv_pipelines(type);
+  auto zeroed_side = [&] {
+    auto side = std::make_shared<TensorStorage>(
+        device_memory_, device_memory_->allocate(bytes, BufferPurpose::kKvCache));
+    record_pending();
+    recorder_->fill_zero(range_of(side->storage.get()));
+    return side;
+  };
+  return KvStore{zeroed_side(), zeroed_side(), type, slots, kv_dim};
 }
 
-void VulkanBackend::contiguous_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                              const AttentionShape& shape, int64_t first_pos, Tensor& out) {
+BufferRange VulkanBackend::upload_batch(const AttentionBatch& batch) {
+  std::vector<int32_t> ints;
+  ints.reserve(batch.positions.size() * 2 + batch.slot_map.size());
+  for (const auto* part : {&batch.positions, &batch.context_offsets, &batch.slot_map}) {
+    ints.insert(ints.end(), part->begin(), part->end());
+  }
+  return recorder_->upload_reused(as_bytes(ints));
+}
+
+void VulkanBackend::store_kv(const Tensor& keys, const Tensor& values,
+                             std::span<const int32_t> slots, KvStore& store) {
+  assert(keys.rows == values.rows && keys.rows == static_cast<int64_t>(slots.size()) &&
+         keys.cols == store.kv_dim && values.cols == store.kv_dim);
+  for (const int32_t slot : slots) check_slot(slot, store);
+  if (keys.rows == 0) return;
+  const StoreKvPush push{u32(keys.rows),       u32(store.kv_dim),  u32(keys.offset),
+                         u32(keys.row_stride), u32(values.offset), u32(values.row_stride)};
+  const int64_t blocks = keys.rows * ((store.kv_dim + kStoreKvBlock - 1) / kStoreKvBlock);
+  WorkgroupCount groups = linear_groups(groups_for(blocks, 64));
+  groups.z = 2;  // keys, values
+  dispatch("store_kv_" + type_suffix(store.type),
+           {bind(keys), bind(values), recorder_->upload_reused(as_bytes(slots)),
+            range_of(allocation_of(store.keys)), range_of(allocation_of(store.values))},
+           &push, sizeof push, groups, KernelClass::kOther);
+}
+
+void VulkanBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                              const AttentionBatch& batch, Tensor& out) {
   if (shape.head_dim > kMaxAttentionHeadDim) {
     throw BackendError("Vulkan: head dimension " + std::to_string(shape.head_dim) +
                        " is larger than the attention kernel's " +
                        std::to_string(kMaxAttentionHeadDim));
   }
-  assert(shape.n_heads % shape.n_kv_heads == 0 && first_pos + q.rows <= k_cache.rows);
-  const AttentionPush push{
-      u32(shape.head_dim),     u32(shape.n_heads / shape.n_kv_heads),
-      u32(first_pos),          u32(q.offset),
-      u32(q.row_stride),       u32(k_cache.offset),
-      u32(k_cache.row_stride), u32(v_cache.offset),
-      u32(v_cache.row_stride), u32(out.offset),
-      u32(out.row_stride),     1.0f / std::sqrt(static_cast<float>(shape.head_dim)),
-      u32(shape.n_heads),      u32(q.rows)};
-  const bool rows_kernel = !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) &&
-                           vec4_view(k_cache) && vec4_view(v_cache) && vec4_view(out);
-  if (rows_kernel) {  // 8 (token, head) pairs per workgroup
-    dispatch("attention_rows", {bind(q), bind(k_cache), bind(v_cache), bind(out)}, &push,
-             sizeof push, linear_groups(groups_for(shape.n_heads * q.rows, 8)),
-             KernelClass::kAttention);
+  assert(shape.n_heads % shape.n_kv_heads == 0 &&
+         shape.n_kv_heads * shape.head_dim == store.kv_dim &&
+         q.cols == shape.n_heads * shape.head_dim && out.cols == q.cols && out.rows == q.rows);
+  check_attention_batch(batch, q.rows, store);
+  if (q.rows == 0) return;
+  const uint32_t n = u32(q.rows);
+  const AttentionPush push{u32(shape.head_dim),
+                           u32(shape.n_heads / shape.n_kv_heads),
+                           u32(store.kv_dim),
+                           u32(q.offset),
+                           u32(q.row_stride),
+                           u32(out.offset),
+                           u32(out.row_stride),
+                           1.0f / std::sqrt(static_cast<float>(shape.head_dim)),
+                           u32(shape.n_heads),
+                           n,
+                           0,  // upload_batch: positions, context offsets, slot map
+                           n,
+                           2 * n};
+  const std::initializer_list<BufferRange> bindings{bind(q), range_of(allocation_of(store.keys)),
+                                                    range_of(allocation_of(store.values)),
+                                                    upload_batch(batch), bind(out)};
+  const std::string suffix = type_suffix(store.type);
+  const bool rows_kernel =
+      !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) && vec4_view(out);
+  if (rows_kernel) {  // 8 (row, head) pairs per workgroup
+    dispatch("attention_rows_" + suffix, bindings, &push, sizeof push,
+             linear_groups(groups_for(shape.n_heads * q.rows, 8)), KernelClass::kAttention);
     return;
   }
-  if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query tokens in one step");
-  dispatch("attention", {bind(q), bind(k_cache), bind(v_cache), bind(out)}, &push, sizeof push,
-           {u32(shape.n_heads), u32(q.rows), 1}, KernelClass::kAttention);
+  if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query rows in one step");
+  dispatch("attention_" + suffix, bindings, &push, sizeof push, {u32(shape.n_heads), n, 1},
+           KernelClass::kAttention);
 }
 
 void VulkanBackend::add(Tensor& x, const Tensor& y) {

@@ -75,9 +75,6 @@ class VulkanBackend final : public Backend {
                 KvStore& store) override;
   void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                  const AttentionBatch& batch, Tensor& out) override;
-  // TEMPORARY (branch only): the contiguous attention the paged one replaces.
-  void contiguous_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                 const AttentionShape& shape, int64_t first_pos, Tensor& out);
   void add(Tensor& x, const Tensor& y) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
@@ -96,6 +93,9 @@ class VulkanBackend final : public Backend {
   const StepTimings& last_step_timings() const { return recorder_->last_step(); }
   MemoryUsage memory_usage() const { return device_memory_->usage(); }
   const ValidationLog& validation_log() const { return context_->validation_log(); }
+  // The raw bytes of a KV store's keys (or values): slots * row_bytes(type, kv_dim), in GGML's
+  // row layout. Waits for recorded work. For tests and tools.
+  std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values);
 
  private:
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
@@ -103,8 +103,9 @@ class VulkanBackend final : public Backend {
                 std::initializer_list<uint32_t> constants = {});
   // add, rope and copy_rows are held back one call, to merge with the next: an add with the
   // norm of the same x (add_rms_norm / add_layer_norm), a rope with the rope of the other
-  // tensor of the step (queries, keys), a copy_rows with the next (keys, values). Anything
-  // else records the held operation first, so operations run in the order they were called.
+  // tensor of the step (queries, keys), a copy_rows with the next (e.g. gathering logit rows).
+  // Anything else records the held operation first, so operations run in the order they were
+  // called.
   void record_pending();
   bool pending_add_is(const Tensor& x) const;
   void record_rope(const Tensor& x0, const Tensor* x1, int64_t head_dim,
@@ -119,7 +120,15 @@ class VulkanBackend final : public Backend {
   // Compiles, while a model loads, the pipelines its steps will use, so that the first step
   // does not pay for shader compilation (tens of ms per pipeline on lavapipe).
   void prepare_pipelines(gguf::GgmlType weight_type);
+  // The same for a KV store's type (store_kv and attention), when the store is created.
+  void prepare_kv_pipelines(gguf::GgmlType kv_type);
+  void run_on_no_work(std::span<const Pipeline* const> pipelines);
   void copy_into(const Allocation& dst, std::span<const uint8_t> bytes);
+  // Waits for recorded work, then copies `regions` of src into dst (dstOffset: into dst).
+  void read_regions(const Allocation& src, std::span<uint8_t> dst,
+                    std::span<const VkBufferCopy> regions);
+  // The AttentionBatch's three arrays back to back in one per-step upload, shared by the layers.
+  BufferRange upload_batch(const AttentionBatch& batch);
 
   std::shared_ptr<VulkanContext> context_;
   std::shared_ptr<DeviceMemory> device_memory_;
@@ -137,6 +146,7 @@ class VulkanBackend final : public Backend {
   std::optional<PendingOp> pending_;
   bool workgroup_tiles_ = true;  // the resolved KernelStyle
   bool common_pipelines_ready_ = false;
+  std::vector<gguf::GgmlType> kv_pipelines_ready_;  // KV types whose kernels are prepared
   bool timestamps_by_default_ = true;
 };
 

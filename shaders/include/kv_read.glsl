@@ -1,0 +1,71 @@
+// Reads keys and values from a paged KV store, dequantised from the store's GGML row layout.
+// The includer defines KV_F32, KV_F16 or KV_Q8_0, the bindings KV_KEYS_BINDING and
+// KV_VALUES_BINDING, and a push-constant block `p` with `kv_dim` (elements per row).
+//   key(slot, col) / value(slot, col):   one element
+//   key4(slot, col) / value4(slot, col): elements col .. col + 3, for col % 4 == 0
+// Rows of slot s start at element s * kv_dim (F32, F16) or byte s * kv_dim / 32 * 34 (Q8_0).
+#include "half.glsl"
+
+#if defined(KV_F32)
+// vec4 entries: one wide load per four elements (kv_dim % 4 == 0 for key4 / value4).
+#define KV_ENTRY vec4
+#define KV_LOADERS(NAME, STORE)                                                       \
+  float NAME(uint slot, uint col) {                                                   \
+    const uint i = slot * p.kv_dim + col;                                             \
+    return STORE[i >> 2][i & 3u];                                                     \
+  }                                                                                   \
+  vec4 NAME##4(uint slot, uint col) { return STORE[(slot * p.kv_dim + col) >> 2]; }
+
+#elif defined(KV_F16)
+// uvec2 entries: four halves per load.
+#define KV_ENTRY uvec2
+uint half_bits_at(uvec2 entry, uint i) {  // half i % 4 of the entry
+  return (entry[(i >> 1) & 1u] >> ((i & 1u) * 16u)) & 0xFFFFu;
+}
+vec4 four_halves(uvec2 entry) {
+  return vec4(half_to_float(entry.x & 0xFFFFu), half_to_float(entry.x >> 16),
+              half_to_float(entry.y & 0xFFFFu), half_to_float(entry.y >> 16));
+}
+#define KV_LOADERS(NAME, STORE)                                                       \
+  float NAME(uint slot, uint col) {                                                   \
+    const uint i = slot * p.kv_dim + col;                                             \
+    return half_to_float(half_bits_at(STORE[i >> 2], i));                             \
+  }                                                                                   \
+  vec4 NAME##4(uint slot, uint col) { return four_halves(STORE[(slot * p.kv_dim + col) >> 2]); }
+
+#elif defined(KV_Q8_0)
+// uint words; blocks of 34 bytes (fp16 scale, 32 int8) start at even byte offsets.
+#define KV_ENTRY uint
+uint q8_block_byte(uint slot, uint col) { return (slot * (p.kv_dim / 32u) + col / 32u) * 34u; }
+// The four int8 starting at an even byte offset, as a vec4.
+vec4 four_int8(uint w) {
+  const int s = int(w);
+  return vec4(bitfieldExtract(s, 0, 8), bitfieldExtract(s, 8, 8), bitfieldExtract(s, 16, 8),
+              bitfieldExtract(s, 24, 8));
+}
+#define KV_LOADERS(NAME, STORE)                                                             \
+  float NAME##_scale(uint block_byte) {                                                     \
+    return half_to_float((STORE[block_byte >> 2] >> ((block_byte & 2u) * 8u)) & 0xFFFFu);   \
+  }                                                                                         \
+  float NAME(uint slot, uint col) {                                                         \
+    const uint block = q8_block_byte(slot, col);                                            \
+    const uint at = block + 2u + col % 32u;                                                 \
+    return float(bitfieldExtract(int(STORE[at >> 2]), int((at & 3u) * 8u), 8)) *            \
+           NAME##_scale(block);                                                             \
+  }                                                                                         \
+  vec4 NAME##4(uint slot, uint col) {                                                       \
+    const uint block = q8_block_byte(slot, col);                                            \
+    const uint at = block + 2u + col % 32u; /* even */                                      \
+    const uint w = (at & 2u) == 0u ? STORE[at >> 2]                                         \
+                                   : (STORE[at >> 2] >> 16) | (STORE[(at >> 2) + 1u] << 16); \
+    return four_int8(w) * NAME##_scale(block);                                              \
+  }
+
+#else
+#error "define KV_F32, KV_F16 or KV_Q8_0"
+#endif
+
+layout(std430, binding = KV_KEYS_BINDING) readonly buffer KeyStore { KV_ENTRY key_store[]; };
+layout(std430, binding = KV_VALUES_BINDING) readonly buffer ValueStore { KV_ENTRY value_store[]; };
+KV_LOADERS(key, key_store)
+KV_LOADERS(value, value_store)
