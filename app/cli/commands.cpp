@@ -1,5 +1,6 @@
 #include "app/cli/commands.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -469,11 +470,18 @@ serving::LengthRange length_range(const Options& options, const std::string& nam
   return range;
 }
 
+// "f32", "f16", "q8_0": the KV type names as the command line spells them.
+std::string kv_type_label(serving::KvType type) {
+  std::string label(serving::kv_type_name(type));
+  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return label;
+}
+
 serving::KvType kv_type_option(const Options& options) {
   const std::string name = options.get_or("kv-type", "f16");
   for (const serving::KvType type :
        {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
-    if (serving::kv_type_name(type) == name) return type;
+    if (kv_type_label(type) == name) return type;
   }
   throw UsageError("--kv-type must be f32, f16 or q8_0, got '" + name + "'");
 }
@@ -535,6 +543,11 @@ json percentiles_json(const serving::Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
 
+json kernel_ms_json(const telemetry::KernelTimes& t) {
+  return {{"matmul", t.matmul_ms}, {"attention", t.attention_ms}, {"norm", t.norm_ms},
+          {"other", t.other_ms}};
+}
+
 json load_summary_json(const serving::LoadSummary& s) {
   return {{"requests", s.requests},
           {"prompt_tokens", s.prompt_tokens},
@@ -550,6 +563,7 @@ json load_summary_json(const serving::LoadSummary& s) {
           {"preemptions", s.preemptions},
           {"steps", s.steps},
           {"mean_step_ms", s.mean_step_ms},
+          {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms)},
           {"achieved_gb_per_s", s.achieved_gb_per_s},
           {"achieved_gflop_per_s", s.achieved_gflop_per_s}};
 }
@@ -576,7 +590,7 @@ serving::LoadSummary run_bench_once(model::Model& m, const serving::EngineConfig
 }
 
 json engine_json(const serving::EngineConfig& config, const model::Model& m) {
-  return {{"kv_type", serving::kv_type_name(config.kv_type)},
+  return {{"kv_type", kv_type_label(config.kv_type)},
           {"block_size", config.block_size},
           {"kv_blocks", serving::kv_block_count(config, m.config)},
           {"token_budget", serving::scheduler_config(config, m.config).token_budget}};
@@ -626,6 +640,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
                      {"clients", spec.clients},
                      {"throughput_tokens_per_s", s.output_tokens_per_s},
                      {"mean_step_ms", s.mean_step_ms},
+                     {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms)},
                      {"achieved_gb_per_s", s.achieved_gb_per_s},
                      {"achieved_gflop_per_s", s.achieved_gflop_per_s},
                      {"mean_batch_occupancy", s.mean_batch_occupancy},

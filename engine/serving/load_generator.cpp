@@ -129,12 +129,21 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
     step_ms += step.wall_ms;
     bytes += static_cast<double>(step.bytes_moved());
     flops += step.flops;
+    s.mean_kernel_ms.matmul_ms += step.kernel_times.matmul_ms;
+    s.mean_kernel_ms.attention_ms += step.kernel_times.attention_ms;
+    s.mean_kernel_ms.norm_ms += step.kernel_times.norm_ms;
+    s.mean_kernel_ms.other_ms += step.kernel_times.other_ms;
     s.kv_peak_blocks = std::max(s.kv_peak_blocks, step.kv_blocks_used);
   }
   s.kv_peak_bytes = static_cast<uint64_t>(s.kv_peak_blocks) * bytes_per_block;
   if (!steps.empty()) {
     s.mean_batch_occupancy = occupancy / static_cast<double>(steps.size());
-    s.mean_step_ms = step_ms / static_cast<double>(steps.size());
+    const auto n = static_cast<double>(steps.size());
+    s.mean_step_ms = step_ms / n;
+    for (double* ms : {&s.mean_kernel_ms.matmul_ms, &s.mean_kernel_ms.attention_ms,
+                       &s.mean_kernel_ms.norm_ms, &s.mean_kernel_ms.other_ms}) {
+      *ms /= n;
+    }
   }
   if (step_ms > 0.0) {
     s.achieved_gb_per_s = bytes / (step_ms * 1e-3) / 1e9;

@@ -65,6 +65,7 @@ struct LoadSummary {
   int64_t preemptions = 0;
   int64_t steps = 0;
   double mean_step_ms = 0.0;
+  telemetry::KernelTimes mean_kernel_ms;  // per step; zeros where the backend does not time
   // Over all steps: estimated bytes moved and FLOPs over the time spent in steps (the
   // time-weighted mean of the per-step figures).
   double achieved_gb_per_s = 0.0;
