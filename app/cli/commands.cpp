@@ -563,6 +563,8 @@ json load_summary_json(const serving::LoadSummary& s) {
           {"preemptions", s.preemptions},
           {"steps", s.steps},
           {"mean_step_ms", s.mean_step_ms},
+          {"decode_only_steps", s.decode_only_steps},
+          {"mean_decode_step_ms", s.mean_decode_step_ms},
           {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms)},
           {"achieved_gb_per_s", s.achieved_gb_per_s},
           {"achieved_gflop_per_s", s.achieved_gflop_per_s}};
@@ -640,6 +642,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
                      {"clients", spec.clients},
                      {"throughput_tokens_per_s", s.output_tokens_per_s},
                      {"mean_step_ms", s.mean_step_ms},
+                     {"mean_decode_step_ms", s.mean_decode_step_ms},
                      {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms)},
                      {"achieved_gb_per_s", s.achieved_gb_per_s},
                      {"achieved_gflop_per_s", s.achieved_gflop_per_s},

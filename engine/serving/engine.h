@@ -64,6 +64,8 @@ class Engine {
   SequenceId submit(const EngineRequest& request, std::optional<double> arrival_ms = {});
 
   // Runs one step. Returns false, doing nothing, when no request is waiting or running.
+  // Requests are checked at submit(), so a step throws only when the backend fails; the
+  // engine cannot continue after that.
   bool step();
   void run_until_idle();
 

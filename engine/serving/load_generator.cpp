@@ -124,7 +124,12 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
   double step_ms = 0.0;
   double bytes = 0.0;
   double flops = 0.0;
+  double decode_step_ms = 0.0;
   for (const telemetry::StepRecord& step : steps) {
+    if (step.prefill_tokens == 0) {
+      ++s.decode_only_steps;
+      decode_step_ms += step.wall_ms;
+    }
     occupancy += telemetry::batch_occupancy(step);
     step_ms += step.wall_ms;
     bytes += static_cast<double>(step.bytes_moved());
@@ -144,6 +149,9 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
                        &s.mean_kernel_ms.norm_ms, &s.mean_kernel_ms.other_ms}) {
       *ms /= n;
     }
+  }
+  if (s.decode_only_steps > 0) {
+    s.mean_decode_step_ms = decode_step_ms / static_cast<double>(s.decode_only_steps);
   }
   if (step_ms > 0.0) {
     s.achieved_gb_per_s = bytes / (step_ms * 1e-3) / 1e9;

@@ -65,6 +65,8 @@ struct LoadSummary {
   int64_t preemptions = 0;
   int64_t steps = 0;
   double mean_step_ms = 0.0;
+  int64_t decode_only_steps = 0;     // steps without prefill tokens
+  double mean_decode_step_ms = 0.0;  // their mean: the time of one batched decode
   telemetry::KernelTimes mean_kernel_ms;  // per step; zeros where the backend does not time
   // Over all steps: estimated bytes moved and FLOPs over the time spent in steps (the
   // time-weighted mean of the per-step figures).

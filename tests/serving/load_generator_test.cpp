@@ -109,6 +109,8 @@ TEST(LoadGenerator, SummaryOfKnownRecords) {
   steps[0].wall_ms = 10.0;
   steps[0].weight_bytes_read = 1'000'000;
   steps[0].flops = 2e6;
+  steps[0].prefill_tokens = 9;
+  steps[1].decode_tokens = 3;
   steps[1].sequences = 3;
   steps[1].max_batch_size = 4;
   steps[1].kv_blocks_used = 5;
@@ -132,6 +134,8 @@ TEST(LoadGenerator, SummaryOfKnownRecords) {
   EXPECT_EQ(s.preemptions, 1);
   EXPECT_EQ(s.steps, 2);
   EXPECT_DOUBLE_EQ(s.mean_step_ms, 20.0);
+  EXPECT_EQ(s.decode_only_steps, 1);
+  EXPECT_DOUBLE_EQ(s.mean_decode_step_ms, 30.0);
   EXPECT_DOUBLE_EQ(s.achieved_gb_per_s, 0.1);     // 4 MB in 40 ms
   EXPECT_DOUBLE_EQ(s.achieved_gflop_per_s, 0.2);  // 8 MFLOP in 40 ms
 }
