@@ -36,6 +36,12 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
 // Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
 constexpr int64_t kTileElements = 1 << 16;
 
+// Up to this many tokens, one matrix-vector product per token beats OpenBLAS's sgemm, whose
+// packing costs more than it saves on a handful of rows; the tile stays in cache between them.
+// (Measured with `servescope-cli bench --sweep` on the default model: sgemm made a step of two
+// decode tokens 3x slower than one.)
+constexpr int64_t kMaxRowsForVectorProducts = 8;
+
 // OpenBLAS's worker threads cost more than they save on small products, and much more on a
 // busy machine (decode of a small model ran 7x slower threaded here); use them only when a
 // product has real work to split.
@@ -210,9 +216,11 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
     use_blas_threads_for(n * rows * w.cols);
     const auto m = static_cast<blasint>(rows);
     const auto k = static_cast<blasint>(w.cols);
-    if (n == 1) {
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, tile, k, row_ptr(x, 0), 1, 0.0f,
-                  row_ptr(out, 0) + r0, 1);
+    if (n <= kMaxRowsForVectorProducts) {
+      for (int64_t i = 0; i < n; ++i) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, tile, k, row_ptr(x, i), 1, 0.0f,
+                    row_ptr(out, i) + r0, 1);
+      }
     } else {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), m, k, 1.0f,
                   row_ptr(x, 0), static_cast<blasint>(x.row_stride), tile, k, 0.0f,
