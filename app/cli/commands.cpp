@@ -457,8 +457,8 @@ serving::LengthRange length_range(const Options& options, const std::string& nam
     int64_t value = 0;
     const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
     if (error != std::errc() || end != part.data() + part.size() || part.empty() || value < 1) {
-      throw UsageError("--" + name + " needs MIN:MAX or N with whole numbers >= 1, got '" +
-                       *text + "'");
+      throw UsageError("--" + name + " needs MIN:MAX or N with whole numbers >= 1, got '" + *text +
+                       "'");
     }
     return value;
   };
@@ -466,7 +466,9 @@ serving::LengthRange length_range(const Options& options, const std::string& nam
       colon == std::string::npos
           ? serving::LengthRange{number(*text), number(*text)}
           : serving::LengthRange{number(text->substr(0, colon)), number(text->substr(colon + 1))};
-  if (range.max < range.min) throw UsageError("--" + name + ": MIN is above MAX in '" + *text + "'");
+  if (range.max < range.min) {
+    throw UsageError("--" + name + ": MIN is above MAX in '" + *text + "'");
+  }
   return range;
 }
 
@@ -488,7 +490,9 @@ serving::KvType kv_type_option(const Options& options) {
 
 int64_t positive_option(const Options& options, const std::string& name, int64_t fallback) {
   const int64_t value = options.get_int(name, fallback);
-  if (value < 1) throw UsageError("--" + name + " must be at least 1, got " + std::to_string(value));
+  if (value < 1) {
+    throw UsageError("--" + name + " must be at least 1, got " + std::to_string(value));
+  }
   return value;
 }
 
@@ -505,7 +509,8 @@ serving::EngineConfig engine_config(const Options& options, const model::Model& 
   config.block_size = positive_option(options, "block-size", config.block_size);
   if (options.has("kv-blocks")) config.kv_blocks = positive_option(options, "kv-blocks", 1);
   if (options.has("kv-bytes")) {
-    const serving::KvLayout layout = serving::kv_layout(m.config, config.kv_type, config.block_size);
+    const serving::KvLayout layout =
+        serving::kv_layout(m.config, config.kv_type, config.block_size);
     config.kv_blocks = positive_option(options, "kv-bytes", 1) /
                        static_cast<int64_t>(serving::kv_bytes_per_block(layout));
     if (config.kv_blocks < 1) {
@@ -544,7 +549,9 @@ json percentiles_json(const serving::Percentiles& p) {
 }
 
 json kernel_ms_json(const telemetry::KernelTimes& t) {
-  return {{"matmul", t.matmul_ms}, {"attention", t.attention_ms}, {"norm", t.norm_ms},
+  return {{"matmul", t.matmul_ms},
+          {"attention", t.attention_ms},
+          {"norm", t.norm_ms},
           {"other", t.other_ms}};
 }
 
@@ -599,16 +606,18 @@ json engine_json(const serving::EngineConfig& config, const model::Model& m) {
 }
 
 int run_bench(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(
-      args, with_common({{"clients", "rate", "prompt-tokens", "output-tokens", "max-batch",
-                          "token-budget", "kv-type", "kv-blocks", "kv-bytes", "block-size", "seed",
-                          "sweep-max"},
-                         {"sweep"}}));
+  const Options options(args, with_common({{"clients", "rate", "prompt-tokens", "output-tokens",
+                                            "max-batch", "token-budget", "kv-type", "kv-blocks",
+                                            "kv-bytes", "block-size", "seed", "sweep-max"},
+                                           {"sweep"}}));
   if (options.has("sweep") && (options.has("max-batch") || options.has("clients"))) {
-    throw UsageError("--sweep sets the max batch size and the clients itself; drop --max-batch "
-                     "and --clients (use --sweep-max to stop early)");
+    throw UsageError(
+        "--sweep sets the max batch size and the clients itself; drop --max-batch "
+        "and --clients (use --sweep-max to stop early)");
   }
-  if (options.has("sweep-max") && !options.has("sweep")) throw UsageError("--sweep-max needs --sweep");
+  if (options.has("sweep-max") && !options.has("sweep")) {
+    throw UsageError("--sweep-max needs --sweep");
+  }
   const auto m = open_model(options);
   serving::WorkloadSpec spec = workload_spec(options, *m);
   json doc = {{"model", m->file.name()},

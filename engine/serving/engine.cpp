@@ -37,7 +37,8 @@ Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const Eng
                                           pool_.blocks_total() * pool_.layout().block_size)),
       epoch_(std::chrono::steady_clock::now()) {
   if (observer_ != nullptr) {
-    pool_.set_event_sink([this](const telemetry::KvEvent& event) { observer_->on_kv_event(event); });
+    pool_.set_event_sink(
+        [this](const telemetry::KvEvent& event) { observer_->on_kv_event(event); });
   }
 }
 
@@ -59,7 +60,8 @@ SequenceId Engine::submit(const EngineRequest& request, std::optional<double> ar
   }
   const SequenceId id =
       scheduler_.submit({request.prompt_ids, request.max_tokens, request.stop_token});
-  RequestState& state = requests_.emplace(id, RequestState{Sampler(request.sampling), {}}).first->second;
+  RequestState& state =
+      requests_.emplace(id, RequestState{Sampler(request.sampling), {}}).first->second;
   state.record.request_id = id;
   state.record.prompt_tokens = static_cast<int64_t>(request.prompt_ids.size());
   state.record.arrival_ms = arrival_ms.value_or(now_ms());

@@ -18,7 +18,7 @@ class WorkloadRandom {
   explicit WorkloadRandom(uint64_t seed) : rng_(seed) {}
 
   double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }  // [0, 1)
-  int64_t integer(int64_t min, int64_t max) {                                // [min, max]
+  int64_t integer(int64_t min, int64_t max) {                                 // [min, max]
     const auto span = static_cast<uint64_t>(max - min) + 1;
     return min + static_cast<int64_t>(rng_() % span);
   }
@@ -39,8 +39,9 @@ void check_range(const LengthRange& range, const std::string& what) {
 std::vector<int32_t> draw_prompt(const WorkloadSpec& spec, int64_t length, WorkloadRandom& random) {
   std::vector<int32_t> prompt;
   if (spec.text_ids.empty()) {
-    for (int64_t i = 0; i < length; ++i) prompt.push_back(
-        static_cast<int32_t>(random.integer(0, spec.vocab_size - 1)));
+    for (int64_t i = 0; i < length; ++i) {
+      prompt.push_back(static_cast<int32_t>(random.integer(0, spec.vocab_size - 1)));
+    }
     return prompt;
   }
   // A window at a random offset; a text shorter than the prompt is read round and round.
@@ -56,9 +57,7 @@ std::vector<int32_t> draw_prompt(const WorkloadSpec& spec, int64_t length, Workl
 class RecordCollector final : public telemetry::Observer {
  public:
   void on_step(const telemetry::StepRecord& step) override { steps.push_back(step); }
-  void on_request(const telemetry::RequestRecord& request) override {
-    requests.push_back(request);
-  }
+  void on_request(const telemetry::RequestRecord& request) override { requests.push_back(request); }
   void on_kv_event(const telemetry::KvEvent& /*event*/) override {}
 
   std::vector<telemetry::StepRecord> steps;
@@ -69,7 +68,9 @@ class RecordCollector final : public telemetry::Observer {
 
 std::vector<SimulatedRequest> make_workload(const WorkloadSpec& spec) {
   if (spec.clients < 1) throw InputError("the workload needs at least one client");
-  if (!(spec.rate_per_s >= 0.0)) throw InputError("the arrival rate must be 0 (all at once) or more");
+  if (!(spec.rate_per_s >= 0.0)) {
+    throw InputError("the arrival rate must be 0 (all at once) or more");
+  }
   check_range(spec.prompt_tokens, "prompt");
   check_range(spec.output_tokens, "output");
   if (spec.text_ids.empty() && spec.vocab_size < 1) {
@@ -186,8 +187,8 @@ LoadResult run_load(model::Transformer& transformer, uint64_t weight_bytes,
     }
   }
   LoadResult result;
-  result.summary = summarize_load(collector.steps, collector.requests,
-                                  engine.now_ms() - start_ms, kv_bytes_per_block(engine.pool().layout()));
+  result.summary = summarize_load(collector.steps, collector.requests, engine.now_ms() - start_ms,
+                                  kv_bytes_per_block(engine.pool().layout()));
   result.steps = std::move(collector.steps);
   result.requests = std::move(collector.requests);
   return result;

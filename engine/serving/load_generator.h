@@ -21,8 +21,8 @@ struct LengthRange {
 };
 
 struct WorkloadSpec {
-  int64_t clients = 8;     // requests, one per simulated client
-  double rate_per_s = 0;   // Poisson arrivals at this mean rate; 0 or infinity: all at t = 0
+  int64_t clients = 8;    // requests, one per simulated client
+  double rate_per_s = 0;  // Poisson arrivals at this mean rate; 0 or infinity: all at t = 0
   LengthRange prompt_tokens{32, 64};
   LengthRange output_tokens{32, 64};
   uint64_t seed = 0;
@@ -65,8 +65,8 @@ struct LoadSummary {
   int64_t preemptions = 0;
   int64_t steps = 0;
   double mean_step_ms = 0.0;
-  int64_t decode_only_steps = 0;     // steps without prefill tokens
-  double mean_decode_step_ms = 0.0;  // their mean: the time of one batched decode
+  int64_t decode_only_steps = 0;          // steps without prefill tokens
+  double mean_decode_step_ms = 0.0;       // their mean: the time of one batched decode
   telemetry::KernelTimes mean_kernel_ms;  // per step; zeros where the backend does not time
   // Over all steps: estimated bytes moved and FLOPs over the time spent in steps (the
   // time-weighted mean of the per-step figures).

@@ -4,6 +4,8 @@
 //
 // Every test runs per backend. Only the CPU backend has the paged KV cache on this branch; the
 // Vulkan instantiation below skips, saying why, until VulkanBackend::create_kv_store exists.
+#include "engine/serving/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +20,6 @@
 
 #include "engine/core/error.h"
 #include "engine/model/model.h"
-#include "engine/serving/engine.h"
 #include "engine/serving/generator.h"
 
 namespace servescope::serving {
@@ -30,9 +31,7 @@ const std::string kModels = std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/";
 class Recorder final : public telemetry::Observer {
  public:
   void on_step(const telemetry::StepRecord& step) override { steps.push_back(step); }
-  void on_request(const telemetry::RequestRecord& request) override {
-    requests.push_back(request);
-  }
+  void on_request(const telemetry::RequestRecord& request) override { requests.push_back(request); }
   void on_kv_event(const telemetry::KvEvent& event) override { kv_events.push_back(event); }
 
   std::vector<telemetry::StepRecord> steps;
@@ -57,8 +56,8 @@ std::vector<int32_t> random_ids(std::mt19937& rng, int64_t n, int64_t vocab) {
 // element type: the reference every batched run must reproduce.
 std::vector<int32_t> greedy_alone(model::Model& m, const std::vector<int32_t>& prompt,
                                   int64_t max_tokens, KvType kv_type) {
-  model::KvCache cache = model::create_kv_cache(m.config, *m.backend, m.config.context_length,
-                                                kv_ggml_type(kv_type));
+  model::KvCache cache =
+      model::create_kv_cache(m.config, *m.backend, m.config.context_length, kv_ggml_type(kv_type));
   std::vector<int32_t> out;
   std::vector<float> logits = m.transformer->forward(prompt, cache);
   while (true) {
@@ -112,9 +111,9 @@ class EngineTest : public testing::TestWithParam<compute::BackendKind> {
   std::string skip_reason_;
 };
 
-#define OPEN_OR_SKIP(var, name) \
-  auto var = open(name);        \
-  if (!var) {                   \
+#define OPEN_OR_SKIP(var, name)   \
+  auto var = open(name);          \
+  if (!var) {                     \
     GTEST_SKIP() << skip_reason_; \
   }
 
@@ -171,9 +170,9 @@ void expect_batched_equals_alone(model::Model& m, const std::vector<PlannedSeque
     for (size_t i = 0; i < plan.size(); ++i) {
       const int64_t n = plan[i].chunks[step];
       if (n == 0) continue;
-      batch.push_back({std::span(plan[i].tokens).subspan(static_cast<size_t>(done[i]),
-                                                         static_cast<size_t>(n)),
-                       done[i], slots[i], plan[i].rows});
+      batch.push_back(
+          {std::span(plan[i].tokens).subspan(static_cast<size_t>(done[i]), static_cast<size_t>(n)),
+           done[i], slots[i], plan[i].rows});
       members.push_back(i);
     }
     const std::vector<float> logits = m.transformer->forward_batch(batch, cache);
@@ -293,7 +292,10 @@ RandomRun run_random_arrivals(model::Model& m, uint32_t seed, KvType kv_type) {
 
   // 14 blocks of 4 slots: the largest request (39 + 16 tokens) fits alone, a few together do not.
   Engine engine(*m.transformer, weight_bytes(m),
-                {.max_batch_size = 4, .token_budget = 24, .kv_type = kv_type, .block_size = 4,
+                {.max_batch_size = 4,
+                 .token_budget = 24,
+                 .kv_type = kv_type,
+                 .block_size = 4,
                  .kv_blocks = 14});
   std::map<SequenceId, size_t> request_of;
   size_t next = 0;
@@ -500,8 +502,7 @@ TEST_P(EngineTest, StopsAtTheContextAndAtTheStopToken) {
   EXPECT_EQ(engine.sequence(full).finish_reason, FinishReason::kContextFull);
   EXPECT_EQ(static_cast<int64_t>(engine.sequence(full).tokens.size()), context);
   EXPECT_EQ(engine.output_ids(stopped),
-            std::vector<int32_t>(expected.begin(),
-                                 std::ranges::find(expected, expected[1]) + 1));
+            std::vector<int32_t>(expected.begin(), std::ranges::find(expected, expected[1]) + 1));
   EXPECT_EQ(engine.sequence(stopped).finish_reason, FinishReason::kStopToken);
 }
 

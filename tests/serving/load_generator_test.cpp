@@ -1,5 +1,7 @@
 // The load generator: a seed names one workload, and a run serves every request and sums up
 // what the engine reported.
+#include "engine/serving/load_generator.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -7,7 +9,6 @@
 
 #include "engine/core/error.h"
 #include "engine/model/model.h"
-#include "engine/serving/load_generator.h"
 
 namespace servescope::serving {
 namespace {
@@ -146,9 +147,9 @@ TEST(LoadGenerator, RunServesEveryRequest) {
   WorkloadSpec spec = small_spec();
   spec.rate_per_s = 400.0;  // a few ms apart: some arrive while others run
   const std::vector<SimulatedRequest> requests = make_workload(spec);
-  const LoadResult result = run_load(*m->transformer, model::summarize_weights(m->file).bytes,
-                                     {.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8},
-                                     requests);
+  const LoadResult result =
+      run_load(*m->transformer, model::summarize_weights(m->file).bytes,
+               {.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8}, requests);
   int64_t asked = 0;
   int64_t prompt = 0;
   for (const SimulatedRequest& r : requests) {
