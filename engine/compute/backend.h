@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/gguf/ggml_types.h"
+#include "engine/telemetry/records.h"
 
 namespace servescope::compute {
 
@@ -132,6 +133,12 @@ class Backend {
   virtual void add(Tensor& x, const Tensor& y) = 0;                                // x += y
   virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;    // silu(g)*u
   virtual void gelu(Tensor& x) = 0;  // tanh form, in place
+
+  // --- profiling --------------------------------------------------------------------------
+  // Time spent per kernel class (matmul, attention, norm, other) since the previous call,
+  // which resets it: the engine takes it once per step. A backend that does not time its
+  // kernels reports zeros.
+  virtual telemetry::KernelTimes take_kernel_times() { return {}; }
 };
 
 enum class BackendKind { kCpu, kVulkan };

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/core/error.h"
@@ -34,6 +36,12 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
 // Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
 constexpr int64_t kTileElements = 1 << 16;
 
+// Up to this many tokens, one matrix-vector product per token beats OpenBLAS's sgemm, whose
+// packing costs more than it saves on a handful of rows; the tile stays in cache between them.
+// (Measured with `servescope-cli bench --sweep` on the default model: sgemm made a step of two
+// decode tokens 3x slower than one.)
+constexpr int64_t kMaxRowsForVectorProducts = 8;
+
 // OpenBLAS's worker threads cost more than they save on small products, and much more on a
 // busy machine (decode of a small model ran 7x slower threaded here); use them only when a
 // product has real work to split.
@@ -44,7 +52,28 @@ void use_blas_threads_for(int64_t multiply_adds) {
   openblas_set_num_threads(multiply_adds >= kThreadedMultiplyAdds ? cores : 1);
 }
 
+// Adds the time from its construction to the end of its scope to one kernel class's total.
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(double& total_ms)
+      : total_ms_(total_ms), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() {
+    total_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                           start_).count();
+  }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  double& total_ms_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace
+
+telemetry::KernelTimes CpuBackend::take_kernel_times() {
+  return std::exchange(kernel_times_, {});
+}
 
 Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose /*purpose*/) {
   auto buffer = std::make_shared<CpuBuffer>();
@@ -93,6 +122,7 @@ std::vector<float> CpuBackend::read(const Tensor& src) {
 }
 
 void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) {
+  const ScopedTimer timer(kernel_times_.other_ms);
   assert(out.rows == static_cast<int64_t>(ids.size()) && out.cols == table.cols);
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= table.rows) {
@@ -105,6 +135,7 @@ void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, 
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
+  const ScopedTimer timer(kernel_times_.norm_ms);
   const float* w = row_ptr(weight, 0);
   for (int64_t r = 0; r < x.rows; ++r) {
     const float* in = row_ptr(x, r);
@@ -118,6 +149,7 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tens
 
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             Tensor& out) {
+  const ScopedTimer timer(kernel_times_.norm_ms);
   const float* w = row_ptr(weight, 0);
   const float* b = row_ptr(bias, 0);
   for (int64_t r = 0; r < x.rows; ++r) {
@@ -137,6 +169,7 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor&
 }
 
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
+  const ScopedTimer timer(kernel_times_.matmul_ms);
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
   if (w.type != gguf::GgmlType::F32 && x.rows <= kMaxRowsForBlockDots) {
     matmul_on_blocks(x, w, out);
@@ -184,9 +217,11 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
     use_blas_threads_for(n * rows * w.cols);
     const auto m = static_cast<blasint>(rows);
     const auto k = static_cast<blasint>(w.cols);
-    if (n == 1) {
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, tile, k, row_ptr(x, 0), 1, 0.0f,
-                  row_ptr(out, 0) + r0, 1);
+    if (n <= kMaxRowsForVectorProducts) {
+      for (int64_t i = 0; i < n; ++i) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, tile, k, row_ptr(x, i), 1, 0.0f,
+                    row_ptr(out, i) + r0, 1);
+      }
     } else {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), m, k, 1.0f,
                   row_ptr(x, 0), static_cast<blasint>(x.row_stride), tile, k, 0.0f,
@@ -197,6 +232,7 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
 
 void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
                       float freq_base) {
+  const ScopedTimer timer(kernel_times_.other_ms);
   assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
   for (int64_t r = 0; r < x.rows; ++r) {
     float* row = row_ptr(x, r);
@@ -217,6 +253,7 @@ void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> posi
 }
 
 void CpuBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
+  const ScopedTimer timer(kernel_times_.other_ms);
   assert(src.cols == dst.cols && dst_row + src.rows <= dst.rows);
   for (int64_t r = 0; r < src.rows; ++r) {
     std::memcpy(row_ptr(dst, dst_row + r), row_ptr(src, r), sizeof(float) * src.cols);
@@ -225,6 +262,7 @@ void CpuBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
 
 void CpuBackend::store_kv(const Tensor& keys, const Tensor& values,
                           std::span<const int32_t> slots, KvStore& store) {
+  const ScopedTimer timer(kernel_times_.attention_ms);
   assert(keys.rows == static_cast<int64_t>(slots.size()) && keys.cols == store.kv_dim);
   const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
   for (int64_t r = 0; r < keys.rows; ++r) {
@@ -254,6 +292,7 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
 
 void CpuBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                            const AttentionBatch& batch, Tensor& out) {
+  const ScopedTimer timer(kernel_times_.attention_ms);
   const int64_t d = shape.head_dim;
   const int64_t kv_dim = store.kv_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
@@ -302,6 +341,7 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
 }
 
 void CpuBackend::add(Tensor& x, const Tensor& y) {
+  const ScopedTimer timer(kernel_times_.other_ms);
   for (int64_t r = 0; r < x.rows; ++r) {
     float* a = row_ptr(x, r);
     const float* b = row_ptr(y, r);
@@ -310,6 +350,7 @@ void CpuBackend::add(Tensor& x, const Tensor& y) {
 }
 
 void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  const ScopedTimer timer(kernel_times_.other_ms);
   for (int64_t r = 0; r < gate.rows; ++r) {
     const float* g = row_ptr(gate, r);
     const float* u = row_ptr(up, r);
@@ -319,6 +360,7 @@ void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
 }
 
 void CpuBackend::gelu(Tensor& x) {
+  const ScopedTimer timer(kernel_times_.other_ms);
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (int64_t r = 0; r < x.rows; ++r) {
     float* v = row_ptr(x, r);

@@ -37,6 +37,9 @@ class CpuBackend final : public Backend {
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
 
+  // Every operation above is timed with the steady clock (two clock reads per call).
+  telemetry::KernelTimes take_kernel_times() override;
+
  private:
   // Up to this many tokens, quantised products run as dot products on the stored blocks
   // (each weight byte read once); more tokens amortise dequantising a tile for BLAS.
@@ -48,6 +51,7 @@ class CpuBackend final : public Backend {
   // One sequence's keys and values, gathered from their slots and dequantised.
   std::vector<float> context_keys_;
   std::vector<float> context_values_;
+  telemetry::KernelTimes kernel_times_;  // since the last take_kernel_times()
 };
 
 }  // namespace servescope::compute

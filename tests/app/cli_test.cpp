@@ -105,4 +105,87 @@ TEST(Cli, BadInputIsAOneLineReason) {
   }
 }
 
+TEST(Cli, BenchServesSimulatedClientsAndSummarises) {
+  const CliRun run = cli("bench" + model("llama-f32.gguf") +
+                         " --clients 5 --rate 500 --prompt-tokens 4:12 --output-tokens 3:6"
+                         " --max-batch 4 --kv-type q8_0 --block-size 8 --seed 3");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  for (const char* key : {"prompt_tokens_per_s", "wall_s", "mean_step_ms", "mean_kernel_ms",
+                          "achieved_gb_per_s", "achieved_gflop_per_s", "kv_peak_bytes", "steps",
+                          "engine"}) {
+    EXPECT_TRUE(doc.contains(key)) << key;
+  }
+  EXPECT_EQ(doc["requests"], 5);
+  EXPECT_EQ(doc["clients"], 5);
+  EXPECT_EQ(doc["max_batch"], 4);
+  EXPECT_EQ(doc["engine"]["kv_type"], "q8_0");
+  EXPECT_EQ(doc["engine"]["block_size"], 8);
+  EXPECT_GT(doc["throughput_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GE(doc["output_tokens"].get<int>(), 5 * 3);
+  EXPECT_LE(doc["output_tokens"].get<int>(), 5 * 6);
+  EXPECT_LE(doc["ttft_ms"]["p50"].get<double>(), doc["ttft_ms"]["p99"].get<double>());
+  EXPECT_GT(doc["tpot_ms"]["p50"].get<double>(), 0.0);
+  EXPECT_GT(doc["mean_batch_occupancy"].get<double>(), 0.0);
+  EXPECT_LE(doc["mean_batch_occupancy"].get<double>(), 1.0);
+  EXPECT_GT(doc["kv_peak_blocks"].get<int>(), 0);
+  EXPECT_EQ(doc["preemptions"], 0);
+}
+
+TEST(Cli, BenchRecomputesPreemptedRequestsInASmallCache) {
+  // 6 blocks of 8 tokens: room for about two of the four requests at once.
+  const CliRun run = cli("bench" + model("gpt2-f32.gguf") +
+                         " --clients 4 --prompt-tokens 12 --output-tokens 16 --max-batch 4"
+                         " --block-size 8 --kv-blocks 6");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["output_tokens"], 4 * 16);
+  EXPECT_LE(doc["kv_peak_blocks"].get<int>(), 6);
+  EXPECT_GT(doc["preemptions"].get<int>(), 0);
+}
+
+TEST(Cli, BenchSweepsTheMaxBatchSize) {
+  const CliRun run = cli("bench" + model("llama-q8_0.gguf") +
+                         " --sweep --sweep-max 4 --prompt-tokens 4:8 --output-tokens 4");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json sweep = json::parse(run.out)["sweep"];
+  ASSERT_EQ(sweep.size(), 3u);
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    const json& point = sweep[i];
+    EXPECT_EQ(point["max_batch"], 1 << i);
+    EXPECT_EQ(point["clients"], 2 << i);
+    for (const char* key : {"throughput_tokens_per_s", "mean_step_ms", "achieved_gb_per_s",
+                            "achieved_gflop_per_s", "mean_batch_occupancy"}) {
+      ASSERT_TRUE(point.contains(key)) << key;
+      EXPECT_GT(point[key].get<double>(), 0.0) << key << " at max batch " << point["max_batch"];
+    }
+  }
+}
+
+TEST(Cli, BenchRefusesBadOptions) {
+  const std::string m = model("llama-f32.gguf");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bench" + m + " --clients 0", "--clients must be at least 1"},
+      {"bench" + m + " --prompt-tokens 9:3", "MIN is above MAX"},
+      {"bench" + m + " --prompt-tokens x", "--prompt-tokens needs MIN:MAX"},
+      {"bench" + m + " --output-tokens 0:4", "--output-tokens needs MIN:MAX"},
+      {"bench" + m + " --prompt-tokens 500", "exceed the model's context of 128"},
+      {"bench" + m + " --kv-type q4_0", "--kv-type must be f32, f16 or q8_0"},
+      {"bench" + m + " --rate -2", "--rate must be"},
+      {"bench" + m + " --max-batch 0", "--max-batch must be at least 1"},
+      {"bench" + m + " --kv-blocks 4 --kv-bytes 100000", "at most one of --kv-blocks"},
+      {"bench" + m + " --kv-bytes 10", "less than one KV block"},
+      {"bench" + m + " --sweep --max-batch 4", "--sweep sets the max batch size"},
+      {"bench" + m + " --sweep-max 4", "--sweep-max needs --sweep"},
+      {"bench" + m + " --kv-blocks 2 --block-size 4 --prompt-tokens 20", "KV blocks"},
+  };
+  for (const auto& [args, reason] : cases) {
+    const CliRun run = cli(args);
+    EXPECT_NE(run.exit_code, 0) << args;
+    EXPECT_TRUE(run.out.empty()) << args;
+    EXPECT_NE(run.err.find(reason), std::string::npos) << args << " -> " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
+}
+
 }  // namespace
