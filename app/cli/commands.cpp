@@ -482,13 +482,14 @@ std::string kv_type_label(serving::KvType type) {
   return label;
 }
 
+// The serving engine's KV type from --kv-type (default F16), through the one parser every
+// subcommand uses.
 serving::KvType kv_type_option(const Options& options) {
-  const std::string name = options.get_or("kv-type", "f16");
-  for (const serving::KvType type :
-       {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
-    if (kv_type_label(type) == name) return type;
+  const gguf::GgmlType type = eval::parse_kv_type(options.get_or("kv-type", "f16"));
+  for (const serving::KvType kv : {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
+    if (serving::kv_ggml_type(kv) == type) return kv;
   }
-  throw UsageError("--kv-type must be f32, f16 or q8_0, got '" + name + "'");
+  throw InputError("no serving KV type for " + std::string(gguf::type_name(type)));
 }
 
 int64_t positive_option(const Options& options, const std::string& name, int64_t fallback) {

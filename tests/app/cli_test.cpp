@@ -170,7 +170,7 @@ TEST(Cli, BenchRefusesBadOptions) {
       {"bench" + m + " --prompt-tokens x", "--prompt-tokens needs MIN:MAX"},
       {"bench" + m + " --output-tokens 0:4", "--output-tokens needs MIN:MAX"},
       {"bench" + m + " --prompt-tokens 500", "exceed the model's context of 128"},
-      {"bench" + m + " --kv-type q4_0", "--kv-type must be f32, f16 or q8_0"},
+      {"bench" + m + " --kv-type q4_0", "choose one of f32, f16, q8_0"},
       {"bench" + m + " --rate -2", "--rate must be"},
       {"bench" + m + " --max-batch 0", "--max-batch must be at least 1"},
       {"bench" + m + " --kv-blocks 4 --kv-bytes 100000", "at most one of --kv-blocks"},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "engine/compute/vulkan/vulkan_check.h"
 #include "engine/compute/vulkan/vulkan_functions.h"
@@ -317,7 +318,14 @@ void CommandRecorder::collect_timings() {
     query_pool_ = VK_NULL_HANDLE;
     query_capacity_ *= 2;
   }
+  for (size_t k = 0; k < kKernelClassCount; ++k) {
+    class_milliseconds_since_taken_[k] += step.class_milliseconds[k];
+  }
   last_step_ = std::move(step);
+}
+
+std::array<double, kKernelClassCount> CommandRecorder::take_class_milliseconds() {
+  return std::exchange(class_milliseconds_since_taken_, {});
 }
 
 void CommandRecorder::recycle_step_resources() {

@@ -61,6 +61,9 @@ class CommandRecorder {
   // the recorder is then reset and usable for the next step.
   void submit_and_wait();
   const StepTimings& last_step() const { return last_step_; }
+  // Measured time per kernel class of every step since the previous call (zeros without
+  // timestamps), then starts counting again.
+  std::array<double, kKernelClassCount> take_class_milliseconds();
 
  private:
   void begin_if_needed();
@@ -94,6 +97,7 @@ class CommandRecorder {
   };
   std::vector<ReusedUpload> reused_uploads_;  // this step's, checked newest first
   StepTimings last_step_;
+  std::array<double, kKernelClassCount> class_milliseconds_since_taken_{};
 };
 
 }  // namespace servescope::compute::vulkan

@@ -825,4 +825,14 @@ DeviceRoofs VulkanBackend::measure_roofs(bool timestamps_after) {
   return roofs;
 }
 
+telemetry::KernelTimes VulkanBackend::take_kernel_times() {
+  const std::array<double, kKernelClassCount> ms = recorder_->take_class_milliseconds();
+  telemetry::KernelTimes times;
+  times.matmul_ms = ms[static_cast<size_t>(KernelClass::kMatmul)];
+  times.attention_ms = ms[static_cast<size_t>(KernelClass::kAttention)];
+  times.norm_ms = ms[static_cast<size_t>(KernelClass::kNorm)];
+  times.other_ms = ms[static_cast<size_t>(KernelClass::kOther)];
+  return times;
+}
+
 }  // namespace servescope::compute::vulkan

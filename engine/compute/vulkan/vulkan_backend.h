@@ -91,6 +91,8 @@ class VulkanBackend final : public Backend {
   void finish();
   const DeviceDescription& device() const { return context_->description(); }
   const StepTimings& last_step_timings() const { return recorder_->last_step(); }
+  // From the timestamps: zeros where they are off (CPU devices by default).
+  telemetry::KernelTimes take_kernel_times() override;
   MemoryUsage memory_usage() const { return device_memory_->usage(); }
   const ValidationLog& validation_log() const { return context_->validation_log(); }
   // The raw bytes of a KV store's keys (or values): slots * row_bytes(type, kv_dim), in GGML's
