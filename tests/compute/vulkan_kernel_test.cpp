@@ -69,6 +69,7 @@ class KernelParity : public testing::Test {
     return o;
   }
   void check_matmul_every_type_and_token_count();
+  void check_prefill_shapes();
   void check_attention_shapes();
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
@@ -125,6 +126,53 @@ void KernelParity::check_matmul_every_type_and_token_count() {
 
 TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
 
+// Prefill-sized products: several groups of rows (matmul_lanes: 64 invocations x 4 rows),
+// partial token tiles, F32/F16 rows that end in part of a 32-column slice (or have no whole
+// slice), x read in place (vec4-aligned) and as a column view.
+void KernelParity::check_prefill_shapes() {
+  struct Shape {
+    int64_t rows, float_cols, block_cols;
+  };
+  for (const GgmlType type : kAllTypes) {
+    const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+    for (const Shape shape : {Shape{300, 200, 160}, Shape{5, 4, 32}}) {
+      const int64_t cols = blocks ? shape.block_cols : shape.float_cols;
+      const auto bytes = random_weight_bytes(type, shape.rows, cols, 17);
+      const WeightMatrix w_cpu = cpu_.upload_matrix(type, shape.rows, cols, bytes);
+      const WeightMatrix w_vk = vk_->upload_matrix(type, shape.rows, cols, bytes);
+      Pair bias = random_tensor(1, shape.rows, 19);
+      for (const int64_t n : {9, 41, 128}) {
+        for (const int64_t x_pad : {0, 5}) {
+          Pair x = random_tensor(n, cols, 300 + static_cast<uint32_t>(n), x_pad);
+          Pair out = random_tensor(n, shape.rows, 400);
+          cpu_.matmul(x.cpu, w_cpu, &bias.cpu, out.cpu);
+          vk_->matmul(x.vk, w_vk, &bias.vk, out.vk);
+          expect_close(out, 1e-4f,
+                       type_label(type) + " " + std::to_string(shape.rows) + "x" +
+                           std::to_string(cols) + " n=" + std::to_string(n) +
+                           " x_pad=" + std::to_string(x_pad));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(KernelParity, MatmulPrefillShapes) { check_prefill_shapes(); }
+
+TEST_F(KernelParity, CpuDevicesRunPrefillAsRegisterTiles) {
+  if (vk_->device().type != "cpu") GTEST_SKIP() << "GPUs run matmul_tiled";
+  const auto bytes = random_weight_bytes(GgmlType::Q8_0, 64, 64, 1);
+  const WeightMatrix w = vk_->upload_matrix(GgmlType::Q8_0, 64, 64, bytes);
+  Pair x = random_tensor(41, 64, 2);
+  Pair out = random_tensor(41, 64, 3);
+  vk_->matmul(x.vk, w, nullptr, out.vk);
+  vk_->read(out.vk);
+  const StepTimings& step = vk_->last_step_timings();
+  ASSERT_TRUE(step.available);
+  ASSERT_EQ(step.kernels.size(), 1u);
+  EXPECT_EQ(step.kernels[0].kernel, "matmul_lanes_q8_0");
+}
+
 // Both kernel styles, whichever this device would choose: workgroup tiles (the default on
 // GPUs) and one row per invocation (the default on CPU devices such as lavapipe).
 class WorkgroupTiles : public KernelParity {
@@ -137,6 +185,7 @@ class WorkgroupTiles : public KernelParity {
 };
 TEST_F(WorkgroupTiles, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
 TEST_F(WorkgroupTiles, AttentionShapes) { check_attention_shapes(); }
+TEST_F(WorkgroupTiles, MatmulPrefillShapes) { check_prefill_shapes(); }
 
 class RowPerInvocation : public KernelParity {
  protected:
@@ -150,6 +199,23 @@ TEST_F(RowPerInvocation, MatmulEveryTypeAndTokenCount) {
   check_matmul_every_type_and_token_count();
 }
 TEST_F(RowPerInvocation, AttentionShapes) { check_attention_shapes(); }
+TEST_F(RowPerInvocation, MatmulPrefillShapes) { check_prefill_shapes(); }
+
+// CPU-style prefill without subgroups (devices whose subgroups are too narrow or cannot
+// shuffle): matmul_vec in passes of 8 tokens.
+class MatmulVecPrefill : public KernelParity {
+ protected:
+  VulkanBackendOptions options() override {
+    VulkanBackendOptions o = KernelParity::options();
+    o.kernel_style = KernelStyle::kRowPerInvocation;
+    o.subgroup_prefill = false;
+    return o;
+  }
+};
+TEST_F(MatmulVecPrefill, MatmulEveryTypeAndTokenCount) {
+  check_matmul_every_type_and_token_count();
+}
+TEST_F(MatmulVecPrefill, MatmulPrefillShapes) { check_prefill_shapes(); }
 
 TEST_F(KernelParity, EmbedEveryType) {
   for (const GgmlType type : kAllTypes) {

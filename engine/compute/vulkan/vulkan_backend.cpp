@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/compute/vulkan/vulkan_functions.h"
 #include "engine/compute/vulkan/weight_layout.h"
 #include "engine/core/error.h"
 
@@ -134,6 +135,33 @@ struct AttentionPush {
 
 bool vec4_view(const Tensor& t) { return t.offset % 4 == 0 && t.row_stride % 4 == 0; }
 
+// matmul_lanes shares each 32-column slice of x among 8 lanes of a subgroup with shuffles.
+bool subgroups_fit_lanes_kernel(VkPhysicalDevice device) {
+  VkPhysicalDeviceSubgroupProperties subgroups{};
+  subgroups.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+  VkPhysicalDeviceProperties2 properties{};
+  properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  properties.pNext = &subgroups;
+  vkGetPhysicalDeviceProperties2(device, &properties);
+  return subgroups.subgroupSize >= 8 && (subgroups.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+         (subgroups.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+}
+
+// matmul_lanes' register tile: weight rows x tokens per invocation, 64 invocations per group.
+// Tuned on lavapipe (BENCHMARKS.md): F32 and F16 load the most bytes per weight, so each
+// weight they load serves 32 tokens; quantised weights are cheap to load and 8 tokens (fewer
+// accumulators, less waste on short prompts) run best.
+struct LanesTile {
+  uint32_t rows = 4;
+  uint32_t tokens = 8;
+};
+constexpr uint32_t kLanesGroupSize = 64;
+
+LanesTile lanes_tile(gguf::GgmlType type) {
+  const bool quantised = type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0;
+  return quantised ? LanesTile{4, 8} : LanesTile{4, 32};
+}
+
 constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4 dimensions
 
 }  // namespace
@@ -149,6 +177,8 @@ VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
   recorder_ = std::make_unique<CommandRecorder>(context_, host_memory_, timestamps_by_default_);
   workgroup_tiles_ = options.kernel_style == KernelStyle::kWorkgroupTiles ||
                      (options.kernel_style == KernelStyle::kAuto && !cpu_device);
+  lanes_kernel_ = !workgroup_tiles_ && options.subgroup_prefill &&
+                  subgroups_fit_lanes_kernel(context_->physical_device());
   const uint64_t device_limit = context_->properties().limits.maxStorageBufferRange;
   max_binding_bytes_ = options.max_binding_bytes == 0
                            ? device_limit
@@ -268,6 +298,11 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type) {
     prepared.push_back(&pipelines_->get("matmul_vec_" + suffix, 4, constants));
   }
   if (workgroup_tiles_) prepared.push_back(&pipelines_->get("matmul_tiled_" + suffix, 4));
+  if (lanes_kernel_) {
+    const LanesTile tile = lanes_tile(weight_type);
+    prepared.push_back(
+        &pipelines_->get("matmul_lanes_" + suffix, 4, std::array{tile.rows, tile.tokens}));
+  }
   if (!common_pipelines_ready_) {
     common_pipelines_ready_ = true;
     // name, bindings: as dispatched below.
@@ -448,6 +483,10 @@ Tensor VulkanBackend::vec4_aligned(const Tensor& x) {
 void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tensor* bias,
                            Tensor& out) {
   assert(x_in.cols == w.cols && out.cols == w.rows && out.rows == x_in.rows);
+  if (lanes_kernel_ && x_in.rows > kMatrixVectorMaxTokens) {
+    record_lanes_matmul(vec4_aligned(x_in), w, bias, out);
+    return;
+  }
   const bool vector_kernel = x_in.rows <= kMatrixVectorMaxTokens || !workgroup_tiles_;
   const Tensor x = vector_kernel ? vec4_aligned(x_in) : x_in;
   const std::string shader =
@@ -479,6 +518,28 @@ void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tens
       dispatch(shader, {weights, bind(x), bind(out), bias_range}, &push, sizeof push,
                {groups_for(chunk.rows, 32), groups_for(x.rows, 32), 1}, KernelClass::kMatmul);
     }
+  }
+}
+
+void VulkanBackend::record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias,
+                                        Tensor& out) {
+  const LanesTile tile = lanes_tile(w.type);
+  const std::string shader = "matmul_lanes_" + type_suffix(w.type);
+  for (const WeightChunk& chunk : weights_of(w).chunks) {
+    const MatmulPush push{u32(x.rows),
+                          u32(chunk.rows),
+                          u32(w.cols),
+                          u32(x.offset),
+                          u32(x.row_stride),
+                          u32(out.offset + chunk.first_row),
+                          u32(out.row_stride),
+                          bias != nullptr ? u32(bias->offset + chunk.first_row) : 0u,
+                          bias != nullptr ? 1u : 0u};
+    const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
+    const WorkgroupCount groups{groups_for(x.rows, tile.tokens),
+                                groups_for(chunk.rows, kLanesGroupSize * tile.rows), 1};
+    dispatch(shader, {range_of(chunk.storage->get()), bind(x), bind(out), bias_range}, &push,
+             sizeof push, groups, KernelClass::kMatmul, {tile.rows, tile.tokens});
   }
 }
 

@@ -22,7 +22,8 @@ namespace servescope::compute::vulkan {
 enum class KernelStyle {
   kAuto,              // kWorkgroupTiles on GPUs, kRowPerInvocation on CPU devices
   kWorkgroupTiles,    // matmul_tiled (shared-memory tiles), attention (workgroup per head)
-  kRowPerInvocation,  // matmul_vec in passes of 8 tokens, attention_rows (invocation per head)
+  kRowPerInvocation,  // matmul_lanes register tiles (or matmul_vec passes of 8 tokens),
+                      // attention_rows (invocation per head)
 };
 
 struct VulkanBackendOptions {
@@ -36,6 +37,10 @@ struct VulkanBackendOptions {
   // GPUs; off on CPU devices, where each query costs about 100 us, more than most kernels.
   std::optional<bool> timestamps;
   KernelStyle kernel_style = KernelStyle::kAuto;
+  // kRowPerInvocation prefill: matmul_lanes, which shares x between the lanes of a subgroup,
+  // where the device's subgroups allow (>= 8 lanes that can shuffle); false, or a device
+  // without them: matmul_vec in passes of 8 tokens (the bench compares the two).
+  bool subgroup_prefill = true;
 };
 
 // The device's measured roofs: streaming reads (GB/s: the better of a streaming kernel and the
@@ -113,6 +118,8 @@ class VulkanBackend final : public Backend {
   // Compiles, while a model loads, the pipelines its steps will use, so that the first step
   // does not pay for shader compilation (tens of ms per pipeline on lavapipe).
   void prepare_pipelines(gguf::GgmlType weight_type);
+  // Prefill products on CPU devices: matmul_lanes register tiles (see the shader).
+  void record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out);
   void copy_into(const Allocation& dst, std::span<const uint8_t> bytes);
 
   std::shared_ptr<VulkanContext> context_;
@@ -130,6 +137,8 @@ class VulkanBackend final : public Backend {
   };
   std::optional<PendingOp> pending_;
   bool workgroup_tiles_ = true;  // the resolved KernelStyle
+  // CPU-style prefill with matmul_lanes: needs subgroups of >= 8 lanes that can shuffle.
+  bool lanes_kernel_ = false;
   bool common_pipelines_ready_ = false;
   bool timestamps_by_default_ = true;
 };
