@@ -2,10 +2,12 @@
 // not multiples of any workgroup size, column views with offsets and strides, every weight
 // type, weights split over several bindings, and the staging path of discrete GPUs.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 #include "engine/compute/cpu_backend.h"
@@ -475,6 +477,122 @@ TEST(VulkanLoader, MissingLoaderIsAClearErrorNotACrash) {
   EXPECT_NE(vulkan_output.find("Vulkan loader"), std::string::npos) << vulkan_output;
   EXPECT_NE(vulkan_output.find("--backend cpu"), std::string::npos) << vulkan_output;
   EXPECT_EQ(run("cpu", cpu_output), 0) << cpu_output;
+}
+
+// --- failures during a step: out of device memory, device lost -----------------------------
+
+// A small product on `vk` against the CPU backend: the backend still computes correctly.
+void expect_small_matmul_matches_cpu(Backend& backend) {
+  CpuBackend cpu;
+  const auto bytes = random_weight_bytes(GgmlType::Q8_0, 40, 64, 5);
+  const std::vector<float> values = random_values(12 * 64, 6);
+  std::vector<float> results[2];
+  Backend* backends[2] = {&cpu, &backend};
+  for (int i = 0; i < 2; ++i) {
+    const WeightMatrix w = backends[i]->upload_matrix(GgmlType::Q8_0, 40, 64, bytes);
+    Tensor x = backends[i]->create_tensor(12, 64, BufferPurpose::kActivations);
+    backends[i]->write(x, values);
+    Tensor out = backends[i]->create_tensor(12, 40, BufferPurpose::kActivations);
+    backends[i]->matmul(x, w, nullptr, out);
+    results[i] = backends[i]->read(out);
+  }
+  EXPECT_LE(max_abs_difference(results[1], results[0]), 1e-4f);
+}
+
+std::string message_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const BackendError& e) {
+    return e.what();
+  }
+  return "(no BackendError)";
+}
+
+// Asking for more memory than the device (here: a budget of one 64 MiB block) can give is a
+// BackendError that says what failed and what to do; nothing is half-allocated and the
+// backend keeps working.
+TEST(VulkanFailures, OutOfDeviceMemoryIsAClearErrorAndTheBackendStaysUsable) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  enable_validation();
+  VulkanBackendOptions options;
+  options.device_memory_budget = kDefaultBlockBytes;
+  VulkanBackend vk(options);
+  expect_small_matmul_matches_cpu(vk);
+  const MemoryUsage before = vk.memory_usage();
+
+  const int64_t side = 4500;  // 81 MB of F32 weights: within one binding, beyond the budget
+  const std::vector<uint8_t> too_big(static_cast<size_t>(side * side) * sizeof(float), 0);
+  const std::string weights_error =
+      message_of([&] { vk.upload_matrix(GgmlType::F32, side, side, too_big); });
+  EXPECT_NE(weights_error.find("VK_ERROR_OUT_OF_DEVICE_MEMORY"), std::string::npos)
+      << weights_error;
+  EXPECT_NE(weights_error.find("--backend cpu"), std::string::npos) << weights_error;
+  const std::string tensor_error =
+      message_of([&] { vk.create_tensor(side, side, BufferPurpose::kActivations); });
+  EXPECT_NE(tensor_error.find("MiB of device memory"), std::string::npos) << tensor_error;
+
+  EXPECT_EQ(vk.memory_usage().bytes_in_use, before.bytes_in_use);
+  EXPECT_EQ(vk.memory_usage().blocks, before.blocks);
+  expect_small_matmul_matches_cpu(vk);
+  expect_validation_clean(vk.validation_log());
+}
+
+// A lost device (simulated: the next submit reports VK_ERROR_DEVICE_LOST) fails the step with
+// a BackendError that says so; every later call fails the same way instead of crashing or
+// returning stale data; destruction is safe; the CPU backend computes on.
+TEST(VulkanFailures, LostDeviceFailsEveryLaterCallAndTheCpuBackendTakesOver) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  enable_validation();
+  auto vk = std::make_unique<VulkanBackend>();
+  const auto bytes = random_weight_bytes(GgmlType::F16, 16, 32, 1);
+  const WeightMatrix w = vk->upload_matrix(GgmlType::F16, 16, 32, bytes);
+  Tensor x = vk->create_tensor(3, 32, BufferPurpose::kActivations);
+  vk->write(x, random_values(3 * 32, 2));
+  Tensor out = vk->create_tensor(3, 16, BufferPurpose::kActivations);
+
+  vk->simulate_device_lost_after(0);
+  vk->matmul(x, w, nullptr, out);
+  const std::string step_error = message_of([&] { vk->read(out); });
+  EXPECT_NE(step_error.find("VK_ERROR_DEVICE_LOST"), std::string::npos) << step_error;
+  EXPECT_NE(step_error.find("--backend cpu"), std::string::npos) << step_error;
+
+  const std::string later_error = message_of([&] {
+    vk->matmul(x, w, nullptr, out);
+    vk->read(out);
+  });
+  EXPECT_NE(later_error.find("device was lost"), std::string::npos) << later_error;
+  EXPECT_NE(message_of([&] { vk->read(out); }).find("device was lost"), std::string::npos);
+  EXPECT_NE(
+      message_of([&] { vk->upload_matrix(GgmlType::F16, 16, 32, bytes); }).find("device was lost"),
+      std::string::npos);
+  expect_validation_clean(vk->validation_log());
+  vk.reset();  // buffers (x, out, w) outlive the backend: still safe
+
+  CpuBackend cpu;
+  expect_small_matmul_matches_cpu(cpu);
+}
+
+// The CLI contract when Vulkan fails in the middle of a run: a one-line reason on stderr that
+// names the way out, a non-zero exit code, no crash (DESIGN.md: never abort, never crash).
+TEST(VulkanFailures, CliReportsALostDeviceMidRunAndExitsNonZero) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  const std::string cli = std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli";
+  const std::string model = std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf";
+  // Loading takes a few dozen submits; the 60th comes during generation.
+  const std::string command = "SERVESCOPE_VULKAN_SIMULATE_DEVICE_LOST=60 " + cli +
+                              " generate --model " + model +
+                              " --prompt 'Once upon a time' --max-tokens 100 --greedy --no-stop"
+                              " --backend vulkan 2>&1 >/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string errors;
+  char buffer[4096];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) errors += buffer;
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << "the CLI crashed: " << errors;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << errors;
+  EXPECT_NE(errors.find("VK_ERROR_DEVICE_LOST"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("--backend cpu"), std::string::npos) << errors;
 }
 
 TEST(VulkanDevices, ListingAndChoice) {

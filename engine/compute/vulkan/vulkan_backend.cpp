@@ -169,7 +169,8 @@ constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4
 VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
     : context_(std::make_shared<VulkanContext>(options.context)) {
   device_memory_ =
-      std::make_shared<DeviceMemory>(context_, MemoryKind::kDevice, options.map_device_memory);
+      std::make_shared<DeviceMemory>(context_, MemoryKind::kDevice, options.map_device_memory,
+                                     kDefaultBlockBytes, options.device_memory_budget);
   host_memory_ = std::make_shared<DeviceMemory>(context_, MemoryKind::kHost);
   pipelines_ = std::make_unique<Pipelines>(context_);
   const bool cpu_device = context_->description().type == "cpu";

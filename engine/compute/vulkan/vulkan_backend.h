@@ -41,6 +41,9 @@ struct VulkanBackendOptions {
   // where the device's subgroups allow (>= 8 lanes that can shuffle); false, or a device
   // without them: matmul_vec in passes of 8 tokens (the bench compares the two).
   bool subgroup_prefill = true;
+  // > 0: the most device memory (bytes) this backend reserves; beyond it allocations fail as
+  // on a full device (tests provoke out-of-memory with it). 0: only the device's own limit.
+  uint64_t device_memory_budget = 0;
 };
 
 // The device's measured roofs: streaming reads (GB/s: the better of a streaming kernel and the
@@ -95,6 +98,11 @@ class VulkanBackend final : public Backend {
   const StepTimings& last_step_timings() const { return recorder_->last_step(); }
   MemoryUsage memory_usage() const { return device_memory_->usage(); }
   const ValidationLog& validation_log() const { return context_->validation_log(); }
+  // Test hook: the step submitted after `successful_steps` more reports VK_ERROR_DEVICE_LOST
+  // (see CommandRecorder::simulate_device_lost_after).
+  void simulate_device_lost_after(uint32_t successful_steps) {
+    recorder_->simulate_device_lost_after(successful_steps);
+  }
 
  private:
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
