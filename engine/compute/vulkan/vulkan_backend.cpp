@@ -150,16 +150,18 @@ bool subgroups_fit_lanes_kernel(VkPhysicalDevice device) {
 // matmul_lanes' register tile: weight rows x tokens per invocation, 64 invocations per group.
 // Tuned on lavapipe (BENCHMARKS.md): F32 and F16 load the most bytes per weight, so each
 // weight they load serves 32 tokens; quantised weights are cheap to load and 8 tokens (fewer
-// accumulators, less waste on short prompts) run best.
+// accumulators, less waste on short prompts) run best. 4 rows per invocation, 2 for matrices
+// of at most 128 rows (e.g. key and value projections), which would leave half of a group of
+// 256 rows idle.
 struct LanesTile {
   uint32_t rows = 4;
   uint32_t tokens = 8;
 };
 constexpr uint32_t kLanesGroupSize = 64;
 
-LanesTile lanes_tile(gguf::GgmlType type) {
+LanesTile lanes_tile(gguf::GgmlType type, int64_t weight_rows) {
   const bool quantised = type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0;
-  return quantised ? LanesTile{4, 8} : LanesTile{4, 32};
+  return {weight_rows <= 2 * kLanesGroupSize ? 2u : 4u, quantised ? 8u : 32u};
 }
 
 constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4 dimensions
@@ -273,7 +275,7 @@ WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int
     throw BackendError("Vulkan: one row of a weight matrix (" + std::to_string(row_bytes) +
                        " bytes) is larger than the device's largest storage binding");
   }
-  prepare_pipelines(type);
+  prepare_pipelines(type, rows);
   auto storage = std::make_shared<WeightStorage>();
   for (int64_t first = 0; first < rows; first += static_cast<int64_t>(rows_per_chunk)) {
     const int64_t count = std::min<int64_t>(static_cast<int64_t>(rows_per_chunk), rows - first);
@@ -289,7 +291,7 @@ WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int
   return WeightMatrix{storage, type, rows, cols};
 }
 
-void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type) {
+void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight_rows) {
   const std::string suffix = type_suffix(weight_type);
   std::vector<const Pipeline*> prepared;
   prepared.push_back(&pipelines_->get("embed_" + suffix, 3));
@@ -300,7 +302,7 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type) {
   }
   if (workgroup_tiles_) prepared.push_back(&pipelines_->get("matmul_tiled_" + suffix, 4));
   if (lanes_kernel_) {
-    const LanesTile tile = lanes_tile(weight_type);
+    const LanesTile tile = lanes_tile(weight_type, weight_rows);
     prepared.push_back(
         &pipelines_->get("matmul_lanes_" + suffix, 4, std::array{tile.rows, tile.tokens}));
   }
@@ -524,7 +526,7 @@ void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tens
 
 void VulkanBackend::record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias,
                                         Tensor& out) {
-  const LanesTile tile = lanes_tile(w.type);
+  const LanesTile tile = lanes_tile(w.type, w.rows);
   const std::string shader = "matmul_lanes_" + type_suffix(w.type);
   for (const WeightChunk& chunk : weights_of(w).chunks) {
     const MatmulPush push{u32(x.rows),

@@ -123,9 +123,10 @@ class VulkanBackend final : public Backend {
   // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
   double time_alone(const std::string& shader, std::initializer_list<BufferRange> bindings,
                     const void* push, uint32_t push_bytes, WorkgroupCount groups);
-  // Compiles, while a model loads, the pipelines its steps will use, so that the first step
-  // does not pay for shader compilation (tens of ms per pipeline on lavapipe).
-  void prepare_pipelines(gguf::GgmlType weight_type);
+  // Compiles, while a model loads, the pipelines its steps will use with a weight matrix of
+  // this type and row count, so that the first step does not pay for shader compilation
+  // (tens of ms per pipeline on lavapipe).
+  void prepare_pipelines(gguf::GgmlType weight_type, int64_t weight_rows);
   // Prefill products on CPU devices: matmul_lanes register tiles (see the shader).
   void record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out);
   void copy_into(const Allocation& dst, std::span<const uint8_t> bytes);
