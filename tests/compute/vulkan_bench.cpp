@@ -214,6 +214,19 @@ json small_ops(VulkanBackend& vk) {
            })}};
 }
 
+// Where a step's device time went: per kernel class and per kernel (pipeline name).
+json step_breakdown(const StepTimings& step) {
+  std::map<std::string, double> per_kernel;
+  for (const KernelTiming& k : step.kernels) per_kernel[k.kernel] += k.milliseconds;
+  return {{"dispatches", step.dispatches},
+          {"gpu_ms", step.gpu_milliseconds},
+          {"matmul_ms", step.class_milliseconds[0]},
+          {"attention_ms", step.class_milliseconds[1]},
+          {"norm_ms", step.class_milliseconds[2]},
+          {"other_ms", step.class_milliseconds[3]},
+          {"per_kernel_ms", per_kernel}};
+}
+
 json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, int decode_tokens) {
   auto m = model::load_model(path, kind);
   serving::GenerationRequest request;
@@ -235,18 +248,15 @@ json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, in
               {"decode_steps", best.decode_steps},
               {"decode_tokens_per_s", best.decode_tokens_per_s()}};
   if (auto* vk = dynamic_cast<VulkanBackend*>(m->backend.get())) {
-    // One more short generation with timestamps on, for the last decode step's breakdown.
+    // Short generations with timestamps on, for the breakdown of the prefill step (one
+    // token: only the prompt's step runs) and of a decode step.
     vk->set_timestamps(true);
+    request.max_tokens = 1;
+    serving::generate(*m->transformer, request);
+    doc["last_prefill_step"] = step_breakdown(vk->last_step_timings());
     request.max_tokens = 2;
     serving::generate(*m->transformer, request);
-    const StepTimings& step = vk->last_step_timings();
-    std::map<std::string, double> per_kernel;
-    for (const KernelTiming& k : step.kernels) per_kernel[k.kernel] += k.milliseconds;
-    doc["last_decode_step_per_kernel_ms"] = per_kernel;
-    doc["last_decode_step"] = {
-        {"dispatches", step.dispatches},           {"gpu_ms", step.gpu_milliseconds},
-        {"matmul_ms", step.class_milliseconds[0]}, {"attention_ms", step.class_milliseconds[1]},
-        {"norm_ms", step.class_milliseconds[2]},   {"other_ms", step.class_milliseconds[3]}};
+    doc["last_decode_step"] = step_breakdown(vk->last_step_timings());
   }
   return doc;
 }
@@ -319,8 +329,8 @@ int run(int argc, char** argv) {
   }
   doc["products"] = products(vk, baseline.get(), probed.roofs, shapes, quick);
   if (!model_path.empty() && !products_only) {
-    doc["end_to_end"] = {end_to_end(model_path, BackendKind::kVulkan, 64, 64),
-                         end_to_end(model_path, BackendKind::kCpu, 64, 64)};
+    doc["end_to_end"] = {end_to_end(model_path, BackendKind::kVulkan, 128, 64),
+                         end_to_end(model_path, BackendKind::kCpu, 128, 64)};
   }
   std::cout << doc.dump(2) << "\n";
   return 0;
