@@ -296,9 +296,12 @@ void CommandRecorder::submit_and_wait() {
 
 // Submit and fence wait as one result: the first that fails, or the wait's.
 VkResult CommandRecorder::submit_and_wait_for_fence() {
-  if (submits_until_simulated_loss_ && (*submits_until_simulated_loss_)-- == 0) {
-    submits_until_simulated_loss_.reset();
-    return VK_ERROR_DEVICE_LOST;  // simulated: the step never reaches the queue
+  if (submits_until_simulated_loss_) {
+    if (*submits_until_simulated_loss_ == 0) {
+      submits_until_simulated_loss_.reset();
+      return VK_ERROR_DEVICE_LOST;  // simulated: the step never reaches the queue
+    }
+    --*submits_until_simulated_loss_;
   }
   VkSubmitInfo submit{};
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;

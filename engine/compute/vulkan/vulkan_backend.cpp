@@ -133,6 +133,21 @@ struct AttentionPush {
   uint32_t n_heads, n_queries;  // attention_rows only
 };
 
+// Push constants of one weight chunk's product: the chunk's rows are output columns
+// [first_row, first_row + rows).
+MatmulPush matmul_push(const Tensor& x, const WeightMatrix& w, const WeightChunk& chunk,
+                       const Tensor* bias, const Tensor& out) {
+  return {u32(x.rows),
+          u32(chunk.rows),
+          u32(w.cols),
+          u32(x.offset),
+          u32(x.row_stride),
+          u32(out.offset + chunk.first_row),
+          u32(out.row_stride),
+          bias != nullptr ? u32(bias->offset + chunk.first_row) : 0u,
+          bias != nullptr ? 1u : 0u};
+}
+
 bool vec4_view(const Tensor& t) { return t.offset % 4 == 0 && t.row_stride % 4 == 0; }
 
 // matmul_lanes shares each 32-column slice of x among 8 lanes of a subgroup with shuffles.
@@ -500,16 +515,7 @@ void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tens
   while (tokens_per_pass < 8 && tokens_per_pass < x.rows) tokens_per_pass *= 2;
   const uint32_t rows_per_invocation = x.rows > 8 ? 8 : 4;
   for (const WeightChunk& chunk : weights_of(w).chunks) {
-    // This chunk's rows are output columns [first_row, first_row + rows).
-    const MatmulPush push{u32(x.rows),
-                          u32(chunk.rows),
-                          u32(w.cols),
-                          u32(x.offset),
-                          u32(x.row_stride),
-                          u32(out.offset + chunk.first_row),
-                          u32(out.row_stride),
-                          bias != nullptr ? u32(bias->offset + chunk.first_row) : 0u,
-                          bias != nullptr ? 1u : 0u};
+    const MatmulPush push = matmul_push(x, w, chunk, bias, out);
     const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
     const BufferRange weights = range_of(chunk.storage->get());
     if (vector_kernel) {
@@ -529,15 +535,7 @@ void VulkanBackend::record_lanes_matmul(const Tensor& x, const WeightMatrix& w, 
   const LanesTile tile = lanes_tile(w.type, w.rows);
   const std::string shader = "matmul_lanes_" + type_suffix(w.type);
   for (const WeightChunk& chunk : weights_of(w).chunks) {
-    const MatmulPush push{u32(x.rows),
-                          u32(chunk.rows),
-                          u32(w.cols),
-                          u32(x.offset),
-                          u32(x.row_stride),
-                          u32(out.offset + chunk.first_row),
-                          u32(out.row_stride),
-                          bias != nullptr ? u32(bias->offset + chunk.first_row) : 0u,
-                          bias != nullptr ? 1u : 0u};
+    const MatmulPush push = matmul_push(x, w, chunk, bias, out);
     const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
     const WorkgroupCount groups{groups_for(x.rows, tile.tokens),
                                 groups_for(chunk.rows, kLanesGroupSize * tile.rows), 1};
