@@ -527,11 +527,21 @@ TEST(VulkanFailures, OutOfDeviceMemoryIsAClearErrorAndTheBackendStaysUsable) {
   EXPECT_NE(weights_error.find("VK_ERROR_OUT_OF_DEVICE_MEMORY"), std::string::npos)
       << weights_error;
   EXPECT_NE(weights_error.find("--backend cpu"), std::string::npos) << weights_error;
+  // Mid-step: a product is recorded, then the step's next tensor does not fit. The step
+  // fails and is dropped; `out` keeps what it held before.
+  const auto small = random_weight_bytes(GgmlType::F32, 8, 16, 3);
+  const WeightMatrix w = vk.upload_matrix(GgmlType::F32, 8, 16, small);
+  Tensor x = vk.create_tensor(2, 16, BufferPurpose::kActivations);
+  vk.write(x, random_values(2 * 16, 4));
+  Tensor out = vk.create_tensor(2, 8, BufferPurpose::kActivations);
+  const std::vector<float> before_step(16, 7.0f);
+  vk.write(out, before_step);
+  vk.matmul(x, w, nullptr, out);
   const std::string tensor_error =
       message_of([&] { vk.create_tensor(side, side, BufferPurpose::kActivations); });
   EXPECT_NE(tensor_error.find("MiB of device memory"), std::string::npos) << tensor_error;
+  EXPECT_EQ(vk.read(out), before_step);
 
-  EXPECT_EQ(vk.memory_usage().bytes_in_use, before.bytes_in_use);
   EXPECT_EQ(vk.memory_usage().blocks, before.blocks);
   expect_small_matmul_matches_cpu(vk);
   expect_validation_clean(vk.validation_log());

@@ -294,6 +294,12 @@ void CommandRecorder::submit_and_wait() {
   recycle_step_resources();
 }
 
+void CommandRecorder::discard() {
+  if (!recording_) return;
+  recording_ = false;
+  recycle_step_resources();  // resets the command buffer from recording to initial
+}
+
 // Submit and fence wait as one result: the first that fails, or the wait's.
 VkResult CommandRecorder::submit_and_wait_for_fence() {
   if (submits_until_simulated_loss_) {

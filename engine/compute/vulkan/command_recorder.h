@@ -60,6 +60,8 @@ class CommandRecorder {
   // every call that would record or submit throws BackendError (nothing can run on a lost
   // device; the caller moves to the CPU backend).
   void submit_and_wait();
+  // Drops what was recorded for this step without running it (a step that failed half-way).
+  void discard();
   const StepTimings& last_step() const { return last_step_; }
   bool device_lost() const { return device_lost_; }
 

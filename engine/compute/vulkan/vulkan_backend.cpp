@@ -255,8 +255,17 @@ void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<Bu
 
 Tensor VulkanBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) {
   const auto bytes = static_cast<VkDeviceSize>(rows * cols) * sizeof(float);
-  auto storage =
-      std::make_shared<TensorStorage>(device_memory_, device_memory_->allocate(bytes, purpose));
+  Allocation allocation;
+  try {
+    allocation = device_memory_->allocate(bytes, purpose);
+  } catch (const BackendError&) {
+    // Out of memory in the middle of a step: the step fails, so none of it may run later
+    // (as the start of the next step) on tensors its caller has given up.
+    pending_.reset();
+    recorder_->discard();
+    throw;
+  }
+  auto storage = std::make_shared<TensorStorage>(device_memory_, allocation);
   // Activations are always written before they are read; caches and weights start at zero.
   if (purpose != BufferPurpose::kActivations) {
     record_pending();
