@@ -12,6 +12,7 @@
 
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/vulkan/device_probe.h"
+#include "engine/compute/vulkan/vulkan_check.h"
 #include "tests/compute/vulkan_test_support.h"
 
 namespace servescope::compute::vulkan {
@@ -506,6 +507,21 @@ std::string message_of(const std::function<void()>& call) {
     return e.what();
   }
   return "(no BackendError)";
+}
+
+// Every failed VkResult becomes a BackendError naming the call, the result and the way out.
+TEST(VulkanFailures, VkResultsBecomeMessagesAPersonCanActOn) {
+  const std::string lost = message_of([] { check(VK_ERROR_DEVICE_LOST, "running a step"); });
+  EXPECT_EQ(lost,
+            "Vulkan: running a step failed: VK_ERROR_DEVICE_LOST (the device was lost; restart "
+            "with --backend cpu)");
+  const std::string full =
+      message_of([] { check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "allocating 64 MiB"); });
+  EXPECT_NE(full.find("VK_ERROR_OUT_OF_DEVICE_MEMORY"), std::string::npos) << full;
+  EXPECT_NE(full.find("--backend cpu"), std::string::npos) << full;
+  const std::string odd = message_of([] { check(static_cast<VkResult>(-1234), "x"); });
+  EXPECT_NE(odd.find("(-1234)"), std::string::npos) << odd;
+  EXPECT_NO_THROW(check(VK_SUCCESS, "x"));
 }
 
 // Asking for more memory than the device (here: a budget of one 64 MiB block) can give is a
