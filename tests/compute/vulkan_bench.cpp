@@ -4,13 +4,23 @@
 // fraction of the device probe's measured roofs; per-dispatch overhead; and with --model,
 // end-to-end prefill and decode tokens/s on Vulkan and on the CPU backend.
 //
-//   servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]
+//   servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe] [--products-only]
+//                           [--baseline]
+// --baseline: on a CPU device, also time matrix-matrix products with the previous prefill
+// kernel (matmul_vec passes, VulkanBackendOptions::subgroup_prefill = false), alternating with
+// the current one, so the two compare under the same machine load.
+// --products-only: only the matrix products (no dispatch overhead, no end-to-end runs), for
+// quick A/B runs of kernel changes.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -50,9 +60,21 @@ double matmul_ms(const VulkanBackend& vk, double wall_ms) {
   return step.class_milliseconds[static_cast<size_t>(KernelClass::kMatmul)];
 }
 
+// CPU time of this process (all threads): on a CPU device (lavapipe) the work a kernel did,
+// which other processes on a busy machine slow down less than they do wall time.
+double process_cpu_ms() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto ms = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) * 1e-3;
+  };
+  return ms(usage.ru_utime) + ms(usage.ru_stime);
+}
+
 struct ProductResult {
   double gpu_ms = 0.0;   // best kernel time
   double wall_ms = 0.0;  // best step wall time (record + submit + wait + read of one value)
+  double cpu_ms = 0.0;   // least process CPU time of a step
 };
 
 ProductResult time_product(VulkanBackend& vk, const WeightMatrix& w, int64_t tokens, int runs) {
@@ -60,20 +82,46 @@ ProductResult time_product(VulkanBackend& vk, const WeightMatrix& w, int64_t tok
   std::vector<float> values(static_cast<size_t>(tokens * w.cols), 0.01f);
   vk.write(x, values);
   Tensor out = vk.create_tensor(tokens, w.rows, BufferPurpose::kActivations);
-  ProductResult best{INFINITY, INFINITY};
+  ProductResult best{INFINITY, INFINITY, INFINITY};
   for (int run = 0; run < runs + 1; ++run) {  // the first run warms up (pipeline creation)
     const auto start = Clock::now();
+    const double cpu_start = process_cpu_ms();
     vk.matmul(x, w, nullptr, out);
     vk.read(out.row_range(0, 1).columns(0, 1));
     const double wall = milliseconds_since(start);
     if (run == 0) continue;
+    best.cpu_ms = std::min(best.cpu_ms, process_cpu_ms() - cpu_start);
     best.wall_ms = std::min(best.wall_ms, wall);
     best.gpu_ms = std::min(best.gpu_ms, matmul_ms(vk, wall));
   }
   return best;
 }
 
-json products(VulkanBackend& vk, const DeviceRoofs& roofs,
+// Matrix-matrix GFLOP/s of `tokens` tokens, best of `runs`; `baseline` (when given) is timed
+// in alternation with `vk`, so both see the same machine load.
+struct MatmatResult {
+  ProductResult best, baseline;
+};
+MatmatResult time_matmat(VulkanBackend& vk, const WeightMatrix& w, VulkanBackend* baseline,
+                         const WeightMatrix* baseline_w, int64_t tokens, int runs) {
+  MatmatResult result{{INFINITY, INFINITY, INFINITY}, {INFINITY, INFINITY, INFINITY}};
+  const auto keep_best = [](ProductResult& best, const ProductResult& run) {
+    best.gpu_ms = std::min(best.gpu_ms, run.gpu_ms);
+    best.wall_ms = std::min(best.wall_ms, run.wall_ms);
+    best.cpu_ms = std::min(best.cpu_ms, run.cpu_ms);
+  };
+  for (int run = 0; run < runs; ++run) {
+    keep_best(result.best, time_product(vk, w, tokens, 1));
+    if (baseline != nullptr) {
+      keep_best(result.baseline, time_product(*baseline, *baseline_w, tokens, 1));
+    }
+  }
+  return result;
+}
+
+// `baseline`: the same device with the previous prefill kernel (CPU devices: matmul_vec in
+// passes of 8 tokens instead of matmul_lanes), or null.
+json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roofs,
               const std::vector<std::pair<int64_t, int64_t>>& shapes, bool quick) {
   json rows = json::array();
   for (const auto& [out_features, in_features] : shapes) {
@@ -84,21 +132,35 @@ json products(VulkanBackend& vk, const DeviceRoofs& roofs,
       const double gb_per_s = double(bytes.size()) / (vec.gpu_ms * 1e6);
       const int64_t tokens = 128;
       const bool big = out_features * in_features > (int64_t{1} << 22);
-      const ProductResult mat = time_product(vk, w, tokens, quick || big ? 1 : 3);
-      const double gflop_per_s =
-          2.0 * double(tokens * out_features * in_features) / (mat.gpu_ms * 1e6);
-      rows.push_back(
-          {{"shape", std::to_string(out_features) + "x" + std::to_string(in_features)},
-           {"type", gguf::type_name(type)},
-           {"weight_bytes", bytes.size()},
-           {"matvec_ms", vec.gpu_ms},
-           {"matvec_step_wall_ms", vec.wall_ms},
-           {"matvec_gb_per_s", gb_per_s},
-           {"matvec_fraction_of_stream_roof", gb_per_s / roofs.stream_gb_per_s},
-           {"matmat_tokens", tokens},
-           {"matmat_ms", mat.gpu_ms},
-           {"matmat_gflop_per_s", gflop_per_s},
-           {"matmat_fraction_of_compute_roof", gflop_per_s / roofs.compute_gflop_per_s}});
+      std::optional<WeightMatrix> baseline_w;
+      if (baseline != nullptr) {
+        baseline_w = baseline->upload_matrix(type, out_features, in_features, bytes);
+      }
+      const MatmatResult mat =
+          time_matmat(vk, w, baseline, baseline_w ? &*baseline_w : nullptr, tokens,
+                      big     ? 2
+                      : quick ? 3
+                              : 5);
+      const double flop = 2.0 * double(tokens * out_features * in_features);
+      const double gflop_per_s = flop / (mat.best.gpu_ms * 1e6);
+      json row = {{"shape", std::to_string(out_features) + "x" + std::to_string(in_features)},
+                  {"type", gguf::type_name(type)},
+                  {"weight_bytes", bytes.size()},
+                  {"matvec_ms", vec.gpu_ms},
+                  {"matvec_step_wall_ms", vec.wall_ms},
+                  {"matvec_gb_per_s", gb_per_s},
+                  {"matvec_fraction_of_stream_roof", gb_per_s / roofs.stream_gb_per_s},
+                  {"matmat_tokens", tokens},
+                  {"matmat_ms", mat.best.gpu_ms},
+                  {"matmat_process_cpu_ms", mat.best.cpu_ms},
+                  {"matmat_gflop_per_s", gflop_per_s},
+                  {"matmat_fraction_of_compute_roof", gflop_per_s / roofs.compute_gflop_per_s}};
+      if (baseline != nullptr) {
+        row["baseline_matmat_ms"] = mat.baseline.gpu_ms;
+        row["baseline_matmat_process_cpu_ms"] = mat.baseline.cpu_ms;
+        row["baseline_matmat_gflop_per_s"] = flop / (mat.baseline.gpu_ms * 1e6);
+      }
+      rows.push_back(row);
       std::cerr << rows.back().dump() << "\n";
     }
   }
@@ -152,6 +214,19 @@ json small_ops(VulkanBackend& vk) {
            })}};
 }
 
+// Where a step's device time went: per kernel class and per kernel (pipeline name).
+json step_breakdown(const StepTimings& step) {
+  std::map<std::string, double> per_kernel;
+  for (const KernelTiming& k : step.kernels) per_kernel[k.kernel] += k.milliseconds;
+  return {{"dispatches", step.dispatches},
+          {"gpu_ms", step.gpu_milliseconds},
+          {"matmul_ms", step.class_milliseconds[0]},
+          {"attention_ms", step.class_milliseconds[1]},
+          {"norm_ms", step.class_milliseconds[2]},
+          {"other_ms", step.class_milliseconds[3]},
+          {"per_kernel_ms", per_kernel}};
+}
+
 json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, int decode_tokens) {
   auto m = model::load_model(path, kind);
   serving::GenerationRequest request;
@@ -173,25 +248,22 @@ json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, in
               {"decode_steps", best.decode_steps},
               {"decode_tokens_per_s", best.decode_tokens_per_s()}};
   if (auto* vk = dynamic_cast<VulkanBackend*>(m->backend.get())) {
-    // One more short generation with timestamps on, for the last decode step's breakdown.
+    // Short generations with timestamps on, for the breakdown of the prefill step (one
+    // token: only the prompt's step runs) and of a decode step.
     vk->set_timestamps(true);
+    request.max_tokens = 1;
+    serving::generate(*m->transformer, request);
+    doc["last_prefill_step"] = step_breakdown(vk->last_step_timings());
     request.max_tokens = 2;
     serving::generate(*m->transformer, request);
-    const StepTimings& step = vk->last_step_timings();
-    std::map<std::string, double> per_kernel;
-    for (const KernelTiming& k : step.kernels) per_kernel[k.kernel] += k.milliseconds;
-    doc["last_decode_step_per_kernel_ms"] = per_kernel;
-    doc["last_decode_step"] = {
-        {"dispatches", step.dispatches},           {"gpu_ms", step.gpu_milliseconds},
-        {"matmul_ms", step.class_milliseconds[0]}, {"attention_ms", step.class_milliseconds[1]},
-        {"norm_ms", step.class_milliseconds[2]},   {"other_ms", step.class_milliseconds[3]}};
+    doc["last_decode_step"] = step_breakdown(vk->last_step_timings());
   }
   return doc;
 }
 
 int run(int argc, char** argv) {
   std::string model_path;
-  bool quick = false, fresh = false;
+  bool quick = false, fresh = false, products_only = false, with_baseline = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
       model_path = argv[++i];
@@ -199,8 +271,13 @@ int run(int argc, char** argv) {
       quick = true;
     else if (std::strcmp(argv[i], "--fresh-probe") == 0)
       fresh = true;
+    else if (std::strcmp(argv[i], "--products-only") == 0)
+      products_only = true;
+    else if (std::strcmp(argv[i], "--baseline") == 0)
+      with_baseline = true;
     else {
-      std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]\n";
+      std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]"
+                   " [--products-only] [--baseline]\n";
       return 2;
     }
   }
@@ -219,29 +296,41 @@ int run(int argc, char** argv) {
                 {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s},
                 {"from_cache", probed.from_cache}}}};
   std::cerr << doc.dump() << "\n";
-  VulkanBackendOptions untimed;
-  untimed.timestamps = false;
-  VulkanBackend vk_untimed(untimed);
-  doc["dispatch"] = {dispatch_overhead(vk, "on"), dispatch_overhead(vk_untimed, "off")};
-  doc["small_ops_untimed"] = small_ops(vk_untimed);
-  std::cerr << doc["small_ops_untimed"].dump() << "\n";
-  std::cerr << doc["dispatch"].dump() << "\n";
+  if (!products_only) {
+    VulkanBackendOptions untimed;
+    untimed.timestamps = false;
+    VulkanBackend vk_untimed(untimed);
+    doc["dispatch"] = {dispatch_overhead(vk, "on"), dispatch_overhead(vk_untimed, "off")};
+    doc["small_ops_untimed"] = small_ops(vk_untimed);
+    std::cerr << doc["small_ops_untimed"].dump() << "\n";
+    std::cerr << doc["dispatch"].dump() << "\n";
+  }
 
   std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768}, {4096, 4096}};
   if (!model_path.empty()) {
     auto m = model::load_model(model_path, BackendKind::kCpu);
     const auto& c = m->config;
-    std::set<std::pair<int64_t, int64_t>> model_shapes = {
-        {c.dim, c.dim}, {c.ffn_dim, c.dim}, {c.dim, c.ffn_dim}, {c.vocab_size, c.dim}};
+    std::set<std::pair<int64_t, int64_t>> model_shapes = {{c.dim, c.dim},
+                                                          {c.kv_dim(), c.dim},
+                                                          {c.ffn_dim, c.dim},
+                                                          {c.dim, c.ffn_dim},
+                                                          {c.vocab_size, c.dim}};
     shapes.insert(shapes.begin(), model_shapes.begin(), model_shapes.end());
   }
   if (quick)
     shapes.erase(std::remove(shapes.begin(), shapes.end(), std::pair<int64_t, int64_t>{4096, 4096}),
                  shapes.end());
-  doc["products"] = products(vk, probed.roofs, shapes, quick);
-  if (!model_path.empty()) {
-    doc["end_to_end"] = {end_to_end(model_path, BackendKind::kVulkan, 64, 64),
-                         end_to_end(model_path, BackendKind::kCpu, 64, 64)};
+  std::unique_ptr<VulkanBackend> baseline;
+  if (with_baseline && vk.device().type == "cpu") {
+    VulkanBackendOptions previous = timed;
+    previous.subgroup_prefill = false;
+    baseline = std::make_unique<VulkanBackend>(previous);
+    doc["baseline"] = "matmat with matmul_vec passes of 8 tokens (subgroup_prefill = false)";
+  }
+  doc["products"] = products(vk, baseline.get(), probed.roofs, shapes, quick);
+  if (!model_path.empty() && !products_only) {
+    doc["end_to_end"] = {end_to_end(model_path, BackendKind::kVulkan, 128, 64),
+                         end_to_end(model_path, BackendKind::kCpu, 128, 64)};
   }
   std::cout << doc.dump(2) << "\n";
   return 0;

@@ -3,17 +3,20 @@
 // type, weights split over several bindings, the staging path of discrete GPUs, and the paged
 // KV store (every KV type, ragged batches, scattered slots) down to its bytes.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <numeric>
 #include <random>
 
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/vulkan/device_probe.h"
+#include "engine/compute/vulkan/vulkan_check.h"
 #include "tests/compute/vulkan_test_support.h"
 
 namespace servescope::compute::vulkan {
@@ -74,6 +77,7 @@ class KernelParity : public testing::Test {
   }
   void check_matmul_every_type_and_token_count();
   void check_paged_attention(GgmlType kv_type);
+  void check_prefill_shapes();
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
   Pair random_tensor(int64_t rows, int64_t cols, uint32_t seed, int64_t pad_cols = 0,
@@ -132,6 +136,53 @@ void KernelParity::check_matmul_every_type_and_token_count() {
 
 TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and_token_count(); }
 
+// Prefill-sized products: several groups of rows (matmul_lanes: 64 invocations x 4 rows),
+// partial token tiles, F32/F16 rows that end in part of a 32-column slice (or have no whole
+// slice), x read in place (vec4-aligned) and as a column view.
+void KernelParity::check_prefill_shapes() {
+  struct Shape {
+    int64_t rows, float_cols, block_cols;
+  };
+  for (const GgmlType type : kAllTypes) {
+    const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+    for (const Shape shape : {Shape{300, 200, 160}, Shape{5, 4, 32}}) {
+      const int64_t cols = blocks ? shape.block_cols : shape.float_cols;
+      const auto bytes = random_weight_bytes(type, shape.rows, cols, 17);
+      const WeightMatrix w_cpu = cpu_.upload_matrix(type, shape.rows, cols, bytes);
+      const WeightMatrix w_vk = vk_->upload_matrix(type, shape.rows, cols, bytes);
+      Pair bias = random_tensor(1, shape.rows, 19);
+      for (const int64_t n : {9, 41, 128}) {
+        for (const int64_t x_pad : {0, 5}) {
+          Pair x = random_tensor(n, cols, 300 + static_cast<uint32_t>(n), x_pad);
+          Pair out = random_tensor(n, shape.rows, 400);
+          cpu_.matmul(x.cpu, w_cpu, &bias.cpu, out.cpu);
+          vk_->matmul(x.vk, w_vk, &bias.vk, out.vk);
+          expect_close(out, 1e-4f,
+                       type_label(type) + " " + std::to_string(shape.rows) + "x" +
+                           std::to_string(cols) + " n=" + std::to_string(n) +
+                           " x_pad=" + std::to_string(x_pad));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(KernelParity, MatmulPrefillShapes) { check_prefill_shapes(); }
+
+TEST_F(KernelParity, CpuDevicesRunPrefillAsRegisterTiles) {
+  if (vk_->device().type != "cpu") GTEST_SKIP() << "GPUs run matmul_tiled";
+  const auto bytes = random_weight_bytes(GgmlType::Q8_0, 64, 64, 1);
+  const WeightMatrix w = vk_->upload_matrix(GgmlType::Q8_0, 64, 64, bytes);
+  Pair x = random_tensor(41, 64, 2);
+  Pair out = random_tensor(41, 64, 3);
+  vk_->matmul(x.vk, w, nullptr, out.vk);
+  vk_->read(out.vk);
+  const StepTimings& step = vk_->last_step_timings();
+  ASSERT_TRUE(step.available);
+  ASSERT_EQ(step.kernels.size(), 1u);
+  EXPECT_EQ(step.kernels[0].kernel, "matmul_lanes_q8_0");
+}
+
 // Both kernel styles, whichever this device would choose: workgroup tiles (the default on
 // GPUs) and one row per invocation (the default on CPU devices such as lavapipe).
 class WorkgroupTiles : public KernelParity {
@@ -146,6 +197,7 @@ TEST_F(WorkgroupTiles, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_a
 TEST_F(WorkgroupTiles, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
 TEST_F(WorkgroupTiles, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
 TEST_F(WorkgroupTiles, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
+TEST_F(WorkgroupTiles, MatmulPrefillShapes) { check_prefill_shapes(); }
 
 class RowPerInvocation : public KernelParity {
  protected:
@@ -161,6 +213,23 @@ TEST_F(RowPerInvocation, MatmulEveryTypeAndTokenCount) {
 TEST_F(RowPerInvocation, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
 TEST_F(RowPerInvocation, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
 TEST_F(RowPerInvocation, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
+TEST_F(RowPerInvocation, MatmulPrefillShapes) { check_prefill_shapes(); }
+
+// CPU-style prefill without subgroups (devices whose subgroups are too narrow or cannot
+// shuffle): matmul_vec in passes of 8 tokens.
+class MatmulVecPrefill : public KernelParity {
+ protected:
+  VulkanBackendOptions options() override {
+    VulkanBackendOptions o = KernelParity::options();
+    o.kernel_style = KernelStyle::kRowPerInvocation;
+    o.subgroup_prefill = false;
+    return o;
+  }
+};
+TEST_F(MatmulVecPrefill, MatmulEveryTypeAndTokenCount) {
+  check_matmul_every_type_and_token_count();
+}
+TEST_F(MatmulVecPrefill, MatmulPrefillShapes) { check_prefill_shapes(); }
 
 TEST_F(KernelParity, EmbedEveryType) {
   for (const GgmlType type : kAllTypes) {
@@ -642,6 +711,147 @@ TEST(VulkanLoader, MissingLoaderIsAClearErrorNotACrash) {
   EXPECT_NE(vulkan_output.find("Vulkan loader"), std::string::npos) << vulkan_output;
   EXPECT_NE(vulkan_output.find("--backend cpu"), std::string::npos) << vulkan_output;
   EXPECT_EQ(run("cpu", cpu_output), 0) << cpu_output;
+}
+
+// --- failures during a step: out of device memory, device lost -----------------------------
+
+// A small product on `vk` against the CPU backend: the backend still computes correctly.
+void expect_small_matmul_matches_cpu(Backend& backend) {
+  CpuBackend cpu;
+  const auto bytes = random_weight_bytes(GgmlType::Q8_0, 40, 64, 5);
+  const std::vector<float> values = random_values(12 * 64, 6);
+  std::vector<float> results[2];
+  Backend* backends[2] = {&cpu, &backend};
+  for (int i = 0; i < 2; ++i) {
+    const WeightMatrix w = backends[i]->upload_matrix(GgmlType::Q8_0, 40, 64, bytes);
+    Tensor x = backends[i]->create_tensor(12, 64, BufferPurpose::kActivations);
+    backends[i]->write(x, values);
+    Tensor out = backends[i]->create_tensor(12, 40, BufferPurpose::kActivations);
+    backends[i]->matmul(x, w, nullptr, out);
+    results[i] = backends[i]->read(out);
+  }
+  EXPECT_LE(max_abs_difference(results[1], results[0]), 1e-4f);
+}
+
+std::string message_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const BackendError& e) {
+    return e.what();
+  }
+  return "(no BackendError)";
+}
+
+// Every failed VkResult becomes a BackendError naming the call, the result and the way out.
+TEST(VulkanFailures, VkResultsBecomeMessagesAPersonCanActOn) {
+  const std::string lost = message_of([] { check(VK_ERROR_DEVICE_LOST, "running a step"); });
+  EXPECT_EQ(lost,
+            "Vulkan: running a step failed: VK_ERROR_DEVICE_LOST (the device was lost; restart "
+            "with --backend cpu)");
+  const std::string full =
+      message_of([] { check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "allocating 64 MiB"); });
+  EXPECT_NE(full.find("VK_ERROR_OUT_OF_DEVICE_MEMORY"), std::string::npos) << full;
+  EXPECT_NE(full.find("--backend cpu"), std::string::npos) << full;
+  const std::string odd = message_of([] { check(static_cast<VkResult>(-1234), "x"); });
+  EXPECT_NE(odd.find("(-1234)"), std::string::npos) << odd;
+  EXPECT_NO_THROW(check(VK_SUCCESS, "x"));
+}
+
+// Asking for more memory than the device (here: a budget of one 64 MiB block) can give is a
+// BackendError that says what failed and what to do; nothing is half-allocated and the
+// backend keeps working.
+TEST(VulkanFailures, OutOfDeviceMemoryIsAClearErrorAndTheBackendStaysUsable) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  enable_validation();
+  VulkanBackendOptions options;
+  options.device_memory_budget = kDefaultBlockBytes;
+  VulkanBackend vk(options);
+  expect_small_matmul_matches_cpu(vk);
+  const MemoryUsage before = vk.memory_usage();
+
+  const int64_t side = 4500;  // 81 MB of F32 weights: within one binding, beyond the budget
+  const std::vector<uint8_t> too_big(static_cast<size_t>(side * side) * sizeof(float), 0);
+  const std::string weights_error =
+      message_of([&] { vk.upload_matrix(GgmlType::F32, side, side, too_big); });
+  EXPECT_NE(weights_error.find("VK_ERROR_OUT_OF_DEVICE_MEMORY"), std::string::npos)
+      << weights_error;
+  EXPECT_NE(weights_error.find("--backend cpu"), std::string::npos) << weights_error;
+  // Mid-step: a product is recorded, then the step's next tensor does not fit. The step
+  // fails and is dropped; `out` keeps what it held before.
+  const auto small = random_weight_bytes(GgmlType::F32, 8, 16, 3);
+  const WeightMatrix w = vk.upload_matrix(GgmlType::F32, 8, 16, small);
+  Tensor x = vk.create_tensor(2, 16, BufferPurpose::kActivations);
+  vk.write(x, random_values(2 * 16, 4));
+  Tensor out = vk.create_tensor(2, 8, BufferPurpose::kActivations);
+  const std::vector<float> before_step(16, 7.0f);
+  vk.write(out, before_step);
+  vk.matmul(x, w, nullptr, out);
+  const std::string tensor_error =
+      message_of([&] { vk.create_tensor(side, side, BufferPurpose::kActivations); });
+  EXPECT_NE(tensor_error.find("MiB of device memory"), std::string::npos) << tensor_error;
+  EXPECT_EQ(vk.read(out), before_step);
+
+  EXPECT_EQ(vk.memory_usage().blocks, before.blocks);
+  expect_small_matmul_matches_cpu(vk);
+  expect_validation_clean(vk.validation_log());
+}
+
+// A lost device (simulated: the next submit reports VK_ERROR_DEVICE_LOST) fails the step with
+// a BackendError that says so; every later call fails the same way instead of crashing or
+// returning stale data; destruction is safe; the CPU backend computes on.
+TEST(VulkanFailures, LostDeviceFailsEveryLaterCallAndTheCpuBackendTakesOver) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  enable_validation();
+  auto vk = std::make_unique<VulkanBackend>();
+  const auto bytes = random_weight_bytes(GgmlType::F16, 16, 32, 1);
+  const WeightMatrix w = vk->upload_matrix(GgmlType::F16, 16, 32, bytes);
+  Tensor x = vk->create_tensor(3, 32, BufferPurpose::kActivations);
+  vk->write(x, random_values(3 * 32, 2));
+  Tensor out = vk->create_tensor(3, 16, BufferPurpose::kActivations);
+
+  vk->simulate_device_lost_after(0);
+  vk->matmul(x, w, nullptr, out);
+  const std::string step_error = message_of([&] { vk->read(out); });
+  EXPECT_NE(step_error.find("VK_ERROR_DEVICE_LOST"), std::string::npos) << step_error;
+  EXPECT_NE(step_error.find("--backend cpu"), std::string::npos) << step_error;
+
+  const std::string later_error = message_of([&] {
+    vk->matmul(x, w, nullptr, out);
+    vk->read(out);
+  });
+  EXPECT_NE(later_error.find("device was lost"), std::string::npos) << later_error;
+  EXPECT_NE(message_of([&] { vk->read(out); }).find("device was lost"), std::string::npos);
+  EXPECT_NE(
+      message_of([&] { vk->upload_matrix(GgmlType::F16, 16, 32, bytes); }).find("device was lost"),
+      std::string::npos);
+  expect_validation_clean(vk->validation_log());
+  vk.reset();  // buffers (x, out, w) outlive the backend: still safe
+
+  CpuBackend cpu;
+  expect_small_matmul_matches_cpu(cpu);
+}
+
+// The CLI contract when Vulkan fails in the middle of a run: a one-line reason on stderr that
+// names the way out, a non-zero exit code, no crash (DESIGN.md: never abort, never crash).
+TEST(VulkanFailures, CliReportsALostDeviceMidRunAndExitsNonZero) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  const std::string cli = std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli";
+  const std::string model = std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf";
+  // Loading takes a few dozen submits; the 60th comes during generation.
+  const std::string command = "SERVESCOPE_VULKAN_SIMULATE_DEVICE_LOST=60 " + cli +
+                              " generate --model " + model +
+                              " --prompt 'Once upon a time' --max-tokens 100 --greedy --no-stop"
+                              " --backend vulkan 2>&1 >/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string errors;
+  char buffer[4096];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) errors += buffer;
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << "the CLI crashed: " << errors;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << errors;
+  EXPECT_NE(errors.find("VK_ERROR_DEVICE_LOST"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("--backend cpu"), std::string::npos) << errors;
 }
 
 TEST(VulkanDevices, ListingAndChoice) {

@@ -1,6 +1,7 @@
 #include "engine/compute/vulkan/command_recorder.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -67,6 +68,21 @@ CommandRecorder::CommandRecorder(std::shared_ptr<VulkanContext> context,
     timestamp_period_ns_ = context_->properties().limits.timestampPeriod;
   }
   set_timestamps(timestamps);
+  if (const char* after = std::getenv("SERVESCOPE_VULKAN_SIMULATE_DEVICE_LOST")) {
+    simulate_device_lost_after(static_cast<uint32_t>(std::strtoul(after, nullptr, 10)));
+  }
+}
+
+void CommandRecorder::simulate_device_lost_after(uint32_t successful_submits) {
+  submits_until_simulated_loss_ = successful_submits;
+}
+
+void CommandRecorder::throw_if_device_lost() const {
+  if (device_lost_) {
+    throw BackendError(
+        "Vulkan: the device was lost in an earlier step (VK_ERROR_DEVICE_LOST); nothing more "
+        "can run on it: restart with --backend cpu");
+  }
 }
 
 void CommandRecorder::set_timestamps(bool on) {
@@ -91,6 +107,7 @@ CommandRecorder::~CommandRecorder() {
 }
 
 void CommandRecorder::begin_if_needed() {
+  throw_if_device_lost();
   if (recording_) return;
   VkDevice device = context_->device();
   if (timestamps_on_ && query_pool_ == VK_NULL_HANDLE) {
@@ -226,6 +243,7 @@ void CommandRecorder::fill_zero(const BufferRange& range) {
 }
 
 BufferRange CommandRecorder::upload(std::span<const uint8_t> bytes) {
+  throw_if_device_lost();
   const VkDeviceSize alignment =
       std::max<VkDeviceSize>(16, context_->properties().limits.minStorageBufferOffsetAlignment);
   const VkDeviceSize size = std::max<VkDeviceSize>(16, (bytes.size() + 15) / 16 * 16);
@@ -253,6 +271,7 @@ BufferRange CommandRecorder::upload_reused(std::span<const uint8_t> bytes) {
 }
 
 void CommandRecorder::submit_and_wait() {
+  throw_if_device_lost();  // results in memory are not to be trusted either
   if (!recording_) {
     recycle_step_resources();
     return;
@@ -268,18 +287,16 @@ void CommandRecorder::submit_and_wait() {
   VkDevice device = context_->device();
   try {
     check(vkEndCommandBuffer(commands_), "ending a command buffer");
-    VkSubmitInfo submit{};
-    submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &commands_;
-    check(vkQueueSubmit(context_->queue(), 1, &submit, fence_), "submitting a step");
-    const VkResult waited = vkWaitForFences(device, 1, &fence_, VK_TRUE, kFenceTimeoutNs);
-    if (waited == VK_TIMEOUT) {
+    const VkResult result = submit_and_wait_for_fence();
+    if (result == VK_TIMEOUT) {
       throw BackendError("Vulkan: a step did not finish within 120 s; use --backend cpu");
     }
-    check(waited, "waiting for a step");
+    if (result == VK_ERROR_DEVICE_LOST) device_lost_ = true;
+    check(result, "running a step");
     check(vkResetFences(device, 1, &fence_), "resetting a fence");
   } catch (...) {
+    // Leave nothing in flight and nothing held; on a lost device these calls may fail too,
+    // which changes nothing.
     vkDeviceWaitIdle(device);
     vkResetFences(device, 1, &fence_);
     recycle_step_resources();
@@ -287,6 +304,30 @@ void CommandRecorder::submit_and_wait() {
   }
   collect_timings();
   recycle_step_resources();
+}
+
+void CommandRecorder::discard() {
+  if (!recording_) return;
+  recording_ = false;
+  recycle_step_resources();  // resets the command buffer from recording to initial
+}
+
+// Submit and fence wait as one result: the first that fails, or the wait's.
+VkResult CommandRecorder::submit_and_wait_for_fence() {
+  if (submits_until_simulated_loss_) {
+    if (*submits_until_simulated_loss_ == 0) {
+      submits_until_simulated_loss_.reset();
+      return VK_ERROR_DEVICE_LOST;  // simulated: the step never reaches the queue
+    }
+    --*submits_until_simulated_loss_;
+  }
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands_;
+  const VkResult submitted = vkQueueSubmit(context_->queue(), 1, &submit, fence_);
+  if (submitted != VK_SUCCESS) return submitted;
+  return vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, kFenceTimeoutNs);
 }
 
 void CommandRecorder::collect_timings() {

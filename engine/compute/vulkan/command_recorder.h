@@ -8,6 +8,7 @@
 #include <vulkan/vulkan.h>
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,16 +58,29 @@ class CommandRecorder {
   bool has_pending_work() const { return recording_; }
   // Turns per-dispatch timestamps on or off from the next step (no-op without device support).
   void set_timestamps(bool on);
-  // Submits what was recorded (if anything) and waits. BackendError on device loss etc.;
-  // the recorder is then reset and usable for the next step.
+  // Submits what was recorded (if anything) and waits. BackendError on failure; the recorder
+  // is then reset and usable for the next step, unless the device was lost: from then on
+  // every call that would record or submit throws BackendError (nothing can run on a lost
+  // device; the caller moves to the CPU backend).
   void submit_and_wait();
+  // Drops what was recorded for this step without running it (a step that failed half-way).
+  void discard();
   const StepTimings& last_step() const { return last_step_; }
   // Measured time per kernel class of every step since the previous call (zeros without
   // timestamps), then starts counting again.
   std::array<double, kKernelClassCount> take_class_milliseconds();
 
+  bool device_lost() const { return device_lost_; }
+
+  // Test hook: the submit after `successful_submits` more successful ones reports
+  // VK_ERROR_DEVICE_LOST instead of running. The environment variable
+  // SERVESCOPE_VULKAN_SIMULATE_DEVICE_LOST=N sets it when the recorder is made (CLI tests).
+  void simulate_device_lost_after(uint32_t successful_submits);
+
  private:
   void begin_if_needed();
+  void throw_if_device_lost() const;
+  VkResult submit_and_wait_for_fence();
   void barrier_before_next_command();
   void collect_timings();
   void recycle_step_resources();
@@ -98,6 +112,8 @@ class CommandRecorder {
   std::vector<ReusedUpload> reused_uploads_;  // this step's, checked newest first
   StepTimings last_step_;
   std::array<double, kKernelClassCount> class_milliseconds_since_taken_{};
+  bool device_lost_ = false;
+  std::optional<uint32_t> submits_until_simulated_loss_;
 };
 
 }  // namespace servescope::compute::vulkan

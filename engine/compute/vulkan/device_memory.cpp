@@ -27,8 +27,12 @@ std::optional<uint32_t> find_memory_type(const VkPhysicalDeviceMemoryProperties&
 }  // namespace
 
 DeviceMemory::DeviceMemory(std::shared_ptr<VulkanContext> context, MemoryKind kind,
-                           bool map_device_memory, VkDeviceSize block_size)
-    : context_(std::move(context)), kind_(kind), map_(map_device_memory), block_size_(block_size) {
+                           bool map_device_memory, VkDeviceSize block_size, VkDeviceSize budget)
+    : context_(std::move(context)),
+      kind_(kind),
+      map_(map_device_memory),
+      block_size_(block_size),
+      budget_(budget) {
   const VkPhysicalDeviceLimits& limits = context_->properties().limits;
   // 16 bytes at least: shaders read weights as 32-bit words and tensors as vec4 at best.
   alignment_ = std::max<VkDeviceSize>(16, limits.minStorageBufferOffsetAlignment);
@@ -83,20 +87,29 @@ void DeviceMemory::add_block(VkDeviceSize size) {
   allocate_info.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   allocate_info.allocationSize = requirements.size;
   allocate_info.memoryTypeIndex = *type;
-  const VkResult result = vkAllocateMemory(device, &allocate_info, nullptr, &block.memory);
+  const std::string what =
+      std::string("allocating ") + std::to_string((size + (1 << 20) - 1) >> 20) + " MiB of " +
+      (kind_ == MemoryKind::kDevice ? "device" : "host-visible") + " memory (" +
+      std::to_string(usage_.bytes_reserved >> 20) + " MiB already held)";
+  const VkResult result = allocate_memory(allocate_info, block.memory);
   if (result != VK_SUCCESS) {
     vkDestroyBuffer(device, block.buffer, nullptr);
-    check(result, "allocating " + std::to_string(size >> 20) + " MiB of device memory");
+    check(result, what);
   }
-  vkBindBufferMemory(device, block.buffer, block.memory, 0);
-
-  const VkMemoryPropertyFlags flags = properties.memoryTypes[*type].propertyFlags;
-  const bool visible = (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
-                       (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-  if (visible && (kind_ == MemoryKind::kHost || map_)) {
-    void* pointer = nullptr;
-    check(vkMapMemory(device, block.memory, 0, VK_WHOLE_SIZE, 0, &pointer), "mapping memory");
-    block.mapped = static_cast<uint8_t*>(pointer);
+  try {
+    check(vkBindBufferMemory(device, block.buffer, block.memory, 0), "binding memory");
+    const VkMemoryPropertyFlags flags = properties.memoryTypes[*type].propertyFlags;
+    const bool visible = (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+                         (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    if (visible && (kind_ == MemoryKind::kHost || map_)) {
+      void* pointer = nullptr;
+      check(vkMapMemory(device, block.memory, 0, VK_WHOLE_SIZE, 0, &pointer), "mapping memory");
+      block.mapped = static_cast<uint8_t*>(pointer);
+    }
+  } catch (...) {
+    vkDestroyBuffer(device, block.buffer, nullptr);
+    vkFreeMemory(device, block.memory, nullptr);
+    throw;
   }
   // All blocks of a pool are alike; the first one decides whether the pool is mapped.
   if (blocks_.empty()) host_visible_ = block.mapped != nullptr;
@@ -104,6 +117,14 @@ void DeviceMemory::add_block(VkDeviceSize size) {
   blocks_.push_back(std::move(block));
   usage_.bytes_reserved += size;
   usage_.blocks += 1;
+}
+
+VkResult DeviceMemory::allocate_memory(const VkMemoryAllocateInfo& info,
+                                       VkDeviceMemory& memory) const {
+  if (budget_ > 0 && usage_.bytes_reserved + info.allocationSize > budget_) {
+    return VK_ERROR_OUT_OF_DEVICE_MEMORY;  // as the device would answer at its limit
+  }
+  return vkAllocateMemory(context_->device(), &info, nullptr, &memory);
 }
 
 bool DeviceMemory::take_from(uint32_t block_index, VkDeviceSize size, Allocation& out) {

@@ -38,17 +38,23 @@ enum class MemoryKind {
   kHost,    // host-visible and coherent: staging and per-step uploads
 };
 
+constexpr VkDeviceSize kDefaultBlockBytes = VkDeviceSize{64} << 20;
+
 class DeviceMemory {
  public:
   // map_device_memory = false treats device memory as never host-visible (tests the staging
-  // path of discrete GPUs on a unified-memory device).
+  // path of discrete GPUs on a unified-memory device). budget > 0 caps the bytes this pool
+  // reserves from the device: a block beyond it fails as the device's own out-of-memory
+  // would (tests use it to provoke out-of-memory on any device).
   DeviceMemory(std::shared_ptr<VulkanContext> context, MemoryKind kind,
-               bool map_device_memory = true, VkDeviceSize block_size = VkDeviceSize{64} << 20);
+               bool map_device_memory = true, VkDeviceSize block_size = kDefaultBlockBytes,
+               VkDeviceSize budget = 0);
   ~DeviceMemory();
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  // BackendError if the device cannot provide the memory.
+  // BackendError if the device (or the budget) cannot provide the memory; nothing is
+  // allocated then, and the pool stays usable.
   Allocation allocate(VkDeviceSize size, BufferPurpose purpose);
   void release(const Allocation& allocation);
   MemoryUsage usage() const { return usage_; }
@@ -63,6 +69,7 @@ class DeviceMemory {
     std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size
   };
   void add_block(VkDeviceSize size);
+  VkResult allocate_memory(const VkMemoryAllocateInfo& info, VkDeviceMemory& memory) const;
   bool take_from(uint32_t block_index, VkDeviceSize size, Allocation& out);
 
   std::shared_ptr<VulkanContext> context_;
@@ -70,6 +77,7 @@ class DeviceMemory {
   bool map_;
   bool host_visible_ = false;
   VkDeviceSize block_size_;
+  VkDeviceSize budget_;
   VkDeviceSize alignment_;
   std::vector<Block> blocks_;
   MemoryUsage usage_;

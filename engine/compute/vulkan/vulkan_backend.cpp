@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/compute/vulkan/vulkan_functions.h"
 #include "engine/compute/vulkan/weight_layout.h"
 #include "engine/core/error.h"
 
@@ -136,7 +137,51 @@ struct AttentionPush {  // shaders/include/attention_push.glsl
   uint32_t n_heads, n_queries, positions_at, context_offsets_at, slot_map_at;
 };
 
+// Push constants of one weight chunk's product: the chunk's rows are output columns
+// [first_row, first_row + rows).
+MatmulPush matmul_push(const Tensor& x, const WeightMatrix& w, const WeightChunk& chunk,
+                       const Tensor* bias, const Tensor& out) {
+  return {u32(x.rows),
+          u32(chunk.rows),
+          u32(w.cols),
+          u32(x.offset),
+          u32(x.row_stride),
+          u32(out.offset + chunk.first_row),
+          u32(out.row_stride),
+          bias != nullptr ? u32(bias->offset + chunk.first_row) : 0u,
+          bias != nullptr ? 1u : 0u};
+}
+
 bool vec4_view(const Tensor& t) { return t.offset % 4 == 0 && t.row_stride % 4 == 0; }
+
+// matmul_lanes shares each 32-column slice of x among 8 lanes of a subgroup with shuffles.
+bool subgroups_fit_lanes_kernel(VkPhysicalDevice device) {
+  VkPhysicalDeviceSubgroupProperties subgroups{};
+  subgroups.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+  VkPhysicalDeviceProperties2 properties{};
+  properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  properties.pNext = &subgroups;
+  vkGetPhysicalDeviceProperties2(device, &properties);
+  return subgroups.subgroupSize >= 8 && (subgroups.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+         (subgroups.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+}
+
+// matmul_lanes' register tile: weight rows x tokens per invocation, 64 invocations per group.
+// Tuned on lavapipe (BENCHMARKS.md): F32 and F16 load the most bytes per weight, so each
+// weight they load serves 32 tokens; quantised weights are cheap to load and 8 tokens (fewer
+// accumulators, less waste on short prompts) run best. 4 rows per invocation, 2 for matrices
+// of at most 128 rows (e.g. key and value projections), which would leave half of a group of
+// 256 rows idle.
+struct LanesTile {
+  uint32_t rows = 4;
+  uint32_t tokens = 8;
+};
+constexpr uint32_t kLanesGroupSize = 64;
+
+LanesTile lanes_tile(gguf::GgmlType type, int64_t weight_rows) {
+  const bool quantised = type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0;
+  return {weight_rows <= 2 * kLanesGroupSize ? 2u : 4u, quantised ? 8u : 32u};
+}
 
 constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4 dimensions
 constexpr int64_t kStoreKvBlock = 32;          // store_kv.comp: elements per invocation
@@ -175,7 +220,8 @@ void check_attention_batch(const AttentionBatch& batch, int64_t rows, const KvSt
 VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
     : context_(std::make_shared<VulkanContext>(options.context)) {
   device_memory_ =
-      std::make_shared<DeviceMemory>(context_, MemoryKind::kDevice, options.map_device_memory);
+      std::make_shared<DeviceMemory>(context_, MemoryKind::kDevice, options.map_device_memory,
+                                     kDefaultBlockBytes, options.device_memory_budget);
   host_memory_ = std::make_shared<DeviceMemory>(context_, MemoryKind::kHost);
   pipelines_ = std::make_unique<Pipelines>(context_);
   const bool cpu_device = context_->description().type == "cpu";
@@ -183,6 +229,8 @@ VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
   recorder_ = std::make_unique<CommandRecorder>(context_, host_memory_, timestamps_by_default_);
   workgroup_tiles_ = options.kernel_style == KernelStyle::kWorkgroupTiles ||
                      (options.kernel_style == KernelStyle::kAuto && !cpu_device);
+  lanes_kernel_ = !workgroup_tiles_ && options.subgroup_prefill &&
+                  subgroups_fit_lanes_kernel(context_->physical_device());
   const uint64_t device_limit = context_->properties().limits.maxStorageBufferRange;
   max_binding_bytes_ = options.max_binding_bytes == 0
                            ? device_limit
@@ -241,8 +289,17 @@ void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<Bu
 
 Tensor VulkanBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) {
   const auto bytes = static_cast<VkDeviceSize>(rows * cols) * sizeof(float);
-  auto storage =
-      std::make_shared<TensorStorage>(device_memory_, device_memory_->allocate(bytes, purpose));
+  Allocation allocation;
+  try {
+    allocation = device_memory_->allocate(bytes, purpose);
+  } catch (const BackendError&) {
+    // Out of memory in the middle of a step: the step fails, so none of it may run later
+    // (as the start of the next step) on tensors its caller has given up.
+    pending_.reset();
+    recorder_->discard();
+    throw;
+  }
+  auto storage = std::make_shared<TensorStorage>(device_memory_, allocation);
   // Activations are always written before they are read; caches and weights start at zero.
   if (purpose != BufferPurpose::kActivations) {
     record_pending();
@@ -276,7 +333,7 @@ WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int
     throw BackendError("Vulkan: one row of a weight matrix (" + std::to_string(row_bytes) +
                        " bytes) is larger than the device's largest storage binding");
   }
-  prepare_pipelines(type);
+  prepare_pipelines(type, rows);
   auto storage = std::make_shared<WeightStorage>();
   for (int64_t first = 0; first < rows; first += static_cast<int64_t>(rows_per_chunk)) {
     const int64_t count = std::min<int64_t>(static_cast<int64_t>(rows_per_chunk), rows - first);
@@ -292,7 +349,7 @@ WeightMatrix VulkanBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int
   return WeightMatrix{storage, type, rows, cols};
 }
 
-void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type) {
+void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight_rows) {
   const std::string suffix = type_suffix(weight_type);
   std::vector<const Pipeline*> prepared;
   prepared.push_back(&pipelines_->get("embed_" + suffix, 3));
@@ -302,6 +359,11 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type) {
     prepared.push_back(&pipelines_->get("matmul_vec_" + suffix, 4, constants));
   }
   if (workgroup_tiles_) prepared.push_back(&pipelines_->get("matmul_tiled_" + suffix, 4));
+  if (lanes_kernel_) {
+    const LanesTile tile = lanes_tile(weight_type, weight_rows);
+    prepared.push_back(
+        &pipelines_->get("matmul_lanes_" + suffix, 4, std::array{tile.rows, tile.tokens}));
+  }
   if (!common_pipelines_ready_) {
     common_pipelines_ready_ = true;
     // name, bindings: as dispatched below.
@@ -509,6 +571,10 @@ Tensor VulkanBackend::vec4_aligned(const Tensor& x) {
 void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tensor* bias,
                            Tensor& out) {
   assert(x_in.cols == w.cols && out.cols == w.rows && out.rows == x_in.rows);
+  if (lanes_kernel_ && x_in.rows > kMatrixVectorMaxTokens) {
+    record_lanes_matmul(vec4_aligned(x_in), w, bias, out);
+    return;
+  }
   const bool vector_kernel = x_in.rows <= kMatrixVectorMaxTokens || !workgroup_tiles_;
   const Tensor x = vector_kernel ? vec4_aligned(x_in) : x_in;
   const std::string shader =
@@ -519,16 +585,7 @@ void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tens
   while (tokens_per_pass < 8 && tokens_per_pass < x.rows) tokens_per_pass *= 2;
   const uint32_t rows_per_invocation = x.rows > 8 ? 8 : 4;
   for (const WeightChunk& chunk : weights_of(w).chunks) {
-    // This chunk's rows are output columns [first_row, first_row + rows).
-    const MatmulPush push{u32(x.rows),
-                          u32(chunk.rows),
-                          u32(w.cols),
-                          u32(x.offset),
-                          u32(x.row_stride),
-                          u32(out.offset + chunk.first_row),
-                          u32(out.row_stride),
-                          bias != nullptr ? u32(bias->offset + chunk.first_row) : 0u,
-                          bias != nullptr ? 1u : 0u};
+    const MatmulPush push = matmul_push(x, w, chunk, bias, out);
     const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
     const BufferRange weights = range_of(chunk.storage->get());
     if (vector_kernel) {
@@ -540,6 +597,20 @@ void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tens
       dispatch(shader, {weights, bind(x), bind(out), bias_range}, &push, sizeof push,
                {groups_for(chunk.rows, 32), groups_for(x.rows, 32), 1}, KernelClass::kMatmul);
     }
+  }
+}
+
+void VulkanBackend::record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias,
+                                        Tensor& out) {
+  const LanesTile tile = lanes_tile(w.type, w.rows);
+  const std::string shader = "matmul_lanes_" + type_suffix(w.type);
+  for (const WeightChunk& chunk : weights_of(w).chunks) {
+    const MatmulPush push = matmul_push(x, w, chunk, bias, out);
+    const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
+    const WorkgroupCount groups{groups_for(x.rows, tile.tokens),
+                                groups_for(chunk.rows, kLanesGroupSize * tile.rows), 1};
+    dispatch(shader, {range_of(chunk.storage->get()), bind(x), bind(out), bias_range}, &push,
+             sizeof push, groups, KernelClass::kMatmul, {tile.rows, tile.tokens});
   }
 }
 

@@ -22,7 +22,8 @@ namespace servescope::compute::vulkan {
 enum class KernelStyle {
   kAuto,              // kWorkgroupTiles on GPUs, kRowPerInvocation on CPU devices
   kWorkgroupTiles,    // matmul_tiled (shared-memory tiles), attention (workgroup per head)
-  kRowPerInvocation,  // matmul_vec in passes of 8 tokens, attention_rows (invocation per head)
+  kRowPerInvocation,  // matmul_lanes register tiles (or matmul_vec passes of 8 tokens),
+                      // attention_rows (invocation per head)
 };
 
 struct VulkanBackendOptions {
@@ -36,6 +37,13 @@ struct VulkanBackendOptions {
   // GPUs; off on CPU devices, where each query costs about 100 us, more than most kernels.
   std::optional<bool> timestamps;
   KernelStyle kernel_style = KernelStyle::kAuto;
+  // kRowPerInvocation prefill: matmul_lanes, which shares x between the lanes of a subgroup,
+  // where the device's subgroups allow (>= 8 lanes that can shuffle); false, or a device
+  // without them: matmul_vec in passes of 8 tokens (the bench compares the two).
+  bool subgroup_prefill = true;
+  // > 0: the most device memory (bytes) this backend reserves; beyond it allocations fail as
+  // on a full device (tests provoke out-of-memory with it). 0: only the device's own limit.
+  uint64_t device_memory_budget = 0;
 };
 
 // The device's measured roofs: streaming reads (GB/s: the better of a streaming kernel and the
@@ -99,6 +107,12 @@ class VulkanBackend final : public Backend {
   // row layout. Waits for recorded work. For tests and tools.
   std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values);
 
+  // Test hook: the step submitted after `successful_steps` more reports VK_ERROR_DEVICE_LOST
+  // (see CommandRecorder::simulate_device_lost_after).
+  void simulate_device_lost_after(uint32_t successful_steps) {
+    recorder_->simulate_device_lost_after(successful_steps);
+  }
+
  private:
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
@@ -119,12 +133,15 @@ class VulkanBackend final : public Backend {
   // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
   double time_alone(const std::string& shader, std::initializer_list<BufferRange> bindings,
                     const void* push, uint32_t push_bytes, WorkgroupCount groups);
-  // Compiles, while a model loads, the pipelines its steps will use, so that the first step
-  // does not pay for shader compilation (tens of ms per pipeline on lavapipe).
-  void prepare_pipelines(gguf::GgmlType weight_type);
+  // Compiles, while a model loads, the pipelines its steps will use with a weight matrix of
+  // this type and row count, so that the first step does not pay for shader compilation
+  // (tens of ms per pipeline on lavapipe).
+  void prepare_pipelines(gguf::GgmlType weight_type, int64_t weight_rows);
   // The same for a KV store's type (store_kv and attention), when the store is created.
   void prepare_kv_pipelines(gguf::GgmlType kv_type);
   void run_on_no_work(std::span<const Pipeline* const> pipelines);
+  // Prefill products on CPU devices: matmul_lanes register tiles (see the shader).
+  void record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out);
   void copy_into(const Allocation& dst, std::span<const uint8_t> bytes);
   // Waits for recorded work, then copies `regions` of src into dst (dstOffset: into dst).
   void read_regions(const Allocation& src, std::span<uint8_t> dst,
@@ -147,6 +164,8 @@ class VulkanBackend final : public Backend {
   };
   std::optional<PendingOp> pending_;
   bool workgroup_tiles_ = true;  // the resolved KernelStyle
+  // CPU-style prefill with matmul_lanes: needs subgroups of >= 8 lanes that can shuffle.
+  bool lanes_kernel_ = false;
   bool common_pipelines_ready_ = false;
   std::vector<gguf::GgmlType> kv_pipelines_ready_;  // KV types whose kernels are prepared
   bool timestamps_by_default_ = true;

@@ -1,5 +1,7 @@
 #include "engine/compute/vulkan/vulkan_check.h"
 
+#include <string>
+
 #include "engine/core/error.h"
 
 namespace servescope::compute::vulkan {
@@ -38,6 +40,10 @@ const char* result_name(VkResult result) {
       return "VK_ERROR_FRAGMENTED_POOL";
     case VK_ERROR_OUT_OF_POOL_MEMORY:
       return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    case VK_ERROR_FRAGMENTATION:
+      return "VK_ERROR_FRAGMENTATION";
+    case VK_ERROR_UNKNOWN:
+      return "VK_ERROR_UNKNOWN";
     default:
       return "an unknown VkResult";
   }
@@ -46,6 +52,7 @@ const char* result_name(VkResult result) {
 void check(VkResult result, const std::string& what) {
   if (result == VK_SUCCESS) return;
   std::string message = "Vulkan: " + what + " failed: " + result_name(result);
+  if (message.ends_with("an unknown VkResult")) message += " (" + std::to_string(result) + ")";
   if (result == VK_ERROR_DEVICE_LOST) {
     message += " (the device was lost; restart with --backend cpu)";
   } else if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {

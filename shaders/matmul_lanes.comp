@@ -1,0 +1,160 @@
+#version 450
+// Matrix-matrix product (prefill) for CPU devices (lavapipe). Each invocation computes a
+// register tile of kRows weight rows x kTokens tokens: every weight it loads serves kTokens
+// tokens and every x value kRows rows. No shared memory and no barriers, which lavapipe emulates
+// slowly. Adjacent invocations (SIMD lanes there) own adjacent rows and run the same
+// instructions.
+//
+// Why subgroups: lavapipe runs a storage-buffer load inside a loop as one scalar load per lane
+// and component, so a load that every lane makes at the same address (x: all lanes share the
+// tokens) costs as much as eight different ones. Here each of a subgroup's 8 lanes loads a
+// different vec4 of the 32-column slice of x, and subgroupShuffle hands it to the others
+// (a register shuffle: the lane index is a constant once the loops are unrolled). Needs a
+// subgroup of at least 8 lanes with shuffle operations (the host checks). Each 32-column
+// slice is one Q8_0/Q4_0 block, dequantised once per row and reused for all kTokens tokens.
+//
+// Workgroups: x over token tiles, y over row groups (64 * kRows rows), so that consecutive
+// workgroups read the same weight rows while they are in cache. Requires x's offset and row
+// stride to be multiples of 4 (the host copies x otherwise).
+#include "include/common.glsl"
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
+
+layout(constant_id = 0) const uint kRows = 4u;
+layout(constant_id = 1) const uint kTokens = 8u;
+const uint kMaxRows = 8u;
+const uint kMaxTokens = 32u;
+const uint kLanes = 8u;       // lanes sharing one 32-column slice of x
+const uint kSliceCols = 32u;  // kLanes x vec4
+layout(local_size_x = 64) in;
+#include "include/matmul_push.glsl"
+#include "include/weights.glsl"
+
+float acc[kMaxRows][kMaxTokens];
+uint rows[kMaxRows];       // rows past the end repeat the last one; their results are not written
+uint x_base4[kMaxTokens];  // x row of each token, in vec4 units
+vec4 x_slice[kMaxTokens];  // this lane's vec4 of the current 32-column slice, per token
+
+// Loads this lane's part of columns [k0, k0 + 32) of every token's x.
+void load_x_slice(uint k0) {
+  const uint lane4 = k0 / 4u + gl_SubgroupInvocationID % kLanes;
+  [[unroll]] for (uint t = 0u; t < kTokens; ++t) x_slice[t] = x4[x_base4[t] + lane4];
+}
+
+// Columns 4j .. 4j+3 of the slice for token t, from the lane that loaded them.
+vec4 x_part(uint t, uint j) { return subgroupShuffle(x_slice[t], j); }
+
+#if defined(WEIGHT_F32) || defined(WEIGHT_F16)
+// Four consecutive weights of a padded row, `index` in units of 4 elements.
+vec4 load_weights4(uint index) {
+#if defined(WEIGHT_F32)
+  return uintBitsToFloat(weights4.words4[index]);
+#else
+  const uvec2 halves = weights2.words2[index];
+  return vec4(unpackHalf2x16(halves.x), unpackHalf2x16(halves.y));
+#endif
+}
+
+void multiply_slice(uint k0) {
+  const uint row_stride4 = padded_cols(p.cols) / 4u;
+  [[unroll]] for (uint j = 0u; j < kLanes; ++j) {
+    vec4 w[kMaxRows];
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) w[i] = load_weights4(rows[i] * row_stride4 + k0 / 4u + j);
+    [[unroll]] for (uint t = 0u; t < kTokens; ++t) {
+      const vec4 xv = x_part(t, j);
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] += dot(w[i], xv);
+    }
+  }
+}
+#else
+// One block (32 columns) of each row, dequantised once and applied to all tokens.
+void multiply_slice(uint k0) {
+  const uint blocks = p.cols / 32u;
+  float scale[kMaxRows];
+  uvec4 quants[kMaxRows][kQuantWordsPerBlock / 4u];
+  [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+    const uint block = rows[i] * blocks + k0 / 32u;
+    scale[i] = block_scale(block, p.rows, p.cols);
+    [[unroll]] for (uint u = 0u; u < kQuantWordsPerBlock / 4u; ++u) {
+      quants[i][u] = weights4.words4[block * (kQuantWordsPerBlock / 4u) + u];
+    }
+  }
+  float sums[kMaxRows][kMaxTokens];
+  [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+    [[unroll]] for (uint t = 0u; t < kTokens; ++t) sums[i][t] = 0.0;
+  }
+#if defined(WEIGHT_Q8_0)
+  // Word c of the block holds elements 4c .. 4c+3 (signed bytes).
+  [[unroll]] for (uint c = 0u; c < 8u; ++c) {
+    vec4 q[kMaxRows];
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+      const int word = int(quants[i][c / 4u][c % 4u]);
+      q[i] = vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8),
+                  bitfieldExtract(word, 16, 8), bitfieldExtract(word, 24, 8));
+    }
+    [[unroll]] for (uint t = 0u; t < kTokens; ++t) {
+      const vec4 xv = x_part(t, c);
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) sums[i][t] += dot(q[i], xv);
+    }
+  }
+#else
+  // Word c holds elements 4c .. 4c+3 in its low nibbles and 16+4c .. 16+4c+3 in its high.
+  [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+    vec4 lo[kMaxRows], hi[kMaxRows];
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+      const uint word = quants[i][0][c];
+      lo[i] = vec4(word & 0xfu, (word >> 8) & 0xfu, (word >> 16) & 0xfu, (word >> 24) & 0xfu) - 8.0;
+      hi[i] = vec4((word >> 4) & 0xfu, (word >> 12) & 0xfu, (word >> 20) & 0xfu, word >> 28) - 8.0;
+    }
+    [[unroll]] for (uint t = 0u; t < kTokens; ++t) {
+      const vec4 x_lo = x_part(t, c);
+      const vec4 x_hi = x_part(t, 4u + c);
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) sums[i][t] += dot(lo[i], x_lo) + dot(hi[i], x_hi);
+    }
+  }
+#endif
+  [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+    [[unroll]] for (uint t = 0u; t < kTokens; ++t) acc[i][t] += scale[i] * sums[i][t];
+  }
+}
+#endif
+
+// The last cols % 32 columns (F32 and F16 only: quantised rows are whole blocks), each lane
+// loading x itself.
+void multiply_tail(uint k_first) {
+  for (uint k = k_first; k < p.cols; ++k) {
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+      const float w = weight_at(rows[i], k, p.rows, p.cols);
+      [[unroll]] for (uint t = 0u; t < kTokens; ++t) acc[i][t] += w * x[x_base4[t] * 4u + k];
+    }
+  }
+}
+
+void main() {
+  if (p.n == 0u || p.rows == 0u) return;  // the same for every lane
+  // No other early return: every lane of a subgroup must take part in the shuffles.
+  const uint row0 = (gl_WorkGroupID.y * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * kRows;
+  const uint token0 = gl_WorkGroupID.x * kTokens;
+  [[unroll]] for (uint i = 0u; i < kRows; ++i) rows[i] = min(row0 + i, p.rows - 1u);
+  [[unroll]] for (uint t = 0u; t < kTokens; ++t) {
+    x_base4[t] = (p.x_offset + min(token0 + t, p.n - 1u) * p.x_stride) / 4u;
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] = 0.0;
+  }
+
+  const uint whole_slices_end = p.cols / kSliceCols * kSliceCols;
+  for (uint k0 = 0u; k0 < whole_slices_end; k0 += kSliceCols) {
+    load_x_slice(k0);
+    multiply_slice(k0);
+  }
+  multiply_tail(whole_slices_end);
+
+  [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+    const uint row = row0 + i;
+    const float b = p.has_bias != 0u ? bias[p.bias_offset + rows[i]] : 0.0;
+    [[unroll]] for (uint t = 0u; t < kTokens; ++t) {
+      if (row < p.rows && token0 + t < p.n) {
+        out_data[p.out_offset + (token0 + t) * p.out_stride + row] = acc[i][t] + b;
+      }
+    }
+  }
+}
