@@ -297,6 +297,8 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
   const int64_t kv_dim = store.kv_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  // q.k in SIMD lanes: one running float sum would be a chain of d dependent additions.
+  const RowDot dot_f32 = row_dot_for(gguf::GgmlType::F32);
   std::vector<float> scores;
   // Rows of one sequence share its context: gather and dequantise it once for all of them.
   int32_t gathered_offset = -1;
@@ -319,9 +321,7 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
       float max_score = -INFINITY;
       for (int64_t t = 0; t < n_keys; ++t) {
         const float* kt = context_keys_.data() + t * kv_dim + kv_col;
-        float dot = 0.0f;
-        for (int64_t c = 0; c < d; ++c) dot += qh[c] * kt[c];
-        scores[t] = dot * scale;
+        scores[t] = dot_f32(reinterpret_cast<const uint8_t*>(kt), qh, d) * scale;
         max_score = std::max(max_score, scores[t]);
       }
       float sum = 0.0f;

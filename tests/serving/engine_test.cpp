@@ -127,9 +127,9 @@ struct PlannedSequence {
 // differ only in float summation order (a matmul over more rows takes another BLAS path); with
 // an F32 cache that stays below 1e-4. An F16 or Q8_0 cache rounds every key and value, and a
 // value a hair's breadth from a rounding boundary lands one step (2^-11 relative for F16) the
-// other way, which the logits show at the 1e-4 level: a wrong slot or a leak between sequences
-// would still be off by far more.
-float logit_tolerance(KvType kv_type) { return kv_type == KvType::kF32 ? 1e-4f : 1e-3f; }
+// other way, which the later layers amplify to about 1e-3 in the logits (1.1e-3 seen): a wrong
+// slot or a leak between sequences moves logits by whole units.
+float logit_tolerance(KvType kv_type) { return kv_type == KvType::kF32 ? 1e-4f : 5e-3f; }
 
 // Runs the plan as ragged batches over one paged cache with each sequence's positions in
 // scattered slots, and compares every logit row it returns with the same sequence run alone.
