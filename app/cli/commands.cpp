@@ -1,5 +1,7 @@
 #include "app/cli/commands.h"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 
 #include "app/cli/cli_options.h"
 #include "engine/compute/vulkan/device_probe.h"
@@ -45,7 +46,8 @@ std::unique_ptr<model::Model> open_model(const Options& options) {
   // The backend factory takes the Vulkan device choice from the environment.
   if (options.has("device")) setenv("SERVESCOPE_VULKAN_DEVICE", options.get("device")->c_str(), 1);
   auto m = model::load_model(path, compute::parse_backend_kind(options.get_or("backend", "cpu")));
-  if (options.has("kv-type")) m->transformer->set_kv_type(eval::parse_kv_type(*options.get("kv-type")));
+  if (options.has("kv-type"))
+    m->transformer->set_kv_type(eval::parse_kv_type(*options.get("kv-type")));
   return m;
 }
 
@@ -115,7 +117,8 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
       {"tensor_types", weights.tensor_types},
       {"kv_bytes_per_token", {{"f32", c.kv_bytes_per_token(4)}, {"f16", c.kv_bytes_per_token(2)}}},
   };
-  if (c.architecture == model::Architecture::kLlama) doc["rope_freq_base"] = shortest(c.rope_freq_base);
+  if (c.architecture == model::Architecture::kLlama)
+    doc["rope_freq_base"] = shortest(c.rope_freq_base);
   if (auto* vk = dynamic_cast<compute::vulkan::VulkanBackend*>(m->backend.get())) {
     const auto probed = compute::vulkan::probe_roofs(*vk);  // measured once, then cached
     doc["device"] = {{"name", vk->device().name},
@@ -125,8 +128,11 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (m->tokenizer) {
     const Vocabulary& v = m->tokenizer->vocabulary();
-    doc["tokenizer"] = {{"model", v.model}, {"tokens", v.tokens.size()}, {"bos_id", v.bos_id},
-                        {"eos_id", v.eos_id}, {"add_bos", v.add_bos}};
+    doc["tokenizer"] = {{"model", v.model},
+                        {"tokens", v.tokens.size()},
+                        {"bos_id", v.bos_id},
+                        {"eos_id", v.eos_id},
+                        {"add_bos", v.add_bos}};
   }
   out << doc.dump(2) << "\n";
   return 0;
@@ -172,7 +178,8 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   request.prompt_ids = prompt_ids(options, *m);
   request.max_tokens = options.get_int("max-tokens", 128);
   request.sampling = sampling_params(options);
-  if (m->tokenizer && !options.has("no-stop")) request.stop_token = m->tokenizer->vocabulary().eos_id;
+  if (m->tokenizer && !options.has("no-stop"))
+    request.stop_token = m->tokenizer->vocabulary().eos_id;
 
   const bool as_json = options.has("json");
   std::unique_ptr<TextStreamDecoder> stream;
@@ -201,11 +208,12 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
         {"text", text},
         {"stop_reason", serving::stop_reason_name(result.stop_reason)},
         {"backend", m->backend->name()},
-        {"sampling", request.sampling.greedy
-                         ? json{{"greedy", true}}
-                         : json{{"greedy", false}, {"temperature", request.sampling.temperature},
-                                {"top_k", request.sampling.top_k}, {"top_p", request.sampling.top_p},
-                                {"seed", request.sampling.seed}}},
+        {"sampling", request.sampling.greedy ? json{{"greedy", true}}
+                                             : json{{"greedy", false},
+                                                    {"temperature", request.sampling.temperature},
+                                                    {"top_k", request.sampling.top_k},
+                                                    {"top_p", request.sampling.top_p},
+                                                    {"seed", request.sampling.seed}}},
         {"prefill_tokens", result.prefill_tokens},
         {"prefill_ms", result.prefill_ms},
         {"prefill_tokens_per_s", result.prefill_tokens_per_s()},
@@ -219,9 +227,9 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
     if (!m->tokenizer) out << json(result.generated_ids).dump();
     out << std::endl;  // the text ends before the timing line on a shared terminal
     std::cerr << "prefill: " << result.prefill_tokens << " tokens in " << result.prefill_ms
-              << " ms (" << result.prefill_tokens_per_s() << " tokens/s); decode: "
-              << result.decode_steps << " tokens in " << result.decode_ms << " ms ("
-              << result.decode_tokens_per_s() << " tokens/s)";
+              << " ms (" << result.prefill_tokens_per_s()
+              << " tokens/s); decode: " << result.decode_steps << " tokens in " << result.decode_ms
+              << " ms (" << result.decode_tokens_per_s() << " tokens/s)";
     if (!request.sampling.greedy) std::cerr << "; seed " << request.sampling.seed;
     std::cerr << "\n";
   }
@@ -356,9 +364,13 @@ int run_perplexity(const std::vector<std::string>& args, std::ostream& out) {
 json layer_errors_json(const std::vector<eval::LayerError>& layers) {
   json array = json::array();
   for (const eval::LayerError& l : layers) {
-    array.push_back({{"layer", l.layer}, {"tensors", l.tensors}, {"elements", l.elements},
-                     {"rmse", l.rmse}, {"max_abs_error", l.max_abs_error},
-                     {"relative_error", l.relative_error}, {"sqnr_db", finite_or_null(l.sqnr_db)}});
+    array.push_back({{"layer", l.layer},
+                     {"tensors", l.tensors},
+                     {"elements", l.elements},
+                     {"rmse", l.rmse},
+                     {"max_abs_error", l.max_abs_error},
+                     {"relative_error", l.relative_error},
+                     {"sqnr_db", finite_or_null(l.sqnr_db)}});
   }
   return array;
 }
@@ -371,10 +383,14 @@ int run_weight_error(const std::vector<std::string>& args, std::ostream& out) {
   const std::vector<eval::TensorError> errors = eval::measure_quantisation_error(source, type);
   json tensors = json::array();
   for (const eval::TensorError& e : errors) {
-    tensors.push_back({{"name", e.name}, {"type", gguf::type_name(e.type)},
-                       {"elements", e.elements}, {"rmse", e.rmse},
-                       {"max_abs_error", e.max_abs_error}, {"relative_error", e.relative_error},
-                       {"sqnr_db", finite_or_null(e.sqnr_db)}, {"histogram", e.histogram.counts}});
+    tensors.push_back({{"name", e.name},
+                       {"type", gguf::type_name(e.type)},
+                       {"elements", e.elements},
+                       {"rmse", e.rmse},
+                       {"max_abs_error", e.max_abs_error},
+                       {"relative_error", e.relative_error},
+                       {"sqnr_db", finite_or_null(e.sqnr_db)},
+                       {"histogram", e.histogram.counts}});
   }
   out << json{{"model", source.name()},
               {"type", eval::weight_type_label(type)},
@@ -414,10 +430,12 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   eval::QuantReportOptions ro;
   ro.types.clear();
   std::stringstream list(options.get_or("types", "f32,f16,q8_0,q4_0"));
-  for (std::string item; std::getline(list, item, ',');) ro.types.push_back(eval::parse_weight_type(item));
+  for (std::string item; std::getline(list, item, ',');)
+    ro.types.push_back(eval::parse_weight_type(item));
   ro.kv_types.clear();
   std::stringstream kv_list(options.get_or("kv-types", "f32"));
-  for (std::string item; std::getline(kv_list, item, ',');) ro.kv_types.push_back(eval::parse_kv_type(item));
+  for (std::string item; std::getline(kv_list, item, ',');)
+    ro.kv_types.push_back(eval::parse_kv_type(item));
   ro.backend = compute::parse_backend_kind(options.get_or("backend", "cpu"));
   ro.text_ids = evaluation_ids(options, *m);
   ro.bos_id = m->require_tokenizer().vocabulary().bos_id;
@@ -486,7 +504,8 @@ std::string kv_type_label(serving::KvType type) {
 // subcommand uses.
 serving::KvType kv_type_option(const Options& options) {
   const gguf::GgmlType type = eval::parse_kv_type(options.get_or("kv-type", "f16"));
-  for (const serving::KvType kv : {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
+  for (const serving::KvType kv :
+       {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
     if (serving::kv_ggml_type(kv) == type) return kv;
   }
   throw InputError("no serving KV type for " + std::string(gguf::type_name(type)));
@@ -681,9 +700,11 @@ std::string default_model_path() {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
-      {"info", "architecture, sizes, tensor types, parameters, weight and KV-cache bytes", run_info},
+      {"info", "architecture, sizes, tensor types, parameters, weight and KV-cache bytes",
+       run_info},
       {"tokenize", "--text T [--no-bos]: token ids and pieces", run_tokenize},
-      {"logits", "--ids 1,2,3 [--all] [--kv-type T]: next-token logits of the last (or every) position",
+      {"logits",
+       "--ids 1,2,3 [--all] [--kv-type T]: next-token logits of the last (or every) position",
        run_logits},
       {"generate",
        "(--prompt T | --ids 1,2,3) [--max-tokens N] [--greedy | --temperature T --top-k K "
@@ -691,8 +712,10 @@ const std::vector<Subcommand>& subcommands() {
        run_generate},
       {"quantize", "--type f32|f16|q8_0|q4_0 --out OUT.gguf: re-encode the model's matrices",
        run_quantize},
-      {"perplexity", "[--text-file PATH] [--max-chunks N] [--kv-type T]: perplexity on a text (default: "
-                     "the bundled stories)", run_perplexity},
+      {"perplexity",
+       "[--text-file PATH] [--max-chunks N] [--kv-type T]: perplexity on a text (default: "
+       "the bundled stories)",
+       run_perplexity},
       {"weight-error",
        "--type f16|q8_0|q4_0: per-tensor and per-layer error of quantising the model's weights "
        "(RMSE, max, relative, SQNR, histogram)",

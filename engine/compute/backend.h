@@ -130,8 +130,8 @@ class Backend {
   // the slots `batch` gives each row (dequantised from the store's type).
   virtual void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                          const AttentionBatch& batch, Tensor& out) = 0;
-  virtual void add(Tensor& x, const Tensor& y) = 0;                                // x += y
-  virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;    // silu(g)*u
+  virtual void add(Tensor& x, const Tensor& y) = 0;                              // x += y
+  virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;  // silu(g)*u
   virtual void gelu(Tensor& x) = 0;  // tanh form, in place
 
   // --- profiling --------------------------------------------------------------------------

@@ -21,9 +21,7 @@ struct CpuBuffer final : Buffer {
   std::vector<uint8_t> bytes;
 };
 
-CpuBuffer& host(const std::shared_ptr<Buffer>& buffer) {
-  return static_cast<CpuBuffer&>(*buffer);
-}
+CpuBuffer& host(const std::shared_ptr<Buffer>& buffer) { return static_cast<CpuBuffer&>(*buffer); }
 
 float* row_ptr(const Tensor& t, int64_t row) {
   return host(t.buffer).floats.data() + t.offset + row * t.row_stride;
@@ -58,8 +56,9 @@ class ScopedTimer {
   explicit ScopedTimer(double& total_ms)
       : total_ms_(total_ms), start_(std::chrono::steady_clock::now()) {}
   ~ScopedTimer() {
-    total_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                           start_).count();
+    total_ms_ +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+            .count();
   }
   ScopedTimer(const ScopedTimer&) = delete;
   ScopedTimer& operator=(const ScopedTimer&) = delete;
@@ -71,9 +70,7 @@ class ScopedTimer {
 
 }  // namespace
 
-telemetry::KernelTimes CpuBackend::take_kernel_times() {
-  return std::exchange(kernel_times_, {});
-}
+telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(kernel_times_, {}); }
 
 Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose /*purpose*/) {
   auto buffer = std::make_shared<CpuBuffer>();
@@ -260,8 +257,8 @@ void CpuBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
   }
 }
 
-void CpuBackend::store_kv(const Tensor& keys, const Tensor& values,
-                          std::span<const int32_t> slots, KvStore& store) {
+void CpuBackend::store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
+                          KvStore& store) {
   const ScopedTimer timer(kernel_times_.attention_ms);
   assert(keys.rows == static_cast<int64_t>(slots.size()) && keys.cols == store.kv_dim);
   const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);

@@ -197,8 +197,8 @@ SERVESCOPE_AVX2 float dot_q4_0_avx2(const uint8_t* row, const float* x, int64_t 
     __m256 sum = _mm256_mul_ps(int8x8_to_float(first), _mm256_loadu_ps(xb));
     sum = _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(first, 8)), _mm256_loadu_ps(xb + 8), sum);
     sum = _mm256_fmadd_ps(int8x8_to_float(second), _mm256_loadu_ps(xb + 16), sum);
-    sum = _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(second, 8)), _mm256_loadu_ps(xb + 24),
-                          sum);
+    sum =
+        _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(second, 8)), _mm256_loadu_ps(xb + 24), sum);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(block)), sum, acc);
   }
   return horizontal_sum(acc);
@@ -230,19 +230,28 @@ RowDot row_dot_for(gguf::GgmlType type) {
 #ifdef SERVESCOPE_X86_SIMD
   if (cpu_has_avx2()) {
     switch (type) {
-      case gguf::GgmlType::F16: return dot_f16_avx2;
-      case gguf::GgmlType::Q8_0: return dot_q8_0_avx2;
-      case gguf::GgmlType::Q4_0: return dot_q4_0_avx2;
-      default: break;
+      case gguf::GgmlType::F16:
+        return dot_f16_avx2;
+      case gguf::GgmlType::Q8_0:
+        return dot_q8_0_avx2;
+      case gguf::GgmlType::Q4_0:
+        return dot_q4_0_avx2;
+      default:
+        break;
     }
   }
 #endif
   switch (type) {
-    case gguf::GgmlType::F32: return dot_f32;
-    case gguf::GgmlType::F16: return dot_f16;
-    case gguf::GgmlType::Q8_0: return dot_q8_0;
-    case gguf::GgmlType::Q4_0: return dot_q4_0;
-    default: break;
+    case gguf::GgmlType::F32:
+      return dot_f32;
+    case gguf::GgmlType::F16:
+      return dot_f16;
+    case gguf::GgmlType::Q8_0:
+      return dot_q8_0;
+    case gguf::GgmlType::Q4_0:
+      return dot_q4_0;
+    default:
+      break;
   }
   // Weights are checked at load time, so another type here is a programming error.
   std::abort();

@@ -1,9 +1,7 @@
 #include <cassert>
-
-#include "engine/compute/backend.h"
-
 #include <string>
 
+#include "engine/compute/backend.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute {

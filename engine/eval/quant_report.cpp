@@ -126,8 +126,8 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
     report.weight_bytes = model::summarize_weights(m.file).bytes;
     report.kv_bytes_per_token =
         2 * static_cast<uint64_t>(config.n_layers) * gguf::row_bytes(kv_type, config.kv_dim());
-    report.memory_bytes = report.weight_bytes + report.kv_bytes_per_token *
-                                                    static_cast<uint64_t>(config.context_length);
+    report.memory_bytes = report.weight_bytes +
+                          report.kv_bytes_per_token * static_cast<uint64_t>(config.context_length);
     report.greedy_identical_tokens = identical_prefix_length(
         baseline_greedy, greedy_continuation(*m.transformer, greedy_prompt, options.greedy_tokens));
   };
@@ -155,8 +155,7 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
       v.type = weight_type_label(type);
       describe(variant, kv_type, v);
       v.weight_error = weight_error;
-      const std::string label =
-          options.kv_types.size() > 1 ? v.type + " kv " + v.kv_type : v.type;
+      const std::string label = options.kv_types.size() > 1 ? v.type + " kv " + v.kv_type : v.type;
       v.quality = evaluator.compare(*variant.transformer, label);
       report.variants.push_back(std::move(v));
       runs.emplace_back(&variant, kv_type);

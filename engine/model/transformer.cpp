@@ -78,8 +78,7 @@ std::vector<float> Transformer::forward(std::span<const int32_t> tokens, KvCache
   const int64_t end = cache.length + static_cast<int64_t>(tokens.size());
   if (end > cache.capacity) {
     throw InputError("sequence of " + std::to_string(end) + " tokens exceeds the context of " +
-                     std::to_string(std::min(cache.capacity, config_.context_length)) +
-                     " tokens");
+                     std::to_string(std::min(cache.capacity, config_.context_length)) + " tokens");
   }
   const SequenceStep step{tokens, cache.length, cache.slots,
                           all_positions ? LogitRows::kAll : LogitRows::kLast};

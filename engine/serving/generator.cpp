@@ -16,9 +16,12 @@ double elapsed_ms(std::chrono::steady_clock::time_point start) {
 
 std::string_view stop_reason_name(StopReason reason) {
   switch (reason) {
-    case StopReason::kMaxTokens: return "max_tokens";
-    case StopReason::kStopToken: return "stop_token";
-    case StopReason::kContextFull: return "context_full";
+    case StopReason::kMaxTokens:
+      return "max_tokens";
+    case StopReason::kStopToken:
+      return "stop_token";
+    case StopReason::kContextFull:
+      return "context_full";
   }
   return "unknown";
 }

@@ -34,15 +34,16 @@ TEST(Cli, GenerateReproducesThePyTorchGreedyContinuation) {
   for (const std::string name : {"llama-f32", "gpt2-q8_0"}) {
     const json g = golden(name);
     const auto greedy = g["greedy_ids"].get<std::vector<int32_t>>();
-    const CliRun run = cli("generate" + model(name + ".gguf") + " --ids " +
-                        id_list(g["prompt_ids"].get<std::vector<int32_t>>()) +
-                        " --greedy --json --no-stop --max-tokens " + std::to_string(greedy.size()));
+    const CliRun run =
+        cli("generate" + model(name + ".gguf") + " --ids " +
+            id_list(g["prompt_ids"].get<std::vector<int32_t>>()) +
+            " --greedy --json --no-stop --max-tokens " + std::to_string(greedy.size()));
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const json doc = json::parse(run.out);
     EXPECT_EQ(doc["generated_ids"].get<std::vector<int32_t>>(), greedy) << name;
     EXPECT_EQ(doc["prompt_ids"], g["prompt_ids"]);
-    for (const char* key : {"text", "prefill_ms", "decode_ms", "prefill_tokens_per_s",
-                            "decode_tokens_per_s"}) {
+    for (const char* key :
+         {"text", "prefill_ms", "decode_ms", "prefill_tokens_per_s", "decode_tokens_per_s"}) {
       EXPECT_TRUE(doc.contains(key)) << key;
     }
     EXPECT_GT(doc["decode_tokens_per_s"].get<double>(), 0.0);
@@ -52,7 +53,7 @@ TEST(Cli, GenerateReproducesThePyTorchGreedyContinuation) {
 TEST(Cli, LogitsAllMatchesGolden) {
   const json g = golden("gpt2-f32");
   const CliRun run = cli("logits" + model("gpt2-f32.gguf") + " --all --ids " +
-                      id_list(g["prompt_ids"].get<std::vector<int32_t>>()));
+                         id_list(g["prompt_ids"].get<std::vector<int32_t>>()));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto logits = json::parse(run.out)["logits"].get<std::vector<std::vector<float>>>();
   const auto expected = g["logits"].get<std::vector<std::vector<float>>>();
@@ -111,9 +112,9 @@ TEST(Cli, BenchServesSimulatedClientsAndSummarises) {
                          " --max-batch 4 --kv-type q8_0 --block-size 8 --seed 3");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const json doc = json::parse(run.out);
-  for (const char* key : {"prompt_tokens_per_s", "wall_s", "mean_step_ms", "mean_kernel_ms",
-                          "achieved_gb_per_s", "achieved_gflop_per_s", "kv_peak_bytes", "steps",
-                          "engine"}) {
+  for (const char* key :
+       {"prompt_tokens_per_s", "wall_s", "mean_step_ms", "mean_kernel_ms", "achieved_gb_per_s",
+        "achieved_gflop_per_s", "kv_peak_bytes", "steps", "engine"}) {
     EXPECT_TRUE(doc.contains(key)) << key;
   }
   EXPECT_EQ(doc["requests"], 5);

@@ -112,8 +112,8 @@ TEST(QuantReportCli, KvCacheTypesAreASecondDimension) {
   const json& v = doc["variants"];
   ASSERT_EQ(v.size(), 6u);  // every (weight type, KV type) pair
   const std::vector<std::pair<std::string, std::string>> pairs = {
-      {"f32", "f32"}, {"f32", "f16"}, {"f32", "q8_0"}, {"q8_0", "f32"}, {"q8_0", "f16"},
-      {"q8_0", "q8_0"}};
+      {"f32", "f32"},  {"f32", "f16"},  {"f32", "q8_0"},
+      {"q8_0", "f32"}, {"q8_0", "f16"}, {"q8_0", "q8_0"}};
   // Per token: 2 (K and V) x 2 layers x one 32-element row: 128 bytes F32, 64 F16, 34 Q8_0.
   const std::vector<int> row_bytes = {128, 64, 34};
   for (size_t i = 0; i < pairs.size(); ++i) {
