@@ -6,9 +6,9 @@
 //
 //   servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe] [--products-only]
 //                           [--baseline]
-// --baseline: on a CPU device, also time matrix-matrix products with the previous prefill
-// kernel (matmul_vec passes, VulkanBackendOptions::subgroup_prefill = false), alternating with
-// the current one, so the two compare under the same machine load.
+// --baseline: on a CPU device, also time the matrix products with matmul_vec (decode, and
+// prefill in passes; VulkanBackendOptions::subgroup_matmul = false), alternating with the
+// current kernels, so the two compare under the same machine load.
 // --products-only: only the matrix products (no dispatch overhead, no end-to-end runs), for
 // quick A/B runs of kernel changes.
 #include <sys/resource.h>
@@ -128,14 +128,16 @@ json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roo
     for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
       const auto bytes = random_weight_bytes(type, out_features, in_features);
       const WeightMatrix w = vk.upload_matrix(type, out_features, in_features, bytes);
-      const ProductResult vec = time_product(vk, w, 1, quick ? 3 : 10);
-      const double gb_per_s = double(bytes.size()) / (vec.gpu_ms * 1e6);
-      const int64_t tokens = 128;
-      const bool big = out_features * in_features > (int64_t{1} << 22);
       std::optional<WeightMatrix> baseline_w;
       if (baseline != nullptr) {
         baseline_w = baseline->upload_matrix(type, out_features, in_features, bytes);
       }
+      const MatmatResult vecs = time_matmat(vk, w, baseline, baseline_w ? &*baseline_w : nullptr,
+                                            1, quick ? 3 : 10);
+      const ProductResult& vec = vecs.best;
+      const double gb_per_s = double(bytes.size()) / (vec.gpu_ms * 1e6);
+      const int64_t tokens = 128;
+      const bool big = out_features * in_features > (int64_t{1} << 22);
       const MatmatResult mat =
           time_matmat(vk, w, baseline, baseline_w ? &*baseline_w : nullptr, tokens,
                       big     ? 2
@@ -159,6 +161,9 @@ json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roo
         row["baseline_matmat_ms"] = mat.baseline.gpu_ms;
         row["baseline_matmat_process_cpu_ms"] = mat.baseline.cpu_ms;
         row["baseline_matmat_gflop_per_s"] = flop / (mat.baseline.gpu_ms * 1e6);
+        const double baseline_gb_per_s = double(bytes.size()) / (vecs.baseline.gpu_ms * 1e6);
+        row["baseline_matvec_gb_per_s"] = baseline_gb_per_s;
+        row["baseline_matvec_fraction_of_stream_roof"] = baseline_gb_per_s / roofs.stream_gb_per_s;
       }
       rows.push_back(row);
       std::cerr << rows.back().dump() << "\n";
@@ -323,9 +328,9 @@ int run(int argc, char** argv) {
   std::unique_ptr<VulkanBackend> baseline;
   if (with_baseline && vk.device().type == "cpu") {
     VulkanBackendOptions previous = timed;
-    previous.subgroup_prefill = false;
+    previous.subgroup_matmul = false;
     baseline = std::make_unique<VulkanBackend>(previous);
-    doc["baseline"] = "matmat with matmul_vec passes of 8 tokens (subgroup_prefill = false)";
+    doc["baseline"] = "matmul_vec for matvec and matmat (subgroup_matmul = false)";
   }
   doc["products"] = products(vk, baseline.get(), probed.roofs, shapes, quick);
   if (!model_path.empty() && !products_only) {
