@@ -10,7 +10,10 @@
 #include "include/common.glsl"
 
 const uint kMaxHeadDim4 = 64u;  // head_dim <= 256
-layout(local_size_x = 8) in;
+// Invocations per workgroup: 8, fewer when there are few (row, head) pairs (decode of one
+// sequence: its heads), so that they still spread over more than one workgroup, i.e. more
+// than one lavapipe thread.
+layout(local_size_x_id = 0, local_size_x = 8) in;
 layout(std430, binding = 0) readonly buffer Q { vec4 q[]; };
 layout(std430, binding = 3) readonly buffer Batch { int batch[]; };
 layout(std430, binding = 4) writeonly buffer Out { vec4 out_data[]; };
@@ -56,7 +59,7 @@ void add_value(uint slot, uint kv_col, uint d4, float rescale, float weight) {
 }
 
 void main() {
-  const uint id = linear_workgroup() * 8u + gl_LocalInvocationID.x;
+  const uint id = linear_workgroup() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (id >= p.n_heads * p.n_queries) return;
   const uint head = id % p.n_heads;
   const uint row = id / p.n_heads;

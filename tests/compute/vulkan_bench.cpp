@@ -11,6 +11,8 @@
 // current kernels, so the two compare under the same machine load.
 // --products-only: only the matrix products (no dispatch overhead, no end-to-end runs), for
 // quick A/B runs of kernel changes.
+// --attention-only: only the paged attention kernel's time per KV type (F32, F16, Q8_0), at
+// contexts of 256 and 1024 keys, for 1 and 4 sequences.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -172,6 +175,64 @@ json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roo
   return rows;
 }
 
+// Paged attention kernel time per KV type: `queries` sequences of `context` keys each (the
+// bundled model's heads: 4 query heads over 2 KV heads of 64), slots scattered over the store,
+// best of `runs`. Decode of one sequence is queries = 1.
+json attention_times(VulkanBackend& vk, int runs) {
+  const AttentionShape shape{4, 2, 64};
+  const int64_t kv_dim = shape.n_kv_heads * shape.head_dim;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto random_tensor = [&](int64_t rows, int64_t cols) {
+    Tensor t = vk.create_tensor(rows, cols, BufferPurpose::kActivations);
+    std::vector<float> values(static_cast<size_t>(rows * cols));
+    for (float& v : values) v = normal(rng);
+    vk.write(t, values);
+    return t;
+  };
+  json rows = json::array();
+  for (const int64_t context : {256, 1024}) {
+    for (const int64_t queries : {1, 4}) {
+      std::vector<int32_t> slots(static_cast<size_t>(context));
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      AttentionBatch batch;
+      for (int64_t i = 0; i < queries; ++i) {
+        batch.positions.push_back(static_cast<int32_t>(context - 1));
+        batch.context_offsets.push_back(static_cast<int32_t>(batch.slot_map.size()));
+        batch.slot_map.insert(batch.slot_map.end(), slots.begin(), slots.end());
+      }
+      const Tensor keys = random_tensor(context, kv_dim);
+      const Tensor values = random_tensor(context, kv_dim);
+      const Tensor q = random_tensor(queries, shape.n_heads * shape.head_dim);
+      Tensor out = vk.create_tensor(queries, q.cols, BufferPurpose::kActivations);
+      for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+        KvStore store = vk.create_kv_store(type, context, kv_dim);
+        vk.store_kv(keys, values, slots, store);
+        double best_ms = INFINITY;
+        for (int run = 0; run < runs + 1; ++run) {  // the first run warms up
+          const auto start = Clock::now();
+          vk.attention(q, store, shape, batch, out);
+          vk.read(out.columns(0, 1));
+          const double wall = milliseconds_since(start);
+          const StepTimings& step = vk.last_step_timings();
+          const double ms =
+              step.available
+                  ? step.class_milliseconds[static_cast<size_t>(KernelClass::kAttention)]
+                  : wall;
+          if (run > 0) best_ms = std::min(best_ms, ms);
+        }
+        rows.push_back({{"kv_type", gguf::type_name(type)},
+                        {"context", context},
+                        {"queries", queries},
+                        {"attention_ms", best_ms}});
+        std::cerr << rows.back().dump() << "\n";
+      }
+    }
+  }
+  return rows;
+}
+
 // Cost of recording, submitting and waiting for many tiny dependent dispatches in one step.
 json dispatch_overhead(VulkanBackend& vk, const std::string& label) {
   Tensor x = vk.create_tensor(1, 64, BufferPurpose::kScratch);
@@ -268,7 +329,8 @@ json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, in
 
 int run(int argc, char** argv) {
   std::string model_path;
-  bool quick = false, fresh = false, products_only = false, with_baseline = false;
+  bool quick = false, fresh = false, products_only = false, with_baseline = false,
+       attention_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
       model_path = argv[++i];
@@ -280,9 +342,11 @@ int run(int argc, char** argv) {
       products_only = true;
     else if (std::strcmp(argv[i], "--baseline") == 0)
       with_baseline = true;
+    else if (std::strcmp(argv[i], "--attention-only") == 0)
+      attention_only = true;
     else {
       std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]"
-                   " [--products-only] [--baseline]\n";
+                   " [--products-only] [--baseline] [--attention-only]\n";
       return 2;
     }
   }
@@ -301,6 +365,11 @@ int run(int argc, char** argv) {
                 {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s},
                 {"from_cache", probed.from_cache}}}};
   std::cerr << doc.dump() << "\n";
+  if (!products_only) doc["attention"] = attention_times(vk, quick ? 3 : 10);
+  if (attention_only) {
+    std::cout << doc.dump(2) << "\n";
+    return 0;
+  }
   if (!products_only) {
     VulkanBackendOptions untimed;
     untimed.timestamps = false;

@@ -376,6 +376,7 @@ struct PagedCase {
 const std::vector<PagedCase>& paged_cases() {
   static const std::vector<PagedCase> cases = {
       {4, 4, 16, {{0, 1}}},
+      {2, 1, 64, {{9, 1}}},  // 2 (row, head) pairs: attention_rows in workgroups of 1
       {6, 2, 40, {{0, 13}, {5, 1}, {300, 1}}},  // a context longer than one 256-key chunk
       {6, 2, 48, {{0, 13}, {5, 1}, {300, 1}}, false, true},
       {3, 1, 256, {{5, 3}}},

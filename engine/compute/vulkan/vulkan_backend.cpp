@@ -191,6 +191,15 @@ LanesTile decode_tile(int64_t tokens) {
 constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4 dimensions
 constexpr int64_t kStoreKvBlock = 32;          // store_kv.comp: elements per invocation
 
+// attention_rows' workgroup size for `pairs` (query row, head) pairs: 8, or as many as leave
+// at least two workgroups (lavapipe runs each on one thread, so one group would leave the
+// other cores idle; decode of one sequence has only n_heads pairs).
+uint32_t attention_rows_group_size(int64_t pairs) {
+  uint32_t size = 8;
+  while (size > 1 && pairs < 2 * int64_t{size}) size /= 2;
+  return size;
+}
+
 std::span<const uint8_t> as_bytes(std::span<const int32_t> ints) {
   return {reinterpret_cast<const uint8_t*>(ints.data()), ints.size_bytes()};
 }
@@ -390,9 +399,14 @@ void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type) {
   }
   kv_pipelines_ready_.push_back(kv_type);
   const std::string suffix = type_suffix(kv_type);
-  const Pipeline* prepared[] = {
-      &pipelines_->get("store_kv_" + suffix, 5),
-      &pipelines_->get((workgroup_tiles_ ? "attention_" : "attention_rows_") + suffix, 5)};
+  std::vector<const Pipeline*> prepared = {&pipelines_->get("store_kv_" + suffix, 5)};
+  if (workgroup_tiles_) {
+    prepared.push_back(&pipelines_->get("attention_" + suffix, 5));
+  } else {
+    for (const uint32_t group_size : {1u, 2u, 4u, 8u}) {
+      prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5, std::array{group_size}));
+    }
+  }
   run_on_no_work(prepared);
 }
 
@@ -787,9 +801,11 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
   const std::string suffix = type_suffix(store.type);
   const bool rows_kernel =
       !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) && vec4_view(out);
-  if (rows_kernel) {  // 8 (row, head) pairs per workgroup
+  if (rows_kernel) {
+    const int64_t pairs = shape.n_heads * q.rows;
+    const uint32_t group_size = attention_rows_group_size(pairs);
     dispatch("attention_rows_" + suffix, bindings, &push, sizeof push,
-             linear_groups(groups_for(shape.n_heads * q.rows, 8)), KernelClass::kAttention);
+             linear_groups(groups_for(pairs, group_size)), KernelClass::kAttention, {group_size});
     return;
   }
   if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query rows in one step");
