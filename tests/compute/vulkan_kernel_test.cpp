@@ -217,9 +217,10 @@ TEST_F(RowPerInvocation, PagedAttentionF16) { check_paged_attention(GgmlType::F1
 TEST_F(RowPerInvocation, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
 TEST_F(RowPerInvocation, MatmulShapes) { check_product_shapes(); }
 
-// CPU-style products without subgroups (devices whose subgroups are too narrow or cannot
-// shuffle): matmul_vec, prefill in passes of 8 tokens.
-class MatmulVecProducts : public KernelParity {
+// CPU-style kernels without subgroups (devices whose subgroups are too narrow or cannot
+// shuffle): matmul_vec, prefill in passes of 8 tokens; attention_rows with one invocation per
+// (row, head) in workgroups of 1-8.
+class WithoutSubgroups : public KernelParity {
  protected:
   VulkanBackendOptions options() override {
     VulkanBackendOptions o = KernelParity::options();
@@ -228,10 +229,13 @@ class MatmulVecProducts : public KernelParity {
     return o;
   }
 };
-TEST_F(MatmulVecProducts, MatmulEveryTypeAndTokenCount) {
+TEST_F(WithoutSubgroups, MatmulEveryTypeAndTokenCount) {
   check_matmul_every_type_and_token_count();
 }
-TEST_F(MatmulVecProducts, MatmulShapes) { check_product_shapes(); }
+TEST_F(WithoutSubgroups, MatmulShapes) { check_product_shapes(); }
+TEST_F(WithoutSubgroups, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
+TEST_F(WithoutSubgroups, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
+TEST_F(WithoutSubgroups, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
 
 TEST_F(KernelParity, EmbedEveryType) {
   for (const GgmlType type : kAllTypes) {

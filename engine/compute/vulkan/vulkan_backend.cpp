@@ -200,6 +200,12 @@ uint32_t attention_rows_group_size(int64_t pairs) {
   return size;
 }
 
+// Below this many (row, head) pairs (decode of a few sequences), attention_rows gives each pair
+// the 8 lanes of a subgroup, each walking an eighth of the keys: one lane per pair would walk a
+// long context alone while 7 of its SIMD lanes idle.
+constexpr int64_t kAttentionSplitBelowPairs = 64;
+constexpr uint32_t kAttentionSplit = 8;
+
 std::span<const uint8_t> as_bytes(std::span<const int32_t> ints) {
   return {reinterpret_cast<const uint8_t*>(ints.data()), ints.size_bytes()};
 }
@@ -404,7 +410,12 @@ void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type) {
     prepared.push_back(&pipelines_->get("attention_" + suffix, 5));
   } else {
     for (const uint32_t group_size : {1u, 2u, 4u, 8u}) {
-      prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5, std::array{group_size}));
+      prepared.push_back(
+          &pipelines_->get("attention_rows_" + suffix, 5, std::array{group_size, 1u}));
+    }
+    if (lanes_kernel_) {
+      prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5,
+                                          std::array{kAttentionSplit, kAttentionSplit}));
     }
   }
   run_on_no_work(prepared);
@@ -803,9 +814,12 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
       !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) && vec4_view(out);
   if (rows_kernel) {
     const int64_t pairs = shape.n_heads * q.rows;
-    const uint32_t group_size = attention_rows_group_size(pairs);
+    // Lanes per pair: 8 needs subgroups of >= 8 lanes that shuffle (as matmul_lanes does).
+    const uint32_t split = lanes_kernel_ && pairs < kAttentionSplitBelowPairs ? kAttentionSplit : 1;
+    const uint32_t group_size = split > 1 ? kAttentionSplit : attention_rows_group_size(pairs);
     dispatch("attention_rows_" + suffix, bindings, &push, sizeof push,
-             linear_groups(groups_for(pairs, group_size)), KernelClass::kAttention, {group_size});
+             linear_groups(groups_for(pairs * split, group_size)), KernelClass::kAttention,
+             {group_size, split});
     return;
   }
   if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query rows in one step");

@@ -38,9 +38,10 @@ struct VulkanBackendOptions {
   std::optional<bool> timestamps;
   KernelStyle kernel_style = KernelStyle::kAuto;
   // kRowPerInvocation products (prefill and decode): matmul_lanes, which shares x between the
-  // lanes of a subgroup, where the device's subgroups allow (>= 8 lanes that can shuffle);
-  // false, or a device without them: matmul_vec, prefill in passes of 8 tokens (the bench
-  // compares the two).
+  // lanes of a subgroup, and decode attention with 8 lanes per (row, head), where the device's
+  // subgroups allow (>= 8 lanes that can shuffle); false, or a device without them:
+  // matmul_vec, prefill in passes of 8 tokens, one lane per (row, head) (the bench compares
+  // the products).
   bool subgroup_matmul = true;
   // > 0: the most device memory (bytes) this backend reserves; beyond it allocations fail as
   // on a full device (tests provoke out-of-memory with it). 0: only the device's own limit.
