@@ -1,8 +1,9 @@
 #version 450
-// Matrix-matrix product (prefill) for CPU devices (lavapipe). Each invocation computes a
-// register tile of kRows weight rows x kTokens tokens: every weight it loads serves kTokens
-// tokens and every x value kRows rows. No shared memory and no barriers, which lavapipe emulates
-// slowly. Adjacent invocations (SIMD lanes there) own adjacent rows and run the same
+// Matrix products for CPU devices (lavapipe): prefill, and decode (1-8 tokens, where x is
+// shared by every lane and its loads would otherwise cost as much as the weights'). Each
+// invocation computes a register tile of kRows weight rows x kTokens tokens: every weight it
+// loads serves kTokens tokens and every x value kRows rows. No shared memory and no barriers,
+// which lavapipe emulates slowly. Adjacent invocations (SIMD lanes there) own adjacent rows and run the same
 // instructions.
 //
 // Why subgroups: lavapipe runs a storage-buffer load inside a loop as one scalar load per lane
@@ -13,9 +14,10 @@
 // subgroup of at least 8 lanes with shuffle operations (the host checks). Each 32-column
 // slice is one Q8_0/Q4_0 block, dequantised once per row and reused for all kTokens tokens.
 //
-// Workgroups: x over token tiles, y over row groups (64 * kRows rows), so that consecutive
-// workgroups read the same weight rows while they are in cache. Requires x's offset and row
-// stride to be multiples of 4 (the host copies x otherwise).
+// Workgroups of 64 invocations for prefill, 16 for decode (specialization constant 2; a multiple
+// of the 8 lanes that share a slice): x over token tiles, y over row groups (size * kRows
+// rows), so that consecutive workgroups read the same weight rows while they are in cache.
+// Requires x's offset and row stride to be multiples of 4 (the host copies x otherwise).
 #include "include/common.glsl"
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
@@ -26,7 +28,7 @@ const uint kMaxRows = 8u;
 const uint kMaxTokens = 32u;
 const uint kLanes = 8u;       // lanes sharing one 32-column slice of x
 const uint kSliceCols = 32u;  // kLanes x vec4
-layout(local_size_x = 64) in;
+layout(local_size_x_id = 2, local_size_x = 64) in;
 #include "include/matmul_push.glsl"
 #include "include/weights.glsl"
 

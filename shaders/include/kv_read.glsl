@@ -3,6 +3,8 @@
 // KV_VALUES_BINDING, and a push-constant block `p` with `kv_dim` (elements per row).
 //   key(slot, col) / value(slot, col):   one element
 //   key4(slot, col) / value4(slot, col): elements col .. col + 3, for col % 4 == 0
+//   key_block(slot, col, parts) / value_block(...): Q8_0 only, elements col .. col + 31 of one
+//                                        block (col % 32 == 0) as 8 vec4, 9 loads in all
 // Rows of slot s start at element s * kv_dim (F32, F16) or byte s * kv_dim / 32 * 34 (Q8_0).
 #include "half.glsl"
 
@@ -23,8 +25,7 @@ uint half_bits_at(uvec2 entry, uint i) {  // half i % 4 of the entry
   return (entry[(i >> 1) & 1u] >> ((i & 1u) * 16u)) & 0xFFFFu;
 }
 vec4 four_halves(uvec2 entry) {
-  return vec4(half_to_float(entry.x & 0xFFFFu), half_to_float(entry.x >> 16),
-              half_to_float(entry.y & 0xFFFFu), half_to_float(entry.y >> 16));
+  return halves_to_floats(uvec4(entry.x & 0xFFFFu, entry.x >> 16, entry.y & 0xFFFFu, entry.y >> 16));
 }
 #define KV_LOADERS(NAME, STORE)                                                       \
   float NAME(uint slot, uint col) {                                                   \
@@ -59,6 +60,20 @@ vec4 four_int8(uint w) {
     const uint w = (at & 2u) == 0u ? STORE[at >> 2]                                         \
                                    : (STORE[at >> 2] >> 16) | (STORE[(at >> 2) + 1u] << 16); \
     return four_int8(w) * NAME##_scale(block);                                              \
+  }                                                                                         \
+  void NAME##_block(uint slot, uint col, out vec4 parts[8]) {                               \
+    const uint block = q8_block_byte(slot, col);                                            \
+    const uint first = block >> 2;                                                          \
+    uint words[9]; /* the block's 34 bytes lie in these 9 words */                          \
+    [[unroll]] for (uint i = 0u; i < 9u; ++i) words[i] = STORE[first + i];                  \
+    /* At byte 2 of a word, the scale is its high half and the quants start word aligned; */ \
+    /* at byte 0, every quant word straddles two loaded words. */                           \
+    const bool scale_high = (block & 2u) != 0u;                                             \
+    const float scale = half_to_float(scale_high ? words[0] >> 16 : words[0] & 0xFFFFu);    \
+    [[unroll]] for (uint c = 0u; c < 8u; ++c) {                                             \
+      const uint w = scale_high ? words[c + 1u] : (words[c] >> 16) | (words[c + 1u] << 16); \
+      parts[c] = four_int8(w) * scale;                                                      \
+    }                                                                                       \
   }
 
 #else

@@ -6,11 +6,13 @@
 //
 //   servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe] [--products-only]
 //                           [--baseline]
-// --baseline: on a CPU device, also time matrix-matrix products with the previous prefill
-// kernel (matmul_vec passes, VulkanBackendOptions::subgroup_prefill = false), alternating with
-// the current one, so the two compare under the same machine load.
+// --baseline: on a CPU device, also time the matrix products with matmul_vec (decode, and
+// prefill in passes; VulkanBackendOptions::subgroup_matmul = false), alternating with the
+// current kernels, so the two compare under the same machine load.
 // --products-only: only the matrix products (no dispatch overhead, no end-to-end runs), for
 // quick A/B runs of kernel changes.
+// --attention-only: only the paged attention kernel's time per KV type (F32, F16, Q8_0), at
+// contexts of 256 and 1024 keys, for 1 and 4 sequences.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -128,14 +131,16 @@ json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roo
     for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
       const auto bytes = random_weight_bytes(type, out_features, in_features);
       const WeightMatrix w = vk.upload_matrix(type, out_features, in_features, bytes);
-      const ProductResult vec = time_product(vk, w, 1, quick ? 3 : 10);
-      const double gb_per_s = double(bytes.size()) / (vec.gpu_ms * 1e6);
-      const int64_t tokens = 128;
-      const bool big = out_features * in_features > (int64_t{1} << 22);
       std::optional<WeightMatrix> baseline_w;
       if (baseline != nullptr) {
         baseline_w = baseline->upload_matrix(type, out_features, in_features, bytes);
       }
+      const MatmatResult vecs = time_matmat(vk, w, baseline, baseline_w ? &*baseline_w : nullptr,
+                                            1, quick ? 3 : 10);
+      const ProductResult& vec = vecs.best;
+      const double gb_per_s = double(bytes.size()) / (vec.gpu_ms * 1e6);
+      const int64_t tokens = 128;
+      const bool big = out_features * in_features > (int64_t{1} << 22);
       const MatmatResult mat =
           time_matmat(vk, w, baseline, baseline_w ? &*baseline_w : nullptr, tokens,
                       big     ? 2
@@ -159,9 +164,70 @@ json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roo
         row["baseline_matmat_ms"] = mat.baseline.gpu_ms;
         row["baseline_matmat_process_cpu_ms"] = mat.baseline.cpu_ms;
         row["baseline_matmat_gflop_per_s"] = flop / (mat.baseline.gpu_ms * 1e6);
+        const double baseline_gb_per_s = double(bytes.size()) / (vecs.baseline.gpu_ms * 1e6);
+        row["baseline_matvec_gb_per_s"] = baseline_gb_per_s;
+        row["baseline_matvec_fraction_of_stream_roof"] = baseline_gb_per_s / roofs.stream_gb_per_s;
       }
       rows.push_back(row);
       std::cerr << rows.back().dump() << "\n";
+    }
+  }
+  return rows;
+}
+
+// Paged attention kernel time per KV type: `queries` sequences of `context` keys each (the
+// bundled model's heads: 4 query heads over 2 KV heads of 64), slots scattered over the store,
+// best of `runs`. Decode of one sequence is queries = 1.
+json attention_times(VulkanBackend& vk, int runs) {
+  const AttentionShape shape{4, 2, 64};
+  const int64_t kv_dim = shape.n_kv_heads * shape.head_dim;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto random_tensor = [&](int64_t rows, int64_t cols) {
+    Tensor t = vk.create_tensor(rows, cols, BufferPurpose::kActivations);
+    std::vector<float> values(static_cast<size_t>(rows * cols));
+    for (float& v : values) v = normal(rng);
+    vk.write(t, values);
+    return t;
+  };
+  json rows = json::array();
+  for (const int64_t context : {256, 1024}) {
+    for (const int64_t queries : {1, 4}) {
+      std::vector<int32_t> slots(static_cast<size_t>(context));
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      AttentionBatch batch;
+      for (int64_t i = 0; i < queries; ++i) {
+        batch.positions.push_back(static_cast<int32_t>(context - 1));
+        batch.context_offsets.push_back(static_cast<int32_t>(batch.slot_map.size()));
+        batch.slot_map.insert(batch.slot_map.end(), slots.begin(), slots.end());
+      }
+      const Tensor keys = random_tensor(context, kv_dim);
+      const Tensor values = random_tensor(context, kv_dim);
+      const Tensor q = random_tensor(queries, shape.n_heads * shape.head_dim);
+      Tensor out = vk.create_tensor(queries, q.cols, BufferPurpose::kActivations);
+      for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+        KvStore store = vk.create_kv_store(type, context, kv_dim);
+        vk.store_kv(keys, values, slots, store);
+        double best_ms = INFINITY;
+        for (int run = 0; run < runs + 1; ++run) {  // the first run warms up
+          const auto start = Clock::now();
+          vk.attention(q, store, shape, batch, out);
+          vk.read(out.columns(0, 1));
+          const double wall = milliseconds_since(start);
+          const StepTimings& step = vk.last_step_timings();
+          const double ms =
+              step.available
+                  ? step.class_milliseconds[static_cast<size_t>(KernelClass::kAttention)]
+                  : wall;
+          if (run > 0) best_ms = std::min(best_ms, ms);
+        }
+        rows.push_back({{"kv_type", gguf::type_name(type)},
+                        {"context", context},
+                        {"queries", queries},
+                        {"attention_ms", best_ms}});
+        std::cerr << rows.back().dump() << "\n";
+      }
     }
   }
   return rows;
@@ -263,7 +329,8 @@ json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, in
 
 int run(int argc, char** argv) {
   std::string model_path;
-  bool quick = false, fresh = false, products_only = false, with_baseline = false;
+  bool quick = false, fresh = false, products_only = false, with_baseline = false,
+       attention_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
       model_path = argv[++i];
@@ -275,9 +342,11 @@ int run(int argc, char** argv) {
       products_only = true;
     else if (std::strcmp(argv[i], "--baseline") == 0)
       with_baseline = true;
+    else if (std::strcmp(argv[i], "--attention-only") == 0)
+      attention_only = true;
     else {
       std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]"
-                   " [--products-only] [--baseline]\n";
+                   " [--products-only] [--baseline] [--attention-only]\n";
       return 2;
     }
   }
@@ -296,6 +365,11 @@ int run(int argc, char** argv) {
                 {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s},
                 {"from_cache", probed.from_cache}}}};
   std::cerr << doc.dump() << "\n";
+  if (!products_only) doc["attention"] = attention_times(vk, quick ? 3 : 10);
+  if (attention_only) {
+    std::cout << doc.dump(2) << "\n";
+    return 0;
+  }
   if (!products_only) {
     VulkanBackendOptions untimed;
     untimed.timestamps = false;
@@ -323,9 +397,9 @@ int run(int argc, char** argv) {
   std::unique_ptr<VulkanBackend> baseline;
   if (with_baseline && vk.device().type == "cpu") {
     VulkanBackendOptions previous = timed;
-    previous.subgroup_prefill = false;
+    previous.subgroup_matmul = false;
     baseline = std::make_unique<VulkanBackend>(previous);
-    doc["baseline"] = "matmat with matmul_vec passes of 8 tokens (subgroup_prefill = false)";
+    doc["baseline"] = "matmul_vec for matvec and matmat (subgroup_matmul = false)";
   }
   doc["products"] = products(vk, baseline.get(), probed.roofs, shapes, quick);
   if (!model_path.empty() && !products_only) {

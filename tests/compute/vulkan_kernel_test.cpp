@@ -77,7 +77,7 @@ class KernelParity : public testing::Test {
   }
   void check_matmul_every_type_and_token_count();
   void check_paged_attention(GgmlType kv_type);
-  void check_prefill_shapes();
+  void check_product_shapes();
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
   Pair random_tensor(int64_t rows, int64_t cols, uint32_t seed, int64_t pad_cols = 0,
@@ -139,7 +139,7 @@ TEST_F(KernelParity, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_and
 // Prefill-sized products: several groups of rows (matmul_lanes: 64 invocations x 4 rows),
 // partial token tiles, F32/F16 rows that end in part of a 32-column slice (or have no whole
 // slice), x read in place (vec4-aligned) and as a column view.
-void KernelParity::check_prefill_shapes() {
+void KernelParity::check_product_shapes() {
   struct Shape {
     int64_t rows, float_cols, block_cols;
   };
@@ -151,7 +151,7 @@ void KernelParity::check_prefill_shapes() {
       const WeightMatrix w_cpu = cpu_.upload_matrix(type, shape.rows, cols, bytes);
       const WeightMatrix w_vk = vk_->upload_matrix(type, shape.rows, cols, bytes);
       Pair bias = random_tensor(1, shape.rows, 19);
-      for (const int64_t n : {9, 41, 128}) {
+      for (const int64_t n : {1, 3, 8, 9, 41, 128}) {  // decode and prefill
         for (const int64_t x_pad : {0, 5}) {
           Pair x = random_tensor(n, cols, 300 + static_cast<uint32_t>(n), x_pad);
           Pair out = random_tensor(n, shape.rows, 400);
@@ -167,20 +167,22 @@ void KernelParity::check_prefill_shapes() {
   }
 }
 
-TEST_F(KernelParity, MatmulPrefillShapes) { check_prefill_shapes(); }
+TEST_F(KernelParity, MatmulShapes) { check_product_shapes(); }
 
-TEST_F(KernelParity, CpuDevicesRunPrefillAsRegisterTiles) {
-  if (vk_->device().type != "cpu") GTEST_SKIP() << "GPUs run matmul_tiled";
+TEST_F(KernelParity, CpuDevicesRunProductsAsRegisterTiles) {
+  if (vk_->device().type != "cpu") GTEST_SKIP() << "GPUs run matmul_tiled and matmul_vec";
   const auto bytes = random_weight_bytes(GgmlType::Q8_0, 64, 64, 1);
   const WeightMatrix w = vk_->upload_matrix(GgmlType::Q8_0, 64, 64, bytes);
-  Pair x = random_tensor(41, 64, 2);
-  Pair out = random_tensor(41, 64, 3);
-  vk_->matmul(x.vk, w, nullptr, out.vk);
-  vk_->read(out.vk);
-  const StepTimings& step = vk_->last_step_timings();
-  ASSERT_TRUE(step.available);
-  ASSERT_EQ(step.kernels.size(), 1u);
-  EXPECT_EQ(step.kernels[0].kernel, "matmul_lanes_q8_0");
+  for (const int64_t tokens : {41, 1}) {  // prefill, decode
+    Pair x = random_tensor(tokens, 64, 2);
+    Pair out = random_tensor(tokens, 64, 3);
+    vk_->matmul(x.vk, w, nullptr, out.vk);
+    vk_->read(out.vk);
+    const StepTimings& step = vk_->last_step_timings();
+    ASSERT_TRUE(step.available);
+    ASSERT_EQ(step.kernels.size(), 1u);
+    EXPECT_EQ(step.kernels[0].kernel, "matmul_lanes_q8_0") << tokens << " tokens";
+  }
 }
 
 // Both kernel styles, whichever this device would choose: workgroup tiles (the default on
@@ -197,7 +199,7 @@ TEST_F(WorkgroupTiles, MatmulEveryTypeAndTokenCount) { check_matmul_every_type_a
 TEST_F(WorkgroupTiles, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
 TEST_F(WorkgroupTiles, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
 TEST_F(WorkgroupTiles, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
-TEST_F(WorkgroupTiles, MatmulPrefillShapes) { check_prefill_shapes(); }
+TEST_F(WorkgroupTiles, MatmulShapes) { check_product_shapes(); }
 
 class RowPerInvocation : public KernelParity {
  protected:
@@ -213,23 +215,27 @@ TEST_F(RowPerInvocation, MatmulEveryTypeAndTokenCount) {
 TEST_F(RowPerInvocation, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
 TEST_F(RowPerInvocation, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
 TEST_F(RowPerInvocation, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
-TEST_F(RowPerInvocation, MatmulPrefillShapes) { check_prefill_shapes(); }
+TEST_F(RowPerInvocation, MatmulShapes) { check_product_shapes(); }
 
-// CPU-style prefill without subgroups (devices whose subgroups are too narrow or cannot
-// shuffle): matmul_vec in passes of 8 tokens.
-class MatmulVecPrefill : public KernelParity {
+// CPU-style kernels without subgroups (devices whose subgroups are too narrow or cannot
+// shuffle): matmul_vec, prefill in passes of 8 tokens; attention_rows with one invocation per
+// (row, head) in workgroups of 1-8.
+class WithoutSubgroups : public KernelParity {
  protected:
   VulkanBackendOptions options() override {
     VulkanBackendOptions o = KernelParity::options();
     o.kernel_style = KernelStyle::kRowPerInvocation;
-    o.subgroup_prefill = false;
+    o.subgroup_matmul = false;
     return o;
   }
 };
-TEST_F(MatmulVecPrefill, MatmulEveryTypeAndTokenCount) {
+TEST_F(WithoutSubgroups, MatmulEveryTypeAndTokenCount) {
   check_matmul_every_type_and_token_count();
 }
-TEST_F(MatmulVecPrefill, MatmulPrefillShapes) { check_prefill_shapes(); }
+TEST_F(WithoutSubgroups, MatmulShapes) { check_product_shapes(); }
+TEST_F(WithoutSubgroups, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
+TEST_F(WithoutSubgroups, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
+TEST_F(WithoutSubgroups, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
 
 TEST_F(KernelParity, EmbedEveryType) {
   for (const GgmlType type : kAllTypes) {
@@ -374,6 +380,7 @@ struct PagedCase {
 const std::vector<PagedCase>& paged_cases() {
   static const std::vector<PagedCase> cases = {
       {4, 4, 16, {{0, 1}}},
+      {2, 1, 64, {{9, 1}}},  // 2 (row, head) pairs: attention_rows in workgroups of 1
       {6, 2, 40, {{0, 13}, {5, 1}, {300, 1}}},  // a context longer than one 256-key chunk
       {6, 2, 48, {{0, 13}, {5, 1}, {300, 1}}, false, true},
       {3, 1, 256, {{5, 3}}},
@@ -607,7 +614,8 @@ TEST_F(KernelParity, TimestampsAndMemoryAccounting) {
     EXPECT_EQ(step.dispatches, 2u);
     if (step.available) {
       ASSERT_EQ(step.kernels.size(), 2u);
-      EXPECT_EQ(step.kernels[0].kernel, "matmul_vec_q8_0");
+      EXPECT_EQ(step.kernels[0].kernel,
+                vk_->device().type == "cpu" ? "matmul_lanes_q8_0" : "matmul_vec_q8_0");
       EXPECT_EQ(step.kernels[0].kind, KernelClass::kMatmul);
       EXPECT_EQ(step.kernels[1].kernel, "gelu");
     }

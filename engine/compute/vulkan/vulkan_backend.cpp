@@ -166,25 +166,45 @@ bool subgroups_fit_lanes_kernel(VkPhysicalDevice device) {
          (subgroups.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
 }
 
-// matmul_lanes' register tile: weight rows x tokens per invocation, 64 invocations per group.
-// Tuned on lavapipe (BENCHMARKS.md): F32 and F16 load the most bytes per weight, so each
-// weight they load serves 32 tokens; quantised weights are cheap to load and 8 tokens (fewer
-// accumulators, less waste on short prompts) run best. 4 rows per invocation, 2 for matrices
-// of at most 128 rows (e.g. key and value projections), which would leave half of a group of
-// 256 rows idle.
-struct LanesTile {
-  uint32_t rows = 4;
-  uint32_t tokens = 8;
-};
 constexpr uint32_t kLanesGroupSize = 64;
 
-LanesTile lanes_tile(gguf::GgmlType type, int64_t weight_rows) {
+// matmul_lanes' register tile for prefill. Tuned on lavapipe (BENCHMARKS.md): F32 and F16
+// load the most bytes per weight, so each weight they load serves 32 tokens; quantised
+// weights are cheap to load and 8 tokens (fewer accumulators, less waste on short prompts)
+// run best. 4 rows per invocation, 2 for matrices of at most 128 rows (e.g. key and value
+// projections), which would leave half of a group of 256 rows idle.
+LanesTile prefill_tile(gguf::GgmlType type, int64_t weight_rows) {
   const bool quantised = type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0;
-  return {weight_rows <= 2 * kLanesGroupSize ? 2u : 4u, quantised ? 8u : 32u};
+  return {weight_rows <= 2 * kLanesGroupSize ? 2u : 4u, quantised ? 8u : 32u, kLanesGroupSize};
+}
+
+// matmul_lanes for decode (1-8 tokens, rounded up to a power of two): every weight is read
+// once, so the kernel is bandwidth bound and x, shared by the lanes, must not cost a load per
+// lane. Groups of 16 invocations, so that even a 128-row matrix spreads over 2 workgroups
+// (lavapipe runs one workgroup per thread).
+LanesTile decode_tile(int64_t tokens) {
+  uint32_t tokens_per_tile = 1;
+  while (tokens_per_tile < 8 && tokens_per_tile < tokens) tokens_per_tile *= 2;
+  return {4u, tokens_per_tile, 16u};
 }
 
 constexpr int64_t kMaxAttentionHeadDim = 256;  // attention.comp: 64 threads x 4 dimensions
 constexpr int64_t kStoreKvBlock = 32;          // store_kv.comp: elements per invocation
+
+// attention_rows' workgroup size for `pairs` (query row, head) pairs: 8, or as many as leave
+// at least two workgroups (lavapipe runs each on one thread, so one group would leave the
+// other cores idle; decode of one sequence has only n_heads pairs).
+uint32_t attention_rows_group_size(int64_t pairs) {
+  uint32_t size = 8;
+  while (size > 1 && pairs < 2 * int64_t{size}) size /= 2;
+  return size;
+}
+
+// Below this many (row, head) pairs (decode of a few sequences), attention_rows gives each pair
+// the 8 lanes of a subgroup, each walking an eighth of the keys: one lane per pair would walk a
+// long context alone while 7 of its SIMD lanes idle.
+constexpr int64_t kAttentionSplitBelowPairs = 64;
+constexpr uint32_t kAttentionSplit = 8;
 
 std::span<const uint8_t> as_bytes(std::span<const int32_t> ints) {
   return {reinterpret_cast<const uint8_t*>(ints.data()), ints.size_bytes()};
@@ -229,7 +249,7 @@ VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
   recorder_ = std::make_unique<CommandRecorder>(context_, host_memory_, timestamps_by_default_);
   workgroup_tiles_ = options.kernel_style == KernelStyle::kWorkgroupTiles ||
                      (options.kernel_style == KernelStyle::kAuto && !cpu_device);
-  lanes_kernel_ = !workgroup_tiles_ && options.subgroup_prefill &&
+  lanes_kernel_ = !workgroup_tiles_ && options.subgroup_matmul &&
                   subgroups_fit_lanes_kernel(context_->physical_device());
   const uint64_t device_limit = context_->properties().limits.maxStorageBufferRange;
   max_binding_bytes_ = options.max_binding_bytes == 0
@@ -360,9 +380,10 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight
   }
   if (workgroup_tiles_) prepared.push_back(&pipelines_->get("matmul_tiled_" + suffix, 4));
   if (lanes_kernel_) {
-    const LanesTile tile = lanes_tile(weight_type, weight_rows);
-    prepared.push_back(
-        &pipelines_->get("matmul_lanes_" + suffix, 4, std::array{tile.rows, tile.tokens}));
+    for (const LanesTile& tile : {prefill_tile(weight_type, weight_rows), decode_tile(1)}) {
+      prepared.push_back(&pipelines_->get("matmul_lanes_" + suffix, 4,
+                                          std::array{tile.rows, tile.tokens, tile.group_size}));
+    }
   }
   if (!common_pipelines_ready_) {
     common_pipelines_ready_ = true;
@@ -384,9 +405,19 @@ void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type) {
   }
   kv_pipelines_ready_.push_back(kv_type);
   const std::string suffix = type_suffix(kv_type);
-  const Pipeline* prepared[] = {
-      &pipelines_->get("store_kv_" + suffix, 5),
-      &pipelines_->get((workgroup_tiles_ ? "attention_" : "attention_rows_") + suffix, 5)};
+  std::vector<const Pipeline*> prepared = {&pipelines_->get("store_kv_" + suffix, 5)};
+  if (workgroup_tiles_) {
+    prepared.push_back(&pipelines_->get("attention_" + suffix, 5));
+  } else {
+    for (const uint32_t group_size : {1u, 2u, 4u, 8u}) {
+      prepared.push_back(
+          &pipelines_->get("attention_rows_" + suffix, 5, std::array{group_size, 1u}));
+    }
+    if (lanes_kernel_) {
+      prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5,
+                                          std::array{kAttentionSplit, kAttentionSplit}));
+    }
+  }
   run_on_no_work(prepared);
 }
 
@@ -571,8 +602,10 @@ Tensor VulkanBackend::vec4_aligned(const Tensor& x) {
 void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tensor* bias,
                            Tensor& out) {
   assert(x_in.cols == w.cols && out.cols == w.rows && out.rows == x_in.rows);
-  if (lanes_kernel_ && x_in.rows > kMatrixVectorMaxTokens) {
-    record_lanes_matmul(vec4_aligned(x_in), w, bias, out);
+  if (lanes_kernel_) {
+    const bool decode = x_in.rows <= kMatrixVectorMaxTokens;
+    record_lanes_matmul(vec4_aligned(x_in), w, bias, out,
+                        decode ? decode_tile(x_in.rows) : prefill_tile(w.type, w.rows));
     return;
   }
   const bool vector_kernel = x_in.rows <= kMatrixVectorMaxTokens || !workgroup_tiles_;
@@ -601,16 +634,15 @@ void VulkanBackend::matmul(const Tensor& x_in, const WeightMatrix& w, const Tens
 }
 
 void VulkanBackend::record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias,
-                                        Tensor& out) {
-  const LanesTile tile = lanes_tile(w.type, w.rows);
+                                        Tensor& out, const LanesTile& tile) {
   const std::string shader = "matmul_lanes_" + type_suffix(w.type);
   for (const WeightChunk& chunk : weights_of(w).chunks) {
     const MatmulPush push = matmul_push(x, w, chunk, bias, out);
     const BufferRange bias_range = bias != nullptr ? bind(*bias) : bind(x);  // unused if no bias
     const WorkgroupCount groups{groups_for(x.rows, tile.tokens),
-                                groups_for(chunk.rows, kLanesGroupSize * tile.rows), 1};
+                                groups_for(chunk.rows, tile.group_size * tile.rows), 1};
     dispatch(shader, {range_of(chunk.storage->get()), bind(x), bind(out), bias_range}, &push,
-             sizeof push, groups, KernelClass::kMatmul, {tile.rows, tile.tokens});
+             sizeof push, groups, KernelClass::kMatmul, {tile.rows, tile.tokens, tile.group_size});
   }
 }
 
@@ -780,9 +812,14 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
   const std::string suffix = type_suffix(store.type);
   const bool rows_kernel =
       !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) && vec4_view(out);
-  if (rows_kernel) {  // 8 (row, head) pairs per workgroup
+  if (rows_kernel) {
+    const int64_t pairs = shape.n_heads * q.rows;
+    // Lanes per pair: 8 needs subgroups of >= 8 lanes that shuffle (as matmul_lanes does).
+    const uint32_t split = lanes_kernel_ && pairs < kAttentionSplitBelowPairs ? kAttentionSplit : 1;
+    const uint32_t group_size = split > 1 ? kAttentionSplit : attention_rows_group_size(pairs);
     dispatch("attention_rows_" + suffix, bindings, &push, sizeof push,
-             linear_groups(groups_for(shape.n_heads * q.rows, 8)), KernelClass::kAttention);
+             linear_groups(groups_for(pairs * split, group_size)), KernelClass::kAttention,
+             {group_size, split});
     return;
   }
   if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query rows in one step");

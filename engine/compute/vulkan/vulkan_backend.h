@@ -37,10 +37,12 @@ struct VulkanBackendOptions {
   // GPUs; off on CPU devices, where each query costs about 100 us, more than most kernels.
   std::optional<bool> timestamps;
   KernelStyle kernel_style = KernelStyle::kAuto;
-  // kRowPerInvocation prefill: matmul_lanes, which shares x between the lanes of a subgroup,
-  // where the device's subgroups allow (>= 8 lanes that can shuffle); false, or a device
-  // without them: matmul_vec in passes of 8 tokens (the bench compares the two).
-  bool subgroup_prefill = true;
+  // kRowPerInvocation products (prefill and decode): matmul_lanes, which shares x between the
+  // lanes of a subgroup, and decode attention with 8 lanes per (row, head), where the device's
+  // subgroups allow (>= 8 lanes that can shuffle); false, or a device without them:
+  // matmul_vec, prefill in passes of 8 tokens, one lane per (row, head) (the bench compares
+  // the products).
+  bool subgroup_matmul = true;
   // > 0: the most device memory (bytes) this backend reserves; beyond it allocations fail as
   // on a full device (tests provoke out-of-memory with it). 0: only the device's own limit.
   uint64_t device_memory_budget = 0;
@@ -56,6 +58,14 @@ struct DeviceRoofs {
 
 // Steps of at most this many tokens use the matrix-vector kernel; more use the prefill kernel.
 constexpr int64_t kMatrixVectorMaxTokens = 8;
+
+// matmul_lanes' register tile (its specialization constants): weight rows x tokens per
+// invocation, and invocations per workgroup.
+struct LanesTile {
+  uint32_t rows = 4;
+  uint32_t tokens = 8;
+  uint32_t group_size = 64;
+};
 
 class VulkanBackend final : public Backend {
  public:
@@ -141,7 +151,8 @@ class VulkanBackend final : public Backend {
   void prepare_kv_pipelines(gguf::GgmlType kv_type);
   void run_on_no_work(std::span<const Pipeline* const> pipelines);
   // Prefill products on CPU devices: matmul_lanes register tiles (see the shader).
-  void record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out);
+  void record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out,
+                           const LanesTile& tile);
   void copy_into(const Allocation& dst, std::span<const uint8_t> bytes);
   // Waits for recorded work, then copies `regions` of src into dst (dstOffset: into dst).
   void read_regions(const Allocation& src, std::span<uint8_t> dst,
