@@ -2,6 +2,8 @@
 
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/core/error.h"
 
@@ -24,6 +26,28 @@ class TensorLoader {
     const gguf::TensorInfo& info = find(name, {cols, rows});
     return backend_.upload_matrix(info.type, rows, cols,
                                   std::span<const uint8_t>(info.data, info.n_bytes));
+  }
+
+  // The matrices [rows_i x cols] named, side by side in one FusedMatrix. Each run of one type
+  // goes up as a single matrix, and only that: no weight is held twice.
+  FusedMatrix fused(const std::vector<std::pair<std::string, int64_t>>& named_rows,
+                    int64_t cols) const {
+    std::vector<const gguf::TensorInfo*> infos;
+    for (const auto& [name, rows] : named_rows) infos.push_back(&find(name, {cols, rows}));
+    FusedMatrix result;
+    for (size_t first = 0; first < infos.size();) {
+      size_t end = first + 1;
+      while (end < infos.size() && infos[end]->type == infos[first]->type) ++end;
+      int64_t rows = 0;
+      std::vector<uint8_t> bytes;
+      for (size_t i = first; i < end; ++i) {
+        rows += infos[i]->rows();
+        bytes.insert(bytes.end(), infos[i]->data, infos[i]->data + infos[i]->n_bytes);
+      }
+      result.parts.push_back(backend_.upload_matrix(infos[first]->type, rows, cols, bytes));
+      first = end;
+    }
+    return result;
   }
 
   compute::Tensor vector(const std::string& name, int64_t n) const {
@@ -57,13 +81,14 @@ LayerWeights load_llama_layer(const TensorLoader& load, const ModelConfig& c,
                               const std::string& p) {
   LayerWeights l;
   l.attn_norm = load.vector(p + "attn_norm.weight", c.dim);
-  l.wq = load.matrix(p + "attn_q.weight", c.n_heads * c.head_dim, c.dim);
-  l.wk = load.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
-  l.wv = load.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+  l.wqkv = load.fused({{p + "attn_q.weight", c.n_heads * c.head_dim},
+                       {p + "attn_k.weight", c.kv_dim()},
+                       {p + "attn_v.weight", c.kv_dim()}},
+                      c.dim);
   l.wo = load.matrix(p + "attn_output.weight", c.dim, c.n_heads * c.head_dim);
   l.ffn_norm = load.vector(p + "ffn_norm.weight", c.dim);
-  l.w_gate = load.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
-  l.w_up = load.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+  l.w_gate_up =
+      load.fused({{p + "ffn_gate.weight", c.ffn_dim}, {p + "ffn_up.weight", c.ffn_dim}}, c.dim);
   l.w_down = load.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
   return l;
 }
@@ -73,7 +98,7 @@ LayerWeights load_gpt2_layer(const TensorLoader& load, const ModelConfig& c,
   LayerWeights l;
   l.attn_norm = load.vector(p + "attn_norm.weight", c.dim);
   l.attn_norm_bias = load.vector(p + "attn_norm.bias", c.dim);
-  l.wqkv = load.matrix(p + "attn_qkv.weight", 3 * c.dim, c.dim);
+  l.wqkv = load.fused({{p + "attn_qkv.weight", 3 * c.dim}}, c.dim);
   l.bqkv = load.vector(p + "attn_qkv.bias", 3 * c.dim);
   l.wo = load.matrix(p + "attn_output.weight", c.dim, c.dim);
   l.bo = load.vector(p + "attn_output.bias", c.dim);

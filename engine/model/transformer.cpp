@@ -173,22 +173,16 @@ void Transformer::attention_block(const LayerWeights& layer, compute::KvStore& k
   Tensor h = activation(n, config_.dim);
   norm(x, layer.attn_norm, layer.attn_norm_bias, h);
 
-  Tensor q, k, v;
+  // One product for q | k | v (llama's three matrices are fused at load time); then views.
+  const int64_t kv_dim = config_.kv_dim();
+  Tensor qkv = activation(n, q_dim + 2 * kv_dim);
+  project(h, layer.wqkv, layer.bqkv.buffer ? &layer.bqkv : nullptr, qkv);
+  Tensor q = qkv.columns(0, q_dim);
+  Tensor k = qkv.columns(q_dim, kv_dim);
+  const Tensor v = qkv.columns(q_dim + kv_dim, kv_dim);
   if (config_.architecture == Architecture::kLlama) {
-    q = activation(n, q_dim);
-    k = activation(n, config_.kv_dim());
-    v = activation(n, config_.kv_dim());
-    backend_.matmul(h, layer.wq, nullptr, q);
-    backend_.matmul(h, layer.wk, nullptr, k);
-    backend_.matmul(h, layer.wv, nullptr, v);
     backend_.rope(q, config_.head_dim, batch.positions, config_.rope_freq_base);
     backend_.rope(k, config_.head_dim, batch.positions, config_.rope_freq_base);
-  } else {  // gpt2: one fused projection, columns q | k | v
-    Tensor qkv = activation(n, 3 * config_.dim);
-    backend_.matmul(h, layer.wqkv, &layer.bqkv, qkv);
-    q = qkv.columns(0, config_.dim);
-    k = qkv.columns(config_.dim, config_.dim);
-    v = qkv.columns(2 * config_.dim, config_.dim);
   }
 
   // The new tokens' keys and values join the cache; each query attends over its own sequence.
@@ -207,13 +201,14 @@ void Transformer::feed_forward_block(const LayerWeights& layer, Tensor& x) {
   Tensor h = activation(n, config_.dim);
   norm(x, layer.ffn_norm, layer.ffn_norm_bias, h);
 
-  Tensor hidden = activation(n, config_.ffn_dim);
+  Tensor hidden;
   if (config_.architecture == Architecture::kLlama) {  // SwiGLU: silu(h Wg) * (h Wu)
-    Tensor up = activation(n, config_.ffn_dim);
-    backend_.matmul(h, layer.w_gate, nullptr, hidden);
-    backend_.matmul(h, layer.w_up, nullptr, up);
-    backend_.silu_mul(hidden, up, hidden);
+    Tensor gate_up = activation(n, 2 * config_.ffn_dim);
+    project(h, layer.w_gate_up, nullptr, gate_up);
+    hidden = gate_up.columns(0, config_.ffn_dim);  // silu_mul overwrites the gate in place
+    backend_.silu_mul(hidden, gate_up.columns(config_.ffn_dim, config_.ffn_dim), hidden);
   } else {  // GELU MLP
+    hidden = activation(n, config_.ffn_dim);
     backend_.matmul(h, layer.w_up, &layer.b_up, hidden);
     backend_.gelu(hidden);
   }
@@ -221,6 +216,17 @@ void Transformer::feed_forward_block(const LayerWeights& layer, Tensor& x) {
   Tensor out = activation(n, config_.dim);
   backend_.matmul(hidden, layer.w_down, layer.b_down.buffer ? &layer.b_down : nullptr, out);
   backend_.add(x, out);
+}
+
+void Transformer::project(const Tensor& x, const FusedMatrix& w, const Tensor* bias, Tensor& out) {
+  // Normally one part; a file storing the parts in different types gets one product each.
+  int64_t first = 0;
+  for (const compute::WeightMatrix& part : w.parts) {
+    Tensor columns = out.columns(first, part.rows);
+    const Tensor part_bias = bias != nullptr ? bias->columns(first, part.rows) : Tensor{};
+    backend_.matmul(x, part, bias != nullptr ? &part_bias : nullptr, columns);
+    first += part.rows;
+  }
 }
 
 void Transformer::norm(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {

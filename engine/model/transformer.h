@@ -79,6 +79,9 @@ class Transformer {
   void attention_block(const LayerWeights& layer, compute::KvStore& kv, compute::Tensor& x,
                        const compute::AttentionBatch& batch, std::span<const int32_t> new_slots);
   void feed_forward_block(const LayerWeights& layer, compute::Tensor& x);
+  // out = x * W^T (+ bias) for the parts of W side by side: one product per part.
+  void project(const compute::Tensor& x, const FusedMatrix& w, const compute::Tensor* bias,
+               compute::Tensor& out);
   // Normalises x into out with the architecture's norm (RMSNorm or LayerNorm).
   void norm(const compute::Tensor& x, const compute::Tensor& weight, const compute::Tensor& bias,
             compute::Tensor& out);

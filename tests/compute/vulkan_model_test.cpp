@@ -95,6 +95,21 @@ TEST_P(VulkanModel, GreedyContinuationMatchesCpu) {
   EXPECT_EQ(vk_backend_->last_step_timings().submits, 1u);
 }
 
+// The dispatches of a one-token decode step, counted from the operations: embed; per llama
+// layer norm, the q|k|v product, one rope for q and k, store_kv, attention, the output
+// product, add+norm, the gate|up product, silu_mul and the down product; add+norm and the
+// logits product. Before q|k|v and gate|up were fused a llama layer took 13 (29 for the
+// 2-layer test models, now 23). GPT-2 adds the position embedding and has 9 per layer.
+TEST_P(VulkanModel, DecodeStepDispatches) {
+  const Golden golden = read_golden(GetParam());
+  auto cache = model::create_kv_cache(vk_->config, *vk_->backend, vk_->config.context_length);
+  vk_->transformer->forward(golden.prompt_ids, cache, false);
+  vk_->transformer->forward(std::span(golden.greedy_ids).first(1), cache, false);
+  const auto layers = static_cast<uint32_t>(vk_->config.n_layers);
+  const bool llama = vk_->config.architecture == model::Architecture::kLlama;
+  EXPECT_EQ(vk_backend_->last_step_timings().dispatches, llama ? 3 + 10 * layers : 4 + 9 * layers);
+}
+
 TEST_P(VulkanModel, CachedDecodingAndChunkedPrefillMatchCpu) {
   const Golden golden = read_golden(GetParam());
   std::vector<int32_t> sequence = golden.prompt_ids;

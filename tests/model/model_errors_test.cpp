@@ -11,7 +11,8 @@ namespace {
 using gguf::Value;
 
 // A tiny but complete llama model (dim 32, one layer), so each test can break one thing.
-gguf::GgufWriter tiny_llama() {
+// attn_k and ffn_up are stored as `odd_type`; the weights are exact in F16.
+gguf::GgufWriter tiny_llama(gguf::GgmlType odd_type = gguf::GgmlType::F32) {
   gguf::GgufWriter w;
   w.set("general.architecture", Value::str("llama"));
   w.set("llama.context_length", Value::u32(16));
@@ -20,9 +21,13 @@ gguf::GgufWriter tiny_llama() {
   w.set("llama.feed_forward_length", Value::u32(64));
   w.set("llama.attention.head_count", Value::u32(4));
   w.set("llama.attention.head_count_kv", Value::u32(2));
-  const auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    std::vector<float> values(static_cast<size_t>(rows * cols), 0.01f);
-    w.add_tensor_f32(name, gguf::GgmlType::F32, {cols, rows}, values);
+  const auto matrix = [&](const std::string& name, int64_t rows, int64_t cols,
+                          gguf::GgmlType type = gguf::GgmlType::F32) {
+    std::vector<float> values(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = static_cast<float>(int(i % 17) - 8) / 256;
+    }
+    w.add_tensor_f32(name, type, {cols, rows}, values);
   };
   const auto vector = [&](const std::string& name, int64_t n) {
     std::vector<float> values(static_cast<size_t>(n), 1.0f);
@@ -31,12 +36,12 @@ gguf::GgufWriter tiny_llama() {
   matrix("token_embd.weight", 8, 32);
   vector("blk.0.attn_norm.weight", 32);
   matrix("blk.0.attn_q.weight", 32, 32);
-  matrix("blk.0.attn_k.weight", 16, 32);
+  matrix("blk.0.attn_k.weight", 16, 32, odd_type);
   matrix("blk.0.attn_v.weight", 16, 32);
   matrix("blk.0.attn_output.weight", 32, 32);
   vector("blk.0.ffn_norm.weight", 32);
   matrix("blk.0.ffn_gate.weight", 64, 32);
-  matrix("blk.0.ffn_up.weight", 64, 32);
+  matrix("blk.0.ffn_up.weight", 64, 32, odd_type);
   matrix("blk.0.ffn_down.weight", 32, 64);
   vector("output_norm.weight", 32);
   return w;
@@ -65,6 +70,22 @@ TEST(ModelErrors, TinyModelLoadsAndRuns) {
   EXPECT_TRUE(m->config.tied_output);
   auto cache = model::create_kv_cache(m->config, *m->backend, 16);
   EXPECT_EQ(m->transformer->forward(std::vector<int32_t>{1, 2, 3}, cache).size(), 8u);
+}
+
+// q, k and v (gate and up) of different types cannot share one matrix: each run of one type
+// gets its own product, into its columns of the fused output. Same results as one type.
+TEST(ModelErrors, ProjectionsOfMixedTypesRunPartByPart) {
+  std::vector<std::vector<float>> logits;
+  for (const gguf::GgmlType odd_type : {gguf::GgmlType::F32, gguf::GgmlType::F16}) {
+    const auto path =
+        testing::TempDir() + "/tiny_" + std::string(gguf::type_name(odd_type)) + ".gguf";
+    tiny_llama(odd_type).write(path);
+    auto m = model::load_model(path, compute::BackendKind::kCpu);
+    auto cache = model::create_kv_cache(m->config, *m->backend, 16);
+    logits.push_back(m->transformer->forward(std::vector<int32_t>{1, 2, 3}, cache, true));
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  for (size_t i = 0; i < logits[0].size(); ++i) EXPECT_NEAR(logits[0][i], logits[1][i], 1e-5f);
 }
 
 TEST(ModelErrors, UnsupportedArchitectureIsNamed) {

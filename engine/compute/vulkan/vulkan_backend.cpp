@@ -108,6 +108,18 @@ bool same_view(const Tensor& a, const Tensor& b) {
   return a.buffer == b.buffer && a.offset == b.offset && a.rows == b.rows && a.cols == b.cols &&
          a.row_stride == b.row_stride;
 }
+
+// True when no element is in both views: different buffers, or disjoint column ranges of the
+// same rows (the queries and keys of one fused projection).
+bool disjoint_views(const Tensor& a, const Tensor& b) {
+  if (a.buffer != b.buffer) return true;
+  if (a.rows != b.rows || a.row_stride != b.row_stride) return false;
+  const int64_t first = std::min(a.offset, b.offset);
+  const int64_t end = std::max(a.offset + a.cols, b.offset + b.cols);
+  const bool apart = a.offset + a.cols <= b.offset || b.offset + b.cols <= a.offset;
+  return apart && end - first <= a.row_stride;  // both within one row's span
+}
+
 struct MatmulPush {
   uint32_t n, rows, cols, x_offset, x_stride, out_offset, out_stride, bias_offset, has_bias;
 };
@@ -650,8 +662,10 @@ void VulkanBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> p
                          float freq_base) {
   assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0 &&
          head_dim % 2 == 0);
+  // Merge with a held rope of the same positions unless the two overlap (the dispatch would
+  // rotate shared elements twice at once).
   if (pending_ && pending_->kind == PendingOp::Kind::kRope && pending_->number == head_dim &&
-      pending_->freq_base == freq_base && pending_->a.buffer != x.buffer &&
+      pending_->freq_base == freq_base && disjoint_views(pending_->a, x) &&
       std::equal(positions.begin(), positions.end(), pending_->positions.begin(),
                  pending_->positions.end())) {
     const PendingOp first = std::move(*pending_);
