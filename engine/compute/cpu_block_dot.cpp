@@ -224,32 +224,34 @@ bool cpu_has_avx2() {
 }
 #endif
 
+// One kernel per type, chosen once for this CPU.
+struct RowDots {
+  RowDot f32, f16, q8_0, q4_0;
+};
+
+const RowDots& row_dots() {
+  static const RowDots dots = [] {
+#ifdef SERVESCOPE_X86_SIMD
+    if (cpu_has_avx2()) return RowDots{dot_f32, dot_f16_avx2, dot_q8_0_avx2, dot_q4_0_avx2};
+#endif
+    return RowDots{dot_f32, dot_f16, dot_q8_0, dot_q4_0};
+  }();
+  return dots;
+}
+
 }  // namespace
 
 RowDot row_dot_for(gguf::GgmlType type) {
-#ifdef SERVESCOPE_X86_SIMD
-  if (cpu_has_avx2()) {
-    switch (type) {
-      case gguf::GgmlType::F16:
-        return dot_f16_avx2;
-      case gguf::GgmlType::Q8_0:
-        return dot_q8_0_avx2;
-      case gguf::GgmlType::Q4_0:
-        return dot_q4_0_avx2;
-      default:
-        break;
-    }
-  }
-#endif
+  const RowDots& dots = row_dots();
   switch (type) {
     case gguf::GgmlType::F32:
-      return dot_f32;
+      return dots.f32;
     case gguf::GgmlType::F16:
-      return dot_f16;
+      return dots.f16;
     case gguf::GgmlType::Q8_0:
-      return dot_q8_0;
+      return dots.q8_0;
     case gguf::GgmlType::Q4_0:
-      return dot_q4_0;
+      return dots.q4_0;
     default:
       break;
   }

@@ -97,13 +97,7 @@ TEST(Cli, BadInputIsAOneLineReason) {
       {"info" + model("llama-f32.gguf") + " --frobnicate", "unknown option --frobnicate"},
       {"explode", "unknown subcommand"},
   };
-  for (const auto& [args, reason] : cases) {
-    const CliRun run = cli(args);
-    EXPECT_NE(run.exit_code, 0) << args;
-    EXPECT_TRUE(run.out.empty()) << args;
-    EXPECT_NE(run.err.find(reason), std::string::npos) << args << " -> " << run.err;
-    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-  }
+  servescope::testing_support::expect_one_line_refusals(cases);
 }
 
 TEST(Cli, BenchServesSimulatedClientsAndSummarises) {
@@ -180,13 +174,7 @@ TEST(Cli, BenchRefusesBadOptions) {
       {"bench" + m + " --sweep-max 4", "--sweep-max needs --sweep"},
       {"bench" + m + " --kv-blocks 2 --block-size 4 --prompt-tokens 20", "KV blocks"},
   };
-  for (const auto& [args, reason] : cases) {
-    const CliRun run = cli(args);
-    EXPECT_NE(run.exit_code, 0) << args;
-    EXPECT_TRUE(run.out.empty()) << args;
-    EXPECT_NE(run.err.find(reason), std::string::npos) << args << " -> " << run.err;
-    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-  }
+  servescope::testing_support::expect_one_line_refusals(cases);
 }
 
 }  // namespace

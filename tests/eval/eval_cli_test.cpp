@@ -63,13 +63,7 @@ TEST(QuantizeCli, BadInputIsAOneLineReason) {
       {"generate --model " + in + " --ids 1,2 --kv-type bf16", "unknown KV cache type"},
       {"perplexity --model " + in + " --text-file /nonexistent.txt", "/nonexistent.txt"},
   };
-  for (const auto& [args, reason] : cases) {
-    const CliRun run = cli(args);
-    EXPECT_NE(run.exit_code, 0) << args;
-    EXPECT_TRUE(run.out.empty()) << args;
-    EXPECT_NE(run.err.find(reason), std::string::npos) << args << " -> " << run.err;
-    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-  }
+  servescope::testing_support::expect_one_line_refusals(cases);
 }
 
 TEST(PerplexityCli, ScoresTheBundledStories) {

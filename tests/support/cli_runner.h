@@ -5,11 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace servescope::testing_support {
 
@@ -42,6 +45,19 @@ inline CliRun run_cli(const std::string& args) {
   std::ifstream err(err_file);
   run.err.assign(std::istreambuf_iterator<char>(err), {});
   return run;
+}
+
+// The command-line contract for bad input: for each (arguments, expected reason), a non-zero
+// exit, nothing on stdout, and one line on stderr that contains the reason.
+inline void expect_one_line_refusals(
+    const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [args, reason] : cases) {
+    const CliRun run = run_cli(args);
+    EXPECT_NE(run.exit_code, 0) << args;
+    EXPECT_TRUE(run.out.empty()) << args;
+    EXPECT_NE(run.err.find(reason), std::string::npos) << args << " -> " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
 }
 
 }  // namespace servescope::testing_support
