@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "app/cli/cli_options.h"
+#include "app/common/data_files.h"
 #include "engine/compute/vulkan/device_probe.h"
 #include "engine/core/error.h"
 #include "engine/eval/evaluator.h"
@@ -39,8 +40,8 @@ OptionSpec with_common(OptionSpec spec) {
 std::unique_ptr<model::Model> open_model(const Options& options) {
   const std::string path = options.get_or("model", default_model_path());
   if (!options.has("model") && !std::filesystem::exists(path)) {
-    throw UsageError("no --model given and the bundled default model " + path +
-                     " is not there; pass --model PATH to a GGUF file");
+    throw UsageError(app::missing_data_file_message("the bundled default model", path) +
+                     " (--model PATH)");
   }
   if (options.get_int("device", 0) < 0) throw UsageError("--device needs a device index >= 0");
   // The backend factory takes the Vulkan device choice from the environment.
@@ -309,8 +310,12 @@ int run_quantize(const std::vector<std::string>& args, std::ostream& out) {
 
 // The evaluation text (--text-file, else the bundled stories) as token ids without BOS.
 std::vector<int32_t> evaluation_ids(const Options& options, const model::Model& m) {
-  const std::string path = options.get_or("text-file", SERVESCOPE_EVAL_TEXT);
+  const std::string path = options.get_or("text-file", app::bundled_eval_text_path().string());
   std::ifstream in(path, std::ios::binary);
+  if (!in && !options.has("text-file")) {
+    throw UsageError(app::missing_data_file_message("the bundled evaluation text", path) +
+                     " (--text-file PATH)");
+  }
   if (!in) throw UsageError("cannot read the evaluation text " + path);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   return m.require_tokenizer().encode(text);
@@ -352,7 +357,7 @@ int run_perplexity(const std::vector<std::string>& args, std::ostream& out) {
   const eval::VariantQuality q = evaluator.score(*m->transformer, m->file.name());
   out << json{{"model", m->file.name()},
               {"backend", m->backend->name()},
-              {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
+              {"text", options.get_or("text-file", app::bundled_eval_text_path().string())},
               {"text_tokens", ids.size()},
               {"positions", q.positions},
               {"perplexity", q.perplexity}}
@@ -454,7 +459,7 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   for (const eval::VariantReport& v : report.variants) variants.push_back(variant_json(v));
   out << json{{"model", path},
               {"backend", report.backend},
-              {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
+              {"text", options.get_or("text-file", app::bundled_eval_text_path().string())},
               {"positions", report.positions},
               {"text_positions", report.text_positions},
               {"kv_types", options.get_or("kv-types", "f32")},
@@ -560,7 +565,9 @@ serving::WorkloadSpec workload_spec(const Options& options, const model::Model& 
   }
   spec.vocab_size = static_cast<int32_t>(m.config.vocab_size);
   if (m.tokenizer) {
-    std::ifstream in(SERVESCOPE_EVAL_TEXT, std::ios::binary);
+    const std::filesystem::path path = app::bundled_eval_text_path();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(app::missing_data_file_message("the bundled prompt text", path));
     const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     spec.text_ids = m.tokenizer->encode(text);
   }
@@ -693,10 +700,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-std::string default_model_path() {
-  if (const char* env = std::getenv("SERVESCOPE_MODEL")) return env;
-  return SERVESCOPE_DEFAULT_MODEL;
-}
+std::string default_model_path() { return app::bundled_model_path().string(); }
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
