@@ -1,0 +1,81 @@
+// Renders every panel of this folder with a synthetic snapshot to PNG, light and dark, so a
+// person can look at them: widgets_render <output folder> [width height].
+#include <QApplication>
+#include <QDir>
+#include <cstdio>
+#include <memory>
+
+#include "tests/widgets/synthetic_model_snapshots.h"
+#include "tests/widgets/synthetic_snapshots.h"
+#include "widgets/theme.h"
+
+namespace {
+
+using namespace servescope::widgets;
+
+bool render(PanelView& panel, const QString& folder, const QString& name, QSize size) {
+  panel.resize(size);
+  bool ok = true;
+  for (ThemeKind kind : {ThemeKind::kLight, ThemeKind::kDark}) {
+    set_theme(kind);
+    const QString path = QDir(folder).filePath(
+        QStringLiteral("%1-%2.png").arg(name, kind == ThemeKind::kLight ? "light" : "dark"));
+    if (!panel.save_png(path)) {
+      std::fprintf(stderr, "could not write %s\n", qPrintable(path));
+      ok = false;
+    }
+  }
+  set_theme(ThemeKind::kLight);
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: widgets_render <output folder> [width height]\n");
+    return 2;
+  }
+  const QString folder = QString::fromLocal8Bit(argv[1]);
+  if (!QDir().mkpath(folder)) {
+    std::fprintf(stderr, "cannot create %s\n", argv[1]);
+    return 1;
+  }
+  const QSize size = argc >= 4 ? QSize(std::atoi(argv[2]), std::atoi(argv[3])) : QSize(1200, 700);
+
+  bool ok = true;
+  {
+    PhasesPanel panel;
+    panel.set_snapshot(testing::synthetic_phases(true));
+    ok &= render(panel, folder, "phases", size);
+    panel.set_snapshot(testing::synthetic_phases(false));
+    ok &= render(panel, folder, "phases-unmeasured", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "phases-empty", size);
+  }
+  {
+    RooflinePanel panel;
+    panel.set_snapshot(testing::synthetic_roofline());
+    ok &= render(panel, folder, "roofline", size);
+    RooflineSnapshot unprobed = testing::synthetic_roofline();
+    unprobed.cache_gb_per_s = unprobed.memory_gb_per_s = unprobed.compute_gflop_per_s = 0.0;
+    panel.set_snapshot(unprobed);
+    ok &= render(panel, folder, "roofline-unprobed", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "roofline-empty", size);
+  }
+  {
+    AttentionPanel panel;
+    panel.set_snapshot(testing::synthetic_attention(24, false));
+    ok &= render(panel, folder, "attention", size);
+    panel.set_snapshot(testing::synthetic_attention(120, false));
+    ok &= render(panel, folder, "attention-long", size);
+    panel.set_snapshot(testing::synthetic_attention(40, true));
+    ok &= render(panel, folder, "attention-decode", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "attention-empty", size);
+  }
+  return ok ? 0 : 1;
+}
