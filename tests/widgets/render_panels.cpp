@@ -54,5 +54,12 @@ int main(int argc, char** argv) {
     panel.set_snapshot({});
     ok &= render(panel, folder, "phases-empty", size);
   }
+  {
+    KvCachePanel panel;
+    panel.set_snapshot(testing::synthetic_kv_cache());
+    ok &= render(panel, folder, "kv-cache", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "kv-cache-empty", size);
+  }
   return ok ? 0 : 1;
 }
