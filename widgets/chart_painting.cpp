@@ -77,6 +77,16 @@ QString format_bytes(double bytes) {
   return QStringLiteral("%1 %2").arg(format_number(value, 3), QLatin1String(kUnits[unit]));
 }
 
+ByteUnit byte_unit(double max_bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  ByteUnit unit;
+  for (int i = 1; i < 5 && max_bytes >= unit.divisor * 1024.0; ++i) {
+    unit.divisor *= 1024.0;
+    unit.name = QLatin1String(kUnits[i]);
+  }
+  return unit;
+}
+
 QFont heading_font(const QFont& base) {
   QFont font = base;
   font.setBold(true);

@@ -33,6 +33,12 @@ Range nice_range(double min, double max, int target, bool integer_steps = false)
 QString format_number(double value, int significant = 3);
 // Binary units: "512 B", "12.0 KiB", "3.25 MiB", "1.50 GiB".
 QString format_bytes(double bytes);
+// The binary unit that suits values up to `max_bytes` for an axis: {divisor, "KiB"}.
+struct ByteUnit {
+  double divisor = 1.0;
+  QString name = QStringLiteral("B");
+};
+ByteUnit byte_unit(double max_bytes);
 
 QFont heading_font(const QFont& base);
 QFont small_font(const QFont& base);

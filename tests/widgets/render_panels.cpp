@@ -56,6 +56,13 @@ int main(int argc, char** argv) {
     ok &= render(panel, folder, "phases-empty", size);
   }
   {
+    KvCachePanel panel;
+    panel.set_snapshot(testing::synthetic_kv_cache());
+    ok &= render(panel, folder, "kv-cache", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "kv-cache-empty", size);
+  }
+  {
     RooflinePanel panel;
     panel.set_snapshot(testing::synthetic_roofline());
     ok &= render(panel, folder, "roofline", size);
