@@ -267,11 +267,11 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
 
   const QString device =
       snapshot_.device_name.isEmpty() ? tr("unknown device") : snapshot_.device_name;
-  chart::draw_heading(painter, layout.title,
-                      QFontMetricsF(chart::heading_font(font()))
-                          .elidedText(tr("Roofline of %1").arg(device), Qt::ElideRight,
-                                      layout.title.width()),
-                      t);
+  chart::draw_heading(
+      painter, layout.title,
+      QFontMetricsF(chart::heading_font(font()))
+          .elidedText(tr("Roofline of %1").arg(device), Qt::ElideRight, layout.title.width()),
+      t);
   add_tooltip(layout.plot, tr("Each engine step at its arithmetic intensity (FLOPs per byte "
                               "moved) and achieved speed, under the roofs measured on this "
                               "device."));
@@ -457,7 +457,8 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
                        .arg(p.step_index)
                        .arg(phase_name(p.phase))
                        .arg(p.batch_size)
-                       .arg(chart::format_number(p.intensity_flop_per_byte), chart::format_number(p.gflop_per_s));
+                       .arg(chart::format_number(p.intensity_flop_per_byte),
+                            chart::format_number(p.gflop_per_s));
     if (snapshot_.memory_gb_per_s > 0.0) {
       const double roof = attainable_gflop_per_s(
           p.intensity_flop_per_byte, snapshot_.memory_gb_per_s, snapshot_.compute_gflop_per_s);

@@ -74,6 +74,13 @@ int main(int argc, char** argv) {
     ok &= render(panel, folder, "roofline-empty", size);
   }
   {
+    QuantisationPanel panel;
+    panel.set_snapshot(testing::synthetic_quantisation());
+    ok &= render(panel, folder, "quantisation", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "quantisation-empty", size);
+  }
+  {
     AttentionPanel panel;
     panel.set_snapshot(testing::synthetic_attention(24, false));
     ok &= render(panel, folder, "attention", size);

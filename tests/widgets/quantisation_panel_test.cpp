@@ -1,0 +1,229 @@
+#include "widgets/quantisation_panel.h"
+
+#include <gtest/gtest.h>
+
+#include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <cmath>
+#include <limits>
+
+#include "tests/widgets/panel_painting.h"
+#include "tests/widgets/synthetic_model_snapshots.h"
+#include "widgets/quant_variant_model.h"
+#include "widgets/quantisation_charts.h"
+
+namespace servescope::widgets {
+namespace {
+
+QuantVariantRow row(double memory_mb, double decode_tokens_per_s, double mean_kl) {
+  QuantVariantRow r;
+  r.memory_mb = memory_mb;
+  r.decode_tokens_per_s = decode_tokens_per_s;
+  r.mean_kl = mean_kl;
+  return r;
+}
+
+TEST(QuantVerdict, AcceptsOnlyWithinEveryLimit) {
+  const QuantVariantRow baseline = row(20.0, 500.0, 0.0);
+  const QuantLimits limits{0.05, 1.5};
+  // 750 / 500 = 1.5x exactly, KL at the limit, half the memory: accepted (limits inclusive).
+  EXPECT_TRUE(judge_variant(row(10.0, 750.0, 0.05), baseline, limits).accepted);
+  // One failed limit each; each gives exactly one reason.
+  const QuantVerdict too_far = judge_variant(row(10.0, 750.0, 0.0501), baseline, limits);
+  EXPECT_FALSE(too_far.accepted);
+  ASSERT_EQ(too_far.reasons.size(), 1);
+  EXPECT_TRUE(too_far.reasons[0].contains(QStringLiteral("mean KL")));
+  const QuantVerdict too_slow = judge_variant(row(10.0, 745.0, 0.01), baseline, limits);
+  EXPECT_FALSE(too_slow.accepted);
+  ASSERT_EQ(too_slow.reasons.size(), 1);
+  EXPECT_TRUE(too_slow.reasons[0].contains(QStringLiteral("1.49x")));
+  const QuantVerdict no_saving = judge_variant(row(20.0, 900.0, 0.01), baseline, limits);
+  EXPECT_FALSE(no_saving.accepted);
+  ASSERT_EQ(no_saving.reasons.size(), 1);
+  EXPECT_TRUE(no_saving.reasons[0].contains(QStringLiteral("memory")));
+  // All three at once.
+  EXPECT_EQ(judge_variant(row(25.0, 400.0, 0.2), baseline, limits).reasons.size(), 3);
+}
+
+TEST(QuantVerdict, NoLimitsStillRequireAMemorySaving) {
+  const QuantVariantRow baseline = row(20.0, 500.0, 0.0);
+  const QuantLimits none;  // KL unlimited, speed-up 0
+  EXPECT_TRUE(judge_variant(row(3.0, 100.0, 7.5), baseline, none).accepted);
+  EXPECT_FALSE(judge_variant(row(20.0, 1000.0, 0.0), baseline, none).accepted);
+  EXPECT_DOUBLE_EQ(decode_speedup(row(3.0, 1250.0, 0.0), baseline), 2.5);
+  EXPECT_DOUBLE_EQ(decode_speedup(row(3.0, 1250.0, 0.0), row(20.0, 0.0, 0.0)), 0.0);
+}
+
+TEST(QuantDivergence, FirstDifferingTokenByIdThenByPiece) {
+  TokenContinuation a{QStringLiteral("a"), {1, 2, 3, 4}, {"w", "x", "y", "z"}};
+  TokenContinuation b{QStringLiteral("b"), {1, 2, 9, 4}, {"w", "x", "y", "z"}};
+  EXPECT_EQ(first_divergent_token(a, b), 2);  // ids decide: the pieces are equal
+  b.ids = {1, 2, 3, 4};
+  EXPECT_EQ(first_divergent_token(a, b), -1);
+  b.ids = {1, 2, 3, 4, 5};
+  b.pieces.push_back(QStringLiteral("!"));
+  EXPECT_EQ(first_divergent_token(a, b), 4);  // a is a prefix of b
+  TokenContinuation c{QStringLiteral("c"), {}, {"w", "q"}};
+  TokenContinuation d{QStringLiteral("d"), {}, {"w", "x"}};
+  EXPECT_EQ(first_divergent_token(c, d), 1);  // no ids: pieces decide
+  EXPECT_EQ(first_divergent_token(TokenContinuation{}, TokenContinuation{}), -1);
+}
+
+TEST(QuantVariantModel, HasOneRowPerVariantAndNamedColumns) {
+  QuantVariantModel model;
+  const QuantisationSnapshot s = testing::synthetic_quantisation();
+  model.set_variants(s.variants, s.cost_unit);
+  EXPECT_EQ(model.rowCount(), 6);
+  EXPECT_EQ(model.columnCount(), 12);
+  QStringList headers;
+  for (int c = 0; c < model.columnCount(); ++c) {
+    headers << model.headerData(c, Qt::Horizontal).toString();
+    EXPECT_FALSE(model.headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString().isEmpty()) << c;
+  }
+  const QStringList expected = {"Weights",         "KV cache",       "Memory (MB)",
+                                "Prefill (tok/s)", "Decode (tok/s)", "Speed-up (x)",
+                                "Latency (ms)",    "Cost (GB·ms)",   "Perplexity",
+                                "Mean KL (nats)",  "Top-1 (%)",      "Verdict"};
+  EXPECT_EQ(headers, expected);
+  EXPECT_EQ(model.index(2, QuantVariantModel::kWeights).data().toString(), "q8_0");
+  EXPECT_EQ(model.index(2, QuantVariantModel::kKvCache).data().toString(), "f32");
+  // 1558 / 556 decode tokens per second.
+  EXPECT_EQ(model.index(2, QuantVariantModel::kSpeedup).data().toString(), "2.80");
+  EXPECT_EQ(model.index(2, QuantVariantModel::kTop1).data().toString(), "99.1");
+  EXPECT_EQ(model.index(0, QuantVariantModel::kVerdict).data().toString(), "baseline");
+}
+
+TEST(QuantVariantModel, VerdictsFollowTheLimits) {
+  QuantVariantModel model;
+  const QuantisationSnapshot s = testing::synthetic_quantisation();
+  model.set_variants(s.variants, s.cost_unit);
+  auto verdicts = [&] {
+    QStringList v;
+    for (int r = 0; r < model.rowCount(); ++r) {
+      v << model.index(r, QuantVariantModel::kVerdict).data().toString();
+    }
+    return v;
+  };
+  model.set_limits({0.05, 1.2});
+  EXPECT_EQ(verdicts(),
+            (QStringList{"baseline", "accept", "accept", "accept", "accept", "accept"}));
+  // Mean KL of the Q4_0 rows is 0.0472 and 0.0481; speed-ups 1.78, 2.80, 2.66, 2.20, 2.32.
+  model.set_limits({0.01, 2.5});
+  EXPECT_EQ(verdicts(),
+            (QStringList{"baseline", "reject", "accept", "accept", "reject", "reject"}));
+  EXPECT_TRUE(model.index(1, QuantVariantModel::kVerdict)
+                  .data(Qt::ToolTipRole)
+                  .toString()
+                  .contains(QStringLiteral("speed-up 1.78x")));
+}
+
+TEST(QuantisationPanel, UserLimitsRejudgeTheTableAndSignal) {
+  QuantisationPanel panel;
+  panel.set_snapshot(testing::synthetic_quantisation());
+  std::vector<std::pair<double, double>> signalled;
+  QObject::connect(&panel, &QuantisationPanel::limits_changed,
+                   [&](double kl, double speedup) { signalled.emplace_back(kl, speedup); });
+  EXPECT_TRUE(panel.max_kl_enabled_control()->isChecked());
+  EXPECT_DOUBLE_EQ(panel.max_kl_control()->value(), 0.05);
+  EXPECT_DOUBLE_EQ(panel.min_speedup_control()->value(), 1.2);
+  EXPECT_TRUE(signalled.empty());  // the snapshot's limits are not the user's edit
+
+  panel.max_kl_control()->setValue(0.04);
+  ASSERT_EQ(signalled.size(), 1u);
+  EXPECT_DOUBLE_EQ(signalled[0].first, 0.04);
+  EXPECT_DOUBLE_EQ(signalled[0].second, 1.2);
+  EXPECT_FALSE(panel.variant_model().verdict(4).accepted);  // q4_0: KL 0.0472 > 0.04
+  EXPECT_TRUE(panel.variant_model().verdict(2).accepted);
+
+  panel.max_kl_enabled_control()->setChecked(false);
+  ASSERT_EQ(signalled.size(), 2u);
+  EXPECT_TRUE(std::isinf(signalled[1].first));
+  EXPECT_TRUE(panel.variant_model().verdict(4).accepted);
+
+  panel.min_speedup_control()->setValue(3.0);
+  EXPECT_FALSE(panel.variant_model().verdict(2).accepted);  // 2.80x < 3
+  EXPECT_DOUBLE_EQ(panel.limits().min_speedup, 3.0);
+}
+
+TEST(QuantisationPanel, MarksTheFirstDivergentTokenInBothRows) {
+  QuantisationPanel panel;
+  panel.resize(1200, 700);
+  panel.set_snapshot(testing::synthetic_quantisation());
+  EXPECT_EQ(panel.first_divergent_token(), 7);  // "▁Lily" against "▁Lucy"
+  (void)panel.grab();
+  EXPECT_EQ(panel.continuation_view().marked_chip_count(), 2);
+  EXPECT_EQ(panel.continuation_view().chip_count(), 36);
+}
+
+TEST(QuantisationPanel, HistogramPrintsItsStatisticsAndLabelsDecades) {
+  QuantisationPanel panel;
+  panel.resize(1200, 700);
+  const QuantisationSnapshot s = testing::synthetic_quantisation();
+  panel.set_snapshot(s);
+  (void)panel.grab();
+  const QString stats = panel.histogram_view().statistics_text();
+  EXPECT_TRUE(
+      stats.contains(QStringLiteral("RMSE %1").arg(chart::format_number(s.tensor_error.rmse))));
+  EXPECT_TRUE(stats.contains(QStringLiteral("SQNR %1 dB").arg(s.tensor_error.sqnr_db, 0, 'f', 1)));
+  const QStringList edges = panel.histogram_view().painted_edge_labels();
+  EXPECT_TRUE(edges.contains(QStringLiteral("0.1")));
+  EXPECT_TRUE(edges.contains(QStringLiteral("-0.1")));
+  EXPECT_FALSE(edges.contains(QStringLiteral("3e-4")));  // half-decades stay unlabelled
+  EXPECT_EQ(format_error_edge(-3e-5), QStringLiteral("-3e-5"));
+  EXPECT_EQ(format_error_edge(0.03), QStringLiteral("0.03"));
+}
+
+TEST(QuantisationPanel, SqnrBarsCoverEveryLayerOfEitherPart) {
+  QuantisationPanel panel;
+  panel.set_snapshot(testing::synthetic_quantisation());
+  const QStringList layers = panel.sqnr_view().layers();
+  EXPECT_EQ(layers, (QStringList{"blk.0", "blk.1", "blk.2", "blk.3", "blk.4", "blk.5", "other"}));
+}
+
+TEST(QuantisationPanel, CsvHoldsTheTableThenTheOtherSections) {
+  QuantisationPanel panel;
+  const QuantisationSnapshot s = testing::synthetic_quantisation();
+  panel.set_snapshot(s);
+  const QStringList sections = panel.csv().split(QStringLiteral("\n\n"));
+  ASSERT_EQ(sections.size(), 4);
+  const QStringList table = sections[0].split('\n');
+  EXPECT_EQ(table[0], QStringLiteral("weights,kv_cache,memory_mb,prefill_tokens_per_s,"
+                                     "decode_tokens_per_s,decode_speedup,latency_ms,"
+                                     "cost_per_request,perplexity,mean_kl,top1_agreement,"
+                                     "verdict"));
+  EXPECT_EQ(table.size(), 1 + 6);
+  EXPECT_TRUE(table[1].startsWith(QStringLiteral("f32,f32,19.77,2631,556,1,")));
+  EXPECT_TRUE(table[1].endsWith(QStringLiteral(",baseline")));
+  const QStringList bins = sections[1].split('\n');
+  EXPECT_EQ(bins[0], QStringLiteral("bin_low,bin_high,count"));
+  EXPECT_EQ(bins.size(), 1 + 19);
+  EXPECT_TRUE(bins[1].startsWith(QStringLiteral("-inf,-0.1,")));
+  EXPECT_TRUE(sections[2].startsWith(QStringLiteral("layer,part,sqnr_db\nblk.0,weights,19.6\n")));
+  EXPECT_TRUE(sections[3].startsWith(QStringLiteral("model,token_index,token_id,piece\n")));
+  EXPECT_EQ(sections[3].count('\n'), 1 + 18 + 18);
+}
+
+TEST(QuantisationPanel, PaintsEmptyAndFullAtEverySizeAndTheme) {
+  QuantisationPanel empty;
+  QuantisationPanel full;
+  full.set_snapshot(testing::synthetic_quantisation());
+  QuantisationSnapshot exact = testing::synthetic_quantisation();
+  exact.weight_sqnr[0].sqnr_db = std::numeric_limits<double>::infinity();
+  exact.kv_sqnr.clear();
+  exact.tensor_error.counts.pop_back();  // malformed: drawn as "no tensor measured"
+  QuantisationPanel odd;
+  odd.set_snapshot(exact);
+  for (PanelView* panel : std::initializer_list<PanelView*>{&empty, &full, &odd}) {
+    expect_paints_everywhere(*panel);
+  }
+}
+
+TEST(QuantisationPanel, ExportsNonEmptyPngAndSvg) {
+  QuantisationPanel panel;
+  panel.resize(1200, 700);
+  panel.set_snapshot(testing::synthetic_quantisation());
+  expect_exports_images(panel);
+}
+
+}  // namespace
+}  // namespace servescope::widgets
