@@ -11,6 +11,8 @@
 namespace servescope::widgets {
 namespace {
 
+constexpr QSize kMinimumSize(520, 360);
+
 struct KernelClass {
   const char* name;
   double StepBar::*ms;
@@ -71,6 +73,8 @@ void PhasesPanel::set_snapshot(PhasesSnapshot snapshot) {
   snapshot_ = std::move(snapshot);
   update();
 }
+
+QSize PhasesPanel::minimumSizeHint() const { return kMinimumSize; }
 
 QString PhasesPanel::title() const { return tr("Phases"); }
 
@@ -167,6 +171,7 @@ void PhasesPanel::paintEvent(QPaintEvent*) {
     paint_empty_state(painter, tr("No steps yet: press Generate to see prefill and decode."));
     return;
   }
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   const Theme& t = theme();
   painter.fillRect(rect(), t.background);
   const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
