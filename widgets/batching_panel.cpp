@@ -326,7 +326,7 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
   qreal top = area.top() +
               chart::draw_heading(
                   painter, area,
-                  tr("Per request: time to first token (TTFT), time per output token (TPOT)"), t);
+                  tr("Latency per request (TTFT, TPOT)"), t);
   if (snapshot_.requests.empty()) {
     chart::draw_note(painter, QRectF(area.left(), top, area.width(), area.bottom() - top),
                      tr("No requests yet."), t);

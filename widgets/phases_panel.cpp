@@ -376,9 +376,10 @@ void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
       ++count;
     }
     if (count == 0) continue;
-    const QString line = tr("%1: %2 steps, %3 ms and %4 tokens per step on average")
+    const QString line = tr("%1: %2 %3, %4 ms and %5 tokens per step on average")
                              .arg(phase == StepPhase::kPrefill ? tr("Prefill") : tr("Decode"))
                              .arg(count)
+                             .arg(count == 1 ? tr("step") : tr("steps"))
                              .arg(chart::format_number(total_ms / count))
                              .arg(chart::format_number(double(tokens) / count));
     painter.setPen(t.muted_text);
@@ -387,6 +388,14 @@ void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
     painter.drawText(box, Qt::AlignLeft | Qt::TextWordWrap, line);
     y += used.height() + 4;
   }
+  const QString why = tr(
+      "Why they differ: a prefill step reads every weight once for many prompt tokens, so it is "
+      "limited by arithmetic; a decode step reads every weight for one token per sequence, so it "
+      "is limited by memory bandwidth.");
+  painter.setPen(t.text);
+  painter.drawText(
+      QRectF(area.left(), y + 6, area.width(), std::max<qreal>(area.bottom() - y - 6, 0)),
+      Qt::AlignLeft | Qt::TextWordWrap, why);
 }
 
 }  // namespace servescope::widgets
