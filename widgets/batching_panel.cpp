@@ -323,10 +323,8 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
 
 void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
   const Theme& t = theme();
-  qreal top = area.top() +
-              chart::draw_heading(
-                  painter, area,
-                  tr("Latency per request (TTFT, TPOT)"), t);
+  qreal top =
+      area.top() + chart::draw_heading(painter, area, tr("Latency per request (TTFT, TPOT)"), t);
   if (snapshot_.requests.empty()) {
     chart::draw_note(painter, QRectF(area.left(), top, area.width(), area.bottom() - top),
                      tr("No requests yet."), t);
