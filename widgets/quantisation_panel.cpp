@@ -140,35 +140,65 @@ int64_t QuantisationPanel::first_divergent_token() const {
 QString QuantisationPanel::title() const { return tr("Quantisation"); }
 
 QString QuantisationPanel::csv() const {
-  QString out = model_->csv();
-  out += QStringLiteral("\nbin_low,bin_high,count\n");
+  // Four parts of different shapes in one table: one row per number (long form), so every row
+  // has the same columns and a spreadsheet can pivot it back.
+  QString out = QStringLiteral("part,item,quantity,value,unit\n");
+  const auto add = [&out](const QString& part, const QString& item, const QString& quantity,
+                          const QString& value, const QString& unit) {
+    out += QStringList{part, csv_field(item), quantity, csv_field(value), csv_field(unit)}.join(
+               QLatin1Char(',')) +
+           QLatin1Char('\n');
+  };
+  const auto number = [](double v) { return QString::number(v, 'g', 9); };
+  const QString variant = QStringLiteral("variant");
+  for (int r = 0; r < model_->rowCount(); ++r) {
+    const QuantVariantRow& v = model_->variants()[r];
+    const QString item =
+        v.weight_type + QStringLiteral(" weights / ") + v.kv_type + QStringLiteral(" KV");
+    const QuantVariantRow& base = *baseline_of(model_->variants());
+    add(variant, item, QStringLiteral("memory"), number(v.memory_mb), QStringLiteral("MB"));
+    add(variant, item, QStringLiteral("prefill"), number(v.prefill_tokens_per_s),
+        QStringLiteral("tokens/s"));
+    add(variant, item, QStringLiteral("decode"), number(v.decode_tokens_per_s),
+        QStringLiteral("tokens/s"));
+    add(variant, item, QStringLiteral("decode speed-up"), number(decode_speedup(v, base)),
+        QStringLiteral("x"));
+    add(variant, item, QStringLiteral("latency"), number(v.latency_ms), QStringLiteral("ms"));
+    add(variant, item, QStringLiteral("cost per request"), number(v.cost_per_request),
+        snapshot_.cost_unit);
+    add(variant, item, QStringLiteral("perplexity"), number(v.perplexity), QString());
+    add(variant, item, QStringLiteral("mean KL"), number(v.mean_kl), QStringLiteral("nats"));
+    add(variant, item, QStringLiteral("top-1 agreement"), number(v.top1_agreement),
+        QStringLiteral("fraction"));
+    add(variant, item, QStringLiteral("verdict"),
+        model_->index(r, QuantVariantModel::kVerdict).data().toString(), QString());
+  }
   const TensorErrorSnapshot& e = snapshot_.tensor_error;
   if (e.counts.size() == e.edges.size() + 1) {
     for (size_t i = 0; i < e.counts.size(); ++i) {
-      const QString low = i == 0 ? QStringLiteral("-inf") : QString::number(e.edges[i - 1], 'g', 9);
-      const QString high =
-          i == e.edges.size() ? QStringLiteral("inf") : QString::number(e.edges[i], 'g', 9);
-      out += QStringLiteral("%1,%2,%3\n").arg(low, high).arg(e.counts[i]);
+      const QString low = i == 0 ? QStringLiteral("-inf") : number(e.edges[i - 1]);
+      const QString high = i == e.edges.size() ? QStringLiteral("inf") : number(e.edges[i]);
+      add(QStringLiteral("error histogram"),
+          QStringLiteral("%1 %2 from %3 to %4").arg(e.tensor, e.type, low, high),
+          QStringLiteral("count"), QString::number(e.counts[i]), QStringLiteral("elements"));
     }
   }
-  out += QStringLiteral("\nlayer,part,sqnr_db\n");
   for (const auto& [list, part] :
-       {std::pair{&snapshot_.weight_sqnr, "weights"}, std::pair{&snapshot_.kv_sqnr, "kv_cache"}}) {
+       {std::pair{&snapshot_.weight_sqnr, "weights"}, std::pair{&snapshot_.kv_sqnr, "KV cache"}}) {
     for (const LayerSqnr& l : *list) {
-      out += QStringLiteral("%1,%2,%3\n")
-                 .arg(csv_field(l.layer), QLatin1String(part))
-                 .arg(l.sqnr_db, 0, 'g', 9);
+      add(QStringLiteral("SQNR"), l.layer + QLatin1Char(' ') + QLatin1String(part),
+          QStringLiteral("SQNR"), number(l.sqnr_db), QStringLiteral("dB"));
     }
   }
-  out += QStringLiteral("\nmodel,token_index,token_id,piece\n");
   for (const TokenContinuation* c :
        {&snapshot_.baseline_continuation, &snapshot_.variant_continuation}) {
     for (size_t i = 0; i < c->pieces.size(); ++i) {
-      out += QStringLiteral("%1,%2,%3,%4\n")
-                 .arg(csv_field(c->label))
-                 .arg(i)
-                 .arg(i < c->ids.size() ? QString::number(c->ids[i]) : QString())
-                 .arg(csv_field(c->pieces[i]));
+      const QString item = QStringLiteral("%1 token %2").arg(c->label).arg(i);
+      add(QStringLiteral("continuation"), item, QStringLiteral("piece"), c->pieces[i], QString());
+      if (i < c->ids.size()) {
+        add(QStringLiteral("continuation"), item, QStringLiteral("id"), QString::number(c->ids[i]),
+            QString());
+      }
     }
   }
   return out;

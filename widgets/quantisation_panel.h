@@ -30,8 +30,9 @@ class QuantisationPanel : public PanelView {
   const QuantisationSnapshot& snapshot() const { return snapshot_; }
 
   QString title() const override;
-  // Sections separated by a blank line, each with its header row: the variant table (verdicts
-  // under the current limits), the histogram bins, SQNR per layer, the two continuations.
+  // Long form, one number per row (part,item,quantity,value,unit): every variant's columns
+  // (verdicts under the current limits), the histogram bins, SQNR per layer, both
+  // continuations' tokens.
   QString csv() const override;
 
   // The parts, for tests and the app.

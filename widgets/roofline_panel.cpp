@@ -196,25 +196,27 @@ void RooflinePanel::update_ranges() {
 }
 
 QString RooflinePanel::csv() const {
-  QString out = QStringLiteral("step,phase,batch_size,intensity_flop_per_byte,gflop_per_s\n");
+  // One row per step; the roofs repeat on every row (0: not measured) so that each row holds
+  // what it is compared against.
+  QString out = QStringLiteral(
+      "step,phase,batch_size,intensity_flop_per_byte,gflop_per_s,cache_gb_per_s,"
+      "memory_gb_per_s,compute_gflop_per_s,memory_roof_gflop_per_s\n");
   for (const RooflinePoint& p : snapshot_.points) {
-    out += QStringLiteral("%1,%2,%3,%4,%5\n")
+    const double roof =
+        snapshot_.memory_gb_per_s > 0.0
+            ? attainable_gflop_per_s(p.intensity_flop_per_byte, snapshot_.memory_gb_per_s,
+                                     snapshot_.compute_gflop_per_s)
+            : 0.0;
+    out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9\n")
                .arg(p.step_index)
                .arg(phase_name(p.phase))
                .arg(p.batch_size)
                .arg(p.intensity_flop_per_byte, 0, 'g', 9)
-               .arg(p.gflop_per_s, 0, 'g', 9);
-  }
-  out += QStringLiteral("\nroof,value,unit\n");
-  if (snapshot_.cache_gb_per_s > 0.0) {
-    out += QStringLiteral("cache bandwidth,%1,GB/s\n").arg(snapshot_.cache_gb_per_s, 0, 'g', 9);
-  }
-  if (snapshot_.memory_gb_per_s > 0.0) {
-    out +=
-        QStringLiteral("main memory bandwidth,%1,GB/s\n").arg(snapshot_.memory_gb_per_s, 0, 'g', 9);
-  }
-  if (snapshot_.compute_gflop_per_s > 0.0) {
-    out += QStringLiteral("compute,%1,GFLOP/s\n").arg(snapshot_.compute_gflop_per_s, 0, 'g', 9);
+               .arg(p.gflop_per_s, 0, 'g', 9)
+               .arg(snapshot_.cache_gb_per_s, 0, 'g', 9)
+               .arg(snapshot_.memory_gb_per_s, 0, 'g', 9)
+               .arg(snapshot_.compute_gflop_per_s, 0, 'g', 9)
+               .arg(roof, 0, 'g', 9);
   }
   return out;
 }

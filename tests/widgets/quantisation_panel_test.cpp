@@ -7,7 +7,6 @@
 #include <cmath>
 #include <limits>
 
-#include "tests/widgets/panel_painting.h"
 #include "tests/widgets/synthetic_model_snapshots.h"
 #include "widgets/quant_variant_model.h"
 #include "widgets/quantisation_charts.h"
@@ -180,49 +179,55 @@ TEST(QuantisationPanel, SqnrBarsCoverEveryLayerOfEitherPart) {
   EXPECT_EQ(layers, (QStringList{"blk.0", "blk.1", "blk.2", "blk.3", "blk.4", "blk.5", "other"}));
 }
 
-TEST(QuantisationPanel, CsvHoldsTheTableThenTheOtherSections) {
+TEST(QuantisationPanel, CsvHoldsEveryNumberInLongForm) {
   QuantisationPanel panel;
   const QuantisationSnapshot s = testing::synthetic_quantisation();
   panel.set_snapshot(s);
-  const QStringList sections = panel.csv().split(QStringLiteral("\n\n"));
-  ASSERT_EQ(sections.size(), 4);
-  const QStringList table = sections[0].split('\n');
-  EXPECT_EQ(table[0], QStringLiteral("weights,kv_cache,memory_mb,prefill_tokens_per_s,"
-                                     "decode_tokens_per_s,decode_speedup,latency_ms,"
-                                     "cost_per_request,perplexity,mean_kl,top1_agreement,"
-                                     "verdict"));
-  EXPECT_EQ(table.size(), 1 + 6);
-  EXPECT_TRUE(table[1].startsWith(QStringLiteral("f32,f32,19.77,2631,556,1,")));
-  EXPECT_TRUE(table[1].endsWith(QStringLiteral(",baseline")));
-  const QStringList bins = sections[1].split('\n');
-  EXPECT_EQ(bins[0], QStringLiteral("bin_low,bin_high,count"));
-  EXPECT_EQ(bins.size(), 1 + 19);
-  EXPECT_TRUE(bins[1].startsWith(QStringLiteral("-inf,-0.1,")));
-  EXPECT_TRUE(sections[2].startsWith(QStringLiteral("layer,part,sqnr_db\nblk.0,weights,19.6\n")));
-  EXPECT_TRUE(sections[3].startsWith(QStringLiteral("model,token_index,token_id,piece\n")));
-  EXPECT_EQ(sections[3].count('\n'), 1 + 18 + 18);
+  const QStringList lines = panel.csv().split('\n', Qt::SkipEmptyParts);
+  EXPECT_EQ(lines[0], QStringLiteral("part,item,quantity,value,unit"));
+  // 6 variants x 10 quantities, 19 bins, 7 + 6 layers, 2 x 18 tokens with piece and id.
+  EXPECT_EQ(lines.size(), 1 + 60 + 19 + 13 + 72);
+  EXPECT_TRUE(lines.contains(QStringLiteral("variant,f32 weights / f32 KV,memory,19.77,MB")));
+  EXPECT_TRUE(lines.contains(QStringLiteral("variant,q8_0 weights / f32 KV,decode,1558,tokens/s")));
+  EXPECT_TRUE(lines.contains(QStringLiteral("variant,q4_0 weights / q8_0 KV,verdict,accept,")));
+  EXPECT_TRUE(lines.contains(QStringLiteral("variant,f32 weights / f32 KV,verdict,baseline,")));
+  EXPECT_TRUE(lines.contains(QStringLiteral("SQNR,blk.0 weights,SQNR,19.6,dB")));
+  EXPECT_TRUE(lines.contains(QStringLiteral("SQNR,blk.5 KV cache,SQNR,38.9,dB")));
+  EXPECT_TRUE(lines.contains(
+      QStringLiteral("error histogram,blk.3.ffn_down.weight q4_0 from -inf to -0.1,count,%1,"
+                     "elements")
+          .arg(s.tensor_error.counts[0])));
+  EXPECT_TRUE(lines.contains(QStringLiteral("continuation,q4_0 weights token 7,piece,▁Lucy,")));
+  // The limits the user sets change the exported verdicts too.
+  panel.min_speedup_control()->setValue(3.0);
+  EXPECT_TRUE(
+      panel.csv().contains(QStringLiteral("variant,q8_0 weights / f32 KV,verdict,reject,")));
 }
 
-TEST(QuantisationPanel, PaintsEmptyAndFullAtEverySizeAndTheme) {
-  QuantisationPanel empty;
-  QuantisationPanel full;
-  full.set_snapshot(testing::synthetic_quantisation());
-  QuantisationSnapshot exact = testing::synthetic_quantisation();
-  exact.weight_sqnr[0].sqnr_db = std::numeric_limits<double>::infinity();
-  exact.kv_sqnr.clear();
-  exact.tensor_error.counts.pop_back();  // malformed: drawn as "no tensor measured"
-  QuantisationPanel odd;
-  odd.set_snapshot(exact);
-  for (PanelView* panel : std::initializer_list<PanelView*>{&empty, &full, &odd}) {
-    expect_paints_everywhere(*panel);
+// Snapshots no engine should send: an exact layer (infinite SQNR), a missing KV list, a
+// histogram whose counts do not fit its edges, no baseline flag, zero speeds.
+TEST(QuantisationPanel, OddSnapshotsPaintWithoutCrashing) {
+  QuantisationSnapshot s = testing::synthetic_quantisation();
+  s.weight_sqnr[0].sqnr_db = std::numeric_limits<double>::infinity();
+  s.weight_sqnr[1].sqnr_db = -4.0;
+  s.kv_sqnr.clear();
+  s.tensor_error.counts.pop_back();
+  for (QuantVariantRow& row : s.variants) {
+    row.baseline = false;
+    row.decode_tokens_per_s = 0.0;
   }
-}
-
-TEST(QuantisationPanel, ExportsNonEmptyPngAndSvg) {
   QuantisationPanel panel;
-  panel.resize(1200, 700);
-  panel.set_snapshot(testing::synthetic_quantisation());
-  expect_exports_images(panel);
+  panel.set_snapshot(s);
+  for (const QSize size : {QSize(1, 1), QSize(200, 150), QSize(1200, 700)}) {
+    panel.resize(size);
+    EXPECT_FALSE(panel.grab().isNull());
+  }
+  // Without a marked baseline the first row is the baseline; speed-ups are 0 without speeds.
+  EXPECT_EQ(panel.variant_model().index(0, QuantVariantModel::kVerdict).data().toString(),
+            QStringLiteral("baseline"));
+  EXPECT_EQ(panel.variant_model().index(3, QuantVariantModel::kSpeedup).data().toString(),
+            QStringLiteral("0.00"));
+  EXPECT_FALSE(panel.csv().contains(QStringLiteral("error histogram")));
 }
 
 }  // namespace
