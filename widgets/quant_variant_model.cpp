@@ -74,25 +74,25 @@ QString QuantVariantModel::header_text(int column) const {
     case kWeights:
       return tr("Weights");
     case kKvCache:
-      return tr("KV cache");
+      return tr("KV\ncache");
     case kMemory:
-      return tr("Memory (MB)");
+      return tr("Memory\n(MB)");
     case kPrefill:
-      return tr("Prefill (tok/s)");
+      return tr("Prefill\n(tok/s)");
     case kDecode:
-      return tr("Decode (tok/s)");
+      return tr("Decode\n(tok/s)");
     case kSpeedup:
-      return tr("Speed-up (x)");
+      return tr("Speed-up\n(x)");
     case kLatency:
-      return tr("Latency (ms)");
+      return tr("Latency\n(ms)");
     case kCost:
-      return cost_unit_.isEmpty() ? tr("Cost") : tr("Cost (%1)").arg(cost_unit_);
+      return cost_unit_.isEmpty() ? tr("Cost") : tr("Cost\n(%1)").arg(cost_unit_);
     case kPerplexity:
       return tr("Perplexity");
     case kMeanKl:
-      return tr("Mean KL (nats)");
+      return tr("Mean KL\n(nats)");
     case kTop1:
-      return tr("Top-1 (%)");
+      return tr("Top-1\n(%)");
     case kVerdict:
       return tr("Verdict");
     default:

@@ -317,7 +317,19 @@ void SqnrBarsView::paintEvent(QPaintEvent*) {
 
 ContinuationView::ContinuationView(const QuantisationSnapshot& snapshot, QWidget* parent)
     : PanelPart(parent), snapshot_(snapshot) {
-  setMinimumHeight(60);
+  setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
+}
+
+QSize ContinuationView::minimumSizeHint() const {
+  const double line = QFontMetricsF(font()).height();
+  const double heading = QFontMetricsF(chart::heading_font(font())).height() + 4;
+  return {120, static_cast<int>(std::ceil(heading + line + 4 + 2 * (line + 6) + 6 + 8))};
+}
+
+QSize ContinuationView::sizeHint() const {
+  // Room for each continuation to wrap once.
+  const double line = QFontMetricsF(font()).height();
+  return minimumSizeHint() + QSize(480, static_cast<int>(std::ceil(2 * (line + 10))));
 }
 
 double ContinuationView::paint_row(QPainter& painter, const TokenContinuation& row, double top,

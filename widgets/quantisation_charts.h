@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QRectF>
+#include <QSize>
 
 class QPainter;
 #include <QWidget>
@@ -67,6 +68,9 @@ class ContinuationView : public PanelPart {
  public:
   ContinuationView(const QuantisationSnapshot& snapshot, QWidget* parent);
   int64_t chip_count() const { return chips_; }
+  // A heading, the prompt line and both continuations on one row of chips each.
+  QSize minimumSizeHint() const override;
+  QSize sizeHint() const override;
   // The chip painted as the first divergence (one per continuation), for tests.
   int marked_chip_count() const { return marked_; }
 

@@ -57,9 +57,8 @@ QuantisationPanel::QuantisationPanel(QWidget* parent) : PanelView(parent) {
          "baseline's tokens per second (0: no limit)."));
   auto* min_speedup_label = new QLabel(tr("Min decode speed-up"), this);
   min_speedup_label->setToolTip(min_speedup_->toolTip());
-  auto* rule = new QLabel(tr("Accept: KL and speed-up within the limits, memory below the "
-                             "baseline's."),
-                          this);
+  auto* rule = new QLabel(tr("Accept: within both limits and smaller than the baseline."), this);
+  rule->setWordWrap(true);
   rule->setObjectName(QStringLiteral("muted"));
 
   auto* charts = new QHBoxLayout;
@@ -76,10 +75,11 @@ QuantisationPanel::QuantisationPanel(QWidget* parent) : PanelView(parent) {
   auto* column = new QVBoxLayout(this);
   column->setContentsMargins(6, 6, 6, 6);
   column->setSpacing(6);
-  column->addLayout(charts, 5);
+  // The table and the continuations take the height they need; the charts the rest.
+  column->addLayout(charts, 1);
   column->addLayout(limits);
   column->addWidget(table_);
-  column->addWidget(continuation_, 3);
+  column->addWidget(continuation_);
 
   connect(max_kl_enabled_, &QCheckBox::toggled, this, [this](bool on) {
     max_kl_->setEnabled(on);
@@ -99,8 +99,8 @@ void QuantisationPanel::set_snapshot(QuantisationSnapshot snapshot) {
   table_->resizeRowsToContents();
   int rows_height = 0;
   for (int row = 0; row < model_->rowCount(); ++row) rows_height += table_->rowHeight(row);
-  table_->setMaximumHeight(table_->horizontalHeader()->sizeHint().height() + rows_height +
-                           2 * table_->frameWidth() + 2);
+  table_->setFixedHeight(table_->horizontalHeader()->sizeHint().height() + rows_height +
+                         2 * table_->frameWidth() + 2);
   update();
   histogram_->update();
   sqnr_->update();

@@ -133,6 +133,13 @@ bool RooflinePanel::has_roofs() const {
   return !bandwidths().empty() || snapshot_.compute_gflop_per_s > 0.0;
 }
 
+QStringList RooflinePanel::notes() const {
+  QStringList messages;
+  if (!has_roofs()) messages << tr("device not probed yet");
+  if (snapshot_.points.empty()) messages << tr("no data yet: press Generate");
+  return messages;
+}
+
 std::vector<int64_t> RooflinePanel::batch_sizes() const {
   std::vector<int64_t> sizes;
   for (const RooflinePoint& p : snapshot_.points) sizes.push_back(p.batch_size);
@@ -281,9 +288,7 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   paint_roofs(painter, layout.plot);
   paint_points(painter, layout.plot);
 
-  QStringList messages;
-  if (!has_roofs()) messages << tr("device not probed yet");
-  if (snapshot_.points.empty()) messages << tr("no data yet: press Generate");
+  const QStringList messages = notes();
   if (!messages.isEmpty()) {
     QRectF box = layout.plot.adjusted(8, 8, -8, -8);
     painter.setPen(t.muted_text);

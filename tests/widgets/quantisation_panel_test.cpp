@@ -79,10 +79,10 @@ TEST(QuantVariantModel, HasOneRowPerVariantAndNamedColumns) {
     headers << model.headerData(c, Qt::Horizontal).toString();
     EXPECT_FALSE(model.headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString().isEmpty()) << c;
   }
-  const QStringList expected = {"Weights",         "KV cache",       "Memory (MB)",
-                                "Prefill (tok/s)", "Decode (tok/s)", "Speed-up (x)",
-                                "Latency (ms)",    "Cost (GB·ms)",   "Perplexity",
-                                "Mean KL (nats)",  "Top-1 (%)",      "Verdict"};
+  const QStringList expected = {"Weights",          "KV\ncache",       "Memory\n(MB)",
+                                "Prefill\n(tok/s)", "Decode\n(tok/s)", "Speed-up\n(x)",
+                                "Latency\n(ms)",    "Cost\n(GB·ms)",   "Perplexity",
+                                "Mean KL\n(nats)",  "Top-1\n(%)",      "Verdict"};
   EXPECT_EQ(headers, expected);
   EXPECT_EQ(model.index(2, QuantVariantModel::kWeights).data().toString(), "q8_0");
   EXPECT_EQ(model.index(2, QuantVariantModel::kKvCache).data().toString(), "f32");

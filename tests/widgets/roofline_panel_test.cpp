@@ -54,8 +54,10 @@ TEST(RooflineMath, DecadeLabelsUseSiPrefixes) {
 
 TEST(RooflinePanel, RoofLabelsCarryTheMeasuredValues) {
   RooflinePanel panel;
+  EXPECT_EQ(panel.notes(), (QStringList{"device not probed yet", "no data yet: press Generate"}));
   panel.set_snapshot(probed_snapshot());
   EXPECT_TRUE(panel.has_roofs());
+  EXPECT_TRUE(panel.notes().isEmpty());
   const QStringList labels = panel.roof_labels();
   ASSERT_EQ(labels.size(), 3);
   EXPECT_TRUE(labels[0].contains(QStringLiteral("cache")) && labels[0].contains("48.6 GB/s"));
@@ -103,6 +105,7 @@ TEST(RooflinePanel, UnprobedDeviceHasNoRoofs) {
   s.cache_gb_per_s = s.memory_gb_per_s = s.compute_gflop_per_s = 0.0;
   panel.set_snapshot(s);
   EXPECT_FALSE(panel.has_roofs());
+  EXPECT_EQ(panel.notes(), QStringList{QStringLiteral("device not probed yet")});
   EXPECT_TRUE(panel.roof_labels().isEmpty());
   EXPECT_TRUE(panel.ridge_points().empty());
   EXPECT_EQ(panel.x_decades().low, -1);  // still spans the points: 0.49 .. 29.5
