@@ -32,6 +32,8 @@ int64_t query_count(const AttentionSnapshot& s) {
 // The longest label painted on an axis, in characters; longer pieces are elided.
 constexpr int kMaxLabelChars = 12;
 
+constexpr QSize kMinimumSize(360, 260);
+
 }  // namespace
 
 bool attention_visible(const AttentionSnapshot& snapshot, int64_t query, int64_t key) {
@@ -64,7 +66,6 @@ QColor viridis(double t) {
 }
 
 AttentionPanel::AttentionPanel(QWidget* parent) : PanelView(parent) {
-  setMinimumSize(200, 150);
   layer_box_ = new QSpinBox(this);
   head_box_ = new QSpinBox(this);
   layer_count_label_ = new QLabel(this);
@@ -81,6 +82,7 @@ AttentionPanel::AttentionPanel(QWidget* parent) : PanelView(parent) {
   controls->addWidget(head_count_label_);
   controls->addStretch(1);
   auto* column = new QVBoxLayout(this);
+  column->setSizeConstraint(QLayout::SetNoConstraint);  // minimumSizeHint() says the minimum
   column->setContentsMargins(8, 6, 8, 6);
   column->addLayout(controls);
   column->addStretch(1);
@@ -109,6 +111,14 @@ void AttentionPanel::set_snapshot(AttentionSnapshot snapshot) {
 }
 
 QString AttentionPanel::title() const { return tr("Attention"); }
+
+QSize AttentionPanel::minimumSizeHint() const { return kMinimumSize; }
+
+void AttentionPanel::resizeEvent(QResizeEvent* event) {
+  // Too small for the map: the selectors give way to the message asking for room.
+  show_controls(*this, width() >= kMinimumSize.width() && height() >= kMinimumSize.height());
+  PanelView::resizeEvent(event);
+}
 
 QString AttentionPanel::csv() const {
   QString out = QStringLiteral(
@@ -200,6 +210,7 @@ void AttentionPanel::paintEvent(QPaintEvent*) {
   painted_visible_ = 0;
   painted_masked_ = 0;
   cell_width_ = cell_height_ = 0.0;
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   const Theme& t = theme();
   painter.fillRect(rect(), t.background);
   painter.setFont(font());

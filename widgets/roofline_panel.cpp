@@ -12,6 +12,7 @@ namespace servescope::widgets {
 namespace {
 
 constexpr double kMarkerRadius = 5.0;
+constexpr QSize kMinimumSize(420, 300);
 
 QString phase_name(StepPhase phase) {
   switch (phase) {
@@ -107,10 +108,9 @@ QString decade_label(int exponent) {
   return QString::number(static_cast<int64_t>(std::pow(10.0, rest))) + kSuffix[group];
 }
 
-RooflinePanel::RooflinePanel(QWidget* parent) : PanelView(parent) {
-  setMinimumSize(200, 150);
-  update_ranges();
-}
+RooflinePanel::RooflinePanel(QWidget* parent) : PanelView(parent) { update_ranges(); }
+
+QSize RooflinePanel::minimumSizeHint() const { return kMinimumSize; }
 
 void RooflinePanel::set_snapshot(RooflineSnapshot snapshot) {
   snapshot_ = std::move(snapshot);
@@ -267,6 +267,7 @@ double RooflinePanel::legend_width() const {
 void RooflinePanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   clear_tooltips();
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setFont(font());
   const Theme& t = theme();

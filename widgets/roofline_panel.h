@@ -60,6 +60,7 @@ class RooflinePanel : public PanelView {
 
   QString title() const override;
   QString csv() const override;
+  QSize minimumSizeHint() const override;
 
   // What the plot shows, for tests and the app.
   DecadeRange x_decades() const { return x_decades_; }
