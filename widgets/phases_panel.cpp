@@ -177,6 +177,9 @@ void PhasesPanel::paintEvent(QPaintEvent*) {
   const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
   qreal y = area.top();
   y += chart::draw_heading(painter, area, tr("Phases: prefill and decode steps, measured"), t);
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
+              tr("Prefill processes a prompt's tokens together; decode then makes one token per "
+                 "sequence per step. Every duration here was measured."));
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
                           t) +
        6;
