@@ -248,7 +248,6 @@ void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
                    Qt::AlignRight | Qt::AlignVCenter, kernels_label);
 
   const double origin = snapshot_.steps.front().start_ms;
-  painter.setRenderHint(QPainter::Antialiasing, false);  // crisp bars, and much faster
   painter.setFont(chart::small_font(font()));
   const QFontMetricsF small(painter.font());
   for (const StepBar& s : snapshot_.steps) {
@@ -276,7 +275,6 @@ void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
   }
   painter.setFont(font());
   paint_kernel_strip(painter, frame, kernel_lane);
-  painter.setRenderHint(QPainter::Antialiasing, true);
   timeline_ = frame;
   timeline_lanes_ = QRectF(steps_lane.topLeft(), kernels_measured() ? kernel_lane.bottomRight()
                                                                     : steps_lane.bottomRight());
