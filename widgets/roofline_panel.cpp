@@ -1,9 +1,13 @@
 #include "widgets/roofline_panel.h"
 
+#include <QHelpEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QToolTip>
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 
 #include "widgets/chart_painting.h"
 #include "widgets/theme.h"
@@ -267,6 +271,7 @@ double RooflinePanel::legend_width() const {
 void RooflinePanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   clear_tooltips();
+  plot_area_ = QRectF();
   if (paint_if_too_small(painter, kMinimumSize)) return;
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setFont(font());
@@ -288,6 +293,7 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   paint_axes(painter, layout.plot);
   paint_roofs(painter, layout.plot);
   paint_points(painter, layout.plot);
+  plot_area_ = layout.plot;
 
   const QStringList messages = notes();
   if (!messages.isEmpty()) {
@@ -304,7 +310,9 @@ void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot) {
   const double line = fm.height();
   const LogMap map{plot, x_decades_, y_decades_};
 
-  // Grid: decades solid, 2..9 faint.
+  // Grid: decades solid, 2..9 faint; axis-aligned, so no antialiasing needed.
+  painter.save();
+  painter.setRenderHint(QPainter::Antialiasing, false);
   QColor faint = t.grid;
   faint.setAlphaF(0.45f);
   for (int e = x_decades_.low; e <= x_decades_.high; ++e) {
@@ -324,6 +332,7 @@ void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot) {
   painter.setPen(QPen(t.muted_text, 1));
   painter.setBrush(Qt::NoBrush);
   painter.drawRect(plot);
+  painter.restore();
 
   // Decade labels, thinned when the plot is too small to hold them all.
   painter.setPen(t.text);
@@ -452,15 +461,48 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
   const std::vector<int64_t> sizes = batch_sizes();
   painter.save();
   painter.setClipRect(plot.adjusted(-kMarkerRadius, -kMarkerRadius, kMarkerRadius, kMarkerRadius));
+  // A long session repeats steps at the same spot: a marker is drawn once per pixel, shape
+  // and colour (its last occurrence, so the drawing order stays the steps' order).
+  std::vector<char> draw(snapshot_.points.size(), 0);
+  std::set<std::tuple<int64_t, int64_t, int, int64_t>> seen;
   const RooflinePoint* latest = nullptr;
-  for (const RooflinePoint& p : snapshot_.points) {
+  for (size_t i = snapshot_.points.size(); i-- > 0;) {
+    const RooflinePoint& p = snapshot_.points[i];
     if (!placeable(p)) continue;
-    latest = &p;
-    const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
+    if (latest == nullptr) latest = &p;
     const QPointF at = map.at(p.intensity_flop_per_byte, p.gflop_per_s);
-    painter.setPen(QPen(t.text, 0.8));
+    draw[i] = seen.emplace(std::llround(at.x()), std::llround(at.y()), static_cast<int>(p.phase),
+                           p.batch_size)
+                  .second;
+  }
+  painter.setPen(QPen(t.text, 0.8));
+  for (size_t i = 0; i < snapshot_.points.size(); ++i) {
+    if (!draw[i]) continue;
+    const RooflinePoint& p = snapshot_.points[i];
+    const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
     painter.setBrush(t.series(static_cast<int>(index)));
-    painter.drawPath(marker_path(p.phase, at, kMarkerRadius));
+    painter.drawPath(
+        marker_path(p.phase, map.at(p.intensity_flop_per_byte, p.gflop_per_s), kMarkerRadius));
+  }
+  if (latest != nullptr) {
+    painter.setBrush(Qt::NoBrush);
+    painter.setPen(QPen(t.highlight, 2.6));
+    painter.drawEllipse(map.at(latest->intensity_flop_per_byte, latest->gflop_per_s),
+                        kMarkerRadius + 5, kMarkerRadius + 5);
+  }
+  painter.restore();
+}
+
+QString RooflinePanel::point_tooltip(QPointF pos) const {
+  if (plot_area_.isEmpty()) return {};
+  const LogMap map{plot_area_, x_decades_, y_decades_};
+  const double reach = kMarkerRadius + 2;
+  // The last step drawn is on top: search from the end.
+  for (auto it = snapshot_.points.rbegin(); it != snapshot_.points.rend(); ++it) {
+    const RooflinePoint& p = *it;
+    if (!placeable(p)) continue;
+    const QPointF at = map.at(p.intensity_flop_per_byte, p.gflop_per_s);
+    if (std::abs(at.x() - pos.x()) > reach || std::abs(at.y() - pos.y()) > reach) continue;
     QString text = tr("Step %1 (%2, batch %3): %4 FLOP/byte, %5 GFLOP/s")
                        .arg(p.step_index)
                        .arg(phase_name(p.phase))
@@ -473,16 +515,21 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
       text += tr(", %1% of what the main-memory roof allows.")
                   .arg(chart::format_number(100.0 * p.gflop_per_s / roof));
     }
-    const double r = kMarkerRadius + 2;
-    add_tooltip(QRectF(at.x() - r, at.y() - r, 2 * r, 2 * r), text);
+    return text;
   }
-  if (latest != nullptr) {
-    painter.setBrush(Qt::NoBrush);
-    painter.setPen(QPen(t.highlight, 2.6));
-    painter.drawEllipse(map.at(latest->intensity_flop_per_byte, latest->gflop_per_s),
-                        kMarkerRadius + 5, kMarkerRadius + 5);
+  return {};
+}
+
+bool RooflinePanel::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = point_tooltip(help->pos());
+    if (!text.isEmpty()) {
+      QToolTip::showText(help->globalPos(), text, this);
+      return true;
+    }
   }
-  painter.restore();
+  return PanelView::event(event);
 }
 
 void RooflinePanel::paint_legend(QPainter& painter, const QRectF& area) {

@@ -71,9 +71,12 @@ class RooflinePanel : public PanelView {
   bool has_roofs() const;
   // What is missing, written over the plot: "device not probed yet", "no data yet: ...".
   QStringList notes() const;
+  // The step under `pos` in the last paint, described; empty when there is none.
+  QString point_tooltip(QPointF pos) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  bool event(QEvent* event) override;
 
  private:
   struct Bandwidth {
@@ -92,6 +95,7 @@ class RooflinePanel : public PanelView {
   RooflineSnapshot snapshot_;
   DecadeRange x_decades_;
   DecadeRange y_decades_;
+  QRectF plot_area_;  // of the last paint, for tooltips found on hover
 };
 
 }  // namespace servescope::widgets

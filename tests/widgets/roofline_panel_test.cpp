@@ -136,7 +136,11 @@ TEST(RooflinePanel, PointsHaveTooltipsWithTheirNumbers) {
   bool found = false;
   for (int y = 0; y < 600 && !found; y += 2) {
     for (int x = 0; x < 800 && !found; x += 2) {
-      found = panel.tooltip_at(QPointF(x, y)).startsWith(QStringLiteral("Step 3 (mixed, batch 2)"));
+      // 12.3 GB/s x 7.5 FLOP/byte = 92.25 GFLOP/s allowed; 30 is 32.5% of it.
+      found = panel.point_tooltip(QPointF(x, y)) ==
+              QStringLiteral(
+                  "Step 3 (mixed, batch 2): 7.50 FLOP/byte, 30 GFLOP/s, 32.5% of "
+                  "what the main-memory roof allows.");
     }
   }
   EXPECT_TRUE(found);
