@@ -74,7 +74,6 @@ struct LogMap {
   double x_min() const { return std::pow(10.0, x.low); }
   double x_max() const { return std::pow(10.0, x.high); }
   double y_min() const { return std::pow(10.0, y.low); }
-  double y_max() const { return std::pow(10.0, y.high); }
 };
 
 }  // namespace
@@ -118,6 +117,11 @@ QSize RooflinePanel::minimumSizeHint() const { return kMinimumSize; }
 
 void RooflinePanel::set_snapshot(RooflineSnapshot snapshot) {
   snapshot_ = std::move(snapshot);
+  // A roof that is not a positive finite number was not measured.
+  for (double* roof :
+       {&snapshot_.cache_gb_per_s, &snapshot_.memory_gb_per_s, &snapshot_.compute_gflop_per_s}) {
+    if (!(*roof > 0.0) || !std::isfinite(*roof)) *roof = 0.0;
+  }
   update_ranges();
   update();
 }
@@ -126,9 +130,11 @@ QString RooflinePanel::title() const { return tr("Roofline"); }
 
 std::vector<RooflinePanel::Bandwidth> RooflinePanel::bandwidths() const {
   std::vector<Bandwidth> result;
-  if (snapshot_.cache_gb_per_s > 0.0) result.push_back({tr("cache"), snapshot_.cache_gb_per_s});
+  if (snapshot_.cache_gb_per_s > 0.0) {
+    result.push_back({tr("cache"), snapshot_.cache_gb_per_s, true});
+  }
   if (snapshot_.memory_gb_per_s > 0.0) {
-    result.push_back({tr("main memory"), snapshot_.memory_gb_per_s});
+    result.push_back({tr("main memory"), snapshot_.memory_gb_per_s, false});
   }
   return result;
 }
@@ -386,7 +392,7 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
                                          plot.width() / (x_decades_.high - x_decades_.low)) *
                              180.0 / M_PI;
   for (const Bandwidth& band : bands) {
-    const bool is_cache = band.gb_per_s == snapshot_.cache_gb_per_s;
+    const bool is_cache = band.cache;
     const QColor colour = is_cache ? t.series(2) : t.series(4);
     painter.setPen(QPen(colour, 2.4, is_cache ? Qt::DashLine : Qt::SolidLine));
     const double end_x = compute > 0.0

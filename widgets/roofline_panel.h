@@ -25,7 +25,8 @@ struct RooflinePoint {
   double gflop_per_s = 0.0;              // FLOPs / wall time
 };
 
-// Roofs measured by the device probe; 0 means "not measured" (that roof is not drawn).
+// Roofs measured by the device probe; 0 means "not measured" (that roof is not drawn), and so
+// does anything that is not a positive finite number.
 struct RooflineSnapshot {
   QString device_name;
   double cache_gb_per_s = 0.0;
@@ -82,6 +83,7 @@ class RooflinePanel : public PanelView {
   struct Bandwidth {
     QString name;
     double gb_per_s;
+    bool cache;  // else main memory
   };
   std::vector<Bandwidth> bandwidths() const;
   std::vector<int64_t> batch_sizes() const;  // distinct, ascending
