@@ -53,6 +53,13 @@ QPainterPath marker_path(StepPhase phase, QPointF centre, double radius) {
   return path;
 }
 
+// Colour of the i-th batch size: the palette reordered so that sky blue and blue (close on a
+// dark background) only meet when there are seven batch sizes.
+QColor batch_colour(const Theme& t, int i) {
+  static constexpr int kOrder[] = {0, 1, 2, 5, 6, 3, 4, 7};
+  return t.series(kOrder[i % 8]);
+}
+
 bool placeable(const RooflinePoint& p) {
   return p.intensity_flop_per_byte > 0.0 && p.gflop_per_s > 0.0 &&
          std::isfinite(p.intensity_flop_per_byte) && std::isfinite(p.gflop_per_s);
@@ -393,7 +400,8 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
                              180.0 / M_PI;
   for (const Bandwidth& band : bands) {
     const bool is_cache = band.cache;
-    const QColor colour = is_cache ? t.series(2) : t.series(4);
+    // Roofs are neutral (the data is in colour): main memory solid, cache dashed and muted.
+    const QColor colour = is_cache ? t.muted_text : t.text;
     painter.setPen(QPen(colour, 2.4, is_cache ? Qt::DashLine : Qt::SolidLine));
     const double end_x = compute > 0.0
                              ? std::min(ridge_intensity(band.gb_per_s, compute), map.x_max())
@@ -486,7 +494,7 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
     if (!draw[i]) continue;
     const RooflinePoint& p = snapshot_.points[i];
     const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
-    painter.setBrush(t.series(static_cast<int>(index)));
+    painter.setBrush(batch_colour(t, static_cast<int>(index)));
     painter.drawPath(
         marker_path(p.phase, map.at(p.intensity_flop_per_byte, p.gflop_per_s), kMarkerRadius));
   }
@@ -566,7 +574,8 @@ void RooflinePanel::paint_legend(QPainter& painter, const QRectF& area) {
 
   draw_heading(tr("colour: batch size"));
   for (size_t i = 0; i < sizes.size(); ++i) {
-    draw_entry(StepPhase::kDecode, t.series(static_cast<int>(i)), entries[static_cast<int>(i)]);
+    draw_entry(StepPhase::kDecode, batch_colour(t, static_cast<int>(i)),
+               entries[static_cast<int>(i)]);
   }
   y += line * 0.5;
   draw_heading(tr("shape: phase"));
