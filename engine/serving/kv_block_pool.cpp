@@ -68,6 +68,13 @@ int64_t blocks_for_tokens(int64_t tokens, int64_t block_size) {
   return (tokens + block_size - 1) / block_size;
 }
 
+std::vector<int32_t> BlockTable::slots(int64_t count) const {
+  std::vector<int32_t> result;
+  result.reserve(static_cast<size_t>(count));
+  for (int64_t p = 0; p < count; ++p) result.push_back(slot_of(p));
+  return result;
+}
+
 KvBlockPool::KvBlockPool(const KvLayout& layout, int64_t num_blocks) : layout_(layout) {
   validate(layout);
   if (num_blocks <= 0) {
@@ -203,11 +210,11 @@ void KvBlockPool::cache_computed_blocks(SequenceId sequence,
 
 // One kWrite per block the newly written positions touch.
 void KvBlockPool::record_writes(SequenceId sequence, SequenceTable& t, int64_t written) {
-  const int64_t bs = layout_.block_size;
+  const BlockTable table{t.blocks, layout_.block_size};
   for (int64_t p = t.written; p < written;) {
-    const BlockId block = t.blocks[static_cast<size_t>(p / bs)];
-    const int64_t offset = p % bs;
-    const int64_t count = std::min(bs - offset, written - p);
+    const BlockId block = table.block_of(p);
+    const int64_t offset = table.offset_of(p);
+    const int64_t count = std::min(layout_.block_size - offset, written - p);
     Block& b = blocks_[block];
     b.fill = std::max(b.fill, offset + count);
     if (sink_) {
