@@ -57,6 +57,8 @@ uint64_t kv_bytes_per_token_per_layer(const KvLayout& layout);
 // 2 x layers x kv_row_bytes: what one more token costs.
 uint64_t kv_bytes_per_token(const KvLayout& layout);
 uint64_t kv_bytes_per_block(const KvLayout& layout);
+// One layer's keys and values in `blocks` blocks: blocks x block_size x 2 x kv_row_bytes.
+uint64_t layer_bytes_of_blocks(const KvLayout& layout, int64_t blocks);
 // Blocks that hold `tokens` tokens: the last one may be partly empty.
 int64_t blocks_for_tokens(int64_t tokens, int64_t block_size);
 
