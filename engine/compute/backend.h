@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -151,9 +152,20 @@ class Backend {
 
 enum class BackendKind { kCpu, kVulkan };
 
+// Which backend to create and, for Vulkan, on which device.
+struct BackendChoice {
+  BackendChoice(BackendKind kind_ = BackendKind::kCpu, std::optional<uint32_t> device_ = {})
+      : kind(kind_), device(device_) {}
+  BackendKind kind;
+  // Vulkan: an index into vulkan::list_devices() (compute::list_devices() lists the same
+  // devices); default: the best device. The CPU backend has one device, 0.
+  std::optional<uint32_t> device;
+};
+
 // Parses "cpu" / "vulkan"; InputError naming the choices otherwise.
 BackendKind parse_backend_kind(const std::string& name);
-// Creates a backend; BackendError with a message a person can act on if it cannot run here.
-std::unique_ptr<Backend> make_backend(BackendKind kind);
+// Creates a backend; BackendError with a message a person can act on if it cannot run here
+// (InputError for a CPU device other than 0).
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 
 }  // namespace servescope::compute
