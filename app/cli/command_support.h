@@ -41,5 +41,6 @@ nlohmann::json finite_or_null(double value);
 
 // Subcommands with a file of their own (app/cli/<name>_command.cpp).
 int run_attention(const std::vector<std::string>& args, std::ostream& out);
+int run_devices(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace servescope::cli

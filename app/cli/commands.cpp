@@ -652,6 +652,10 @@ const std::vector<Subcommand>& subcommands() {
       {"logits",
        "--ids 1,2,3 [--all] [--kv-type T]: next-token logits of the last (or every) position",
        run_logits},
+      {"devices",
+       ": the CPU (model, cores, caches) and every Vulkan device (type, driver, memory heaps, "
+       "subgroup size, limits); --device N picks vulkan[N]",
+       run_devices},
       {"attention",
        "(--prompt T | --ids 1,2,3) --layer L --head H [--kv-type f32|f16|q8_0]: the softmax "
        "weights of one layer's head over the prompt (row i: query i over positions 0..i)",

@@ -1,9 +1,15 @@
 // The command-line contract of the inspection subcommands (attention, devices, probe,
 // kv-error), by running the real binary against independent references.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/support/cli_runner.h"
 
@@ -66,6 +72,64 @@ TEST(AttentionCli, BadInputIsAOneLineReason) {
       {"attention" + llama + " --ids 1,2 --prompt 'a' --layer 0 --head 0", "exactly one of"},
       {"attention" + llama + " --ids 1,2 --layer 0 --head 0 --kv-type q4_0", "q4_0"},
       {"attention" + llama + " --ids 1,2 --layer 0 --head 0 --device 1", "one device"},
+  });
+}
+
+// `vulkaninfo --summary` as an independent account of the Vulkan devices, where installed:
+// for each device, its name, driver name and driver info.
+std::vector<std::map<std::string, std::string>> vulkaninfo_devices() {
+  FILE* pipe = popen("vulkaninfo --summary 2>/dev/null", "r");
+  std::string text;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) text.append(buffer.data(), n);
+  pclose(pipe);
+  std::vector<std::map<std::string, std::string>> devices;
+  std::istringstream lines(text.substr(std::min(text.find("Devices:"), text.size())));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("GPU", 0) == 0) devices.emplace_back();
+    const size_t equals = line.find(" = ");
+    if (devices.empty() || equals == std::string::npos) continue;
+    const size_t key_start = line.find_first_not_of(" \t");
+    const std::string key = line.substr(key_start, line.find(' ', key_start) - key_start);
+    devices.back()[key] = line.substr(equals + 3);
+  }
+  return devices;
+}
+
+TEST(DevicesCli, ListsTheCpuAndTheVulkanDevicesVulkaninfoSees) {
+  const CliRun run = run_cli("devices");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["cpu"]["cores"], sysconf(_SC_NPROCESSORS_ONLN));
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string info{std::istreambuf_iterator<char>(cpuinfo), {}};
+  EXPECT_NE(info.find(doc["cpu"]["model_name"].get<std::string>()), std::string::npos);
+
+  if (std::system("command -v vulkaninfo >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "vulkaninfo is not installed: no independent account of the devices";
+  }
+  const auto expected = vulkaninfo_devices();
+  ASSERT_EQ(doc["vulkan"].size(), expected.size());
+  int defaults = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const json& d = doc["vulkan"][i];
+    EXPECT_EQ(d["name"], expected[i].at("deviceName"));
+    EXPECT_EQ(d["driver_name"], expected[i].at("driverName"));
+    EXPECT_EQ(d["driver_info"], expected[i].at("driverInfo"));
+    EXPECT_EQ(d["api_version"], expected[i].at("apiVersion"));
+    EXPECT_GT(d["memory_heaps"].size(), 0u);
+    EXPECT_GT(d["subgroup_size"].get<int>(), 0);
+    defaults += d["default"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(defaults, expected.empty() ? 0 : 1);
+}
+
+TEST(DevicesCli, BadInputIsAOneLineReason) {
+  expect_one_line_refusals({
+      {"devices --model x.gguf", "unknown option --model"},
+      {"info" + model("llama-f32") + " --backend vulkan --device 99", "--device 99 does not exist"},
+      {"info" + model("llama-f32") + " --device -1", "--device needs a device index >= 0"},
   });
 }
 
