@@ -42,5 +42,6 @@ nlohmann::json finite_or_null(double value);
 // Subcommands with a file of their own (app/cli/<name>_command.cpp).
 int run_attention(const std::vector<std::string>& args, std::ostream& out);
 int run_devices(const std::vector<std::string>& args, std::ostream& out);
+int run_kv_error(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace servescope::cli

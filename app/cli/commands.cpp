@@ -679,6 +679,10 @@ const std::vector<Subcommand>& subcommands() {
        "[--max-chunks N] [--max-kl X] [--min-speedup X] [--greedy-tokens N]: quality, memory "
        "and speed of each weight type and KV cache type against F32, with a verdict",
        run_quant_report},
+      {"kv-error",
+       "--kv-type f16|q8_0 (--prompt T | --text-file PATH): per layer, RMSE, max error and "
+       "SQNR of the keys and values an F16 or Q8_0 cache holds after the text, against F32",
+       run_kv_error},
       {"bench",
        "[--clients N] [--rate R] [--prompt-tokens MIN:MAX] [--output-tokens MIN:MAX] "
        "[--max-batch N] [--token-budget N] [--kv-type f32|f16|q8_0] [--kv-blocks N | --kv-bytes "

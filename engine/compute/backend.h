@@ -104,6 +104,10 @@ class Backend {
   virtual void write(Tensor& dst, std::span<const float> values) = 0;  // row-major, dense
   // Waits for all recorded work, then copies the tensor out (row-major, dense).
   virtual std::vector<float> read(const Tensor& src) = 0;
+  // Waits for recorded work, then copies out the raw bytes of a KV store's keys (or values):
+  // slots * row_bytes(type, kv_dim), in GGML's row layout (e.g. to measure what a cache type
+  // stores).
+  virtual std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values) = 0;
 
   // --- operations -------------------------------------------------------------------------
   // out[i] = row ids[i] of table (dequantised). Used for token and position embeddings.

@@ -133,4 +133,45 @@ TEST(DevicesCli, BadInputIsAOneLineReason) {
   });
 }
 
+// The layers of the model, layer 0 holding the rounding alone, F16 far above Q8_0 in SQNR,
+// and the same figures on the Vulkan backend as on the CPU (to float32 rounding).
+TEST(KvErrorCli, ReportsEveryLayerOnBothBackends) {
+  const std::string args = "kv-error" + model("llama-f32") + " --prompt 'Once upon a time'";
+  const CliRun f16 = run_cli(args + " --kv-type f16");
+  const CliRun q8 = run_cli(args + " --kv-type q8_0");
+  const CliRun q8_vulkan = run_cli(args + " --kv-type q8_0 --backend vulkan");
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  ASSERT_EQ(q8.exit_code, 0) << q8.err;
+  const json a = json::parse(f16.out), b = json::parse(q8.out);
+  const json info = json::parse(run_cli("info" + model("llama-f32")).out);
+  ASSERT_EQ(b["layers"].size(), info["layers"].get<size_t>());
+  EXPECT_EQ(b["kv_type"], "q8_0");
+  EXPECT_EQ(b["tokens"], b["text_tokens"]);
+  EXPECT_EQ(b["layers"][0]["keys"], b["layers"][0]["keys_rounding_only"]);
+  for (size_t l = 0; l < b["layers"].size(); ++l) {
+    for (const char* side : {"keys", "values"}) {
+      EXPECT_GT(a["layers"][l][side]["sqnr_db"].get<double>(),
+                b["layers"][l][side]["sqnr_db"].get<double>() + 15.0);
+    }
+  }
+  if (q8_vulkan.exit_code == 0) {
+    const json c = json::parse(q8_vulkan.out);
+    for (size_t l = 0; l < b["layers"].size(); ++l) {
+      EXPECT_NEAR(c["layers"][l]["keys"]["sqnr_db"].get<double>(),
+                  b["layers"][l]["keys"]["sqnr_db"].get<double>(), 0.5);
+    }
+  }
+}
+
+TEST(KvErrorCli, BadInputIsAOneLineReason) {
+  const std::string llama = model("llama-f32");
+  expect_one_line_refusals({
+      {"kv-error" + llama + " --prompt 'a'", "needs --kv-type"},
+      {"kv-error" + llama + " --prompt 'a' --kv-type f32", "f32 is the reference"},
+      {"kv-error" + llama + " --prompt 'a' --kv-type q4_0", "q4_0"},
+      {"kv-error" + llama + " --kv-type f16", "exactly one of --prompt"},
+      {"kv-error" + llama + " --kv-type f16 --text-file /nonexistent.txt", "/nonexistent.txt"},
+  });
+}
+
 }  // namespace
