@@ -57,8 +57,28 @@ uint64_t kv_bytes_per_token_per_layer(const KvLayout& layout);
 // 2 x layers x kv_row_bytes: what one more token costs.
 uint64_t kv_bytes_per_token(const KvLayout& layout);
 uint64_t kv_bytes_per_block(const KvLayout& layout);
+// One layer's keys and values in `blocks` blocks: blocks x block_size x 2 x kv_row_bytes.
+uint64_t layer_bytes_of_blocks(const KvLayout& layout, int64_t blocks);
 // Blocks that hold `tokens` tokens: the last one may be partly empty.
 int64_t blocks_for_tokens(int64_t tokens, int64_t block_size);
+
+// Where a sequence's positions live in the paged cache: position p is in block
+// blocks[p / block_size] at offset p % block_size, which is cache slot
+// block * block_size + offset. The one place that addressing is written down.
+struct BlockTable {
+  std::span<const BlockId> blocks;
+  int64_t block_size = 16;
+
+  BlockId block_of(int64_t position) const {
+    return blocks[static_cast<size_t>(position / block_size)];
+  }
+  int64_t offset_of(int64_t position) const { return position % block_size; }
+  int32_t slot_of(int64_t position) const {
+    return static_cast<int32_t>(block_of(position) * block_size + offset_of(position));
+  }
+  // The slots of positions 0 .. count - 1.
+  std::vector<int32_t> slots(int64_t count) const;
+};
 
 struct KvSequenceUsage {
   SequenceId sequence = 0;
@@ -122,9 +142,10 @@ class KvBlockPool {
   bool can_append(SequenceId sequence) const;
   void append(SequenceId sequence);
 
-  // Indexes the sequence's full blocks among `computed_tokens` (its first tokens, whose KV is
-  // now written) in the prefix cache. Call after each step: blocks are shared only once their
-  // KV exists.
+  // Records that `computed_tokens` (the sequence's first tokens) now have their KV written:
+  // reports the newly written ones (kWrite, one event per block touched) and indexes the full
+  // blocks among them in the prefix cache (kIndex). Call after each step: blocks are shared
+  // only once their KV exists.
   void cache_computed_blocks(SequenceId sequence, std::span<const int32_t> computed_tokens);
 
   // Release a sequence's blocks: it finished (free) or must make room (preempt). Only the
@@ -148,16 +169,24 @@ class KvBlockPool {
   bool holds_cached_prefix(BlockId block) const { return blocks_.at(block).hash.has_value(); }
 
   KvUsage usage() const;
+  // Every block's reference count, fill and prefix-cache state, and every block table; the
+  // per-layer bytes in use. step_index, time_ms and layer_bytes_reserved are left for the
+  // engine to fill in.
+  telemetry::KvSnapshot snapshot() const;
+  // Positions 0 .. tokens_written - 1 of the sequence hold keys and values.
+  int64_t tokens_written(SequenceId sequence) const { return table(sequence).written; }
 
  private:
   struct Block {
     int32_t ref_count = 0;
+    int64_t fill = 0;                            // slots holding valid keys and values
     std::optional<BlockHash> hash;               // set while indexed in the prefix cache
     std::list<BlockId>::iterator free_position;  // valid while ref_count == 0
   };
   struct SequenceTable {
     std::vector<BlockId> blocks;
     int64_t tokens = 0;          // slots reserved
+    int64_t written = 0;         // leading slots whose KV is written
     int64_t indexed_blocks = 0;  // leading full blocks already in the prefix cache
     BlockHash last_hash = kRootBlockHash;
   };
@@ -172,6 +201,7 @@ class KvBlockPool {
   const SequenceTable& table(SequenceId sequence) const;
   void emit(telemetry::KvEventKind kind, SequenceId sequence, std::vector<BlockId> blocks,
             int64_t tokens);
+  void record_writes(SequenceId sequence, SequenceTable& t, int64_t written);
 
   KvLayout layout_;
   std::vector<Block> blocks_;

@@ -1,0 +1,177 @@
+#include "widgets/roofline_panel.h"
+
+#include <gtest/gtest.h>
+
+#include <QFileInfo>
+#include <QImage>
+#include <QTemporaryDir>
+#include <cmath>
+
+#include "widgets/theme.h"
+
+namespace servescope::widgets {
+namespace {
+
+RooflineSnapshot probed_snapshot() {
+  RooflineSnapshot s;
+  s.device_name = QStringLiteral("llvmpipe (LLVM 15, 256 bits)");
+  s.cache_gb_per_s = 48.6;
+  s.memory_gb_per_s = 12.3;
+  s.compute_gflop_per_s = 96.4;
+  s.points = {
+      {0, StepPhase::kPrefill, 1, 29.5, 61.2}, {1, StepPhase::kDecode, 1, 0.49, 5.1},
+      {2, StepPhase::kDecode, 1, 0.49, 5.3},   {3, StepPhase::kMixed, 2, 7.5, 30.0},
+      {4, StepPhase::kDecode, 4, 1.9, 20.2},   {5, StepPhase::kDecode, 16, 7.2, 70.4},
+  };
+  return s;
+}
+
+TEST(RooflineMath, AttainableIsTheLowerOfSlopeAndRoof) {
+  EXPECT_DOUBLE_EQ(attainable_gflop_per_s(2.0, 10.0, 100.0), 20.0);    // on the slope
+  EXPECT_DOUBLE_EQ(attainable_gflop_per_s(50.0, 10.0, 100.0), 100.0);  // under the roof
+  EXPECT_DOUBLE_EQ(attainable_gflop_per_s(50.0, 10.0, 0.0), 500.0);    // no compute roof
+  EXPECT_DOUBLE_EQ(ridge_intensity(12.5, 100.0), 8.0);
+  EXPECT_DOUBLE_EQ(ridge_intensity(0.0, 100.0), 0.0);
+}
+
+TEST(RooflineMath, DecadeRangeCoversEveryPositiveValue) {
+  const DecadeRange r = decade_range({0.049, 3.0, 712.0, 0.0, -4.0});
+  EXPECT_EQ(r.low, -2);
+  EXPECT_EQ(r.high, 3);
+  const DecadeRange exact = decade_range({10.0});
+  EXPECT_EQ(exact.low, 1);
+  EXPECT_EQ(exact.high, 2);  // at least one decade
+}
+
+TEST(RooflineMath, DecadeLabelsUseSiPrefixes) {
+  EXPECT_EQ(decade_label(-2), QStringLiteral("0.01"));
+  EXPECT_EQ(decade_label(0), QStringLiteral("1"));
+  EXPECT_EQ(decade_label(2), QStringLiteral("100"));
+  EXPECT_EQ(decade_label(3), QStringLiteral("1k"));
+  EXPECT_EQ(decade_label(4), QStringLiteral("10k"));
+  EXPECT_EQ(decade_label(9), QStringLiteral("1G"));
+}
+
+TEST(RooflinePanel, RoofLabelsCarryTheMeasuredValues) {
+  RooflinePanel panel;
+  EXPECT_EQ(panel.notes(), (QStringList{"device not probed yet", "no data yet: press Generate"}));
+  panel.set_snapshot(probed_snapshot());
+  EXPECT_TRUE(panel.has_roofs());
+  EXPECT_TRUE(panel.notes().isEmpty());
+  const QStringList labels = panel.roof_labels();
+  ASSERT_EQ(labels.size(), 3);
+  EXPECT_TRUE(labels[0].contains(QStringLiteral("cache")) && labels[0].contains("48.6 GB/s"));
+  EXPECT_TRUE(labels[1].contains(QStringLiteral("main memory")) && labels[1].contains("12.3 GB/s"));
+  EXPECT_TRUE(labels[2].contains(QStringLiteral("96.4 GFLOP/s")));
+}
+
+TEST(RooflinePanel, RidgePointsAreComputeOverBandwidth) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  const std::vector<double> ridges = panel.ridge_points();
+  ASSERT_EQ(ridges.size(), 2u);
+  EXPECT_DOUBLE_EQ(ridges[0], 96.4 / 48.6);
+  EXPECT_DOUBLE_EQ(ridges[1], 96.4 / 12.3);
+}
+
+TEST(RooflinePanel, AxesSpanWholeDecadesAroundPointsAndRoofs) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  // x: the lowest intensity 0.49 and the roofs' ridges x4 (31.3) -> [0.1, 100].
+  EXPECT_EQ(panel.x_decades().low, -1);
+  EXPECT_EQ(panel.x_decades().high, 2);
+  // y: main memory at 0.1 FLOP/byte is 1.23 GFLOP/s; the compute roof with headroom 192.8.
+  EXPECT_EQ(panel.y_decades().low, 0);
+  EXPECT_EQ(panel.y_decades().high, 3);
+  for (const RooflinePoint& p : panel.snapshot().points) {
+    EXPECT_GE(p.intensity_flop_per_byte, std::pow(10.0, panel.x_decades().low));
+    EXPECT_LE(p.intensity_flop_per_byte, std::pow(10.0, panel.x_decades().high));
+    EXPECT_GE(p.gflop_per_s, std::pow(10.0, panel.y_decades().low));
+    EXPECT_LE(p.gflop_per_s, std::pow(10.0, panel.y_decades().high));
+  }
+}
+
+TEST(RooflinePanel, LegendHasOneEntryPerBatchSizeThenThePhases) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  const QStringList expected = {"batch 1", "batch 2", "batch 4", "batch 16",
+                                "prefill", "decode",  "mixed"};
+  EXPECT_EQ(panel.legend_entries(), expected);
+}
+
+TEST(RooflinePanel, UnprobedDeviceHasNoRoofs) {
+  RooflinePanel panel;
+  RooflineSnapshot s = probed_snapshot();
+  s.cache_gb_per_s = s.memory_gb_per_s = s.compute_gflop_per_s = 0.0;
+  panel.set_snapshot(s);
+  EXPECT_FALSE(panel.has_roofs());
+  EXPECT_EQ(panel.notes(), QStringList{QStringLiteral("device not probed yet")});
+  EXPECT_TRUE(panel.roof_labels().isEmpty());
+  EXPECT_TRUE(panel.ridge_points().empty());
+  EXPECT_EQ(panel.x_decades().low, -1);  // still spans the points: 0.49 .. 29.5
+  EXPECT_EQ(panel.x_decades().high, 2);
+}
+
+TEST(RooflinePanel, CsvHasOneRowPerStepWithTheRoofsItIsComparedAgainst) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  const QStringList lines = panel.csv().split('\n', Qt::SkipEmptyParts);
+  ASSERT_EQ(lines.size(), 1 + 6);
+  EXPECT_EQ(lines[0], QStringLiteral("step,phase,batch_size,intensity_flop_per_byte,gflop_per_s,"
+                                     "cache_gb_per_s,memory_gb_per_s,compute_gflop_per_s,"
+                                     "memory_roof_gflop_per_s"));
+  // Prefill at 29.5 FLOP/byte is past the main-memory ridge (7.84): the roof is compute.
+  EXPECT_EQ(lines[1], QStringLiteral("0,prefill,1,29.5,61.2,48.6,12.3,96.4,96.4"));
+  // Decode at 0.49 FLOP/byte is on the slope: 12.3 GB/s x 0.49 = 6.027 GFLOP/s.
+  EXPECT_EQ(lines[2],
+            QStringLiteral("1,decode,1,0.49,5.1,48.6,12.3,96.4,%1").arg(12.3 * 0.49, 0, 'g', 9));
+  EXPECT_EQ(RooflinePanel().csv().count('\n'), 1);  // the header alone
+}
+
+TEST(RooflinePanel, PointsHaveTooltipsWithTheirNumbers) {
+  RooflinePanel panel;
+  panel.resize(800, 600);
+  panel.set_snapshot(probed_snapshot());
+  (void)panel.grab();  // paints, which registers the tooltip areas
+  bool found = false;
+  for (int y = 0; y < 600 && !found; y += 2) {
+    for (int x = 0; x < 800 && !found; x += 2) {
+      // 12.3 GB/s x 7.5 FLOP/byte = 92.25 GFLOP/s allowed; 30 is 32.5% of it.
+      found = panel.point_tooltip(QPointF(x, y)) ==
+              QStringLiteral(
+                  "Step 3 (mixed, batch 2): 7.50 FLOP/byte, 30 GFLOP/s, 32.5% of "
+                  "what the main-memory roof allows.");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+// Steps no engine should send: no FLOPs, negative, infinite and NaN values; roofs partly
+// measured. They are left out of the plot and its ranges, and nothing crashes.
+TEST(RooflinePanel, UnplaceableStepsAreLeftOut) {
+  RooflineSnapshot s;
+  s.memory_gb_per_s = 12.3;  // no cache roof, no compute roof
+  s.cache_gb_per_s = INFINITY;
+  s.compute_gflop_per_s = std::nan("");
+  const double nan = std::nan("");
+  s.points = {{0, StepPhase::kIdle, 0, 0.0, 0.0},
+              {1, StepPhase::kDecode, 1, -1.0, 5.0},
+              {2, StepPhase::kDecode, 1, nan, 5.0},
+              {3, StepPhase::kDecode, 1, 0.5, INFINITY},
+              {4, StepPhase::kDecode, 1, 0.5, 6.0}};
+  RooflinePanel panel;
+  panel.set_snapshot(s);
+  EXPECT_TRUE(panel.has_roofs());
+  EXPECT_EQ(panel.roof_labels(), QStringList{QStringLiteral("main memory 12.3 GB/s")});
+  EXPECT_TRUE(panel.ridge_points().empty());  // no compute roof, no ridge
+  EXPECT_EQ(panel.x_decades().low, -1);       // from the one good step, 0.5
+  EXPECT_EQ(panel.x_decades().high, 0);
+  for (const QSize size : {QSize(1, 1), QSize(200, 150), QSize(1200, 700)}) {
+    panel.resize(size);
+    EXPECT_FALSE(panel.grab().isNull());
+  }
+  EXPECT_EQ(panel.csv().count('\n'), 1 + 5);
+}
+
+}  // namespace
+}  // namespace servescope::widgets

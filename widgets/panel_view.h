@@ -1,0 +1,65 @@
+// Base of every panel: a widget that paints a plain snapshot and can save itself as PNG or SVG
+// and export its data as CSV (context menu). Panels paint in logical coordinates with the
+// widget's font(), so the app's font scaling and high-DPI screens need nothing extra.
+#pragma once
+
+#include <QRectF>
+#include <QString>
+#include <QWidget>
+#include <utility>
+#include <vector>
+
+class QMenu;
+class QPainter;
+
+namespace servescope::widgets {
+
+class PanelView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit PanelView(QWidget* parent = nullptr);
+
+  virtual QString title() const = 0;
+  // The panel's current data as CSV: a header row, then one row per item; empty data gives
+  // the header alone.
+  virtual QString csv() const = 0;
+
+  bool save_png(const QString& path);  // grab() at the screen's device pixel ratio
+  bool save_svg(const QString& path);  // vector copy through QSvgGenerator
+  bool save_csv(const QString& path) const;
+
+  // The context menu ("Save as PNG...", "Save as SVG...", "Export data as CSV..."); the caller
+  // owns it. Public so tests and the app's menus can reuse the same actions.
+  QMenu* make_context_menu(QWidget* parent);
+
+  // The one-sentence explanation of the metric painted at `pos` in the last paint, or empty:
+  // a registered area's text, else computed_tooltip(pos).
+  QString tooltip_at(QPointF pos) const;
+
+ protected:
+  void contextMenuEvent(QContextMenuEvent* event) override;
+  bool event(QEvent* event) override;
+
+  // Tooltip areas are registered while painting (they follow the layout); paintEvent calls
+  // clear_tooltips() first. Later areas win where they overlap.
+  void clear_tooltips() { tooltips_.clear(); }
+  void add_tooltip(const QRectF& area, const QString& text) { tooltips_.emplace_back(area, text); }
+  // For dense items (thousands of cells) a panel computes the text on hover from its last layout
+  // instead of registering an area per item every frame.
+  virtual QString computed_tooltip(QPointF pos) const;
+
+  // Fills the widget with the theme background and a centred message such as
+  // "No data yet: press Generate".
+  void paint_empty_state(QPainter& painter, const QString& message) const;
+  // When the widget is smaller than `needed`, paints a message asking for more room instead of
+  // a squeezed chart, and returns true.
+  bool paint_if_too_small(QPainter& painter, QSize needed) const;
+
+ private:
+  void save_with_dialog(const QString& filter, const QString& suffix);
+
+  std::vector<std::pair<QRectF, QString>> tooltips_;
+};
+
+}  // namespace servescope::widgets

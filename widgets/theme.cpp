@@ -1,0 +1,75 @@
+#include "widgets/theme.h"
+
+#include <array>
+
+namespace servescope::widgets {
+namespace {
+
+// Okabe & Ito (2008), "Color Universal Design": hues in series order, neutral last.
+constexpr std::array<QRgb, Theme::kSeriesCount> kLightSeries = {
+    0xE69F00,  // orange
+    0x56B4E9,  // sky blue
+    0x009E73,  // bluish green
+    0xF0E442,  // yellow
+    0x0072B2,  // blue
+    0xD55E00,  // vermillion
+    0xCC79A7,  // reddish purple
+    0x000000,  // black
+};
+// On a dark background the blue is lifted and black becomes a light grey, keeping the hues.
+constexpr std::array<QRgb, Theme::kSeriesCount> kDarkSeries = {
+    0xE69F00, 0x56B4E9, 0x009E73, 0xF0E442, 0x3D9BE0, 0xD55E00, 0xCC79A7, 0xBBBBBB,
+};
+
+Theme& current() {
+  static Theme theme = Theme::light();
+  return theme;
+}
+
+}  // namespace
+
+QColor Theme::series(int i) const {
+  const auto& palette = kind == ThemeKind::kDark ? kDarkSeries : kLightSeries;
+  if (i < 0) return QColor(palette.back());
+  return QColor(palette[static_cast<size_t>(i % kSeriesCount)]);
+}
+
+Theme Theme::light() {
+  Theme t;
+  t.kind = ThemeKind::kLight;
+  t.background = QColor(0xFFFFFF);
+  t.surface = QColor(0xF2F2F2);
+  t.text = QColor(0x1A1A1A);
+  t.muted_text = QColor(0x5C5C5C);
+  t.grid = QColor(0xDADADA);
+  t.prefill = QColor(0x0072B2);
+  t.decode = QColor(0xE69F00);
+  t.recompute = QColor(0xCC79A7);
+  t.highlight = QColor(0xD55E00);
+  t.warning = QColor(0xB24500);
+  return t;
+}
+
+Theme Theme::dark() {
+  Theme t;
+  t.kind = ThemeKind::kDark;
+  t.background = QColor(0x1E1E1E);
+  t.surface = QColor(0x2B2B2B);
+  t.text = QColor(0xEDEDED);
+  t.muted_text = QColor(0xA8A8A8);
+  t.grid = QColor(0x444444);
+  t.prefill = QColor(0x3D9BE0);
+  t.decode = QColor(0xE69F00);
+  t.recompute = QColor(0xCC79A7);
+  t.highlight = QColor(0xFF7A33);
+  t.warning = QColor(0xFF8A4C);
+  return t;
+}
+
+const Theme& theme() { return current(); }
+
+void set_theme(ThemeKind kind) {
+  current() = kind == ThemeKind::kDark ? Theme::dark() : Theme::light();
+}
+
+}  // namespace servescope::widgets
