@@ -731,7 +731,7 @@ const std::vector<Subcommand>& subcommands() {
        "--ids 1,2,3 [--all] [--kv-type T]: next-token logits of the last (or every) position",
        run_logits},
       {"devices",
-       ": the CPU (model, cores, caches) and every Vulkan device (type, driver, memory heaps, "
+       "the CPU (model, cores, caches) and every Vulkan device (type, driver, memory heaps, "
        "subgroup size, limits); --device N picks vulkan[N]",
        run_devices},
       {"probe",
