@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -103,6 +104,10 @@ class Backend {
   virtual void write(Tensor& dst, std::span<const float> values) = 0;  // row-major, dense
   // Waits for all recorded work, then copies the tensor out (row-major, dense).
   virtual std::vector<float> read(const Tensor& src) = 0;
+  // Waits for recorded work, then copies out the raw bytes of a KV store's keys (or values):
+  // slots * row_bytes(type, kv_dim), in GGML's row layout (e.g. to measure what a cache type
+  // stores).
+  virtual std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values) = 0;
 
   // --- operations -------------------------------------------------------------------------
   // out[i] = row ids[i] of table (dequantised). Used for token and position embeddings.
@@ -128,8 +133,16 @@ class Backend {
   // Causal attention of a ragged batch over a paged KV store: softmax(q k^T / sqrt(head_dim)) v
   // per query head, with grouped-query heads sharing KV heads; keys and values are read from
   // the slots `batch` gives each row (dequantised from the store's type).
+  void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                 const AttentionBatch& batch, Tensor& out) {
+    attention(q, store, shape, batch, out, nullptr);
+  }
+  // The same, and, when `weights` is not null (an opt-in capture), also the softmax
+  // probabilities the kernel used: row i * n_heads + h of `weights` gets query row i's head h
+  // weights over its context positions t = 0 ..= positions[i] in columns t (columns beyond
+  // are left as they were). weights: [rows * n_heads x at least max position + 1].
   virtual void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
-                         const AttentionBatch& batch, Tensor& out) = 0;
+                         const AttentionBatch& batch, Tensor& out, Tensor* weights) = 0;
   virtual void add(Tensor& x, const Tensor& y) = 0;                              // x += y
   virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;  // silu(g)*u
   virtual void gelu(Tensor& x) = 0;  // tanh form, in place
@@ -143,9 +156,20 @@ class Backend {
 
 enum class BackendKind { kCpu, kVulkan };
 
+// Which backend to create and, for Vulkan, on which device.
+struct BackendChoice {
+  BackendChoice(BackendKind kind_ = BackendKind::kCpu, std::optional<uint32_t> device_ = {})
+      : kind(kind_), device(device_) {}
+  BackendKind kind;
+  // Vulkan: an index into vulkan::list_devices() (compute::list_devices() lists the same
+  // devices); default: the best device. The CPU backend has one device, 0.
+  std::optional<uint32_t> device;
+};
+
 // Parses "cpu" / "vulkan"; InputError naming the choices otherwise.
 BackendKind parse_backend_kind(const std::string& name);
-// Creates a backend; BackendError with a message a person can act on if it cannot run here.
-std::unique_ptr<Backend> make_backend(BackendKind kind);
+// Creates a backend; BackendError with a message a person can act on if it cannot run here
+// (InputError for a CPU device other than 0).
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 
 }  // namespace servescope::compute

@@ -91,8 +91,9 @@ class VulkanBackend final : public Backend {
   KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;
   void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                 KvStore& store) override;
+  using Backend::attention;
   void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
-                 const AttentionBatch& batch, Tensor& out) override;
+                 const AttentionBatch& batch, Tensor& out, Tensor* weights) override;
   void add(Tensor& x, const Tensor& y) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
@@ -113,9 +114,7 @@ class VulkanBackend final : public Backend {
   telemetry::KernelTimes take_kernel_times() override;
   MemoryUsage memory_usage() const { return device_memory_->usage(); }
   const ValidationLog& validation_log() const { return context_->validation_log(); }
-  // The raw bytes of a KV store's keys (or values): slots * row_bytes(type, kv_dim), in GGML's
-  // row layout. Waits for recorded work. For tests and tools.
-  std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values);
+  std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values) override;
 
   // Test hook: the step submitted after `successful_steps` more reports VK_ERROR_DEVICE_LOST
   // (see CommandRecorder::simulate_device_lost_after).
