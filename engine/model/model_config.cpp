@@ -37,9 +37,9 @@ Architecture parse_architecture(const gguf::GgufFile& file) {
   const std::string& arch = v->as_string();
   if (arch == "llama") return Architecture::kLlama;
   if (arch == "gpt2") return Architecture::kGpt2;
-  throw ModelError(ModelError::Kind::kUnsupportedArchitecture,
-                   file.name() + ": architecture '" + arch +
-                       "' is not supported; supported: llama, gpt2");
+  throw ModelError(
+      ModelError::Kind::kUnsupportedArchitecture,
+      file.name() + ": architecture '" + arch + "' is not supported; supported: llama, gpt2");
 }
 
 void check(bool ok, const gguf::GgufFile& file, const std::string& what) {
@@ -57,6 +57,8 @@ ModelConfig read_model_config(const gguf::GgufFile& file) {
   c.architecture = parse_architecture(file);
   const std::string prefix = std::string(architecture_name(c.architecture)) + ".";
   if (const gguf::Value* name = file.find("general.name")) c.name = name->as_string();
+  if (const gguf::Value* random = file.find(kRandomWeightsKey))
+    c.random_weights = random->as_bool();
 
   c.context_length = positive_int(file, prefix + "context_length");
   c.dim = positive_int(file, prefix + "embedding_length");

@@ -3,10 +3,17 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "engine/gguf/gguf_file.h"
 
 namespace servescope::model {
+
+// Metadata key (bool) that marks a file whose weights are random (servescope-cli make-model):
+// good for timing, while the text it writes is meaningless; displays show kRandomWeightsNote.
+inline constexpr std::string_view kRandomWeightsKey = "servescope.random_weights";
+inline constexpr std::string_view kRandomWeightsNote =
+    "random weights: timing only, text is meaningless";
 
 enum class Architecture {
   kLlama,  // RMSNorm, RoPE, grouped-query attention, SwiGLU
@@ -17,18 +24,19 @@ std::string_view architecture_name(Architecture arch);
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
-  std::string name;             // general.name, if any
-  int64_t vocab_size = 0;       // rows of token_embd
-  int64_t context_length = 0;   // the longest sequence the model was trained for
-  int64_t dim = 0;              // embedding width
+  std::string name;            // general.name, if any
+  int64_t vocab_size = 0;      // rows of token_embd
+  int64_t context_length = 0;  // the longest sequence the model was trained for
+  int64_t dim = 0;             // embedding width
   int64_t n_layers = 0;
   int64_t n_heads = 0;
-  int64_t n_kv_heads = 0;       // == n_heads without grouped-query attention
-  int64_t head_dim = 0;         // dim / n_heads
+  int64_t n_kv_heads = 0;  // == n_heads without grouped-query attention
+  int64_t head_dim = 0;    // dim / n_heads
   int64_t ffn_dim = 0;
-  float norm_eps = 1e-5f;       // RMSNorm (llama) or LayerNorm (gpt2) epsilon
+  float norm_eps = 1e-5f;           // RMSNorm (llama) or LayerNorm (gpt2) epsilon
   float rope_freq_base = 10000.0f;  // llama only
-  bool tied_output = false;     // logits use token_embd when the file has no output.weight
+  bool tied_output = false;         // logits use token_embd when the file has no output.weight
+  bool random_weights = false;      // kRandomWeightsKey: fit for timing, not for text
 
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   // Bytes of keys and values one token adds to the cache: 2 x layers x kv_heads x head_dim x
