@@ -1,9 +1,11 @@
 #include "app/cli/make_model_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "app/cli/cli_options.h"
 #include "app/cli/output_path.h"
@@ -122,6 +124,18 @@ int run_make_model(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
+// "25M 512/8/8/4/1376, ...": each preset's dim/layers/heads/kv-heads/ffn, from the table.
+std::string preset_shapes() {
+  std::string text;
+  for (const eval::RandomModelPreset& p : eval::random_model_presets()) {
+    const eval::RandomModelShape& s = p.shape;
+    text += (text.empty() ? "" : ", ") + std::string(p.name) + " " + std::to_string(s.dim) + "/" +
+            std::to_string(s.n_layers) + "/" + std::to_string(s.n_heads) + "/" +
+            std::to_string(s.n_kv_heads) + "/" + std::to_string(s.ffn_dim);
+  }
+  return text;
+}
+
 }  // namespace
 
 Subcommand make_model_subcommand() {
@@ -129,7 +143,8 @@ Subcommand make_model_subcommand() {
           "(--params 25M|100M|400M|1B | --dim D --layers L [--heads H] [--kv-heads K] [--ffn F]) "
           "[--context N] [--type f32|f16|q8_0|q4_0] [--seed S] --out OUT.gguf: a llama model "
           "of that size with random weights and the model's tokenizer, for timing only (its "
-          "text is meaningless)",
+          "text is meaningless); presets as dim/layers/heads/kv-heads/ffn: " +
+              preset_shapes(),
           run_make_model};
 }
 
