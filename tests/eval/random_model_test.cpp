@@ -107,6 +107,14 @@ TEST(RandomModel, MetadataMarksRandomWeightsAndCarriesTheTokenizer) {
   EXPECT_GT(copied, 3);
 }
 
+// Re-encoding keeps the mark: a quantised random model is still random.
+TEST(RandomModel, QuantizingKeepsTheRandomWeightsFlag) {
+  const gguf::GgufFile f32 = make_in_memory(small_shape(), GgmlType::F32, 3);
+  const gguf::GgufFile q8 =
+      gguf::GgufFile::from_bytes(quantize_model(f32, GgmlType::Q8_0).to_bytes(), "q8");
+  EXPECT_TRUE(model::read_model_config(q8).random_weights);
+}
+
 TEST(RandomModel, SameSeedSameBytesOtherSeedOtherBytes) {
   const RandomModelSpec spec{small_shape(), GgmlType::Q4_0, 42, "test"};
   const std::vector<uint8_t> first = random_model_writer(spec, bundled()).to_bytes();
