@@ -17,6 +17,8 @@
 
 #include "app/cli/cli_options.h"
 #include "app/cli/command_support.h"
+#include "app/cli/make_model_command.h"
+#include "app/cli/output_path.h"
 #include "app/common/data_files.h"
 #include "engine/compute/vulkan/device_probe.h"
 #include "engine/core/error.h"
@@ -73,11 +75,13 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
       {"ffn_dim", c.ffn_dim},
       {"norm_eps", shortest(c.norm_eps)},
       {"tied_output", c.tied_output},
+      {"random_weights", c.random_weights},
       {"parameters", weights.parameters},
       {"weight_bytes", weights.bytes},
       {"tensor_types", weights.tensor_types},
       {"kv_bytes_per_token", {{"f32", c.kv_bytes_per_token(4)}, {"f16", c.kv_bytes_per_token(2)}}},
   };
+  if (c.random_weights) doc["note"] = model::kRandomWeightsNote;
   if (c.architecture == model::Architecture::kLlama)
     doc["rope_freq_base"] = shortest(c.rope_freq_base);
   if (auto* vk = dynamic_cast<compute::vulkan::VulkanBackend*>(m->backend.get())) {
@@ -290,27 +294,6 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
 
 // --- quantisation lab: quantize, perplexity, quant-report ---------------------------------
 
-// Refuses an output the run could not write, before any work is done: a missing or
-// unwritable folder, or the input itself (which is memory-mapped while we read it).
-void check_output_path(const std::filesystem::path& out, const std::filesystem::path& in) {
-  const std::filesystem::path folder = out.has_parent_path() ? out.parent_path() : ".";
-  if (!std::filesystem::is_directory(folder)) {
-    throw UsageError("cannot write " + out.string() + ": folder " + folder.string() +
-                     " does not exist");
-  }
-  if (access(folder.c_str(), W_OK) != 0) {
-    throw UsageError("cannot write " + out.string() + ": folder " + folder.string() +
-                     " is not writable");
-  }
-  if (std::filesystem::is_directory(out)) {
-    throw UsageError("--out " + out.string() + " is a folder; give a file name");
-  }
-  std::error_code ignored;
-  if (std::filesystem::equivalent(out, in, ignored)) {
-    throw UsageError("--out is the input file " + in.string() + "; choose another path");
-  }
-}
-
 // "tensor 12/48 blk.1.ffn_up.weight" on stderr, rewritten in place on a terminal.
 eval::QuantizeProgress stderr_progress() {
   const bool terminal = isatty(STDERR_FILENO) != 0;
@@ -330,17 +313,9 @@ int run_quantize(const std::vector<std::string>& args, std::ostream& out) {
   const gguf::GgmlType type = eval::parse_weight_type(*options.get("type"));
   check_output_path(out_path, in);
   const gguf::GgufFile source = gguf::GgufFile::open(in);
-  // Written beside the target, then renamed: a failed run never leaves half a model behind or
-  // destroys a file that was there.
-  const std::filesystem::path partial = out_path.string() + ".partial";
-  try {
+  write_via_partial(out_path, [&](const std::filesystem::path& partial) {
     eval::quantize_model(source, type, stderr_progress()).write(partial);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(partial, ignored);
-    throw;
-  }
-  std::filesystem::rename(partial, out_path);
+  });
 
   const gguf::GgufFile written = gguf::GgufFile::open(out_path);  // read back: it must load
   int64_t converted = 0;
@@ -750,6 +725,7 @@ const std::vector<Subcommand>& subcommands() {
        run_generate},
       {"quantize", "--type f32|f16|q8_0|q4_0 --out OUT.gguf: re-encode the model's matrices",
        run_quantize},
+      make_model_subcommand(),
       {"perplexity",
        "[--text-file PATH] [--max-chunks N] [--kv-type T]: perplexity on a text (default: "
        "the bundled stories)",

@@ -1,10 +1,12 @@
 #include "engine/gguf/gguf_writer.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_format.h"
@@ -14,32 +16,93 @@ namespace {
 
 using Kind = GgufError::Kind;
 
-// Appends little-endian encodings to a byte vector.
-class ByteSink {
+}  // namespace
+
+// Appends little-endian encodings to wherever the file goes, counting the bytes.
+class GgufWriter::Sink {
  public:
+  virtual ~Sink() = default;
   template <class T>
   void put(T value) {
-    const auto* bytes = reinterpret_cast<const uint8_t*>(&value);
-    out_.insert(out_.end(), bytes, bytes + sizeof(T));
+    append(reinterpret_cast<const uint8_t*>(&value), sizeof(T));
   }
   void put_string(const std::string& text) {
     put<uint64_t>(text.size());
-    out_.insert(out_.end(), text.begin(), text.end());
+    append(reinterpret_cast<const uint8_t*>(text.data()), text.size());
   }
-  void put_bytes(const std::vector<uint8_t>& bytes) {
-    out_.insert(out_.end(), bytes.begin(), bytes.end());
-  }
+  void put_bytes(std::span<const uint8_t> bytes) { append(bytes.data(), bytes.size()); }
   void pad_to(uint64_t alignment) {
-    out_.resize((out_.size() + alignment - 1) / alignment * alignment, 0);
+    static constexpr uint8_t kZeros[256] = {};
+    uint64_t pad = (alignment - size_ % alignment) % alignment;
+    while (pad > 0) {
+      const uint64_t n = std::min<uint64_t>(pad, sizeof kZeros);
+      append(kZeros, n);
+      pad -= n;
+    }
   }
-  size_t size() const { return out_.size(); }
+  uint64_t size() const { return size_; }
+
+  void append(const uint8_t* data, size_t n) {
+    write(data, n);
+    size_ += n;
+  }
+
+ private:
+  virtual void write(const uint8_t* data, size_t n) = 0;
+  uint64_t size_ = 0;
+};
+
+namespace {
+
+using Sink = GgufWriter::Sink;
+
+// Collects the file in memory (to_bytes).
+class VectorSink final : public Sink {
+ public:
   std::vector<uint8_t> take() { return std::move(out_); }
 
  private:
+  void write(const uint8_t* data, size_t n) override {
+    const size_t old_size = out_.size();
+    out_.resize(old_size + n);
+    if (n > 0) std::memcpy(out_.data() + old_size, data, n);
+  }
   std::vector<uint8_t> out_;
 };
 
-void put_value(ByteSink& sink, const Value& value) {
+// Writes the file as it is produced (write): never more than a chunk in memory.
+class FileSink final : public Sink {
+ public:
+  explicit FileSink(std::string name) : name_(std::move(name)) {
+    file_ = std::fopen(name_.c_str(), "wb");
+    if (file_ == nullptr) {
+      throw GgufError(Kind::kIo, name_ + ": cannot open for writing: " + std::strerror(errno));
+    }
+    std::setvbuf(file_, nullptr, _IOFBF, size_t{1} << 20);  // few, large writes
+  }
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
+  ~FileSink() override {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  void close() {
+    std::FILE* file = std::exchange(file_, nullptr);
+    if (std::fclose(file) != 0) {
+      throw GgufError(Kind::kIo, name_ + ": cannot write: " + std::strerror(errno));
+    }
+  }
+
+ private:
+  void write(const uint8_t* data, size_t n) override {
+    if (std::fwrite(data, 1, n, file_) != n) {
+      throw GgufError(Kind::kIo, name_ + ": cannot write: " + std::strerror(errno));
+    }
+  }
+  std::string name_;
+  std::FILE* file_ = nullptr;
+};
+
+void put_value(Sink& sink, const Value& value) {
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -134,20 +197,31 @@ void GgufWriter::set(std::string key, Value value) {
   metadata_.emplace_back(std::move(key), std::move(value));
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> shape,
-                            std::vector<uint8_t> bytes) {
+void GgufWriter::check_new_name(const std::string& name) const {
   for (const PendingTensor& tensor : tensors_) {
     if (tensor.name == name) {
       throw GgufError(Kind::kMalformed, "GGUF writer: duplicate tensor name " + name);
     }
   }
+}
+
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> shape,
+                            std::vector<uint8_t> bytes) {
+  check_new_name(name);
   const uint64_t expected = expected_tensor_bytes(name, type, shape);
   if (bytes.size() != expected) {
     throw GgufError(Kind::kMalformed, "GGUF writer: tensor " + name + ": got " +
                                           std::to_string(bytes.size()) + " bytes, expected " +
                                           std::to_string(expected));
   }
-  tensors_.push_back({std::move(name), type, std::move(shape), std::move(bytes)});
+  tensors_.push_back({std::move(name), type, std::move(shape), expected, std::move(bytes), {}});
+}
+
+void GgufWriter::add_tensor_streamed(std::string name, GgmlType type, std::vector<int64_t> shape,
+                                     TensorProducer produce) {
+  check_new_name(name);
+  const uint64_t expected = expected_tensor_bytes(name, type, shape);
+  tensors_.push_back({std::move(name), type, std::move(shape), expected, {}, std::move(produce)});
 }
 
 void GgufWriter::add_tensor_f32(std::string name, GgmlType type, std::vector<int64_t> shape,
@@ -165,9 +239,8 @@ void GgufWriter::add_tensor_f32(std::string name, GgmlType type, std::vector<int
   add_tensor(std::move(name), type, std::move(shape), std::move(bytes));
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
-  ByteSink sink;
-  sink.put_bytes(std::vector<uint8_t>(kGgufMagic.begin(), kGgufMagic.end()));
+void GgufWriter::serialize(Sink& sink) const {
+  sink.append(reinterpret_cast<const uint8_t*>(kGgufMagic.data()), kGgufMagic.size());
   sink.put<uint32_t>(version_);
   sink.put<uint64_t>(tensors_.size());
   sink.put<uint64_t>(metadata_.size());
@@ -183,31 +256,36 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     for (int64_t dim : tensor.shape) sink.put<uint64_t>(static_cast<uint64_t>(dim));
     sink.put<uint32_t>(static_cast<uint32_t>(tensor.type));
     sink.put<uint64_t>(offset);
-    offset = (offset + tensor.bytes.size() + alignment_ - 1) / alignment_ * alignment_;
+    offset = (offset + tensor.n_bytes + alignment_ - 1) / alignment_ * alignment_;
   }
   // Data section: each tensor starts aligned and is padded to the alignment, as GGML does.
   sink.pad_to(alignment_);
   for (const PendingTensor& tensor : tensors_) {
-    sink.put_bytes(tensor.bytes);
+    if (tensor.produce) {
+      const uint64_t start = sink.size();
+      tensor.produce([&](std::span<const uint8_t> chunk) { sink.put_bytes(chunk); });
+      if (sink.size() - start != tensor.n_bytes) {
+        throw GgufError(Kind::kMalformed, "GGUF writer: tensor " + tensor.name + ": produced " +
+                                              std::to_string(sink.size() - start) +
+                                              " bytes, expected " + std::to_string(tensor.n_bytes));
+      }
+    } else {
+      sink.put_bytes(tensor.bytes);
+    }
     sink.pad_to(alignment_);
   }
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  VectorSink sink;
+  serialize(sink);
   return sink.take();
 }
 
 void GgufWriter::write(const std::filesystem::path& path) const {
-  const std::vector<uint8_t> bytes = to_bytes();
-  const std::string name = path.string();
-  std::FILE* file = std::fopen(name.c_str(), "wb");
-  if (file == nullptr) {
-    throw GgufError(Kind::kIo, name + ": cannot open for writing: " + std::strerror(errno));
-  }
-  const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), file);
-  const int write_errno = errno;
-  const bool closed = std::fclose(file) == 0;
-  if (written != bytes.size() || !closed) {
-    throw GgufError(Kind::kIo, name + ": cannot write: " +
-                                   std::strerror(written != bytes.size() ? write_errno : errno));
-  }
+  FileSink sink(path.string());
+  serialize(sink);
+  sink.close();
 }
 
 }  // namespace servescope::gguf

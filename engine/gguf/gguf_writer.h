@@ -1,8 +1,10 @@
-// Builds a GGUF file (v2 or v3) in memory: metadata, then tensors placed at aligned offsets.
+// Builds a GGUF file (v2 or v3): metadata, then tensors placed at aligned offsets. Tensors are
+// either held in memory or streamed: their bytes produced while the file is written.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -33,17 +35,36 @@ class GgufWriter {
   void add_tensor_f32(std::string name, GgmlType type, std::vector<int64_t> shape,
                       std::span<const float> values);
 
+  // Receives a streamed tensor's encoded bytes, in order, in chunks of any size.
+  using ByteEmitter = std::function<void(std::span<const uint8_t> chunk)>;
+  // Emits a tensor's encoded bytes; called once each time the file is written.
+  using TensorProducer = std::function<void(const ByteEmitter& emit)>;
+  // Adds a tensor whose bytes `produce` emits while the file is written, so a model larger than
+  // memory never exists in it. add_tensor's checks apply to the shape; writing throws
+  // GgufError(kMalformed) if the producer emits a different number of bytes.
+  void add_tensor_streamed(std::string name, GgmlType type, std::vector<int64_t> shape,
+                           TensorProducer produce);
+
   std::vector<uint8_t> to_bytes() const;
-  // Throws GgufError(kIo) naming the path and the system's reason on failure.
+  // Writes front to back without assembling the file in memory. Throws GgufError(kIo) naming
+  // the path and the system's reason on failure.
   void write(const std::filesystem::path& path) const;
+
+  // The byte sink serialize() writes to (a vector or a file).
+  class Sink;
 
  private:
   struct PendingTensor {
     std::string name;
     GgmlType type;
     std::vector<int64_t> shape;
-    std::vector<uint8_t> bytes;
+    uint64_t n_bytes;
+    std::vector<uint8_t> bytes;  // empty when streamed
+    TensorProducer produce;      // set when streamed
   };
+
+  void check_new_name(const std::string& name) const;
+  void serialize(Sink& sink) const;
 
   uint32_t version_;
   uint64_t alignment_ = 32;

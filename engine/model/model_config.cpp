@@ -57,6 +57,8 @@ ModelConfig read_model_config(const gguf::GgufFile& file) {
   c.architecture = parse_architecture(file);
   const std::string prefix = std::string(architecture_name(c.architecture)) + ".";
   if (const gguf::Value* name = file.find("general.name")) c.name = name->as_string();
+  if (const gguf::Value* random = file.find(kRandomWeightsKey))
+    c.random_weights = random->as_bool();
 
   c.context_length = positive_int(file, prefix + "context_length");
   c.dim = positive_int(file, prefix + "embedding_length");

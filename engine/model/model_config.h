@@ -3,10 +3,17 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "engine/gguf/gguf_file.h"
 
 namespace servescope::model {
+
+// Metadata key (bool) that marks a file whose weights are random (servescope-cli make-model):
+// good for timing, while the text it writes is meaningless; displays show kRandomWeightsNote.
+inline constexpr std::string_view kRandomWeightsKey = "servescope.random_weights";
+inline constexpr std::string_view kRandomWeightsNote =
+    "random weights: timing only, text is meaningless";
 
 enum class Architecture {
   kLlama,  // RMSNorm, RoPE, grouped-query attention, SwiGLU
@@ -34,6 +41,7 @@ struct ModelConfig {
   uint64_t token_embd_row_bytes = 0;
   int64_t position_embd_rows = 0;  // gpt2's learned positions; 0 without the table
   uint64_t position_embd_row_bytes = 0;
+  bool random_weights = false;      // kRandomWeightsKey: fit for timing, not for text
 
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   // Bytes of keys and values one token adds to the cache: 2 x layers x kv_heads x head_dim x

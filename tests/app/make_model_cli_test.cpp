@@ -1,0 +1,93 @@
+// servescope-cli make-model, run as the real binary: the file it writes loads, says that its
+// weights are random (info), generates, repeats by seed; bad input is a one-line refusal.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cli_runner.h"
+
+namespace {
+
+using nlohmann::json;
+using servescope::testing_support::CliRun;
+
+CliRun cli(const std::string& args) { return servescope::testing_support::run_cli(args); }
+
+std::string temp_path(const std::string& suffix) {
+  return servescope::testing_support::per_test_path("make_model_cli_", suffix);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(MakeModelCli, WritesARandomModelThatInfoMarksAndGenerateRuns) {
+  const std::string out = temp_path(".gguf");
+  const CliRun made = cli("make-model --dim 64 --layers 2 --type q4_0 --seed 5 --out " + out);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const json doc = json::parse(made.out);
+  EXPECT_EQ(doc["random_weights"], true);
+  EXPECT_EQ(doc["type"], "q4_0");
+  EXPECT_EQ(doc["shape"]["dim"], 64);
+  EXPECT_EQ(doc["shape"]["layers"], 2);
+  EXPECT_EQ(doc["file_bytes"].get<uint64_t>(), std::filesystem::file_size(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
+
+  const CliRun info = cli("info --model " + out);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const json facts = json::parse(info.out);
+  EXPECT_EQ(facts["random_weights"], true);
+  EXPECT_EQ(facts["note"], "random weights: timing only, text is meaningless");
+  EXPECT_EQ(facts["parameters"], doc["parameters"]);
+  EXPECT_EQ(facts["weight_bytes"], doc["weight_bytes"]);
+  EXPECT_EQ(facts["tokenizer"]["tokens"], 2048);
+
+  const CliRun generated =
+      cli("generate --model " + out + " --ids 1,2,3 --greedy --json --no-stop --max-tokens 8");
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  EXPECT_EQ(json::parse(generated.out)["generated_ids"].size(), 8u);
+
+  // The bundled model says it is not random.
+  EXPECT_EQ(json::parse(cli("info").out)["random_weights"], false);
+  std::filesystem::remove(out);
+}
+
+TEST(MakeModelCli, SameSeedSameFileOtherSeedOtherFile) {
+  const std::string a = temp_path(".a.gguf");
+  const std::string b = temp_path(".b.gguf");
+  const std::string c = temp_path(".c.gguf");
+  const std::string shape = "make-model --dim 96 --layers 1 --heads 3 --type q8_0 ";
+  ASSERT_EQ(cli(shape + "--seed 9 --out " + a).exit_code, 0);
+  ASSERT_EQ(cli(shape + "--seed 9 --out " + b).exit_code, 0);
+  ASSERT_EQ(cli(shape + "--seed 10 --out " + c).exit_code, 0);
+  EXPECT_EQ(file_bytes(a), file_bytes(b));
+  EXPECT_NE(file_bytes(a), file_bytes(c));
+  EXPECT_EQ(file_bytes(a).size(), file_bytes(c).size());
+  for (const std::string& path : {a, b, c}) std::filesystem::remove(path);
+}
+
+TEST(MakeModelCli, BadInputIsAOneLineRefusal) {
+  const std::string out = temp_path(".gguf");
+  const std::string bundled =
+      std::string(SERVESCOPE_BIN_DIR) + "/../share/servescope/models/servescope-stories.gguf";
+  servescope::testing_support::expect_one_line_refusals({
+      {"make-model --params 25M", "needs --out"},
+      {"make-model --params 3B --out " + out, "unknown model size '3B'; choose one of 25M"},
+      {"make-model --out " + out, "needs either --params"},
+      {"make-model --params 25M --dim 64 --out " + out, "not both"},
+      {"make-model --dim 64 --out " + out, "needs both --dim D and --layers L"},
+      {"make-model --dim 96 --layers 1 --heads 5 --out " + out, "multiple of heads"},
+      {"make-model --dim 80 --layers 1 --heads 2 --type q4_0 --out " + out, "multiples of 32"},
+      {"make-model --dim 64 --layers 0 --out " + out, "--layers needs a positive integer"},
+      {"make-model --dim 64 --layers 1 --type q5_k --out " + out, "unknown weight type"},
+      {"make-model --dim 64 --layers 1 --seed -1 --out " + out, "--seed needs an integer >= 0"},
+      {"make-model --params 25M --out " + bundled, "is the input file"},
+      {"make-model --params 25M --out /no/such/folder/x.gguf", "does not exist"},
+  });
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
