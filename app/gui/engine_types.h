@@ -1,0 +1,88 @@
+// The plain values that cross between the GUI thread and the engine's thread in queued
+// signals: what to load, how to sample, what the engine reports back.
+#pragma once
+
+#include <QMetaType>
+#include <QString>
+#include <QVector>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/compute/backend.h"
+#include "engine/serving/kv_block_pool.h"
+#include "engine/serving/sampler.h"
+#include "engine/telemetry/observer.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace servescope::gui {
+
+struct BackendChoice {
+  compute::BackendKind kind = compute::BackendKind::kCpu;
+  int device = -1;  // Vulkan device index; -1: the best one
+};
+
+// How fast the engine's thread runs steps while there is work.
+enum class Speed {
+  kRealTime,    // one step per event-loop turn
+  kSlowMotion,  // one step every kSlowMotionMs, so each can be watched
+  kSingleStep,  // only when asked (Step)
+};
+
+// The engine as built: what the status bar, the folder and the prompt chips need.
+struct EngineInfo {
+  QString model_path;
+  QString model_name;
+  QString architecture;
+  QString backend;  // "cpu" or "vulkan"
+  QString device;   // device name (Vulkan) or the CPU
+  QString driver;   // driver version (Vulkan), empty on the CPU
+  int vulkan_device = -1;
+  int64_t parameters = 0;
+  uint64_t weight_bytes = 0;
+  int64_t context_length = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  serving::KvType kv_type = serving::KvType::kF16;
+  int64_t kv_blocks = 0;
+  int64_t block_size = 0;
+  uint64_t kv_bytes_per_block = 0;
+  uint64_t kv_bytes_per_token = 0;
+  uint64_t kv_bytes_total = 0;
+  int64_t max_batch_size = 0;
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  // Immutable after loading, so the GUI thread may tokenise with it while the engine runs.
+  std::shared_ptr<const Tokenizer> tokenizer;
+  // This engine's records; a new engine gets a new queue, so records never mix.
+  std::shared_ptr<telemetry::TelemetryQueue> telemetry;
+};
+
+// One token of the user's generation, with its probability when the engine reports it.
+struct GeneratedToken {
+  int32_t id = 0;
+  QString text;  // the bytes it adds to the text, as UTF-8 (may be part of a character)
+  double probability = -1.0;                     // < 0: not reported
+  QVector<QPair<QString, double>> alternatives;  // most likely first
+};
+
+// The engine's own counters, sent when it falls idle (for the status bar and tests).
+struct EngineCounters {
+  int64_t steps_run = 0;
+  int64_t requests_submitted = 0;
+  int64_t requests_finished = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_total = 0;
+};
+
+}  // namespace servescope::gui
+
+Q_DECLARE_METATYPE(servescope::gui::BackendChoice)
+Q_DECLARE_METATYPE(servescope::gui::Speed)
+Q_DECLARE_METATYPE(servescope::gui::EngineInfo)
+Q_DECLARE_METATYPE(servescope::gui::GeneratedToken)
+Q_DECLARE_METATYPE(servescope::gui::EngineCounters)
+Q_DECLARE_METATYPE(servescope::serving::SamplingParams)
+Q_DECLARE_METATYPE(servescope::serving::KvType)

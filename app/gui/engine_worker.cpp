@@ -1,0 +1,411 @@
+#include "app/gui/engine_worker.h"
+
+#include <QTimer>
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "engine/compute/vulkan/vulkan_backend.h"
+#include "engine/core/error.h"
+
+namespace servescope::gui {
+namespace {
+
+// The serving engine as the window runs it: the user's request and up to 32 classmates share
+// 16 batch slots, so a full class queues and the KV cache fills.
+constexpr int64_t kMaxBatch = 16;
+constexpr int64_t kKvBlocks = 128;  // 2,048 tokens: eight full contexts of the bundled model
+
+// Classmates' prompts are windows of this text (the load generator draws them at random
+// offsets), so their requests read like the user's.
+constexpr const char* kClassmateText =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+    "park with her friends. One day, she saw a big red ball under a tree. She ran to the ball "
+    "and kicked it high into the sky. Her friend Tom laughed and clapped his hands. Then the "
+    "sun went down and it was time to go home. Lily's mom made soup for dinner, and Lily told "
+    "her about the ball. Tim had a small dog called Max. Max liked to run and jump in the "
+    "garden. One morning Max found a shiny stone and brought it to Tim. Tim was very happy and "
+    "gave Max a big hug. They played together all day until the stars came out.";
+
+QString driver_version(uint32_t version) {
+  return QString("%1.%2.%3")
+      .arg(VK_API_VERSION_MAJOR(version))
+      .arg(VK_API_VERSION_MINOR(version))
+      .arg(VK_API_VERSION_PATCH(version));
+}
+
+std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {
+  // The backend factory reads the Vulkan device choice from the environment, as the CLI's
+  // --device does; only this thread reads it.
+  if (backend.kind == compute::BackendKind::kVulkan && backend.device >= 0) {
+    setenv("SERVESCOPE_VULKAN_DEVICE", std::to_string(backend.device).c_str(), 1);
+  } else {
+    unsetenv("SERVESCOPE_VULKAN_DEVICE");
+  }
+  return model::load_model(path.toStdString(), backend.kind);
+}
+
+}  // namespace
+
+void EngineWorker::register_types() {
+  qRegisterMetaType<BackendChoice>();
+  qRegisterMetaType<Speed>();
+  qRegisterMetaType<EngineInfo>();
+  qRegisterMetaType<GeneratedToken>();
+  qRegisterMetaType<QVector<GeneratedToken>>();
+  qRegisterMetaType<EngineCounters>();
+  qRegisterMetaType<serving::SamplingParams>();
+  qRegisterMetaType<serving::KvType>();
+}
+
+EngineWorker::EngineWorker(QObject* parent) : QObject(parent), tick_timer_(new QTimer(this)) {
+  connect(tick_timer_, &QTimer::timeout, this, &EngineWorker::tick);
+}
+
+EngineWorker::~EngineWorker() { drop_engine(); }
+
+void EngineWorker::drop_engine() {
+  engine_.reset();
+  user_request_.reset();
+  live_requests_.clear();
+  classmate_requests_.clear();
+  last_prefill_ids_.clear();
+  tick_timer_->stop();
+  set_running(false);
+}
+
+void EngineWorker::shutdown() {
+  drop_engine();
+  model_.reset();
+  queue_.reset();
+}
+
+void EngineWorker::load_model(const QString& path, BackendChoice backend) {
+  std::unique_ptr<model::Model> loaded;
+  try {
+    loaded = open_model(path, backend);
+    if (!loaded->tokenizer) {
+      throw InputError(path.toStdString() +
+                       " has no tokenizer metadata (tokenizer.ggml.*), so ServeScope cannot "
+                       "turn a typed prompt into tokens; choose a model with a tokenizer");
+    }
+  } catch (const std::exception& error) {
+    if (!model_ && backend.kind == compute::BackendKind::kVulkan) {
+      // Nothing is running yet: the CPU backend is the next best start.
+      Q_EMIT notice(QString("Vulkan is not available here (%1); running on the CPU backend.")
+                        .arg(error.what()));
+      load_model(path, BackendChoice{compute::BackendKind::kCpu, -1});
+      return;
+    }
+    Q_EMIT failed(QString("Could not load %1: %2%3")
+                      .arg(path, QString::fromStdString(error.what()),
+                           model_ ? QString("\nStill serving %1.").arg(model_path_) : QString()));
+    return;
+  }
+  const bool was_generating = user_request_.has_value();
+  drop_engine();
+  if (was_generating) Q_EMIT generation_finished("model changed");
+  model_ = std::move(loaded);
+  model_path_ = path;
+  backend_ = backend;
+  weight_bytes_ = model::summarize_weights(model_->file).bytes;
+  tokenizer_ = std::shared_ptr<const Tokenizer>(load_tokenizer(model_->file));
+  classmate_text_ids_ = tokenizer_->encode(kClassmateText);
+  rebuild_engine();
+}
+
+void EngineWorker::rebuild_engine() {
+  if (!model_) return;
+  drop_engine();
+  serving::EngineConfig config;
+  config.max_batch_size = kMaxBatch;
+  config.kv_type = kv_type_;
+  config.kv_blocks = kKvBlocks;
+  queue_ = std::make_shared<telemetry::TelemetryQueue>(1 << 16);
+  requests_submitted_ = 0;
+  requests_finished_ = 0;
+  try {
+    engine_ = std::make_unique<serving::Engine>(*model_->transformer, weight_bytes_, config,
+                                                queue_.get());
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Could not build the serving engine: %1").arg(error.what()));
+    return;
+  }
+  Q_EMIT engine_ready(engine_info());
+}
+
+EngineInfo EngineWorker::engine_info() const {
+  EngineInfo info;
+  const model::ModelConfig& c = model_->config;
+  const model::WeightSummary weights = model::summarize_weights(model_->file);
+  info.model_path = model_path_;
+  info.model_name = QString::fromStdString(c.name.empty() ? model_->file.name() : c.name);
+  info.architecture = QString::fromUtf8(model::architecture_name(c.architecture).data());
+  info.backend = QString::fromStdString(model_->backend->name());
+  if (const auto* vk = dynamic_cast<const compute::vulkan::VulkanBackend*>(model_->backend.get())) {
+    info.device = QString::fromStdString(vk->device().name);
+    info.driver = driver_version(vk->device().driver_version);
+    info.vulkan_device = static_cast<int>(vk->device().index);
+  } else {
+    info.device = "CPU (OpenBLAS)";
+  }
+  info.parameters = weights.parameters;
+  info.weight_bytes = weights.bytes;
+  info.context_length = c.context_length;
+  info.n_layers = c.n_layers;
+  info.n_heads = c.n_heads;
+  info.n_kv_heads = c.n_kv_heads;
+  info.head_dim = c.head_dim;
+  const serving::KvUsage usage = engine_->kv_usage();
+  info.kv_type = usage.type;
+  info.kv_blocks = usage.blocks_total;
+  info.block_size = usage.block_size;
+  info.kv_bytes_per_block = usage.bytes_per_block;
+  info.kv_bytes_per_token = usage.bytes_per_token;
+  info.kv_bytes_total = usage.bytes_total;
+  info.max_batch_size = engine_->scheduler().config().max_batch_size;
+  info.bos_id = tokenizer_->vocabulary().bos_id;
+  info.eos_id = tokenizer_->vocabulary().eos_id;
+  info.tokenizer = tokenizer_;
+  info.telemetry = queue_;
+  return info;
+}
+
+void EngineWorker::set_kv_type(serving::KvType type) {
+  if (type == kv_type_) return;
+  kv_type_ = type;
+  const bool was_generating = user_request_.has_value();
+  rebuild_engine();
+  if (was_generating) Q_EMIT generation_finished("KV precision changed");
+}
+
+void EngineWorker::set_classmates(int count) {
+  classmates_ = std::clamp(count, 0, kMaxClassmates);
+  if (user_request_) top_up_classmates();
+  update_timer();
+}
+
+void EngineWorker::set_speed(Speed speed) {
+  speed_ = speed;
+  update_timer();
+}
+
+void EngineWorker::set_sampling(serving::SamplingParams sampling) {
+  try {
+    serving::validate(sampling);
+    sampling_ = sampling;
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Sampling settings: %1").arg(error.what()));
+  }
+}
+
+void EngineWorker::set_max_tokens(int max_tokens) { max_tokens_ = std::max(1, max_tokens); }
+
+std::vector<int32_t> EngineWorker::tokenize(const QString& prompt) const {
+  return tokenizer_->encode_with_bos(prompt.toStdString());
+}
+
+void EngineWorker::prefill(const QString& prompt) {
+  if (!engine_ || user_request_ || prompt.isEmpty()) return;
+  try {
+    const std::vector<int32_t> ids = tokenize(prompt);
+    if (ids == last_prefill_ids_) return;
+    serving::EngineRequest request;
+    request.prompt_ids = ids;
+    request.max_tokens = 1;  // only the prompt's keys and values matter
+    live_requests_.insert(engine_->submit(request));
+    ++requests_submitted_;
+    last_prefill_ids_ = ids;
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Prompt: %1").arg(error.what()));
+    return;
+  }
+  update_timer();
+}
+
+void EngineWorker::generate(const QString& prompt) {
+  if (!engine_) {
+    Q_EMIT failed("No model is loaded yet; open a GGUF model first.");
+    return;
+  }
+  if (user_request_) return;  // one generation at a time
+  try {
+    serving::EngineRequest request;
+    request.prompt_ids = tokenize(prompt);
+    request.max_tokens = max_tokens_;
+    request.sampling = sampling_;
+    request.stop_token = tokenizer_->vocabulary().eos_id;
+    const auto context = engine_->scheduler().config().context_length;
+    if (static_cast<int64_t>(request.prompt_ids.size()) >= context) {
+      throw InputError("the prompt is " + std::to_string(request.prompt_ids.size()) +
+                       " tokens but the model's context holds " + std::to_string(context) +
+                       "; shorten it so there is room to generate");
+    }
+    user_request_ = engine_->submit(request);
+    live_requests_.insert(*user_request_);
+    ++requests_submitted_;
+    user_tokens_reported_ = 0;
+    Q_EMIT generation_started(static_cast<int>(request.prompt_ids.size()));
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Cannot generate: %1").arg(error.what()));
+    return;
+  }
+  top_up_classmates();
+  update_timer();
+}
+
+void EngineWorker::stop() {
+  if (!user_request_) return;
+  // The user's request stops streaming and no new classmates arrive; what is in flight
+  // finishes on its own (the engine has no cancel yet).
+  user_request_.reset();
+  Q_EMIT generation_finished("stopped");
+  update_timer();
+}
+
+void EngineWorker::step_once() {
+  if (!engine_ || !engine_->has_unfinished()) return;
+  run_one_step();
+  update_timer();
+}
+
+void EngineWorker::tick() {
+  if (!engine_ || !engine_->has_unfinished()) {
+    update_timer();
+    return;
+  }
+  run_one_step();
+  update_timer();
+}
+
+bool EngineWorker::run_one_step() {
+  try {
+    engine_->step();
+  } catch (const std::exception& error) {
+    recover_from_step_failure(error);
+    return false;
+  }
+  report_user_tokens();
+  retire_finished_requests();
+  top_up_classmates();
+  return true;
+}
+
+void EngineWorker::recover_from_step_failure(const std::exception& error) {
+  const bool was_generating = user_request_.has_value();
+  const QString reason = QString::fromStdString(error.what());
+  drop_engine();
+  if (was_generating) Q_EMIT generation_finished("failed");
+  if (backend_.kind == compute::BackendKind::kVulkan) {
+    // The engine cannot continue after a backend failure; rebuild the model on the CPU.
+    model_.reset();
+    load_model(model_path_, BackendChoice{compute::BackendKind::kCpu, -1});
+    Q_EMIT notice(QString("The Vulkan device failed (%1). ServeScope now runs on the CPU backend; "
+                          "choose Vulkan again in the toolbar to retry.")
+                      .arg(reason));
+  } else {
+    rebuild_engine();
+    Q_EMIT failed(QString("A step failed: %1. The engine was rebuilt.").arg(reason));
+  }
+}
+
+GeneratedToken EngineWorker::describe_token(int32_t id) const {
+  GeneratedToken token;
+  token.id = id;
+  const std::string bytes = tokenizer_->token_bytes(id);
+  token.text = QString::fromUtf8(bytes.data(), static_cast<qsizetype>(bytes.size()));
+  if (token.text.contains(QChar::ReplacementCharacter) || bytes.empty()) {
+    token.text = QString::fromStdString(tokenizer_->piece(id));  // e.g. <0xE2>, </s>
+  }
+  return token;
+}
+
+void EngineWorker::report_user_tokens() {
+  if (!user_request_) return;
+  const serving::Sequence& sequence = engine_->sequence(*user_request_);
+  const std::vector<int32_t> outputs = sequence.output_ids();
+  QVector<GeneratedToken> fresh;
+  for (size_t i = user_tokens_reported_; i < outputs.size(); ++i) {
+    fresh.push_back(describe_token(outputs[i]));
+  }
+  user_tokens_reported_ = outputs.size();
+  if (!fresh.isEmpty()) Q_EMIT tokens_generated(fresh);
+  if (sequence.status == serving::SequenceStatus::kFinished) {
+    user_request_.reset();
+    Q_EMIT generation_finished(
+        QString::fromUtf8(serving::finish_reason_name(sequence.finish_reason).data()));
+  }
+}
+
+void EngineWorker::retire_finished_requests() {
+  for (auto it = live_requests_.begin(); it != live_requests_.end();) {
+    if (engine_->is_finished(*it)) {
+      classmate_requests_.erase(*it);
+      ++requests_finished_;
+      it = live_requests_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void EngineWorker::top_up_classmates() {
+  if (!engine_ || !user_request_) return;  // classmates come while the user generates
+  while (static_cast<int>(classmate_requests_.size()) < classmates_) submit_classmate();
+}
+
+void EngineWorker::submit_classmate() {
+  if (classmate_queue_.empty()) {
+    serving::WorkloadSpec spec;
+    spec.clients = kMaxClassmates;
+    spec.prompt_tokens = {8, 40};
+    spec.output_tokens = {24, 96};
+    spec.seed = classmate_seed_++;
+    spec.text_ids = classmate_text_ids_;
+    spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
+    for (serving::SimulatedRequest& r : serving::make_workload(spec)) {
+      classmate_queue_.push_back(std::move(r));
+    }
+  }
+  serving::SimulatedRequest next = std::move(classmate_queue_.front());
+  classmate_queue_.pop_front();
+  serving::EngineRequest request;
+  next.prompt_ids.insert(next.prompt_ids.begin(), tokenizer_->vocabulary().bos_id);
+  request.prompt_ids = std::move(next.prompt_ids);
+  request.max_tokens = next.max_tokens;
+  request.sampling.greedy = false;
+  request.sampling.temperature = 0.8f;
+  request.sampling.seed = classmate_seed_ * 7919 + classmate_queue_.size();
+  const serving::SequenceId id = engine_->submit(request);
+  classmate_requests_.insert(id);
+  live_requests_.insert(id);
+  ++requests_submitted_;
+}
+
+void EngineWorker::update_timer() {
+  const bool work = engine_ && engine_->has_unfinished();
+  set_running(work);
+  if (!work || speed_ == Speed::kSingleStep) {
+    tick_timer_->stop();
+    return;
+  }
+  const int interval = speed_ == Speed::kSlowMotion ? kSlowMotionMs : 0;
+  if (!tick_timer_->isActive() || tick_timer_->interval() != interval) {
+    tick_timer_->start(interval);
+  }
+}
+
+EngineCounters EngineWorker::counters() const {
+  const serving::KvUsage usage = engine_->kv_usage();
+  return EngineCounters{engine_->steps_run(), requests_submitted_, requests_finished_,
+                        usage.blocks_used, usage.blocks_total};
+}
+
+void EngineWorker::set_running(bool running) {
+  if (running == running_) return;
+  running_ = running;
+  Q_EMIT running_changed(running);
+  if (!running && engine_) Q_EMIT idle(counters());
+}
+
+}  // namespace servescope::gui

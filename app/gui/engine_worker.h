@@ -1,0 +1,113 @@
+// The engine's thread: EngineWorker owns the backend, the model, the serving Engine and the
+// simulated classmates, and is moved to its own QThread. Every engine call happens on that
+// thread; the GUI sends commands through queued signals and hears back through signals and
+// the engine's TelemetryQueue. While there is work it runs one engine step per event-loop
+// turn (or one per slow-motion tick), so commands are handled between steps and nothing
+// the GUI does ever waits for a step.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QVector>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "app/gui/engine_types.h"
+#include "engine/model/model.h"
+#include "engine/serving/engine.h"
+#include "engine/serving/load_generator.h"
+
+class QTimer;
+
+namespace servescope::gui {
+
+class EngineWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  static constexpr int kSlowMotionMs = 400;
+  static constexpr int kMaxClassmates = 32;
+
+  explicit EngineWorker(QObject* parent = nullptr);
+  ~EngineWorker() override;
+
+  // Registers the types of the queued signals; call once before connecting.
+  static void register_types();
+
+ public Q_SLOTS:
+  // Loads a model on a backend and builds a fresh engine. On failure the previous model and
+  // engine stay as they were and failed() says why.
+  void load_model(const QString& path, servescope::gui::BackendChoice backend);
+  void set_kv_type(servescope::serving::KvType type);
+  void set_classmates(int count);
+  void set_speed(servescope::gui::Speed speed);
+  void set_sampling(servescope::serving::SamplingParams sampling);
+  void set_max_tokens(int max_tokens);
+  // Prefills the prompt (one short request) so its full blocks enter the prefix cache and a
+  // later generate() reuses them. Ignored while a generation runs.
+  void prefill(const QString& prompt);
+  void generate(const QString& prompt);
+  void stop();
+  void step_once();
+  // Frees the engine on this thread; call (blocking-queued) before the thread ends.
+  void shutdown();
+
+ Q_SIGNALS:
+  void engine_ready(servescope::gui::EngineInfo info);
+  void failed(const QString& message);
+  void notice(const QString& message);
+  void generation_started(int prompt_tokens);
+  void tokens_generated(QVector<servescope::gui::GeneratedToken> tokens);
+  void generation_finished(const QString& reason);
+  void running_changed(bool running);
+  void idle(servescope::gui::EngineCounters counters);
+
+ private:
+  void rebuild_engine();
+  EngineInfo engine_info() const;
+  std::vector<int32_t> tokenize(const QString& prompt) const;
+  void tick();
+  bool run_one_step();
+  void recover_from_step_failure(const std::exception& error);
+  void report_user_tokens();
+  void retire_finished_requests();
+  void top_up_classmates();
+  void submit_classmate();
+  void update_timer();
+  void set_running(bool running);
+  EngineCounters counters() const;
+  void drop_engine();
+  GeneratedToken describe_token(int32_t id) const;
+
+  QTimer* tick_timer_;
+  QString model_path_;
+  BackendChoice backend_;
+  serving::KvType kv_type_ = serving::KvType::kF16;
+  serving::SamplingParams sampling_;
+  int max_tokens_ = 200;
+  int classmates_ = 0;
+  Speed speed_ = Speed::kRealTime;
+
+  // Destroyed in reverse: the engine before the queue it reports to and the model it runs.
+  std::unique_ptr<model::Model> model_;
+  uint64_t weight_bytes_ = 0;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<telemetry::TelemetryQueue> queue_;
+  std::unique_ptr<serving::Engine> engine_;
+
+  std::optional<serving::SequenceId> user_request_;
+  size_t user_tokens_reported_ = 0;
+  std::set<serving::SequenceId> live_requests_;  // submitted and not yet seen finished
+  std::set<serving::SequenceId> classmate_requests_;
+  std::deque<serving::SimulatedRequest> classmate_queue_;
+  uint64_t classmate_seed_ = 1;
+  std::vector<int32_t> classmate_text_ids_;
+  std::vector<int32_t> last_prefill_ids_;
+  int64_t requests_submitted_ = 0;
+  int64_t requests_finished_ = 0;
+  bool running_ = false;
+};
+
+}  // namespace servescope::gui
