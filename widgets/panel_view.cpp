@@ -15,9 +15,7 @@
 
 namespace servescope::widgets {
 
-PanelView::PanelView(QWidget* parent) : QWidget(parent) {
-  setMouseTracking(true);
-}
+PanelView::PanelView(QWidget* parent) : QWidget(parent) { setMouseTracking(true); }
 
 bool PanelView::save_png(const QString& path) {
   const QPixmap pixmap = grab();

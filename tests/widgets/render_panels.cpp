@@ -1,0 +1,65 @@
+// Renders every panel of this folder with a synthetic snapshot to PNG, light and dark, so a
+// person can look at them: widgets_render <output folder> [width height].
+#include <QApplication>
+#include <QDir>
+#include <cstdio>
+#include <memory>
+
+#include "tests/widgets/synthetic_snapshots.h"
+#include "widgets/theme.h"
+
+namespace {
+
+using namespace servescope::widgets;
+
+bool render(PanelView& panel, const QString& folder, const QString& name, QSize size) {
+  panel.resize(size);
+  bool ok = true;
+  for (ThemeKind kind : {ThemeKind::kLight, ThemeKind::kDark}) {
+    set_theme(kind);
+    const QString path = QDir(folder).filePath(
+        QStringLiteral("%1-%2.png").arg(name, kind == ThemeKind::kLight ? "light" : "dark"));
+    if (!panel.save_png(path)) {
+      std::fprintf(stderr, "could not write %s\n", qPrintable(path));
+      ok = false;
+    }
+  }
+  set_theme(ThemeKind::kLight);
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: widgets_render <output folder> [width height]\n");
+    return 2;
+  }
+  const QString folder = QString::fromLocal8Bit(argv[1]);
+  if (!QDir().mkpath(folder)) {
+    std::fprintf(stderr, "cannot create %s\n", argv[1]);
+    return 1;
+  }
+  const QSize size = argc >= 4 ? QSize(std::atoi(argv[2]), std::atoi(argv[3])) : QSize(1200, 700);
+
+  bool ok = true;
+  {
+    PhasesPanel panel;
+    panel.set_snapshot(testing::synthetic_phases(true));
+    ok &= render(panel, folder, "phases", size);
+    panel.set_snapshot(testing::synthetic_phases(false));
+    ok &= render(panel, folder, "phases-unmeasured", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "phases-empty", size);
+  }
+  {
+    KvCachePanel panel;
+    panel.set_snapshot(testing::synthetic_kv_cache());
+    ok &= render(panel, folder, "kv-cache", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "kv-cache-empty", size);
+  }
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,19 @@
+// Synthetic but realistic panel snapshots, shaped like what the engine measures on the small
+// default model, for widget tests and for rendering the panels to look at them.
+#pragma once
+
+#include "widgets/kv_cache_panel.h"
+#include "widgets/phases_panel.h"
+
+namespace servescope::widgets::testing {
+
+// A 160-token prompt prefilled in one step, then a second request joining (a mixed step), then
+// decode steps whose attention time grows with the context while matmul time stays flat.
+PhasesSnapshot synthetic_phases(bool kernels_measured);
+
+// The default model's KV shape (5 layers, 2 KV heads, head dim 64, F32: 5,120 bytes per token)
+// with four requests in a pool of 64 blocks of 16 tokens; requests 1-3 share a 32-token prefix.
+// History, per-layer bytes and the block grid all follow from the same simulated requests.
+KvCacheSnapshot synthetic_kv_cache();
+
+}  // namespace servescope::widgets::testing

@@ -1,0 +1,239 @@
+#include "widgets/chart_painting.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+#include <algorithm>
+#include <cmath>
+
+#include "widgets/theme.h"
+
+namespace servescope::widgets::chart {
+namespace {
+
+double nice_step(double span, int target, bool integer_steps) {
+  const double raw = span / std::max(target, 1);
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude * 10.0;
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (magnitude * m >= raw) {
+      step = magnitude * m;
+      break;
+    }
+  }
+  return integer_steps ? std::max(step, 1.0) : step;
+}
+
+Range non_empty(double min, double max) {
+  if (!std::isfinite(min) || !std::isfinite(max)) return {0.0, 1.0};
+  if (max < min) std::swap(min, max);
+  if (max - min < 1e-12) {
+    const double pad = std::max(std::abs(max) * 0.5, 1.0);
+    return {min == 0.0 ? 0.0 : min - pad, max + pad};
+  }
+  return {min, max};
+}
+
+}  // namespace
+
+std::vector<double> nice_ticks(double min, double max, int target, bool integer_steps) {
+  const Range r = non_empty(min, max);
+  const double step = nice_step(r.span(), target, integer_steps);
+  std::vector<double> ticks;
+  const double first = std::ceil(r.min / step - 1e-9) * step;
+  for (double v = first; v <= r.max + step * 1e-9 && ticks.size() < 64; v += step) {
+    ticks.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+  }
+  return ticks;
+}
+
+Range nice_range(double min, double max, int target, bool integer_steps) {
+  const Range r = non_empty(min, max);
+  const double step = nice_step(r.span(), target, integer_steps);
+  return {std::floor(r.min / step + 1e-9) * step, std::ceil(r.max / step - 1e-9) * step};
+}
+
+QString format_number(double value, int significant) {
+  if (!std::isfinite(value)) return QStringLiteral("n/a");
+  const double magnitude = std::abs(value);
+  if (magnitude >= 1e6) return QString::number(value, 'g', significant);
+  if (magnitude >= std::pow(10.0, significant - 1) || value == std::round(value)) {
+    return QString::number(std::llround(value));
+  }
+  if (magnitude < 1e-3) return QString::number(value, 'g', significant);
+  const int decimals =
+      std::max(0, significant - 1 - static_cast<int>(std::floor(std::log10(magnitude))));
+  return QString::number(value, 'f', decimals);
+}
+
+QString format_bytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  double value = bytes;
+  while (std::abs(value) >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (unit == 0) return QStringLiteral("%1 B").arg(std::llround(value));
+  return QStringLiteral("%1 %2").arg(format_number(value, 3), QLatin1String(kUnits[unit]));
+}
+
+ByteUnit byte_unit(double max_bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  ByteUnit unit;
+  for (int i = 1; i < 5 && max_bytes >= unit.divisor * 1024.0; ++i) {
+    unit.divisor *= 1024.0;
+    unit.name = QLatin1String(kUnits[i]);
+  }
+  return unit;
+}
+
+QFont heading_font(const QFont& base) {
+  QFont font = base;
+  font.setBold(true);
+  if (base.pointSizeF() > 0) font.setPointSizeF(base.pointSizeF() * 1.1);
+  return font;
+}
+
+QFont small_font(const QFont& base) {
+  QFont font = base;
+  if (base.pointSizeF() > 0) font.setPointSizeF(base.pointSizeF() * 0.9);
+  return font;
+}
+
+double Frame::x(double value) const {
+  const double t = x_.span() == 0.0 ? 0.0 : (value - x_.min) / x_.span();
+  return plot_.left() + t * plot_.width();
+}
+
+double Frame::y(double value) const {
+  const double t = y_.span() == 0.0 ? 0.0 : (value - y_.min) / y_.span();
+  return plot_.bottom() - t * plot_.height();
+}
+
+Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, const Theme& theme) {
+  painter.save();
+  const QFont base = painter.font();
+  const QFont tick_font = small_font(base);
+  const QFontMetricsF label_metrics(base);
+  const QFontMetricsF tick_metrics(tick_font);
+
+  const std::vector<double> x_ticks =
+      nice_ticks(spec.x.min, spec.x.max, spec.x_ticks, spec.integer_x);
+  const std::vector<double> y_ticks =
+      spec.y_ticks > 0 ? nice_ticks(spec.y.min, spec.y.max, spec.y_ticks, spec.integer_y)
+                       : std::vector<double>{};
+  qreal y_tick_width = 0;
+  for (double v : y_ticks)
+    y_tick_width = std::max(y_tick_width, tick_metrics.horizontalAdvance(format_number(v)));
+
+  // Left: rotated y label, tick labels; bottom: tick labels, x label.
+  const qreal left = (spec.y_label.isEmpty() ? 0 : label_metrics.height() + 6) +
+                     (y_ticks.empty() ? 1 : y_tick_width + 6);
+  const qreal bottom = tick_metrics.height() + 4 + label_metrics.height() + 2;
+  const qreal right =
+      tick_metrics.horizontalAdvance(format_number(x_ticks.empty() ? 0 : x_ticks.back())) / 2 + 4;
+  const qreal top = tick_metrics.height() / 2;
+  QRectF plot = outer.adjusted(left, top, -right, -bottom);
+  if (plot.width() < 10 || plot.height() < 10) plot = outer;
+  const Frame frame(plot, spec.x, spec.y);
+
+  painter.setFont(tick_font);
+  for (double v : y_ticks) {
+    const qreal py = frame.y(v);
+    if (py < plot.top() - 0.5 || py > plot.bottom() + 0.5) continue;
+    painter.setPen(QPen(theme.grid, 1));
+    painter.drawLine(QPointF(plot.left(), py), QPointF(plot.right(), py));
+    painter.setPen(theme.muted_text);
+    painter.drawText(QRectF(plot.left() - y_tick_width - 6, py - tick_metrics.height() / 2,
+                            y_tick_width + 2, tick_metrics.height()),
+                     Qt::AlignRight | Qt::AlignVCenter, format_number(v));
+  }
+  for (double v : x_ticks) {
+    const qreal px = frame.x(v);
+    if (px < plot.left() - 0.5 || px > plot.right() + 0.5) continue;
+    painter.setPen(QPen(theme.grid, 1));
+    painter.drawLine(QPointF(px, plot.top()), QPointF(px, plot.bottom()));
+    painter.setPen(theme.muted_text);
+    const QString text = format_number(v);
+    const qreal w = tick_metrics.horizontalAdvance(text);
+    painter.drawText(QRectF(px - w / 2 - 2, plot.bottom() + 3, w + 4, tick_metrics.height()),
+                     Qt::AlignCenter, text);
+  }
+  painter.setPen(QPen(theme.muted_text, 1));
+  painter.drawLine(plot.bottomLeft(), plot.bottomRight());
+  painter.drawLine(plot.bottomLeft(), plot.topLeft());
+
+  painter.setFont(base);
+  painter.setPen(theme.text);
+  painter.drawText(QRectF(plot.left(), outer.bottom() - label_metrics.height(), plot.width(),
+                          label_metrics.height()),
+                   Qt::AlignHCenter | Qt::AlignBottom, spec.x_label);
+  painter.translate(outer.left(), plot.center().y());
+  painter.rotate(-90);
+  painter.drawText(QRectF(-plot.height() / 2 - 40, 0, plot.height() + 80, label_metrics.height()),
+                   Qt::AlignHCenter | Qt::AlignTop, spec.y_label);
+  painter.restore();
+  return frame;
+}
+
+qreal draw_heading(QPainter& painter, const QRectF& area, const QString& text, const Theme& theme) {
+  painter.save();
+  painter.setFont(heading_font(painter.font()));
+  painter.setPen(theme.text);
+  const qreal height = QFontMetricsF(painter.font()).height();
+  painter.drawText(QRectF(area.left(), area.top(), area.width(), height),
+                   Qt::AlignLeft | Qt::AlignVCenter, text);
+  painter.restore();
+  return height + 4;
+}
+
+void fill_patterned(QPainter& painter, const QRectF& rect, const QColor& color,
+                    Qt::BrushStyle pattern, const QColor& pattern_color) {
+  painter.fillRect(rect, color);
+  if (pattern != Qt::SolidPattern && pattern != Qt::NoBrush) {
+    painter.fillRect(rect, QBrush(pattern_color, pattern));
+  }
+}
+
+qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<LegendEntry>& entries,
+                  const Theme& theme) {
+  painter.save();
+  const QFontMetricsF metrics(painter.font());
+  const qreal line = metrics.height() + 4;
+  const qreal swatch = metrics.height() * 0.8;
+  qreal x = area.left();
+  qreal y = area.top();
+  for (const LegendEntry& entry : entries) {
+    const qreal width = swatch + 5 + metrics.horizontalAdvance(entry.label) + 14;
+    if (x > area.left() && x + width > area.right()) {
+      x = area.left();
+      y += line;
+    }
+    const QRectF box(x, y + (line - swatch) / 2, swatch, swatch);
+    if (entry.outlined) {
+      painter.setPen(QPen(entry.color, 2.5));
+      painter.setBrush(Qt::NoBrush);
+      painter.drawRect(box.adjusted(1, 1, -1, -1));
+    } else {
+      fill_patterned(painter, box, entry.color, entry.pattern, theme.text);
+      painter.setPen(QPen(theme.muted_text, 0.8));
+      painter.setBrush(Qt::NoBrush);
+      painter.drawRect(box);
+    }
+    painter.setPen(theme.text);
+    painter.drawText(QRectF(x + swatch + 5, y, width, line), Qt::AlignLeft | Qt::AlignVCenter,
+                     entry.label);
+    x += width;
+  }
+  painter.restore();
+  return entries.empty() ? 0.0 : y - area.top() + line;
+}
+
+void draw_note(QPainter& painter, const QRectF& area, const QString& text, const Theme& theme) {
+  painter.save();
+  painter.setPen(theme.muted_text);
+  painter.drawText(area, Qt::AlignCenter | Qt::TextWordWrap, text);
+  painter.restore();
+}
+
+}  // namespace servescope::widgets::chart

@@ -1,0 +1,99 @@
+// Small painting helpers shared by the panels: tick placement, axes with labelled units, legends,
+// headings and number formatting. Plain QPainter, so SVG export keeps everything as vectors.
+#pragma once
+
+#include <QColor>
+#include <QFont>
+#include <QPointF>
+#include <QRectF>
+#include <QString>
+#include <vector>
+
+class QPainter;
+
+namespace servescope::widgets {
+
+struct Theme;
+
+namespace chart {
+
+struct Range {
+  double min = 0.0;
+  double max = 1.0;
+  double span() const { return max - min; }
+};
+
+// About `target` tick values at 1, 2 or 5 x 10^k steps covering [min, max]; integer_steps keeps
+// the step at 1 or more (counts such as tokens or batch sizes).
+std::vector<double> nice_ticks(double min, double max, int target, bool integer_steps = false);
+// [min, max] widened to the outermost ticks, and never empty.
+Range nice_range(double min, double max, int target, bool integer_steps = false);
+
+// "1234", "12.3", "0.0123", "1.2e+06": short, with `significant` digits where a fraction shows.
+QString format_number(double value, int significant = 3);
+// Binary units: "512 B", "12.0 KiB", "3.25 MiB", "1.50 GiB".
+QString format_bytes(double bytes);
+// The binary unit that suits values up to `max_bytes` for an axis: {divisor, "KiB"}.
+struct ByteUnit {
+  double divisor = 1.0;
+  QString name = QStringLiteral("B");
+};
+ByteUnit byte_unit(double max_bytes);
+
+QFont heading_font(const QFont& base);
+QFont small_font(const QFont& base);
+
+// Maps data coordinates into a plot rectangle (y grows upwards).
+class Frame {
+ public:
+  Frame() = default;
+  Frame(QRectF plot, Range x, Range y) : plot_(plot), x_(x), y_(y) {}
+  double x(double value) const;
+  double y(double value) const;
+  QPointF point(double x_value, double y_value) const { return {x(x_value), y(y_value)}; }
+  const QRectF& plot() const { return plot_; }
+  const Range& x_range() const { return x_; }
+  const Range& y_range() const { return y_; }
+
+ private:
+  QRectF plot_;
+  Range x_, y_;
+};
+
+struct AxesSpec {
+  QString x_label;  // with its unit, e.g. "context length (tokens)"
+  QString y_label;  // e.g. "time per decode step (ms)"
+  Range x, y;       // already nice_range()d by the caller when ticks should sit on the ends
+  int x_ticks = 6;
+  int y_ticks = 5;
+  bool integer_x = false;
+  bool integer_y = false;
+};
+
+// Draws grid, ticks, tick labels and both axis labels inside `outer` and returns the frame the
+// data is drawn in.
+Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, const Theme& theme);
+
+// Bold heading at the top of `area`; returns the height it took.
+qreal draw_heading(QPainter& painter, const QRectF& area, const QString& text, const Theme& theme);
+
+struct LegendEntry {
+  QString label;
+  QColor color;
+  Qt::BrushStyle pattern = Qt::SolidPattern;  // drawn over the colour in the text colour
+  bool outlined = false;                      // swatch drawn as a thick outline only
+};
+
+// Swatch + label pairs laid out left to right, wrapping inside `area`; returns the height used.
+qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<LegendEntry>& entries,
+                  const Theme& theme);
+
+// A rectangle filled with `color` and, when `pattern` is not solid, that pattern on top.
+void fill_patterned(QPainter& painter, const QRectF& rect, const QColor& color,
+                    Qt::BrushStyle pattern, const QColor& pattern_color);
+
+// Message centred in `area` in the muted text colour (for "not measured" and similar states).
+void draw_note(QPainter& painter, const QRectF& area, const QString& text, const Theme& theme);
+
+}  // namespace chart
+}  // namespace servescope::widgets

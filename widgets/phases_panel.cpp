@@ -1,0 +1,387 @@
+#include "widgets/phases_panel.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+#include <algorithm>
+#include <array>
+#include <numeric>
+
+#include "widgets/theme.h"
+
+namespace servescope::widgets {
+namespace {
+
+struct KernelClass {
+  const char* name;
+  double StepBar::*ms;
+  int series;  // Okabe-Ito index; none of them is the prefill blue or the decode orange
+};
+constexpr std::array<KernelClass, 4> kKernels = {{
+    {"matmul", &StepBar::matmul_ms, 2},        // bluish green
+    {"attention", &StepBar::attention_ms, 5},  // vermillion
+    {"norm", &StepBar::norm_ms, 6},            // reddish purple
+    {"other", &StepBar::other_ms, -1},         // neutral: the muted text grey
+}};
+
+QColor kernel_color(const KernelClass& k, const Theme& t) {
+  return k.series < 0 ? t.muted_text : t.series(k.series);
+}
+
+QColor phase_color(StepPhase phase, const Theme& t) {
+  return phase == StepPhase::kDecode ? t.decode : t.prefill;
+}
+
+// Black or white, whichever reads better on `fill`.
+QColor text_on(const QColor& fill) {
+  return fill.lightness() > 140 ? QColor(0x1A1A1A) : QColor(Qt::white);
+}
+
+double duration(const StepBar& s) { return std::max(0.0, s.end_ms - s.start_ms); }
+
+QString step_tooltip(const StepBar& s) {
+  QString text = QObject::tr(
+                     "Step %1: %2 prompt tokens prefilled, %3 tokens decoded, %4 sequences, "
+                     "%5 ms, context up to %6 tokens.")
+                     .arg(s.index)
+                     .arg(s.prefill_tokens)
+                     .arg(s.decode_tokens)
+                     .arg(s.sequences)
+                     .arg(chart::format_number(duration(s)))
+                     .arg(s.context_tokens);
+  if (s.kernels_measured) {
+    text += QObject::tr(" Kernels: matmul %1 ms, attention %2 ms, norm %3 ms, other %4 ms.")
+                .arg(chart::format_number(s.matmul_ms), chart::format_number(s.attention_ms),
+                     chart::format_number(s.norm_ms), chart::format_number(s.other_ms));
+  }
+  return text;
+}
+
+}  // namespace
+
+StepPhase phase_of(const StepBar& step) {
+  if (step.prefill_tokens > 0 && step.decode_tokens > 0) return StepPhase::kMixed;
+  if (step.prefill_tokens > 0) return StepPhase::kPrefill;
+  if (step.decode_tokens > 0) return StepPhase::kDecode;
+  return StepPhase::kIdle;
+}
+
+PhasesPanel::PhasesPanel(QWidget* parent) : PanelView(parent) {}
+
+void PhasesPanel::set_snapshot(PhasesSnapshot snapshot) {
+  snapshot_ = std::move(snapshot);
+  update();
+}
+
+QString PhasesPanel::title() const { return tr("Phases"); }
+
+QString PhasesPanel::csv() const {
+  QString out = QStringLiteral(
+      "step,start_ms,end_ms,duration_ms,phase,prefill_tokens,decode_tokens,sequences,"
+      "context_tokens,kernels_measured,matmul_ms,attention_ms,norm_ms,other_ms\n");
+  static const char* const kPhaseNames[] = {"prefill", "decode", "mixed", "idle"};
+  for (const StepBar& s : snapshot_.steps) {
+    const bool k = s.kernels_measured;
+    auto kernel = [k](double ms) { return k ? QString::number(ms, 'g', 9) : QString(); };
+    out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14\n")
+               .arg(s.index)
+               .arg(QString::number(s.start_ms, 'g', 12), QString::number(s.end_ms, 'g', 12),
+                    QString::number(duration(s), 'g', 9),
+                    QLatin1String(kPhaseNames[static_cast<int>(phase_of(s))]))
+               .arg(s.prefill_tokens)
+               .arg(s.decode_tokens)
+               .arg(s.sequences)
+               .arg(s.context_tokens)
+               .arg(k ? QStringLiteral("true") : QStringLiteral("false"))
+               .arg(kernel(s.matmul_ms), kernel(s.attention_ms), kernel(s.norm_ms),
+                    kernel(s.other_ms));
+  }
+  return out;
+}
+
+int PhasesPanel::step_count(StepPhase phase) const {
+  return static_cast<int>(
+      std::count_if(snapshot_.steps.begin(), snapshot_.steps.end(),
+                    [phase](const StepBar& s) { return phase_of(s) == phase; }));
+}
+
+bool PhasesPanel::kernels_measured() const {
+  return std::any_of(snapshot_.steps.begin(), snapshot_.steps.end(),
+                     [](const StepBar& s) { return s.kernels_measured; });
+}
+
+QString PhasesPanel::kernel_note() const {
+  if (snapshot_.steps.empty() || kernels_measured()) return {};
+  return tr("kernel times not measured on this device");
+}
+
+std::vector<chart::LegendEntry> PhasesPanel::legend() const {
+  const Theme& t = theme();
+  std::vector<chart::LegendEntry> entries;
+  if (step_count(StepPhase::kPrefill) > 0 || step_count(StepPhase::kMixed) > 0) {
+    entries.push_back({tr("prefill step (many prompt tokens)"), t.prefill});
+  }
+  if (step_count(StepPhase::kDecode) > 0 || step_count(StepPhase::kMixed) > 0) {
+    entries.push_back({tr("decode step (one token per sequence)"), t.decode});
+  }
+  if (kernels_measured()) {
+    for (const KernelClass& k : kKernels)
+      entries.push_back({QString::fromLatin1(k.name), kernel_color(k, t)});
+  }
+  return entries;
+}
+
+QStringList PhasesPanel::legend_labels() const {
+  QStringList labels;
+  for (const chart::LegendEntry& e : legend()) labels << e.label;
+  return labels;
+}
+
+chart::Range PhasesPanel::time_axis_ms() const {
+  if (snapshot_.steps.empty()) return {0.0, 1.0};
+  const double first = snapshot_.steps.front().start_ms;
+  double last = first;
+  for (const StepBar& s : snapshot_.steps) last = std::max(last, s.end_ms);
+  return chart::nice_range(0.0, last - first, 8);
+}
+
+std::vector<QPointF> PhasesPanel::decode_points() const {
+  std::vector<QPointF> points;
+  for (const StepBar& s : snapshot_.steps) {
+    if (phase_of(s) == StepPhase::kDecode)
+      points.emplace_back(double(s.context_tokens), duration(s));
+  }
+  return points;
+}
+
+QStringList PhasesPanel::throughput_labels() const {
+  return {tr("Prefill: %1 tokens/s").arg(chart::format_number(snapshot_.prefill_tokens_per_s)),
+          tr("Decode: %1 tokens/s").arg(chart::format_number(snapshot_.decode_tokens_per_s))};
+}
+
+void PhasesPanel::paintEvent(QPaintEvent*) {
+  QPainter painter(this);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setFont(font());
+  clear_tooltips();
+  if (snapshot_.steps.empty()) {
+    paint_empty_state(painter, tr("No steps yet: press Generate to see prefill and decode."));
+    return;
+  }
+  const Theme& t = theme();
+  painter.fillRect(rect(), t.background);
+  const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
+  qreal y = area.top();
+  y += chart::draw_heading(painter, area, tr("Phases: prefill and decode steps, measured"), t);
+  y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
+                          t) +
+       6;
+
+  const qreal rest = std::max<qreal>(area.bottom() - y, 0);
+  const QRectF timeline(area.left(), y, area.width(), rest * 0.45);
+  paint_timeline(painter, timeline);
+  const QRectF bottom(area.left(), timeline.bottom() + 12, area.width(), rest * 0.55 - 12);
+  const qreal split = bottom.width() * 0.58;
+  paint_decode_chart(painter, QRectF(bottom.left(), bottom.top(), split - 16, bottom.height()));
+  paint_throughput(painter, QRectF(bottom.left() + split + 8, bottom.top(),
+                                   bottom.width() - split - 8, bottom.height()));
+}
+
+void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
+  const Theme& t = theme();
+  const qreal top = area.top() + chart::draw_heading(painter, area, tr("Steps over time"), t);
+  const QFontMetricsF metrics(painter.font());
+  const QString steps_label = tr("steps");
+  const QString kernels_label = tr("kernels");
+  const qreal label_width =
+      std::max(metrics.horizontalAdvance(steps_label), metrics.horizontalAdvance(kernels_label)) +
+      10;
+
+  chart::AxesSpec spec;
+  spec.x_label = tr("time since the first step (ms)");
+  spec.x = time_axis_ms();
+  spec.y = {0.0, 2.0};
+  spec.y_ticks = 0;
+  spec.x_ticks = 8;
+  const chart::Frame frame = chart::draw_axes(
+      painter,
+      QRectF(area.left() + label_width, top, area.width() - label_width, area.bottom() - top), spec,
+      t);
+  const QRectF plot = frame.plot();
+  const QRectF steps_lane(plot.left(), plot.top() + 4, plot.width(), plot.height() / 2 - 6);
+  const QRectF kernel_lane(plot.left(), plot.center().y() + 2, plot.width(), plot.height() / 2 - 6);
+
+  painter.setPen(t.text);
+  painter.drawText(QRectF(area.left(), steps_lane.top(), label_width - 6, steps_lane.height()),
+                   Qt::AlignRight | Qt::AlignVCenter, steps_label);
+  painter.drawText(QRectF(area.left(), kernel_lane.top(), label_width - 6, kernel_lane.height()),
+                   Qt::AlignRight | Qt::AlignVCenter, kernels_label);
+
+  const double origin = snapshot_.steps.front().start_ms;
+  painter.setFont(chart::small_font(font()));
+  const QFontMetricsF small(painter.font());
+  for (const StepBar& s : snapshot_.steps) {
+    const StepPhase phase = phase_of(s);
+    if (phase == StepPhase::kIdle) continue;
+    const qreal x0 = frame.x(s.start_ms - origin);
+    const qreal x1 = std::max(frame.x(s.end_ms - origin), x0 + 1.5);
+    const QRectF bar(x0, steps_lane.top(), x1 - x0, steps_lane.height());
+    const QColor fill = phase_color(phase, t);
+    painter.fillRect(bar, fill);
+    if (phase == StepPhase::kMixed) {
+      painter.fillRect(
+          QRectF(x0, bar.bottom() - bar.height() * 0.35, bar.width(), bar.height() * 0.35),
+          t.decode);
+    }
+    if (phase != StepPhase::kDecode) {
+      const QString label = tr("%1 tok").arg(s.prefill_tokens);
+      if (small.horizontalAdvance(label) + 6 < bar.width()) {
+        painter.setPen(text_on(fill));
+        painter.drawText(
+            bar.adjusted(0, 0, 0, phase == StepPhase::kMixed ? -bar.height() * 0.35 : 0),
+            Qt::AlignCenter, label);
+      }
+    }
+    add_tooltip(bar.adjusted(-1, 0, 1, 0), step_tooltip(s));
+  }
+  painter.setFont(font());
+  paint_kernel_strip(painter, frame, kernel_lane);
+}
+
+void PhasesPanel::paint_kernel_strip(QPainter& painter, const chart::Frame& frame,
+                                     const QRectF& lane) {
+  const Theme& t = theme();
+  if (!kernels_measured()) {
+    chart::draw_note(painter, lane, kernel_note(), t);
+    add_tooltip(lane, tr("This backend does not time individual kernels, so the split of each step "
+                         "into matmul, attention, norm and other is not shown."));
+    return;
+  }
+  const double origin = snapshot_.steps.front().start_ms;
+  for (const StepBar& s : snapshot_.steps) {
+    if (!s.kernels_measured || duration(s) <= 0.0) continue;
+    const qreal x0 = frame.x(s.start_ms - origin);
+    const qreal width = std::max(frame.x(s.end_ms - origin) - x0, 1.5);
+    // Each class gets its share of the step's duration; time outside kernels stays blank.
+    qreal x = x0;
+    for (const KernelClass& k : kKernels) {
+      const qreal w = std::min<qreal>(width * (s.*k.ms) / duration(s), x0 + width - x);
+      if (w <= 0) continue;
+      painter.fillRect(QRectF(x, lane.top(), w, lane.height()), kernel_color(k, t));
+      x += w;
+    }
+    add_tooltip(QRectF(x0, lane.top(), width, lane.height()), step_tooltip(s));
+  }
+}
+
+void PhasesPanel::paint_decode_chart(QPainter& painter, const QRectF& area) {
+  const Theme& t = theme();
+  qreal top = area.top() + chart::draw_heading(
+                               painter, area, tr("Time per decode step against context length"), t);
+  const std::vector<QPointF> points = decode_points();
+  if (points.empty()) {
+    chart::draw_note(painter, QRectF(area.left(), top, area.width(), area.bottom() - top),
+                     tr("No decode steps yet."), t);
+    return;
+  }
+  const bool kernels = kernels_measured();
+  std::vector<chart::LegendEntry> entries = {{tr("whole step"), t.decode}};
+  if (kernels) {
+    entries.push_back({tr("attention"), t.series(kKernels[1].series)});
+    entries.push_back({tr("matmul"), t.series(kKernels[0].series)});
+  }
+  top += chart::draw_legend(painter, QRectF(area.left(), top, area.width(), area.height()), entries,
+                            t);
+
+  double max_context = 1.0;
+  double max_ms = 0.0;
+  for (const QPointF& p : points) {
+    max_context = std::max(max_context, p.x());
+    max_ms = std::max(max_ms, p.y());
+  }
+  chart::AxesSpec spec;
+  spec.x_label = tr("context length (tokens)");
+  spec.y_label = tr("time per step (ms)");
+  spec.x = chart::nice_range(0.0, max_context, 6, true);
+  spec.y = chart::nice_range(0.0, max_ms, 5);
+  spec.integer_x = true;
+  const chart::Frame frame = chart::draw_axes(
+      painter, QRectF(area.left(), top, area.width(), area.bottom() - top), spec, t);
+  add_tooltip(frame.plot(),
+              tr("Each dot is one decode step: its measured duration against the longest "
+                 "context it attended over."));
+
+  auto dots = [&](double StepBar::*field, const QColor& color) {
+    painter.setPen(QPen(color.darker(130), 1));
+    painter.setBrush(color);
+    for (const StepBar& s : snapshot_.steps) {
+      if (phase_of(s) != StepPhase::kDecode) continue;
+      if (field != nullptr && !s.kernels_measured) continue;
+      const double ms = field == nullptr ? duration(s) : s.*field;
+      painter.drawEllipse(frame.point(double(s.context_tokens), ms), 3.2, 3.2);
+    }
+  };
+  painter.save();
+  painter.setClipRect(frame.plot().adjusted(-4, -4, 4, 4));
+  dots(nullptr, t.decode);
+  if (kernels) {
+    dots(&StepBar::attention_ms, t.series(kKernels[1].series));
+    dots(&StepBar::matmul_ms, t.series(kKernels[0].series));
+  }
+  painter.restore();
+}
+
+void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
+  const Theme& t = theme();
+  qreal y = area.top() + chart::draw_heading(painter, area, tr("Throughput per phase"), t);
+  const QFontMetricsF metrics(painter.font());
+  const QStringList labels = throughput_labels();
+  const std::array<double, 2> rates = {snapshot_.prefill_tokens_per_s,
+                                       snapshot_.decode_tokens_per_s};
+  const std::array<QColor, 2> colors = {t.prefill, t.decode};
+  const std::array<QString, 2> tips = {tr("Prompt tokens processed per second during prefill "
+                                          "steps: many tokens share each weight read."),
+                                       tr("Tokens generated per second during decode steps: each "
+                                          "step reads all weights for one token "
+                                          "per sequence.")};
+  const double max_rate = std::max({rates[0], rates[1], 1e-9});
+  const qreal bar_height = metrics.height() * 1.3;
+  for (size_t i = 0; i < 2; ++i) {
+    painter.setPen(t.text);
+    painter.drawText(QRectF(area.left(), y, area.width(), metrics.height()), Qt::AlignLeft,
+                     labels[int(i)]);
+    y += metrics.height() + 2;
+    const QRectF bar(area.left(), y, std::max<qreal>(area.width() * rates[i] / max_rate, 2.0),
+                     bar_height);
+    painter.fillRect(bar, colors[i]);
+    add_tooltip(QRectF(area.left(), y - metrics.height() - 2, area.width(),
+                       bar_height + metrics.height() + 2),
+                tips[i]);
+    y += bar_height + 8;
+  }
+
+  // Mean step cost per phase: the measured reason the two rates differ.
+  for (StepPhase phase : {StepPhase::kPrefill, StepPhase::kDecode}) {
+    double total_ms = 0.0;
+    int64_t tokens = 0;
+    int count = 0;
+    for (const StepBar& s : snapshot_.steps) {
+      if (phase_of(s) != phase) continue;
+      total_ms += duration(s);
+      tokens += phase == StepPhase::kPrefill ? s.prefill_tokens : s.decode_tokens;
+      ++count;
+    }
+    if (count == 0) continue;
+    const QString line = tr("%1: %2 steps, %3 ms and %4 tokens per step on average")
+                             .arg(phase == StepPhase::kPrefill ? tr("Prefill") : tr("Decode"))
+                             .arg(count)
+                             .arg(chart::format_number(total_ms / count))
+                             .arg(chart::format_number(double(tokens) / count));
+    painter.setPen(t.muted_text);
+    const QRectF box(area.left(), y, area.width(), area.bottom() - y);
+    const QRectF used = painter.boundingRect(box, Qt::AlignLeft | Qt::TextWordWrap, line);
+    painter.drawText(box, Qt::AlignLeft | Qt::TextWordWrap, line);
+    y += used.height() + 4;
+  }
+}
+
+}  // namespace servescope::widgets
