@@ -1,0 +1,155 @@
+#include "widgets/roofline_panel.h"
+
+#include <gtest/gtest.h>
+
+#include <QFileInfo>
+#include <QImage>
+#include <QTemporaryDir>
+#include <cmath>
+
+#include "tests/widgets/panel_painting.h"
+#include "widgets/theme.h"
+
+namespace servescope::widgets {
+namespace {
+
+RooflineSnapshot probed_snapshot() {
+  RooflineSnapshot s;
+  s.device_name = QStringLiteral("llvmpipe (LLVM 15, 256 bits)");
+  s.cache_gb_per_s = 48.6;
+  s.memory_gb_per_s = 12.3;
+  s.compute_gflop_per_s = 96.4;
+  s.points = {
+      {0, StepPhase::kPrefill, 1, 29.5, 61.2}, {1, StepPhase::kDecode, 1, 0.49, 5.1},
+      {2, StepPhase::kDecode, 1, 0.49, 5.3},   {3, StepPhase::kMixed, 2, 7.5, 30.0},
+      {4, StepPhase::kDecode, 4, 1.9, 20.2},   {5, StepPhase::kDecode, 16, 7.2, 70.4},
+  };
+  return s;
+}
+
+TEST(RooflineMath, AttainableIsTheLowerOfSlopeAndRoof) {
+  EXPECT_DOUBLE_EQ(attainable_gflop_per_s(2.0, 10.0, 100.0), 20.0);    // on the slope
+  EXPECT_DOUBLE_EQ(attainable_gflop_per_s(50.0, 10.0, 100.0), 100.0);  // under the roof
+  EXPECT_DOUBLE_EQ(attainable_gflop_per_s(50.0, 10.0, 0.0), 500.0);    // no compute roof
+  EXPECT_DOUBLE_EQ(ridge_intensity(12.5, 100.0), 8.0);
+  EXPECT_DOUBLE_EQ(ridge_intensity(0.0, 100.0), 0.0);
+}
+
+TEST(RooflineMath, DecadeRangeCoversEveryPositiveValue) {
+  const DecadeRange r = decade_range({0.049, 3.0, 712.0, 0.0, -4.0});
+  EXPECT_EQ(r.low, -2);
+  EXPECT_EQ(r.high, 3);
+  const DecadeRange exact = decade_range({10.0});
+  EXPECT_EQ(exact.low, 1);
+  EXPECT_EQ(exact.high, 2);  // at least one decade
+}
+
+TEST(RooflineMath, DecadeLabelsUseSiPrefixes) {
+  EXPECT_EQ(decade_label(-2), QStringLiteral("0.01"));
+  EXPECT_EQ(decade_label(0), QStringLiteral("1"));
+  EXPECT_EQ(decade_label(2), QStringLiteral("100"));
+  EXPECT_EQ(decade_label(3), QStringLiteral("1k"));
+  EXPECT_EQ(decade_label(4), QStringLiteral("10k"));
+  EXPECT_EQ(decade_label(9), QStringLiteral("1G"));
+}
+
+TEST(RooflinePanel, RoofLabelsCarryTheMeasuredValues) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  EXPECT_TRUE(panel.has_roofs());
+  const QStringList labels = panel.roof_labels();
+  ASSERT_EQ(labels.size(), 3);
+  EXPECT_TRUE(labels[0].contains(QStringLiteral("cache")) && labels[0].contains("48.6 GB/s"));
+  EXPECT_TRUE(labels[1].contains(QStringLiteral("main memory")) && labels[1].contains("12.3 GB/s"));
+  EXPECT_TRUE(labels[2].contains(QStringLiteral("96.4 GFLOP/s")));
+}
+
+TEST(RooflinePanel, RidgePointsAreComputeOverBandwidth) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  const std::vector<double> ridges = panel.ridge_points();
+  ASSERT_EQ(ridges.size(), 2u);
+  EXPECT_DOUBLE_EQ(ridges[0], 96.4 / 48.6);
+  EXPECT_DOUBLE_EQ(ridges[1], 96.4 / 12.3);
+}
+
+TEST(RooflinePanel, AxesSpanWholeDecadesAroundPointsAndRoofs) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  // x: the lowest intensity 0.49 and the roofs' ridges x4 (31.3) -> [0.1, 100].
+  EXPECT_EQ(panel.x_decades().low, -1);
+  EXPECT_EQ(panel.x_decades().high, 2);
+  // y: main memory at 0.1 FLOP/byte is 1.23 GFLOP/s; the compute roof with headroom 192.8.
+  EXPECT_EQ(panel.y_decades().low, 0);
+  EXPECT_EQ(panel.y_decades().high, 3);
+  for (const RooflinePoint& p : panel.snapshot().points) {
+    EXPECT_GE(p.intensity_flop_per_byte, std::pow(10.0, panel.x_decades().low));
+    EXPECT_LE(p.intensity_flop_per_byte, std::pow(10.0, panel.x_decades().high));
+    EXPECT_GE(p.gflop_per_s, std::pow(10.0, panel.y_decades().low));
+    EXPECT_LE(p.gflop_per_s, std::pow(10.0, panel.y_decades().high));
+  }
+}
+
+TEST(RooflinePanel, LegendHasOneEntryPerBatchSizeThenThePhases) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  const QStringList expected = {"batch 1", "batch 2", "batch 4", "batch 16",
+                                "prefill", "decode",  "mixed"};
+  EXPECT_EQ(panel.legend_entries(), expected);
+}
+
+TEST(RooflinePanel, UnprobedDeviceHasNoRoofs) {
+  RooflinePanel panel;
+  RooflineSnapshot s = probed_snapshot();
+  s.cache_gb_per_s = s.memory_gb_per_s = s.compute_gflop_per_s = 0.0;
+  panel.set_snapshot(s);
+  EXPECT_FALSE(panel.has_roofs());
+  EXPECT_TRUE(panel.roof_labels().isEmpty());
+  EXPECT_TRUE(panel.ridge_points().empty());
+  EXPECT_EQ(panel.x_decades().low, -1);  // still spans the points: 0.49 .. 29.5
+  EXPECT_EQ(panel.x_decades().high, 2);
+}
+
+TEST(RooflinePanel, CsvHasAHeaderAndOneRowPerStepThenTheRoofs) {
+  RooflinePanel panel;
+  panel.set_snapshot(probed_snapshot());
+  const QStringList lines = panel.csv().split('\n');
+  EXPECT_EQ(lines[0], QStringLiteral("step,phase,batch_size,intensity_flop_per_byte,gflop_per_s"));
+  EXPECT_EQ(lines[1], QStringLiteral("0,prefill,1,29.5,61.2"));
+  EXPECT_EQ(lines[6], QStringLiteral("5,decode,16,7.2,70.4"));
+  EXPECT_EQ(lines[8], QStringLiteral("roof,value,unit"));
+  EXPECT_TRUE(panel.csv().contains(QStringLiteral("main memory bandwidth,12.3,GB/s")));
+  EXPECT_TRUE(panel.csv().contains(QStringLiteral("compute,96.4,GFLOP/s")));
+}
+
+TEST(RooflinePanel, PointsHaveTooltipsWithTheirNumbers) {
+  RooflinePanel panel;
+  panel.resize(800, 600);
+  panel.set_snapshot(probed_snapshot());
+  (void)panel.grab();  // paints, which registers the tooltip areas
+  bool found = false;
+  for (int y = 0; y < 600 && !found; y += 2) {
+    for (int x = 0; x < 800 && !found; x += 2) {
+      found = panel.tooltip_at(QPointF(x, y)).startsWith(QStringLiteral("Step 3 (mixed, batch 2)"));
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(RooflinePanel, PaintsEmptyAndFullAtEverySizeAndTheme) {
+  RooflinePanel empty;
+  RooflinePanel full;
+  full.set_snapshot(probed_snapshot());
+  expect_paints_everywhere(empty);
+  expect_paints_everywhere(full);
+}
+
+TEST(RooflinePanel, ExportsNonEmptyPngAndSvg) {
+  RooflinePanel panel;
+  panel.resize(800, 600);
+  panel.set_snapshot(probed_snapshot());
+  expect_exports_images(panel);
+}
+
+}  // namespace
+}  // namespace servescope::widgets

@@ -1,0 +1,529 @@
+#include "widgets/roofline_panel.h"
+
+#include <QPainter>
+#include <QPainterPath>
+#include <algorithm>
+#include <cmath>
+
+#include "widgets/plot_text.h"
+#include "widgets/theme.h"
+
+namespace servescope::widgets {
+namespace {
+
+constexpr double kMarkerRadius = 5.0;
+
+QString phase_name(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::kPrefill:
+      return QStringLiteral("prefill");
+    case StepPhase::kDecode:
+      return QStringLiteral("decode");
+    case StepPhase::kMixed:
+      return QStringLiteral("mixed");
+  }
+  return {};
+}
+
+// Prefill a square, decode a circle, mixed a triangle: told apart without colour.
+QPainterPath marker_path(StepPhase phase, QPointF centre, double radius) {
+  QPainterPath path;
+  switch (phase) {
+    case StepPhase::kPrefill:
+      path.addRect(QRectF(centre.x() - radius, centre.y() - radius, 2 * radius, 2 * radius));
+      break;
+    case StepPhase::kDecode:
+      path.addEllipse(centre, radius, radius);
+      break;
+    case StepPhase::kMixed:
+      path.moveTo(centre.x(), centre.y() - 1.2 * radius);
+      path.lineTo(centre.x() + 1.1 * radius, centre.y() + 0.8 * radius);
+      path.lineTo(centre.x() - 1.1 * radius, centre.y() + 0.8 * radius);
+      path.closeSubpath();
+      break;
+  }
+  return path;
+}
+
+bool placeable(const RooflinePoint& p) {
+  return p.intensity_flop_per_byte > 0.0 && p.gflop_per_s > 0.0 &&
+         std::isfinite(p.intensity_flop_per_byte) && std::isfinite(p.gflop_per_s);
+}
+
+// Log-log mapping of the plot area.
+struct LogMap {
+  QRectF area;
+  DecadeRange x;
+  DecadeRange y;
+
+  double px(double value) const {
+    return area.left() + (std::log10(value) - x.low) / (x.high - x.low) * area.width();
+  }
+  double py(double value) const {
+    return area.bottom() - (std::log10(value) - y.low) / (y.high - y.low) * area.height();
+  }
+  QPointF at(double vx, double vy) const { return {px(vx), py(vy)}; }
+  double x_min() const { return std::pow(10.0, x.low); }
+  double x_max() const { return std::pow(10.0, x.high); }
+  double y_min() const { return std::pow(10.0, y.low); }
+  double y_max() const { return std::pow(10.0, y.high); }
+};
+
+}  // namespace
+
+double attainable_gflop_per_s(double intensity, double bandwidth_gb_per_s,
+                              double compute_gflop_per_s) {
+  const double slope = bandwidth_gb_per_s * intensity;
+  return compute_gflop_per_s > 0.0 ? std::min(slope, compute_gflop_per_s) : slope;
+}
+
+double ridge_intensity(double bandwidth_gb_per_s, double compute_gflop_per_s) {
+  return bandwidth_gb_per_s > 0.0 ? compute_gflop_per_s / bandwidth_gb_per_s : 0.0;
+}
+
+DecadeRange decade_range(const std::vector<double>& positive_values) {
+  double lo = 0.0;
+  double hi = 0.0;
+  for (const double v : positive_values) {
+    if (!(v > 0.0) || !std::isfinite(v)) continue;
+    lo = lo > 0.0 ? std::min(lo, v) : v;
+    hi = std::max(hi, v);
+  }
+  if (lo <= 0.0) return {};
+  DecadeRange range{static_cast<int>(std::floor(std::log10(lo))),
+                    static_cast<int>(std::ceil(std::log10(hi)))};
+  if (range.high <= range.low) range.high = range.low + 1;
+  return range;
+}
+
+QString decade_label(int exponent) {
+  static const char* const kSuffix[] = {"", "k", "M", "G", "T", "P"};
+  if (exponent < 0) return QString::number(std::pow(10.0, exponent), 'f', -exponent);
+  const int group = std::min(exponent / 3, 5);
+  const int rest = exponent - 3 * group;
+  return QString::number(static_cast<int64_t>(std::pow(10.0, rest))) + kSuffix[group];
+}
+
+RooflinePanel::RooflinePanel(QWidget* parent) : PanelView(parent) {
+  setMinimumSize(200, 150);
+  update_ranges();
+}
+
+void RooflinePanel::set_snapshot(RooflineSnapshot snapshot) {
+  snapshot_ = std::move(snapshot);
+  update_ranges();
+  update();
+}
+
+QString RooflinePanel::title() const { return tr("Roofline"); }
+
+std::vector<RooflinePanel::Bandwidth> RooflinePanel::bandwidths() const {
+  std::vector<Bandwidth> result;
+  if (snapshot_.cache_gb_per_s > 0.0) result.push_back({tr("cache"), snapshot_.cache_gb_per_s});
+  if (snapshot_.memory_gb_per_s > 0.0) {
+    result.push_back({tr("main memory"), snapshot_.memory_gb_per_s});
+  }
+  return result;
+}
+
+bool RooflinePanel::has_roofs() const {
+  return !bandwidths().empty() || snapshot_.compute_gflop_per_s > 0.0;
+}
+
+std::vector<int64_t> RooflinePanel::batch_sizes() const {
+  std::vector<int64_t> sizes;
+  for (const RooflinePoint& p : snapshot_.points) sizes.push_back(p.batch_size);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+std::vector<double> RooflinePanel::ridge_points() const {
+  std::vector<double> ridges;
+  if (snapshot_.compute_gflop_per_s <= 0.0) return ridges;
+  for (const Bandwidth& b : bandwidths()) {
+    ridges.push_back(ridge_intensity(b.gb_per_s, snapshot_.compute_gflop_per_s));
+  }
+  return ridges;
+}
+
+QStringList RooflinePanel::roof_labels() const {
+  QStringList labels;
+  for (const Bandwidth& b : bandwidths()) {
+    labels << tr("%1 %2 GB/s").arg(b.name, format_number(b.gb_per_s));
+  }
+  if (snapshot_.compute_gflop_per_s > 0.0) {
+    labels << tr("compute %1 GFLOP/s").arg(format_number(snapshot_.compute_gflop_per_s));
+  }
+  return labels;
+}
+
+QStringList RooflinePanel::legend_entries() const {
+  QStringList entries;
+  for (const int64_t size : batch_sizes()) entries << tr("batch %1").arg(size);
+  bool seen[3] = {false, false, false};
+  for (const RooflinePoint& p : snapshot_.points) seen[static_cast<int>(p.phase)] = true;
+  for (const StepPhase phase : {StepPhase::kPrefill, StepPhase::kDecode, StepPhase::kMixed}) {
+    if (seen[static_cast<int>(phase)]) entries << phase_name(phase);
+  }
+  return entries;
+}
+
+void RooflinePanel::update_ranges() {
+  std::vector<double> xs;
+  std::vector<double> ys;
+  for (const RooflinePoint& p : snapshot_.points) {
+    if (!placeable(p)) continue;
+    xs.push_back(p.intensity_flop_per_byte);
+    ys.push_back(p.gflop_per_s);
+  }
+  for (const double ridge : ridge_points()) {
+    xs.push_back(ridge / 4.0);  // some slope before the ridge and some roof after it
+    xs.push_back(ridge * 4.0);
+  }
+  if (xs.empty()) xs = {0.1, 1000.0};
+  x_decades_ = decade_range(xs);
+  const double x_min = std::pow(10.0, x_decades_.low);
+  for (const Bandwidth& b : bandwidths()) {
+    ys.push_back(attainable_gflop_per_s(x_min, b.gb_per_s, snapshot_.compute_gflop_per_s));
+  }
+  if (snapshot_.compute_gflop_per_s > 0.0) ys.push_back(snapshot_.compute_gflop_per_s * 2.0);
+  if (ys.empty()) ys = {1.0, 1000.0};
+  y_decades_ = decade_range(ys);
+}
+
+QString RooflinePanel::csv() const {
+  QString out = QStringLiteral("step,phase,batch_size,intensity_flop_per_byte,gflop_per_s\n");
+  for (const RooflinePoint& p : snapshot_.points) {
+    out += QStringLiteral("%1,%2,%3,%4,%5\n")
+               .arg(p.step_index)
+               .arg(phase_name(p.phase))
+               .arg(p.batch_size)
+               .arg(p.intensity_flop_per_byte, 0, 'g', 9)
+               .arg(p.gflop_per_s, 0, 'g', 9);
+  }
+  out += QStringLiteral("\nroof,value,unit\n");
+  if (snapshot_.cache_gb_per_s > 0.0) {
+    out += QStringLiteral("cache bandwidth,%1,GB/s\n").arg(snapshot_.cache_gb_per_s, 0, 'g', 9);
+  }
+  if (snapshot_.memory_gb_per_s > 0.0) {
+    out +=
+        QStringLiteral("main memory bandwidth,%1,GB/s\n").arg(snapshot_.memory_gb_per_s, 0, 'g', 9);
+  }
+  if (snapshot_.compute_gflop_per_s > 0.0) {
+    out += QStringLiteral("compute,%1,GFLOP/s\n").arg(snapshot_.compute_gflop_per_s, 0, 'g', 9);
+  }
+  return out;
+}
+
+namespace {
+
+// The plot's frame: a title line, the log-log area, and the legend on the right.
+struct RooflineLayout {
+  QRectF title;
+  QRectF plot;
+  QRectF legend;
+};
+
+RooflineLayout roofline_layout(QRectF bounds, const QFontMetricsF& fm, double legend_width) {
+  const double line = fm.height();
+  RooflineLayout layout;
+  layout.title = QRectF(bounds.left() + 8, bounds.top() + 4, bounds.width() - 16, line * 1.4);
+  const double left = bounds.left() + line * 1.8 + fm.horizontalAdvance(QStringLiteral("100k"));
+  const double bottom = bounds.bottom() - line * 2.8;
+  const double right = bounds.right() - (legend_width > 0 ? legend_width + 20 : 12);
+  const double top = layout.title.bottom() + line * 0.6;
+  layout.plot = QRectF(QPointF(left, top), QPointF(std::max(left + 10, right), bottom));
+  layout.legend = QRectF(layout.plot.right() + 14, top, legend_width, bottom - top);
+  return layout;
+}
+
+}  // namespace
+
+double RooflinePanel::legend_width() const {
+  if (snapshot_.points.empty()) return 0.0;
+  const QFontMetricsF fm(font());
+  double width = fm.horizontalAdvance(tr("colour: batch size"));
+  QStringList entries = legend_entries();
+  entries << tr("latest step");
+  for (const QString& entry : entries) {
+    width = std::max(width, fm.horizontalAdvance(entry) + 1.6 * fm.height());
+  }
+  return width;
+}
+
+void RooflinePanel::paintEvent(QPaintEvent*) {
+  QPainter painter(this);
+  clear_tooltips();
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setFont(font());
+  const Theme& t = theme();
+  painter.fillRect(rect(), t.background);
+  const QFontMetricsF fm(font());
+  const RooflineLayout layout = roofline_layout(rect(), fm, legend_width());
+
+  painter.setPen(t.text);
+  QFont bold = font();
+  bold.setBold(true);
+  painter.setFont(bold);
+  const QString device =
+      snapshot_.device_name.isEmpty() ? tr("unknown device") : snapshot_.device_name;
+  painter.drawText(
+      layout.title, Qt::AlignLeft | Qt::AlignVCenter,
+      fm.elidedText(tr("Roofline of %1").arg(device), Qt::ElideRight, layout.title.width()));
+  painter.setFont(font());
+  add_tooltip(layout.plot, tr("Each engine step at its arithmetic intensity (FLOPs per byte "
+                              "moved) and achieved speed, under the roofs measured on this "
+                              "device."));
+  paint_axes(painter, layout.plot);
+  paint_roofs(painter, layout.plot);
+  paint_points(painter, layout.plot);
+
+  QStringList messages;
+  if (!has_roofs()) messages << tr("device not probed yet");
+  if (snapshot_.points.empty()) messages << tr("no data yet: press Generate");
+  if (!messages.isEmpty()) {
+    QRectF box = layout.plot.adjusted(8, 8, -8, -8);
+    painter.setPen(t.muted_text);
+    painter.drawText(box, Qt::AlignCenter | Qt::TextWordWrap, messages.join(QLatin1Char('\n')));
+  }
+  paint_legend(painter, layout.legend);
+}
+
+void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot) {
+  const Theme& t = theme();
+  const QFontMetricsF fm(font());
+  const double line = fm.height();
+  const LogMap map{plot, x_decades_, y_decades_};
+
+  // Grid: decades solid, 2..9 faint.
+  QColor faint = t.grid;
+  faint.setAlphaF(0.45f);
+  for (int e = x_decades_.low; e <= x_decades_.high; ++e) {
+    for (int m = 1; m <= (e < x_decades_.high ? 9 : 1); ++m) {
+      const double x = map.px(m * std::pow(10.0, e));
+      painter.setPen(QPen(m == 1 ? t.grid : faint, 1));
+      painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    }
+  }
+  for (int e = y_decades_.low; e <= y_decades_.high; ++e) {
+    for (int m = 1; m <= (e < y_decades_.high ? 9 : 1); ++m) {
+      const double y = map.py(m * std::pow(10.0, e));
+      painter.setPen(QPen(m == 1 ? t.grid : faint, 1));
+      painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+    }
+  }
+  painter.setPen(QPen(t.muted_text, 1));
+  painter.setBrush(Qt::NoBrush);
+  painter.drawRect(plot);
+
+  // Decade labels, thinned when the plot is too small to hold them all.
+  painter.setPen(t.text);
+  const int x_count = x_decades_.high - x_decades_.low + 1;
+  const int x_step = std::max(
+      1, static_cast<int>(std::ceil(x_count * fm.horizontalAdvance(QStringLiteral("0.001 ")) /
+                                    std::max(1.0, plot.width()))));
+  for (int e = x_decades_.low; e <= x_decades_.high; e += x_step) {
+    const double x = map.px(std::pow(10.0, e));
+    painter.drawText(QRectF(x - 50, plot.bottom() + 3, 100, line), Qt::AlignHCenter | Qt::AlignTop,
+                     decade_label(e));
+  }
+  const int y_count = y_decades_.high - y_decades_.low + 1;
+  const int y_step =
+      std::max(1, static_cast<int>(std::ceil(y_count * line * 1.1 / std::max(1.0, plot.height()))));
+  for (int e = y_decades_.low; e <= y_decades_.high; e += y_step) {
+    const double y = map.py(std::pow(10.0, e));
+    painter.drawText(QRectF(plot.left() - 205, y - line / 2, 200, line),
+                     Qt::AlignRight | Qt::AlignVCenter, decade_label(e));
+  }
+
+  const QRectF x_title(plot.left(), plot.bottom() + line * 1.4, plot.width(), line * 1.2);
+  painter.drawText(x_title, Qt::AlignHCenter | Qt::AlignVCenter,
+                   fm.elidedText(tr("arithmetic intensity (FLOP/byte, log scale)"), Qt::ElideRight,
+                                 plot.width()));
+  add_tooltip(x_title, tr("Arithmetic intensity: floating-point operations a step does per byte "
+                          "it moves between memory and the processor."));
+  painter.save();
+  painter.translate(rect().left() + 2, plot.center().y());
+  painter.rotate(-90);
+  painter.drawText(
+      QRectF(-plot.height() / 2, 0, plot.height(), line * 1.2), Qt::AlignHCenter | Qt::AlignVCenter,
+      fm.elidedText(tr("achieved GFLOP/s (log scale)"), Qt::ElideRight, plot.height()));
+  painter.restore();
+  add_tooltip(QRectF(rect().left(), plot.top(), line * 1.4, plot.height()),
+              tr("Achieved performance: a step's FLOPs divided by its measured wall time."));
+}
+
+void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
+  const Theme& t = theme();
+  const QFontMetricsF fm(font());
+  const double line = fm.height();
+  const LogMap map{plot, x_decades_, y_decades_};
+  const double compute = snapshot_.compute_gflop_per_s;
+  const std::vector<Bandwidth> bands = bandwidths();
+  painter.save();
+  painter.setClipRect(plot);
+
+  // Bandwidth slopes, each ending where it meets the compute roof, labelled along the slope.
+  const double slope_angle = -std::atan2(plot.height() / (y_decades_.high - y_decades_.low),
+                                         plot.width() / (x_decades_.high - x_decades_.low)) *
+                             180.0 / M_PI;
+  for (const Bandwidth& band : bands) {
+    const bool is_cache = band.gb_per_s == snapshot_.cache_gb_per_s;
+    const QColor colour = is_cache ? t.series(2) : t.series(4);
+    painter.setPen(QPen(colour, 2.4, is_cache ? Qt::DashLine : Qt::SolidLine));
+    const double end_x = compute > 0.0
+                             ? std::min(ridge_intensity(band.gb_per_s, compute), map.x_max())
+                             : map.x_max();
+    const QPointF start = map.at(map.x_min(), band.gb_per_s * map.x_min());
+    const QPointF end = map.at(end_x, band.gb_per_s * end_x);
+    painter.drawLine(start, end);
+    // The label starts where the slope is inside the plot, a little way along it.
+    const double visible_x = std::max(map.x_min(), map.y_min() / band.gb_per_s);
+    const double label_x =
+        std::pow(10.0, std::log10(visible_x) + 0.12 * (std::log10(end_x) - std::log10(visible_x)));
+    const QString text = tr("%1 %2 GB/s").arg(band.name, format_number(band.gb_per_s));
+    painter.save();
+    painter.translate(map.at(label_x, band.gb_per_s * label_x));
+    painter.rotate(slope_angle);
+    painter.setPen(colour);
+    // Cache above its line, main memory below, so the two labels never collide.
+    painter.drawText(QPointF(0, is_cache ? -line * 0.35 : line * 1.0), text);
+    painter.restore();
+    const QRectF hit = QRectF(start, end).normalized().adjusted(-4, -4, 4, 4);
+    add_tooltip(hit, is_cache ? tr("Cache bandwidth measured by the device probe: the ceiling "
+                                   "for steps whose data stays in cache.")
+                              : tr("Main-memory bandwidth measured by the device probe: the "
+                                   "ceiling for steps that stream the weights from memory."));
+  }
+
+  if (compute > 0.0) {
+    double roof_start = bands.empty() ? map.x_min() : map.x_max();
+    for (const Bandwidth& band : bands) {
+      roof_start = std::min(roof_start, ridge_intensity(band.gb_per_s, compute));
+    }
+    painter.setPen(QPen(t.text, 2.4));
+    const QPointF roof_left = map.at(std::max(roof_start, map.x_min()), compute);
+    painter.drawLine(roof_left, map.at(map.x_max(), compute));
+    const QRectF label(plot.left(), map.py(compute) - line * 1.3, plot.width() - 8, line * 1.2);
+    painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
+                     tr("compute %1 GFLOP/s").arg(format_number(compute)));
+    add_tooltip(
+        QRectF(roof_left.x(), roof_left.y() - line * 1.3, plot.right() - roof_left.x(), line * 1.6),
+        tr("Compute roof measured by the device probe: the most floating-point "
+           "operations per second this device reached."));
+    int i = 0;
+    for (const Bandwidth& band : bands) {
+      const double ridge = ridge_intensity(band.gb_per_s, compute);
+      const QPointF at = map.at(ridge, compute);
+      painter.setPen(QPen(t.muted_text, 1, Qt::DotLine));
+      painter.drawLine(at, QPointF(at.x(), plot.bottom()));
+      painter.setPen(QPen(t.text, 1.2));
+      painter.setBrush(t.background);
+      painter.drawEllipse(at, 4, 4);
+      painter.setBrush(Qt::NoBrush);
+      const QString text = tr("ridge %1 FLOP/byte").arg(format_number(ridge));
+      const double width = fm.horizontalAdvance(text);
+      // At the foot of the dotted drop line, where points rarely are; flipped left near the
+      // right edge, stacked when there are two ridges.
+      const double x = at.x() + 6 + width > plot.right() ? at.x() - 6 - width : at.x() + 6;
+      const QRectF box(x, plot.bottom() - line * (1.3 + 1.2 * i), width, line);
+      painter.setPen(t.muted_text);
+      painter.drawText(box, Qt::AlignLeft | Qt::AlignVCenter, text);
+      add_tooltip(box, tr("Ridge point: the intensity (compute / bandwidth) above which a step "
+                          "can be compute bound rather than bandwidth bound."));
+      ++i;
+    }
+  }
+  painter.restore();
+}
+
+void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
+  const Theme& t = theme();
+  const LogMap map{plot, x_decades_, y_decades_};
+  const std::vector<int64_t> sizes = batch_sizes();
+  painter.save();
+  painter.setClipRect(plot.adjusted(-kMarkerRadius, -kMarkerRadius, kMarkerRadius, kMarkerRadius));
+  const RooflinePoint* latest = nullptr;
+  for (const RooflinePoint& p : snapshot_.points) {
+    if (!placeable(p)) continue;
+    latest = &p;
+    const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
+    const QPointF at = map.at(p.intensity_flop_per_byte, p.gflop_per_s);
+    painter.setPen(QPen(t.text, 0.8));
+    painter.setBrush(t.series(static_cast<int>(index)));
+    painter.drawPath(marker_path(p.phase, at, kMarkerRadius));
+    QString text = tr("Step %1 (%2, batch %3): %4 FLOP/byte, %5 GFLOP/s")
+                       .arg(p.step_index)
+                       .arg(phase_name(p.phase))
+                       .arg(p.batch_size)
+                       .arg(format_number(p.intensity_flop_per_byte), format_number(p.gflop_per_s));
+    if (snapshot_.memory_gb_per_s > 0.0) {
+      const double roof = attainable_gflop_per_s(
+          p.intensity_flop_per_byte, snapshot_.memory_gb_per_s, snapshot_.compute_gflop_per_s);
+      text += tr(", %1% of what the main-memory roof allows.")
+                  .arg(format_number(100.0 * p.gflop_per_s / roof));
+    }
+    const double r = kMarkerRadius + 2;
+    add_tooltip(QRectF(at.x() - r, at.y() - r, 2 * r, 2 * r), text);
+  }
+  if (latest != nullptr) {
+    painter.setBrush(Qt::NoBrush);
+    painter.setPen(QPen(t.highlight, 2.6));
+    painter.drawEllipse(map.at(latest->intensity_flop_per_byte, latest->gflop_per_s),
+                        kMarkerRadius + 5, kMarkerRadius + 5);
+  }
+  painter.restore();
+}
+
+void RooflinePanel::paint_legend(QPainter& painter, const QRectF& area) {
+  if (snapshot_.points.empty()) return;
+  const Theme& t = theme();
+  const QFontMetricsF fm(font());
+  const double line = fm.height();
+  const double row = line * 1.25;
+  const std::vector<int64_t> sizes = batch_sizes();
+  const QStringList entries = legend_entries();
+  double y = area.top();
+  auto draw_entry = [&](StepPhase shape, const QBrush& fill, const QString& text) {
+    const QPointF centre(area.left() + line * 0.5, y + row / 2);
+    painter.setPen(QPen(t.text, 0.8));
+    painter.setBrush(fill);
+    painter.drawPath(marker_path(shape, centre, kMarkerRadius));
+    painter.setPen(t.text);
+    painter.drawText(QRectF(area.left() + line * 1.4, y, area.width(), row),
+                     Qt::AlignLeft | Qt::AlignVCenter, text);
+    y += row;
+  };
+  auto draw_heading = [&](const QString& text) {
+    painter.setPen(t.muted_text);
+    painter.drawText(QRectF(area.left(), y, area.width() + 10, row),
+                     Qt::AlignLeft | Qt::AlignVCenter, text);
+    y += row;
+  };
+
+  draw_heading(tr("colour: batch size"));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    draw_entry(StepPhase::kDecode, t.series(static_cast<int>(i)), entries[static_cast<int>(i)]);
+  }
+  y += line * 0.5;
+  draw_heading(tr("shape: phase"));
+  for (const QString& entry : entries.mid(static_cast<int>(sizes.size()))) {
+    const StepPhase phase = entry == phase_name(StepPhase::kPrefill)  ? StepPhase::kPrefill
+                            : entry == phase_name(StepPhase::kDecode) ? StepPhase::kDecode
+                                                                      : StepPhase::kMixed;
+    draw_entry(phase, t.surface, entry);
+  }
+  y += line * 0.5;
+  painter.setBrush(Qt::NoBrush);
+  painter.setPen(QPen(t.highlight, 2.6));
+  painter.drawEllipse(QPointF(area.left() + line * 0.5, y + row / 2), kMarkerRadius + 2,
+                      kMarkerRadius + 2);
+  painter.setPen(t.text);
+  painter.drawText(QRectF(area.left() + line * 1.4, y, area.width(), row),
+                   Qt::AlignLeft | Qt::AlignVCenter, tr("latest step"));
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), y + row - area.top()),
+              tr("Legend: colour is the number of sequences in the step, shape is its phase."));
+}
+
+}  // namespace servescope::widgets

@@ -1,0 +1,93 @@
+// The roofline: every engine step as a point at (arithmetic intensity, achieved GFLOP/s) under
+// the device's measured roofs, on log-log axes. Decode of a few requests sits on the bandwidth
+// slope; prefill and large batches walk right, toward the compute roof.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+#include <cstdint>
+#include <vector>
+
+#include "widgets/panel_view.h"
+
+class QPainter;
+
+namespace servescope::widgets {
+
+enum class StepPhase { kPrefill, kDecode, kMixed };  // kMixed: chunked prefill beside decodes
+
+struct RooflinePoint {
+  int64_t step_index = 0;
+  StepPhase phase = StepPhase::kDecode;
+  int64_t batch_size = 1;                // sequences in the step
+  double intensity_flop_per_byte = 0.0;  // FLOPs / bytes moved
+  double gflop_per_s = 0.0;              // FLOPs / wall time
+};
+
+// Roofs measured by the device probe; 0 means "not measured" (that roof is not drawn).
+struct RooflineSnapshot {
+  QString device_name;
+  double cache_gb_per_s = 0.0;
+  double memory_gb_per_s = 0.0;
+  double compute_gflop_per_s = 0.0;
+  std::vector<RooflinePoint> points;  // in step order; the last one is "latest"
+};
+
+// Attainable performance under one bandwidth roof: min(bandwidth x intensity, compute).
+double attainable_gflop_per_s(double intensity, double bandwidth_gb_per_s,
+                              double compute_gflop_per_s);
+// Where a bandwidth slope meets the compute roof: compute / bandwidth, in FLOP/byte.
+double ridge_intensity(double bandwidth_gb_per_s, double compute_gflop_per_s);
+
+// Whole decades [low, high] (powers of ten) that hold every value > 0; at least one decade.
+struct DecadeRange {
+  int low = 0;
+  int high = 1;
+};
+DecadeRange decade_range(const std::vector<double>& positive_values);
+// "0.01", "0.1", "1", "10", "100", "1k", "10k", ... for 10^exponent.
+QString decade_label(int exponent);
+
+class RooflinePanel : public PanelView {
+  Q_OBJECT
+
+ public:
+  explicit RooflinePanel(QWidget* parent = nullptr);
+
+  void set_snapshot(RooflineSnapshot snapshot);
+  const RooflineSnapshot& snapshot() const { return snapshot_; }
+
+  QString title() const override;
+  QString csv() const override;
+
+  // What the plot shows, for tests and the app.
+  DecadeRange x_decades() const { return x_decades_; }
+  DecadeRange y_decades() const { return y_decades_; }
+  QStringList roof_labels() const;           // one per measured roof, with its value
+  std::vector<double> ridge_points() const;  // one per measured bandwidth when compute is known
+  QStringList legend_entries() const;        // batch sizes, then the phase shapes
+  bool has_roofs() const;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  struct Bandwidth {
+    QString name;
+    double gb_per_s;
+  };
+  std::vector<Bandwidth> bandwidths() const;
+  std::vector<int64_t> batch_sizes() const;  // distinct, ascending
+  void update_ranges();
+  double legend_width() const;
+  void paint_axes(QPainter& painter, const QRectF& plot);
+  void paint_roofs(QPainter& painter, const QRectF& plot);
+  void paint_points(QPainter& painter, const QRectF& plot);
+  void paint_legend(QPainter& painter, const QRectF& area);
+
+  RooflineSnapshot snapshot_;
+  DecadeRange x_decades_;
+  DecadeRange y_decades_;
+};
+
+}  // namespace servescope::widgets
