@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "widgets/plot_text.h"
+#include "widgets/chart_painting.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -21,6 +21,8 @@ QString phase_name(StepPhase phase) {
       return QStringLiteral("decode");
     case StepPhase::kMixed:
       return QStringLiteral("mixed");
+    case StepPhase::kIdle:
+      return QStringLiteral("idle");
   }
   return {};
 }
@@ -33,6 +35,7 @@ QPainterPath marker_path(StepPhase phase, QPointF centre, double radius) {
       path.addRect(QRectF(centre.x() - radius, centre.y() - radius, 2 * radius, 2 * radius));
       break;
     case StepPhase::kDecode:
+    case StepPhase::kIdle:  // no FLOPs, so never placed; a circle for completeness
       path.addEllipse(centre, radius, radius);
       break;
     case StepPhase::kMixed:
@@ -150,10 +153,10 @@ std::vector<double> RooflinePanel::ridge_points() const {
 QStringList RooflinePanel::roof_labels() const {
   QStringList labels;
   for (const Bandwidth& b : bandwidths()) {
-    labels << tr("%1 %2 GB/s").arg(b.name, format_number(b.gb_per_s));
+    labels << tr("%1 %2 GB/s").arg(b.name, chart::format_number(b.gb_per_s));
   }
   if (snapshot_.compute_gflop_per_s > 0.0) {
-    labels << tr("compute %1 GFLOP/s").arg(format_number(snapshot_.compute_gflop_per_s));
+    labels << tr("compute %1 GFLOP/s").arg(chart::format_number(snapshot_.compute_gflop_per_s));
   }
   return labels;
 }
@@ -161,7 +164,7 @@ QStringList RooflinePanel::roof_labels() const {
 QStringList RooflinePanel::legend_entries() const {
   QStringList entries;
   for (const int64_t size : batch_sizes()) entries << tr("batch %1").arg(size);
-  bool seen[3] = {false, false, false};
+  bool seen[4] = {false, false, false, false};
   for (const RooflinePoint& p : snapshot_.points) seen[static_cast<int>(p.phase)] = true;
   for (const StepPhase phase : {StepPhase::kPrefill, StepPhase::kDecode, StepPhase::kMixed}) {
     if (seen[static_cast<int>(phase)]) entries << phase_name(phase);
@@ -262,16 +265,13 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   const QFontMetricsF fm(font());
   const RooflineLayout layout = roofline_layout(rect(), fm, legend_width());
 
-  painter.setPen(t.text);
-  QFont bold = font();
-  bold.setBold(true);
-  painter.setFont(bold);
   const QString device =
       snapshot_.device_name.isEmpty() ? tr("unknown device") : snapshot_.device_name;
-  painter.drawText(
-      layout.title, Qt::AlignLeft | Qt::AlignVCenter,
-      fm.elidedText(tr("Roofline of %1").arg(device), Qt::ElideRight, layout.title.width()));
-  painter.setFont(font());
+  chart::draw_heading(painter, layout.title,
+                      QFontMetricsF(chart::heading_font(font()))
+                          .elidedText(tr("Roofline of %1").arg(device), Qt::ElideRight,
+                                      layout.title.width()),
+                      t);
   add_tooltip(layout.plot, tr("Each engine step at its arithmetic intensity (FLOPs per byte "
                               "moved) and achieved speed, under the roofs measured on this "
                               "device."));
@@ -382,7 +382,7 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
     const double visible_x = std::max(map.x_min(), map.y_min() / band.gb_per_s);
     const double label_x =
         std::pow(10.0, std::log10(visible_x) + 0.12 * (std::log10(end_x) - std::log10(visible_x)));
-    const QString text = tr("%1 %2 GB/s").arg(band.name, format_number(band.gb_per_s));
+    const QString text = tr("%1 %2 GB/s").arg(band.name, chart::format_number(band.gb_per_s));
     painter.save();
     painter.translate(map.at(label_x, band.gb_per_s * label_x));
     painter.rotate(slope_angle);
@@ -407,7 +407,7 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
     painter.drawLine(roof_left, map.at(map.x_max(), compute));
     const QRectF label(plot.left(), map.py(compute) - line * 1.3, plot.width() - 8, line * 1.2);
     painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-                     tr("compute %1 GFLOP/s").arg(format_number(compute)));
+                     tr("compute %1 GFLOP/s").arg(chart::format_number(compute)));
     add_tooltip(
         QRectF(roof_left.x(), roof_left.y() - line * 1.3, plot.right() - roof_left.x(), line * 1.6),
         tr("Compute roof measured by the device probe: the most floating-point "
@@ -422,7 +422,7 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
       painter.setBrush(t.background);
       painter.drawEllipse(at, 4, 4);
       painter.setBrush(Qt::NoBrush);
-      const QString text = tr("ridge %1 FLOP/byte").arg(format_number(ridge));
+      const QString text = tr("ridge %1 FLOP/byte").arg(chart::format_number(ridge));
       const double width = fm.horizontalAdvance(text);
       // At the foot of the dotted drop line, where points rarely are; flipped left near the
       // right edge, stacked when there are two ridges.
@@ -457,12 +457,12 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
                        .arg(p.step_index)
                        .arg(phase_name(p.phase))
                        .arg(p.batch_size)
-                       .arg(format_number(p.intensity_flop_per_byte), format_number(p.gflop_per_s));
+                       .arg(chart::format_number(p.intensity_flop_per_byte), chart::format_number(p.gflop_per_s));
     if (snapshot_.memory_gb_per_s > 0.0) {
       const double roof = attainable_gflop_per_s(
           p.intensity_flop_per_byte, snapshot_.memory_gb_per_s, snapshot_.compute_gflop_per_s);
       text += tr(", %1% of what the main-memory roof allows.")
-                  .arg(format_number(100.0 * p.gflop_per_s / roof));
+                  .arg(chart::format_number(100.0 * p.gflop_per_s / roof));
     }
     const double r = kMarkerRadius + 2;
     add_tooltip(QRectF(at.x() - r, at.y() - r, 2 * r, 2 * r), text);

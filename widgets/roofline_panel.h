@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "widgets/panel_view.h"
+#include "widgets/phases_panel.h"
 
 class QPainter;
 
 namespace servescope::widgets {
 
-enum class StepPhase { kPrefill, kDecode, kMixed };  // kMixed: chunked prefill beside decodes
+// StepPhase (prefill, decode, mixed: chunked prefill beside decodes) is the phases panel's.
 
 struct RooflinePoint {
   int64_t step_index = 0;

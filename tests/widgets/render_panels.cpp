@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "tests/widgets/synthetic_model_snapshots.h"
 #include "tests/widgets/synthetic_snapshots.h"
 #include "widgets/theme.h"
 
@@ -60,6 +61,28 @@ int main(int argc, char** argv) {
     ok &= render(panel, folder, "kv-cache", size);
     panel.set_snapshot({});
     ok &= render(panel, folder, "kv-cache-empty", size);
+  }
+  {
+    RooflinePanel panel;
+    panel.set_snapshot(testing::synthetic_roofline());
+    ok &= render(panel, folder, "roofline", size);
+    RooflineSnapshot unprobed = testing::synthetic_roofline();
+    unprobed.cache_gb_per_s = unprobed.memory_gb_per_s = unprobed.compute_gflop_per_s = 0.0;
+    panel.set_snapshot(unprobed);
+    ok &= render(panel, folder, "roofline-unprobed", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "roofline-empty", size);
+  }
+  {
+    AttentionPanel panel;
+    panel.set_snapshot(testing::synthetic_attention(24, false));
+    ok &= render(panel, folder, "attention", size);
+    panel.set_snapshot(testing::synthetic_attention(120, false));
+    ok &= render(panel, folder, "attention-long", size);
+    panel.set_snapshot(testing::synthetic_attention(40, true));
+    ok &= render(panel, folder, "attention-decode", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "attention-empty", size);
   }
   return ok ? 0 : 1;
 }

@@ -1,0 +1,20 @@
+// Synthetic but realistic snapshots of the roofline, quantisation and attention panels, shaped
+// like what the engine measures on the small default model on lavapipe, for widget tests and
+// for rendering the panels to look at them.
+#pragma once
+
+#include "widgets/attention_panel.h"
+#include "widgets/roofline_panel.h"
+
+namespace servescope::widgets::testing {
+
+// A probed device (cache, main memory, compute) and steps: one prefill, decodes at batch 1,
+// a mixed step, then decodes at batch 2..32 walking up the main-memory slope.
+RooflineSnapshot synthetic_roofline();
+
+// Attention of a prefill of `tokens` prompt tokens from position 0 (queries = keys), or of one
+// decode step over `tokens` cached tokens when decode is true. Each visible row is a softmax
+// (sums to 1): a sink on the first token, a pull to the previous one, and some spread.
+AttentionSnapshot synthetic_attention(int tokens, bool decode);
+
+}  // namespace servescope::widgets::testing
