@@ -22,6 +22,7 @@ DemoRunner::DemoRunner(MainWindow& window, DemoPlan plan)
 void DemoRunner::start() {
   started_ = true;
   window_.set_classmates(plan_.clients);
+  window_.set_continuous_classmates(true);  // the engine stays busy until the screenshot
   window_.set_prompt(plan_.prompt);
   if (plan_.panel) window_.show_panel(*plan_.panel);
   window_.generate();

@@ -52,6 +52,13 @@ struct EngineInfo {
   uint64_t kv_bytes_per_token = 0;
   uint64_t kv_bytes_total = 0;
   int64_t max_batch_size = 0;
+  // Device memory by purpose, from the backend's accounting (0: not reported by the backend).
+  uint64_t memory_weights_bytes = 0;
+  uint64_t memory_kv_bytes = 0;
+  uint64_t memory_working_bytes = 0;
+  // The device's measured roofs (0: not measured on this backend).
+  double stream_gb_per_s = 0.0;
+  double compute_gflop_per_s = 0.0;
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   // Immutable after loading, so the GUI thread may tokenise with it while the engine runs.

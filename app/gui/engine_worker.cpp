@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "engine/compute/vulkan/device_probe.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/core/error.h"
 
@@ -111,6 +112,14 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
   weight_bytes_ = model::summarize_weights(model_->file).bytes;
   tokenizer_ = std::shared_ptr<const Tokenizer>(load_tokenizer(model_->file));
   classmate_text_ids_ = tokenizer_->encode(kClassmateText);
+  roofs_ = {};
+  if (auto* vk = dynamic_cast<compute::vulkan::VulkanBackend*>(model_->backend.get())) {
+    try {
+      roofs_ = compute::vulkan::probe_roofs(*vk).roofs;  // measured once per device, then cached
+    } catch (const std::exception& error) {
+      Q_EMIT notice(QString("The roofline's roofs could not be measured: %1").arg(error.what()));
+    }
+  }
   rebuild_engine();
 }
 
@@ -146,6 +155,14 @@ EngineInfo EngineWorker::engine_info() const {
     info.device = QString::fromStdString(vk->device().name);
     info.driver = driver_version(vk->device().driver_version);
     info.vulkan_device = static_cast<int>(vk->device().index);
+    const auto memory = vk->memory_usage().bytes_in_use;
+    using compute::BufferPurpose;
+    info.memory_weights_bytes = memory[static_cast<size_t>(BufferPurpose::kWeights)];
+    info.memory_kv_bytes = memory[static_cast<size_t>(BufferPurpose::kKvCache)];
+    info.memory_working_bytes = memory[static_cast<size_t>(BufferPurpose::kActivations)] +
+                                memory[static_cast<size_t>(BufferPurpose::kScratch)];
+    info.stream_gb_per_s = roofs_.stream_gb_per_s;
+    info.compute_gflop_per_s = roofs_.compute_gflop_per_s;
   } else {
     info.device = "CPU (OpenBLAS)";
   }
@@ -199,6 +216,11 @@ void EngineWorker::set_sampling(serving::SamplingParams sampling) {
   }
 }
 
+void EngineWorker::set_continuous_classmates(bool continuous) {
+  continuous_classmates_ = continuous;
+  update_timer();
+}
+
 void EngineWorker::set_max_tokens(int max_tokens) { max_tokens_ = std::max(1, max_tokens); }
 
 std::vector<int32_t> EngineWorker::tokenize(const QString& prompt) const {
@@ -245,6 +267,7 @@ void EngineWorker::generate(const QString& prompt) {
     live_requests_.insert(*user_request_);
     ++requests_submitted_;
     user_tokens_reported_ = 0;
+    generated_once_ = true;
     Q_EMIT generation_started(static_cast<int>(request.prompt_ids.size()));
   } catch (const std::exception& error) {
     Q_EMIT failed(QString("Cannot generate: %1").arg(error.what()));
@@ -350,7 +373,8 @@ void EngineWorker::retire_finished_requests() {
 }
 
 void EngineWorker::top_up_classmates() {
-  if (!engine_ || !user_request_) return;  // classmates come while the user generates
+  // Classmates come while the user generates (or always, for the demo once it started).
+  if (!engine_ || !(user_request_ || (continuous_classmates_ && generated_once_))) return;
   while (static_cast<int>(classmate_requests_.size()) < classmates_) submit_classmate();
 }
 

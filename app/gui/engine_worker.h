@@ -15,6 +15,7 @@
 #include <set>
 
 #include "app/gui/engine_types.h"
+#include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/model/model.h"
 #include "engine/serving/engine.h"
 #include "engine/serving/load_generator.h"
@@ -45,6 +46,8 @@ class EngineWorker : public QObject {
   void set_speed(servescope::gui::Speed speed);
   void set_sampling(servescope::serving::SamplingParams sampling);
   void set_max_tokens(int max_tokens);
+  // true: classmates keep coming after the user's generation ends (the scripted demo's load).
+  void set_continuous_classmates(bool continuous);
   // Prefills the prompt (one short request) so its full blocks enter the prefix cache and a
   // later generate() reuses them. Ignored while a generation runs.
   void prefill(const QString& prompt);
@@ -88,11 +91,14 @@ class EngineWorker : public QObject {
   serving::SamplingParams sampling_;
   int max_tokens_ = 200;
   int classmates_ = 0;
+  bool continuous_classmates_ = false;
+  bool generated_once_ = false;
   Speed speed_ = Speed::kRealTime;
 
   // Destroyed in reverse: the engine before the queue it reports to and the model it runs.
   std::unique_ptr<model::Model> model_;
   uint64_t weight_bytes_ = 0;
+  compute::vulkan::DeviceRoofs roofs_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<telemetry::TelemetryQueue> queue_;
   std::unique_ptr<serving::Engine> engine_;

@@ -588,6 +588,11 @@ void MainWindow::set_classmates(int count) { classmates_->setValue(count); }
 
 void MainWindow::set_max_tokens(int count) { max_tokens_->setValue(count); }
 
+void MainWindow::set_continuous_classmates(bool continuous) {
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_, continuous] { w->set_continuous_classmates(continuous); });
+}
+
 void MainWindow::set_speed(Speed speed) {
   const int index = speed_picker_->findData(static_cast<int>(speed));
   if (index >= 0) speed_picker_->setCurrentIndex(index);
@@ -749,8 +754,7 @@ void MainWindow::on_frame() {
   if (!engine_info_ || !engine_info_->telemetry) return;
   const std::vector<telemetry::TelemetryItem> items = engine_info_->telemetry->drain();
   if (!items.empty()) folder_.fold(items, now);
-  const PanelMask changed = folder_.take_changed();
-  if (changed != 0) panels_->refresh(folder_, *engine_info_, changed);
+  panels_->refresh(PanelFeed{folder_, *engine_info_, now}, folder_.take_changed());
   if (now - last_status_ms_ >= kStatusEveryMs) {
     last_status_ms_ = now;
     update_status();
@@ -762,9 +766,9 @@ void MainWindow::update_status() {
   if (!engine_info_) return;
   const EngineInfo& info = *engine_info_;
   const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
-  status_device_->setText(QString("%1 on %2%3")
-                              .arg(info.backend, info.device,
-                                   info.driver.isEmpty() ? "" : " (driver " + info.driver + ")"));
+  status_device_->setText(info.backend == "vulkan"
+                              ? QString("Vulkan on %1 (driver %2)").arg(info.device, info.driver)
+                              : QString("CPU backend (OpenBLAS)"));
   status_model_->setText(
       QString("%1: %2 parameters, %3 of weights")
           .arg(info.model_name)

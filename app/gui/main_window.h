@@ -53,6 +53,7 @@ class MainWindow : public QMainWindow {
   void set_prompt(const QString& text);
   void set_classmates(int count);
   void set_max_tokens(int count);
+  void set_continuous_classmates(bool continuous);
   void set_speed(Speed speed);
   void set_kv_type(serving::KvType type);
   void generate();

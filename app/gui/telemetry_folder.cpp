@@ -30,8 +30,8 @@ void TelemetryFolder::fold(std::span<const telemetry::TelemetryItem> items, doub
       fold_step(*step, now_ms);
     } else if (const auto* request = std::get_if<telemetry::RequestRecord>(&item)) {
       fold_request(*request);
-    } else {
-      fold_kv_event(std::get<telemetry::KvEvent>(item));
+    } else if (const auto* event = std::get_if<telemetry::KvEvent>(&item)) {
+      fold_kv_event(*event, now_ms);
     }
   }
   while (!recent_tokens_.empty() && recent_tokens_.front().at_ms < now_ms - kRateWindowMs) {
@@ -62,13 +62,19 @@ void TelemetryFolder::fold_request(const telemetry::RequestRecord& request) {
   changed_ |= panel_bit(PanelId::kBatching);
 }
 
-void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event) {
+void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_ms) {
   using telemetry::KvEventKind;
   ++counts_.kv_events;
   ++counts_.kv_events_by_kind[static_cast<size_t>(event.kind)];
-  for (const int32_t id : event.blocks) {
+  for (size_t i = 0; i < event.blocks.size(); ++i) {
+    const int32_t id = event.blocks[i];
     if (id < 0 || static_cast<size_t>(id) >= blocks_.size()) continue;
     FoldedBlock& block = blocks_[static_cast<size_t>(id)];
+    // Blocks come in block-table order: all but a sequence's last block are full, and the
+    // prefix cache indexes exactly the full ones.
+    const bool full = i + 1 < event.blocks.size() || event.tokens % facts_.block_size == 0;
+    block.last_event = event.kind;
+    block.last_event_ms = now_ms;
     switch (event.kind) {
       case KvEventKind::kPrefixHit:
         block.prefix_shared = true;
@@ -84,7 +90,7 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event) {
       case KvEventKind::kPreempt:
         if (block.ref_count > 0 && --block.ref_count == 0) {
           --blocks_used_;
-          block.cached_prefix = true;  // until evicted; the pool may not have indexed it
+          block.cached_prefix = full;  // until evicted
         }
         break;
       case KvEventKind::kEvict:

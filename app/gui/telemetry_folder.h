@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct FoldedBlock {
   int64_t owner = -1;          // the sequence that last took it; kept after it is freed
   bool prefix_shared = false;  // found in the prefix cache by a later sequence
   bool cached_prefix = false;  // free but holding a prefix a new request may reuse
+  std::optional<telemetry::KvEventKind> last_event;
+  double last_event_ms = 0.0;  // the consumer's clock when that event was folded
 };
 
 struct FoldCounts {
@@ -71,7 +74,7 @@ class TelemetryFolder {
  private:
   void fold_step(const telemetry::StepRecord& step, double now_ms);
   void fold_request(const telemetry::RequestRecord& request);
-  void fold_kv_event(const telemetry::KvEvent& event);
+  void fold_kv_event(const telemetry::KvEvent& event, double now_ms);
   template <typename T>
   void keep(std::deque<T>& list, T item);
 
