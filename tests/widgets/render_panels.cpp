@@ -84,5 +84,14 @@ int main(int argc, char** argv) {
     panel.set_snapshot({});
     ok &= render(panel, folder, "attention-empty", size);
   }
+  {
+    BatchingPanel panel;
+    panel.set_snapshot(testing::synthetic_batching(true));
+    ok &= render(panel, folder, "batching", size);
+    panel.set_snapshot(testing::synthetic_batching(false));
+    ok &= render(panel, folder, "batching-no-sweep", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "batching-empty", size);
+  }
   return ok ? 0 : 1;
 }

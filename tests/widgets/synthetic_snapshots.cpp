@@ -141,4 +141,93 @@ KvCacheSnapshot synthetic_kv_cache() {
   return snap;
 }
 
+BatchingSnapshot synthetic_batching(bool with_sweep) {
+  struct Sim {
+    int64_t arrival_step, prompt, output;
+    int64_t produced = 0;
+    bool started = false, recompute = false;
+    double arrival_ms = 0, first_token_ms = 0, last_token_ms = 0;
+  };
+  std::vector<Sim> reqs = {{0, 40, 30},  {0, 24, 22},  {3, 60, 18},  {8, 12, 40}, {15, 30, 25},
+                           {22, 50, 20}, {30, 20, 30}, {36, 44, 16}, {50, 16, 20}};
+  constexpr int kSlots = 4;
+  constexpr int64_t kSteps = 80;
+  constexpr int64_t kPreemptStep = 40;
+
+  BatchingSnapshot snap;
+  snap.slot_count = kSlots;
+  snap.policy = QStringLiteral("continuous batching");
+  std::vector<int> slot_of(reqs.size(), -1);
+  std::vector<int64_t> holder(kSlots, -1);
+  std::vector<size_t> queue;
+  size_t next_arrival = 0;
+  double clock = 0.0;
+  for (int64_t step = 0; step < kSteps; ++step) {
+    while (next_arrival < reqs.size() && reqs[next_arrival].arrival_step <= step) {
+      reqs[next_arrival].arrival_ms = clock;
+      queue.push_back(next_arrival++);
+    }
+    if (step == kPreemptStep) {  // the newest running request gives its slot back
+      const int slot = 3;
+      const size_t victim = size_t(holder[slot]);
+      holder[slot] = -1;
+      slot_of[victim] = -1;
+      reqs[victim].recompute = true;
+      queue.insert(queue.begin(), victim);
+    }
+    BatchStep bs;
+    bs.index = step;
+    bs.cells.resize(kSlots);
+    int64_t prefill_tokens = 0, decoding = 0;
+    for (int slot = 0; slot < kSlots; ++slot) {
+      // The preempted request waits at least one step before it comes back.
+      if (holder[slot] < 0 && !queue.empty() &&
+          !(step == kPreemptStep && reqs[queue.front()].recompute)) {
+        holder[slot] = int64_t(queue.front());
+        slot_of[queue.front()] = slot;
+        queue.erase(queue.begin());
+        Sim& r = reqs[size_t(holder[slot])];
+        bs.cells[size_t(slot)] = {holder[slot],
+                                  r.recompute ? SlotState::kRecompute : SlotState::kPrefill};
+        prefill_tokens += r.prompt + (r.recompute ? r.produced : 0);
+        r.started = true;
+        r.recompute = false;
+        continue;
+      }
+      if (holder[slot] >= 0) {
+        bs.cells[size_t(slot)] = {holder[slot], SlotState::kDecode};
+        ++decoding;
+      }
+    }
+    clock += 4.5 + 0.35 * double(decoding) + 0.09 * double(prefill_tokens);
+    for (int slot = 0; slot < kSlots; ++slot) {
+      const SlotCell& c = bs.cells[size_t(slot)];
+      if (c.request < 0) continue;
+      Sim& r = reqs[size_t(c.request)];
+      if (c.state == SlotState::kRecompute) continue;  // recomputes what it had, no new token
+      if (r.produced == 0) r.first_token_ms = clock;
+      r.last_token_ms = clock;
+      if (++r.produced == r.output) holder[slot] = -1;
+    }
+    snap.steps.push_back(bs);
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Sim& r = reqs[i];
+    RequestLatency lat;
+    lat.request = int64_t(i);
+    lat.output_tokens = r.produced;
+    lat.finished = r.produced == r.output;
+    if (r.produced > 0) lat.ttft_ms = r.first_token_ms - r.arrival_ms;
+    if (r.produced > 1) lat.tpot_ms = (r.last_token_ms - r.first_token_ms) / double(r.produced - 1);
+    snap.requests.push_back(lat);
+  }
+  if (with_sweep) {
+    for (int64_t b : {1, 2, 4, 8, 16, 32}) {
+      const double ms = 4.5 + 0.35 * double(b);
+      snap.sweep.push_back({b, double(b) / ms * 1000.0, ms});
+    }
+  }
+  return snap;
+}
+
 }  // namespace servescope::widgets::testing

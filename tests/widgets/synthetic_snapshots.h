@@ -2,6 +2,7 @@
 // default model, for widget tests and for rendering the panels to look at them.
 #pragma once
 
+#include "widgets/batching_panel.h"
 #include "widgets/kv_cache_panel.h"
 #include "widgets/phases_panel.h"
 
@@ -15,5 +16,10 @@ PhasesSnapshot synthetic_phases(bool kernels_measured);
 // with four requests in a pool of 64 blocks of 16 tokens; requests 1-3 share a 32-token prefix.
 // History, per-layer bytes and the block grid all follow from the same simulated requests.
 KvCacheSnapshot synthetic_kv_cache();
+
+// Continuous batching over 4 slots for 80 steps: 9 requests arrive over time, one is preempted
+// at step 40 and recomputed later; latencies follow from the same simulated step times. The
+// sweep (when asked for) is a decode step costing 4.5 ms + 0.35 ms per sequence.
+BatchingSnapshot synthetic_batching(bool with_sweep);
 
 }  // namespace servescope::widgets::testing

@@ -1,0 +1,408 @@
+#include "widgets/batching_panel.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+#include <QPainterPath>
+#include <algorithm>
+#include <set>
+
+#include "widgets/theme.h"
+
+namespace servescope::widgets {
+namespace {
+
+constexpr qreal kMinCellWidth = 4.0;
+
+Qt::BrushStyle state_pattern(SlotState state) {
+  switch (state) {
+    case SlotState::kPrefill:
+      return Qt::BDiagPattern;
+    case SlotState::kRecompute:
+      return Qt::DiagCrossPattern;
+    default:
+      return Qt::SolidPattern;
+  }
+}
+
+QColor request_color(int64_t request, const Theme& t) {
+  return t.series(int(request % Theme::kSeriesCount));
+}
+
+int occupied(const BatchStep& step) {
+  return static_cast<int>(std::count_if(
+      step.cells.begin(), step.cells.end(),
+      [](const SlotCell& c) { return c.request >= 0 && c.state != SlotState::kEmpty; }));
+}
+
+// A small line chart of y against batch size, with dots and values.
+void paint_sweep_chart(QPainter& painter, const QRectF& area, const std::vector<SweepPoint>& sweep,
+                       double SweepPoint::*field, const QString& heading, const QString& y_label,
+                       const QColor& color, const Theme& t) {
+  const qreal top = area.top() + chart::draw_heading(painter, area, heading, t);
+  int64_t max_batch = 1;
+  double max_y = 0.0;
+  for (const SweepPoint& p : sweep) {
+    max_batch = std::max(max_batch, p.batch_size);
+    max_y = std::max(max_y, p.*field);
+  }
+  chart::AxesSpec spec;
+  spec.x_label = QObject::tr("batch size (sequences)");
+  spec.y_label = y_label;
+  spec.x = chart::nice_range(0.0, double(max_batch), 5, true);
+  spec.y = chart::nice_range(0.0, max_y, 4);
+  spec.integer_x = true;
+  spec.x_ticks = 5;
+  spec.y_ticks = 4;
+  const chart::Frame frame = chart::draw_axes(
+      painter, QRectF(area.left(), top, area.width(), area.bottom() - top), spec, t);
+  QPainterPath line;
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    const QPointF p = frame.point(double(sweep[i].batch_size), sweep[i].*field);
+    if (i == 0)
+      line.moveTo(p);
+    else
+      line.lineTo(p);
+  }
+  painter.save();
+  painter.setPen(QPen(color, 2));
+  painter.setBrush(Qt::NoBrush);
+  painter.drawPath(line);
+  painter.setPen(QPen(color.darker(130), 1));
+  painter.setBrush(color);
+  for (const SweepPoint& p : sweep)
+    painter.drawEllipse(frame.point(double(p.batch_size), p.*field), 4, 4);
+  painter.restore();
+}
+
+}  // namespace
+
+QString slot_state_name(SlotState state) {
+  switch (state) {
+    case SlotState::kPrefill:
+      return QObject::tr("prefill");
+    case SlotState::kDecode:
+      return QObject::tr("decode");
+    case SlotState::kRecompute:
+      return QObject::tr("recompute");
+    case SlotState::kEmpty:
+      break;
+  }
+  return QObject::tr("empty");
+}
+
+BatchingPanel::BatchingPanel(QWidget* parent) : PanelView(parent) {}
+
+void BatchingPanel::set_snapshot(BatchingSnapshot snapshot) {
+  snapshot_ = std::move(snapshot);
+  update();
+}
+
+QString BatchingPanel::title() const { return tr("Batching"); }
+
+QString BatchingPanel::csv() const {
+  QString out = QStringLiteral("step,slot,request,state\n");
+  for (const BatchStep& step : snapshot_.steps) {
+    for (int slot = 0; slot < snapshot_.slot_count; ++slot) {
+      const SlotCell cell = slot < int(step.cells.size()) ? step.cells[size_t(slot)] : SlotCell{};
+      const bool empty = cell.request < 0 || cell.state == SlotState::kEmpty;
+      out += QStringLiteral("%1,%2,%3,%4\n")
+                 .arg(step.index)
+                 .arg(slot)
+                 .arg(empty ? QString() : QString::number(cell.request),
+                      slot_state_name(empty ? SlotState::kEmpty : cell.state));
+    }
+  }
+  return out;
+}
+
+std::vector<double> BatchingPanel::occupancy() const {
+  std::vector<double> values;
+  for (const BatchStep& step : snapshot_.steps) {
+    values.push_back(snapshot_.slot_count > 0 ? double(occupied(step)) / snapshot_.slot_count
+                                              : 0.0);
+  }
+  return values;
+}
+
+double BatchingPanel::mean_occupancy() const {
+  const std::vector<double> values = occupancy();
+  if (values.empty()) return 0.0;
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  return sum / double(values.size());
+}
+
+QString BatchingPanel::sweep_note() const {
+  if (!snapshot_.sweep.empty()) return {};
+  return tr(
+      "No sweep yet: press Sweep to measure throughput and step latency at several batch sizes.");
+}
+
+std::vector<chart::LegendEntry> BatchingPanel::legend() const {
+  const Theme& t = theme();
+  std::set<int64_t> requests;
+  for (const BatchStep& step : snapshot_.steps) {
+    for (const SlotCell& c : step.cells) {
+      if (c.request >= 0 && c.state != SlotState::kEmpty) requests.insert(c.request);
+    }
+  }
+  std::vector<chart::LegendEntry> entries;
+  int shown = 0;
+  for (int64_t r : requests) {
+    if (++shown > Theme::kSeriesCount) break;
+    entries.push_back({tr("request %1").arg(r), request_color(r, t)});
+  }
+  entries.push_back({tr("prefill (hatched)"), t.muted_text, Qt::BDiagPattern});
+  entries.push_back({tr("decode (solid)"), t.muted_text});
+  entries.push_back(
+      {tr("recompute after preemption (cross-hatched)"), t.muted_text, Qt::DiagCrossPattern});
+  entries.push_back({tr("empty slot"), t.surface});
+  return entries;
+}
+
+QStringList BatchingPanel::legend_labels() const {
+  QStringList labels;
+  for (const chart::LegendEntry& e : legend()) labels << e.label;
+  return labels;
+}
+
+std::optional<QRectF> BatchingPanel::cell_rect(int64_t step_index, int slot) const {
+  const QRectF& plot = heatmap_.plot();
+  if (plot.isEmpty() || slot < 0 || slot >= snapshot_.slot_count ||
+      step_index < first_visible_index_)
+    return {};
+  if (step_index > int64_t(heatmap_.x_range().max)) return {};
+  const qreal row = plot.height() / snapshot_.slot_count;
+  const qreal x0 = heatmap_.x(double(step_index) - 0.5);
+  return QRectF(x0, plot.top() + slot * row, heatmap_.x(double(step_index) + 0.5) - x0, row);
+}
+
+std::optional<BatchingPanel::CellId> BatchingPanel::cell_at(QPointF pos) const {
+  const QRectF& plot = heatmap_.plot();
+  if (plot.isEmpty() || !plot.contains(pos) || snapshot_.slot_count <= 0) return {};
+  const chart::Range& x = heatmap_.x_range();
+  const double index = x.min + (pos.x() - plot.left()) / plot.width() * x.span() + 0.5;
+  const int slot = std::min(int((pos.y() - plot.top()) / plot.height() * snapshot_.slot_count),
+                            snapshot_.slot_count - 1);
+  return CellId{int64_t(std::floor(index)), slot};
+}
+
+void BatchingPanel::paintEvent(QPaintEvent*) {
+  QPainter painter(this);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setFont(font());
+  clear_tooltips();
+  heatmap_ = {};
+  if (snapshot_.steps.empty() || snapshot_.slot_count <= 0) {
+    paint_empty_state(painter,
+                      tr("No batches yet: press Generate (and add classmates) to see slots fill."));
+    return;
+  }
+  const Theme& t = theme();
+  painter.fillRect(rect(), t.background);
+  const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
+  qreal y = area.top();
+  y += chart::draw_heading(
+      painter, area,
+      tr("Batching: %1 slots, %2, mean occupancy %3%")
+          .arg(snapshot_.slot_count)
+          .arg(snapshot_.policy.isEmpty() ? tr("continuous batching") : snapshot_.policy,
+               chart::format_number(100.0 * mean_occupancy(), 3)),
+      t);
+  y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
+                          t) +
+       6;
+
+  const QRectF body(area.left(), y, area.width(), std::max<qreal>(area.bottom() - y, 0));
+  const qreal split = body.width() * 0.58;
+  paint_heatmap_and_occupancy(painter, QRectF(body.left(), body.top(), split - 12, body.height()));
+  const QRectF right(body.left() + split + 12, body.top(), body.width() - split - 12,
+                     body.height());
+  paint_latencies(painter,
+                  QRectF(right.left(), right.top(), right.width(), right.height() * 0.5 - 8));
+  paint_sweep(painter, QRectF(right.left(), right.top() + right.height() * 0.5, right.width(),
+                              right.height() * 0.5));
+}
+
+void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area) {
+  const Theme& t = theme();
+  const qreal top = area.top() + chart::draw_heading(painter, area, tr("Slots over steps"), t);
+  const qreal heat_height = (area.bottom() - top) * 0.62;
+  const qreal occ_top = top + heat_height + 8;
+
+  // The occupancy chart owns the shared step axis; the heatmap sits above its plot.
+  const std::vector<double> occ = occupancy();
+  const qreal rough_width = std::max<qreal>(area.width() - 60, 1);
+  const size_t max_visible = std::max<size_t>(1, size_t(rough_width / kMinCellWidth));
+  const size_t first =
+      snapshot_.steps.size() > max_visible ? snapshot_.steps.size() - max_visible : 0;
+  first_visible_index_ = snapshot_.steps[first].index;
+  const int64_t last_index = snapshot_.steps.back().index;
+
+  const qreal occ_heading =
+      chart::draw_heading(painter, QRectF(area.left(), occ_top, area.width(), area.height()),
+                          tr("Occupancy: slots in use / slots"), t);
+  chart::AxesSpec spec;
+  spec.x_label = tr("engine step");
+  spec.y_label = tr("in use (%)");
+  spec.x = {double(first_visible_index_) - 0.5, double(last_index) + 0.5};
+  spec.y = {0.0, 100.0};
+  spec.y_ticks = 2;
+  spec.integer_x = true;
+  spec.x_ticks = 8;
+  const chart::Frame occ_frame =
+      chart::draw_axes(painter,
+                       QRectF(area.left(), occ_top + occ_heading, area.width(),
+                              area.bottom() - occ_top - occ_heading),
+                       spec, t);
+  // A step function: each engine step holds its occupancy over its whole column.
+  QPainterPath line;
+  QPainterPath fill(occ_frame.point(spec.x.min, 0));
+  for (size_t i = first; i < snapshot_.steps.size(); ++i) {
+    const double index = double(snapshot_.steps[i].index);
+    const QPointF left = occ_frame.point(index - 0.5, 100.0 * occ[i]);
+    const QPointF right = occ_frame.point(index + 0.5, 100.0 * occ[i]);
+    if (i == first)
+      line.moveTo(left);
+    else
+      line.lineTo(left);
+    line.lineTo(right);
+    fill.lineTo(left);
+    fill.lineTo(right);
+  }
+  fill.lineTo(occ_frame.point(spec.x.max, 0));
+  QColor area_color = t.text;
+  area_color.setAlphaF(0.12f);
+  painter.fillPath(fill, area_color);
+  painter.setPen(QPen(t.text, 1.8));
+  painter.setBrush(Qt::NoBrush);
+  painter.drawPath(line);
+  add_tooltip(occ_frame.plot(),
+              tr("The share of batch slots holding a request in each step: empty slots are "
+                 "throughput the device could have had."));
+
+  const QRectF heat(occ_frame.plot().left(), top, occ_frame.plot().width(), heat_height);
+  heatmap_ = chart::Frame(heat, spec.x, {0.0, double(snapshot_.slot_count)});
+  painter.fillRect(heat, t.surface);
+  const qreal row = heat.height() / snapshot_.slot_count;
+  const qreal gap = row > 10 ? 1.5 : 0.0;
+  painter.setRenderHint(QPainter::Antialiasing, false);  // seamless columns
+  for (size_t i = first; i < snapshot_.steps.size(); ++i) {
+    const BatchStep& step = snapshot_.steps[i];
+    for (int slot = 0; slot < snapshot_.slot_count && slot < int(step.cells.size()); ++slot) {
+      const SlotCell& c = step.cells[size_t(slot)];
+      if (c.request < 0 || c.state == SlotState::kEmpty) continue;
+      const QRectF cell = *cell_rect(step.index, slot);
+      chart::fill_patterned(painter, cell.adjusted(0, gap, 0, -gap), request_color(c.request, t),
+                            state_pattern(c.state), t.background);
+      add_tooltip(cell, tr("Step %1, slot %2: request %3, %4.")
+                            .arg(step.index)
+                            .arg(slot)
+                            .arg(c.request)
+                            .arg(slot_state_name(c.state)));
+    }
+  }
+  painter.setRenderHint(QPainter::Antialiasing, true);
+  // Slot labels, thinned out when rows are shorter than a line of text.
+  painter.setFont(chart::small_font(font()));
+  const QFontMetricsF small(painter.font());
+  const int every = std::max(1, int(std::ceil(small.height() / std::max<qreal>(row, 1e-3))));
+  painter.setPen(t.muted_text);
+  for (int slot = 0; slot < snapshot_.slot_count; slot += every) {
+    painter.drawText(
+        QRectF(area.left(), heat.top() + slot * row, heat.left() - area.left() - 4, row),
+        Qt::AlignRight | Qt::AlignVCenter, tr("slot %1").arg(slot));
+  }
+  painter.setFont(font());
+}
+
+void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
+  const Theme& t = theme();
+  qreal top = area.top() + chart::draw_heading(painter, area, tr("Per request: TTFT and TPOT"), t);
+  if (snapshot_.requests.empty()) {
+    chart::draw_note(painter, QRectF(area.left(), top, area.width(), area.bottom() - top),
+                     tr("No requests yet."), t);
+    return;
+  }
+  painter.setFont(chart::small_font(font()));
+  const QFontMetricsF metrics(painter.font());
+  const qreal line = metrics.height() + 3;
+  const qreal label_width = metrics.horizontalAdvance(tr("request 000")) + 6;
+  const qreal value_width = metrics.horizontalAdvance(QStringLiteral("00000 ms")) + 6;
+  const qreal column = (area.width() - label_width) / 2;
+  const qreal bar_max = std::max<qreal>(column - value_width - 8, 4);
+
+  painter.setPen(t.text);
+  painter.drawText(QRectF(area.left() + label_width, top, column, line),
+                   Qt::AlignLeft | Qt::AlignVCenter, tr("time to first token (ms)"));
+  painter.drawText(QRectF(area.left() + label_width + column, top, column, line),
+                   Qt::AlignLeft | Qt::AlignVCenter, tr("time per output token (ms)"));
+  add_tooltip(QRectF(area.left() + label_width, top, column, line),
+              tr("TTFT: from submitting the request to its first generated token, queueing and "
+                 "prefill included."));
+  add_tooltip(QRectF(area.left() + label_width + column, top, column, line),
+              tr("TPOT: the mean time between generated tokens after the first one."));
+  top += line + 2;
+
+  const size_t rows = std::max<size_t>(1, size_t(std::max<qreal>(area.bottom() - top, 0) / line));
+  const size_t first = snapshot_.requests.size() > rows ? snapshot_.requests.size() - rows + 1 : 0;
+  double max_ttft = 1e-9, max_tpot = 1e-9;
+  for (const RequestLatency& r : snapshot_.requests) {
+    max_ttft = std::max(max_ttft, r.ttft_ms);
+    max_tpot = std::max(max_tpot, r.tpot_ms);
+  }
+  if (first > 0) {
+    painter.setPen(t.muted_text);
+    painter.drawText(QRectF(area.left(), top, area.width(), line), Qt::AlignLeft | Qt::AlignVCenter,
+                     tr("%1 earlier requests in the CSV export").arg(first));
+    top += line;
+  }
+  for (size_t i = first; i < snapshot_.requests.size(); ++i) {
+    const RequestLatency& r = snapshot_.requests[i];
+    const QColor color = request_color(r.request, t);
+    painter.setPen(t.text);
+    painter.drawText(QRectF(area.left(), top, label_width, line), Qt::AlignLeft | Qt::AlignVCenter,
+                     tr("request %1").arg(r.request));
+    const std::pair<double, double> values[] = {{r.ttft_ms, max_ttft}, {r.tpot_ms, max_tpot}};
+    for (int k = 0; k < 2; ++k) {
+      const qreal x = area.left() + label_width + k * column;
+      const double value = values[k].first;
+      painter.setPen(t.muted_text);
+      if (value <= 0.0) {
+        painter.drawText(QRectF(x, top, column, line), Qt::AlignLeft | Qt::AlignVCenter,
+                         tr("not yet"));
+        continue;
+      }
+      const qreal w = std::max<qreal>(bar_max * value / values[k].second, 2);
+      painter.fillRect(QRectF(x, top + 2, w, line - 4), color);
+      painter.setPen(t.text);
+      painter.drawText(QRectF(x + w + 4, top, value_width, line), Qt::AlignLeft | Qt::AlignVCenter,
+                       tr("%1 ms").arg(chart::format_number(value)));
+    }
+    top += line;
+  }
+  painter.setFont(font());
+}
+
+void BatchingPanel::paint_sweep(QPainter& painter, const QRectF& area) {
+  const Theme& t = theme();
+  const qreal top = area.top() + chart::draw_heading(painter, area, tr("Batch-size sweep"), t);
+  const QRectF body(area.left(), top, area.width(), area.bottom() - top);
+  if (snapshot_.sweep.empty()) {
+    chart::draw_note(painter, body, sweep_note(), t);
+    return;
+  }
+  const qreal half = body.width() / 2;
+  const QRectF left(body.left(), body.top(), half - 8, body.height());
+  const QRectF right(body.left() + half + 8, body.top(), half - 8, body.height());
+  paint_sweep_chart(painter, left, snapshot_.sweep, &SweepPoint::tokens_per_s, tr("throughput"),
+                    tr("tokens/s"), t.decode, t);
+  paint_sweep_chart(painter, right, snapshot_.sweep, &SweepPoint::step_latency_ms,
+                    tr("its latency cost"), tr("step time (ms)"), t.prefill, t);
+  add_tooltip(left, tr("Generated tokens per second with this many sequences decoding together."));
+  add_tooltip(
+      right,
+      tr("Mean time of one decode step at this batch size: every sequence in the batch waits it."));
+}
+
+}  // namespace servescope::widgets

@@ -1,0 +1,94 @@
+// Batching panel: which request holds each batch slot in each step (prefill, decode or
+// recompute after preemption), batch occupancy over time, per-request TTFT and TPOT, and the
+// throughput a batch-size sweep measured next to its latency cost.
+#pragma once
+
+#include <QStringList>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "widgets/chart_painting.h"
+#include "widgets/panel_view.h"
+
+namespace servescope::widgets {
+
+enum class SlotState { kEmpty, kPrefill, kDecode, kRecompute };
+QString slot_state_name(SlotState state);
+
+struct SlotCell {
+  int64_t request = -1;  // -1 when the slot is empty
+  SlotState state = SlotState::kEmpty;
+};
+
+struct BatchStep {
+  int64_t index = 0;            // engine step index, increasing
+  std::vector<SlotCell> cells;  // one per slot (slot_count); missing cells count as empty
+};
+
+// Latencies as the engine's telemetry defines them (TTFT includes queueing and prefill; TPOT is
+// the mean time per output token after the first); 0 = not defined yet.
+struct RequestLatency {
+  int64_t request = 0;
+  double ttft_ms = 0.0;
+  double tpot_ms = 0.0;
+  int64_t output_tokens = 0;
+  bool finished = false;
+};
+
+struct SweepPoint {
+  int64_t batch_size = 0;
+  double tokens_per_s = 0.0;     // generated tokens per second over the sweep run
+  double step_latency_ms = 0.0;  // mean decode step time at this batch size
+};
+
+struct BatchingSnapshot {
+  int32_t slot_count = 0;
+  QString policy;                // "continuous batching", "static batching"
+  std::vector<BatchStep> steps;  // oldest first
+  std::vector<RequestLatency> requests;
+  std::vector<SweepPoint> sweep;  // empty until the user presses Sweep
+};
+
+class BatchingPanel : public PanelView {
+  Q_OBJECT
+
+ public:
+  explicit BatchingPanel(QWidget* parent = nullptr);
+
+  void set_snapshot(BatchingSnapshot snapshot);
+  const BatchingSnapshot& snapshot() const { return snapshot_; }
+
+  QString title() const override;
+  QString csv() const override;
+
+  // What the panel shows, for tests and the app.
+  std::vector<double> occupancy() const;  // per step: slots in use / slot_count
+  double mean_occupancy() const;
+  QStringList legend_labels() const;
+  QString sweep_note() const;  // the message shown instead of the sweep charts, or empty
+
+  // Heatmap geometry of the last paint: the cell of (step index, slot), and the inverse.
+  std::optional<QRectF> cell_rect(int64_t step_index, int slot) const;
+  struct CellId {
+    int64_t step_index;
+    int slot;
+  };
+  std::optional<CellId> cell_at(QPointF pos) const;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  std::vector<chart::LegendEntry> legend() const;
+  void paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area);
+  void paint_latencies(QPainter& painter, const QRectF& area);
+  void paint_sweep(QPainter& painter, const QRectF& area);
+
+  BatchingSnapshot snapshot_;
+  // Heatmap layout of the last paint: x is the step index, y the slot (row 0 at the top).
+  chart::Frame heatmap_;
+  int64_t first_visible_index_ = 0;
+};
+
+}  // namespace servescope::widgets
