@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@
 #include "engine/eval/quantize_model.h"
 #include "engine/eval/tensor_error.h"
 #include "engine/model/model.h"
+#include "engine/serving/engine.h"
 #include "engine/serving/generator.h"
 #include "engine/serving/load_generator.h"
 
@@ -169,17 +171,95 @@ int run_logits(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
+// "f32", "f16", "q8_0": the KV type names as the command line spells them.
+std::string kv_type_label(serving::KvType type) {
+  std::string label(serving::kv_type_name(type));
+  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return label;
+}
+
+// The serving engine's KV type for a GGML element type.
+serving::KvType serving_kv_type(gguf::GgmlType type) {
+  for (const serving::KvType kv :
+       {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
+    if (serving::kv_ggml_type(kv) == type) return kv;
+  }
+  throw InputError("no serving KV type for " + std::string(gguf::type_name(type)));
+}
+
+// The serving engine's KV type from --kv-type (default F16), through the one parser every
+// subcommand uses.
+serving::KvType kv_type_option(const Options& options) {
+  return serving_kv_type(eval::parse_kv_type(options.get_or("kv-type", "f16")));
+}
+
+// What `generate` reads from the engine's records: each sampled token as it comes (to stream
+// it), the step times split into prefill and decode, the finished request and, with --top,
+// the token probabilities.
+class GenerateObserver final : public telemetry::Observer {
+ public:
+  explicit GenerateObserver(std::function<void(int32_t)> on_token)
+      : on_token_(std::move(on_token)) {}
+
+  void on_step(const telemetry::StepRecord& step) override {
+    // The first step runs the prompt (one chunk: the token budget is the context) and samples
+    // the first token; every later step decodes one token.
+    if (step.prefill_tokens > 0) {
+      result.prefill_tokens += step.prefill_tokens;
+      result.prefill_ms += step.wall_ms;
+    } else {
+      result.decode_ms += step.wall_ms;
+      ++result.decode_steps;
+    }
+    for (const telemetry::BatchEntry& e : step.batch) {
+      if (e.sampled_token >= 0) on_token_(e.sampled_token);
+    }
+  }
+  void on_request(const telemetry::RequestRecord& request) override {
+    result.generated_ids = request.output_ids;
+    result.finish_reason = request.finish_reason;
+  }
+  void on_kv_event(const telemetry::KvEvent& /*event*/) override {}
+  void on_token(const telemetry::TokenRecord& token) override { tokens.push_back(token); }
+
+  serving::GenerationResult result;
+  std::vector<telemetry::TokenRecord> tokens;
+
+ private:
+  std::function<void(int32_t)> on_token_;
+};
+
+json token_records_json(const std::vector<telemetry::TokenRecord>& tokens, const Tokenizer* t) {
+  const auto piece = [t](int32_t id) { return t != nullptr ? json(t->piece(id)) : json(nullptr); };
+  json array = json::array();
+  for (const telemetry::TokenRecord& token : tokens) {
+    json top = json::array();
+    for (const telemetry::TokenAlternative& a : token.top) {
+      top.push_back({{"id", a.id}, {"piece", piece(a.id)}, {"prob", a.prob}});
+    }
+    array.push_back({{"id", token.id},
+                     {"piece", piece(token.id)},
+                     {"prob", token.prob},
+                     {"sampling_prob", token.sampling_prob},
+                     {"top", top}});
+  }
+  return array;
+}
+
 int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(args, with_common({{"prompt", "ids", "max-tokens", "temperature", "top-k",
-                                            "top-p", "seed", "kv-type"},
+                                            "top-p", "seed", "kv-type", "top"},
                                            {"greedy", "json", "no-stop"}}));
+  if (options.has("top") && !options.has("json")) throw UsageError("--top needs --json");
+  if (options.get_int("top", 0) < 0) throw UsageError("--top needs a count of 0 or more");
   const auto m = open_model(options);
-  serving::GenerationRequest request;
+  serving::EngineRequest request;
   request.prompt_ids = prompt_ids(options, *m);
   request.max_tokens = options.get_int("max-tokens", 128);
   request.sampling = sampling_params(options);
   if (m->tokenizer && !options.has("no-stop"))
     request.stop_token = m->tokenizer->vocabulary().eos_id;
+  if (options.has("top")) request.top_k_alternatives = options.get_int("top", 0);
 
   const bool as_json = options.has("json");
   std::unique_ptr<TextStreamDecoder> stream;
@@ -187,10 +267,19 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
     stream = std::make_unique<TextStreamDecoder>(*m->tokenizer);
     if (options.has("prompt")) out << *options.get("prompt");
   }
-  const serving::GenerationResult result =
-      serving::generate(*m->transformer, request, [&](int32_t token) {
-        if (stream && token != request.stop_token) out << stream->push(token) << std::flush;
-      });
+  // The serving engine with one batch slot: the path the desktop application runs.
+  GenerateObserver observer([&](int32_t token) {
+    if (stream && token != request.stop_token) out << stream->push(token) << std::flush;
+  });
+  serving::EngineConfig config;
+  config.max_batch_size = 1;
+  config.token_budget = m->config.context_length;
+  config.kv_type = serving_kv_type(m->transformer->kv_type());
+  serving::Engine engine(*m->transformer, model::summarize_weights(m->file).bytes, config,
+                         &observer);
+  engine.submit(request);
+  engine.run_until_idle();
+  const serving::GenerationResult& result = observer.result;
 
   // The continuation as text, exactly as streamed: ill-formed bytes become U+FFFD.
   std::string text;
@@ -206,8 +295,9 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
         {"prompt_ids", request.prompt_ids},
         {"generated_ids", result.generated_ids},
         {"text", text},
-        {"stop_reason", serving::stop_reason_name(result.stop_reason)},
+        {"stop_reason", serving::finish_reason_name(result.finish_reason)},
         {"backend", m->backend->name()},
+        {"kv_type", kv_type_label(config.kv_type)},
         {"sampling", request.sampling.greedy ? json{{"greedy", true}}
                                              : json{{"greedy", false},
                                                     {"temperature", request.sampling.temperature},
@@ -221,6 +311,9 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
         {"decode_ms", result.decode_ms},
         {"decode_tokens_per_s", result.decode_tokens_per_s()},
     };
+    if (request.top_k_alternatives) {
+      doc["tokens"] = token_records_json(observer.tokens, m->tokenizer.get());
+    }
     out << doc.dump(2) << "\n";
   } else {
     if (stream) out << stream->finish();
@@ -493,24 +586,6 @@ serving::LengthRange length_range(const Options& options, const std::string& nam
   return range;
 }
 
-// "f32", "f16", "q8_0": the KV type names as the command line spells them.
-std::string kv_type_label(serving::KvType type) {
-  std::string label(serving::kv_type_name(type));
-  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return label;
-}
-
-// The serving engine's KV type from --kv-type (default F16), through the one parser every
-// subcommand uses.
-serving::KvType kv_type_option(const Options& options) {
-  const gguf::GgmlType type = eval::parse_kv_type(options.get_or("kv-type", "f16"));
-  for (const serving::KvType kv :
-       {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
-    if (serving::kv_ggml_type(kv) == type) return kv;
-  }
-  throw InputError("no serving KV type for " + std::string(gguf::type_name(type)));
-}
-
 int64_t positive_option(const Options& options, const std::string& name, int64_t fallback) {
   const int64_t value = options.get_int(name, fallback);
   if (value < 1) {
@@ -708,7 +783,9 @@ const std::vector<Subcommand>& subcommands() {
        run_logits},
       {"generate",
        "(--prompt T | --ids 1,2,3) [--max-tokens N] [--greedy | --temperature T --top-k K "
-       "--top-p P --seed S] [--kv-type f32|f16|q8_0] [--json] [--no-stop]: continue a prompt",
+       "--top-p P --seed S] [--kv-type f32|f16|q8_0] [--json [--top K]] [--no-stop]: continue a "
+       "prompt through the serving engine (--top: each token's probability, its sampling "
+       "probability and the K most likely alternatives)",
        run_generate},
       {"quantize", "--type f32|f16|q8_0|q4_0 --out OUT.gguf: re-encode the model's matrices",
        run_quantize},

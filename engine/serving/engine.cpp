@@ -28,6 +28,7 @@ Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const Eng
                telemetry::Observer* observer)
     : transformer_(transformer),
       weight_bytes_(weight_bytes),
+      finished_history_(config.finished_history),
       observer_(observer),
       pool_(kv_layout(transformer.config(), config.kv_type, config.block_size),
             kv_block_count(config, transformer.config())),
@@ -36,9 +37,9 @@ Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const Eng
                                           kv_ggml_type(config.kv_type),
                                           pool_.blocks_total() * pool_.layout().block_size)),
       epoch_(std::chrono::steady_clock::now()) {
+  if (config.finished_history < 0) throw InputError("the finished history cannot be negative");
   if (observer_ != nullptr) {
-    pool_.set_event_sink(
-        [this](const telemetry::KvEvent& event) { observer_->on_kv_event(event); });
+    pool_.set_event_sink([this](const telemetry::KvEvent& event) { forward_kv_event(event); });
   }
 }
 
@@ -47,8 +48,18 @@ double Engine::now_ms() const {
       .count();
 }
 
+void Engine::forward_kv_event(const telemetry::KvEvent& event) {
+  telemetry::KvEvent stamped = event;
+  stamped.step_index = event_step_index_;
+  stamped.time_ms = now_ms();
+  observer_->on_kv_event(stamped);
+}
+
 SequenceId Engine::submit(const EngineRequest& request, std::optional<double> arrival_ms) {
   validate(request.sampling);
+  if (request.top_k_alternatives && *request.top_k_alternatives < 0) {
+    throw InputError("the number of top alternatives must be 0 or more");
+  }
   // Checked here, not in the forward pass: a bad id found mid-step would take the whole
   // batch down with it.
   const int64_t vocab = transformer_.config().vocab_size;
@@ -61,7 +72,8 @@ SequenceId Engine::submit(const EngineRequest& request, std::optional<double> ar
   const SequenceId id =
       scheduler_.submit({request.prompt_ids, request.max_tokens, request.stop_token});
   RequestState& state =
-      requests_.emplace(id, RequestState{Sampler(request.sampling), {}}).first->second;
+      requests_.emplace(id, RequestState{Sampler(request.sampling), {}, request.top_k_alternatives})
+          .first->second;
   state.record.request_id = id;
   state.record.prompt_tokens = static_cast<int64_t>(request.prompt_ids.size());
   state.record.arrival_ms = arrival_ms.value_or(now_ms());
@@ -69,40 +81,105 @@ SequenceId Engine::submit(const EngineRequest& request, std::optional<double> ar
   return id;
 }
 
+bool Engine::cancel(SequenceId id) {
+  if (!scheduler_.knows(id) || scheduler_.sequence(id).status == SequenceStatus::kFinished) {
+    return false;
+  }
+  if (in_step_) {
+    pending_cancels_.push_back(id);
+    return true;
+  }
+  event_step_index_ = scheduler_.next_step_index();
+  scheduler_.finish(id, FinishReason::kCancelled);
+  report_finished(scheduler_.take_finished());
+  return true;
+}
+
+void Engine::apply_cancels() {
+  std::vector<SequenceId> ids;
+  ids.swap(pending_cancels_);
+  for (const SequenceId id : ids) cancel(id);
+}
+
+const Sequence& Engine::sequence(SequenceId id) const {
+  if (scheduler_.knows(id)) return scheduler_.sequence(id);
+  const auto it = finished_.find(id);
+  if (it == finished_.end()) {
+    throw std::out_of_range("Engine: request " + std::to_string(id) +
+                            " was never submitted or finished too long ago to be kept");
+  }
+  return it->second;
+}
+
 bool Engine::is_finished(SequenceId id) const {
-  return sequence(id).status == SequenceStatus::kFinished;
+  if (id < 0 || id >= scheduler_.submitted()) {
+    throw std::out_of_range("Engine: no request " + std::to_string(id));
+  }
+  return !scheduler_.knows(id) || scheduler_.sequence(id).status == SequenceStatus::kFinished;
+}
+
+telemetry::KvSnapshot Engine::kv_snapshot() const {
+  telemetry::KvSnapshot snapshot = pool_.snapshot();
+  snapshot.step_index = last_step_index_;
+  snapshot.time_ms = now_ms();
+  for (const compute::KvStore& layer : cache_.layers) {
+    const uint64_t row = gguf::row_bytes(layer.type, layer.kv_dim);
+    snapshot.layer_bytes_reserved.push_back(2 * row * static_cast<uint64_t>(layer.slots));
+  }
+  return snapshot;
 }
 
 bool Engine::step() {
   if (!scheduler_.has_unfinished()) return false;
   const double started_ms = now_ms();
+  event_step_index_ = scheduler_.next_step_index();
   transformer_.backend().take_kernel_times();  // this step's kernels only
   const StepBatch batch = scheduler_.schedule();
   if (batch.empty()) return false;
+  in_step_ = true;
   // The pool as the step runs: counted before finished sequences release their blocks.
-  const telemetry::StepRecord counts = step_record_counts(batch, scheduler_.config(), pool_);
+  telemetry::StepRecord record = step_record_counts(batch, scheduler_.config(), pool_);
+  record.start_ms = started_ms;
 
   for (const ScheduledSequence& e : batch.sequences) {
-    telemetry::RequestRecord& record = requests_.at(e.sequence).record;
-    if (record.first_scheduled_ms < 0.0) record.first_scheduled_ms = started_ms;
+    telemetry::RequestRecord& r = requests_.at(e.sequence).record;
+    if (r.first_scheduled_ms < 0.0) r.first_scheduled_ms = started_ms;
   }
   std::vector<std::vector<int32_t>> slots;
   const std::vector<model::SequenceStep> steps = sequence_steps(batch, slots);
+  const double scheduled_ms = now_ms();
   const std::vector<float> logits = transformer_.forward_batch(steps, cache_);
-  scheduler_.complete_step(batch, sample(batch, logits));
+  const double forwarded_ms = now_ms();
+  std::vector<telemetry::TokenRecord> tokens;
+  const std::vector<int32_t> next_tokens = sample(batch, logits, tokens);
+  const double sampled_ms = now_ms();
+  record.schedule_ms = scheduled_ms - started_ms;
+  record.forward_ms = forwarded_ms - scheduled_ms;
+  record.sample_ms = sampled_ms - forwarded_ms;
+  scheduler_.complete_step(batch, next_tokens);
 
   const double finished_ms = now_ms();
   for (const ScheduledSequence& e : batch.sequences) {
-    // One timestamp per output token: the ones this step produced get the step's end.
-    const auto outputs = static_cast<size_t>(sequence(e.sequence).output_length());
+    // One timestamp per output token: the ones this step produced get the step's end. A
+    // sequence that finished has left the scheduler's running set but not yet its records.
+    const auto outputs = static_cast<size_t>(scheduler_.sequence(e.sequence).output_length());
     requests_.at(e.sequence).record.token_times_ms.resize(outputs, finished_ms);
   }
   ++steps_run_;
-  report_step(batch, counts, started_ms);
-  report_finished();
+  last_step_index_ = batch.step_index;
+  std::vector<Sequence> finished = scheduler_.take_finished();
+  report_step(batch, next_tokens, finished, record);
+  if (observer_ != nullptr) {
+    for (telemetry::TokenRecord& token : tokens) {
+      token.time_ms = finished_ms;
+      observer_->on_token(token);
+    }
+  }
+  report_finished(std::move(finished));
+  in_step_ = false;
+  apply_cancels();
   return true;
 }
-
 void Engine::run_until_idle() {
   while (has_unfinished()) {
     if (!step()) throw std::logic_error("Engine: requests are waiting but no step can run");
@@ -127,7 +204,8 @@ std::vector<model::SequenceStep> Engine::sequence_steps(
   return steps;
 }
 
-std::vector<int32_t> Engine::sample(const StepBatch& batch, const std::vector<float>& logits) {
+std::vector<int32_t> Engine::sample(const StepBatch& batch, const std::vector<float>& logits,
+                                    std::vector<telemetry::TokenRecord>& tokens) {
   const auto vocab = static_cast<size_t>(transformer_.config().vocab_size);
   std::vector<int32_t> next_tokens;
   size_t row = 0;
@@ -137,14 +215,33 @@ std::vector<int32_t> Engine::sample(const StepBatch& batch, const std::vector<fl
       continue;
     }
     const std::span<const float> row_logits(logits.data() + row * vocab, vocab);
-    next_tokens.push_back(requests_.at(e.sequence).sampler.sample(row_logits));
+    RequestState& state = requests_.at(e.sequence);
+    const SampledToken sampled = state.sampler.sample_with_probability(row_logits);
+    next_tokens.push_back(sampled.id);
+    if (state.top_k_alternatives) {
+      const TokenProbabilities p =
+          token_probabilities(row_logits, sampled.id, *state.top_k_alternatives);
+      telemetry::TokenRecord token;
+      token.request_id = e.sequence;
+      token.step_index = batch.step_index;
+      token.position = e.start + e.count;
+      token.output_index = token.position - state.record.prompt_tokens;
+      token.id = sampled.id;
+      token.prob = p.prob;
+      token.sampling_prob = sampled.sampling_prob;
+      token.top = p.top;
+      tokens.push_back(std::move(token));
+    }
     ++row;
   }
   return next_tokens;
 }
 
-void Engine::report_step(const StepBatch& batch, telemetry::StepRecord record, double started_ms) {
+void Engine::report_step(const StepBatch& batch, std::span<const int32_t> next_tokens,
+                         std::span<const Sequence> finished, telemetry::StepRecord& record) {
   record.kernel_times = transformer_.backend().take_kernel_times();
+  // A forward pass always takes time: all zeros means the backend did not time its kernels.
+  record.kernel_times_measured = record.kernel_times.total_ms() > 0.0;
   const std::vector<telemetry::SequenceWork> work = step_work(batch);
   const telemetry::StepCost cost = telemetry::estimate_step_cost(
       transformer_.config(), weight_bytes_, pool_.bytes_per_token(), work);
@@ -152,18 +249,36 @@ void Engine::report_step(const StepBatch& batch, telemetry::StepRecord record, d
   record.kv_bytes_read = cost.kv_bytes_read;
   record.kv_bytes_written = cost.kv_bytes_written;
   record.flops = cost.flops();
-  record.wall_ms = now_ms() - started_ms;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const ScheduledSequence& e = batch.sequences[i];
+    record.batch.push_back({e.sequence, e.slot, e.phase, e.start, e.tokens,
+                            e.samples_next_token ? next_tokens[i] : -1});
+  }
+  record.admitted = batch.admitted;
+  record.preempted = batch.preempted;
+  for (const Sequence& s : finished) record.finished.push_back(s.id);
+  record.end_ms = now_ms();
+  record.wall_ms = record.end_ms - record.start_ms;
   if (observer_ != nullptr) observer_->on_step(record);
 }
 
-void Engine::report_finished() {
-  for (const SequenceId id : scheduler_.take_finished()) {
-    const auto node = requests_.extract(id);
-    telemetry::RequestRecord record = node.mapped().record;
-    const Sequence& s = sequence(id);
+void Engine::report_finished(std::vector<Sequence> finished) {
+  for (Sequence& s : finished) {
+    auto node = requests_.extract(s.id);
+    telemetry::RequestRecord& record = node.mapped().record;
     record.cached_prompt_tokens = s.cached_prompt_tokens;
     record.preemptions = s.preemptions;
+    record.finish_reason = s.finish_reason;
+    record.output_ids = s.output_ids();
+    record.finished_ms = now_ms();
     if (observer_ != nullptr) observer_->on_request(record);
+    if (finished_history_ == 0) continue;
+    finished_order_.push_back(s.id);
+    finished_.emplace(s.id, std::move(s));
+    if (static_cast<int64_t>(finished_order_.size()) > finished_history_) {
+      finished_.erase(finished_order_.front());
+      finished_order_.pop_front();
+    }
   }
 }
 

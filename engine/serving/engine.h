@@ -6,18 +6,28 @@
 //   step()    schedule -> one ragged forward_batch over the paged KV cache (slots from the
 //             block tables) -> sample the sequences that reached their last known token ->
 //             complete_step -> telemetry (a StepRecord, a RequestRecord per finished request,
-//             the pool's KV events) to the observer.
+//             the pool's KV events, TokenRecords where asked) to the observer.
+//   cancel()  ends a request at the step boundary: its blocks are freed at once between steps.
 //
 // The KV cache holds exactly the pool's blocks: block b, offset o is slot b * block_size + o.
 // Blocks a new sequence shares through the prefix cache already hold their keys and values, so
 // a step only computes a sequence's tokens from its scheduled `start`.
 //
-// The observer is called on the engine's thread, synchronously; it must not block (use a
-// telemetry::TelemetryQueue to hand records to another thread).
+// Threading: an Engine is not thread-safe. One thread owns it and calls every method (submit,
+// step, cancel, the queries); in the desktop application that is the engine worker thread, to
+// which the GUI sends its commands as queued signals. The observer is called on that thread,
+// synchronously, inside step(), submit() and cancel(); it must not block: hand records to
+// other threads through a telemetry::TelemetryQueue. An observer may call cancel() (it takes
+// effect when the step ends) but not step() or submit().
+//
+// Memory stays bounded by what is waiting and running: a finished request leaves the
+// scheduler, its results go out in its RequestRecord (output ids, finish reason), and the
+// engine keeps only the last `finished_history` finished sequences for sequence()/output_ids().
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <vector>
@@ -37,6 +47,9 @@ struct EngineConfig {
   int64_t block_size = 16;
   // KV capacity in blocks; 0: enough for max_batch_size sequences of the full context.
   int64_t kv_blocks = 0;
+  // Finished requests whose Sequence stays available to sequence() and output_ids(), newest
+  // kept; older ones are forgotten (their RequestRecord carried the results).
+  int64_t finished_history = 256;
 };
 
 struct EngineRequest {
@@ -44,6 +57,10 @@ struct EngineRequest {
   int64_t max_tokens = 64;
   SamplingParams sampling;
   int32_t stop_token = -1;  // usually EOS; -1 = never stop early
+  // Token probabilities: unset (the default) computes nothing; K >= 0 reports a TokenRecord
+  // per generated token with its probability, its sampling probability and the K most likely
+  // alternatives (0: none).
+  std::optional<int64_t> top_k_alternatives;
 };
 
 class Engine {
@@ -69,10 +86,22 @@ class Engine {
   bool step();
   void run_until_idle();
 
+  // Ends a waiting or running request with FinishReason::kCancelled: its blocks are freed
+  // (kFree events) and its RequestRecord reported at once when called between steps, at the
+  // end of the step when called from the observer during one. Returns false, doing nothing,
+  // for a request that already finished (or an unknown id).
+  bool cancel(SequenceId id);
+
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
-  const Sequence& sequence(SequenceId id) const { return scheduler_.sequence(id); }
+  // A waiting, running or recently finished request (see EngineConfig::finished_history);
+  // std::out_of_range for one never submitted or forgotten.
+  const Sequence& sequence(SequenceId id) const;
   std::vector<int32_t> output_ids(SequenceId id) const { return sequence(id).output_ids(); }
+  // true once finished (forgotten ones included); std::out_of_range for an id never given out.
   bool is_finished(SequenceId id) const;
+
+  // The whole KV block table state, for a consumer of the KV events to resynchronise from.
+  telemetry::KvSnapshot kv_snapshot() const;
 
   const Scheduler& scheduler() const { return scheduler_; }
   const KvBlockPool& pool() const { return pool_; }
@@ -88,21 +117,33 @@ class Engine {
   struct RequestState {
     Sampler sampler;
     telemetry::RequestRecord record;
+    std::optional<int64_t> top_k_alternatives;
   };
 
   std::vector<model::SequenceStep> sequence_steps(const StepBatch& batch,
                                                   std::vector<std::vector<int32_t>>& slots) const;
-  std::vector<int32_t> sample(const StepBatch& batch, const std::vector<float>& logits);
-  void report_step(const StepBatch& batch, telemetry::StepRecord record, double started_ms);
-  void report_finished();
+  std::vector<int32_t> sample(const StepBatch& batch, const std::vector<float>& logits,
+                              std::vector<telemetry::TokenRecord>& tokens);
+  void report_step(const StepBatch& batch, std::span<const int32_t> next_tokens,
+                   std::span<const Sequence> finished, telemetry::StepRecord& record);
+  void report_finished(std::vector<Sequence> finished);
+  void forward_kv_event(const telemetry::KvEvent& event);
+  void apply_cancels();
 
   model::Transformer& transformer_;
   uint64_t weight_bytes_;
+  int64_t finished_history_;
   telemetry::Observer* observer_;
   KvBlockPool pool_;
   Scheduler scheduler_;
   model::PagedKvCache cache_;
   std::map<SequenceId, RequestState> requests_;  // unfinished requests
+  std::map<SequenceId, Sequence> finished_;      // the last finished_history_ finished ones
+  std::deque<SequenceId> finished_order_;        // oldest first
+  std::vector<SequenceId> pending_cancels_;      // cancel() from the observer during a step
+  bool in_step_ = false;
+  int64_t event_step_index_ = 0;  // what KV events are stamped with
+  int64_t last_step_index_ = -1;
   std::chrono::steady_clock::time_point epoch_;
   int64_t steps_run_ = 0;
 };

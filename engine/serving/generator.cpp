@@ -14,18 +14,6 @@ double elapsed_ms(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-std::string_view stop_reason_name(StopReason reason) {
-  switch (reason) {
-    case StopReason::kMaxTokens:
-      return "max_tokens";
-    case StopReason::kStopToken:
-      return "stop_token";
-    case StopReason::kContextFull:
-      return "context_full";
-  }
-  return "unknown";
-}
-
 double GenerationResult::prefill_tokens_per_s() const {
   return prefill_ms > 0.0 ? static_cast<double>(prefill_tokens) * 1000.0 / prefill_ms : 0.0;
 }
@@ -54,12 +42,12 @@ GenerationResult generate(model::Transformer& transformer, const GenerationReque
     result.generated_ids.push_back(token);
     if (on_token) on_token(token);
     if (token == request.stop_token) {
-      result.stop_reason = StopReason::kStopToken;
+      result.finish_reason = FinishReason::kStopToken;
       break;
     }
     if (static_cast<int64_t>(result.generated_ids.size()) >= request.max_tokens) break;
     if (cache.length >= context) {
-      result.stop_reason = StopReason::kContextFull;
+      result.finish_reason = FinishReason::kContextFull;
       break;
     }
     start = std::chrono::steady_clock::now();

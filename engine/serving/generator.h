@@ -7,27 +7,22 @@
 #include <vector>
 
 #include "engine/model/transformer.h"
+#include "engine/serving/engine.h"
+#include "engine/serving/request.h"
 #include "engine/serving/sampler.h"
 
 namespace servescope::serving {
 
-struct GenerationRequest {
-  std::vector<int32_t> prompt_ids;
-  int64_t max_tokens = 64;
-  SamplingParams sampling;
-  int32_t stop_token = -1;  // usually EOS; -1 = never stop early
-};
-
-enum class StopReason { kMaxTokens, kStopToken, kContextFull };
-std::string_view stop_reason_name(StopReason reason);
+// The engine's request, run alone (max_tokens may be 0 here; top_k_alternatives is ignored).
+using GenerationRequest = EngineRequest;
 
 struct GenerationResult {
   std::vector<int32_t> generated_ids;
-  StopReason stop_reason = StopReason::kMaxTokens;
-  int64_t prefill_tokens = 0; // prompt tokens run in the prefill forward pass
-  double prefill_ms = 0.0;    // the prompt's forward pass, up to its logits
-  double decode_ms = 0.0;     // all single-token forward passes
-  int64_t decode_steps = 0;   // single-token forward passes run
+  FinishReason finish_reason = FinishReason::kMaxTokens;
+  int64_t prefill_tokens = 0;  // prompt tokens run in the prefill forward pass
+  double prefill_ms = 0.0;     // the prompt's forward pass, up to its logits
+  double decode_ms = 0.0;      // all single-token forward passes
+  int64_t decode_steps = 0;    // single-token forward passes run
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;
 };

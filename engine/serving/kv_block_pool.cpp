@@ -142,6 +142,7 @@ int64_t KvBlockPool::allocate(SequenceId sequence, std::span<const int32_t> toke
     t.blocks.push_back(fresh.back());
   }
   t.tokens = n;
+  t.written = cached_tokens;
   tables_.emplace(sequence, std::move(t));
 
   prefix_lookup_tokens_ += n;
@@ -178,17 +179,49 @@ void KvBlockPool::cache_computed_blocks(SequenceId sequence,
   if (static_cast<int64_t>(computed_tokens.size()) > t.tokens) {
     throw std::logic_error("KvBlockPool::cache_computed_blocks: more tokens than slots");
   }
+  record_writes(sequence, t, static_cast<int64_t>(computed_tokens.size()));
   const auto bs = static_cast<size_t>(layout_.block_size);
   const auto full_blocks = static_cast<int64_t>(computed_tokens.size() / bs);
+  std::vector<BlockId> indexed;
   for (int64_t i = t.indexed_blocks; i < full_blocks; ++i) {
     const BlockId block = t.blocks[i];
     const auto inserted =
         prefix_cache_.insert(t.last_hash, computed_tokens.subspan(i * bs, bs), block);
     // A block with the same content already indexed keeps its place; this one stays unindexed.
-    if (inserted.indexed) blocks_[block].hash = inserted.hash;
+    if (inserted.indexed) {
+      blocks_[block].hash = inserted.hash;
+      indexed.push_back(block);
+    }
     t.last_hash = inserted.hash;
   }
   t.indexed_blocks = std::max(t.indexed_blocks, full_blocks);
+  if (!indexed.empty()) {
+    const auto tokens = static_cast<int64_t>(indexed.size()) * layout_.block_size;
+    emit(KvEventKind::kIndex, sequence, std::move(indexed), tokens);
+  }
+}
+
+// One kWrite per block the newly written positions touch.
+void KvBlockPool::record_writes(SequenceId sequence, SequenceTable& t, int64_t written) {
+  const int64_t bs = layout_.block_size;
+  for (int64_t p = t.written; p < written;) {
+    const BlockId block = t.blocks[static_cast<size_t>(p / bs)];
+    const int64_t offset = p % bs;
+    const int64_t count = std::min(bs - offset, written - p);
+    Block& b = blocks_[block];
+    b.fill = std::max(b.fill, offset + count);
+    if (sink_) {
+      sink_(telemetry::KvEvent{.kind = KvEventKind::kWrite,
+                               .sequence = sequence,
+                               .blocks = {block},
+                               .tokens = count,
+                               .blocks_used_after = blocks_used(),
+                               .position = p,
+                               .offset = offset});
+    }
+    p += count;
+  }
+  t.written = std::max(t.written, written);
 }
 
 void KvBlockPool::free(SequenceId sequence) { release(sequence, KvEventKind::kFree); }
@@ -247,6 +280,19 @@ KvUsage KvBlockPool::usage() const {
   return u;
 }
 
+telemetry::KvSnapshot KvBlockPool::snapshot() const {
+  telemetry::KvSnapshot s;
+  s.block_size = layout_.block_size;
+  for (const Block& b : blocks_) s.blocks.push_back({b.ref_count, b.fill, b.hash.has_value()});
+  for (const auto& [id, t] : tables_) s.sequences.push_back({id, t.blocks, t.written});
+  // Every layer stores kv_dim-wide key and value rows (one KvLayout for the model).
+  const uint64_t per_layer = static_cast<uint64_t>(blocks_used()) *
+                             static_cast<uint64_t>(layout_.block_size) *
+                             kv_bytes_per_token_per_layer(layout_);
+  s.layer_bytes_in_use.assign(static_cast<size_t>(layout_.n_layers), per_layer);
+  return s;
+}
+
 BlockId KvBlockPool::take_free_block() {
   const BlockId block = free_blocks_.front();
   free_blocks_.pop_front();
@@ -255,6 +301,7 @@ BlockId KvBlockPool::take_free_block() {
     emit(KvEventKind::kEvict, -1, {block}, layout_.block_size);
   }
   blocks_[block].ref_count = 1;
+  blocks_[block].fill = 0;
   return block;
 }
 
@@ -271,6 +318,8 @@ void KvBlockPool::release(SequenceId sequence, KvEventKind kind) {
   for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) {
     Block& b = blocks_[*it];
     if (--b.ref_count > 0) continue;
+    // Without a cached prefix nothing will read its keys and values again.
+    if (!b.hash) b.fill = 0;
     b.free_position = b.hash ? free_blocks_.insert(free_blocks_.end(), *it)
                              : free_blocks_.insert(free_blocks_.begin(), *it);
   }
@@ -283,6 +332,7 @@ void KvBlockPool::release(SequenceId sequence, KvEventKind kind) {
 void KvBlockPool::drop_cached_prefix(BlockId block) {
   prefix_cache_.erase(*blocks_[block].hash);
   blocks_[block].hash.reset();
+  if (blocks_[block].ref_count == 0) blocks_[block].fill = 0;
 }
 
 namespace {

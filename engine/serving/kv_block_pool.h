@@ -122,9 +122,10 @@ class KvBlockPool {
   bool can_append(SequenceId sequence) const;
   void append(SequenceId sequence);
 
-  // Indexes the sequence's full blocks among `computed_tokens` (its first tokens, whose KV is
-  // now written) in the prefix cache. Call after each step: blocks are shared only once their
-  // KV exists.
+  // Records that `computed_tokens` (the sequence's first tokens) now have their KV written:
+  // reports the newly written ones (kWrite, one event per block touched) and indexes the full
+  // blocks among them in the prefix cache (kIndex). Call after each step: blocks are shared
+  // only once their KV exists.
   void cache_computed_blocks(SequenceId sequence, std::span<const int32_t> computed_tokens);
 
   // Release a sequence's blocks: it finished (free) or must make room (preempt). Only the
@@ -148,16 +149,24 @@ class KvBlockPool {
   bool holds_cached_prefix(BlockId block) const { return blocks_.at(block).hash.has_value(); }
 
   KvUsage usage() const;
+  // Every block's reference count, fill and prefix-cache state, and every block table; the
+  // per-layer bytes in use. step_index, time_ms and layer_bytes_reserved are left for the
+  // engine to fill in.
+  telemetry::KvSnapshot snapshot() const;
+  // Positions 0 .. tokens_written - 1 of the sequence hold keys and values.
+  int64_t tokens_written(SequenceId sequence) const { return table(sequence).written; }
 
  private:
   struct Block {
     int32_t ref_count = 0;
+    int64_t fill = 0;                            // slots holding valid keys and values
     std::optional<BlockHash> hash;               // set while indexed in the prefix cache
     std::list<BlockId>::iterator free_position;  // valid while ref_count == 0
   };
   struct SequenceTable {
     std::vector<BlockId> blocks;
     int64_t tokens = 0;          // slots reserved
+    int64_t written = 0;         // leading slots whose KV is written
     int64_t indexed_blocks = 0;  // leading full blocks already in the prefix cache
     BlockHash last_hash = kRootBlockHash;
   };
@@ -172,6 +181,7 @@ class KvBlockPool {
   const SequenceTable& table(SequenceId sequence) const;
   void emit(telemetry::KvEventKind kind, SequenceId sequence, std::vector<BlockId> blocks,
             int64_t tokens);
+  void record_writes(SequenceId sequence, SequenceTable& t, int64_t written);
 
   KvLayout layout_;
   std::vector<Block> blocks_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/serving/kv_block_pool.h"
+#include "engine/telemetry/records.h"
 
 namespace servescope::serving {
 
@@ -18,15 +19,8 @@ struct Request {
 
 enum class SequenceStatus { kWaiting, kRunning, kFinished };
 
-enum class FinishReason {
-  kNone,  // not finished
-  kMaxTokens,
-  kStopToken,
-  kContextFull,  // reached the model's context length
-  kCancelled,    // Scheduler::finish from outside
-};
-
-std::string_view finish_reason_name(FinishReason reason);
+using telemetry::finish_reason_name;
+using telemetry::FinishReason;
 
 struct Sequence {
   SequenceId id = 0;
@@ -42,6 +36,9 @@ struct Sequence {
   // Tokens known when it was last admitted (the prompt, or prompt and outputs after a
   // preemption): steps before this point are prefill, after it decode.
   int64_t prefill_end = 0;
+
+  // Batch slot while running (kept until it finishes or is preempted); -1 while waiting.
+  int64_t batch_slot = -1;
 
   int64_t cached_prompt_tokens = 0;  // prefix-cache hits at its first admission
   int64_t preemptions = 0;

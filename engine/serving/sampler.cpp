@@ -13,8 +13,8 @@ namespace servescope::serving {
 void validate(const SamplingParams& p) {
   if (p.greedy) return;
   if (!(p.temperature > 0.0f) || !std::isfinite(p.temperature)) {
-    throw InputError("temperature must be a number above 0 (got " +
-                     std::to_string(p.temperature) + "); use --greedy for temperature 0");
+    throw InputError("temperature must be a number above 0 (got " + std::to_string(p.temperature) +
+                     "); use --greedy for temperature 0");
   }
   if (p.top_k < 0) throw InputError("top-k must be 0 (off) or positive");
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) throw InputError("top-p must be in (0, 1]");
@@ -30,8 +30,8 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 
 double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  if (params_.greedy) return argmax(logits);
+SampledToken Sampler::sample_with_probability(std::span<const float> logits) {
+  if (params_.greedy) return {argmax(logits), 1.0};
 
   // Candidates sorted by logit, most likely first (ties by id, so the order is deterministic).
   std::vector<int32_t> ids(logits.size());
@@ -65,11 +65,36 @@ int32_t Sampler::sample(std::span<const float> logits) {
   }
   const double nucleus_mass = std::accumulate(probs.begin(), probs.begin() + nucleus, 0.0);
   double r = uniform() * nucleus_mass;
+  size_t chosen = nucleus - 1;
   for (size_t i = 0; i < nucleus; ++i) {
     r -= probs[i];
-    if (r < 0.0) return ids[i];
+    if (r < 0.0) {
+      chosen = i;
+      break;
+    }
   }
-  return ids[nucleus - 1];
+  return {ids[chosen], probs[chosen] / nucleus_mass};
+}
+
+TokenProbabilities token_probabilities(std::span<const float> logits, int32_t token,
+                                       int64_t top_k) {
+  const float top = *std::max_element(logits.begin(), logits.end());
+  double total = 0.0;
+  for (const float l : logits) total += std::exp(static_cast<double>(l) - top);
+  const auto prob = [&](int32_t id) {
+    return std::exp(static_cast<double>(logits[static_cast<size_t>(id)]) - top) / total;
+  };
+  TokenProbabilities result;
+  result.prob = prob(token);
+  const auto k = static_cast<size_t>(std::clamp<int64_t>(top_k, 0, std::ssize(logits)));
+  if (k == 0) return result;
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(
+      ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+      [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+  for (size_t i = 0; i < k; ++i) result.top.push_back({ids[i], prob(ids[i])});
+  return result;
 }
 
 }  // namespace servescope::serving

@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <vector>
+
+#include "engine/telemetry/records.h"
 
 namespace servescope::serving {
 
@@ -20,10 +23,20 @@ struct SamplingParams {
 // InputError if temperature <= 0, top_k < 0 or top_p outside (0, 1].
 void validate(const SamplingParams& params);
 
+struct SampledToken {
+  int32_t id = 0;
+  // Its probability under the distribution drawn from: softmax at the temperature over the
+  // top-k candidates, cut to the top-p nucleus and renormalised; 1 for greedy decoding.
+  double sampling_prob = 1.0;
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
-  int32_t sample(std::span<const float> logits);
+  int32_t sample(std::span<const float> logits) { return sample_with_probability(logits).id; }
+  // The same draw as sample() (same token, same generator state afterwards), with the chosen
+  // token's probability.
+  SampledToken sample_with_probability(std::span<const float> logits);
 
  private:
   double uniform();  // [0, 1) from the 64-bit Mersenne Twister, identical on every platform
@@ -33,5 +46,14 @@ class Sampler {
 };
 
 int32_t argmax(std::span<const float> logits);
+
+// The model's own view of one position: softmax of the logits at temperature 1 (in double),
+// the probability of `token`, and the top_k most likely tokens, most likely first (ties by
+// id). top_k is capped at the vocabulary.
+struct TokenProbabilities {
+  double prob = 0.0;
+  std::vector<telemetry::TokenAlternative> top;
+};
+TokenProbabilities token_probabilities(std::span<const float> logits, int32_t token, int64_t top_k);
 
 }  // namespace servescope::serving

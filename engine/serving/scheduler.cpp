@@ -8,22 +8,6 @@
 
 namespace servescope::serving {
 
-std::string_view finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kNone:
-      return "none";
-    case FinishReason::kMaxTokens:
-      return "max_tokens";
-    case FinishReason::kStopToken:
-      return "stop_token";
-    case FinishReason::kContextFull:
-      return "context_full";
-    case FinishReason::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
 void validate(const SchedulerConfig& config) {
   if (config.max_batch_size < 1) throw InputError("scheduler: max batch size must be at least 1");
   if (config.token_budget < config.max_batch_size) {
@@ -59,6 +43,7 @@ std::vector<telemetry::SequenceWork> step_work(const StepBatch& batch) {
 Scheduler::Scheduler(const SchedulerConfig& config, KvBlockPool& pool)
     : config_(config), pool_(pool) {
   validate(config);
+  slot_taken_.assign(static_cast<size_t>(config.max_batch_size), false);
 }
 
 SequenceId Scheduler::submit(const Request& request) {
@@ -146,6 +131,7 @@ void Scheduler::preempt_newest(StepBatch& batch) {
   running_.pop_back();
   pool_.preempt(id);
   Sequence& s = get(id);
+  release_batch_slot(s);
   s.status = SequenceStatus::kWaiting;
   s.computed_tokens = 0;
   s.prefill_end = 0;
@@ -167,6 +153,7 @@ void Scheduler::admit_waiting(int64_t& budget, StepBatch& batch) {
     s.computed_tokens = cached;
     s.prefill_end = static_cast<int64_t>(s.tokens.size());
     s.status = SequenceStatus::kRunning;
+    s.batch_slot = take_batch_slot();
     running_.push_back(s.id);
     batch.admitted.push_back(s.id);
     const int64_t count = std::min(s.prefill_end - s.computed_tokens, budget);
@@ -180,7 +167,11 @@ void Scheduler::add_to_batch(Sequence& s, int64_t count, StepBatch& batch) {
   e.sequence = s.id;
   e.start = s.computed_tokens;
   e.count = count;
+  e.slot = s.batch_slot;
   e.is_prefill = s.computed_tokens < s.prefill_end;
+  e.phase = !e.is_prefill       ? telemetry::SequencePhase::kDecode
+            : s.preemptions > 0 ? telemetry::SequencePhase::kRecompute
+                                : telemetry::SequencePhase::kPrefill;
   e.samples_next_token = e.start + count == static_cast<int64_t>(s.tokens.size());
   e.tokens.assign(s.tokens.begin() + e.start, s.tokens.begin() + e.start + count);
   const std::span<const BlockId> table = pool_.block_table(s.id);
@@ -188,6 +179,19 @@ void Scheduler::add_to_batch(Sequence& s, int64_t count, StepBatch& batch) {
   (e.is_prefill ? batch.prefill_tokens : batch.decode_tokens) += count;
   if (s.first_scheduled_step < 0) s.first_scheduled_step = batch.step_index;
   batch.sequences.push_back(std::move(e));
+}
+
+// The lowest free slot: running sequences never exceed max_batch_size, so one is free.
+int64_t Scheduler::take_batch_slot() {
+  const auto it = std::ranges::find(slot_taken_, false);
+  if (it == slot_taken_.end()) throw std::logic_error("Scheduler: no free batch slot");
+  *it = true;
+  return it - slot_taken_.begin();
+}
+
+void Scheduler::release_batch_slot(Sequence& s) {
+  slot_taken_[static_cast<size_t>(s.batch_slot)] = false;
+  s.batch_slot = -1;
 }
 
 void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> next_tokens) {
@@ -200,8 +204,10 @@ void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> n
   step_in_flight_ = false;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const ScheduledSequence& e = batch.sequences[i];
-    Sequence& s = get(e.sequence);
-    if (s.status != SequenceStatus::kRunning) continue;  // finished from outside meanwhile
+    // Finished from outside meanwhile (and perhaps already taken): its result is dropped.
+    const auto it = sequences_.find(e.sequence);
+    if (it == sequences_.end() || it->second.status != SequenceStatus::kRunning) continue;
+    Sequence& s = it->second;
     if (s.computed_tokens != e.start) {
       throw std::logic_error("Scheduler::complete_step: sequence " + std::to_string(s.id) +
                              " was not at the scheduled position");
@@ -226,14 +232,17 @@ FinishReason Scheduler::stop_reason(const Sequence& s) const {
   return FinishReason::kNone;
 }
 
-void Scheduler::finish(SequenceId sequence, FinishReason reason) {
-  Sequence& s = get(sequence);
-  if (s.status != SequenceStatus::kFinished) retire(s, reason);
+bool Scheduler::finish(SequenceId sequence, FinishReason reason) {
+  const auto it = sequences_.find(sequence);
+  if (it == sequences_.end() || it->second.status == SequenceStatus::kFinished) return false;
+  retire(it->second, reason);
+  return true;
 }
 
 void Scheduler::retire(Sequence& s, FinishReason reason) {
   if (s.status == SequenceStatus::kRunning) {
     pool_.free(s.id);
+    release_batch_slot(s);
     running_.erase(std::ranges::find(running_, s.id));
   } else {
     waiting_.erase(std::ranges::find(waiting_, s.id));
@@ -260,9 +269,13 @@ Sequence& Scheduler::get(SequenceId id) {
   return it->second;
 }
 
-std::vector<SequenceId> Scheduler::take_finished() {
-  std::vector<SequenceId> taken;
-  taken.swap(finished_);
+std::vector<Sequence> Scheduler::take_finished() {
+  std::vector<Sequence> taken;
+  for (const SequenceId id : finished_) {
+    auto node = sequences_.extract(id);
+    taken.push_back(std::move(node.mapped()));
+  }
+  finished_.clear();
   return taken;
 }
 

@@ -45,6 +45,8 @@ void validate(const SchedulerConfig& config);
 // positions and attending to positions 0 .. start + count - 1 through the same table.
 struct ScheduledSequence {
   SequenceId sequence = 0;
+  int64_t slot = 0;  // the sequence's batch slot, in [0, max_batch_size)
+  telemetry::SequencePhase phase = telemetry::SequencePhase::kPrefill;
   int64_t start = 0;                 // position of the first token (= tokens already cached)
   int64_t count = 0;                 // tokens to process
   bool is_prefill = false;           // prompt (or recompute) chunk; false: one decode token
@@ -90,14 +92,24 @@ class Scheduler {
   void complete_step(const StepBatch& batch, std::span<const int32_t> next_tokens);
 
   // Ends a waiting or running sequence now (e.g. the user cancelled); its blocks are freed.
-  void finish(SequenceId sequence, FinishReason reason = FinishReason::kCancelled);
+  // Returns false, doing nothing, for a sequence already finished (or taken).
+  bool finish(SequenceId sequence, FinishReason reason = FinishReason::kCancelled);
 
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  // Waiting, running, or finished and not yet taken; std::out_of_range otherwise.
   const Sequence& sequence(SequenceId id) const;
+  bool knows(SequenceId id) const { return sequences_.contains(id); }
   const std::deque<SequenceId>& waiting() const { return waiting_; }
   const std::vector<SequenceId>& running() const { return running_; }  // oldest admitted first
-  // Sequences finished since the last call, in finishing order.
-  std::vector<SequenceId> take_finished();
+  // The sequences finished since the last call, in finishing order, handed over: the scheduler
+  // forgets them (so its memory stays bounded by what is waiting and running).
+  std::vector<Sequence> take_finished();
+  // Sequences the scheduler holds: waiting, running and finished-not-taken.
+  size_t tracked_sequences() const { return sequences_.size(); }
+  // Sequences submitted so far: ids 0 .. submitted() - 1 have been given out.
+  SequenceId submitted() const { return next_id_; }
+  // The index the next schedule() gives its batch.
+  int64_t next_step_index() const { return next_step_; }
   const SchedulerConfig& config() const { return config_; }
   const KvBlockPool& pool() const { return pool_; }
 
@@ -106,6 +118,8 @@ class Scheduler {
   void preempt_newest(StepBatch& batch);
   void admit_waiting(int64_t& budget, StepBatch& batch);
   void add_to_batch(Sequence& s, int64_t count, StepBatch& batch);
+  int64_t take_batch_slot();
+  void release_batch_slot(Sequence& s);
   FinishReason stop_reason(const Sequence& s) const;
   void retire(Sequence& s, FinishReason reason);
   Sequence& get(SequenceId id);
@@ -116,6 +130,7 @@ class Scheduler {
   std::deque<SequenceId> waiting_;
   std::vector<SequenceId> running_;
   std::vector<SequenceId> finished_;
+  std::vector<bool> slot_taken_;  // by batch slot
   SequenceId next_id_ = 0;
   int64_t next_step_ = 0;
   bool step_in_flight_ = false;  // schedule() returned a batch complete_step() has not seen

@@ -16,6 +16,10 @@ std::string_view kv_event_kind_name(KvEventKind kind) {
       return "preempt";
     case KvEventKind::kEvict:
       return "evict";
+    case KvEventKind::kWrite:
+      return "write";
+    case KvEventKind::kIndex:
+      return "index";
   }
   return "unknown";
 }

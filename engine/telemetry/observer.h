@@ -22,9 +22,11 @@ class Observer {
   virtual void on_step(const StepRecord& step) = 0;
   virtual void on_request(const RequestRecord& request) = 0;
   virtual void on_kv_event(const KvEvent& event) = 0;
+  // Only for requests that asked for token probabilities (EngineRequest::top_k_alternatives).
+  virtual void on_token(const TokenRecord& /*token*/) {}
 };
 
-using TelemetryItem = std::variant<StepRecord, RequestRecord, KvEvent>;
+using TelemetryItem = std::variant<StepRecord, RequestRecord, KvEvent, TokenRecord>;
 
 // A bounded multi-producer queue: producers push (never block beyond a short lock), one
 // consumer drains everything pushed so far.
@@ -35,6 +37,7 @@ class TelemetryQueue final : public Observer {
   void on_step(const StepRecord& step) override { push(step); }
   void on_request(const RequestRecord& request) override { push(request); }
   void on_kv_event(const KvEvent& event) override { push(event); }
+  void on_token(const TokenRecord& token) override { push(token); }
 
   // Everything pushed since the last drain, oldest first.
   std::vector<TelemetryItem> drain();

@@ -5,6 +5,34 @@
 
 namespace servescope::telemetry {
 
+std::string_view finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone:
+      return "none";
+    case FinishReason::kMaxTokens:
+      return "max_tokens";
+    case FinishReason::kStopToken:
+      return "stop_token";
+    case FinishReason::kContextFull:
+      return "context_full";
+    case FinishReason::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+std::string_view sequence_phase_name(SequencePhase phase) {
+  switch (phase) {
+    case SequencePhase::kPrefill:
+      return "prefill";
+    case SequencePhase::kDecode:
+      return "decode";
+    case SequencePhase::kRecompute:
+      return "recompute";
+  }
+  return "unknown";
+}
+
 double batch_occupancy(const StepRecord& step) {
   if (step.max_batch_size <= 0) return 0.0;
   return static_cast<double>(step.sequences) / static_cast<double>(step.max_batch_size);

@@ -5,9 +5,45 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace servescope::telemetry {
+
+// Why a request stopped producing tokens: the one name for it in the engine, the scheduler
+// and the single-request generator.
+enum class FinishReason {
+  kNone,  // not finished
+  kMaxTokens,
+  kStopToken,
+  kContextFull,  // reached the model's context length
+  kCancelled,    // cancelled from outside (Engine::cancel, Scheduler::finish)
+};
+
+// "none", "max_tokens", "stop_token", "context_full", "cancelled".
+std::string_view finish_reason_name(FinishReason reason);
+
+// What a sequence does in a step.
+enum class SequencePhase {
+  kPrefill,    // a chunk of its prompt
+  kDecode,     // its one newest token
+  kRecompute,  // a chunk of prompt and earlier outputs again, after a preemption
+};
+
+// "prefill", "decode", "recompute".
+std::string_view sequence_phase_name(SequencePhase phase);
+
+// One sequence's part of a step: a row of the slots x steps heatmap.
+struct BatchEntry {
+  int64_t sequence = 0;
+  // Batch slot in [0, max_batch_size): a request keeps it from admission until it finishes or
+  // is preempted (a resumed request may get another one).
+  int64_t slot = 0;
+  SequencePhase phase = SequencePhase::kPrefill;
+  int64_t start_position = 0;     // position of tokens[0]; tokens[i] is at start_position + i
+  std::vector<int32_t> tokens{};  // the token ids processed
+  int32_t sampled_token = -1;     // the token this step chose for it; -1 when none (mid-prefill)
+};
 
 // Time per kernel class of one step, in milliseconds.
 struct KernelTimes {
@@ -32,7 +68,24 @@ struct StepRecord {
   double flops = 0.0;
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_free = 0;
-  double wall_ms = 0.0;  // the whole step, scheduling to sampled tokens
+  double wall_ms = 0.0;  // the whole step, scheduling to sampled tokens (= end_ms - start_ms)
+
+  // The step on the engine clock (Engine::now_ms()) and how its wall time splits; measured.
+  // The rest of wall_ms is bookkeeping (completing the step, the records themselves).
+  double start_ms = 0.0;
+  double end_ms = 0.0;
+  double schedule_ms = 0.0;  // choosing the batch and laying out its KV slots
+  double forward_ms = 0.0;   // the batched forward pass, logits copied back included
+  double sample_ms = 0.0;    // choosing next tokens (and token probabilities, when asked)
+  // Whether kernel_times were measured. false: the backend did not time its kernels this step
+  // (Vulkan with timestamp queries off, as on CPU devices such as lavapipe), and the zeros in
+  // kernel_times mean "not measured", not "took no time".
+  bool kernel_times_measured = false;
+
+  std::vector<BatchEntry> batch{};   // decodes first, then prefill chunks (the scheduler's order)
+  std::vector<int64_t> admitted{};   // requests admitted or resumed in this step
+  std::vector<int64_t> preempted{};  // requests that lost their KV blocks in this step
+  std::vector<int64_t> finished{};   // requests that finished in this step
 
   int64_t tokens() const { return prefill_tokens + decode_tokens; }
   uint64_t bytes_moved() const { return weight_bytes_read + kv_bytes_read + kv_bytes_written; }
@@ -55,6 +108,31 @@ struct RequestRecord {
   double arrival_ms = 0.0;             // submitted
   double first_scheduled_ms = 0.0;     // first step that processed any of its tokens
   std::vector<double> token_times_ms;  // when each output token was produced
+  FinishReason finish_reason = FinishReason::kNone;
+  std::vector<int32_t> output_ids{};  // every output token, the stop token included
+  double finished_ms = 0.0;           // when it left the engine
+};
+
+// One alternative for a generated token's position.
+struct TokenAlternative {
+  int32_t id = 0;
+  double prob = 0.0;  // under the model's softmax at temperature 1
+};
+
+// One generated token with its probabilities (opt-in per request, EngineRequest::
+// top_k_alternatives). Pieces are the tokenizer's to add: the engine works on ids.
+struct TokenRecord {
+  int64_t request_id = 0;
+  int64_t step_index = 0;
+  int64_t position = 0;      // its position in the sequence (prompt length + output index)
+  int64_t output_index = 0;  // 0 for the first generated token
+  int32_t id = 0;
+  double prob = 0.0;  // softmax of the logits at temperature 1
+  // Under the distribution the sampler actually drew from (temperature, top-k, top-p, then
+  // renormalised); 1 for greedy decoding.
+  double sampling_prob = 0.0;
+  std::vector<TokenAlternative> top{};  // the K most likely at temperature 1, most likely first
+  double time_ms = 0.0;                 // engine clock, the end of its step
 };
 
 // Definitions as serving engines use them (vLLM, TensorRT-LLM benchmarks):
