@@ -17,6 +17,11 @@ layout(std430, binding = 3) readonly buffer Batch { int batch[]; };
 layout(std430, binding = 4) writeonly buffer Out { float out_data[]; };
 #define KV_KEYS_BINDING 1
 #define KV_VALUES_BINDING 2
+#if defined(CAPTURE_WEIGHTS)
+// The scaled scores as they are computed, turned into softmax weights once the final maximum
+// and sum are known; each thread rewrites only the entries it wrote.
+layout(std430, binding = 5) buffer Weights { float weights[]; };
+#endif
 
 #include "include/attention_push.glsl"
 #include "include/kv_read.glsl"
@@ -55,6 +60,9 @@ void main() {
   for (uint c = tid; c < d; c += kThreads) query[c] = q[q_at + c];
   barrier();
 
+#if defined(CAPTURE_WEIGHTS)
+  const uint weights_at = p.weights_offset + (row * p.n_heads + head) * p.weights_stride;
+#endif
   float running_max = -1.0 / 0.0;
   float running_sum = 0.0;
   float acc[4] = float[](0.0, 0.0, 0.0, 0.0);
@@ -67,6 +75,9 @@ void main() {
       float dot_qk = 0.0;
       for (uint c = 0u; c < d; ++c) dot_qk += query[c] * key(slot, kv_col + c);
       scores[t] = dot_qk * p.scale;
+#if defined(CAPTURE_WEIGHTS)
+      weights[weights_at + base + t] = scores[t];
+#endif
       chunk_max = max(chunk_max, scores[t]);
     }
     const float new_max = max(running_max, workgroup_reduce(chunk_max, true));
@@ -89,6 +100,11 @@ void main() {
     barrier();  // everyone is done with scores before the next chunk overwrites them
   }
 
+#if defined(CAPTURE_WEIGHTS)
+  for (uint t = tid; t < n_keys; t += kThreads) {
+    weights[weights_at + t] = exp(weights[weights_at + t] - running_max) / running_sum;
+  }
+#endif
   [[unroll]] for (uint j = 0u; j < 4u; ++j) {
     const uint c = tid + kThreads * j;
     if (c < d) out_data[p.out_offset + row * p.out_stride + head * d + c] = acc[j] / running_sum;

@@ -26,6 +26,11 @@ layout(std430, binding = 3) readonly buffer Batch { int batch[]; };
 layout(std430, binding = 4) writeonly buffer Out { vec4 out_data[]; };
 #define KV_KEYS_BINDING 1
 #define KV_VALUES_BINDING 2
+#if defined(CAPTURE_WEIGHTS)
+// The scaled scores as they are computed, turned into softmax weights once the final maximum
+// and sum are known; each lane rewrites only the entries it wrote.
+layout(std430, binding = 5) buffer Weights { float weights[]; };
+#endif
 
 #include "include/attention_push.glsl"
 #include "include/kv_read.glsl"
@@ -106,9 +111,16 @@ void main() {
     query[c] = q[q_at + c];
     acc[c] = vec4(0.0);
   }
+#if defined(CAPTURE_WEIGHTS)
+  const bool captures = id / kSplit < pairs;  // lanes past the end repeat the last pair
+  const uint weights_at = p.weights_offset + pair * p.weights_stride;  // pair = row * n_heads + head
+#endif
   for (uint t = part; t < n_keys; t += kSplit) {
     const uint slot = uint(batch[slots_at + t]);
     const float score = dot_key(slot, kv_col, d4) * p.scale;
+#if defined(CAPTURE_WEIGHTS)
+    if (captures) weights[weights_at + t] = score;
+#endif
     const float new_max = max(running_max, score);
     const float rescale = rescale_factor(running_max, new_max);  // 0 for the first key
     const float weight = exp(score - new_max);
@@ -117,6 +129,13 @@ void main() {
     add_value(slot, kv_col, d4, rescale, weight);
   }
   if (kSplit > 1u) merge_parts(d4);
+#if defined(CAPTURE_WEIGHTS)
+  if (captures) {
+    for (uint t = part; t < n_keys; t += kSplit) {
+      weights[weights_at + t] = exp(weights[weights_at + t] - running_max) / running_sum;
+    }
+  }
+#endif
   if (id / kSplit >= pairs || part != 0u) return;
   const uint out_at = (p.out_offset + row * p.out_stride + head * p.head_dim) / 4u;
   for (uint c = 0u; c < d4; ++c) out_data[out_at + c] = acc[c] / running_sum;

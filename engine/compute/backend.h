@@ -128,8 +128,16 @@ class Backend {
   // Causal attention of a ragged batch over a paged KV store: softmax(q k^T / sqrt(head_dim)) v
   // per query head, with grouped-query heads sharing KV heads; keys and values are read from
   // the slots `batch` gives each row (dequantised from the store's type).
+  void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                 const AttentionBatch& batch, Tensor& out) {
+    attention(q, store, shape, batch, out, nullptr);
+  }
+  // The same, and, when `weights` is not null (an opt-in capture), also the softmax
+  // probabilities the kernel used: row i * n_heads + h of `weights` gets query row i's head h
+  // weights over its context positions t = 0 ..= positions[i] in columns t (columns beyond
+  // are left as they were). weights: [rows * n_heads x at least max position + 1].
   virtual void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
-                         const AttentionBatch& batch, Tensor& out) = 0;
+                         const AttentionBatch& batch, Tensor& out, Tensor* weights) = 0;
   virtual void add(Tensor& x, const Tensor& y) = 0;                              // x += y
   virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;  // silu(g)*u
   virtual void gelu(Tensor& x) = 0;  // tanh form, in place

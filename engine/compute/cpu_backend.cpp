@@ -288,7 +288,7 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
 }  // namespace
 
 void CpuBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
-                           const AttentionBatch& batch, Tensor& out) {
+                           const AttentionBatch& batch, Tensor& out, Tensor* weights) {
   const ScopedTimer timer(kernel_times_.attention_ms);
   const int64_t d = shape.head_dim;
   const int64_t kv_dim = store.kv_dim;
@@ -328,8 +328,10 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
       }
       float* oh = row_ptr(out, i) + h * d;
       std::fill(oh, oh + d, 0.0f);
+      float* captured = weights != nullptr ? row_ptr(*weights, i * shape.n_heads + h) : nullptr;
       for (int64_t t = 0; t < n_keys; ++t) {
         const float p = scores[t] / sum;
+        if (captured != nullptr) captured[t] = p;
         const float* vt = context_values_.data() + t * kv_dim + kv_col;
         for (int64_t c = 0; c < d; ++c) oh[c] += p * vt[c];
       }

@@ -1,5 +1,6 @@
 #include "engine/model/transformer.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -41,6 +42,42 @@ void Transformer::set_kv_type(gguf::GgmlType type) {
 
 KvCache Transformer::new_cache(int64_t capacity) {
   return create_kv_cache(config_, backend_, capacity, kv_type_);
+}
+
+void Transformer::set_attention_capture(std::optional<AttentionCapture> capture) {
+  if (capture && (capture->layer < -1 || capture->layer >= config_.n_layers)) {
+    throw InputError("attention capture: layer " + std::to_string(capture->layer) +
+                     " is outside the model (0.." + std::to_string(config_.n_layers - 1) +
+                     ", or -1 for all)");
+  }
+  if (capture && (capture->head < -1 || capture->head >= config_.n_heads)) {
+    throw InputError("attention capture: head " + std::to_string(capture->head) +
+                     " is outside the model (0.." + std::to_string(config_.n_heads - 1) +
+                     ", or -1 for all)");
+  }
+  capture_ = capture;
+  captured_.clear();
+}
+
+bool Transformer::captures_layer(int64_t layer) const {
+  return capture_ && (capture_->layer == -1 || capture_->layer == layer);
+}
+
+void Transformer::collect_captured(std::span<const std::pair<int64_t, Tensor>> captures,
+                                   const std::vector<int32_t>& positions) {
+  for (const auto& [layer, tensor] : captures) {
+    const std::vector<float> all = backend_.read(tensor);  // [rows * n_heads x cols]
+    for (int64_t h = 0; h < config_.n_heads; ++h) {
+      if (capture_->head != -1 && capture_->head != h) continue;
+      AttentionWeights weights{layer, h, positions, {}};
+      for (size_t i = 0; i < positions.size(); ++i) {
+        const float* row =
+            all.data() + (static_cast<int64_t>(i) * config_.n_heads + h) * tensor.cols;
+        weights.rows.emplace_back(row, row + positions[i] + 1);
+      }
+      captured_.push_back(std::move(weights));
+    }
+  }
 }
 
 Tensor Transformer::activation(int64_t rows, int64_t cols) {
@@ -119,19 +156,32 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
     backend_.add(x, pos);
   }
 
+  // Opt-in: (layer, tensor) for each layer whose attention weights are captured.
+  std::vector<std::pair<int64_t, Tensor>> captures;
+  const int32_t longest = *std::max_element(positions.begin(), positions.end()) + 1;
+  captured_.clear();
   for (size_t l = 0; l < weights_.layers.size(); ++l) {
-    attention_block(weights_.layers[l], cache.layers[l], x, attention, new_slots);
+    Tensor* weights = nullptr;
+    if (captures_layer(static_cast<int64_t>(l))) {
+      captures.emplace_back(l, activation(n * config_.n_heads, longest));
+      weights = &captures.back().second;
+    }
+    attention_block(weights_.layers[l], cache.layers[l], x, attention, new_slots, weights);
     feed_forward_block(weights_.layers[l], x);
   }
 
   // Only the rows whose logits are wanted go through the final norm and the output matrix.
   const Tensor wanted = logit_rows(x, batch);
-  if (wanted.rows == 0) return {};
-  Tensor normed = activation(wanted.rows, config_.dim);
-  norm(wanted, weights_.output_norm, weights_.output_norm_bias, normed);
-  Tensor logits = activation(wanted.rows, config_.vocab_size);
-  backend_.matmul(normed, weights_.output, nullptr, logits);
-  return backend_.read(logits);
+  std::vector<float> logits;
+  if (wanted.rows > 0) {
+    Tensor normed = activation(wanted.rows, config_.dim);
+    norm(wanted, weights_.output_norm, weights_.output_norm_bias, normed);
+    Tensor out = activation(wanted.rows, config_.vocab_size);
+    backend_.matmul(normed, weights_.output, nullptr, out);
+    logits = backend_.read(out);
+  }
+  collect_captured(captures, positions);
+  return logits;
 }
 
 Tensor Transformer::logit_rows(const Tensor& x, std::span<const SequenceStep> batch) {
@@ -167,7 +217,7 @@ Tensor Transformer::logit_rows(const Tensor& x, std::span<const SequenceStep> ba
 
 void Transformer::attention_block(const LayerWeights& layer, compute::KvStore& kv, Tensor& x,
                                   const compute::AttentionBatch& batch,
-                                  std::span<const int32_t> new_slots) {
+                                  std::span<const int32_t> new_slots, Tensor* weights) {
   const int64_t n = x.rows;
   const int64_t q_dim = config_.n_heads * config_.head_dim;
   Tensor h = activation(n, config_.dim);
@@ -189,7 +239,7 @@ void Transformer::attention_block(const LayerWeights& layer, compute::KvStore& k
   backend_.store_kv(k, v, new_slots, kv);
   Tensor attended = activation(n, q_dim);
   const compute::AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim};
-  backend_.attention(q, kv, shape, batch, attended);
+  backend_.attention(q, kv, shape, batch, attended, weights);
 
   Tensor out = activation(n, config_.dim);
   backend_.matmul(attended, layer.wo, layer.bo.buffer ? &layer.bo : nullptr, out);

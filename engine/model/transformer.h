@@ -2,6 +2,7 @@
 // architectures. Read `Transformer::forward` top to bottom: it is the whole model.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -46,6 +47,23 @@ struct SequenceStep {
   LogitRows logits = LogitRows::kLast;
 };
 
+// Which attention weights forward passes keep: an opt-in capture, off unless requested.
+struct AttentionCapture {
+  int64_t layer = -1;  // -1: every layer
+  int64_t head = -1;   // -1: every head
+};
+
+// The softmax weights one layer's head used in the last forward pass (after the causal mask,
+// with GQA heads sharing their KV head, on keys rounded to the KV type). Row i belongs to query
+// row i of the pass, at position positions[i] of its sequence, and holds positions[i] + 1
+// weights over that sequence's positions 0 ..= positions[i] (they sum to 1).
+struct AttentionWeights {
+  int64_t layer = 0;
+  int64_t head = 0;
+  std::vector<int32_t> positions;
+  std::vector<std::vector<float>> rows;
+};
+
 class Transformer {
  public:
   Transformer(ModelConfig config, ModelWeights weights, compute::Backend& backend);
@@ -75,9 +93,22 @@ class Transformer {
   // An empty single-sequence cache of `capacity` tokens in kv_type().
   KvCache new_cache(int64_t capacity);
 
+  // From the next forward pass on, keep the attention weights of `capture`'s layers and heads
+  // (nullopt: keep none, the default, which costs nothing). InputError for a layer or head
+  // outside the model.
+  void set_attention_capture(std::optional<AttentionCapture> capture);
+  // The weights captured by the last forward pass, layer by layer, head by head within a layer.
+  const std::vector<AttentionWeights>& captured_attention() const { return captured_; }
+
  private:
+  // weights: where attention writes its softmax weights (a capture), or null.
   void attention_block(const LayerWeights& layer, compute::KvStore& kv, compute::Tensor& x,
-                       const compute::AttentionBatch& batch, std::span<const int32_t> new_slots);
+                       const compute::AttentionBatch& batch, std::span<const int32_t> new_slots,
+                       compute::Tensor* weights);
+  bool captures_layer(int64_t layer) const;
+  // Reads the capture tensors of the pass into captured_.
+  void collect_captured(std::span<const std::pair<int64_t, compute::Tensor>> captures,
+                        const std::vector<int32_t>& positions);
   void feed_forward_block(const LayerWeights& layer, compute::Tensor& x);
   // out = x * W^T (+ bias) for the parts of W side by side: one product per part.
   void project(const compute::Tensor& x, const FusedMatrix& w, const compute::Tensor* bias,
@@ -94,6 +125,8 @@ class Transformer {
   ModelWeights weights_;
   compute::Backend& backend_;
   gguf::GgmlType kv_type_ = gguf::GgmlType::F32;
+  std::optional<AttentionCapture> capture_;
+  std::vector<AttentionWeights> captured_;
 };
 
 }  // namespace servescope::model

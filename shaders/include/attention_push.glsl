@@ -1,6 +1,8 @@
 // The push constants of attention.comp and attention_rows.comp (AttentionPush in
 // vulkan_backend.cpp). Offsets and strides of q and out are in floats. The batch buffer holds
-// the AttentionBatch arrays back to back; *_at are where each starts, in ints.
+// the AttentionBatch arrays back to back; *_at are where each starts, in ints. The capture
+// variants (CAPTURE_WEIGHTS) write the softmax weights of (row, head) at
+// weights[weights_offset + (row * n_heads + head) * weights_stride + t].
 layout(push_constant) uniform Push {
   uint head_dim;
   uint group;  // query heads per KV head
@@ -15,4 +17,6 @@ layout(push_constant) uniform Push {
   uint positions_at;
   uint context_offsets_at;
   uint slot_map_at;
+  uint weights_offset;
+  uint weights_stride;
 } p;

@@ -77,6 +77,9 @@ class KernelParity : public testing::Test {
   }
   void check_matmul_every_type_and_token_count();
   void check_paged_attention(GgmlType kv_type);
+  void check_attention_capture(const Pair& q, const KvStore& cpu_store, const KvStore& vk_store,
+                               const AttentionShape& shape, const AttentionBatch& batch,
+                               const std::vector<float>& expected_out);
   void check_product_shapes();
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
@@ -404,6 +407,40 @@ void expect_stored(std::vector<uint8_t>& expected, GgmlType type, int64_t kv_dim
   }
 }
 
+// The capture variant of attention writes the softmax weights the kernel used: the same on both
+// backends, rows summing to 1, and the attention output unchanged by capturing.
+void KernelParity::check_attention_capture(const Pair& q, const KvStore& cpu_store,
+                                           const KvStore& vk_store, const AttentionShape& shape,
+                                           const AttentionBatch& batch,
+                                           const std::vector<float>& expected_out) {
+  const int64_t rows = q.cpu.rows;
+  const int32_t longest = *std::max_element(batch.positions.begin(), batch.positions.end()) + 1;
+  Pair weights{cpu_.create_tensor(rows * shape.n_heads, longest, BufferPurpose::kActivations),
+               vk_->create_tensor(rows * shape.n_heads, longest, BufferPurpose::kActivations)};
+  Pair out{cpu_.create_tensor(rows, q.cpu.cols, BufferPurpose::kActivations),
+           vk_->create_tensor(rows, q.cpu.cols, BufferPurpose::kActivations)};
+  cpu_.attention(q.cpu, cpu_store, shape, batch, out.cpu, &weights.cpu);
+  vk_->attention(q.vk, vk_store, shape, batch, out.vk, &weights.vk);
+  EXPECT_LT(max_abs_difference(cpu_.read(out.cpu), expected_out), 1e-6f) << "cpu output";
+  EXPECT_LT(max_abs_difference(vk_->read(out.vk), expected_out), 1e-4f) << "vulkan output";
+  const std::vector<float> cpu_weights = cpu_.read(weights.cpu);
+  const std::vector<float> vk_weights = vk_->read(weights.vk);
+  for (int64_t r = 0; r < rows * shape.n_heads; ++r) {
+    const int32_t keys = batch.positions[static_cast<size_t>(r / shape.n_heads)] + 1;
+    float cpu_sum = 0.0f, vk_sum = 0.0f, worst = 0.0f;
+    for (int32_t t = 0; t < keys; ++t) {
+      const auto at = static_cast<size_t>(r * longest + t);
+      cpu_sum += cpu_weights[at];
+      vk_sum += vk_weights[at];
+      worst = std::max(worst, std::abs(cpu_weights[at] - vk_weights[at]));
+    }
+    EXPECT_LT(worst, 1e-5f) << "weights of row " << r / shape.n_heads << " head "
+                            << r % shape.n_heads;
+    EXPECT_NEAR(cpu_sum, 1.0f, 1e-5f);
+    EXPECT_NEAR(vk_sum, 1.0f, 1e-5f);
+  }
+}
+
 void KernelParity::check_paged_attention(GgmlType kv_type) {
   float worst = 0.0f;
   uint32_t seed = 1;
@@ -471,6 +508,7 @@ void KernelParity::check_paged_attention(GgmlType kv_type) {
     cpu_.attention(q.cpu, cpu_store, shape, batch, out.cpu);
     vk_->attention(q.vk, vk_store, shape, batch, out.vk);
     worst = std::max(worst, expect_close(out, 1e-4f, "attention"));
+    check_attention_capture(q, cpu_store, vk_store, shape, batch, cpu_.read(out.cpu));
     EXPECT_TRUE(vk_->read_kv_bytes(vk_store, false) == expected_keys) << "stored keys";
     EXPECT_TRUE(vk_->read_kv_bytes(vk_store, true) == expected_values) << "stored values";
   }

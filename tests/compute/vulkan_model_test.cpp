@@ -13,6 +13,7 @@
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
 #include "tests/compute/vulkan_test_support.h"
+#include "tests/support/attention_golden.h"
 
 namespace servescope {
 namespace {
@@ -228,6 +229,19 @@ TEST_P(VulkanModel, RaggedBatchMatchesCpuAndEachSequenceAlone) {
                 << ", max |batched - alone| (vulkan) = " << worst_alone << "\n";
       for (const StepPart& part : steps[step]) sequences[part.sequence].done += part.count;
     }
+  }
+}
+
+// The attention weights the Vulkan kernels used, captured, against PyTorch's probabilities
+// (the F32 models: every layer and head of the golden prompt), with and without KV rounding.
+TEST_P(VulkanModel, CapturedAttentionMatchesPyTorch) {
+  if (GetParam() != "llama-f32" && GetParam() != "gpt2-f32") GTEST_SKIP() << "F32 goldens only";
+  const auto golden = testing_support::read_attention_golden(kModels, GetParam());
+  const float worst = testing_support::expect_attention_matches_golden(*vk_, golden, 1e-5f);
+  std::cout << GetParam() << ": max |vulkan captured - pytorch| = " << worst << "\n";
+  for (const gguf::GgmlType kv : {gguf::GgmlType::F16, gguf::GgmlType::Q8_0}) {
+    vk_->transformer->set_kv_type(kv);
+    testing_support::expect_attention_matches_golden(*vk_, golden, 5e-4f);
   }
 }
 

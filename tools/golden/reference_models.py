@@ -96,16 +96,20 @@ def rope_normal(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.
     return out
 
 
-def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     record: list | None = None) -> torch.Tensor:
     """Softmax attention with a causal mask, scale 1/sqrt(head_dim).
 
     q [T, n_heads, hd]; k, v [T, n_heads, hd] (already expanded for GQA). Returns [T, n_heads*hd].
+    With `record`, appends the softmax probabilities [H, T, T] (zero above the diagonal).
     """
     seq_len, n_heads, head_dim = q.shape
     scores = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(head_dim)    # [H, T, T]
     future = torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=1)
     scores = scores.masked_fill(future, float("-inf"))
     probs = torch.softmax(scores, dim=-1)
+    if record is not None:
+        record.append(probs)
     out = torch.einsum("hqk,khd->qhd", probs, v)                        # [T, H, hd]
     return out.reshape(seq_len, n_heads * head_dim)
 
@@ -113,8 +117,11 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch
 # ----------------------------------------------------------------------------------------
 # Architectures
 
-def llama_forward(w: dict, cfg: LlamaConfig, ids: list[int]) -> torch.Tensor:
-    """Logits [len(ids), vocab] for a llama model (RMSNorm, RoPE, GQA, SwiGLU)."""
+def llama_forward(w: dict, cfg: LlamaConfig, ids: list[int], record: list | None = None,
+                  kv_round=None) -> torch.Tensor:
+    """Logits [len(ids), vocab] for a llama model (RMSNorm, RoPE, GQA, SwiGLU). With `record`,
+    appends each layer's attention probabilities [n_heads, T, T]; with `kv_round`, keys and
+    values [T, n_kv_heads, hd] pass through it as through a KV cache of a rounding type."""
     seq_len = len(ids)
     hd = cfg.head_dim
     positions = torch.arange(seq_len)
@@ -129,9 +136,11 @@ def llama_forward(w: dict, cfg: LlamaConfig, ids: list[int]) -> torch.Tensor:
         v = (h @ w[p + "attn_v.weight"].T).reshape(seq_len, cfg.n_kv_heads, hd)
         q = rope_normal(q, positions, cfg.rope_base)
         k = rope_normal(k, positions, cfg.rope_base)
+        if kv_round is not None:
+            k, v = kv_round(k), kv_round(v)
         k = k.repeat_interleave(group, dim=1)                           # [T, n_heads, hd]
         v = v.repeat_interleave(group, dim=1)
-        x = x + causal_attention(q, k, v) @ w[p + "attn_output.weight"].T
+        x = x + causal_attention(q, k, v, record) @ w[p + "attn_output.weight"].T
 
         h = rms_norm(x, w[p + "ffn_norm.weight"], cfg.rms_eps)
         gate = silu(h @ w[p + "ffn_gate.weight"].T)
@@ -143,9 +152,10 @@ def llama_forward(w: dict, cfg: LlamaConfig, ids: list[int]) -> torch.Tensor:
     return x @ out_weight.T
 
 
-def gpt2_forward(w: dict, cfg: Gpt2Config, ids: list[int]) -> torch.Tensor:
+def gpt2_forward(w: dict, cfg: Gpt2Config, ids: list[int], record: list | None = None,
+                 kv_round=None) -> torch.Tensor:
     """Logits [len(ids), vocab] for a gpt2 model (LayerNorm, learned positions, fused QKV,
-    GELU, output tied to token_embd)."""
+    GELU, output tied to token_embd). `record` and `kv_round` as for llama_forward."""
     seq_len = len(ids)
     hd = cfg.head_dim
     d = cfg.dim
@@ -158,7 +168,9 @@ def gpt2_forward(w: dict, cfg: Gpt2Config, ids: list[int]) -> torch.Tensor:
         q = qkv[:, 0 * d:1 * d].reshape(seq_len, cfg.n_heads, hd)
         k = qkv[:, 1 * d:2 * d].reshape(seq_len, cfg.n_heads, hd)
         v = qkv[:, 2 * d:3 * d].reshape(seq_len, cfg.n_heads, hd)
-        attn = causal_attention(q, k, v)
+        if kv_round is not None:
+            k, v = kv_round(k), kv_round(v)
+        attn = causal_attention(q, k, v, record)
         x = x + attn @ w[p + "attn_output.weight"].T + w[p + "attn_output.bias"]
 
         h = layer_norm(x, w[p + "ffn_norm.weight"], w[p + "ffn_norm.bias"], cfg.ln_eps)
@@ -169,12 +181,13 @@ def gpt2_forward(w: dict, cfg: Gpt2Config, ids: list[int]) -> torch.Tensor:
     return x @ w["token_embd.weight"].T
 
 
-def forward(w: dict, cfg, ids: list[int]) -> torch.Tensor:
+def forward(w: dict, cfg, ids: list[int], record: list | None = None,
+            kv_round=None) -> torch.Tensor:
     """Dispatch on the config type."""
     if isinstance(cfg, LlamaConfig):
-        return llama_forward(w, cfg, ids)
+        return llama_forward(w, cfg, ids, record, kv_round)
     if isinstance(cfg, Gpt2Config):
-        return gpt2_forward(w, cfg, ids)
+        return gpt2_forward(w, cfg, ids, record, kv_round)
     raise TypeError(f"unknown config {type(cfg).__name__}")
 
 

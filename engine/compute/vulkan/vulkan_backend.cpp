@@ -146,8 +146,10 @@ struct StoreKvPush {
 struct AttentionPush {  // shaders/include/attention_push.glsl
   uint32_t head_dim, group, kv_dim, q_offset, q_stride, out_offset, out_stride;
   float scale;
-  uint32_t n_heads, n_queries, positions_at, context_offsets_at, slot_map_at;
+  uint32_t n_heads, n_queries, positions_at, context_offsets_at, slot_map_at, weights_offset,
+      weights_stride;
 };
+static_assert(sizeof(AttentionPush) == 15 * 4, "attention_push.glsl: 15 words");
 
 // Push constants of one weight chunk's product: the chunk's rows are output columns
 // [first_row, first_row + rows).
@@ -795,7 +797,7 @@ void VulkanBackend::store_kv(const Tensor& keys, const Tensor& values,
 }
 
 void VulkanBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
-                              const AttentionBatch& batch, Tensor& out) {
+                              const AttentionBatch& batch, Tensor& out, Tensor* weights) {
   if (shape.head_dim > kMaxAttentionHeadDim) {
     throw BackendError("Vulkan: head dimension " + std::to_string(shape.head_dim) +
                        " is larger than the attention kernel's " +
@@ -805,6 +807,7 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
          shape.n_kv_heads * shape.head_dim == store.kv_dim &&
          q.cols == shape.n_heads * shape.head_dim && out.cols == q.cols && out.rows == q.rows);
   check_attention_batch(batch, q.rows, store);
+  assert(weights == nullptr || weights->rows == q.rows * shape.n_heads);
   if (q.rows == 0) return;
   const uint32_t n = u32(q.rows);
   const AttentionPush push{u32(shape.head_dim),
@@ -819,11 +822,18 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
                            n,
                            0,  // upload_batch: positions, context offsets, slot map
                            n,
-                           2 * n};
-  const std::initializer_list<BufferRange> bindings{bind(q), range_of(allocation_of(store.keys)),
-                                                    range_of(allocation_of(store.values)),
-                                                    upload_batch(batch), bind(out)};
-  const std::string suffix = type_suffix(store.type);
+                           2 * n,
+                           weights != nullptr ? u32(weights->offset) : 0u,
+                           weights != nullptr ? u32(weights->row_stride) : 0u};
+  const BufferRange batch_range = upload_batch(batch);
+  const BufferRange keys = range_of(allocation_of(store.keys));
+  const BufferRange values = range_of(allocation_of(store.values));
+  // A capture binds the weights as a sixth buffer of the capture variant of the kernel.
+  const std::initializer_list<BufferRange> plain{bind(q), keys, values, batch_range, bind(out)};
+  const std::initializer_list<BufferRange> capturing{
+      bind(q), keys, values, batch_range, bind(out), weights != nullptr ? bind(*weights) : keys};
+  const std::initializer_list<BufferRange>& bindings = weights != nullptr ? capturing : plain;
+  const std::string suffix = (weights != nullptr ? "capture_" : "") + type_suffix(store.type);
   const bool rows_kernel =
       !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) && vec4_view(out);
   if (rows_kernel) {

@@ -91,8 +91,9 @@ class VulkanBackend final : public Backend {
   KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;
   void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                 KvStore& store) override;
+  using Backend::attention;
   void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
-                 const AttentionBatch& batch, Tensor& out) override;
+                 const AttentionBatch& batch, Tensor& out, Tensor* weights) override;
   void add(Tensor& x, const Tensor& y) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
