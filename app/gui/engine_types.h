@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "app/gui/attention_mailbox.h"
 #include "engine/compute/backend.h"
 #include "engine/serving/kv_block_pool.h"
 #include "engine/serving/sampler.h"
@@ -65,6 +66,7 @@ struct EngineInfo {
   std::shared_ptr<const Tokenizer> tokenizer;
   // This engine's records; a new engine gets a new queue, so records never mix.
   std::shared_ptr<telemetry::TelemetryQueue> telemetry;
+  std::shared_ptr<AttentionMailbox> attention;
 };
 
 // One token of the user's generation, with its probability when the engine reports it.

@@ -15,7 +15,9 @@ namespace {
 // The serving engine as the window runs it: the user's request and up to 32 classmates share
 // 16 batch slots, so a full class queues and the KV cache fills.
 constexpr int64_t kMaxBatch = 16;
-constexpr int64_t kKvBlocks = 128;  // 2,048 tokens: eight full contexts of the bundled model
+constexpr int64_t kKvBlocks = 128;
+constexpr int64_t kAlternatives = 5;  // top alternatives reported with each generated token  //
+                                      // 2,048 tokens: eight full contexts of the bundled model
 
 // Classmates' prompts are windows of this text (the load generator draws them at random
 // offsets), so their requests read like the user's.
@@ -131,11 +133,15 @@ void EngineWorker::rebuild_engine() {
   config.kv_type = kv_type_;
   config.kv_blocks = kKvBlocks;
   queue_ = std::make_shared<telemetry::TelemetryQueue>(1 << 16);
+  attention_ = std::make_shared<AttentionMailbox>();
+  attention_sample_ = {};
+  tap_.set_queue(queue_.get());
   requests_submitted_ = 0;
   requests_finished_ = 0;
   try {
-    engine_ = std::make_unique<serving::Engine>(*model_->transformer, weight_bytes_, config,
-                                                queue_.get());
+    engine_ = std::make_unique<serving::Engine>(*model_->transformer, weight_bytes_, config, &tap_);
+    model_->transformer->set_attention_capture(
+        model::AttentionCapture{attention_layer_, attention_head_});
   } catch (const std::exception& error) {
     Q_EMIT failed(QString("Could not build the serving engine: %1").arg(error.what()));
     return;
@@ -185,6 +191,7 @@ EngineInfo EngineWorker::engine_info() const {
   info.eos_id = tokenizer_->vocabulary().eos_id;
   info.tokenizer = tokenizer_;
   info.telemetry = queue_;
+  info.attention = attention_;
   return info;
 }
 
@@ -257,6 +264,7 @@ void EngineWorker::generate(const QString& prompt) {
     request.max_tokens = max_tokens_;
     request.sampling = sampling_;
     request.stop_token = tokenizer_->vocabulary().eos_id;
+    request.top_k_alternatives = kAlternatives;
     const auto context = engine_->scheduler().config().context_length;
     if (static_cast<int64_t>(request.prompt_ids.size()) >= context) {
       throw InputError("the prompt is " + std::to_string(request.prompt_ids.size()) +
@@ -266,9 +274,9 @@ void EngineWorker::generate(const QString& prompt) {
     user_request_ = engine_->submit(request);
     live_requests_.insert(*user_request_);
     ++requests_submitted_;
-    user_tokens_reported_ = 0;
     generated_once_ = true;
-    Q_EMIT generation_started(static_cast<int>(request.prompt_ids.size()));
+    attention_sample_ = {};
+    Q_EMIT generation_started(*user_request_, static_cast<int>(request.prompt_ids.size()));
   } catch (const std::exception& error) {
     Q_EMIT failed(QString("Cannot generate: %1").arg(error.what()));
     return;
@@ -279,11 +287,30 @@ void EngineWorker::generate(const QString& prompt) {
 
 void EngineWorker::stop() {
   if (!user_request_) return;
-  // The user's request stops streaming and no new classmates arrive; what is in flight
-  // finishes on its own (the engine has no cancel yet).
+  cancel_all();
   user_request_.reset();
   Q_EMIT generation_finished("stopped");
   update_timer();
+}
+
+void EngineWorker::cancel_all() {
+  // The user's request and every classmate end now; their blocks are freed at once.
+  for (const serving::SequenceId id : std::set<serving::SequenceId>(live_requests_)) {
+    engine_->cancel(id);
+  }
+  retire_finished_requests();
+}
+
+void EngineWorker::set_attention_head(int layer, int head) {
+  attention_layer_ = layer;
+  attention_head_ = head;
+  attention_sample_ = {};
+  if (!model_) return;
+  try {
+    model_->transformer->set_attention_capture(model::AttentionCapture{layer, head});
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Attention: %1").arg(error.what()));
+  }
 }
 
 void EngineWorker::step_once() {
@@ -308,7 +335,8 @@ bool EngineWorker::run_one_step() {
     recover_from_step_failure(error);
     return false;
   }
-  report_user_tokens();
+  capture_attention();
+  check_user_request();
   retire_finished_requests();
   top_up_classmates();
   return true;
@@ -332,31 +360,46 @@ void EngineWorker::recover_from_step_failure(const std::exception& error) {
   }
 }
 
-GeneratedToken EngineWorker::describe_token(int32_t id) const {
-  GeneratedToken token;
-  token.id = id;
-  const std::string bytes = tokenizer_->token_bytes(id);
-  token.text = QString::fromUtf8(bytes.data(), static_cast<qsizetype>(bytes.size()));
-  if (token.text.contains(QChar::ReplacementCharacter) || bytes.empty()) {
-    token.text = QString::fromStdString(tokenizer_->piece(id));  // e.g. <0xE2>, </s>
-  }
-  return token;
+void EngineWorker::check_user_request() {
+  if (!user_request_ || !engine_->is_finished(*user_request_)) return;
+  const serving::Sequence& sequence = engine_->sequence(*user_request_);
+  user_request_.reset();
+  Q_EMIT generation_finished(
+      QString::fromUtf8(serving::finish_reason_name(sequence.finish_reason).data()));
 }
 
-void EngineWorker::report_user_tokens() {
+void EngineWorker::capture_attention() {
   if (!user_request_) return;
-  const serving::Sequence& sequence = engine_->sequence(*user_request_);
-  const std::vector<int32_t> outputs = sequence.output_ids();
-  QVector<GeneratedToken> fresh;
-  for (size_t i = user_tokens_reported_; i < outputs.size(); ++i) {
-    fresh.push_back(describe_token(outputs[i]));
-  }
-  user_tokens_reported_ = outputs.size();
-  if (!fresh.isEmpty()) Q_EMIT tokens_generated(fresh);
-  if (sequence.status == serving::SequenceStatus::kFinished) {
-    user_request_.reset();
-    Q_EMIT generation_finished(
-        QString::fromUtf8(serving::finish_reason_name(sequence.finish_reason).data()));
+  const std::vector<model::AttentionWeights>& captured = model_->transformer->captured_attention();
+  if (captured.empty()) return;
+  // The pass's query rows are its batch's tokens, entry after entry.
+  size_t row = 0;
+  for (const telemetry::BatchEntry& entry : tap_.last_batch()) {
+    if (entry.sequence != *user_request_) {
+      row += entry.tokens.size();
+      continue;
+    }
+    const model::AttentionWeights& weights = captured.front();
+    AttentionSample& sample = attention_sample_;
+    for (size_t i = 0; i < entry.tokens.size() && row + i < weights.rows.size(); ++i) {
+      const int64_t position = weights.positions[row + i];
+      const bool continues =
+          !sample.rows.empty() &&
+          position == sample.first_query_position + static_cast<int64_t>(sample.rows.size());
+      if (!continues) {  // the first rows, or a recompute after a preemption
+        sample.rows.clear();
+        sample.first_query_position = position;
+      }
+      sample.rows.push_back(weights.rows[row + i]);
+    }
+    sample.layer = weights.layer;
+    sample.head = weights.head;
+    sample.request = entry.sequence;
+    const std::vector<int32_t>& tokens = engine_->sequence(entry.sequence).tokens;
+    const auto keys = static_cast<size_t>(sample.first_query_position) + sample.rows.size();
+    sample.key_ids.assign(tokens.begin(), tokens.begin() + std::min(keys, tokens.size()));
+    attention_->put(sample);
+    return;
   }
 }
 

@@ -24,6 +24,26 @@ class QTimer;
 
 namespace servescope::gui {
 
+// The engine's observer: every record goes to the TelemetryQueue for the GUI, and the worker
+// keeps the last step's batch (to find its own request's rows in an attention capture).
+class StepTap final : public telemetry::Observer {
+ public:
+  void set_queue(telemetry::TelemetryQueue* queue) { queue_ = queue; }
+  const std::vector<telemetry::BatchEntry>& last_batch() const { return last_batch_; }
+
+  void on_step(const telemetry::StepRecord& step) override {
+    last_batch_ = step.batch;
+    queue_->on_step(step);
+  }
+  void on_request(const telemetry::RequestRecord& request) override { queue_->on_request(request); }
+  void on_kv_event(const telemetry::KvEvent& event) override { queue_->on_kv_event(event); }
+  void on_token(const telemetry::TokenRecord& token) override { queue_->on_token(token); }
+
+ private:
+  telemetry::TelemetryQueue* queue_ = nullptr;
+  std::vector<telemetry::BatchEntry> last_batch_;
+};
+
 class EngineWorker : public QObject {
   Q_OBJECT
 
@@ -54,6 +74,8 @@ class EngineWorker : public QObject {
   void generate(const QString& prompt);
   void stop();
   void step_once();
+  // The layer and head whose attention weights the user's request reports.
+  void set_attention_head(int layer, int head);
   // Frees the engine on this thread; call (blocking-queued) before the thread ends.
   void shutdown();
 
@@ -61,8 +83,7 @@ class EngineWorker : public QObject {
   void engine_ready(servescope::gui::EngineInfo info);
   void failed(const QString& message);
   void notice(const QString& message);
-  void generation_started(int prompt_tokens);
-  void tokens_generated(QVector<servescope::gui::GeneratedToken> tokens);
+  void generation_started(qint64 request, int prompt_tokens);
   void generation_finished(const QString& reason);
   void running_changed(bool running);
   void idle(servescope::gui::EngineCounters counters);
@@ -74,7 +95,9 @@ class EngineWorker : public QObject {
   void tick();
   bool run_one_step();
   void recover_from_step_failure(const std::exception& error);
-  void report_user_tokens();
+  void check_user_request();
+  void capture_attention();
+  void cancel_all();
   void retire_finished_requests();
   void top_up_classmates();
   void submit_classmate();
@@ -82,7 +105,6 @@ class EngineWorker : public QObject {
   void set_running(bool running);
   EngineCounters counters() const;
   void drop_engine();
-  GeneratedToken describe_token(int32_t id) const;
 
   QTimer* tick_timer_;
   QString model_path_;
@@ -101,10 +123,14 @@ class EngineWorker : public QObject {
   compute::vulkan::DeviceRoofs roofs_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<telemetry::TelemetryQueue> queue_;
+  std::shared_ptr<AttentionMailbox> attention_;
+  StepTap tap_;
   std::unique_ptr<serving::Engine> engine_;
 
   std::optional<serving::SequenceId> user_request_;
-  size_t user_tokens_reported_ = 0;
+  int64_t attention_layer_ = 0;
+  int64_t attention_head_ = 0;
+  AttentionSample attention_sample_;             // the user's request's rows so far
   std::set<serving::SequenceId> live_requests_;  // submitted and not yet seen finished
   std::set<serving::SequenceId> classmate_requests_;
   std::deque<serving::SimulatedRequest> classmate_queue_;

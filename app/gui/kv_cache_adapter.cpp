@@ -24,6 +24,10 @@ widgets::KvBlockEvent block_event(telemetry::KvEventKind kind) {
       return widgets::KvBlockEvent::kPreempt;
     case KvEventKind::kEvict:
       return widgets::KvBlockEvent::kEvict;
+    case KvEventKind::kWrite:
+      return widgets::KvBlockEvent::kWrite;
+    case KvEventKind::kIndex:
+      return widgets::KvBlockEvent::kNone;  // no visible change
   }
   return widgets::KvBlockEvent::kNone;
 }
@@ -56,7 +60,7 @@ class KvCacheAdapter final : public PanelAdapter {
       widgets::KvBlock block;
       block.owner = folded.ref_count > 0 ? folded.owner : -1;
       block.ref_count = folded.ref_count;
-      block.tokens_used = folded.ref_count > 0 ? static_cast<int32_t>(info.block_size) : 0;
+      block.tokens_used = static_cast<int32_t>(folded.fill);
       block.cached_prefix = folded.ref_count == 0 && folded.cached_prefix;
       if (folded.last_event) {
         block.last_event = block_event(*folded.last_event);
@@ -68,6 +72,11 @@ class KvCacheAdapter final : public PanelAdapter {
     snapshot.model = {info.n_layers, info.n_kv_heads, info.head_dim,
                       bytes_per_element(info.kv_type),
                       QString::fromUtf8(serving::kv_type_name(info.kv_type).data())};
+    for (const KvFillPoint& point : feed.folder.kv_fill()) {
+      snapshot.history.push_back(
+          {point.retained_tokens, static_cast<double>(point.allocated_bytes)});
+    }
+    // Every layer holds the same rows per token, so each holds an equal share of the bytes.
     const double allocated = static_cast<double>(feed.folder.kv_bytes_used());
     for (int64_t layer = 0; layer < info.n_layers; ++layer) {
       const double half = allocated / static_cast<double>(info.n_layers) / 2.0;

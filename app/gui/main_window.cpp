@@ -31,6 +31,7 @@
 #include "app/cli/commands.h"
 #include "app/gui/engine_worker.h"
 #include "app/gui/token_chips.h"
+#include "app/gui/token_display.h"
 #include "engine/compute/vulkan/vulkan_context.h"
 #include "widgets/theme.h"
 
@@ -62,7 +63,10 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   setWindowTitle("ServeScope");
   EngineWorker::register_types();
   clock_.start();
-  panels_ = std::make_unique<PanelHost>(this);
+  panels_ = std::make_unique<PanelHost>(this, [this](int layer, int head) {
+    QMetaObject::invokeMethod(worker_,
+                              [w = worker_, layer, head] { w->set_attention_head(layer, head); });
+  });
   build_actions();
   build_toolbar();
   build_central();
@@ -384,12 +388,11 @@ void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::failed, this, &MainWindow::on_failed);
   connect(worker_, &EngineWorker::notice, this,
           [this](const QString& text) { show_message(text, false); });
-  connect(worker_, &EngineWorker::generation_started, this, [this](int) {
+  connect(worker_, &EngineWorker::generation_started, this, [this](qint64 request, int) {
     generating_ = true;
+    user_request_ = request;
     update_actions();
   });
-  connect(worker_, &EngineWorker::tokens_generated, this,
-          [this](const QVector<GeneratedToken>& tokens) { output_chips_->append_tokens(tokens); });
   connect(worker_, &EngineWorker::generation_finished, this, [this](const QString& reason) {
     generating_ = false;
     update_actions();
@@ -611,6 +614,7 @@ void MainWindow::generate() {
   prompt_chips_->set_pending_from(-1);
   output_chips_->clear_tokens();
   show_message({}, false);
+  user_request_ = -1;  // until the worker names the new request
   generating_ = true;  // until the worker says otherwise
   update_actions();
   QMetaObject::invokeMethod(worker_,
@@ -671,6 +675,8 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
                  ? BackendChoice{compute::BackendKind::kVulkan, backend_.device}
                  : BackendChoice{compute::BackendKind::kCpu, -1};
   folder_.reset(FoldFacts{info.kv_blocks, info.block_size, info.kv_bytes_per_block});
+  attention_ = {};
+  attention_seen_ = 0;
   panels_->reset_counts();
   remember_recent(info.model_path);
   fill_model_picker();
@@ -716,10 +722,7 @@ void MainWindow::on_prompt_edited() {
     for (const int32_t id : tokenizer.encode_with_bos(prompt_->toPlainText().toStdString())) {
       GeneratedToken chip;
       chip.id = id;
-      const std::string bytes = tokenizer.token_bytes(id);
-      chip.text = id == engine_info_->bos_id
-                      ? QString::fromStdString(tokenizer.piece(id))
-                      : QString::fromUtf8(bytes.data(), static_cast<qsizetype>(bytes.size()));
+      chip.text = token_display_text(tokenizer, id);
       chips.push_back(chip);
     }
   } catch (const std::exception& error) {
@@ -754,12 +757,42 @@ void MainWindow::on_frame() {
   if (!engine_info_ || !engine_info_->telemetry) return;
   const std::vector<telemetry::TelemetryItem> items = engine_info_->telemetry->drain();
   if (!items.empty()) folder_.fold(items, now);
-  panels_->refresh(PanelFeed{folder_, *engine_info_, now}, folder_.take_changed());
+  PanelMask changed = folder_.take_changed();
+  if (engine_info_->attention) {
+    if (auto sample = engine_info_->attention->take_newer(attention_seen_)) {
+      attention_ = std::move(*sample);
+      changed |= panel_bit(PanelId::kAttention);
+    }
+  }
+  panels_->refresh(PanelFeed{folder_, *engine_info_, now, &attention_}, changed);
+  update_generated_chips();
   if (now - last_status_ms_ >= kStatusEveryMs) {
     last_status_ms_ = now;
     update_status();
     if (overlay_->isVisible()) update_overlay();
   }
+}
+
+void MainWindow::update_generated_chips() {
+  // The user's tokens, with their probabilities, as the engine reported them.
+  if (folder_.watched_request() != user_request_ || !engine_info_->tokenizer) return;
+  const std::vector<telemetry::TokenRecord>& records = folder_.watched_tokens();
+  const auto shown = static_cast<size_t>(output_chips_->tokens().size());
+  if (records.size() <= shown) return;
+  const Tokenizer& tokenizer = *engine_info_->tokenizer;
+  QVector<GeneratedToken> fresh;
+  for (size_t i = shown; i < records.size(); ++i) {
+    const telemetry::TokenRecord& r = records[i];
+    GeneratedToken token;
+    token.id = r.id;
+    token.text = token_display_text(tokenizer, r.id);
+    token.probability = r.prob;
+    for (const telemetry::TokenAlternative& a : r.top) {
+      token.alternatives.push_back({token_display_text(tokenizer, a.id), a.prob});
+    }
+    fresh.push_back(token);
+  }
+  output_chips_->append_tokens(fresh);
 }
 
 void MainWindow::update_status() {

@@ -104,6 +104,7 @@ class MainWindow : public QMainWindow {
   void send_sampling();
   void on_frame();
   void update_status();
+  void update_generated_chips();
   void update_overlay();
   void apply_theme();
   void update_actions();
@@ -120,6 +121,9 @@ class MainWindow : public QMainWindow {
   double last_frame_ms_ = -1.0;
   double last_status_ms_ = -1.0;
   bool generating_ = false;
+  qint64 user_request_ = -1;
+  AttentionSample attention_;
+  uint64_t attention_seen_ = 0;
   bool engine_running_ = false;
   bool dark_ = false;
   bool message_is_error_ = false;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <memory>
 
 #include "app/gui/engine_types.h"
@@ -16,7 +17,8 @@ namespace servescope::gui {
 struct PanelFeed {
   const TelemetryFolder& folder;
   const EngineInfo& info;
-  double now_ms = 0.0;  // the consumer's clock (the folder's)
+  double now_ms = 0.0;                         // the consumer's clock (the folder's)
+  const AttentionSample* attention = nullptr;  // the newest capture, if any
 };
 
 class PanelAdapter {
@@ -34,6 +36,10 @@ class PanelAdapter {
 std::unique_ptr<PanelAdapter> make_phases_adapter(QWidget* parent);
 std::unique_ptr<PanelAdapter> make_kv_cache_adapter(QWidget* parent);
 std::unique_ptr<PanelAdapter> make_roofline_adapter(QWidget* parent);
+std::unique_ptr<PanelAdapter> make_batching_adapter(QWidget* parent);
+// on_selection: the user chose another layer or head in the panel.
+std::unique_ptr<PanelAdapter> make_attention_adapter(
+    QWidget* parent, std::function<void(int layer, int head)> on_selection);
 // A stand-in listing the figures the app has for a panel whose view is not built yet.
 std::unique_ptr<PanelAdapter> make_pending_adapter(PanelId id, QWidget* parent);
 

@@ -2,7 +2,8 @@
 
 namespace servescope::gui {
 
-PanelHost::PanelHost(QWidget* parent) {
+PanelHost::PanelHost(QWidget* parent,
+                     std::function<void(int layer, int head)> on_attention_selection) {
   for (const PanelId id : kAllPanels) {
     std::unique_ptr<PanelAdapter> adapter;
     switch (id) {
@@ -12,10 +13,16 @@ PanelHost::PanelHost(QWidget* parent) {
       case PanelId::kKvCache:
         adapter = make_kv_cache_adapter(parent);
         break;
+      case PanelId::kBatching:
+        adapter = make_batching_adapter(parent);
+        break;
       case PanelId::kRoofline:
         adapter = make_roofline_adapter(parent);
         break;
-      default:
+      case PanelId::kAttention:
+        adapter = make_attention_adapter(parent, on_attention_selection);
+        break;
+      case PanelId::kQuantisation:
         adapter = make_pending_adapter(id, parent);
         break;
     }

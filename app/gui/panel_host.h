@@ -12,7 +12,8 @@ namespace servescope::gui {
 
 class PanelHost {
  public:
-  explicit PanelHost(QWidget* parent);
+  // on_attention_selection: the attention panel's layer or head changed.
+  PanelHost(QWidget* parent, std::function<void(int layer, int head)> on_attention_selection);
   ~PanelHost();
 
   widgets::PanelView* panel(PanelId id) const { return adapter(id).view(); }

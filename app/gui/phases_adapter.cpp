@@ -1,20 +1,26 @@
 // Phases panel: one bar per engine step.
+#include <algorithm>
+
 #include "app/gui/panel_adapter.h"
 #include "widgets/phases_panel.h"
 
 namespace servescope::gui {
 namespace {
 
-widgets::StepBar step_bar(const telemetry::StepRecord& step, double start_ms) {
+widgets::StepBar step_bar(const telemetry::StepRecord& step) {
   widgets::StepBar bar;
   bar.index = step.step_index;
-  bar.start_ms = start_ms;
-  bar.end_ms = start_ms + step.wall_ms;
+  bar.start_ms = step.start_ms;
+  bar.end_ms = step.end_ms;
+  for (const telemetry::BatchEntry& entry : step.batch) {
+    const int64_t context = entry.start_position + static_cast<int64_t>(entry.tokens.size());
+    bar.context_tokens = std::max(bar.context_tokens, context);
+  }
   bar.prefill_tokens = step.prefill_tokens;
   bar.decode_tokens = step.decode_tokens;
   bar.sequences = step.sequences;
   const telemetry::KernelTimes& k = step.kernel_times;
-  bar.kernels_measured = k.total_ms() > 0.0;
+  bar.kernels_measured = step.kernel_times_measured;
   bar.matmul_ms = k.matmul_ms;
   bar.attention_ms = k.attention_ms;
   bar.norm_ms = k.norm_ms;
@@ -30,13 +36,10 @@ class PhasesAdapter final : public PanelAdapter {
 
   void refresh(const PanelFeed& feed) override {
     widgets::PhasesSnapshot snapshot;
-    // Steps placed back to back on the engine's busy time.
-    double clock_ms = 0.0;
     double prefill_ms = 0.0, decode_ms = 0.0;
     int64_t prefill_tokens = 0, decode_tokens = 0;
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
-      snapshot.steps.push_back(step_bar(step, clock_ms));
-      clock_ms += step.wall_ms;
+      snapshot.steps.push_back(step_bar(step));
       if (step.decode_tokens == 0) {
         prefill_ms += step.wall_ms;
         prefill_tokens += step.prefill_tokens;

@@ -20,6 +20,10 @@ void TelemetryFolder::reset(const FoldFacts& facts) {
   kv_events_.clear();
   blocks_.assign(static_cast<size_t>(std::max<int64_t>(facts.kv_blocks_total, 0)), {});
   blocks_used_ = 0;
+  written_.clear();
+  kv_fill_.clear();
+  watched_request_ = -1;
+  watched_tokens_.clear();
   recent_tokens_.clear();
   changed_ = kAllPanelBits;  // every panel redraws its empty state
 }
@@ -32,6 +36,8 @@ void TelemetryFolder::fold(std::span<const telemetry::TelemetryItem> items, doub
       fold_request(*request);
     } else if (const auto* event = std::get_if<telemetry::KvEvent>(&item)) {
       fold_kv_event(*event, now_ms);
+    } else if (const auto* token = std::get_if<telemetry::TokenRecord>(&item)) {
+      fold_token(*token);
     }
   }
   while (!recent_tokens_.empty() && recent_tokens_.front().at_ms < now_ms - kRateWindowMs) {
@@ -51,9 +57,9 @@ void TelemetryFolder::fold_step(const telemetry::StepRecord& step, double now_ms
   counts_.decode_tokens += step.decode_tokens;
   recent_tokens_.push_back({now_ms, step.tokens()});
   keep(steps_, step);
+  keep(kv_fill_, KvFillPoint{step.step_index, retained_tokens(), kv_bytes_used()});
   changed_ |= panel_bit(PanelId::kPhases) | panel_bit(PanelId::kBatching) |
-              panel_bit(PanelId::kRoofline) | panel_bit(PanelId::kKvCache) |
-              panel_bit(PanelId::kAttention);
+              panel_bit(PanelId::kRoofline) | panel_bit(PanelId::kKvCache);
 }
 
 void TelemetryFolder::fold_request(const telemetry::RequestRecord& request) {
@@ -66,38 +72,60 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
   using telemetry::KvEventKind;
   ++counts_.kv_events;
   ++counts_.kv_events_by_kind[static_cast<size_t>(event.kind)];
-  for (size_t i = 0; i < event.blocks.size(); ++i) {
-    const int32_t id = event.blocks[i];
+  for (const int32_t id : event.blocks) {
     if (id < 0 || static_cast<size_t>(id) >= blocks_.size()) continue;
     FoldedBlock& block = blocks_[static_cast<size_t>(id)];
-    // Blocks come in block-table order: all but a sequence's last block are full, and the
-    // prefix cache indexes exactly the full ones.
-    const bool full = i + 1 < event.blocks.size() || event.tokens % facts_.block_size == 0;
-    block.last_event = event.kind;
-    block.last_event_ms = now_ms;
+    if (event.kind != KvEventKind::kIndex) {  // indexing changes nothing a person sees
+      block.last_event = event.kind;
+      block.last_event_ms = now_ms;
+    }
     switch (event.kind) {
-      case KvEventKind::kPrefixHit:
-        block.prefix_shared = true;
-        [[fallthrough]];
       case KvEventKind::kAllocate:
       case KvEventKind::kAppend:
         if (block.ref_count++ == 0) ++blocks_used_;
-        if (event.kind != KvEventKind::kPrefixHit) block.prefix_shared = false;
         block.owner = event.sequence;
+        block.fill = 0;
+        block.prefix_shared = false;
         block.cached_prefix = false;
+        break;
+      case KvEventKind::kPrefixHit:
+        if (block.ref_count++ == 0) ++blocks_used_;
+        block.owner = event.sequence;
+        block.prefix_shared = true;
+        break;
+      case KvEventKind::kWrite:
+        block.fill = std::max(block.fill, event.offset + event.tokens);
+        break;
+      case KvEventKind::kIndex:
+        block.cached_prefix = true;
         break;
       case KvEventKind::kFree:
       case KvEventKind::kPreempt:
         if (block.ref_count > 0 && --block.ref_count == 0) {
           --blocks_used_;
-          block.cached_prefix = full;  // until evicted
+          if (!block.cached_prefix) block.fill = 0;  // nothing reusable is left in it
         }
         break;
       case KvEventKind::kEvict:
         block.cached_prefix = false;
         block.prefix_shared = false;
+        if (block.ref_count == 0) block.fill = 0;
         break;
     }
+  }
+  switch (event.kind) {
+    case KvEventKind::kPrefixHit:
+      written_[event.sequence] = event.tokens;  // the shared blocks' KV is already there
+      break;
+    case KvEventKind::kWrite:
+      written_[event.sequence] = std::max(written_[event.sequence], event.position + event.tokens);
+      break;
+    case KvEventKind::kFree:
+    case KvEventKind::kPreempt:
+      written_.erase(event.sequence);
+      break;
+    default:
+      break;
   }
   // A prefix hit is reported after the same allocation's fresh blocks were taken, so only
   // the other events can be checked against the pool's occupancy.
@@ -106,6 +134,21 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
   }
   keep(kv_events_, event);
   changed_ |= panel_bit(PanelId::kKvCache);
+}
+
+void TelemetryFolder::fold_token(const telemetry::TokenRecord& token) {
+  ++counts_.tokens;
+  if (token.request_id > watched_request_) {
+    watched_request_ = token.request_id;
+    watched_tokens_.clear();
+  }
+  if (token.request_id == watched_request_) watched_tokens_.push_back(token);
+}
+
+int64_t TelemetryFolder::retained_tokens() const {
+  int64_t tokens = 0;
+  for (const auto& [sequence, written] : written_) tokens += written;
+  return tokens;
 }
 
 double TelemetryFolder::tokens_per_s(double now_ms) const {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -27,17 +28,26 @@ struct FoldFacts {
 struct FoldedBlock {
   int32_t ref_count = 0;       // block tables holding it; 0: free
   int64_t owner = -1;          // the sequence that last took it; kept after it is freed
+  int64_t fill = 0;            // slots holding valid keys and values
   bool prefix_shared = false;  // found in the prefix cache by a later sequence
-  bool cached_prefix = false;  // free but holding a prefix a new request may reuse
+  bool cached_prefix = false;  // indexed in the prefix cache (reusable by a later prompt)
   std::optional<telemetry::KvEventKind> last_event;
   double last_event_ms = 0.0;  // the consumer's clock when that event was folded
+};
+
+// KV bytes allocated against the tokens whose keys and values are held, after a step.
+struct KvFillPoint {
+  int64_t step_index = 0;
+  int64_t retained_tokens = 0;
+  uint64_t allocated_bytes = 0;
 };
 
 struct FoldCounts {
   int64_t steps = 0;
   int64_t requests = 0;  // finished requests
   int64_t kv_events = 0;
-  std::array<int64_t, 6> kv_events_by_kind{};  // indexed by telemetry::KvEventKind
+  std::array<int64_t, 8> kv_events_by_kind{};  // indexed by telemetry::KvEventKind
+  int64_t tokens = 0;                          // TokenRecords (requests that asked for them)
   int64_t prefill_tokens = 0;
   int64_t decode_tokens = 0;
   int64_t inconsistent_kv_events = 0;  // events whose occupancy disagrees with the replay
@@ -60,6 +70,14 @@ class TelemetryFolder {
   const std::deque<telemetry::RequestRecord>& requests() const { return requests_; }
   const std::deque<telemetry::KvEvent>& kv_events() const { return kv_events_; }
   const std::vector<FoldedBlock>& blocks() const { return blocks_; }
+  const std::deque<KvFillPoint>& kv_fill() const { return kv_fill_; }
+  // Tokens written into the cache for the sequences holding blocks now.
+  int64_t retained_tokens() const;
+
+  // The token records of the newest request that reported them (only the user's request asks
+  // for token probabilities), in order.
+  int64_t watched_request() const { return watched_request_; }
+  const std::vector<telemetry::TokenRecord>& watched_tokens() const { return watched_tokens_; }
   int64_t blocks_used() const { return blocks_used_; }
   uint64_t kv_bytes_used() const {
     return static_cast<uint64_t>(blocks_used_) * facts_.kv_bytes_per_block;
@@ -74,6 +92,7 @@ class TelemetryFolder {
  private:
   void fold_step(const telemetry::StepRecord& step, double now_ms);
   void fold_request(const telemetry::RequestRecord& request);
+  void fold_token(const telemetry::TokenRecord& token);
   void fold_kv_event(const telemetry::KvEvent& event, double now_ms);
   template <typename T>
   void keep(std::deque<T>& list, T item);
@@ -85,6 +104,10 @@ class TelemetryFolder {
   std::deque<telemetry::RequestRecord> requests_;
   std::deque<telemetry::KvEvent> kv_events_;
   std::vector<FoldedBlock> blocks_;
+  std::map<int64_t, int64_t> written_;  // sequence -> tokens written, while it holds blocks
+  std::deque<KvFillPoint> kv_fill_;
+  int64_t watched_request_ = -1;
+  std::vector<telemetry::TokenRecord> watched_tokens_;
   int64_t blocks_used_ = 0;
   struct Arrival {
     double at_ms;
