@@ -13,6 +13,7 @@
 #include "engine/compute/backend.h"
 #include "engine/serving/kv_block_pool.h"
 #include "engine/serving/sampler.h"
+#include "engine/telemetry/kv_event.h"
 #include "engine/telemetry/observer.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -84,6 +85,7 @@ struct EngineCounters {
   int64_t requests_finished = 0;
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_total = 0;
+  telemetry::KvSnapshot kv;  // the whole block table state, as the engine holds it
 };
 
 }  // namespace servescope::gui

@@ -465,7 +465,7 @@ void EngineWorker::update_timer() {
 EngineCounters EngineWorker::counters() const {
   const serving::KvUsage usage = engine_->kv_usage();
   return EngineCounters{engine_->steps_run(), requests_submitted_, requests_finished_,
-                        usage.blocks_used, usage.blocks_total};
+                        usage.blocks_used,    usage.blocks_total,  engine_->kv_snapshot()};
 }
 
 void EngineWorker::set_running(bool running) {

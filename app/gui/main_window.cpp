@@ -585,6 +585,8 @@ void MainWindow::set_backend(const BackendChoice& backend) {
                                    : model_path_);
 }
 
+void MainWindow::set_greedy(bool greedy) { greedy_->setChecked(greedy); }
+
 void MainWindow::set_prompt(const QString& text) { prompt_->setPlainText(text); }
 
 void MainWindow::set_classmates(int count) { classmates_->setValue(count); }

@@ -1,0 +1,116 @@
+// The real window, offscreen, on the bundled model (CPU backend, to keep it fast): a
+// generation with classmates brings every panel to life; a corrupt model file gives a clear
+// message and the previous model keeps answering.
+#include <gtest/gtest.h>
+
+#include <QTemporaryDir>
+#include <fstream>
+
+#include "app/cli/commands.h"
+#include "app/gui/main_window.h"
+#include "tests/app/gui_test_support.h"
+
+namespace servescope::gui {
+namespace {
+
+using testing::app;
+using testing::wait_until;
+
+class WindowFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    app();
+    WindowOptions options;
+    options.remember_settings = false;
+    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+    window_ = std::make_unique<MainWindow>(options);
+    QObject::connect(window_.get(), &MainWindow::failed, window_.get(),
+                     [this](const QString& message) { failure_ = message; });
+    QObject::connect(window_.get(), &MainWindow::generation_finished, window_.get(),
+                     [this](const QString& reason) { finished_ = reason; });
+    QObject::connect(window_.get(), &MainWindow::engine_idle, window_.get(),
+                     [this](const EngineCounters&) { ++idle_count_; });
+    window_->resize(1400, 900);
+    window_->show();
+    ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
+  }
+
+  // Generates with greedy decoding and waits until the engine has nothing left to do.
+  void generate_and_wait(int tokens, int classmates) {
+    finished_.reset();
+    const int idle_before = idle_count_;
+    window_->set_greedy(true);
+    window_->set_classmates(classmates);
+    window_->set_max_tokens(tokens);
+    window_->generate();
+    ASSERT_TRUE(wait_until([&] { return finished_.has_value() && idle_count_ > idle_before; }));
+    // A few frames more: the last records are drained on the frame timer.
+    wait_until([] { return false; }, 100);
+  }
+
+  std::unique_ptr<MainWindow> window_;
+  std::optional<QString> failure_;
+  std::optional<QString> finished_;
+  int idle_count_ = 0;
+};
+
+TEST_F(WindowFixture, OpensTheBundledModelWithTheSuggestedPrompt) {
+  EXPECT_EQ(window_->engine_info()->model_path.toStdString(), cli::default_model_path());
+  EXPECT_EQ(window_->engine_info()->backend, "cpu");
+  // The prompt's tokens are shown as soon as the model is there: BOS and "Once upon a time".
+  ASSERT_EQ(window_->prompt_tokens().size(), 5);
+  EXPECT_EQ(window_->prompt_tokens().front().text, "<s>");
+}
+
+TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
+  // Before the first Generate only the model's own figures (quantisation) are there.
+  for (const PanelId id : kAllPanels) {
+    if (id != PanelId::kQuantisation) EXPECT_FALSE(window_->panels().has_data(id)) << panel_key(id);
+  }
+  const auto updates_before = [&] {
+    std::array<int64_t, kAllPanels.size()> counts{};
+    for (const PanelId id : kAllPanels)
+      counts[static_cast<size_t>(id)] = window_->panels().updates(id);
+    return counts;
+  }();
+  generate_and_wait(32, 2);
+  ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+  EXPECT_EQ(finished_->toStdString(), "max_tokens");
+  EXPECT_EQ(window_->generated_tokens().size(), 32);
+  for (const GeneratedToken& token : window_->generated_tokens()) {
+    EXPECT_GT(token.probability, 0.0);
+    EXPECT_EQ(token.alternatives.size(), 5);
+  }
+  for (const PanelId id : kAllPanels) {
+    EXPECT_TRUE(window_->panels().has_data(id)) << panel_key(id);
+    // Panels fed by the engine's records got new snapshots while it ran.
+    if (id != PanelId::kQuantisation) {
+      EXPECT_GT(window_->panels().updates(id), updates_before[static_cast<size_t>(id)])
+          << panel_key(id);
+    }
+  }
+  // The user's request and at least two classmates finished.
+  EXPECT_GE(window_->folder().counts().requests, 3);
+}
+
+TEST_F(WindowFixture, ACorruptModelFileLeavesThePreviousModelServing) {
+  QTemporaryDir dir;
+  const QString corrupt = dir.filePath("corrupt.gguf");
+  {
+    std::ofstream out(corrupt.toStdString(), std::ios::binary);
+    out << "GGUF" << std::string(64, '\x7f');  // the magic, then nonsense
+  }
+  const QString previous = window_->engine_info()->model_path;
+  window_->open_model(corrupt);
+  ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
+  EXPECT_TRUE(failure_->contains("corrupt.gguf")) << failure_->toStdString();
+  EXPECT_TRUE(failure_->contains("Still serving")) << failure_->toStdString();
+  EXPECT_EQ(window_->message(), *failure_);  // shown inside the window
+  EXPECT_EQ(window_->engine_info()->model_path, previous);
+
+  generate_and_wait(8, 0);
+  EXPECT_EQ(window_->generated_tokens().size(), 8);
+}
+
+}  // namespace
+}  // namespace servescope::gui
