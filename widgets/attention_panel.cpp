@@ -14,6 +14,7 @@
 
 #include "widgets/chart_painting.h"
 #include "widgets/theme.h"
+#include "widgets/themed_controls.h"
 #include "widgets/token_text.h"
 
 namespace servescope::widgets {
@@ -193,6 +194,7 @@ bool AttentionPanel::event(QEvent* event) {
 }
 
 void AttentionPanel::paintEvent(QPaintEvent*) {
+  apply_theme_palette(*this);  // the selectors and their captions
   QPainter painter(this);
   clear_tooltips();
   painted_visible_ = 0;
@@ -204,14 +206,6 @@ void AttentionPanel::paintEvent(QPaintEvent*) {
   const QFontMetricsF fm(font());
   const double line = fm.height();
   const double top = layer_box_->geometry().bottom() + 6;
-  // The selector captions follow the theme, which may have changed since the last paint.
-  for (QLabel* label : findChildren<QLabel*>()) {
-    if (label->palette().color(QPalette::WindowText) == t.text) continue;
-    QPalette palette = label->palette();
-    palette.setColor(QPalette::WindowText, t.text);
-    label->setPalette(palette);
-  }
-
   const QString heading =
       tr("Attention weights of layer %1, head %2 in the last step: each row sums to 1")
           .arg(snapshot_.layer)

@@ -11,6 +11,8 @@
 namespace servescope::widgets {
 namespace {
 
+constexpr QSize kMinimumSize(560, 380);
+
 constexpr qreal kMinCellWidth = 4.0;
 
 Qt::BrushStyle state_pattern(SlotState state) {
@@ -46,7 +48,7 @@ void paint_sweep_chart(QPainter& painter, const QRectF& area, const std::vector<
     max_y = std::max(max_y, p.*field);
   }
   chart::AxesSpec spec;
-  spec.x_label = QObject::tr("batch size (sequences)");
+  spec.x_label = QObject::tr("batch size");
   spec.y_label = y_label;
   spec.x = chart::nice_range(0.0, double(max_batch), 5, true);
   spec.y = chart::nice_range(0.0, max_y, 4);
@@ -96,6 +98,8 @@ void BatchingPanel::set_snapshot(BatchingSnapshot snapshot) {
   snapshot_ = std::move(snapshot);
   update();
 }
+
+QSize BatchingPanel::minimumSizeHint() const { return kMinimumSize; }
 
 QString BatchingPanel::title() const { return tr("Batching"); }
 
@@ -198,6 +202,7 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
                       tr("No batches yet: press Generate (and add classmates) to see slots fill."));
     return;
   }
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   const Theme& t = theme();
   painter.fillRect(rect(), t.background);
   const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
@@ -318,7 +323,8 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
 
 void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
   const Theme& t = theme();
-  qreal top = area.top() + chart::draw_heading(painter, area, tr("Per request: TTFT and TPOT"), t);
+  qreal top =
+      area.top() + chart::draw_heading(painter, area, tr("Latency per request (TTFT, TPOT)"), t);
   if (snapshot_.requests.empty()) {
     chart::draw_note(painter, QRectF(area.left(), top, area.width(), area.bottom() - top),
                      tr("No requests yet."), t);
@@ -334,9 +340,9 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
 
   painter.setPen(t.text);
   painter.drawText(QRectF(area.left() + label_width, top, column, line),
-                   Qt::AlignLeft | Qt::AlignVCenter, tr("time to first token (ms)"));
+                   Qt::AlignLeft | Qt::AlignVCenter, tr("TTFT (ms)"));
   painter.drawText(QRectF(area.left() + label_width + column, top, column, line),
-                   Qt::AlignLeft | Qt::AlignVCenter, tr("time per output token (ms)"));
+                   Qt::AlignLeft | Qt::AlignVCenter, tr("TPOT (ms)"));
   add_tooltip(QRectF(area.left() + label_width, top, column, line),
               tr("TTFT: from submitting the request to its first generated token, queueing and "
                  "prefill included."));

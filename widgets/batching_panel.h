@@ -61,6 +61,7 @@ class BatchingPanel : public PanelView {
 
   QString title() const override;
   QString csv() const override;
+  QSize minimumSizeHint() const override;  // below it the panel asks for more room
 
   // What the panel shows, for tests and the app.
   std::vector<double> occupancy() const;  // per step: slots in use / slot_count

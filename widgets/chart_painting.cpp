@@ -110,6 +110,18 @@ double Frame::y(double value) const {
   return plot_.bottom() - t * plot_.height();
 }
 
+namespace {
+
+// Tick labels carry as many decimals as the step needs: 0, 0.5, 1 rather than 0.500.
+QString format_tick(double value, const std::vector<double>& ticks) {
+  const double step = ticks.size() >= 2 ? ticks[1] - ticks[0] : 1.0;
+  if (std::abs(value) >= 1e6 || step >= 1.0 || step <= 0.0) return format_number(value);
+  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(step) - 1e-9)), 0, 6);
+  return QString::number(value, 'f', decimals);
+}
+
+}  // namespace
+
 Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, const Theme& theme) {
   painter.save();
   const QFont base = painter.font();
@@ -124,14 +136,16 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
                        : std::vector<double>{};
   qreal y_tick_width = 0;
   for (double v : y_ticks)
-    y_tick_width = std::max(y_tick_width, tick_metrics.horizontalAdvance(format_number(v)));
+    y_tick_width = std::max(y_tick_width, tick_metrics.horizontalAdvance(format_tick(v, y_ticks)));
 
   // Left: rotated y label, tick labels; bottom: tick labels, x label.
   const qreal left = (spec.y_label.isEmpty() ? 0 : label_metrics.height() + 6) +
                      (y_ticks.empty() ? 1 : y_tick_width + 6);
   const qreal bottom = tick_metrics.height() + 4 + label_metrics.height() + 2;
   const qreal right =
-      tick_metrics.horizontalAdvance(format_number(x_ticks.empty() ? 0 : x_ticks.back())) / 2 + 4;
+      tick_metrics.horizontalAdvance(format_tick(x_ticks.empty() ? 0 : x_ticks.back(), x_ticks)) /
+          2 +
+      4;
   const qreal top = tick_metrics.height() / 2;
   QRectF plot = outer.adjusted(left, top, -right, -bottom);
   if (plot.width() < 10 || plot.height() < 10) plot = outer;
@@ -146,7 +160,7 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
     painter.setPen(theme.muted_text);
     painter.drawText(QRectF(plot.left() - y_tick_width - 6, py - tick_metrics.height() / 2,
                             y_tick_width + 2, tick_metrics.height()),
-                     Qt::AlignRight | Qt::AlignVCenter, format_number(v));
+                     Qt::AlignRight | Qt::AlignVCenter, format_tick(v, y_ticks));
   }
   for (double v : x_ticks) {
     const qreal px = frame.x(v);
@@ -154,7 +168,7 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
     painter.setPen(QPen(theme.grid, 1));
     painter.drawLine(QPointF(px, plot.top()), QPointF(px, plot.bottom()));
     painter.setPen(theme.muted_text);
-    const QString text = format_number(v);
+    const QString text = format_tick(v, x_ticks);
     const qreal w = tick_metrics.horizontalAdvance(text);
     painter.drawText(QRectF(px - w / 2 - 2, plot.bottom() + 3, w + 4, tick_metrics.height()),
                      Qt::AlignCenter, text);
@@ -165,9 +179,10 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
 
   painter.setFont(base);
   painter.setPen(theme.text);
-  painter.drawText(QRectF(plot.left(), outer.bottom() - label_metrics.height(), plot.width(),
+  painter.drawText(QRectF(outer.left(), outer.bottom() - label_metrics.height(), outer.width(),
                           label_metrics.height()),
-                   Qt::AlignHCenter | Qt::AlignBottom, spec.x_label);
+                   Qt::AlignHCenter | Qt::AlignBottom,
+                   label_metrics.elidedText(spec.x_label, Qt::ElideRight, outer.width()));
   painter.translate(outer.left(), plot.center().y());
   painter.rotate(-90);
   painter.drawText(QRectF(-plot.height() / 2 - 40, 0, plot.height() + 80, label_metrics.height()),

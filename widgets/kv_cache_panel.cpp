@@ -13,6 +13,8 @@
 namespace servescope::widgets {
 namespace {
 
+constexpr QSize kMinimumSize(560, 380);
+
 QString event_letter(KvBlockEvent event) {
   switch (event) {
     case KvBlockEvent::kAllocate:
@@ -81,6 +83,8 @@ void KvCachePanel::set_snapshot(KvCacheSnapshot snapshot) {
   update();
 }
 
+QSize KvCachePanel::minimumSizeHint() const { return kMinimumSize; }
+
 QString KvCachePanel::title() const { return tr("KV cache"); }
 
 QString KvCachePanel::csv() const {
@@ -144,7 +148,7 @@ QString KvCachePanel::formula_text() const {
           .arg(m.layers)
           .arg(m.kv_heads)
           .arg(m.head_dim)
-          .arg(chart::format_number(m.bytes_per_element, 4),
+          .arg(QString::number(m.bytes_per_element, 'g', 6),
                m.element_type.isEmpty() ? tr("?") : m.element_type,
                locale.toString(bytes_per_token(), 'f', 0));
   const QString line2 =
@@ -216,6 +220,7 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
     paint_empty_state(painter, tr("No KV cache yet: press Generate to see the blocks fill."));
     return;
   }
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   const Theme& t = theme();
   painter.fillRect(rect(), t.background);
   const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
@@ -301,8 +306,8 @@ void KvCachePanel::paint_block(QPainter& painter, const QRectF& cell, const KvBl
     painter.drawRect(box.adjusted(1, 1, -1, -1));
     if (box.width() > small.horizontalAdvance(QStringLiteral("x88")) + 6) {
       const QString refs = QStringLiteral("x%1").arg(b.ref_count);
-      const QRectF tag(box.left() + 3, box.top() + 3, small.horizontalAdvance(refs) + 4,
-                       small.height());
+      const QRectF tag(box.left() + 3, box.bottom() - 3 - small.height(),
+                       small.horizontalAdvance(refs) + 4, small.height());
       painter.fillRect(tag, t.background);
       painter.setPen(t.text);
       painter.drawText(tag, Qt::AlignCenter, refs);

@@ -75,6 +75,7 @@ class KvCachePanel : public PanelView {
 
   QString title() const override;
   QString csv() const override;
+  QSize minimumSizeHint() const override;  // below it the panel asks for more room
 
   // What the panel shows, for tests and the app.
   int used_block_count() const;

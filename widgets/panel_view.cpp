@@ -107,4 +107,13 @@ void PanelView::paint_empty_state(QPainter& painter, const QString& message) con
   painter.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap, message);
 }
 
+bool PanelView::paint_if_too_small(QPainter& painter, QSize needed) const {
+  if (width() >= needed.width() && height() >= needed.height()) return false;
+  paint_empty_state(painter, tr("Enlarge the %1 panel (to at least %2 x %3) to see its charts.")
+                                 .arg(title())
+                                 .arg(needed.width())
+                                 .arg(needed.height()));
+  return true;
+}
+
 }  // namespace servescope::widgets

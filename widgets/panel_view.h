@@ -48,6 +48,9 @@ class PanelView : public QWidget {
   // Fills the widget with the theme background and a centred message such as
   // "No data yet: press Generate".
   void paint_empty_state(QPainter& painter, const QString& message) const;
+  // When the widget is smaller than `needed`, paints a message asking for more room instead of
+  // a squeezed chart, and returns true.
+  bool paint_if_too_small(QPainter& painter, QSize needed) const;
 
  private:
   void save_with_dialog(const QString& filter, const QString& suffix);

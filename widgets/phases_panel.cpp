@@ -11,6 +11,8 @@
 namespace servescope::widgets {
 namespace {
 
+constexpr QSize kMinimumSize(520, 360);
+
 struct KernelClass {
   const char* name;
   double StepBar::*ms;
@@ -71,6 +73,8 @@ void PhasesPanel::set_snapshot(PhasesSnapshot snapshot) {
   snapshot_ = std::move(snapshot);
   update();
 }
+
+QSize PhasesPanel::minimumSizeHint() const { return kMinimumSize; }
 
 QString PhasesPanel::title() const { return tr("Phases"); }
 
@@ -167,6 +171,7 @@ void PhasesPanel::paintEvent(QPaintEvent*) {
     paint_empty_state(painter, tr("No steps yet: press Generate to see prefill and decode."));
     return;
   }
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   const Theme& t = theme();
   painter.fillRect(rect(), t.background);
   const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
@@ -371,9 +376,10 @@ void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
       ++count;
     }
     if (count == 0) continue;
-    const QString line = tr("%1: %2 steps, %3 ms and %4 tokens per step on average")
+    const QString line = tr("%1: %2 %3, %4 ms and %5 tokens per step on average")
                              .arg(phase == StepPhase::kPrefill ? tr("Prefill") : tr("Decode"))
                              .arg(count)
+                             .arg(count == 1 ? tr("step") : tr("steps"))
                              .arg(chart::format_number(total_ms / count))
                              .arg(chart::format_number(double(tokens) / count));
     painter.setPen(t.muted_text);
@@ -382,6 +388,14 @@ void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
     painter.drawText(box, Qt::AlignLeft | Qt::TextWordWrap, line);
     y += used.height() + 4;
   }
+  const QString why = tr(
+      "Why they differ: a prefill step reads every weight once for many prompt tokens, so it is "
+      "limited by arithmetic; a decode step reads every weight for one token per sequence, so it "
+      "is limited by memory bandwidth.");
+  painter.setPen(t.text);
+  painter.drawText(
+      QRectF(area.left(), y + 6, area.width(), std::max<qreal>(area.bottom() - y - 6, 0)),
+      Qt::AlignLeft | Qt::TextWordWrap, why);
 }
 
 }  // namespace servescope::widgets

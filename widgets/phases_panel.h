@@ -48,6 +48,7 @@ class PhasesPanel : public PanelView {
 
   QString title() const override;
   QString csv() const override;
+  QSize minimumSizeHint() const override;  // below it the panel asks for more room
 
   // What the panel shows, for tests and the app.
   int step_count(StepPhase phase) const;

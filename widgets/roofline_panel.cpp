@@ -133,6 +133,13 @@ bool RooflinePanel::has_roofs() const {
   return !bandwidths().empty() || snapshot_.compute_gflop_per_s > 0.0;
 }
 
+QStringList RooflinePanel::notes() const {
+  QStringList messages;
+  if (!has_roofs()) messages << tr("device not probed yet");
+  if (snapshot_.points.empty()) messages << tr("no data yet: press Generate");
+  return messages;
+}
+
 std::vector<int64_t> RooflinePanel::batch_sizes() const {
   std::vector<int64_t> sizes;
   for (const RooflinePoint& p : snapshot_.points) sizes.push_back(p.batch_size);
@@ -196,25 +203,27 @@ void RooflinePanel::update_ranges() {
 }
 
 QString RooflinePanel::csv() const {
-  QString out = QStringLiteral("step,phase,batch_size,intensity_flop_per_byte,gflop_per_s\n");
+  // One row per step; the roofs repeat on every row (0: not measured) so that each row holds
+  // what it is compared against.
+  QString out = QStringLiteral(
+      "step,phase,batch_size,intensity_flop_per_byte,gflop_per_s,cache_gb_per_s,"
+      "memory_gb_per_s,compute_gflop_per_s,memory_roof_gflop_per_s\n");
   for (const RooflinePoint& p : snapshot_.points) {
-    out += QStringLiteral("%1,%2,%3,%4,%5\n")
+    const double roof =
+        snapshot_.memory_gb_per_s > 0.0
+            ? attainable_gflop_per_s(p.intensity_flop_per_byte, snapshot_.memory_gb_per_s,
+                                     snapshot_.compute_gflop_per_s)
+            : 0.0;
+    out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9\n")
                .arg(p.step_index)
                .arg(phase_name(p.phase))
                .arg(p.batch_size)
                .arg(p.intensity_flop_per_byte, 0, 'g', 9)
-               .arg(p.gflop_per_s, 0, 'g', 9);
-  }
-  out += QStringLiteral("\nroof,value,unit\n");
-  if (snapshot_.cache_gb_per_s > 0.0) {
-    out += QStringLiteral("cache bandwidth,%1,GB/s\n").arg(snapshot_.cache_gb_per_s, 0, 'g', 9);
-  }
-  if (snapshot_.memory_gb_per_s > 0.0) {
-    out +=
-        QStringLiteral("main memory bandwidth,%1,GB/s\n").arg(snapshot_.memory_gb_per_s, 0, 'g', 9);
-  }
-  if (snapshot_.compute_gflop_per_s > 0.0) {
-    out += QStringLiteral("compute,%1,GFLOP/s\n").arg(snapshot_.compute_gflop_per_s, 0, 'g', 9);
+               .arg(p.gflop_per_s, 0, 'g', 9)
+               .arg(snapshot_.cache_gb_per_s, 0, 'g', 9)
+               .arg(snapshot_.memory_gb_per_s, 0, 'g', 9)
+               .arg(snapshot_.compute_gflop_per_s, 0, 'g', 9)
+               .arg(roof, 0, 'g', 9);
   }
   return out;
 }
@@ -267,11 +276,11 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
 
   const QString device =
       snapshot_.device_name.isEmpty() ? tr("unknown device") : snapshot_.device_name;
-  chart::draw_heading(painter, layout.title,
-                      QFontMetricsF(chart::heading_font(font()))
-                          .elidedText(tr("Roofline of %1").arg(device), Qt::ElideRight,
-                                      layout.title.width()),
-                      t);
+  chart::draw_heading(
+      painter, layout.title,
+      QFontMetricsF(chart::heading_font(font()))
+          .elidedText(tr("Roofline of %1").arg(device), Qt::ElideRight, layout.title.width()),
+      t);
   add_tooltip(layout.plot, tr("Each engine step at its arithmetic intensity (FLOPs per byte "
                               "moved) and achieved speed, under the roofs measured on this "
                               "device."));
@@ -279,9 +288,7 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   paint_roofs(painter, layout.plot);
   paint_points(painter, layout.plot);
 
-  QStringList messages;
-  if (!has_roofs()) messages << tr("device not probed yet");
-  if (snapshot_.points.empty()) messages << tr("no data yet: press Generate");
+  const QStringList messages = notes();
   if (!messages.isEmpty()) {
     QRectF box = layout.plot.adjusted(8, 8, -8, -8);
     painter.setPen(t.muted_text);
@@ -457,7 +464,8 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
                        .arg(p.step_index)
                        .arg(phase_name(p.phase))
                        .arg(p.batch_size)
-                       .arg(chart::format_number(p.intensity_flop_per_byte), chart::format_number(p.gflop_per_s));
+                       .arg(chart::format_number(p.intensity_flop_per_byte),
+                            chart::format_number(p.gflop_per_s));
     if (snapshot_.memory_gb_per_s > 0.0) {
       const double roof = attainable_gflop_per_s(
           p.intensity_flop_per_byte, snapshot_.memory_gb_per_s, snapshot_.compute_gflop_per_s);

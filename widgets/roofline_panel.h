@@ -68,6 +68,8 @@ class RooflinePanel : public PanelView {
   std::vector<double> ridge_points() const;  // one per measured bandwidth when compute is known
   QStringList legend_entries() const;        // batch sizes, then the phase shapes
   bool has_roofs() const;
+  // What is missing, written over the plot: "device not probed yet", "no data yet: ...".
+  QStringList notes() const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;

@@ -5,7 +5,6 @@
 #include <QSpinBox>
 #include <cmath>
 
-#include "tests/widgets/panel_painting.h"
 #include "tests/widgets/synthetic_model_snapshots.h"
 
 namespace servescope::widgets {
@@ -141,25 +140,36 @@ TEST(AttentionPanel, CsvHasOneRowPerVisibleCellWithQuotedPieces) {
   EXPECT_EQ(AttentionPanel().csv().count('\n'), 1);  // the header alone
 }
 
-TEST(AttentionPanel, PaintsEmptyAndFullAtEverySizeAndTheme) {
-  AttentionPanel empty;
-  AttentionPanel prefill;
-  prefill.set_snapshot(testing::synthetic_attention(24, false));
-  AttentionPanel long_prefill;
-  long_prefill.set_snapshot(testing::synthetic_attention(300, false));
-  AttentionPanel decode;
-  decode.set_snapshot(testing::synthetic_attention(40, true));
-  for (PanelView* panel :
-       std::initializer_list<PanelView*>{&empty, &prefill, &long_prefill, &decode}) {
-    expect_paints_everywhere(*panel);
+// Snapshots no engine should send: weights of the wrong size, NaN and negative weights, a
+// first query position beyond the keys or before them.
+TEST(AttentionPanel, OddSnapshotsPaintWithoutCrashing) {
+  AttentionSnapshot wrong_size = testing::synthetic_attention(6, false);
+  wrong_size.weights.resize(5);
+  AttentionSnapshot odd_values = testing::synthetic_attention(6, false);
+  odd_values.weights[0] = std::nanf("");
+  odd_values.weights[7] = -2.0f;
+  AttentionSnapshot beyond = testing::synthetic_attention(6, false);
+  beyond.first_query_position = 100;
+  AttentionSnapshot before = testing::synthetic_attention(6, false);
+  before.first_query_position = -10;
+  before.layer = 99;  // outside layer_count: the selector clamps, the heading tells the truth
+  for (const AttentionSnapshot& s : {wrong_size, odd_values, beyond, before}) {
+    AttentionPanel panel;
+    panel.set_snapshot(s);
+    for (const QSize size : {QSize(1, 1), QSize(200, 150), QSize(1200, 700)}) {
+      panel.resize(size);
+      EXPECT_FALSE(panel.grab().isNull());
+    }
   }
-}
-
-TEST(AttentionPanel, ExportsNonEmptyPngAndSvg) {
   AttentionPanel panel;
   panel.resize(800, 600);
-  panel.set_snapshot(testing::synthetic_attention(12, false));
-  expect_exports_images(panel);
+  panel.set_snapshot(beyond);
+  (void)panel.grab();
+  EXPECT_EQ(panel.painted_visible_cells(), 36);  // every key is in every query's past
+  panel.set_snapshot(before);
+  (void)panel.grab();
+  EXPECT_EQ(panel.painted_visible_cells(), 0);
+  EXPECT_EQ(visible_cell_count(before), 0);
 }
 
 }  // namespace

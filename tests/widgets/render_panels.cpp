@@ -1,7 +1,8 @@
 // Renders every panel of this folder with a synthetic snapshot to PNG, light and dark, so a
-// person can look at them: widgets_render <output folder> [width height].
+// person can look at them: widgets_render <output folder> [width height [font points]].
 #include <QApplication>
 #include <QDir>
+#include <QFont>
 #include <cstdio>
 #include <memory>
 
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: widgets_render <output folder> [width height]\n");
+    std::fprintf(stderr, "usage: widgets_render <output folder> [width height [font points]]\n");
     return 2;
   }
   const QString folder = QString::fromLocal8Bit(argv[1]);
@@ -44,6 +45,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   const QSize size = argc >= 4 ? QSize(std::atoi(argv[2]), std::atoi(argv[3])) : QSize(1200, 700);
+
+  if (argc >= 5) {
+    QFont font = QApplication::font();
+    font.setPointSizeF(std::atof(argv[4]));
+    QApplication::setFont(font);
+  }
 
   bool ok = true;
   {
@@ -63,6 +70,15 @@ int main(int argc, char** argv) {
     ok &= render(panel, folder, "kv-cache-empty", size);
   }
   {
+    BatchingPanel panel;
+    panel.set_snapshot(testing::synthetic_batching(true));
+    ok &= render(panel, folder, "batching", size);
+    panel.set_snapshot(testing::synthetic_batching(false));
+    ok &= render(panel, folder, "batching-no-sweep", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "batching-empty", size);
+  }
+  {
     RooflinePanel panel;
     panel.set_snapshot(testing::synthetic_roofline());
     ok &= render(panel, folder, "roofline", size);
@@ -74,6 +90,13 @@ int main(int argc, char** argv) {
     ok &= render(panel, folder, "roofline-empty", size);
   }
   {
+    QuantisationPanel panel;
+    panel.set_snapshot(testing::synthetic_quantisation());
+    ok &= render(panel, folder, "quantisation", size);
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "quantisation-empty", size);
+  }
+  {
     AttentionPanel panel;
     panel.set_snapshot(testing::synthetic_attention(24, false));
     ok &= render(panel, folder, "attention", size);
@@ -83,15 +106,6 @@ int main(int argc, char** argv) {
     ok &= render(panel, folder, "attention-decode", size);
     panel.set_snapshot({});
     ok &= render(panel, folder, "attention-empty", size);
-  }
-  {
-    BatchingPanel panel;
-    panel.set_snapshot(testing::synthetic_batching(true));
-    ok &= render(panel, folder, "batching", size);
-    panel.set_snapshot(testing::synthetic_batching(false));
-    ok &= render(panel, folder, "batching-no-sweep", size);
-    panel.set_snapshot({});
-    ok &= render(panel, folder, "batching-empty", size);
   }
   return ok ? 0 : 1;
 }

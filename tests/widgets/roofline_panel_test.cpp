@@ -7,7 +7,6 @@
 #include <QTemporaryDir>
 #include <cmath>
 
-#include "tests/widgets/panel_painting.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -55,8 +54,10 @@ TEST(RooflineMath, DecadeLabelsUseSiPrefixes) {
 
 TEST(RooflinePanel, RoofLabelsCarryTheMeasuredValues) {
   RooflinePanel panel;
+  EXPECT_EQ(panel.notes(), (QStringList{"device not probed yet", "no data yet: press Generate"}));
   panel.set_snapshot(probed_snapshot());
   EXPECT_TRUE(panel.has_roofs());
+  EXPECT_TRUE(panel.notes().isEmpty());
   const QStringList labels = panel.roof_labels();
   ASSERT_EQ(labels.size(), 3);
   EXPECT_TRUE(labels[0].contains(QStringLiteral("cache")) && labels[0].contains("48.6 GB/s"));
@@ -104,22 +105,27 @@ TEST(RooflinePanel, UnprobedDeviceHasNoRoofs) {
   s.cache_gb_per_s = s.memory_gb_per_s = s.compute_gflop_per_s = 0.0;
   panel.set_snapshot(s);
   EXPECT_FALSE(panel.has_roofs());
+  EXPECT_EQ(panel.notes(), QStringList{QStringLiteral("device not probed yet")});
   EXPECT_TRUE(panel.roof_labels().isEmpty());
   EXPECT_TRUE(panel.ridge_points().empty());
   EXPECT_EQ(panel.x_decades().low, -1);  // still spans the points: 0.49 .. 29.5
   EXPECT_EQ(panel.x_decades().high, 2);
 }
 
-TEST(RooflinePanel, CsvHasAHeaderAndOneRowPerStepThenTheRoofs) {
+TEST(RooflinePanel, CsvHasOneRowPerStepWithTheRoofsItIsComparedAgainst) {
   RooflinePanel panel;
   panel.set_snapshot(probed_snapshot());
-  const QStringList lines = panel.csv().split('\n');
-  EXPECT_EQ(lines[0], QStringLiteral("step,phase,batch_size,intensity_flop_per_byte,gflop_per_s"));
-  EXPECT_EQ(lines[1], QStringLiteral("0,prefill,1,29.5,61.2"));
-  EXPECT_EQ(lines[6], QStringLiteral("5,decode,16,7.2,70.4"));
-  EXPECT_EQ(lines[8], QStringLiteral("roof,value,unit"));
-  EXPECT_TRUE(panel.csv().contains(QStringLiteral("main memory bandwidth,12.3,GB/s")));
-  EXPECT_TRUE(panel.csv().contains(QStringLiteral("compute,96.4,GFLOP/s")));
+  const QStringList lines = panel.csv().split('\n', Qt::SkipEmptyParts);
+  ASSERT_EQ(lines.size(), 1 + 6);
+  EXPECT_EQ(lines[0], QStringLiteral("step,phase,batch_size,intensity_flop_per_byte,gflop_per_s,"
+                                     "cache_gb_per_s,memory_gb_per_s,compute_gflop_per_s,"
+                                     "memory_roof_gflop_per_s"));
+  // Prefill at 29.5 FLOP/byte is past the main-memory ridge (7.84): the roof is compute.
+  EXPECT_EQ(lines[1], QStringLiteral("0,prefill,1,29.5,61.2,48.6,12.3,96.4,96.4"));
+  // Decode at 0.49 FLOP/byte is on the slope: 12.3 GB/s x 0.49 = 6.027 GFLOP/s.
+  EXPECT_EQ(lines[2],
+            QStringLiteral("1,decode,1,0.49,5.1,48.6,12.3,96.4,%1").arg(12.3 * 0.49, 0, 'g', 9));
+  EXPECT_EQ(RooflinePanel().csv().count('\n'), 1);  // the header alone
 }
 
 TEST(RooflinePanel, PointsHaveTooltipsWithTheirNumbers) {
@@ -136,19 +142,28 @@ TEST(RooflinePanel, PointsHaveTooltipsWithTheirNumbers) {
   EXPECT_TRUE(found);
 }
 
-TEST(RooflinePanel, PaintsEmptyAndFullAtEverySizeAndTheme) {
-  RooflinePanel empty;
-  RooflinePanel full;
-  full.set_snapshot(probed_snapshot());
-  expect_paints_everywhere(empty);
-  expect_paints_everywhere(full);
-}
-
-TEST(RooflinePanel, ExportsNonEmptyPngAndSvg) {
+// Steps no engine should send: no FLOPs, negative, infinite and NaN values; roofs partly
+// measured. They are left out of the plot and its ranges, and nothing crashes.
+TEST(RooflinePanel, UnplaceableStepsAreLeftOut) {
+  RooflineSnapshot s;
+  s.memory_gb_per_s = 12.3;  // no cache roof, no compute roof
+  const double nan = std::nan("");
+  s.points = {{0, StepPhase::kIdle, 0, 0.0, 0.0},
+              {1, StepPhase::kDecode, 1, -1.0, 5.0},
+              {2, StepPhase::kDecode, 1, nan, 5.0},
+              {3, StepPhase::kDecode, 1, 0.5, INFINITY},
+              {4, StepPhase::kDecode, 1, 0.5, 6.0}};
   RooflinePanel panel;
-  panel.resize(800, 600);
-  panel.set_snapshot(probed_snapshot());
-  expect_exports_images(panel);
+  panel.set_snapshot(s);
+  EXPECT_TRUE(panel.has_roofs());
+  EXPECT_TRUE(panel.ridge_points().empty());  // no compute roof, no ridge
+  EXPECT_EQ(panel.x_decades().low, -1);       // from the one good step, 0.5
+  EXPECT_EQ(panel.x_decades().high, 0);
+  for (const QSize size : {QSize(1, 1), QSize(200, 150), QSize(1200, 700)}) {
+    panel.resize(size);
+    EXPECT_FALSE(panel.grab().isNull());
+  }
+  EXPECT_EQ(panel.csv().count('\n'), 1 + 5);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tests/widgets/synthetic_model_snapshots.h"
 
+#include <QStringList>
 #include <algorithm>
 #include <cmath>
 
@@ -27,6 +28,133 @@ RooflineSnapshot synthetic_roofline() {
           {step++, StepPhase::kDecode, batch, intensity, reached * (0.9 + 0.03 * i)});
     }
   }
+  return s;
+}
+
+namespace {
+
+// Q4_0 as GGML stores it: blocks of 32, scale d = (value of largest magnitude) / -8, codes
+// round(x / d) + 8 clamped to 0..15, decoded as (code - 8) * d.
+std::vector<float> q4_0_round_trip(const std::vector<float>& values) {
+  std::vector<float> out(values.size());
+  for (size_t block = 0; block < values.size(); block += 32) {
+    float extreme = 0.0f;
+    for (size_t i = block; i < block + 32 && i < values.size(); ++i) {
+      if (std::abs(values[i]) > std::abs(extreme)) extreme = values[i];
+    }
+    const float d = extreme / -8.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (size_t i = block; i < block + 32 && i < values.size(); ++i) {
+      const float code = std::clamp(std::round(values[i] * inverse) + 8.0f, 0.0f, 15.0f);
+      out[i] = (code - 8.0f) * d;
+    }
+  }
+  return out;
+}
+
+TensorErrorSnapshot simulated_q4_0_error() {
+  // Weights ~ N(0, 0.02) from a fixed linear congruential generator (Box-Muller).
+  std::vector<float> weights(64 * 1024);
+  uint64_t state = 12345;
+  auto uniform = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (static_cast<double>(state >> 11) + 0.5) / 9007199254740992.0;
+  };
+  for (float& w : weights) {
+    w = static_cast<float>(0.02 * std::sqrt(-2.0 * std::log(uniform())) *
+                           std::cos(6.283185307179586 * uniform()));
+  }
+  const std::vector<float> quantised = q4_0_round_trip(weights);
+  TensorErrorSnapshot e;
+  e.tensor = QStringLiteral("blk.3.ffn_down.weight");
+  e.type = QStringLiteral("q4_0");
+  for (const double magnitude : {1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5}) {
+    e.edges.push_back(-magnitude);
+  }
+  for (const double magnitude : {1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1}) {
+    e.edges.push_back(magnitude);
+  }
+  e.counts.assign(e.edges.size() + 1, 0);
+  double signal = 0.0;
+  double noise = 0.0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const double error = static_cast<double>(quantised[i]) - weights[i];
+    const auto bin = std::upper_bound(e.edges.begin(), e.edges.end(), error) - e.edges.begin();
+    ++e.counts[static_cast<size_t>(bin)];
+    signal += static_cast<double>(weights[i]) * weights[i];
+    noise += error * error;
+    e.max_abs_error = std::max(e.max_abs_error, std::abs(error));
+  }
+  e.rmse = std::sqrt(noise / static_cast<double>(weights.size()));
+  e.sqnr_db = 10.0 * std::log10(signal / noise);
+  return e;
+}
+
+TokenContinuation continuation(const QString& label, const QStringList& pieces) {
+  TokenContinuation c;
+  c.label = label;
+  for (const QString& piece : pieces) {
+    c.pieces.push_back(piece);
+    c.ids.push_back(static_cast<int32_t>(qHash(piece) % 4096));  // same piece, same id
+  }
+  return c;
+}
+
+}  // namespace
+
+QuantisationSnapshot synthetic_quantisation() {
+  QuantisationSnapshot s;
+  s.tensor_error = simulated_q4_0_error();
+  s.sqnr_variant = QStringLiteral("q4_0 weights, q8_0 KV cache");
+  const double weight_db[] = {19.6, 19.9, 20.1, 19.8, 20.0, 19.7};
+  const double kv_db[] = {41.2, 40.6, 39.8, 40.3, 39.5, 38.9};
+  for (int layer = 0; layer < 6; ++layer) {
+    const QString name = QStringLiteral("blk.%1").arg(layer);
+    s.weight_sqnr.push_back({name, weight_db[layer]});
+    s.kv_sqnr.push_back({name, kv_db[layer]});
+  }
+  s.weight_sqnr.push_back({QStringLiteral("other"), 20.4});
+  // Weight MB + KV MB of a 256-token context; latency of a 16-token prompt and 32 new tokens;
+  // cost = memory held x latency.
+  struct Measured {
+    const char* weights;
+    const char* kv;
+    double memory_mb, prefill, decode, perplexity, kl, top1;
+  };
+  const Measured rows[] = {
+      {"f32", "f32", 19.77, 2631, 556, 51.791, 0.0, 1.0},
+      {"f16", "f16", 9.89, 2023, 990, 51.791, 3.81e-7, 1.0},
+      {"q8_0", "f32", 6.22, 2561, 1558, 51.829, 1.84e-4, 0.991},
+      {"q8_0", "q8_0", 5.26, 2474, 1478, 51.847, 2.70e-4, 0.990},
+      {"q4_0", "f32", 3.92, 2511, 1224, 53.118, 4.72e-2, 0.875},
+      {"q4_0", "q8_0", 2.96, 2390, 1290, 53.164, 4.81e-2, 0.873},
+  };
+  for (const Measured& m : rows) {
+    QuantVariantRow row;
+    row.weight_type = QString::fromLatin1(m.weights);
+    row.kv_type = QString::fromLatin1(m.kv);
+    row.baseline = s.variants.empty();
+    row.memory_mb = m.memory_mb;
+    row.prefill_tokens_per_s = m.prefill;
+    row.decode_tokens_per_s = m.decode;
+    row.latency_ms = 1000.0 * (16.0 / m.prefill + 32.0 / m.decode);
+    row.cost_per_request = m.memory_mb / 1000.0 * row.latency_ms;
+    row.perplexity = m.perplexity;
+    row.mean_kl = m.kl;
+    row.top1_agreement = m.top1;
+    s.variants.push_back(row);
+  }
+  s.cost_unit = QStringLiteral("GB·ms");
+  s.limits = {0.05, 1.2};
+  s.prompt = QStringLiteral("Once upon a time");
+  s.baseline_continuation =
+      continuation(QStringLiteral("f32 baseline"),
+                   {",", "▁there", "▁was", "▁a", "▁little", "▁girl", "▁named", "▁Lily", ".", "▁She",
+                    "▁loved", "▁to", "▁play", "▁outside", "▁in", "▁the", "▁park", "."});
+  s.variant_continuation =
+      continuation(QStringLiteral("q4_0 weights"),
+                   {",", "▁there", "▁was", "▁a", "▁little", "▁girl", "▁named", "▁Lucy", ".",
+                    "▁Lucy", "▁liked", "▁to", "▁play", "▁with", "▁her", "▁toys", ".", "▁One"});
   return s;
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include "widgets/attention_panel.h"
+#include "widgets/quantisation_panel.h"
+#include "widgets/quantisation_snapshot.h"
 #include "widgets/roofline_panel.h"
 
 namespace servescope::widgets::testing {
@@ -11,6 +13,11 @@ namespace servescope::widgets::testing {
 // A probed device (cache, main memory, compute) and steps: one prefill, decodes at batch 1,
 // a mixed step, then decodes at batch 2..32 walking up the main-memory slope.
 RooflineSnapshot synthetic_roofline();
+
+// The bundled model's quant-report figures (BENCHMARKS.md), a Q4_0 error histogram of
+// simulated weights quantised exactly as Q4_0 does, SQNR per layer, and a prompt continued by
+// the F32 baseline and Q4_0 weights that part at token 8.
+QuantisationSnapshot synthetic_quantisation();
 
 // Attention of a prefill of `tokens` prompt tokens from position 0 (queries = keys), or of one
 // decode step over `tokens` cached tokens when decode is true. Each visible row is a softmax

@@ -1,0 +1,130 @@
+#include "widgets/batching_panel.h"
+
+#include <gtest/gtest.h>
+
+#include <QImage>
+#include <QPixmap>
+#include <QStringList>
+
+#include "widgets/theme.h"
+
+namespace servescope::widgets {
+namespace {
+
+SlotCell cell(int64_t request, SlotState state) { return {request, state}; }
+const SlotCell kEmpty{};
+
+// 3 slots over 4 steps: request 5 prefills then decodes, request 9 joins, request 5 is
+// preempted and recomputed.
+BatchingSnapshot small_batch() {
+  BatchingSnapshot snap;
+  snap.slot_count = 3;
+  snap.policy = "continuous batching";
+  snap.steps = {
+      {10, {cell(5, SlotState::kPrefill), kEmpty, kEmpty}},
+      {11, {cell(5, SlotState::kDecode), cell(9, SlotState::kPrefill), kEmpty}},
+      {12, {kEmpty, cell(9, SlotState::kDecode), kEmpty}},
+      {13,
+       {cell(5, SlotState::kRecompute), cell(9, SlotState::kDecode), cell(2, SlotState::kDecode)}},
+  };
+  snap.requests = {{5, 12.5, 4.0, 3, false}, {9, 20.0, 0.0, 1, false}};
+  return snap;
+}
+
+TEST(BatchingPanel, OccupancyIsSlotsInUseOverSlots) {
+  BatchingPanel panel;
+  panel.set_snapshot(small_batch());
+  const std::vector<double> occ = panel.occupancy();
+  ASSERT_EQ(occ.size(), 4u);
+  EXPECT_DOUBLE_EQ(occ[0], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(occ[1], 2.0 / 3);
+  EXPECT_DOUBLE_EQ(occ[2], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(occ[3], 1.0);
+  EXPECT_DOUBLE_EQ(panel.mean_occupancy(), (1.0 + 2.0 + 1.0 + 3.0) / 12.0);
+}
+
+TEST(BatchingPanel, LegendListsRequestsThenTheSlotStates) {
+  BatchingPanel panel;
+  panel.set_snapshot(small_batch());
+  EXPECT_EQ(
+      panel.legend_labels(),
+      (QStringList{"request 2", "request 5", "request 9", "prefill (hatched)", "decode (solid)",
+                   "recompute after preemption (cross-hatched)", "empty slot"}));
+}
+
+TEST(BatchingPanel, EmptySweepAsksForTheSweepButton) {
+  BatchingPanel panel;
+  panel.set_snapshot(small_batch());
+  EXPECT_TRUE(panel.sweep_note().contains("press Sweep"));
+  BatchingSnapshot swept = small_batch();
+  swept.sweep = {{1, 200.0, 5.0}, {4, 680.0, 5.9}};
+  panel.set_snapshot(swept);
+  EXPECT_TRUE(panel.sweep_note().isEmpty());
+}
+
+TEST(BatchingPanel, HeatmapCellsShowTheRequestHoldingTheSlot) {
+  set_theme(ThemeKind::kLight);
+  BatchingPanel panel;
+  panel.set_snapshot(small_batch());
+  panel.resize(1200, 700);
+  const QImage image = panel.grab().toImage();
+  const qreal dpr = image.devicePixelRatioF();
+  auto color_at = [&](QPointF p) {
+    return image.pixelColor(qRound(p.x() * dpr), qRound(p.y() * dpr)).rgb();
+  };
+
+  // Decode cells are solid in the request's colour; empty slots keep the surface colour.
+  const std::optional<QRectF> decode = panel.cell_rect(12, 1);
+  ASSERT_TRUE(decode.has_value());
+  EXPECT_EQ(color_at(decode->center()), theme().series(9 % Theme::kSeriesCount).rgb());
+  const std::optional<QRectF> empty = panel.cell_rect(12, 0);
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(color_at(empty->center()), theme().surface.rgb());
+
+  // Rows are slots top to bottom, columns steps left to right, and the inverse agrees.
+  const QRectF first = *panel.cell_rect(10, 0);
+  const QRectF later = *panel.cell_rect(13, 2);
+  EXPECT_LT(first.right(), later.left());
+  EXPECT_LT(first.bottom(), later.top());
+  for (int64_t step : {10, 11, 12, 13}) {
+    for (int slot = 0; slot < 3; ++slot) {
+      const auto id = panel.cell_at(panel.cell_rect(step, slot)->center());
+      ASSERT_TRUE(id.has_value());
+      EXPECT_EQ(id->step_index, step);
+      EXPECT_EQ(id->slot, slot);
+    }
+  }
+  EXPECT_FALSE(panel.cell_rect(9, 0).has_value());
+  EXPECT_FALSE(panel.cell_rect(10, 3).has_value());
+  EXPECT_EQ(panel.tooltip_at(panel.cell_rect(13, 0)->center()),
+            "Step 13, slot 0: request 5, recompute.");
+}
+
+TEST(BatchingPanel, LongHistoriesShowTheMostRecentStepsThatFit) {
+  BatchingSnapshot snap;
+  snap.slot_count = 2;
+  for (int64_t i = 0; i < 2000; ++i)
+    snap.steps.push_back({i, {cell(i % 3, SlotState::kDecode), kEmpty}});
+  BatchingPanel panel;
+  panel.set_snapshot(snap);
+  panel.resize(800, 600);
+  panel.grab();
+  EXPECT_FALSE(panel.cell_rect(0, 0).has_value());
+  const std::optional<QRectF> last = panel.cell_rect(1999, 0);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_GE(last->width(), 3.9);  // cells stay wide enough to see
+}
+
+TEST(BatchingPanel, CsvHasOneRowPerStepAndSlot) {
+  BatchingPanel panel;
+  panel.set_snapshot(small_batch());
+  const QStringList rows = panel.csv().split('\n', Qt::SkipEmptyParts);
+  ASSERT_EQ(rows.size(), 1 + 4 * 3);
+  EXPECT_EQ(rows[0], "step,slot,request,state");
+  EXPECT_EQ(rows[1], "10,0,5,prefill");
+  EXPECT_EQ(rows[2], "10,1,,empty");
+  EXPECT_EQ(rows[10], "13,0,5,recompute");
+}
+
+}  // namespace
+}  // namespace servescope::widgets

@@ -1,0 +1,111 @@
+#include "widgets/phases_panel.h"
+
+#include <gtest/gtest.h>
+
+#include <QStringList>
+
+namespace servescope::widgets {
+namespace {
+
+StepBar step(int64_t index, double start, double end, int64_t prefill, int64_t decode,
+             int64_t context) {
+  StepBar s;
+  s.index = index;
+  s.start_ms = start;
+  s.end_ms = end;
+  s.prefill_tokens = prefill;
+  s.decode_tokens = decode;
+  s.sequences = decode > 0 ? decode : 1;
+  s.context_tokens = context;
+  return s;
+}
+
+PhasesSnapshot three_phases() {
+  PhasesSnapshot snap;
+  snap.steps = {step(0, 1000.0, 1040.0, 32, 0, 32), step(1, 1041.0, 1046.0, 0, 1, 33),
+                step(2, 1047.0, 1053.0, 0, 1, 34), step(3, 1054.0, 1070.0, 8, 1, 35),
+                step(4, 1071.0, 1250.0, 0, 2, 36)};
+  snap.prefill_tokens_per_s = 1234.0;
+  snap.decode_tokens_per_s = 56.25;
+  return snap;
+}
+
+TEST(PhasesPanel, ClassifiesStepsByTheTokensTheyProcessed) {
+  EXPECT_EQ(phase_of(step(0, 0, 1, 5, 0, 5)), StepPhase::kPrefill);
+  EXPECT_EQ(phase_of(step(0, 0, 1, 0, 3, 5)), StepPhase::kDecode);
+  EXPECT_EQ(phase_of(step(0, 0, 1, 5, 3, 5)), StepPhase::kMixed);
+  EXPECT_EQ(phase_of(step(0, 0, 1, 0, 0, 5)), StepPhase::kIdle);
+
+  PhasesPanel panel;
+  panel.set_snapshot(three_phases());
+  EXPECT_EQ(panel.step_count(StepPhase::kPrefill), 1);
+  EXPECT_EQ(panel.step_count(StepPhase::kDecode), 3);
+  EXPECT_EQ(panel.step_count(StepPhase::kMixed), 1);
+}
+
+TEST(PhasesPanel, SaysKernelTimesAreNotMeasuredInsteadOfDrawingZeros) {
+  PhasesPanel panel;
+  panel.set_snapshot(three_phases());
+  EXPECT_FALSE(panel.kernels_measured());
+  EXPECT_EQ(panel.kernel_note(), "kernel times not measured on this device");
+  EXPECT_EQ(panel.legend_labels(), (QStringList{"prefill step (many prompt tokens)",
+                                                "decode step (one token per sequence)"}));
+
+  PhasesSnapshot measured = three_phases();
+  measured.steps[1].kernels_measured = true;
+  measured.steps[1].matmul_ms = 3.0;
+  panel.set_snapshot(measured);
+  EXPECT_TRUE(panel.kernels_measured());
+  EXPECT_TRUE(panel.kernel_note().isEmpty());
+  const QStringList legend = panel.legend_labels();
+  for (const char* kernel : {"matmul", "attention", "norm", "other"}) {
+    EXPECT_TRUE(legend.contains(kernel)) << kernel;
+  }
+}
+
+TEST(PhasesPanel, TimeAxisStartsAtTheFirstStepAndCoversTheLast) {
+  PhasesPanel panel;
+  panel.set_snapshot(three_phases());
+  const chart::Range range = panel.time_axis_ms();
+  EXPECT_EQ(range.min, 0.0);
+  EXPECT_GE(range.max, 250.0);  // last end 1250 - first start 1000
+  EXPECT_LT(range.max, 375.0);  // and not much more
+}
+
+TEST(PhasesPanel, DecodeChartPlotsEachPureDecodeStepAgainstItsContext) {
+  PhasesPanel panel;
+  panel.set_snapshot(three_phases());
+  const std::vector<QPointF> points = panel.decode_points();
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[0], QPointF(33, 5.0));
+  EXPECT_EQ(points[1], QPointF(34, 6.0));
+  EXPECT_EQ(points[2], QPointF(36, 179.0));
+}
+
+TEST(PhasesPanel, ThroughputLabelsCarryTheSnapshotRates) {
+  PhasesPanel panel;
+  panel.set_snapshot(three_phases());
+  EXPECT_EQ(panel.throughput_labels(),
+            (QStringList{"Prefill: 1234 tokens/s", "Decode: 56.3 tokens/s"}));
+}
+
+TEST(PhasesPanel, CsvHasAHeaderAndOneRowPerStep) {
+  PhasesPanel panel;
+  EXPECT_EQ(panel.csv(),
+            "step,start_ms,end_ms,duration_ms,phase,prefill_tokens,decode_tokens,sequences,"
+            "context_tokens,kernels_measured,matmul_ms,attention_ms,norm_ms,other_ms\n");
+  PhasesSnapshot snap = three_phases();
+  snap.steps[3].kernels_measured = true;
+  snap.steps[3].matmul_ms = 9.5;
+  snap.steps[3].attention_ms = 2.25;
+  snap.steps[3].norm_ms = 0.5;
+  snap.steps[3].other_ms = 1;
+  panel.set_snapshot(snap);
+  const QStringList rows = panel.csv().split('\n', Qt::SkipEmptyParts);
+  ASSERT_EQ(rows.size(), 6);
+  EXPECT_EQ(rows[1], "0,1000,1040,40,prefill,32,0,1,32,false,,,,");
+  EXPECT_EQ(rows[4], "3,1054,1070,16,mixed,8,1,1,35,true,9.5,2.25,0.5,1");
+}
+
+}  // namespace
+}  // namespace servescope::widgets

@@ -1,0 +1,193 @@
+#include "widgets/quant_variant_model.h"
+
+#include <QColor>
+#include <cmath>
+
+#include "widgets/chart_painting.h"
+#include "widgets/theme.h"
+#include "widgets/token_text.h"
+
+namespace servescope::widgets {
+namespace {
+
+const char* const kHeaderTips[QuantVariantModel::kColumnCount] = {
+    QT_TRANSLATE_NOOP("QuantVariantModel", "Element type the weights are stored in."),
+    QT_TRANSLATE_NOOP("QuantVariantModel", "Element type the key-value cache is stored in."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Memory for the weights plus a full context's KV cache, in megabytes."),
+    QT_TRANSLATE_NOOP("QuantVariantModel", "Prompt tokens processed per second in prefill."),
+    QT_TRANSLATE_NOOP("QuantVariantModel", "Tokens generated per second in decode."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Decode tokens per second relative to the baseline (above 1 is faster)."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Time for one request from submission to its last token."),
+    QT_TRANSLATE_NOOP("QuantVariantModel", "What one request costs on this device."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Perplexity on the evaluation text: lower means the model predicts it "
+                      "better."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Mean KL divergence (nats) of the next-token distributions from the "
+                      "baseline's: 0 means identical."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Share of positions where the most likely next token equals the "
+                      "baseline's."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Accept when mean KL and decode speed-up meet your limits and memory is "
+                      "smaller than the baseline's."),
+};
+
+}  // namespace
+
+QuantVariantModel::QuantVariantModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void QuantVariantModel::set_variants(std::vector<QuantVariantRow> variants, QString cost_unit) {
+  beginResetModel();
+  variants_ = std::move(variants);
+  cost_unit_ = std::move(cost_unit);
+  endResetModel();
+  emit headerDataChanged(Qt::Horizontal, kCost, kCost);
+}
+
+void QuantVariantModel::set_limits(const QuantLimits& limits) {
+  limits_ = limits;
+  if (!variants_.empty()) {
+    emit dataChanged(index(0, kVerdict), index(rowCount() - 1, kVerdict));
+  }
+}
+
+QuantVerdict QuantVariantModel::verdict(int row) const {
+  const QuantVariantRow* base = baseline_of(variants_);
+  if (row < 0 || row >= rowCount() || base == &variants_[row]) return {};
+  return judge_variant(variants_[row], *base, limits_);
+}
+
+int QuantVariantModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(variants_.size());
+}
+
+int QuantVariantModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kColumnCount;
+}
+
+QString QuantVariantModel::header_text(int column) const {
+  switch (column) {
+    case kWeights:
+      return tr("Weights");
+    case kKvCache:
+      return tr("KV\ncache");
+    case kMemory:
+      return tr("Memory\n(MB)");
+    case kPrefill:
+      return tr("Prefill\n(tok/s)");
+    case kDecode:
+      return tr("Decode\n(tok/s)");
+    case kSpeedup:
+      return tr("Speed-up\n(x)");
+    case kLatency:
+      return tr("Latency\n(ms)");
+    case kCost:
+      return cost_unit_.isEmpty() ? tr("Cost") : tr("Cost\n(%1)").arg(cost_unit_);
+    case kPerplexity:
+      return tr("Perplexity");
+    case kMeanKl:
+      return tr("Mean KL\n(nats)");
+    case kTop1:
+      return tr("Top-1\n(%)");
+    case kVerdict:
+      return tr("Verdict");
+    default:
+      return {};
+  }
+}
+
+QString QuantVariantModel::cell_text(const QuantVariantRow& row, int column, int row_index) const {
+  const QuantVariantRow* base = baseline_of(variants_);
+  switch (column) {
+    case kWeights:
+      return row.weight_type;
+    case kKvCache:
+      return row.kv_type;
+    case kMemory:
+      return chart::format_number(row.memory_mb);
+    case kPrefill:
+      return chart::format_number(row.prefill_tokens_per_s);
+    case kDecode:
+      return chart::format_number(row.decode_tokens_per_s);
+    case kSpeedup:
+      return QString::number(decode_speedup(row, *base), 'f', 2);
+    case kLatency:
+      return chart::format_number(row.latency_ms);
+    case kCost:
+      return chart::format_number(row.cost_per_request);
+    case kPerplexity:
+      return QString::number(row.perplexity, 'f', 3);
+    case kMeanKl:
+      return QString::number(row.mean_kl, 'g', 3);
+    case kTop1:
+      return QString::number(100.0 * row.top1_agreement, 'f', 1);
+    case kVerdict: {
+      if (base == &row) return tr("baseline");
+      return verdict(row_index).accepted ? tr("accept") : tr("reject");
+    }
+    default:
+      return {};
+  }
+}
+
+QVariant QuantVariantModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount()) return {};
+  const QuantVariantRow& row = variants_[index.row()];
+  switch (role) {
+    case Qt::DisplayRole:
+      return cell_text(row, index.column(), index.row());
+    case Qt::TextAlignmentRole:
+      return index.column() <= kKvCache || index.column() == kVerdict
+                 ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
+                 : QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    case Qt::ToolTipRole: {
+      if (index.column() == kVerdict && !row.baseline && baseline_of(variants_) != &row) {
+        const QuantVerdict v = verdict(index.row());
+        return v.accepted ? tr("Accepted: within every limit.")
+                          : tr("Rejected: %1.").arg(v.reasons.join(QStringLiteral("; ")));
+      }
+      return tr(kHeaderTips[index.column()]);
+    }
+    case Qt::ForegroundRole: {
+      if (index.column() != kVerdict || baseline_of(variants_) == &row) return {};
+      // Accept in bluish green, reject in vermillion (Okabe-Ito), the word saying it too.
+      return verdict(index.row()).accepted ? theme().series(2) : theme().series(5);
+    }
+    default:
+      return {};
+  }
+}
+
+QVariant QuantVariantModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || section < 0 || section >= kColumnCount) {
+    return QAbstractTableModel::headerData(section, orientation, role);
+  }
+  if (role == Qt::DisplayRole) return header_text(section);
+  if (role == Qt::ToolTipRole) return tr(kHeaderTips[section]);
+  return {};
+}
+
+QString QuantVariantModel::csv() const {
+  QString out = QStringLiteral(
+      "weights,kv_cache,memory_mb,prefill_tokens_per_s,decode_tokens_per_s,decode_speedup,"
+      "latency_ms,cost_per_request,perplexity,mean_kl,top1_agreement,verdict\n");
+  const QuantVariantRow* base = baseline_of(variants_);
+  for (int i = 0; i < rowCount(); ++i) {
+    const QuantVariantRow& r = variants_[i];
+    QStringList fields = {csv_field(r.weight_type), csv_field(r.kv_type)};
+    for (const double v :
+         {r.memory_mb, r.prefill_tokens_per_s, r.decode_tokens_per_s, decode_speedup(r, *base),
+          r.latency_ms, r.cost_per_request, r.perplexity, r.mean_kl, r.top1_agreement}) {
+      fields << QString::number(v, 'g', 9);
+    }
+    fields << cell_text(r, kVerdict, i);
+    out += fields.join(QLatin1Char(',')) + QLatin1Char('\n');
+  }
+  return out;
+}
+
+}  // namespace servescope::widgets
