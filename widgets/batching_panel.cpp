@@ -191,6 +191,27 @@ std::optional<BatchingPanel::CellId> BatchingPanel::cell_at(QPointF pos) const {
   return CellId{int64_t(std::floor(index)), slot};
 }
 
+QString BatchingPanel::computed_tooltip(QPointF pos) const {
+  const std::optional<CellId> id = cell_at(pos);
+  if (!id) return {};
+  const auto step =
+      std::lower_bound(snapshot_.steps.begin(), snapshot_.steps.end(), id->step_index,
+                       [](const BatchStep& s, int64_t index) { return s.index < index; });
+  if (step == snapshot_.steps.end() || step->index != id->step_index) return {};
+  const SlotCell c =
+      id->slot < int(step->cells.size()) ? step->cells[size_t(id->slot)] : SlotCell{};
+  if (c.request < 0 || c.state == SlotState::kEmpty) {
+    return tr("Step %1, slot %2: empty, a batch place no request used.")
+        .arg(step->index)
+        .arg(id->slot);
+  }
+  return tr("Step %1, slot %2: request %3, %4.")
+      .arg(step->index)
+      .arg(id->slot)
+      .arg(c.request)
+      .arg(slot_state_name(c.state));
+}
+
 void BatchingPanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   painter.setRenderHint(QPainter::Antialiasing);
@@ -214,6 +235,9 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
           .arg(snapshot_.policy.isEmpty() ? tr("continuous batching") : snapshot_.policy,
                chart::format_number(100.0 * mean_occupancy(), 3)),
       t);
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
+              tr("Slots are the places in one batch; mean occupancy is the share of them holding a "
+                 "request, averaged over the steps shown."));
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
                           t) +
        6;
@@ -300,11 +324,6 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
       const QRectF cell = *cell_rect(step.index, slot);
       chart::fill_patterned(painter, cell.adjusted(0, gap, 0, -gap), request_color(c.request, t),
                             state_pattern(c.state), t.background);
-      add_tooltip(cell, tr("Step %1, slot %2: request %3, %4.")
-                            .arg(step.index)
-                            .arg(slot)
-                            .arg(c.request)
-                            .arg(slot_state_name(c.state)));
     }
   }
   painter.setRenderHint(QPainter::Antialiasing, true);

@@ -79,6 +79,7 @@ class BatchingPanel : public PanelView {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  QString computed_tooltip(QPointF pos) const override;  // heatmap cells
 
  private:
   std::vector<chart::LegendEntry> legend() const;

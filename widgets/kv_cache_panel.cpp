@@ -211,8 +211,27 @@ std::vector<std::pair<QString, double>> KvCachePanel::memory_segments() const {
   return segments;
 }
 
+std::optional<int> KvCachePanel::block_at(QPointF pos) const {
+  if (cell_ <= 0.0 || grid_columns_ <= 0) return {};
+  const QPointF offset = pos - grid_origin_;
+  if (offset.x() < 0 || offset.y() < 0) return {};
+  const int col = int(offset.x() / cell_);
+  const int row = int(offset.y() / cell_);
+  const int64_t index = int64_t(row) * grid_columns_ + col;
+  if (col >= grid_columns_ || index >= int64_t(snapshot_.blocks.size())) return {};
+  return int(index);
+}
+
+QString KvCachePanel::computed_tooltip(QPointF pos) const {
+  const std::optional<int> index = block_at(pos);
+  if (!index) return {};
+  return block_tooltip(snapshot_.blocks[size_t(*index)], *index, snapshot_.block_size);
+}
+
 void KvCachePanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
+  cell_ = 0.0;
+  grid_columns_ = 0;
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setFont(font());
   clear_tooltips();
@@ -234,6 +253,9 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
                                .arg(retained)
                                .arg(snapshot_.block_size),
                            t);
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
+              tr("The KV cache keeps every processed token's keys and values, in fixed-size blocks "
+                 "handed to requests as they grow (paged attention)."));
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
                           t) +
        6;
@@ -266,11 +288,14 @@ void KvCachePanel::paint_grid(QPainter& painter, const QRectF& area) {
   const QSize shape = grid_shape(grid.size());
   if (shape.width() > 0) {
     const qreal cell = std::min(grid.width() / shape.width(), grid.height() / shape.height());
+    grid_origin_ = grid.topLeft();
+    cell_ = cell;
+    grid_columns_ = shape.width();
     for (size_t i = 0; i < snapshot_.blocks.size(); ++i) {
       const int col = static_cast<int>(i) % shape.width();
       const int row = static_cast<int>(i) / shape.width();
       const QRectF box(grid.left() + col * cell, grid.top() + row * cell, cell, cell);
-      paint_block(painter, box, snapshot_.blocks[i], static_cast<int>(i));
+      paint_block(painter, box, snapshot_.blocks[i]);
     }
     painter.setPen(t.muted_text);
     painter.drawText(QRectF(area.left(), grid.top() + shape.height() * cell + 4, area.width(),
@@ -280,7 +305,7 @@ void KvCachePanel::paint_grid(QPainter& painter, const QRectF& area) {
   painter.setFont(font());
 }
 
-void KvCachePanel::paint_block(QPainter& painter, const QRectF& cell, const KvBlock& b, int index) {
+void KvCachePanel::paint_block(QPainter& painter, const QRectF& cell, const KvBlock& b) {
   const Theme& t = theme();
   const qreal inset = std::clamp<qreal>(cell.width() * 0.08, 1.0, 4.0);
   const QRectF box = cell.adjusted(inset, inset, -inset, -inset);
@@ -330,7 +355,6 @@ void KvCachePanel::paint_block(QPainter& painter, const QRectF& cell, const KvBl
       painter.setBrush(Qt::NoBrush);
     }
   }
-  add_tooltip(cell, block_tooltip(b, index, snapshot_.block_size));
 }
 
 void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {

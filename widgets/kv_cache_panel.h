@@ -6,6 +6,7 @@
 
 #include <QStringList>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "widgets/chart_painting.h"
@@ -92,19 +93,26 @@ class KvCachePanel : public PanelView {
   QSize grid_shape(QSizeF area) const;
   // (label, bytes) of the device-memory bar, in drawing order; "free" only with a capacity.
   std::vector<std::pair<QString, double>> memory_segments() const;
+  // The block painted under `pos` in the last paint.
+  std::optional<int> block_at(QPointF pos) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  QString computed_tooltip(QPointF pos) const override;  // blocks
 
  private:
   std::vector<chart::LegendEntry> legend() const;
   void paint_grid(QPainter& painter, const QRectF& area);
-  void paint_block(QPainter& painter, const QRectF& cell, const KvBlock& block, int index);
+  void paint_block(QPainter& painter, const QRectF& cell, const KvBlock& block);
   void paint_formula_chart(QPainter& painter, const QRectF& area);
   void paint_layers(QPainter& painter, const QRectF& area);
   void paint_memory(QPainter& painter, const QRectF& area);
 
   KvCacheSnapshot snapshot_;
+  // Grid layout of the last paint.
+  QPointF grid_origin_;
+  qreal cell_ = 0.0;
+  int grid_columns_ = 0;
 };
 
 }  // namespace servescope::widgets

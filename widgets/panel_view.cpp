@@ -81,8 +81,10 @@ QString PanelView::tooltip_at(QPointF pos) const {
   for (auto it = tooltips_.rbegin(); it != tooltips_.rend(); ++it) {
     if (it->first.contains(pos)) return it->second;
   }
-  return {};
+  return computed_tooltip(pos);
 }
+
+QString PanelView::computed_tooltip(QPointF) const { return {}; }
 
 bool PanelView::event(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {

@@ -33,7 +33,8 @@ class PanelView : public QWidget {
   // owns it. Public so tests and the app's menus can reuse the same actions.
   QMenu* make_context_menu(QWidget* parent);
 
-  // The one-sentence explanation of the metric painted at `pos` in the last paint, or empty.
+  // The one-sentence explanation of the metric painted at `pos` in the last paint, or empty:
+  // a registered area's text, else computed_tooltip(pos).
   QString tooltip_at(QPointF pos) const;
 
  protected:
@@ -44,6 +45,9 @@ class PanelView : public QWidget {
   // clear_tooltips() first. Later areas win where they overlap.
   void clear_tooltips() { tooltips_.clear(); }
   void add_tooltip(const QRectF& area, const QString& text) { tooltips_.emplace_back(area, text); }
+  // For dense items (thousands of cells) a panel computes the text on hover from its last layout
+  // instead of registering an area per item every frame.
+  virtual QString computed_tooltip(QPointF pos) const;
 
   // Fills the widget with the theme background and a centred message such as
   // "No data yet: press Generate".

@@ -162,8 +162,31 @@ QStringList PhasesPanel::throughput_labels() const {
           tr("Decode: %1 tokens/s").arg(chart::format_number(snapshot_.decode_tokens_per_s))};
 }
 
+std::optional<size_t> PhasesPanel::step_at(QPointF pos) const {
+  const QRectF& plot = timeline_.plot();
+  if (plot.isEmpty() || !timeline_lanes_.contains(pos) || snapshot_.steps.empty()) return {};
+  // Steps are ordered by start; a tick drawn 1.5 px wide is found within that width.
+  const double ms_per_px = timeline_.x_range().span() / plot.width();
+  const double at = timeline_.x_range().min + (pos.x() - plot.left()) * ms_per_px +
+                    snapshot_.steps.front().start_ms;
+  const double slack = 1.5 * ms_per_px;
+  auto it = std::upper_bound(snapshot_.steps.begin(), snapshot_.steps.end(), at + slack,
+                             [](double t, const StepBar& s) { return t < s.start_ms; });
+  if (it == snapshot_.steps.begin()) return {};
+  --it;  // the last step starting before the point: it covers it, or the point is in a gap
+  if (it->end_ms + slack < at || phase_of(*it) == StepPhase::kIdle) return {};
+  return size_t(it - snapshot_.steps.begin());
+}
+
+QString PhasesPanel::computed_tooltip(QPointF pos) const {
+  const std::optional<size_t> index = step_at(pos);
+  return index ? step_tooltip(snapshot_.steps[*index]) : QString();
+}
+
 void PhasesPanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
+  timeline_ = {};
+  timeline_lanes_ = {};
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setFont(font());
   clear_tooltips();
@@ -177,6 +200,9 @@ void PhasesPanel::paintEvent(QPaintEvent*) {
   const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
   qreal y = area.top();
   y += chart::draw_heading(painter, area, tr("Phases: prefill and decode steps, measured"), t);
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
+              tr("Prefill processes a prompt's tokens together; decode then makes one token per "
+                 "sequence per step. Every duration here was measured."));
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
                           t) +
        6;
@@ -246,10 +272,12 @@ void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
             Qt::AlignCenter, label);
       }
     }
-    add_tooltip(bar.adjusted(-1, 0, 1, 0), step_tooltip(s));
   }
   painter.setFont(font());
   paint_kernel_strip(painter, frame, kernel_lane);
+  timeline_ = frame;
+  timeline_lanes_ = QRectF(steps_lane.topLeft(), kernels_measured() ? kernel_lane.bottomRight()
+                                                                    : steps_lane.bottomRight());
 }
 
 void PhasesPanel::paint_kernel_strip(QPainter& painter, const chart::Frame& frame,
@@ -274,7 +302,6 @@ void PhasesPanel::paint_kernel_strip(QPainter& painter, const chart::Frame& fram
       painter.fillRect(QRectF(x, lane.top(), w, lane.height()), kernel_color(k, t));
       x += w;
     }
-    add_tooltip(QRectF(x0, lane.top(), width, lane.height()), step_tooltip(s));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <QStringList>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "widgets/chart_painting.h"
@@ -59,9 +60,12 @@ class PhasesPanel : public PanelView {
   // (context tokens, step ms) of every pure decode step, in step order.
   std::vector<QPointF> decode_points() const;
   QStringList throughput_labels() const;  // "Prefill: 1234 tokens/s", "Decode: ..."
+  // The step drawn under `pos` on the time line in the last paint.
+  std::optional<size_t> step_at(QPointF pos) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  QString computed_tooltip(QPointF pos) const override;  // steps on the time line
 
  private:
   std::vector<chart::LegendEntry> legend() const;
@@ -71,6 +75,9 @@ class PhasesPanel : public PanelView {
   void paint_throughput(QPainter& painter, const QRectF& area);
 
   PhasesSnapshot snapshot_;
+  // Time line layout of the last paint (x in ms since the first step).
+  chart::Frame timeline_;
+  QRectF timeline_lanes_;
 };
 
 }  // namespace servescope::widgets

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <QPixmap>
 #include <QStringList>
+#include <algorithm>
 
 namespace servescope::widgets {
 namespace {
@@ -124,6 +126,37 @@ TEST(KvCachePanel, CsvHasOneRowPerBlock) {
             "event_age_frames");
   EXPECT_EQ(rows[1], "0,3,16,16,2,false,,0");
   EXPECT_EQ(rows[4], "3,,0,16,0,true,evict,4");
+}
+
+TEST(KvCachePanel, HoveringABlockExplainsIt) {
+  KvCacheSnapshot snap = default_model_snapshot();
+  snap.blocks[4].last_event = KvBlockEvent::kWrite;
+  snap.blocks[4].event_age_frames = 2;
+  KvCachePanel panel;
+  panel.set_snapshot(snap);
+  panel.resize(1200, 700);
+  panel.grab();
+  // Walk across the panel: every block is found exactly where block_at says, in index order.
+  std::vector<int> seen;
+  for (int y = 0; y < 700; y += 4) {
+    for (int x = 0; x < 1200; x += 4) {
+      const std::optional<int> index = panel.block_at(QPointF(x, y));
+      if (index && std::find(seen.begin(), seen.end(), *index) == seen.end()) {
+        seen.push_back(*index);
+      }
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  for (int y = 0; y < 700; y += 4) {
+    for (int x = 0; x < 1200; x += 4) {
+      if (panel.block_at(QPointF(x, y)) == 4) {
+        EXPECT_EQ(panel.tooltip_at(QPointF(x, y)),
+                  "Block 4: request 7, 9 of 16 tokens written; last event: write, 2 frames ago.");
+        return;
+      }
+    }
+  }
+  FAIL() << "block 4 not found";
 }
 
 }  // namespace

@@ -93,6 +93,42 @@ TEST(PanelView, TooltipsFollowTheLastPaint) {
   EXPECT_TRUE(panel.tooltip_at(QPointF(20, 20)).isEmpty());
 }
 
+// A panel that computes its tooltips from the position instead of registering areas.
+class ComputedTipPanel : public SquarePanel {
+ protected:
+  QString computed_tooltip(QPointF pos) const override {
+    return pos.x() > 60 ? QStringLiteral("Right half.") : QString();
+  }
+};
+
+TEST(PanelView, RegisteredAreasWinOverComputedTooltips) {
+  ComputedTipPanel panel;
+  panel.resize(120, 80);
+  panel.grab();
+  EXPECT_EQ(panel.tooltip_at(QPointF(20, 20)), "A square.");
+  EXPECT_EQ(panel.tooltip_at(QPointF(100, 20)), "Right half.");
+  EXPECT_TRUE(panel.tooltip_at(QPointF(5, 70)).isEmpty());
+}
+
+TEST(PanelView, TooSmallPanelsAskForRoom) {
+  class NeedsRoom : public SquarePanel {
+   public:
+    bool too_small = false;
+
+   protected:
+    void paintEvent(QPaintEvent*) override {
+      QPainter painter(this);
+      too_small = paint_if_too_small(painter, QSize(300, 200));
+    }
+  } panel;
+  panel.resize(299, 400);
+  panel.grab();
+  EXPECT_TRUE(panel.too_small);
+  panel.resize(300, 200);
+  panel.grab();
+  EXPECT_FALSE(panel.too_small);
+}
+
 TEST(PanelView, EmptyStateIsPaintedInTheThemeBackground) {
   set_theme(ThemeKind::kDark);
   SquarePanel panel;

@@ -107,5 +107,31 @@ TEST(PhasesPanel, CsvHasAHeaderAndOneRowPerStep) {
   EXPECT_EQ(rows[4], "3,1054,1070,16,mixed,8,1,1,35,true,9.5,2.25,0.5,1");
 }
 
+TEST(PhasesPanel, HoveringTheTimeLineFindsTheStepUnderThePointer) {
+  PhasesPanel panel;
+  panel.set_snapshot(three_phases());
+  panel.resize(1200, 700);
+  panel.grab();
+  // Scan one row through the steps lane: steps appear left to right, each in one run, and the
+  // 1 ms gaps between them are too narrow to find at this scale except as neighbours.
+  std::vector<size_t> order;
+  int y_lane = -1;
+  for (int y = 0; y < 700 && y_lane < 0; ++y) {
+    if (panel.step_at(QPointF(700, y))) y_lane = y + 5;
+  }
+  ASSERT_GE(y_lane, 0);
+  for (int x = 0; x < 1200; ++x) {
+    const std::optional<size_t> step = panel.step_at(QPointF(x, y_lane));
+    if (step && (order.empty() || order.back() != *step)) order.push_back(*step);
+  }
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3, 4}));
+  const std::optional<size_t> first = panel.step_at(QPointF(100, y_lane));
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(*first, 0u);
+  EXPECT_TRUE(
+      panel.tooltip_at(QPointF(100, y_lane)).startsWith("Step 0: 32 prompt tokens prefilled"));
+  EXPECT_FALSE(panel.step_at(QPointF(1190, y_lane)).has_value());  // after the last step
+}
+
 }  // namespace
 }  // namespace servescope::widgets

@@ -2,7 +2,9 @@
 // person can look at them: widgets_render <output folder> [width height [font points]].
 #include <QApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFont>
+#include <QImage>
 #include <cstdio>
 #include <memory>
 
@@ -13,6 +15,17 @@
 namespace {
 
 using namespace servescope::widgets;
+
+// Mean time of one paint into an offscreen image, light theme: the panel's share of a frame.
+void print_paint_time(PanelView& panel, const char* name) {
+  QImage image(panel.size(), QImage::Format_ARGB32_Premultiplied);
+  constexpr int kRounds = 20;
+  QElapsedTimer timer;
+  timer.start();
+  for (int i = 0; i < kRounds; ++i) panel.render(&image);
+  std::printf("%-18s %4dx%-4d %6.2f ms per paint\n", name, panel.width(), panel.height(),
+              double(timer.nsecsElapsed()) / 1e6 / kRounds);
+}
 
 bool render(PanelView& panel, const QString& folder, const QString& name, QSize size) {
   panel.resize(size);
@@ -57,6 +70,7 @@ int main(int argc, char** argv) {
     PhasesPanel panel;
     panel.set_snapshot(testing::synthetic_phases(true));
     ok &= render(panel, folder, "phases", size);
+    print_paint_time(panel, "phases");
     panel.set_snapshot(testing::synthetic_phases(false));
     ok &= render(panel, folder, "phases-unmeasured", size);
     panel.set_snapshot({});
@@ -66,6 +80,7 @@ int main(int argc, char** argv) {
     KvCachePanel panel;
     panel.set_snapshot(testing::synthetic_kv_cache());
     ok &= render(panel, folder, "kv-cache", size);
+    print_paint_time(panel, "kv-cache");
     panel.set_snapshot({});
     ok &= render(panel, folder, "kv-cache-empty", size);
   }
@@ -73,6 +88,7 @@ int main(int argc, char** argv) {
     BatchingPanel panel;
     panel.set_snapshot(testing::synthetic_batching(true));
     ok &= render(panel, folder, "batching", size);
+    print_paint_time(panel, "batching");
     panel.set_snapshot(testing::synthetic_batching(false));
     ok &= render(panel, folder, "batching-no-sweep", size);
     panel.set_snapshot({});
