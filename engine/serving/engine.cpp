@@ -188,16 +188,11 @@ void Engine::run_until_idle() {
 
 std::vector<model::SequenceStep> Engine::sequence_steps(
     const StepBatch& batch, std::vector<std::vector<int32_t>>& slots) const {
-  const int64_t block_size = pool_.layout().block_size;
   slots.resize(batch.sequences.size());
   std::vector<model::SequenceStep> steps;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const ScheduledSequence& e = batch.sequences[i];
-    // Position p lives in block table[p / block_size] at offset p % block_size.
-    for (int64_t p = 0; p < e.start + e.count; ++p) {
-      const BlockId block = e.block_table[static_cast<size_t>(p / block_size)];
-      slots[i].push_back(static_cast<int32_t>(block * block_size + p % block_size));
-    }
+    slots[i] = BlockTable{e.block_table, pool_.layout().block_size}.slots(e.start + e.count);
     steps.push_back({e.tokens, e.start, slots[i],
                      e.samples_next_token ? model::LogitRows::kLast : model::LogitRows::kNone});
   }

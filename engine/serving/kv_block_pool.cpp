@@ -64,8 +64,22 @@ uint64_t kv_bytes_per_block(const KvLayout& layout) {
   return static_cast<uint64_t>(layout.block_size) * kv_bytes_per_token(layout);
 }
 
+// One layer's keys and values in `blocks` blocks, from the layer's row size (every layer has
+// the same kv_dim, so the same figure serves each).
+uint64_t layer_bytes_of_blocks(const KvLayout& layout, int64_t blocks) {
+  return static_cast<uint64_t>(blocks) * static_cast<uint64_t>(layout.block_size) *
+         kv_bytes_per_token_per_layer(layout);
+}
+
 int64_t blocks_for_tokens(int64_t tokens, int64_t block_size) {
   return (tokens + block_size - 1) / block_size;
+}
+
+std::vector<int32_t> BlockTable::slots(int64_t count) const {
+  std::vector<int32_t> result;
+  result.reserve(static_cast<size_t>(count));
+  for (int64_t p = 0; p < count; ++p) result.push_back(slot_of(p));
+  return result;
 }
 
 KvBlockPool::KvBlockPool(const KvLayout& layout, int64_t num_blocks) : layout_(layout) {
@@ -203,11 +217,11 @@ void KvBlockPool::cache_computed_blocks(SequenceId sequence,
 
 // One kWrite per block the newly written positions touch.
 void KvBlockPool::record_writes(SequenceId sequence, SequenceTable& t, int64_t written) {
-  const int64_t bs = layout_.block_size;
+  const BlockTable table{t.blocks, layout_.block_size};
   for (int64_t p = t.written; p < written;) {
-    const BlockId block = t.blocks[static_cast<size_t>(p / bs)];
-    const int64_t offset = p % bs;
-    const int64_t count = std::min(bs - offset, written - p);
+    const BlockId block = table.block_of(p);
+    const int64_t offset = table.offset_of(p);
+    const int64_t count = std::min(layout_.block_size - offset, written - p);
     Block& b = blocks_[block];
     b.fill = std::max(b.fill, offset + count);
     if (sink_) {
@@ -262,7 +276,7 @@ KvUsage KvBlockPool::usage() const {
   u.bytes_per_block = kv_bytes_per_block(layout_);
   u.bytes_total = static_cast<uint64_t>(u.blocks_total) * u.bytes_per_block;
   u.bytes_allocated = static_cast<uint64_t>(u.blocks_used) * u.bytes_per_block;
-  u.bytes_allocated_per_layer = u.bytes_allocated / static_cast<uint64_t>(layout_.n_layers);
+  u.bytes_allocated_per_layer = layer_bytes_of_blocks(layout_, u.blocks_used);
   u.prefix_lookup_tokens = prefix_lookup_tokens_;
   u.prefix_hit_tokens = prefix_hit_tokens_;
   for (const auto& [id, t] : tables_) {
@@ -274,7 +288,7 @@ KvUsage KvBlockPool::usage() const {
         std::ranges::count_if(t.blocks, [&](BlockId b) { return blocks_[b].ref_count > 1; });
     s.bytes_of_tokens = static_cast<uint64_t>(t.tokens) * u.bytes_per_token;
     s.bytes_allocated = static_cast<uint64_t>(s.blocks) * u.bytes_per_block;
-    s.bytes_allocated_per_layer = s.bytes_allocated / static_cast<uint64_t>(layout_.n_layers);
+    s.bytes_allocated_per_layer = layer_bytes_of_blocks(layout_, s.blocks);
     u.sequences.push_back(s);
   }
   return u;
@@ -286,10 +300,8 @@ telemetry::KvSnapshot KvBlockPool::snapshot() const {
   for (const Block& b : blocks_) s.blocks.push_back({b.ref_count, b.fill, b.hash.has_value()});
   for (const auto& [id, t] : tables_) s.sequences.push_back({id, t.blocks, t.written});
   // Every layer stores kv_dim-wide key and value rows (one KvLayout for the model).
-  const uint64_t per_layer = static_cast<uint64_t>(blocks_used()) *
-                             static_cast<uint64_t>(layout_.block_size) *
-                             kv_bytes_per_token_per_layer(layout_);
-  s.layer_bytes_in_use.assign(static_cast<size_t>(layout_.n_layers), per_layer);
+  s.layer_bytes_in_use.assign(static_cast<size_t>(layout_.n_layers),
+                              layer_bytes_of_blocks(layout_, blocks_used()));
   return s;
 }
 

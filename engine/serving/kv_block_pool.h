@@ -57,8 +57,28 @@ uint64_t kv_bytes_per_token_per_layer(const KvLayout& layout);
 // 2 x layers x kv_row_bytes: what one more token costs.
 uint64_t kv_bytes_per_token(const KvLayout& layout);
 uint64_t kv_bytes_per_block(const KvLayout& layout);
+// One layer's keys and values in `blocks` blocks: blocks x block_size x 2 x kv_row_bytes.
+uint64_t layer_bytes_of_blocks(const KvLayout& layout, int64_t blocks);
 // Blocks that hold `tokens` tokens: the last one may be partly empty.
 int64_t blocks_for_tokens(int64_t tokens, int64_t block_size);
+
+// Where a sequence's positions live in the paged cache: position p is in block
+// blocks[p / block_size] at offset p % block_size, which is cache slot
+// block * block_size + offset. The one place that addressing is written down.
+struct BlockTable {
+  std::span<const BlockId> blocks;
+  int64_t block_size = 16;
+
+  BlockId block_of(int64_t position) const {
+    return blocks[static_cast<size_t>(position / block_size)];
+  }
+  int64_t offset_of(int64_t position) const { return position % block_size; }
+  int32_t slot_of(int64_t position) const {
+    return static_cast<int32_t>(block_of(position) * block_size + offset_of(position));
+  }
+  // The slots of positions 0 .. count - 1.
+  std::vector<int32_t> slots(int64_t count) const;
+};
 
 struct KvSequenceUsage {
   SequenceId sequence = 0;

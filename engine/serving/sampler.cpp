@@ -9,6 +9,21 @@
 #include "engine/core/error.h"
 
 namespace servescope::serving {
+namespace {
+
+// The `keep` ids with the largest logits, most likely first (ties by id, so the order is the
+// same on every machine).
+std::vector<int32_t> most_likely_first(std::span<const float> logits, size_t keep) {
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(
+      ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(),
+      [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+  ids.resize(keep);
+  return ids;
+}
+
+}  // namespace
 
 void validate(const SamplingParams& p) {
   if (p.greedy) return;
@@ -33,17 +48,9 @@ double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53
 SampledToken Sampler::sample_with_probability(std::span<const float> logits) {
   if (params_.greedy) return {argmax(logits), 1.0};
 
-  // Candidates sorted by logit, most likely first (ties by id, so the order is deterministic).
-  std::vector<int32_t> ids(logits.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  const auto more_likely = [&](int32_t a, int32_t b) {
-    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  };
-  size_t keep = ids.size();
+  size_t keep = logits.size();
   if (params_.top_k > 0) keep = std::min(keep, static_cast<size_t>(params_.top_k));
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(),
-                    more_likely);
-  ids.resize(keep);
+  const std::vector<int32_t> ids = most_likely_first(logits, keep);
 
   // Softmax at the temperature, in double for a stable cumulative sum.
   std::vector<double> probs(keep);
@@ -88,12 +95,7 @@ TokenProbabilities token_probabilities(std::span<const float> logits, int32_t to
   result.prob = prob(token);
   const auto k = static_cast<size_t>(std::clamp<int64_t>(top_k, 0, std::ssize(logits)));
   if (k == 0) return result;
-  std::vector<int32_t> ids(logits.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  std::partial_sort(
-      ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
-      [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
-  for (size_t i = 0; i < k; ++i) result.top.push_back({ids[i], prob(ids[i])});
+  for (const int32_t id : most_likely_first(logits, k)) result.top.push_back({id, prob(id)});
   return result;
 }
 

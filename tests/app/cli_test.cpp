@@ -2,6 +2,8 @@
 // a one-line reason and a non-zero exit code on bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -50,6 +52,54 @@ TEST(Cli, GenerateReproducesThePyTorchGreedyContinuation) {
   }
 }
 
+// --top: each generated token's probability and its K most likely alternatives, against the
+// softmax of the PyTorch logits at the last prompt position (the first generated token).
+TEST(Cli, GenerateTopGivesTokenProbabilitiesOfTheReference) {
+  for (const std::string name : {"llama-f32", "gpt2-f32"}) {
+    const json g = golden(name);
+    const auto logits = g["logits"].back().get<std::vector<double>>();
+    std::vector<double> ref;
+    const double top = *std::max_element(logits.begin(), logits.end());
+    double total = 0.0;
+    for (const double l : logits) total += ref.emplace_back(std::exp(l - top));
+    for (double& p : ref) p /= total;
+
+    const CliRun run = cli("generate" + model(name + ".gguf") + " --ids " +
+                           id_list(g["prompt_ids"].get<std::vector<int32_t>>()) +
+                           " --greedy --json --no-stop --max-tokens 4 --top 3");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const json doc = json::parse(run.out);
+    const json& tokens = doc["tokens"];
+    ASSERT_EQ(tokens.size(), doc["generated_ids"].size()) << name;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      EXPECT_EQ(tokens[i]["id"], doc["generated_ids"][i]);
+      EXPECT_EQ(tokens[i]["sampling_prob"].get<double>(), 1.0);  // greedy
+      ASSERT_EQ(tokens[i]["top"].size(), 3u);
+      EXPECT_EQ(tokens[i]["top"][0]["id"], tokens[i]["id"]);
+      EXPECT_TRUE(tokens[i]["piece"].is_string() || tokens[i]["piece"].is_null());
+    }
+    const auto first = tokens[0]["id"].get<size_t>();
+    EXPECT_NEAR(tokens[0]["prob"].get<double>(), ref[first], 2e-3 * ref[first]) << name;
+    for (const json& alternative : tokens[0]["top"]) {
+      const auto id = alternative["id"].get<size_t>();
+      EXPECT_NEAR(alternative["prob"].get<double>(), ref[id], 2e-3 * ref[id] + 1e-7) << name;
+    }
+  }
+  // Sampled: the probability under the truncated distribution is at least the model's own.
+  const CliRun sampled = cli("generate" + model("llama-f32.gguf") +
+                             " --ids 1,2,3 --json --no-stop --max-tokens 5 --temperature 0.9 "
+                             "--top-k 20 --top-p 0.8 --seed 4 --top 0");
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+  for (const json& token : json::parse(sampled.out)["tokens"]) {
+    EXPECT_GT(token["sampling_prob"].get<double>(), 0.0);
+    EXPECT_LE(token["sampling_prob"].get<double>(), 1.0);
+    EXPECT_TRUE(token["top"].empty());
+  }
+  // Without --top there is no "tokens" field.
+  const CliRun plain = cli("generate" + model("llama-f32.gguf") + " --ids 1,2 --greedy --json");
+  EXPECT_FALSE(json::parse(plain.out).contains("tokens"));
+}
+
 TEST(Cli, LogitsAllMatchesGolden) {
   const json g = golden("gpt2-f32");
   const CliRun run = cli("logits" + model("gpt2-f32.gguf") + " --all --ids " +
@@ -92,6 +142,8 @@ TEST(Cli, BadInputIsAOneLineReason) {
       {"generate" + model("llama-f32.gguf") + " --ids 1,99999", "outside the vocabulary"},
       {"generate" + model("llama-f32.gguf") + " --ids 1 --greedy --seed 3", "--greedy cannot"},
       {"generate" + model("llama-f32.gguf") + " --ids 1 --temperature -1", "temperature"},
+      {"generate" + model("llama-f32.gguf") + " --ids 1 --top 3", "--top needs --json"},
+      {"generate" + model("llama-f32.gguf") + " --ids 1 --json --top -2", "--top needs a count"},
       {"logits --model /nonexistent.gguf --ids 1", "/nonexistent.gguf"},
       {"logits" + model("llama-f32.gguf") + " --ids 1 --backend tpu", "cpu, vulkan"},
       {"info" + model("llama-f32.gguf") + " --frobnicate", "unknown option --frobnicate"},

@@ -503,6 +503,31 @@ TEST_P(EngineTest, StopsAtTheContextAndAtTheStopToken) {
   EXPECT_EQ(engine.sequence(stopped).finish_reason, FinishReason::kStopToken);
 }
 
+// A step says whether its kernel times were measured: the CPU backend always times them; the
+// Vulkan backend only with timestamp queries (off by default on CPU devices such as lavapipe),
+// and then its zeros must not pass for measurements. Both settings are run on Vulkan.
+TEST_P(EngineTest, StepsSayWhetherKernelTimesWereMeasured) {
+  OPEN_OR_SKIP(m, "llama-f32");
+  auto* vulkan = dynamic_cast<compute::vulkan::VulkanBackend*>(m->backend.get());
+  for (const bool timestamps : {false, true}) {
+    if (vulkan != nullptr) vulkan->set_timestamps(timestamps);
+    Recorder recorder;
+    Engine engine(*m->transformer, weight_bytes(*m), {.kv_type = KvType::kF32}, &recorder);
+    engine.submit(greedy_request({1, 2, 3, 4}, 3));
+    engine.run_until_idle();
+    ASSERT_EQ(recorder.steps.size(), 3u);
+    for (const telemetry::StepRecord& step : recorder.steps) {
+      const bool expected = vulkan == nullptr || vulkan->last_step_timings().available;
+      EXPECT_EQ(step.kernel_times_measured, expected) << "timestamps " << timestamps;
+      if (step.kernel_times_measured) {
+        EXPECT_GT(step.kernel_times.matmul_ms, 0.0);
+      } else {
+        EXPECT_EQ(step.kernel_times.total_ms(), 0.0);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, EngineTest, testing::Values(compute::BackendKind::kCpu),
                          backend_label);
 

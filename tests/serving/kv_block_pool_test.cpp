@@ -197,5 +197,15 @@ TEST(KvBlockPool, ReportsEveryChangeToItsSink) {
   EXPECT_EQ(telemetry::kv_event_kind_name(events[4].kind), "free");
 }
 
+TEST(BlockTable, AddressesPositionsThroughItsBlocks) {
+  const std::vector<BlockId> blocks = {5, 2, 9};
+  const BlockTable table{blocks, 4};
+  EXPECT_EQ(table.block_of(6), 2);
+  EXPECT_EQ(table.offset_of(6), 2);
+  EXPECT_EQ(table.slot_of(6), 2 * 4 + 2);
+  EXPECT_EQ(table.slots(10), (std::vector<int32_t>{20, 21, 22, 23, 8, 9, 10, 11, 36, 37}));
+  EXPECT_TRUE(table.slots(0).empty());
+}
+
 }  // namespace
 }  // namespace servescope::serving

@@ -164,6 +164,47 @@ TEST(Scheduler, StopsAtTheStopTokenAndAtTheContextLength) {
   EXPECT_TRUE(scheduler.take_finished().empty());
 }
 
+// take_finished hands the finished sequences over and the scheduler forgets them: a long run
+// holds only what waits and runs.
+TEST(Scheduler, TakeFinishedHandsOverAndForgets) {
+  KvBlockPool pool(small_layout(), 16);
+  Scheduler scheduler(SchedulerConfig{2, 16, 64}, pool);
+  FakeForward forward(pool);
+  const Request r{iota_tokens(5), 3, -1};
+  for (int i = 0; i < 3; ++i) scheduler.submit(r);
+  EXPECT_EQ(scheduler.tracked_sequences(), 3u);
+  run_to_completion(scheduler, forward);
+  const std::vector<Sequence> finished = scheduler.take_finished();
+  ASSERT_EQ(finished.size(), 3u);
+  for (const Sequence& s : finished) EXPECT_EQ(s.output_ids(), reference_output(r, 64));
+  EXPECT_EQ(scheduler.tracked_sequences(), 0u);
+  EXPECT_FALSE(scheduler.knows(finished[0].id));
+  EXPECT_THROW(scheduler.sequence(finished[0].id), std::out_of_range);
+  EXPECT_FALSE(scheduler.finish(finished[0].id));  // gone: nothing to cancel
+  EXPECT_EQ(scheduler.submitted(), 3);
+}
+
+// A running sequence keeps its batch slot until it finishes or is preempted; the freed slot
+// is the lowest free one for the next admission.
+TEST(Scheduler, BatchSlotsStayWithTheirSequence) {
+  KvBlockPool pool(small_layout(), 32);
+  Scheduler scheduler(SchedulerConfig{3, 16, 64}, pool);
+  FakeForward forward(pool);
+  const SequenceId a = scheduler.submit(Request{iota_tokens(3), 6, -1});
+  const SequenceId b = scheduler.submit(Request{iota_tokens(3, 10), 2, -1});
+  const SequenceId c = scheduler.submit(Request{iota_tokens(3, 20), 6, -1});
+  const SequenceId d = scheduler.submit(Request{iota_tokens(3, 30), 6, -1});
+  std::map<SequenceId, std::set<int64_t>> slots;
+  while (scheduler.has_unfinished()) {
+    const StepBatch batch = run_step(scheduler, forward);
+    for (const ScheduledSequence& e : batch.sequences) slots[e.sequence].insert(e.slot);
+  }
+  EXPECT_EQ(slots[a], std::set<int64_t>{0});
+  EXPECT_EQ(slots[b], std::set<int64_t>{1});
+  EXPECT_EQ(slots[c], std::set<int64_t>{2});
+  EXPECT_EQ(slots[d], std::set<int64_t>{1});  // b's, once b finished
+}
+
 TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOutAndResumesIt) {
   // 6 blocks of 4 tokens; each request grows to 4 + 9 = 13 tokens = 4 blocks: both cannot
   // hold their full length at once.
