@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "app/cli/cli_options.h"
+#include "app/cli/command_support.h"
 #include "engine/compute/vulkan/device_probe.h"
 #include "engine/core/error.h"
 #include "engine/eval/evaluator.h"
@@ -31,49 +32,6 @@ namespace servescope::cli {
 namespace {
 
 using nlohmann::json;
-
-// Options every subcommand accepts.
-OptionSpec with_common(OptionSpec spec) {
-  spec.valued.insert({"model", "backend", "device"});
-  return spec;
-}
-
-std::unique_ptr<model::Model> open_model(const Options& options) {
-  const std::string path = options.get_or("model", default_model_path());
-  if (!options.has("model") && !std::filesystem::exists(path)) {
-    throw UsageError("no --model given and the bundled default model " + path +
-                     " is not there; pass --model PATH to a GGUF file");
-  }
-  if (options.get_int("device", 0) < 0) throw UsageError("--device needs a device index >= 0");
-  // The backend factory takes the Vulkan device choice from the environment.
-  if (options.has("device")) setenv("SERVESCOPE_VULKAN_DEVICE", options.get("device")->c_str(), 1);
-  auto m = model::load_model(path, compute::parse_backend_kind(options.get_or("backend", "cpu")));
-  if (options.has("kv-type"))
-    m->transformer->set_kv_type(eval::parse_kv_type(*options.get("kv-type")));
-  return m;
-}
-
-// Shortest decimal that reads back as the same float: logits print as 0.1234567, not as the
-// 17 digits of the float's double.
-double shortest(float value) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::strtod(std::string(buffer, result.ptr).c_str(), nullptr);
-}
-
-json float_array(const float* values, size_t n) {
-  json array = json::array();
-  for (size_t i = 0; i < n; ++i) array.push_back(shortest(values[i]));
-  return array;
-}
-
-std::vector<int32_t> prompt_ids(const Options& options, const model::Model& m) {
-  if (options.has("ids") == options.has("prompt")) {
-    throw UsageError("give exactly one of --prompt TEXT or --ids 1,2,3");
-  }
-  if (options.has("ids")) return parse_id_list(*options.get("ids"));
-  return m.require_tokenizer().encode_with_bos(*options.get("prompt"));
-}
 
 serving::SamplingParams sampling_params(const Options& options) {
   serving::SamplingParams p;
@@ -400,15 +358,6 @@ int run_quantize(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
-// The evaluation text (--text-file, else the bundled stories) as token ids without BOS.
-std::vector<int32_t> evaluation_ids(const Options& options, const model::Model& m) {
-  const std::string path = options.get_or("text-file", SERVESCOPE_EVAL_TEXT);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read the evaluation text " + path);
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  return m.require_tokenizer().encode(text);
-}
-
 // Progress on stderr: "evaluate: q8_0 381/1530 positions, perplexity 7.9, mean KL 0.004".
 // On a terminal the line is rewritten in place and ends when a variant is done.
 eval::ProgressCallback stderr_eval_progress() {
@@ -422,9 +371,6 @@ eval::ProgressCallback stderr_eval_progress() {
     std::cerr << (terminal && !last ? "" : "\n") << std::flush;
   };
 }
-
-// JSON has no infinity; an exact tensor's SQNR is written as null.
-json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
 json quality_json(const eval::VariantQuality& q) {
   return {{"perplexity", q.perplexity},
@@ -781,6 +727,14 @@ const std::vector<Subcommand>& subcommands() {
       {"logits",
        "--ids 1,2,3 [--all] [--kv-type T]: next-token logits of the last (or every) position",
        run_logits},
+      {"devices",
+       ": the CPU (model, cores, caches) and every Vulkan device (type, driver, memory heaps, "
+       "subgroup size, limits); --device N picks vulkan[N]",
+       run_devices},
+      {"attention",
+       "(--prompt T | --ids 1,2,3) --layer L --head H [--kv-type f32|f16|q8_0]: the softmax "
+       "weights of one layer's head over the prompt (row i: query i over positions 0..i)",
+       run_attention},
       {"generate",
        "(--prompt T | --ids 1,2,3) [--max-tokens N] [--greedy | --temperature T --top-k K "
        "--top-p P --seed S] [--kv-type f32|f16|q8_0] [--json [--top K]] [--no-stop]: continue a "
@@ -802,6 +756,10 @@ const std::vector<Subcommand>& subcommands() {
        "[--max-chunks N] [--max-kl X] [--min-speedup X] [--greedy-tokens N]: quality, memory "
        "and speed of each weight type and KV cache type against F32, with a verdict",
        run_quant_report},
+      {"kv-error",
+       "--kv-type f16|q8_0 (--prompt T | --text-file PATH): per layer, RMSE, max error and "
+       "SQNR of the keys and values an F16 or Q8_0 cache holds after the text, against F32",
+       run_kv_error},
       {"bench",
        "[--clients N] [--rate R] [--prompt-tokens MIN:MAX] [--output-tokens MIN:MAX] "
        "[--max-batch N] [--token-budget N] [--kv-type f32|f16|q8_0] [--kv-blocks N | --kv-bytes "

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -103,6 +104,10 @@ class Backend {
   virtual void write(Tensor& dst, std::span<const float> values) = 0;  // row-major, dense
   // Waits for all recorded work, then copies the tensor out (row-major, dense).
   virtual std::vector<float> read(const Tensor& src) = 0;
+  // Waits for recorded work, then copies out the raw bytes of a KV store's keys (or values):
+  // slots * row_bytes(type, kv_dim), in GGML's row layout (e.g. to measure what a cache type
+  // stores).
+  virtual std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values) = 0;
 
   // --- operations -------------------------------------------------------------------------
   // out[i] = row ids[i] of table (dequantised). Used for token and position embeddings.
@@ -151,9 +156,20 @@ class Backend {
 
 enum class BackendKind { kCpu, kVulkan };
 
+// Which backend to create and, for Vulkan, on which device.
+struct BackendChoice {
+  BackendChoice(BackendKind kind_ = BackendKind::kCpu, std::optional<uint32_t> device_ = {})
+      : kind(kind_), device(device_) {}
+  BackendKind kind;
+  // Vulkan: an index into vulkan::list_devices() (compute::list_devices() lists the same
+  // devices); default: the best device. The CPU backend has one device, 0.
+  std::optional<uint32_t> device;
+};
+
 // Parses "cpu" / "vulkan"; InputError naming the choices otherwise.
 BackendKind parse_backend_kind(const std::string& name);
-// Creates a backend; BackendError with a message a person can act on if it cannot run here.
-std::unique_ptr<Backend> make_backend(BackendKind kind);
+// Creates a backend; BackendError with a message a person can act on if it cannot run here
+// (InputError for a CPU device other than 0).
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 
 }  // namespace servescope::compute

@@ -1,7 +1,4 @@
 #include "engine/compute/backend.h"
-
-#include <cstdlib>
-
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/core/error.h"
@@ -14,16 +11,18 @@ BackendKind parse_backend_kind(const std::string& name) {
   throw InputError("unknown backend '" + name + "'; choose one of: cpu, vulkan");
 }
 
-std::unique_ptr<Backend> make_backend(BackendKind kind) {
-  switch (kind) {
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
+  switch (choice.kind) {
     case BackendKind::kCpu:
+      if (choice.device.value_or(0) != 0) {
+        throw InputError("the cpu backend has one device, 0; got device " +
+                         std::to_string(*choice.device) +
+                         " (Vulkan devices need --backend vulkan)");
+      }
       return std::make_unique<CpuBackend>();
     case BackendKind::kVulkan: {
-      // SERVESCOPE_VULKAN_DEVICE=N picks device N (as --device N); default: the best one.
       vulkan::VulkanBackendOptions options;
-      if (const char* device = std::getenv("SERVESCOPE_VULKAN_DEVICE")) {
-        options.context.device_index = static_cast<uint32_t>(std::strtoul(device, nullptr, 10));
-      }
+      options.context.device_index = choice.device;
       return std::make_unique<vulkan::VulkanBackend>(options);
     }
   }

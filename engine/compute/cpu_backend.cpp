@@ -118,6 +118,10 @@ std::vector<float> CpuBackend::read(const Tensor& src) {
   return out;
 }
 
+std::vector<uint8_t> CpuBackend::read_kv_bytes(const KvStore& store, bool values) {
+  return host(values ? store.values : store.keys).bytes;
+}
+
 void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) {
   const ScopedTimer timer(kernel_times_.other_ms);
   assert(out.rows == static_cast<int64_t>(ids.size()) && out.cols == table.cols);

@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
   Tensor upload_vector(std::span<const float> values) override;
   void write(Tensor& dst, std::span<const float> values) override;
   std::vector<float> read(const Tensor& src) override;
+  std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values) override;
 
   void embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;

@@ -16,18 +16,20 @@ WeightSummary summarize_weights(const gguf::GgufFile& file) {
 
 const Tokenizer& Model::require_tokenizer() const {
   if (!tokenizer) {
-    throw InputError(file.name() + " has no tokenizer metadata (tokenizer.ggml.*); pass token "
-                                   "ids with --ids instead of text");
+    throw InputError(file.name() +
+                     " has no tokenizer metadata (tokenizer.ggml.*); pass token "
+                     "ids with --ids instead of text");
   }
   return *tokenizer;
 }
 
 std::unique_ptr<Model> load_model(const std::filesystem::path& path,
-                                  compute::BackendKind backend_kind) {
-  auto m = std::make_unique<Model>(Model{gguf::GgufFile::open(path), {}, nullptr, nullptr, nullptr});
+                                  const compute::BackendChoice& backend_choice) {
+  auto m =
+      std::make_unique<Model>(Model{gguf::GgufFile::open(path), {}, nullptr, nullptr, nullptr});
   m->config = read_model_config(m->file);
   if (m->file.find("tokenizer.ggml.model") != nullptr) m->tokenizer = load_tokenizer(m->file);
-  m->backend = compute::make_backend(backend_kind);
+  m->backend = compute::make_backend(backend_choice);
   m->transformer = std::make_unique<Transformer>(
       m->config, load_weights(m->file, m->config, *m->backend), *m->backend);
   return m;

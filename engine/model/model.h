@@ -16,9 +16,9 @@ namespace servescope::model {
 
 // Size facts of the file, computed from its tensor table.
 struct WeightSummary {
-  int64_t parameters = 0;                      // elements of all tensors
-  uint64_t bytes = 0;                          // bytes of all tensor data
-  std::map<std::string, int64_t> tensor_types; // type name -> number of tensors
+  int64_t parameters = 0;                       // elements of all tensors
+  uint64_t bytes = 0;                           // bytes of all tensor data
+  std::map<std::string, int64_t> tensor_types;  // type name -> number of tensors
 };
 
 WeightSummary summarize_weights(const gguf::GgufFile& file);
@@ -36,6 +36,7 @@ struct Model {
 
 // Opens, validates and uploads a model. Errors (GgufError, ModelError, BackendError) name the
 // file and the problem.
-std::unique_ptr<Model> load_model(const std::filesystem::path& path, compute::BackendKind backend);
+std::unique_ptr<Model> load_model(const std::filesystem::path& path,
+                                  const compute::BackendChoice& backend);
 
 }  // namespace servescope::model

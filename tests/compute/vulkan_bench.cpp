@@ -13,6 +13,8 @@
 // quick A/B runs of kernel changes.
 // --attention-only: only the paged attention kernel's time per KV type (F32, F16, Q8_0), at
 // contexts of 256 and 1024 keys, for 1 and 4 sequences.
+// --capture-ab (with --model): prefill and decode with attention capture off, one head, and
+// every layer and head, interleaved, on the CPU and Vulkan backends.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -20,9 +22,9 @@
 #include <functional>
 #include <iostream>
 #include <map>
-#include <numeric>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <set>
@@ -135,8 +137,8 @@ json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roo
       if (baseline != nullptr) {
         baseline_w = baseline->upload_matrix(type, out_features, in_features, bytes);
       }
-      const MatmatResult vecs = time_matmat(vk, w, baseline, baseline_w ? &*baseline_w : nullptr,
-                                            1, quick ? 3 : 10);
+      const MatmatResult vecs =
+          time_matmat(vk, w, baseline, baseline_w ? &*baseline_w : nullptr, 1, quick ? 3 : 10);
       const ProductResult& vec = vecs.best;
       const double gb_per_s = double(bytes.size()) / (vec.gpu_ms * 1e6);
       const int64_t tokens = 128;
@@ -217,9 +219,8 @@ json attention_times(VulkanBackend& vk, int runs) {
           const double wall = milliseconds_since(start);
           const StepTimings& step = vk.last_step_timings();
           const double ms =
-              step.available
-                  ? step.class_milliseconds[static_cast<size_t>(KernelClass::kAttention)]
-                  : wall;
+              step.available ? step.class_milliseconds[static_cast<size_t>(KernelClass::kAttention)]
+                             : wall;
           if (run > 0) best_ms = std::min(best_ms, ms);
         }
         rows.push_back({{"kv_type", gguf::type_name(type)},
@@ -327,10 +328,52 @@ json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, in
   return doc;
 }
 
+// Attention capture on vs off in the same run: a 128-token prefill and 16 decode steps of the
+// model, with no capture, one layer's head, and every layer and head, rounds interleaved so
+// the three see the same machine load; the median of each.
+json capture_ab(const std::string& path, BackendKind kind, int rounds) {
+  auto m = model::load_model(path, kind);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 128; ++i) {
+    prompt.push_back(static_cast<int32_t>((i * 37 + 11) % m->config.vocab_size));
+  }
+  const std::vector<std::pair<std::string, std::optional<model::AttentionCapture>>> variants = {
+      {"off", std::nullopt},
+      {"one_head", model::AttentionCapture{0, 0}},
+      {"all_layers_and_heads", model::AttentionCapture{}}};
+  std::map<std::string, std::vector<double>> prefill_ms, decode_ms;
+  for (int round = -1; round < rounds; ++round) {  // round -1: warm-up
+    for (const auto& [label, capture] : variants) {
+      m->transformer->set_attention_capture(capture);
+      model::KvCache cache = m->transformer->new_cache(m->config.context_length);
+      auto start = Clock::now();
+      m->transformer->forward(prompt, cache);
+      const double prefill = milliseconds_since(start);
+      start = Clock::now();
+      for (int step = 0; step < 16; ++step) m->transformer->forward({&prompt[step], 1}, cache);
+      const double decode = milliseconds_since(start) / 16.0;
+      if (round < 0) continue;
+      prefill_ms[label].push_back(prefill);
+      decode_ms[label].push_back(decode);
+    }
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  json doc = {
+      {"backend", m->backend->name()}, {"prompt_tokens", prompt.size()}, {"rounds", rounds}};
+  for (const auto& [label, capture] : variants) {
+    doc[label] = {{"prefill_ms", median(prefill_ms[label])},
+                  {"decode_step_ms", median(decode_ms[label])}};
+  }
+  return doc;
+}
+
 int run(int argc, char** argv) {
   std::string model_path;
   bool quick = false, fresh = false, products_only = false, with_baseline = false,
-       attention_only = false;
+       attention_only = false, capture_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
       model_path = argv[++i];
@@ -344,11 +387,26 @@ int run(int argc, char** argv) {
       with_baseline = true;
     else if (std::strcmp(argv[i], "--attention-only") == 0)
       attention_only = true;
+    else if (std::strcmp(argv[i], "--capture-ab") == 0)
+      capture_only = true;
     else {
       std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]"
-                   " [--products-only] [--baseline] [--attention-only]\n";
+                   " [--products-only] [--baseline] [--attention-only] [--capture-ab]\n";
       return 2;
     }
+  }
+  if (capture_only) {
+    if (model_path.empty()) {
+      std::cerr << "servescope-vulkan-bench: --capture-ab needs --model M.gguf\n";
+      return 2;
+    }
+    const int rounds = quick ? 3 : 7;
+    std::cout << json{{"attention_capture",
+                       {capture_ab(model_path, BackendKind::kCpu, rounds),
+                        capture_ab(model_path, BackendKind::kVulkan, rounds)}}}
+                     .dump(2)
+              << "\n";
+    return 0;
   }
   VulkanBackendOptions timed;
   timed.timestamps = true;  // kernel times from the device (where it has timestamps)

@@ -114,9 +114,7 @@ class VulkanBackend final : public Backend {
   telemetry::KernelTimes take_kernel_times() override;
   MemoryUsage memory_usage() const { return device_memory_->usage(); }
   const ValidationLog& validation_log() const { return context_->validation_log(); }
-  // The raw bytes of a KV store's keys (or values): slots * row_bytes(type, kv_dim), in GGML's
-  // row layout. Waits for recorded work. For tests and tools.
-  std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values);
+  std::vector<uint8_t> read_kv_bytes(const KvStore& store, bool values) override;
 
   // Test hook: the step submitted after `successful_steps` more reports VK_ERROR_DEVICE_LOST
   // (see CommandRecorder::simulate_device_lost_after).

@@ -104,13 +104,39 @@ std::optional<uint32_t> compute_queue_family(VkPhysicalDevice device) {
   return std::nullopt;
 }
 
+bool device_extension_available(VkPhysicalDevice device, const char* name) {
+  uint32_t count = 0;
+  if (vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr) != VK_SUCCESS) {
+    return false;
+  }
+  std::vector<VkExtensionProperties> extensions(count);
+  if (vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data()) !=
+      VK_SUCCESS) {
+    return false;
+  }
+  return std::any_of(extensions.begin(), extensions.end(), [&](const VkExtensionProperties& e) {
+    return std::strcmp(e.extensionName, name) == 0;
+  });
+}
+
 DeviceDescription describe(VkPhysicalDevice device, uint32_t index) {
   VkPhysicalDeviceIDProperties id{};
   id.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
+  VkPhysicalDeviceSubgroupProperties subgroups{};
+  subgroups.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+  id.pNext = &subgroups;
+  // Chained only where the device has the extension (the instance asks for Vulkan 1.1).
+  VkPhysicalDeviceDriverPropertiesKHR driver{};
+  driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES_KHR;
+  const bool has_driver_properties =
+      device_extension_available(device, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  if (has_driver_properties) subgroups.pNext = &driver;
   VkPhysicalDeviceProperties2 properties{};
   properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
   properties.pNext = &id;
   vkGetPhysicalDeviceProperties2(device, &properties);
+  VkPhysicalDeviceMemoryProperties memory{};
+  vkGetPhysicalDeviceMemoryProperties(device, &memory);
   DeviceDescription d;
   d.index = index;
   d.name = properties.properties.deviceName;
@@ -121,6 +147,21 @@ DeviceDescription describe(VkPhysicalDevice device, uint32_t index) {
   d.api_version = properties.properties.apiVersion;
   std::copy(std::begin(id.deviceUUID), std::end(id.deviceUUID), d.uuid.begin());
   d.has_compute_queue = compute_queue_family(device).has_value();
+  if (has_driver_properties) {
+    d.driver_name = driver.driverName;
+    d.driver_info = driver.driverInfo;
+  }
+  for (uint32_t h = 0; h < memory.memoryHeapCount; ++h) {
+    d.memory_heaps.push_back({memory.memoryHeaps[h].size, (memory.memoryHeaps[h].flags &
+                                                           VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0});
+  }
+  const VkPhysicalDeviceLimits& limits = properties.properties.limits;
+  d.subgroup_size = subgroups.subgroupSize;
+  d.max_storage_buffer_range = limits.maxStorageBufferRange;
+  std::copy(std::begin(limits.maxComputeWorkGroupSize), std::end(limits.maxComputeWorkGroupSize),
+            d.max_workgroup_size.begin());
+  d.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
+  d.max_push_constants_size = limits.maxPushConstantsSize;
   return d;
 }
 

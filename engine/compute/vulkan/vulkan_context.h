@@ -24,6 +24,20 @@ struct DeviceDescription {
   uint32_t api_version = 0;
   std::array<uint8_t, VK_UUID_SIZE> uuid{};
   bool has_compute_queue = false;
+  // The driver's own name and version text (VK_KHR_driver_properties, e.g. "llvmpipe" and
+  // "Mesa 22.3.6"); empty where the device does not report them.
+  std::string driver_name;
+  std::string driver_info;
+  struct MemoryHeap {
+    uint64_t bytes = 0;
+    bool device_local = false;
+  };
+  std::vector<MemoryHeap> memory_heaps;
+  uint32_t subgroup_size = 0;
+  uint64_t max_storage_buffer_range = 0;         // bytes one storage binding may span
+  std::array<uint32_t, 3> max_workgroup_size{};  // per dimension
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_push_constants_size = 0;
 };
 
 struct ContextOptions {

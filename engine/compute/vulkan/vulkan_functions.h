@@ -49,6 +49,7 @@ namespace servescope::compute::vulkan {
   X(vkDestroyShaderModule)                    \
   X(vkDeviceWaitIdle)                         \
   X(vkEndCommandBuffer)                       \
+  X(vkEnumerateDeviceExtensionProperties)     \
   X(vkEnumerateInstanceExtensionProperties)   \
   X(vkEnumerateInstanceLayerProperties)       \
   X(vkEnumeratePhysicalDevices)               \

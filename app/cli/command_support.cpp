@@ -1,0 +1,74 @@
+#include "app/cli/command_support.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "app/cli/commands.h"
+#include "engine/eval/quantize_model.h"
+
+namespace servescope::cli {
+
+using nlohmann::json;
+
+OptionSpec with_common(OptionSpec spec) {
+  spec.valued.insert({"model", "backend", "device"});
+  return spec;
+}
+
+compute::BackendChoice backend_choice(const Options& options) {
+  compute::BackendChoice choice(compute::parse_backend_kind(options.get_or("backend", "cpu")));
+  if (options.has("device")) {
+    const int64_t device = options.get_int("device", 0);
+    if (device < 0) throw UsageError("--device needs a device index >= 0");
+    choice.device = static_cast<uint32_t>(device);
+  }
+  return choice;
+}
+
+std::unique_ptr<model::Model> open_model(const Options& options) {
+  const std::string path = options.get_or("model", default_model_path());
+  if (!options.has("model") && !std::filesystem::exists(path)) {
+    throw UsageError("no --model given and the bundled default model " + path +
+                     " is not there; pass --model PATH to a GGUF file");
+  }
+  auto m = model::load_model(path, backend_choice(options));
+  if (options.has("kv-type"))
+    m->transformer->set_kv_type(eval::parse_kv_type(*options.get("kv-type")));
+  return m;
+}
+
+std::vector<int32_t> prompt_ids(const Options& options, const model::Model& m) {
+  if (options.has("ids") == options.has("prompt")) {
+    throw UsageError("give exactly one of --prompt TEXT or --ids 1,2,3");
+  }
+  if (options.has("ids")) return parse_id_list(*options.get("ids"));
+  return m.require_tokenizer().encode_with_bos(*options.get("prompt"));
+}
+
+std::vector<int32_t> evaluation_ids(const Options& options, const model::Model& m) {
+  const std::string path = options.get_or("text-file", SERVESCOPE_EVAL_TEXT);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read the evaluation text " + path);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return m.require_tokenizer().encode(text);
+}
+
+double shortest(float value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::strtod(std::string(buffer, result.ptr).c_str(), nullptr);
+}
+
+json float_array(const float* values, size_t n) {
+  json array = json::array();
+  for (size_t i = 0; i < n; ++i) array.push_back(shortest(values[i]));
+  return array;
+}
+
+json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+}  // namespace servescope::cli

@@ -1,0 +1,47 @@
+// What the subcommands of servescope-cli share: the common options, opening the model on the
+// chosen backend and device, the prompt and text options, and JSON number formatting. Each
+// subcommand's run function is declared here and registered in commands.cpp.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli_options.h"
+#include "engine/compute/backend.h"
+#include "engine/model/model.h"
+
+namespace servescope::cli {
+
+// Adds the options every subcommand accepts: --model, --backend, --device.
+OptionSpec with_common(OptionSpec spec);
+
+// --backend (default cpu) and --device N as the backend factory takes them. UsageError for a
+// negative device.
+compute::BackendChoice backend_choice(const Options& options);
+
+// The model of --model (default: the bundled one) on the chosen backend, with --kv-type applied
+// when the subcommand takes it.
+std::unique_ptr<model::Model> open_model(const Options& options);
+
+// Token ids of --prompt TEXT (with BOS) or --ids 1,2,3; UsageError unless exactly one is given.
+std::vector<int32_t> prompt_ids(const Options& options, const model::Model& m);
+
+// The evaluation text (--text-file, else the bundled stories) as token ids without BOS.
+std::vector<int32_t> evaluation_ids(const Options& options, const model::Model& m);
+
+// Shortest decimal that reads back as the same float: logits print as 0.1234567, not as the
+// 17 digits of the float's double.
+double shortest(float value);
+nlohmann::json float_array(const float* values, size_t n);
+// JSON has no infinity; an exact tensor's SQNR is written as null.
+nlohmann::json finite_or_null(double value);
+
+// Subcommands with a file of their own (app/cli/<name>_command.cpp).
+int run_attention(const std::vector<std::string>& args, std::ostream& out);
+int run_devices(const std::vector<std::string>& args, std::ostream& out);
+int run_kv_error(const std::vector<std::string>& args, std::ostream& out);
+
+}  // namespace servescope::cli
