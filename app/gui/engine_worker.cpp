@@ -2,7 +2,6 @@
 
 #include <QTimer>
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "engine/compute/vulkan/device_probe.h"
@@ -30,22 +29,23 @@ constexpr const char* kClassmateText =
     "garden. One morning Max found a shiny stone and brought it to Tim. Tim was very happy and "
     "gave Max a big hug. They played together all day until the stars came out.";
 
-QString driver_version(uint32_t version) {
+// "llvmpipe, Mesa 22.3.6 (LLVM 15.0.6)", or the numeric version where the driver has no name.
+QString driver_text(const compute::vulkan::DeviceDescription& d) {
+  if (!d.driver_name.empty()) {
+    return QString::fromStdString(d.driver_name + (d.driver_info.empty() ? "" : ", " + d.driver_info));
+  }
   return QString("%1.%2.%3")
-      .arg(VK_API_VERSION_MAJOR(version))
-      .arg(VK_API_VERSION_MINOR(version))
-      .arg(VK_API_VERSION_PATCH(version));
+      .arg(VK_API_VERSION_MAJOR(d.driver_version))
+      .arg(VK_API_VERSION_MINOR(d.driver_version))
+      .arg(VK_API_VERSION_PATCH(d.driver_version));
 }
 
 std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {
-  // The backend factory reads the Vulkan device choice from the environment, as the CLI's
-  // --device does; only this thread reads it.
-  if (backend.kind == compute::BackendKind::kVulkan && backend.device >= 0) {
-    setenv("SERVESCOPE_VULKAN_DEVICE", std::to_string(backend.device).c_str(), 1);
-  } else {
-    unsetenv("SERVESCOPE_VULKAN_DEVICE");
-  }
-  return model::load_model(path.toStdString(), backend.kind);
+  const std::optional<uint32_t> device =
+      backend.kind == compute::BackendKind::kVulkan && backend.device >= 0
+          ? std::optional<uint32_t>(static_cast<uint32_t>(backend.device))
+          : std::nullopt;
+  return model::load_model(path.toStdString(), compute::BackendChoice(backend.kind, device));
 }
 
 }  // namespace
@@ -159,7 +159,7 @@ EngineInfo EngineWorker::engine_info() const {
   info.backend = QString::fromStdString(model_->backend->name());
   if (const auto* vk = dynamic_cast<const compute::vulkan::VulkanBackend*>(model_->backend.get())) {
     info.device = QString::fromStdString(vk->device().name);
-    info.driver = driver_version(vk->device().driver_version);
+    info.driver = driver_text(vk->device());
     info.vulkan_device = static_cast<int>(vk->device().index);
     const auto memory = vk->memory_usage().bytes_in_use;
     using compute::BufferPurpose;

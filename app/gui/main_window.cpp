@@ -32,7 +32,7 @@
 #include "app/gui/engine_worker.h"
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
-#include "engine/compute/vulkan/vulkan_context.h"
+#include "engine/compute/devices.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
@@ -542,32 +542,29 @@ void MainWindow::fill_model_picker() {
 }
 
 void MainWindow::fill_backend_picker() {
+  const compute::DeviceList devices = compute::list_devices();
   backend_picker_->clear();
   backend_picker_->addItem("CPU (OpenBLAS)", -1);
-  backend_picker_->setItemData(0,
-                               "The CPU backend: on a laptop without a GPU it is faster than "
-                               "Vulkan on lavapipe",
-                               Qt::ToolTipRole);
-  try {
-    for (const compute::vulkan::DeviceDescription& d : compute::vulkan::list_devices()) {
-      if (!d.has_compute_queue) continue;
-      backend_picker_->addItem(
-          QString("Vulkan %1: %2").arg(d.index).arg(QString::fromStdString(d.name)),
-          static_cast<int>(d.index));
-      backend_picker_->setItemData(
-          backend_picker_->count() - 1,
-          QString("%1 device, driver %2.%3.%4%5")
-              .arg(QString::fromStdString(d.type))
-              .arg(VK_API_VERSION_MAJOR(d.driver_version))
-              .arg(VK_API_VERSION_MINOR(d.driver_version))
-              .arg(VK_API_VERSION_PATCH(d.driver_version))
-              .arg(d.type == "cpu" ? " (lavapipe runs on the CPU cores: the CPU backend is "
-                                     "usually faster)"
-                                   : ""),
-          Qt::ToolTipRole);
-    }
-  } catch (const std::exception&) {
-    // No Vulkan loader or device: the CPU backend is the only choice.
+  backend_picker_->setItemData(
+      0,
+      QString("%1, %2 cores. On a laptop without a GPU the CPU backend is faster than Vulkan on "
+              "lavapipe.")
+          .arg(QString::fromStdString(devices.cpu.model_name))
+          .arg(devices.cpu.cores),
+      Qt::ToolTipRole);
+  for (const compute::vulkan::DeviceDescription& d : devices.vulkan) {
+    if (!d.has_compute_queue) continue;
+    backend_picker_->addItem(
+        QString("Vulkan %1: %2").arg(d.index).arg(QString::fromStdString(d.name)),
+        static_cast<int>(d.index));
+    backend_picker_->setItemData(
+        backend_picker_->count() - 1,
+        QString("%1 device, driver %2 %3%4")
+            .arg(QString::fromStdString(d.type), QString::fromStdString(d.driver_name),
+                 QString::fromStdString(d.driver_info),
+                 d.type == "cpu" ? ". It runs on the CPU cores: the CPU backend is usually faster"
+                                 : ""),
+        Qt::ToolTipRole);
   }
 }
 

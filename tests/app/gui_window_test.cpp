@@ -65,7 +65,9 @@ TEST_F(WindowFixture, OpensTheBundledModelWithTheSuggestedPrompt) {
 TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
   // Before the first Generate only the model's own figures (quantisation) are there.
   for (const PanelId id : kAllPanels) {
-    if (id != PanelId::kQuantisation) EXPECT_FALSE(window_->panels().has_data(id)) << panel_key(id);
+    if (id != PanelId::kQuantisation) {
+      EXPECT_FALSE(window_->panels().has_data(id)) << panel_key(id);
+    }
   }
   const auto updates_before = [&] {
     std::array<int64_t, kAllPanels.size()> counts{};
