@@ -32,7 +32,8 @@ constexpr const char* kClassmateText =
 // "llvmpipe, Mesa 22.3.6 (LLVM 15.0.6)", or the numeric version where the driver has no name.
 QString driver_text(const compute::vulkan::DeviceDescription& d) {
   if (!d.driver_name.empty()) {
-    return QString::fromStdString(d.driver_name + (d.driver_info.empty() ? "" : ", " + d.driver_info));
+    return QString::fromStdString(d.driver_name +
+                                  (d.driver_info.empty() ? "" : ", " + d.driver_info));
   }
   return QString("%1.%2.%3")
       .arg(VK_API_VERSION_MAJOR(d.driver_version))
@@ -59,13 +60,17 @@ void EngineWorker::register_types() {
   qRegisterMetaType<EngineCounters>();
   qRegisterMetaType<serving::SamplingParams>();
   qRegisterMetaType<serving::KvType>();
+  qRegisterMetaType<QuantLabReport>();
 }
 
 EngineWorker::EngineWorker(QObject* parent) : QObject(parent), tick_timer_(new QTimer(this)) {
   connect(tick_timer_, &QTimer::timeout, this, &EngineWorker::tick);
 }
 
-EngineWorker::~EngineWorker() { drop_engine(); }
+EngineWorker::~EngineWorker() {
+  if (lab_thread_.joinable()) lab_thread_.join();
+  drop_engine();
+}
 
 void EngineWorker::drop_engine() {
   engine_.reset();
@@ -77,7 +82,25 @@ void EngineWorker::drop_engine() {
   set_running(false);
 }
 
+void EngineWorker::start_quant_lab(const QString& prompt) {
+  if (!model_ || !tokenizer_) return;
+  if (lab_thread_.joinable()) lab_thread_.join();  // one lab at a time
+  lab_thread_ = std::thread([this, path = model_path_.toStdString(), tokenizer = tokenizer_,
+                             text = prompt.toStdString() + " " + kClassmateText,
+                             prompt = prompt.toStdString()] {
+    QuantLabReport report;
+    try {
+      report = run_quant_lab(path, *tokenizer, prompt, text);
+    } catch (const std::exception& error) {
+      report.model_path = path;
+      report.problems.push_back(error.what());
+    }
+    Q_EMIT quant_lab_ready(report);  // queued to the GUI thread
+  });
+}
+
 void EngineWorker::shutdown() {
+  if (lab_thread_.joinable()) lab_thread_.join();
   drop_engine();
   model_.reset();
   queue_.reset();

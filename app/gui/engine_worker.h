@@ -13,8 +13,10 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "app/gui/engine_types.h"
+#include "app/gui/quant_lab.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/model/model.h"
 #include "engine/serving/engine.h"
@@ -76,6 +78,9 @@ class EngineWorker : public QObject {
   void step_once();
   // The layer and head whose attention weights the user's request reports.
   void set_attention_head(int layer, int head);
+  // Runs the quantisation lab for the loaded model on a thread of its own; quant_lab_ready
+  // brings the report.
+  void start_quant_lab(const QString& prompt);
   // Frees the engine on this thread; call (blocking-queued) before the thread ends.
   void shutdown();
 
@@ -87,6 +92,7 @@ class EngineWorker : public QObject {
   void generation_finished(const QString& reason);
   void running_changed(bool running);
   void idle(servescope::gui::EngineCounters counters);
+  void quant_lab_ready(servescope::gui::QuantLabReport report);
 
  private:
   void rebuild_engine();
@@ -140,6 +146,7 @@ class EngineWorker : public QObject {
   int64_t requests_submitted_ = 0;
   int64_t requests_finished_ = 0;
   bool running_ = false;
+  std::thread lab_thread_;
 };
 
 }  // namespace servescope::gui

@@ -403,6 +403,11 @@ void MainWindow::connect_worker() {
     engine_running_ = running;
     update_actions();
   });
+  connect(worker_, &EngineWorker::quant_lab_ready, this, [this](const QuantLabReport& report) {
+    if (!engine_info_ || report.model_path != engine_info_->model_path.toStdString()) return;
+    quant_lab_ = report;
+    quant_lab_changed_ = true;
+  });
   connect(worker_, &EngineWorker::idle, this, [this](const EngineCounters& counters) {
     on_frame();  // fold what the engine reported before saying it is idle
     Q_EMIT engine_idle(counters);
@@ -668,8 +673,15 @@ void MainWindow::update_actions() {
 void MainWindow::on_engine_ready(const EngineInfo& info) {
   // Records of the engine being replaced are folded first, so nothing is lost or mixed.
   on_frame();
+  const bool new_model = !engine_info_ || engine_info_->model_path != info.model_path ||
+                         engine_info_->backend != info.backend;
   engine_info_ = info;
   model_path_ = info.model_path;
+  if (new_model) {
+    quant_lab_.reset();
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_, prompt = prompt_->toPlainText()] { w->start_quant_lab(prompt); });
+  }
   backend_ = info.backend == "vulkan"
                  ? BackendChoice{compute::BackendKind::kVulkan, backend_.device}
                  : BackendChoice{compute::BackendKind::kCpu, -1};
@@ -763,7 +775,13 @@ void MainWindow::on_frame() {
       changed |= panel_bit(PanelId::kAttention);
     }
   }
-  panels_->refresh(PanelFeed{folder_, *engine_info_, now, &attention_}, changed);
+  if (quant_lab_changed_) {
+    quant_lab_changed_ = false;
+    changed |= panel_bit(PanelId::kQuantisation);
+  }
+  panels_->refresh(
+      PanelFeed{folder_, *engine_info_, now, &attention_, quant_lab_ ? &*quant_lab_ : nullptr},
+      changed);
   update_generated_chips();
   if (now - last_status_ms_ >= kStatusEveryMs) {
     last_status_ms_ = now;

@@ -16,6 +16,7 @@
 #include "app/gui/frame_stats.h"
 #include "app/gui/panel_host.h"
 #include "app/gui/panel_id.h"
+#include "app/gui/quant_lab.h"
 #include "app/gui/telemetry_folder.h"
 
 class QAction;
@@ -124,6 +125,8 @@ class MainWindow : public QMainWindow {
   bool generating_ = false;
   qint64 user_request_ = -1;
   AttentionSample attention_;
+  std::optional<QuantLabReport> quant_lab_;
+  bool quant_lab_changed_ = false;
   uint64_t attention_seen_ = 0;
   bool engine_running_ = false;
   bool dark_ = false;

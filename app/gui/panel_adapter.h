@@ -9,6 +9,7 @@
 
 #include "app/gui/engine_types.h"
 #include "app/gui/panel_id.h"
+#include "app/gui/quant_lab.h"
 #include "app/gui/telemetry_folder.h"
 #include "widgets/panel_view.h"
 
@@ -19,6 +20,7 @@ struct PanelFeed {
   const EngineInfo& info;
   double now_ms = 0.0;                         // the consumer's clock (the folder's)
   const AttentionSample* attention = nullptr;  // the newest capture, if any
+  const QuantLabReport* quant_lab = nullptr;   // the loaded model's, once measured
 };
 
 class PanelAdapter {
@@ -40,7 +42,6 @@ std::unique_ptr<PanelAdapter> make_batching_adapter(QWidget* parent);
 // on_selection: the user chose another layer or head in the panel.
 std::unique_ptr<PanelAdapter> make_attention_adapter(
     QWidget* parent, std::function<void(int layer, int head)> on_selection);
-// A stand-in listing the figures the app has for a panel whose view is not built yet.
-std::unique_ptr<PanelAdapter> make_pending_adapter(PanelId id, QWidget* parent);
+std::unique_ptr<PanelAdapter> make_quantisation_adapter(QWidget* parent);
 
 }  // namespace servescope::gui

@@ -23,7 +23,7 @@ PanelHost::PanelHost(QWidget* parent,
         adapter = make_attention_adapter(parent, on_attention_selection);
         break;
       case PanelId::kQuantisation:
-        adapter = make_pending_adapter(id, parent);
+        adapter = make_quantisation_adapter(parent);
         break;
     }
     adapters_[static_cast<size_t>(id)] = std::move(adapter);
