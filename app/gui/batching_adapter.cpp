@@ -46,6 +46,11 @@ class BatchingAdapter final : public PanelAdapter {
     for (const telemetry::RequestRecord& request : feed.folder.requests()) {
       if (telemetry::output_tokens(request) > 1) snapshot.requests.push_back(latency(request));
     }
+    if (feed.batch_sweep != nullptr) {
+      for (const BatchSweepPoint& p : *feed.batch_sweep) {
+        snapshot.sweep.push_back({p.max_batch, p.tokens_per_s, p.decode_step_ms});
+      }
+    }
     panel_->set_snapshot(std::move(snapshot));
   }
 

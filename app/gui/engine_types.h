@@ -88,9 +88,17 @@ struct EngineCounters {
   telemetry::KvSnapshot kv;  // the whole block table state, as the engine holds it
 };
 
+// One batch size of a sweep: simulated clients through a fresh engine of that max batch.
+struct BatchSweepPoint {
+  int64_t max_batch = 0;
+  double tokens_per_s = 0.0;    // output tokens over the run's wall time
+  double decode_step_ms = 0.0;  // mean time of a decode-only step: the latency cost
+};
+
 }  // namespace servescope::gui
 
 Q_DECLARE_METATYPE(servescope::gui::BackendChoice)
+Q_DECLARE_METATYPE(servescope::gui::BatchSweepPoint)
 Q_DECLARE_METATYPE(servescope::gui::Speed)
 Q_DECLARE_METATYPE(servescope::gui::EngineInfo)
 Q_DECLARE_METATYPE(servescope::gui::GeneratedToken)

@@ -61,6 +61,8 @@ void EngineWorker::register_types() {
   qRegisterMetaType<serving::SamplingParams>();
   qRegisterMetaType<serving::KvType>();
   qRegisterMetaType<QuantLabReport>();
+  qRegisterMetaType<BatchSweepPoint>();
+  qRegisterMetaType<QVector<BatchSweepPoint>>();
 }
 
 EngineWorker::EngineWorker(QObject* parent) : QObject(parent), tick_timer_(new QTimer(this)) {
@@ -80,6 +82,35 @@ void EngineWorker::drop_engine() {
   last_prefill_ids_.clear();
   tick_timer_->stop();
   set_running(false);
+}
+
+void EngineWorker::run_batch_sweep() {
+  if (!model_) return;
+  model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
+  QVector<BatchSweepPoint> points;
+  try {
+    for (int64_t batch = 1; batch <= kMaxBatch; batch *= 2) {
+      serving::EngineConfig config;
+      config.max_batch_size = batch;
+      config.kv_type = kv_type_;
+      serving::WorkloadSpec spec;
+      spec.clients = 2 * batch;
+      spec.prompt_tokens = {16, 32};
+      spec.output_tokens = {32, 32};
+      spec.seed = 7;
+      spec.text_ids = classmate_text_ids_;
+      spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
+      const serving::LoadSummary s = serving::run_load(*model_->transformer, weight_bytes_, config,
+                                                       serving::make_workload(spec))
+                                         .summary;
+      points.push_back({batch, s.output_tokens_per_s, s.mean_decode_step_ms});
+    }
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Batch sweep: %1").arg(error.what()));
+  }
+  model_->transformer->set_attention_capture(
+      model::AttentionCapture{attention_layer_, attention_head_});
+  Q_EMIT batch_sweep_ready(points);
 }
 
 void EngineWorker::start_quant_lab(const QString& prompt) {

@@ -78,6 +78,9 @@ class EngineWorker : public QObject {
   void step_once();
   // The layer and head whose attention weights the user's request reports.
   void set_attention_head(int layer, int head);
+  // Measures throughput and decode-step time at max batch 1, 2, 4, 8 and 16 (twice as many
+  // simulated clients as slots, each on a fresh engine); the live engine waits meanwhile.
+  void run_batch_sweep();
   // Runs the quantisation lab for the loaded model on a thread of its own; quant_lab_ready
   // brings the report.
   void start_quant_lab(const QString& prompt);
@@ -93,6 +96,7 @@ class EngineWorker : public QObject {
   void running_changed(bool running);
   void idle(servescope::gui::EngineCounters counters);
   void quant_lab_ready(servescope::gui::QuantLabReport report);
+  void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
 
  private:
   void rebuild_engine();

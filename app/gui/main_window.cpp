@@ -119,7 +119,14 @@ void MainWindow::build_actions() {
       "Run exactly one engine step: one token for every decoding request (Ctrl+.)");
   connect(step_action_, &QAction::triggered, this, &MainWindow::step);
 
-  for (QAction* action : {generate_action_, stop_action_, step_action_}) {
+  sweep_action_ = new QAction("Sweep", this);
+  sweep_action_->setShortcut(QKeySequence("Ctrl+Shift+B"));
+  sweep_action_->setToolTip(
+      "Measure throughput and decode-step time at max batch 1 to 16, each "
+      "with twice as many simulated clients as slots (Ctrl+Shift+B)");
+  connect(sweep_action_, &QAction::triggered, this, &MainWindow::sweep_batch_sizes);
+
+  for (QAction* action : {generate_action_, stop_action_, step_action_, sweep_action_}) {
     action->setShortcutContext(Qt::WindowShortcut);
     addAction(action);
   }
@@ -245,7 +252,7 @@ void MainWindow::build_central() {
   column->addWidget(prompt_chips_);
 
   auto* buttons = new QHBoxLayout;
-  for (QAction* action : {generate_action_, stop_action_, step_action_}) {
+  for (QAction* action : {generate_action_, stop_action_, step_action_, sweep_action_}) {
     auto* button = new QToolButton;
     button->setDefaultAction(action);
     button->setToolButtonStyle(Qt::ToolButtonTextOnly);
@@ -315,6 +322,9 @@ void MainWindow::build_central() {
     tabs_->addTab(panels_->panel(id), QString::fromUtf8(panel_title(id).data()));
   }
 
+  // A panel shown again catches up at once, not at the next record.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { on_frame(); });
+
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->setObjectName("main-splitter");
   splitter->addWidget(left);
@@ -362,6 +372,7 @@ void MainWindow::build_menus() {
   run->addAction(generate_action_);
   run->addAction(stop_action_);
   run->addAction(step_action_);
+  run->addAction(sweep_action_);
 
   QMenu* view = menuBar()->addMenu("&View");
   dark_action_ = view->addAction("Dark theme");
@@ -408,6 +419,14 @@ void MainWindow::connect_worker() {
     quant_lab_ = report;
     quant_lab_changed_ = true;
   });
+  connect(worker_, &EngineWorker::batch_sweep_ready, this,
+          [this](const QVector<BatchSweepPoint>& points) {
+            batch_sweep_ = points;
+            sweeping_ = false;
+            sweep_changed_ = true;
+            update_actions();
+            statusBar()->showMessage("Batch sweep done", 4000);
+          });
   connect(worker_, &EngineWorker::idle, this, [this](const EngineCounters& counters) {
     on_frame();  // fold what the engine reported before saying it is idle
     Q_EMIT engine_idle(counters);
@@ -633,6 +652,15 @@ void MainWindow::step() {
   QMetaObject::invokeMethod(worker_, [w = worker_] { w->step_once(); });
 }
 
+void MainWindow::sweep_batch_sizes() {
+  if (sweeping_) return;
+  sweeping_ = true;
+  update_actions();
+  statusBar()->showMessage("Sweeping batch sizes 1 to 16...");
+  show_panel(PanelId::kBatching);
+  QMetaObject::invokeMethod(worker_, [w = worker_] { w->run_batch_sweep(); });
+}
+
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
 
 void MainWindow::set_dark_theme(bool dark) {
@@ -666,6 +694,7 @@ void MainWindow::update_actions() {
   generate_action_->setEnabled(ready && !generating_);
   stop_action_->setEnabled(generating_);
   step_action_->setEnabled(ready && engine_running_);
+  sweep_action_->setEnabled(ready && !sweeping_);
 }
 
 // --- what the engine reports ------------------------------------------------------------
@@ -686,6 +715,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
                  ? BackendChoice{compute::BackendKind::kVulkan, backend_.device}
                  : BackendChoice{compute::BackendKind::kCpu, -1};
   folder_.reset(FoldFacts{info.kv_blocks, info.block_size, info.kv_bytes_per_block});
+  batch_sweep_.clear();  // measured on the engine being replaced
   attention_ = {};
   attention_seen_ = 0;
   panels_->reset_counts();
@@ -775,13 +805,17 @@ void MainWindow::on_frame() {
       changed |= panel_bit(PanelId::kAttention);
     }
   }
+  if (sweep_changed_) {
+    sweep_changed_ = false;
+    changed |= panel_bit(PanelId::kBatching);
+  }
   if (quant_lab_changed_) {
     quant_lab_changed_ = false;
     changed |= panel_bit(PanelId::kQuantisation);
   }
-  panels_->refresh(
-      PanelFeed{folder_, *engine_info_, now, &attention_, quant_lab_ ? &*quant_lab_ : nullptr},
-      changed);
+  panels_->refresh(PanelFeed{folder_, *engine_info_, now, &attention_,
+                             quant_lab_ ? &*quant_lab_ : nullptr, &batch_sweep_},
+                   changed);
   update_generated_chips();
   if (now - last_status_ms_ >= kStatusEveryMs) {
     last_status_ms_ = now;

@@ -61,6 +61,7 @@ class MainWindow : public QMainWindow {
   void generate();
   void stop();
   void step();
+  void sweep_batch_sizes();
   void show_panel(PanelId panel);
   void set_dark_theme(bool dark);
   void scale_font(int steps);
@@ -127,6 +128,9 @@ class MainWindow : public QMainWindow {
   AttentionSample attention_;
   std::optional<QuantLabReport> quant_lab_;
   bool quant_lab_changed_ = false;
+  QVector<BatchSweepPoint> batch_sweep_;
+  bool sweeping_ = false;
+  bool sweep_changed_ = false;
   uint64_t attention_seen_ = 0;
   bool engine_running_ = false;
   bool dark_ = false;
@@ -139,6 +143,7 @@ class MainWindow : public QMainWindow {
   QAction* generate_action_ = nullptr;
   QAction* stop_action_ = nullptr;
   QAction* step_action_ = nullptr;
+  QAction* sweep_action_ = nullptr;
   QAction* overlay_action_ = nullptr;
   QAction* dark_action_ = nullptr;
   QComboBox* model_picker_ = nullptr;

@@ -18,9 +18,10 @@ namespace servescope::gui {
 struct PanelFeed {
   const TelemetryFolder& folder;
   const EngineInfo& info;
-  double now_ms = 0.0;                         // the consumer's clock (the folder's)
-  const AttentionSample* attention = nullptr;  // the newest capture, if any
-  const QuantLabReport* quant_lab = nullptr;   // the loaded model's, once measured
+  double now_ms = 0.0;                                    // the consumer's clock (the folder's)
+  const AttentionSample* attention = nullptr;             // the newest capture, if any
+  const QuantLabReport* quant_lab = nullptr;              // the loaded model's, once measured
+  const QVector<BatchSweepPoint>* batch_sweep = nullptr;  // the last sweep, if any
 };
 
 class PanelAdapter {

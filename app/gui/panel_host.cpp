@@ -33,10 +33,14 @@ PanelHost::PanelHost(QWidget* parent,
 PanelHost::~PanelHost() = default;
 
 void PanelHost::refresh(const PanelFeed& feed, PanelMask changed) {
+  // Only panels on screen get snapshots; the others catch up when they are shown.
+  pending_ |= changed;
   for (const PanelId id : kAllPanels) {
     PanelAdapter& a = adapter(id);
-    if ((changed & panel_bit(id)) == 0 && !a.animating()) continue;
+    const bool due = (pending_ & panel_bit(id)) != 0 || a.animating();
+    if (!due || !a.view()->isVisible()) continue;
     a.refresh(feed);
+    pending_ &= ~panel_bit(id);
     ++updates_[static_cast<size_t>(id)];
   }
 }

@@ -17,7 +17,8 @@ class PanelHost {
   ~PanelHost();
 
   widgets::PanelView* panel(PanelId id) const { return adapter(id).view(); }
-  // Snapshots of the changed panels (and of those still animating).
+  // Snapshots of the panels on screen whose data changed since they last got one (and of
+  // those still animating); hidden panels wait until they are shown.
   void refresh(const PanelFeed& feed, PanelMask changed);
   // How often each panel received a snapshot since the last reset (tests, the overlay).
   int64_t updates(PanelId id) const { return updates_[static_cast<size_t>(id)]; }
@@ -30,6 +31,7 @@ class PanelHost {
 
   std::array<std::unique_ptr<PanelAdapter>, kAllPanels.size()> adapters_;
   std::array<int64_t, kAllPanels.size()> updates_{};
+  PanelMask pending_ = 0;
 };
 
 }  // namespace servescope::gui

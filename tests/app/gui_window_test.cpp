@@ -10,6 +10,7 @@
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
 #include "tests/app/gui_test_support.h"
+#include "widgets/batching_panel.h"
 
 namespace servescope::gui {
 namespace {
@@ -84,8 +85,12 @@ TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
     EXPECT_GT(token.probability, 0.0);
     EXPECT_EQ(token.alternatives.size(), 5);
   }
-  // The quantisation lab runs on its own thread; give it the time a loaded machine needs.
-  EXPECT_TRUE(wait_until([&] { return window_->panels().has_data(PanelId::kQuantisation); }));
+  // Each panel gets its snapshot when it is shown. The quantisation lab runs on its own
+  // thread; give it the time a loaded machine needs.
+  for (const PanelId id : kAllPanels) {
+    window_->show_panel(id);
+    EXPECT_TRUE(wait_until([&] { return window_->panels().has_data(id); })) << panel_key(id);
+  }
   for (const PanelId id : kAllPanels) {
     EXPECT_TRUE(window_->panels().has_data(id)) << panel_key(id);
     // Panels fed by the engine's records got new snapshots while it ran.
@@ -96,6 +101,22 @@ TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
   }
   // The user's request and at least two classmates finished.
   EXPECT_GE(window_->folder().counts().requests, 3);
+}
+
+TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
+  window_->sweep_batch_sizes();  // shows the batching panel
+  const auto* panel =
+      dynamic_cast<const widgets::BatchingPanel*>(window_->panels().panel(PanelId::kBatching));
+  ASSERT_NE(panel, nullptr);
+  ASSERT_TRUE(wait_until([&] { return !panel->snapshot().sweep.empty(); }));
+  const auto& sweep = panel->snapshot().sweep;
+  ASSERT_EQ(sweep.size(), 5u);
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    EXPECT_EQ(sweep[i].batch_size, int64_t{1} << i);
+    EXPECT_GT(sweep[i].tokens_per_s, 0.0);
+    EXPECT_GT(sweep[i].step_latency_ms, 0.0);
+  }
+  EXPECT_TRUE(window_->message().isEmpty()) << window_->message().toStdString();
 }
 
 TEST_F(WindowFixture, ACorruptModelFileLeavesThePreviousModelServing) {
