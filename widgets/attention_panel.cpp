@@ -2,8 +2,11 @@
 
 #include <QHBoxLayout>
 #include <QHelpEvent>
+#include <QImage>
 #include <QLabel>
+#include <QPaintEngine>
 #include <QPainter>
+#include <QPainterPath>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QToolTip>
@@ -31,6 +34,8 @@ int64_t query_count(const AttentionSnapshot& s) {
 
 // The longest label painted on an axis, in characters; longer pieces are elided.
 constexpr int kMaxLabelChars = 12;
+
+constexpr QSize kMinimumSize(360, 260);
 
 }  // namespace
 
@@ -64,7 +69,6 @@ QColor viridis(double t) {
 }
 
 AttentionPanel::AttentionPanel(QWidget* parent) : PanelView(parent) {
-  setMinimumSize(200, 150);
   layer_box_ = new QSpinBox(this);
   head_box_ = new QSpinBox(this);
   layer_count_label_ = new QLabel(this);
@@ -81,6 +85,7 @@ AttentionPanel::AttentionPanel(QWidget* parent) : PanelView(parent) {
   controls->addWidget(head_count_label_);
   controls->addStretch(1);
   auto* column = new QVBoxLayout(this);
+  column->setSizeConstraint(QLayout::SetNoConstraint);  // minimumSizeHint() says the minimum
   column->setContentsMargins(8, 6, 8, 6);
   column->addLayout(controls);
   column->addStretch(1);
@@ -109,6 +114,14 @@ void AttentionPanel::set_snapshot(AttentionSnapshot snapshot) {
 }
 
 QString AttentionPanel::title() const { return tr("Attention"); }
+
+QSize AttentionPanel::minimumSizeHint() const { return kMinimumSize; }
+
+void AttentionPanel::resizeEvent(QResizeEvent* event) {
+  // Too small for the map: the selectors give way to the message asking for room.
+  show_controls(*this, width() >= kMinimumSize.width() && height() >= kMinimumSize.height());
+  PanelView::resizeEvent(event);
+}
 
 QString AttentionPanel::csv() const {
   QString out = QStringLiteral(
@@ -200,6 +213,7 @@ void AttentionPanel::paintEvent(QPaintEvent*) {
   painted_visible_ = 0;
   painted_masked_ = 0;
   cell_width_ = cell_height_ = 0.0;
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   const Theme& t = theme();
   painter.fillRect(rect(), t.background);
   painter.setFont(font());
@@ -246,24 +260,45 @@ void AttentionPanel::paintEvent(QPaintEvent*) {
                                          cell_height_ * static_cast<double>(queries)));
 
   const float scale_max = colour_scale_max();
-  const QBrush hatch(t.muted_text, Qt::BDiagPattern);
+  // On screen and in PNGs the cells are one pixel each of an image scaled up without
+  // smoothing: crisp, and thousands of cells cost one draw. SVG gets a rectangle per cell so
+  // it stays sharp at any zoom.
+  const bool vector_cells =
+      painter.paintEngine() != nullptr && painter.paintEngine()->type() == QPaintEngine::SVG;
+  QImage cells(static_cast<int>(keys), static_cast<int>(queries), QImage::Format_ARGB32);
+  cells.fill(Qt::transparent);
+  QPainterPath masked;  // per row, the keys after the query's own position
   for (int64_t q = 0; q < queries; ++q) {
-    for (int64_t k = 0; k < keys; ++k) {
-      // Cells overlap by a fraction of a pixel so no seams show between them.
-      const QRectF cell(grid.left() + static_cast<double>(k) * cell_width_,
-                        grid.top() + static_cast<double>(q) * cell_height_, cell_width_ + 0.5,
-                        cell_height_ + 0.5);
-      if (attention_visible(snapshot_, q, k)) {
-        const float w = snapshot_.weights[q * keys + k];
-        painter.fillRect(cell, viridis(static_cast<double>(w / scale_max)));
-        ++painted_visible_;
+    const int64_t visible_end =
+        std::clamp<int64_t>(snapshot_.first_query_position + q + 1, 0, keys);
+    const double row_top = grid.top() + static_cast<double>(q) * cell_height_;
+    auto* row = reinterpret_cast<QRgb*>(cells.scanLine(static_cast<int>(q)));
+    for (int64_t k = 0; k < visible_end; ++k) {
+      const float w = snapshot_.weights[q * keys + k];
+      const QColor colour = viridis(static_cast<double>(w / scale_max));
+      if (vector_cells) {
+        // Overlapping by half a pixel so no seams show between cells.
+        painter.fillRect(QRectF(grid.left() + static_cast<double>(k) * cell_width_, row_top,
+                                cell_width_ + 0.5, cell_height_ + 0.5),
+                         colour);
       } else {
-        painter.fillRect(cell, t.surface);
-        painter.fillRect(cell, hatch);
-        ++painted_masked_;
+        row[k] = colour.rgb();
       }
     }
+    painted_visible_ += visible_end;
+    if (visible_end < keys) {
+      const double masked_left = grid.left() + static_cast<double>(visible_end) * cell_width_;
+      masked.addRect(QRectF(masked_left, row_top, grid.right() - masked_left, cell_height_));
+      painted_masked_ += keys - visible_end;
+    }
   }
+  if (!vector_cells) {
+    painter.setRenderHint(QPainter::SmoothPixmapTransform, false);
+    painter.drawImage(grid, cells);
+  }
+  masked.setFillRule(Qt::WindingFill);
+  painter.fillPath(masked, t.surface);
+  painter.fillPath(masked, QBrush(t.muted_text, Qt::BDiagPattern));
   painter.setPen(QPen(t.muted_text, 1));
   painter.setBrush(Qt::NoBrush);
   painter.drawRect(grid);

@@ -49,6 +49,7 @@ class AttentionPanel : public PanelView {
 
   QString title() const override;
   QString csv() const override;
+  QSize minimumSizeHint() const override;
 
   // What the last paint showed, for tests and the app.
   int64_t painted_visible_cells() const { return painted_visible_; }
@@ -67,6 +68,7 @@ class AttentionPanel : public PanelView {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
   bool event(QEvent* event) override;
 
  private:

@@ -231,6 +231,11 @@ qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<Legen
       painter.drawRect(box.adjusted(1, 1, -1, -1));
     } else {
       fill_patterned(painter, box, entry.color, entry.pattern, theme.text);
+      if (entry.lower.isValid()) {
+        painter.fillRect(
+            QRectF(box.left(), box.bottom() - box.height() / 3, box.width(), box.height() / 3),
+            entry.lower);
+      }
       painter.setPen(QPen(theme.muted_text, 0.8));
       painter.setBrush(Qt::NoBrush);
       painter.drawRect(box);

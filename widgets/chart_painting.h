@@ -82,6 +82,7 @@ struct LegendEntry {
   QColor color;
   Qt::BrushStyle pattern = Qt::SolidPattern;  // drawn over the colour in the text colour
   bool outlined = false;                      // swatch drawn as a thick outline only
+  QColor lower = QColor();  // when valid, the swatch's lower third in this colour (two-part marks)
 };
 
 // Swatch + label pairs laid out left to right, wrapping inside `area`; returns the height used.

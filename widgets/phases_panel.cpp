@@ -127,6 +127,10 @@ std::vector<chart::LegendEntry> PhasesPanel::legend() const {
   if (step_count(StepPhase::kDecode) > 0 || step_count(StepPhase::kMixed) > 0) {
     entries.push_back({tr("decode step (one token per sequence)"), t.decode});
   }
+  if (step_count(StepPhase::kMixed) > 0) {
+    entries.push_back({tr("mixed step (prefill above, decode below)"), t.prefill, Qt::SolidPattern,
+                       false, t.decode});
+  }
   if (kernels_measured()) {
     for (const KernelClass& k : kKernels)
       entries.push_back({QString::fromLatin1(k.name), kernel_color(k, t)});

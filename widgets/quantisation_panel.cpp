@@ -19,9 +19,13 @@
 #include "widgets/token_text.h"
 
 namespace servescope::widgets {
+namespace {
+
+constexpr QSize kMinimumSize(640, 480);
+
+}  // namespace
 
 QuantisationPanel::QuantisationPanel(QWidget* parent) : PanelView(parent) {
-  setMinimumSize(200, 150);
   model_ = new QuantVariantModel(this);
   histogram_ = new ErrorHistogramView(snapshot_, this);
   sqnr_ = new SqnrBarsView(snapshot_, this);
@@ -73,6 +77,7 @@ QuantisationPanel::QuantisationPanel(QWidget* parent) : PanelView(parent) {
   limits->addSpacing(16);
   limits->addWidget(rule, 1);
   auto* column = new QVBoxLayout(this);
+  column->setSizeConstraint(QLayout::SetNoConstraint);  // minimumSizeHint() says the minimum
   column->setContentsMargins(6, 6, 6, 6);
   column->setSpacing(6);
   // The table and the continuations take the height they need; the charts the rest.
@@ -138,6 +143,14 @@ int64_t QuantisationPanel::first_divergent_token() const {
 }
 
 QString QuantisationPanel::title() const { return tr("Quantisation"); }
+
+QSize QuantisationPanel::minimumSizeHint() const { return kMinimumSize; }
+
+void QuantisationPanel::resizeEvent(QResizeEvent* event) {
+  // Too small for its parts: they give way to the message asking for room.
+  show_controls(*this, width() >= kMinimumSize.width() && height() >= kMinimumSize.height());
+  PanelView::resizeEvent(event);
+}
 
 QString QuantisationPanel::csv() const {
   // Four parts of different shapes in one table: one row per number (long form), so every row
@@ -218,6 +231,7 @@ void QuantisationPanel::paintEvent(QPaintEvent*) {
   follow_theme();
   clear_tooltips();
   QPainter painter(this);
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   painter.fillRect(rect(), theme().background);
 }
 

@@ -34,6 +34,7 @@ class QuantisationPanel : public PanelView {
   // (verdicts under the current limits), the histogram bins, SQNR per layer, both
   // continuations' tokens.
   QString csv() const override;
+  QSize minimumSizeHint() const override;
 
   // The parts, for tests and the app.
   const QuantVariantModel& variant_model() const { return *model_; }
@@ -53,6 +54,7 @@ class QuantisationPanel : public PanelView {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void show_limits(const QuantLimits& limits);

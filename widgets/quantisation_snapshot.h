@@ -66,8 +66,8 @@ struct QuantisationSnapshot {
   std::vector<LayerSqnr> weight_sqnr;
   std::vector<LayerSqnr> kv_sqnr;
   std::vector<QuantVariantRow> variants;  // the baseline among them (baseline = true)
-  QString cost_unit;                      // the unit of cost_per_request, e.g. "mJ"
-  QuantLimits limits;                     // the limits to start from
+  QString cost_unit;   // of cost_per_request, e.g. "GB·ms" (memory held x latency)
+  QuantLimits limits;  // the limits to start from
   QString prompt;
   TokenContinuation baseline_continuation;
   TokenContinuation variant_continuation;

@@ -1,9 +1,13 @@
 #include "widgets/roofline_panel.h"
 
+#include <QHelpEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QToolTip>
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 
 #include "widgets/chart_painting.h"
 #include "widgets/theme.h"
@@ -12,6 +16,7 @@ namespace servescope::widgets {
 namespace {
 
 constexpr double kMarkerRadius = 5.0;
+constexpr QSize kMinimumSize(420, 300);
 
 QString phase_name(StepPhase phase) {
   switch (phase) {
@@ -48,6 +53,13 @@ QPainterPath marker_path(StepPhase phase, QPointF centre, double radius) {
   return path;
 }
 
+// Colour of the i-th batch size: the palette reordered so that sky blue and blue (close on a
+// dark background) only meet when there are seven batch sizes.
+QColor batch_colour(const Theme& t, int i) {
+  static constexpr int kOrder[] = {0, 1, 2, 5, 6, 3, 4, 7};
+  return t.series(kOrder[i % 8]);
+}
+
 bool placeable(const RooflinePoint& p) {
   return p.intensity_flop_per_byte > 0.0 && p.gflop_per_s > 0.0 &&
          std::isfinite(p.intensity_flop_per_byte) && std::isfinite(p.gflop_per_s);
@@ -69,7 +81,6 @@ struct LogMap {
   double x_min() const { return std::pow(10.0, x.low); }
   double x_max() const { return std::pow(10.0, x.high); }
   double y_min() const { return std::pow(10.0, y.low); }
-  double y_max() const { return std::pow(10.0, y.high); }
 };
 
 }  // namespace
@@ -107,13 +118,17 @@ QString decade_label(int exponent) {
   return QString::number(static_cast<int64_t>(std::pow(10.0, rest))) + kSuffix[group];
 }
 
-RooflinePanel::RooflinePanel(QWidget* parent) : PanelView(parent) {
-  setMinimumSize(200, 150);
-  update_ranges();
-}
+RooflinePanel::RooflinePanel(QWidget* parent) : PanelView(parent) { update_ranges(); }
+
+QSize RooflinePanel::minimumSizeHint() const { return kMinimumSize; }
 
 void RooflinePanel::set_snapshot(RooflineSnapshot snapshot) {
   snapshot_ = std::move(snapshot);
+  // A roof that is not a positive finite number was not measured.
+  for (double* roof :
+       {&snapshot_.cache_gb_per_s, &snapshot_.memory_gb_per_s, &snapshot_.compute_gflop_per_s}) {
+    if (!(*roof > 0.0) || !std::isfinite(*roof)) *roof = 0.0;
+  }
   update_ranges();
   update();
 }
@@ -122,9 +137,11 @@ QString RooflinePanel::title() const { return tr("Roofline"); }
 
 std::vector<RooflinePanel::Bandwidth> RooflinePanel::bandwidths() const {
   std::vector<Bandwidth> result;
-  if (snapshot_.cache_gb_per_s > 0.0) result.push_back({tr("cache"), snapshot_.cache_gb_per_s});
+  if (snapshot_.cache_gb_per_s > 0.0) {
+    result.push_back({tr("cache"), snapshot_.cache_gb_per_s, true});
+  }
   if (snapshot_.memory_gb_per_s > 0.0) {
-    result.push_back({tr("main memory"), snapshot_.memory_gb_per_s});
+    result.push_back({tr("main memory"), snapshot_.memory_gb_per_s, false});
   }
   return result;
 }
@@ -267,6 +284,8 @@ double RooflinePanel::legend_width() const {
 void RooflinePanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   clear_tooltips();
+  plot_area_ = QRectF();
+  if (paint_if_too_small(painter, kMinimumSize)) return;
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setFont(font());
   const Theme& t = theme();
@@ -287,6 +306,7 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   paint_axes(painter, layout.plot);
   paint_roofs(painter, layout.plot);
   paint_points(painter, layout.plot);
+  plot_area_ = layout.plot;
 
   const QStringList messages = notes();
   if (!messages.isEmpty()) {
@@ -303,7 +323,9 @@ void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot) {
   const double line = fm.height();
   const LogMap map{plot, x_decades_, y_decades_};
 
-  // Grid: decades solid, 2..9 faint.
+  // Grid: decades solid, 2..9 faint; axis-aligned, so no antialiasing needed.
+  painter.save();
+  painter.setRenderHint(QPainter::Antialiasing, false);
   QColor faint = t.grid;
   faint.setAlphaF(0.45f);
   for (int e = x_decades_.low; e <= x_decades_.high; ++e) {
@@ -323,6 +345,7 @@ void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot) {
   painter.setPen(QPen(t.muted_text, 1));
   painter.setBrush(Qt::NoBrush);
   painter.drawRect(plot);
+  painter.restore();
 
   // Decade labels, thinned when the plot is too small to hold them all.
   painter.setPen(t.text);
@@ -376,8 +399,9 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
                                          plot.width() / (x_decades_.high - x_decades_.low)) *
                              180.0 / M_PI;
   for (const Bandwidth& band : bands) {
-    const bool is_cache = band.gb_per_s == snapshot_.cache_gb_per_s;
-    const QColor colour = is_cache ? t.series(2) : t.series(4);
+    const bool is_cache = band.cache;
+    // Roofs are neutral (the data is in colour): main memory solid, cache dashed and muted.
+    const QColor colour = is_cache ? t.muted_text : t.text;
     painter.setPen(QPen(colour, 2.4, is_cache ? Qt::DashLine : Qt::SolidLine));
     const double end_x = compute > 0.0
                              ? std::min(ridge_intensity(band.gb_per_s, compute), map.x_max())
@@ -451,15 +475,48 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
   const std::vector<int64_t> sizes = batch_sizes();
   painter.save();
   painter.setClipRect(plot.adjusted(-kMarkerRadius, -kMarkerRadius, kMarkerRadius, kMarkerRadius));
+  // A long session repeats steps at the same spot: a marker is drawn once per pixel, shape
+  // and colour (its last occurrence, so the drawing order stays the steps' order).
+  std::vector<char> draw(snapshot_.points.size(), 0);
+  std::set<std::tuple<int64_t, int64_t, int, int64_t>> seen;
   const RooflinePoint* latest = nullptr;
-  for (const RooflinePoint& p : snapshot_.points) {
+  for (size_t i = snapshot_.points.size(); i-- > 0;) {
+    const RooflinePoint& p = snapshot_.points[i];
     if (!placeable(p)) continue;
-    latest = &p;
-    const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
+    if (latest == nullptr) latest = &p;
     const QPointF at = map.at(p.intensity_flop_per_byte, p.gflop_per_s);
-    painter.setPen(QPen(t.text, 0.8));
-    painter.setBrush(t.series(static_cast<int>(index)));
-    painter.drawPath(marker_path(p.phase, at, kMarkerRadius));
+    draw[i] = seen.emplace(std::llround(at.x()), std::llround(at.y()), static_cast<int>(p.phase),
+                           p.batch_size)
+                  .second;
+  }
+  painter.setPen(QPen(t.text, 0.8));
+  for (size_t i = 0; i < snapshot_.points.size(); ++i) {
+    if (!draw[i]) continue;
+    const RooflinePoint& p = snapshot_.points[i];
+    const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
+    painter.setBrush(batch_colour(t, static_cast<int>(index)));
+    painter.drawPath(
+        marker_path(p.phase, map.at(p.intensity_flop_per_byte, p.gflop_per_s), kMarkerRadius));
+  }
+  if (latest != nullptr) {
+    painter.setBrush(Qt::NoBrush);
+    painter.setPen(QPen(t.highlight, 2.6));
+    painter.drawEllipse(map.at(latest->intensity_flop_per_byte, latest->gflop_per_s),
+                        kMarkerRadius + 5, kMarkerRadius + 5);
+  }
+  painter.restore();
+}
+
+QString RooflinePanel::point_tooltip(QPointF pos) const {
+  if (plot_area_.isEmpty()) return {};
+  const LogMap map{plot_area_, x_decades_, y_decades_};
+  const double reach = kMarkerRadius + 2;
+  // The last step drawn is on top: search from the end.
+  for (auto it = snapshot_.points.rbegin(); it != snapshot_.points.rend(); ++it) {
+    const RooflinePoint& p = *it;
+    if (!placeable(p)) continue;
+    const QPointF at = map.at(p.intensity_flop_per_byte, p.gflop_per_s);
+    if (std::abs(at.x() - pos.x()) > reach || std::abs(at.y() - pos.y()) > reach) continue;
     QString text = tr("Step %1 (%2, batch %3): %4 FLOP/byte, %5 GFLOP/s")
                        .arg(p.step_index)
                        .arg(phase_name(p.phase))
@@ -472,16 +529,21 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
       text += tr(", %1% of what the main-memory roof allows.")
                   .arg(chart::format_number(100.0 * p.gflop_per_s / roof));
     }
-    const double r = kMarkerRadius + 2;
-    add_tooltip(QRectF(at.x() - r, at.y() - r, 2 * r, 2 * r), text);
+    return text;
   }
-  if (latest != nullptr) {
-    painter.setBrush(Qt::NoBrush);
-    painter.setPen(QPen(t.highlight, 2.6));
-    painter.drawEllipse(map.at(latest->intensity_flop_per_byte, latest->gflop_per_s),
-                        kMarkerRadius + 5, kMarkerRadius + 5);
+  return {};
+}
+
+bool RooflinePanel::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = point_tooltip(help->pos());
+    if (!text.isEmpty()) {
+      QToolTip::showText(help->globalPos(), text, this);
+      return true;
+    }
   }
-  painter.restore();
+  return PanelView::event(event);
 }
 
 void RooflinePanel::paint_legend(QPainter& painter, const QRectF& area) {
@@ -512,7 +574,8 @@ void RooflinePanel::paint_legend(QPainter& painter, const QRectF& area) {
 
   draw_heading(tr("colour: batch size"));
   for (size_t i = 0; i < sizes.size(); ++i) {
-    draw_entry(StepPhase::kDecode, t.series(static_cast<int>(i)), entries[static_cast<int>(i)]);
+    draw_entry(StepPhase::kDecode, batch_colour(t, static_cast<int>(i)),
+               entries[static_cast<int>(i)]);
   }
   y += line * 0.5;
   draw_heading(tr("shape: phase"));

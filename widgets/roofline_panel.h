@@ -25,7 +25,8 @@ struct RooflinePoint {
   double gflop_per_s = 0.0;              // FLOPs / wall time
 };
 
-// Roofs measured by the device probe; 0 means "not measured" (that roof is not drawn).
+// Roofs measured by the device probe; 0 means "not measured" (that roof is not drawn), and so
+// does anything that is not a positive finite number.
 struct RooflineSnapshot {
   QString device_name;
   double cache_gb_per_s = 0.0;
@@ -60,6 +61,7 @@ class RooflinePanel : public PanelView {
 
   QString title() const override;
   QString csv() const override;
+  QSize minimumSizeHint() const override;
 
   // What the plot shows, for tests and the app.
   DecadeRange x_decades() const { return x_decades_; }
@@ -70,14 +72,18 @@ class RooflinePanel : public PanelView {
   bool has_roofs() const;
   // What is missing, written over the plot: "device not probed yet", "no data yet: ...".
   QStringList notes() const;
+  // The step under `pos` in the last paint, described; empty when there is none.
+  QString point_tooltip(QPointF pos) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  bool event(QEvent* event) override;
 
  private:
   struct Bandwidth {
     QString name;
     double gb_per_s;
+    bool cache;  // else main memory
   };
   std::vector<Bandwidth> bandwidths() const;
   std::vector<int64_t> batch_sizes() const;  // distinct, ascending
@@ -91,6 +97,7 @@ class RooflinePanel : public PanelView {
   RooflineSnapshot snapshot_;
   DecadeRange x_decades_;
   DecadeRange y_decades_;
+  QRectF plot_area_;  // of the last paint, for tooltips found on hover
 };
 
 }  // namespace servescope::widgets

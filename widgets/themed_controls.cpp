@@ -31,4 +31,11 @@ void apply_theme_palette(QWidget& panel) {
   panel.setPalette(p);
 }
 
+void show_controls(QWidget& panel, bool visible) {
+  for (QWidget* child : panel.findChildren<QWidget*>(Qt::FindDirectChildrenOnly)) {
+    if (child->isWindow()) continue;  // menus and tooltips are not part of the panel
+    child->setVisible(visible);
+  }
+}
+
 }  // namespace servescope::widgets

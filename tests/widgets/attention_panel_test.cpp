@@ -172,5 +172,18 @@ TEST(AttentionPanel, OddSnapshotsPaintWithoutCrashing) {
   EXPECT_EQ(visible_cell_count(before), 0);
 }
 
+TEST(AttentionPanel, TooSmallAsksForRoomInsteadOfSqueezingTheMap) {
+  AttentionPanel panel;
+  panel.set_snapshot(testing::synthetic_attention(24, false));
+  panel.resize(200, 150);
+  (void)panel.grab();
+  EXPECT_EQ(panel.painted_visible_cells(), 0);
+  EXPECT_TRUE(panel.layer_selector()->isHidden());
+  panel.resize(panel.minimumSizeHint());
+  (void)panel.grab();
+  EXPECT_EQ(panel.painted_visible_cells(), 24 * 25 / 2);
+  EXPECT_FALSE(panel.layer_selector()->isHidden());
+}
+
 }  // namespace
 }  // namespace servescope::widgets

@@ -49,7 +49,13 @@ TEST(PhasesPanel, SaysKernelTimesAreNotMeasuredInsteadOfDrawingZeros) {
   EXPECT_FALSE(panel.kernels_measured());
   EXPECT_EQ(panel.kernel_note(), "kernel times not measured on this device");
   EXPECT_EQ(panel.legend_labels(), (QStringList{"prefill step (many prompt tokens)",
-                                                "decode step (one token per sequence)"}));
+                                                "decode step (one token per sequence)",
+                                                "mixed step (prefill above, decode below)"}));
+  PhasesSnapshot decode_only = three_phases();
+  decode_only.steps = {decode_only.steps[1], decode_only.steps[2]};
+  panel.set_snapshot(decode_only);
+  EXPECT_EQ(panel.legend_labels(), (QStringList{"decode step (one token per sequence)"}));
+  panel.set_snapshot(three_phases());
 
   PhasesSnapshot measured = three_phases();
   measured.steps[1].kernels_measured = true;

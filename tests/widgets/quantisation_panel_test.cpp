@@ -230,5 +230,18 @@ TEST(QuantisationPanel, OddSnapshotsPaintWithoutCrashing) {
   EXPECT_FALSE(panel.csv().contains(QStringLiteral("error histogram")));
 }
 
+TEST(QuantisationPanel, TooSmallAsksForRoomInsteadOfSqueezingItsParts) {
+  QuantisationPanel panel;
+  panel.set_snapshot(testing::synthetic_quantisation());
+  panel.resize(200, 150);
+  EXPECT_EQ(panel.grab().size(), QSize(200, 150) * panel.devicePixelRatio());
+  EXPECT_TRUE(panel.histogram_view().isHidden());
+  EXPECT_TRUE(panel.max_kl_control()->isHidden());
+  panel.resize(panel.minimumSizeHint());
+  (void)panel.grab();
+  EXPECT_FALSE(panel.histogram_view().isHidden());
+  EXPECT_FALSE(panel.max_kl_control()->isHidden());
+}
+
 }  // namespace
 }  // namespace servescope::widgets

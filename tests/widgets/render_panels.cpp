@@ -98,6 +98,15 @@ int main(int argc, char** argv) {
     RooflinePanel panel;
     panel.set_snapshot(testing::synthetic_roofline());
     ok &= render(panel, folder, "roofline", size);
+    print_paint_time(panel, "roofline");
+    RooflineSnapshot many = testing::synthetic_roofline();
+    for (int i = 0; i < 2000; ++i) {
+      RooflinePoint p = many.points[static_cast<size_t>(i) % many.points.size()];
+      p.step_index = 100 + i;
+      many.points.push_back(p);
+    }
+    panel.set_snapshot(many);
+    print_paint_time(panel, "roofline-2000");
     RooflineSnapshot unprobed = testing::synthetic_roofline();
     unprobed.cache_gb_per_s = unprobed.memory_gb_per_s = unprobed.compute_gflop_per_s = 0.0;
     panel.set_snapshot(unprobed);
@@ -109,6 +118,7 @@ int main(int argc, char** argv) {
     QuantisationPanel panel;
     panel.set_snapshot(testing::synthetic_quantisation());
     ok &= render(panel, folder, "quantisation", size);
+    print_paint_time(panel, "quantisation");
     panel.set_snapshot({});
     ok &= render(panel, folder, "quantisation-empty", size);
   }
@@ -116,8 +126,12 @@ int main(int argc, char** argv) {
     AttentionPanel panel;
     panel.set_snapshot(testing::synthetic_attention(24, false));
     ok &= render(panel, folder, "attention", size);
+    print_paint_time(panel, "attention");
     panel.set_snapshot(testing::synthetic_attention(120, false));
     ok &= render(panel, folder, "attention-long", size);
+    print_paint_time(panel, "attention-120");
+    panel.set_snapshot(testing::synthetic_attention(512, false));
+    print_paint_time(panel, "attention-512");
     panel.set_snapshot(testing::synthetic_attention(40, true));
     ok &= render(panel, folder, "attention-decode", size);
     panel.set_snapshot({});

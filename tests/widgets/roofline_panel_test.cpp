@@ -136,7 +136,11 @@ TEST(RooflinePanel, PointsHaveTooltipsWithTheirNumbers) {
   bool found = false;
   for (int y = 0; y < 600 && !found; y += 2) {
     for (int x = 0; x < 800 && !found; x += 2) {
-      found = panel.tooltip_at(QPointF(x, y)).startsWith(QStringLiteral("Step 3 (mixed, batch 2)"));
+      // 12.3 GB/s x 7.5 FLOP/byte = 92.25 GFLOP/s allowed; 30 is 32.5% of it.
+      found = panel.point_tooltip(QPointF(x, y)) ==
+              QStringLiteral(
+                  "Step 3 (mixed, batch 2): 7.50 FLOP/byte, 30 GFLOP/s, 32.5% of "
+                  "what the main-memory roof allows.");
     }
   }
   EXPECT_TRUE(found);
@@ -147,6 +151,8 @@ TEST(RooflinePanel, PointsHaveTooltipsWithTheirNumbers) {
 TEST(RooflinePanel, UnplaceableStepsAreLeftOut) {
   RooflineSnapshot s;
   s.memory_gb_per_s = 12.3;  // no cache roof, no compute roof
+  s.cache_gb_per_s = INFINITY;
+  s.compute_gflop_per_s = std::nan("");
   const double nan = std::nan("");
   s.points = {{0, StepPhase::kIdle, 0, 0.0, 0.0},
               {1, StepPhase::kDecode, 1, -1.0, 5.0},
@@ -156,6 +162,7 @@ TEST(RooflinePanel, UnplaceableStepsAreLeftOut) {
   RooflinePanel panel;
   panel.set_snapshot(s);
   EXPECT_TRUE(panel.has_roofs());
+  EXPECT_EQ(panel.roof_labels(), QStringList{QStringLiteral("main memory 12.3 GB/s")});
   EXPECT_TRUE(panel.ridge_points().empty());  // no compute roof, no ridge
   EXPECT_EQ(panel.x_decades().low, -1);       // from the one good step, 0.5
   EXPECT_EQ(panel.x_decades().high, 0);
