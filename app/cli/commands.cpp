@@ -592,7 +592,10 @@ json percentiles_json(const serving::Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
 
-json kernel_ms_json(const telemetry::KernelTimes& t) {
+// null where the backend did not time its kernels (Vulkan without timestamps): no zeros that
+// read as measurements.
+json kernel_ms_json(const telemetry::KernelTimes& t, bool measured) {
+  if (!measured) return nullptr;
   return {{"matmul", t.matmul_ms},
           {"attention", t.attention_ms},
           {"norm", t.norm_ms},
@@ -616,7 +619,7 @@ json load_summary_json(const serving::LoadSummary& s) {
           {"mean_step_ms", s.mean_step_ms},
           {"decode_only_steps", s.decode_only_steps},
           {"mean_decode_step_ms", s.mean_decode_step_ms},
-          {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms)},
+          {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms, s.kernel_times_measured)},
           {"achieved_gb_per_s", s.achieved_gb_per_s},
           {"achieved_gflop_per_s", s.achieved_gflop_per_s}};
 }
@@ -696,7 +699,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
                      {"throughput_tokens_per_s", s.output_tokens_per_s},
                      {"mean_step_ms", s.mean_step_ms},
                      {"mean_decode_step_ms", s.mean_decode_step_ms},
-                     {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms)},
+                     {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms, s.kernel_times_measured)},
                      {"achieved_gb_per_s", s.achieved_gb_per_s},
                      {"achieved_gflop_per_s", s.achieved_gflop_per_s},
                      {"mean_batch_occupancy", s.mean_batch_occupancy},

@@ -16,7 +16,7 @@
 // Threading: an Engine is not thread-safe. One thread owns it and calls every method (submit,
 // step, cancel, the queries); in the desktop application that is the engine worker thread, to
 // which the GUI sends its commands as queued signals. The observer is called on that thread,
-// synchronously, inside step(), submit() and cancel(); it must not block: hand records to
+// synchronously, inside step() and cancel(); it must not block: hand records to
 // other threads through a telemetry::TelemetryQueue. An observer may call cancel() (it takes
 // effect when the step ends) but not step() or submit().
 //

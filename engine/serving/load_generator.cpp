@@ -142,6 +142,10 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
     s.kv_peak_blocks = std::max(s.kv_peak_blocks, step.kv_blocks_used);
   }
   s.kv_peak_bytes = static_cast<uint64_t>(s.kv_peak_blocks) * bytes_per_block;
+  s.kernel_times_measured =
+      !steps.empty() && std::ranges::all_of(steps, [](const telemetry::StepRecord& step) {
+        return step.kernel_times_measured;
+      });
   if (!steps.empty()) {
     s.mean_batch_occupancy = occupancy / static_cast<double>(steps.size());
     const auto n = static_cast<double>(steps.size());

@@ -68,6 +68,7 @@ struct LoadSummary {
   int64_t decode_only_steps = 0;          // steps without prefill tokens
   double mean_decode_step_ms = 0.0;       // their mean: the time of one batched decode
   telemetry::KernelTimes mean_kernel_ms;  // per step; zeros where the backend does not time
+  bool kernel_times_measured = false;     // every step's were; false: mean_kernel_ms is no figure
   // Over all steps: estimated bytes moved and FLOPs over the time spent in steps (the
   // time-weighted mean of the per-step figures).
   double achieved_gb_per_s = 0.0;

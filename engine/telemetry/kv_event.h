@@ -1,7 +1,7 @@
 // Changes to the paged KV cache, as a view animates them (which sequence, which blocks, why,
 // and every token's keys and values written), and a snapshot of the whole block table for a
 // consumer that fell behind. Replaying the events from an empty pool gives exactly the state
-// of the snapshot at every step boundary (tests/serving/kv_replay_test.cpp does so):
+// of the snapshot at every step boundary (tests/serving/engine_live_test.cpp does so):
 //
 //   kAllocate   blocks[] taken fresh: reference count 1, fill 0, appended to the table
 //   kPrefixHit  blocks[] shared: reference count + 1, appended to the table; the sequence's

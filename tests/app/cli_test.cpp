@@ -163,6 +163,7 @@ TEST(Cli, BenchServesSimulatedClientsAndSummarises) {
         "achieved_gflop_per_s", "kv_peak_bytes", "steps", "engine"}) {
     EXPECT_TRUE(doc.contains(key)) << key;
   }
+  EXPECT_TRUE(doc["mean_kernel_ms"].is_object());  // the CPU backend times its kernels
   EXPECT_EQ(doc["requests"], 5);
   EXPECT_EQ(doc["clients"], 5);
   EXPECT_EQ(doc["max_batch"], 4);

@@ -16,12 +16,13 @@ namespace {
 using telemetry::KvEvent;
 using telemetry::KvEventKind;
 
-// The test models' shapes (tests/data/models): llama 2 layers, 2 KV heads of 16; gpt2 2
-// layers, 4 heads of 16 (no grouped-query attention: kv heads = heads).
+// The test models' shapes (tests/data/models: llama 2 KV heads of 16, gpt2 4 heads of 16 with
+// kv heads = heads), but with 3 layers: the layer count must not coincide with the two rows
+// (key and value) every token stores per layer, or a formula could swap them unnoticed.
 model::ModelConfig llama_test_config() {
   model::ModelConfig c;
   c.architecture = model::Architecture::kLlama;
-  c.n_layers = 2;
+  c.n_layers = 3;
   c.n_heads = 4;
   c.n_kv_heads = 2;
   c.head_dim = 16;
@@ -32,7 +33,7 @@ model::ModelConfig llama_test_config() {
 model::ModelConfig gpt2_test_config() {
   model::ModelConfig c;
   c.architecture = model::Architecture::kGpt2;
-  c.n_layers = 2;
+  c.n_layers = 3;
   c.n_heads = 4;
   c.n_kv_heads = 4;
   c.head_dim = 16;
@@ -79,7 +80,11 @@ TEST_P(KvAccountingTest, BytesFollowTheFormulaWithBlockRounding) {
       2.0 * static_cast<double>(config.n_layers * config.n_kv_heads * config.head_dim) *
       bytes_per_element(type);
   EXPECT_EQ(static_cast<double>(kv_bytes_per_token(layout)), formula);
-  EXPECT_EQ(kv_bytes_per_token_per_layer(layout) * 2, kv_bytes_per_token(layout));
+  EXPECT_EQ(kv_bytes_per_token_per_layer(layout) * static_cast<uint64_t>(config.n_layers),
+            kv_bytes_per_token(layout));
+  EXPECT_EQ(
+      static_cast<double>(kv_bytes_per_token_per_layer(layout)),
+      2.0 * static_cast<double>(config.n_kv_heads * config.head_dim) * bytes_per_element(type));
   EXPECT_EQ(kv_bytes_per_block(layout), 16 * kv_bytes_per_token(layout));
 
   KvBlockPool pool(layout, 10);
@@ -93,13 +98,15 @@ TEST_P(KvAccountingTest, BytesFollowTheFormulaWithBlockRounding) {
   EXPECT_DOUBLE_EQ(u.usage, 0.3);
   EXPECT_EQ(u.bytes_total, 10 * 16 * per_token);
   EXPECT_EQ(u.bytes_allocated, 3 * 16 * per_token);
-  EXPECT_EQ(u.bytes_allocated_per_layer * 2, u.bytes_allocated);
+  EXPECT_EQ(u.bytes_allocated_per_layer * static_cast<uint64_t>(config.n_layers),
+            u.bytes_allocated);
   ASSERT_EQ(u.sequences.size(), 2u);
   EXPECT_EQ(u.sequences[0].tokens, 17);
   EXPECT_EQ(u.sequences[0].blocks, 2);
   EXPECT_EQ(u.sequences[0].bytes_of_tokens, 17 * per_token);
   EXPECT_EQ(u.sequences[0].bytes_allocated, 32 * per_token);
-  EXPECT_EQ(u.sequences[0].bytes_allocated_per_layer * 2, 32 * per_token);
+  EXPECT_EQ(u.sequences[0].bytes_allocated_per_layer * static_cast<uint64_t>(config.n_layers),
+            32 * per_token);
   EXPECT_EQ(u.sequences[1].bytes_allocated, u.sequences[1].bytes_of_tokens);
 
   // Appending 15 tokens fills sequence 1's second block; the 16th takes a third.
@@ -126,11 +133,12 @@ INSTANTIATE_TEST_SUITE_P(BothArchitecturesAllTypes, KvAccountingTest,
                                            ShapeAndType{gpt2_test_config(), KvType::kQ8_0}));
 
 TEST(KvLayout, ExactBytesOfTheTestModels) {
-  // llama: kv_dim 32; gpt2: kv_dim 64. Q8_0 row = kv_dim / 32 blocks of 34 bytes.
-  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kF32)), 2u * 2 * 32 * 4);
-  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kF16)), 2u * 2 * 32 * 2);
-  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kQ8_0)), 2u * 2 * 34);
-  EXPECT_EQ(kv_bytes_per_token(kv_layout(gpt2_test_config(), KvType::kQ8_0)), 2u * 2 * 2 * 34);
+  // (key, value) x 3 layers x row bytes; llama: kv_dim 32; gpt2: kv_dim 64. A Q8_0 row is
+  // kv_dim / 32 blocks of 34 bytes.
+  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kF32)), 2u * 3 * 32 * 4);
+  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kF16)), 2u * 3 * 32 * 2);
+  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kQ8_0)), 2u * 3 * 34);
+  EXPECT_EQ(kv_bytes_per_token(kv_layout(gpt2_test_config(), KvType::kQ8_0)), 2u * 3 * 2 * 34);
   EXPECT_EQ(kv_row_bytes(kv_layout(gpt2_test_config(), KvType::kF16)), 128u);
 }
 
@@ -145,10 +153,11 @@ TEST(KvLayout, RejectsQ8_0RowsThatAreNotWholeBlocks) {
 }
 
 TEST(KvBlockPool, CapacityInBytesKeepsWholeBlocks) {
-  const KvLayout layout = kv_layout(llama_test_config(), KvType::kF16);  // 4096 bytes a block
-  ASSERT_EQ(kv_bytes_per_block(layout), 4096u);
-  EXPECT_EQ(KvBlockPool::with_capacity_bytes(layout, 3 * 4096 + 4095).blocks_total(), 3);
-  EXPECT_THROW(KvBlockPool::with_capacity_bytes(layout, 4095), InputError);
+  // 16 tokens x (key, value) x 3 layers x 32 elements x 2 bytes = 6144 bytes a block
+  const KvLayout layout = kv_layout(llama_test_config(), KvType::kF16);
+  ASSERT_EQ(kv_bytes_per_block(layout), 6144u);
+  EXPECT_EQ(KvBlockPool::with_capacity_bytes(layout, 3 * 6144 + 6143).blocks_total(), 3);
+  EXPECT_THROW(KvBlockPool::with_capacity_bytes(layout, 6143), InputError);
 }
 
 TEST(KvBlockPool, AllocateRespectsCapacityAndAppendNeedsAFreeBlockAtABoundary) {

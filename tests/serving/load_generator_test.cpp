@@ -139,6 +139,12 @@ TEST(LoadGenerator, SummaryOfKnownRecords) {
   EXPECT_DOUBLE_EQ(s.mean_decode_step_ms, 30.0);
   EXPECT_DOUBLE_EQ(s.achieved_gb_per_s, 0.1);     // 4 MB in 40 ms
   EXPECT_DOUBLE_EQ(s.achieved_gflop_per_s, 0.2);  // 8 MFLOP in 40 ms
+  // Kernel times count as measured only when every step measured them.
+  EXPECT_FALSE(s.kernel_times_measured);
+  steps[0].kernel_times_measured = true;
+  EXPECT_FALSE(summarize_load(steps, requests, 50.0, 1024).kernel_times_measured);
+  steps[1].kernel_times_measured = true;
+  EXPECT_TRUE(summarize_load(steps, requests, 50.0, 1024).kernel_times_measured);
 }
 
 TEST(LoadGenerator, RunServesEveryRequest) {

@@ -87,9 +87,13 @@ TEST(TelemetryQueue, DeliversInOrderAndDropsTheOldestWhenFull) {
   EXPECT_TRUE(queue.drain().empty());
   queue.on_kv_event(KvEvent{KvEventKind::kAppend, 3, {7}, 1, 1});
   queue.on_request(RequestRecord{});
+  TokenRecord token;
+  token.request_id = 4;
+  queue.on_token(token);
   const auto more = queue.drain();
-  ASSERT_EQ(more.size(), 2u);
+  ASSERT_EQ(more.size(), 3u);
   EXPECT_EQ(std::get<KvEvent>(more[0]).sequence, 3);
+  EXPECT_EQ(std::get<TokenRecord>(more[2]).request_id, 4);
   EXPECT_THROW(TelemetryQueue(0), InputError);
 }
 
