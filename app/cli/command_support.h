@@ -43,5 +43,6 @@ nlohmann::json finite_or_null(double value);
 int run_attention(const std::vector<std::string>& args, std::ostream& out);
 int run_devices(const std::vector<std::string>& args, std::ostream& out);
 int run_kv_error(const std::vector<std::string>& args, std::ostream& out);
+int run_probe(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace servescope::cli

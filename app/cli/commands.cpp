@@ -734,6 +734,10 @@ const std::vector<Subcommand>& subcommands() {
        ": the CPU (model, cores, caches) and every Vulkan device (type, driver, memory heaps, "
        "subgroup size, limits); --device N picks vulkan[N]",
        run_devices},
+      {"probe",
+       "[--fresh]: the device's measured roofs: read GB/s in and beyond the last-level cache, "
+       "matrix-multiply GFLOP/s per weight type (cached per device; --fresh remeasures)",
+       run_probe},
       {"attention",
        "(--prompt T | --ids 1,2,3) --layer L --head H [--kv-type f32|f16|q8_0]: the softmax "
        "weights of one layer's head over the prompt (row i: query i over positions 0..i)",

@@ -37,9 +37,9 @@ Architecture parse_architecture(const gguf::GgufFile& file) {
   const std::string& arch = v->as_string();
   if (arch == "llama") return Architecture::kLlama;
   if (arch == "gpt2") return Architecture::kGpt2;
-  throw ModelError(ModelError::Kind::kUnsupportedArchitecture,
-                   file.name() + ": architecture '" + arch +
-                       "' is not supported; supported: llama, gpt2");
+  throw ModelError(
+      ModelError::Kind::kUnsupportedArchitecture,
+      file.name() + ": architecture '" + arch + "' is not supported; supported: llama, gpt2");
 }
 
 void check(bool ok, const gguf::GgufFile& file, const std::string& what) {
@@ -100,6 +100,11 @@ ModelConfig read_model_config(const gguf::GgufFile& file) {
         "tensor token_embd.weight should be [" + std::to_string(c.dim) + " x vocab]");
   c.vocab_size = embd->shape[1];
   c.tied_output = file.find_tensor("output.weight") == nullptr;
+  c.token_embd_row_bytes = gguf::row_bytes(embd->type, c.dim);
+  if (const gguf::TensorInfo* pos = file.find_tensor("position_embd.weight")) {
+    c.position_embd_rows = pos->rows();
+    c.position_embd_row_bytes = gguf::row_bytes(pos->type, pos->shape[0]);
+  }
   return c;
 }
 

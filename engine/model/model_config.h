@@ -17,18 +17,23 @@ std::string_view architecture_name(Architecture arch);
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
-  std::string name;             // general.name, if any
-  int64_t vocab_size = 0;       // rows of token_embd
-  int64_t context_length = 0;   // the longest sequence the model was trained for
-  int64_t dim = 0;              // embedding width
+  std::string name;            // general.name, if any
+  int64_t vocab_size = 0;      // rows of token_embd
+  int64_t context_length = 0;  // the longest sequence the model was trained for
+  int64_t dim = 0;             // embedding width
   int64_t n_layers = 0;
   int64_t n_heads = 0;
-  int64_t n_kv_heads = 0;       // == n_heads without grouped-query attention
-  int64_t head_dim = 0;         // dim / n_heads
+  int64_t n_kv_heads = 0;  // == n_heads without grouped-query attention
+  int64_t head_dim = 0;    // dim / n_heads
   int64_t ffn_dim = 0;
-  float norm_eps = 1e-5f;       // RMSNorm (llama) or LayerNorm (gpt2) epsilon
+  float norm_eps = 1e-5f;           // RMSNorm (llama) or LayerNorm (gpt2) epsilon
   float rope_freq_base = 10000.0f;  // llama only
-  bool tied_output = false;     // logits use token_embd when the file has no output.weight
+  bool tied_output = false;         // logits use token_embd when the file has no output.weight
+  // Bytes of one stored row of the embedding tables (0: unknown). A step gathers only the rows
+  // of its tokens and positions, so it reads these tables only in part (telemetry::step_cost).
+  uint64_t token_embd_row_bytes = 0;
+  int64_t position_embd_rows = 0;  // gpt2's learned positions; 0 without the table
+  uint64_t position_embd_row_bytes = 0;
 
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   // Bytes of keys and values one token adds to the cache: 2 x layers x kv_heads x head_dim x

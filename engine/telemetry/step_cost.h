@@ -10,7 +10,12 @@
 // Norms, activations, RoPE and softmax are O(dim) per token and left out.
 // Bytes:
 //   weights    every weight byte once per step (passed in: the file's tensor bytes), shared by
-//              all tokens of the batch: the reason batching pays
+//              all tokens of the batch: the reason batching pays; except the embedding tables,
+//              of which a step reads only the rows it gathers, one per new token (token_embd,
+//              and gpt2's position_embd): the rest of those tables stays unread, unless the
+//              output projection is tied to token_embd, which then reads it whole for the
+//              logits. (Counting the whole token_embd every step overstated the bundled model's
+//              bytes per step by about 11%.)
 //   KV read    each sequence's cache once per step, its new tokens' keys and values included
 //   KV written every new token's keys and values in every layer
 #pragma once
@@ -44,6 +49,11 @@ struct StepCost {
 // Weights multiplied per token in one layer: llama q, k, v, o and the SwiGLU gate, up, down;
 // gpt2 the fused qkv, o, and the MLP's up and down.
 int64_t matmul_parameters_per_layer(const model::ModelConfig& config);
+
+// Weight bytes one step reads when it runs `new_tokens` tokens (see the header comment), from
+// the file's weight_bytes and the config's embedding row sizes. 0 for no tokens.
+uint64_t weight_bytes_read(const model::ModelConfig& config, uint64_t weight_bytes,
+                           int64_t new_tokens);
 
 // kv_bytes_per_token: all layers' keys and values of one token as the cache stores them
 // (KvBlockPool::bytes_per_token()).

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -171,6 +172,45 @@ TEST(KvErrorCli, BadInputIsAOneLineReason) {
       {"kv-error" + llama + " --prompt 'a' --kv-type q4_0", "q4_0"},
       {"kv-error" + llama + " --kv-type f16", "exactly one of --prompt"},
       {"kv-error" + llama + " --kv-type f16 --text-file /nonexistent.txt", "/nonexistent.txt"},
+  });
+}
+
+// Measured, then read from the per-device cache, then measured again with --fresh; the working
+// sets sit on either side of the last-level cache that `devices` reports.
+TEST(ProbeCli, MeasuresCachesAndRemeasures) {
+  const std::string dir = testing::TempDir() + "/probe_cli_cache_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const CliRun first = run_cli("probe");
+  const CliRun second = run_cli("probe --backend cpu");
+  const CliRun fresh = run_cli("probe --fresh");
+  unsetenv("XDG_CACHE_HOME");
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const json a = json::parse(first.out), b = json::parse(second.out), c = json::parse(fresh.out);
+  EXPECT_FALSE(a["from_cache"].get<bool>());
+  EXPECT_TRUE(b["from_cache"].get<bool>());
+  EXPECT_FALSE(c["from_cache"].get<bool>());
+  EXPECT_EQ(a["read_bandwidth"], b["read_bandwidth"]);
+  EXPECT_EQ(a["matmul_gflop_per_s"], b["matmul_gflop_per_s"]);
+  EXPECT_EQ(a["cache_file"].get<std::string>().rfind(dir, 0), 0u);
+  for (const char* type : {"f32", "f16", "q8_0", "q4_0"}) {
+    EXPECT_GT(a["matmul_gflop_per_s"][type].get<double>(), 0.0) << type;
+  }
+  const json devices = json::parse(run_cli("devices").out);
+  const auto llc = devices["cpu"]["last_level_cache_bytes"].get<uint64_t>();
+  EXPECT_EQ(a["last_level_cache_bytes"].get<uint64_t>(), llc);
+  if (llc > 0) {
+    EXPECT_LT(a["read_bandwidth"]["in_cache"]["working_set_bytes"].get<uint64_t>(), llc);
+    EXPECT_GT(a["read_bandwidth"]["beyond_cache"]["working_set_bytes"].get<uint64_t>(), llc);
+  }
+}
+
+TEST(ProbeCli, BadInputIsAOneLineReason) {
+  expect_one_line_refusals({
+      {"probe --backend tpu", "cpu, vulkan"},
+      {"probe --model x.gguf", "unknown option --model"},
+      {"probe --device 3", "one device"},
   });
 }
 

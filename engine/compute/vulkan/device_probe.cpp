@@ -39,18 +39,23 @@ std::optional<DeviceRoofs> read_cache(const std::filesystem::path& file) {
 
 }  // namespace
 
-std::optional<std::filesystem::path> roofs_cache_file(const DeviceDescription& device) {
-  std::filesystem::path dir;
+std::optional<std::filesystem::path> cache_directory() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    dir = xdg;
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    dir = std::filesystem::path(home) / ".cache";
-  } else {
-    return std::nullopt;
+    return std::filesystem::path(xdg) / "servescope";
   }
-  return dir / "servescope" /
-         ("vulkan-roofs-v" + std::to_string(kProbeVersion) + "-" + hex(device.uuid) + "-" +
-          std::to_string(device.driver_version) + ".txt");
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::filesystem::path(home) / ".cache" / "servescope";
+  }
+  return std::nullopt;
+}
+
+std::string hex_uuid(const DeviceDescription& device) { return hex(device.uuid); }
+
+std::optional<std::filesystem::path> roofs_cache_file(const DeviceDescription& device) {
+  const auto dir = cache_directory();
+  if (!dir) return std::nullopt;
+  return *dir / ("vulkan-roofs-v" + std::to_string(kProbeVersion) + "-" + hex(device.uuid) + "-" +
+                 std::to_string(device.driver_version) + ".txt");
 }
 
 ProbedRoofs probe_roofs(VulkanBackend& backend) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "engine/compute/vulkan/vulkan_backend.h"
 
@@ -15,6 +16,12 @@ struct ProbedRoofs {
   bool from_cache = false;
   std::filesystem::path cache_file;  // empty when no cache directory is known
 };
+
+// $XDG_CACHE_HOME/servescope, else ~/.cache/servescope; nullopt without either variable.
+std::optional<std::filesystem::path> cache_directory();
+
+// The device's UUID as 32 hex digits (part of cache file names).
+std::string hex_uuid(const DeviceDescription& device);
 
 // The cache file of this device and driver, or nullopt without XDG_CACHE_HOME and HOME.
 std::optional<std::filesystem::path> roofs_cache_file(const DeviceDescription& device);

@@ -1,0 +1,39 @@
+// servescope-cli probe: the measured roofs of the chosen backend's device (cached per device).
+#include <ostream>
+
+#include "app/cli/command_support.h"
+#include "engine/compute/roofs.h"
+#include "engine/eval/quantize_model.h"
+
+namespace servescope::cli {
+
+using nlohmann::json;
+
+int run_probe(const std::vector<std::string>& args, std::ostream& out) {
+  const Options options(args, {{"backend", "device"}, {"fresh"}});
+  const std::unique_ptr<compute::Backend> backend = compute::make_backend(backend_choice(options));
+  const compute::CachedRoofs probed = compute::probe_device_roofs(*backend, options.has("fresh"));
+  const compute::Roofs& r = probed.roofs;
+  json matmul = json::object();
+  for (const compute::MatmulRoof& m : r.matmul) {
+    matmul[eval::weight_type_label(m.type)] = m.gflop_per_s;
+  }
+  const auto bandwidth = [](const compute::BandwidthRoof& b) {
+    return json{{"working_set_bytes", b.working_set_bytes}, {"gb_per_s", b.gb_per_s}};
+  };
+  out << json{{"backend", r.backend},
+              {"device", r.device},
+              {"from_cache", probed.from_cache},
+              {"cache_file", probed.cache_file.string()},
+              {"last_level_cache_bytes", r.last_level_cache_bytes},
+              {"read_bandwidth",
+               {{"in_cache", bandwidth(r.in_cache)}, {"beyond_cache", bandwidth(r.beyond_cache)}}},
+              {"matmul_gflop_per_s", matmul},
+              {"matmul_shape",
+               {{"tokens", r.matmul_tokens}, {"rows", r.matmul_rows}, {"cols", r.matmul_cols}}}}
+             .dump(2)
+      << "\n";
+  return 0;
+}
+
+}  // namespace servescope::cli
