@@ -58,7 +58,9 @@ struct EngineInfo {
   uint64_t memory_weights_bytes = 0;
   uint64_t memory_kv_bytes = 0;
   uint64_t memory_working_bytes = 0;
-  // The device's measured roofs (0: not measured on this backend).
+  // The device's measured roofs (0: not measured): read bandwidth within and beyond the last
+  // level cache, and matrix-multiply GFLOP/s in the model's main weight type.
+  double cache_gb_per_s = 0.0;
   double stream_gb_per_s = 0.0;
   double compute_gflop_per_s = 0.0;
   int32_t bos_id = -1;

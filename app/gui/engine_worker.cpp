@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/compute/vulkan/device_probe.h"
+#include "engine/compute/roofs.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/core/error.h"
 
@@ -169,12 +169,10 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
   tokenizer_ = std::shared_ptr<const Tokenizer>(load_tokenizer(model_->file));
   classmate_text_ids_ = tokenizer_->encode(kClassmateText);
   roofs_ = {};
-  if (auto* vk = dynamic_cast<compute::vulkan::VulkanBackend*>(model_->backend.get())) {
-    try {
-      roofs_ = compute::vulkan::probe_roofs(*vk).roofs;  // measured once per device, then cached
-    } catch (const std::exception& error) {
-      Q_EMIT notice(QString("The roofline's roofs could not be measured: %1").arg(error.what()));
-    }
+  try {
+    roofs_ = compute::probe_device_roofs(*model_->backend, false).roofs;  // cached per device
+  } catch (const std::exception& error) {
+    Q_EMIT notice(QString("The roofline's roofs could not be measured: %1").arg(error.what()));
   }
   rebuild_engine();
 }
@@ -221,10 +219,19 @@ EngineInfo EngineWorker::engine_info() const {
     info.memory_kv_bytes = memory[static_cast<size_t>(BufferPurpose::kKvCache)];
     info.memory_working_bytes = memory[static_cast<size_t>(BufferPurpose::kActivations)] +
                                 memory[static_cast<size_t>(BufferPurpose::kScratch)];
-    info.stream_gb_per_s = roofs_.stream_gb_per_s;
-    info.compute_gflop_per_s = roofs_.compute_gflop_per_s;
   } else {
-    info.device = "CPU (OpenBLAS)";
+    info.device = roofs_.device.empty() ? QString("CPU") : QString::fromStdString(roofs_.device);
+  }
+  info.cache_gb_per_s = roofs_.in_cache.gb_per_s;
+  info.stream_gb_per_s = roofs_.beyond_cache.gb_per_s;
+  // The compute roof of the type most of the model's matrices are stored in.
+  std::string main_type;
+  int64_t most = 0;
+  for (const auto& [type, count] : weights.tensor_types) {
+    if (count > most) most = count, main_type = type;
+  }
+  for (const compute::MatmulRoof& roof : roofs_.matmul) {
+    if (gguf::type_name(roof.type) == main_type) info.compute_gflop_per_s = roof.gflop_per_s;
   }
   info.parameters = weights.parameters;
   info.weight_bytes = weights.bytes;

@@ -17,7 +17,7 @@
 
 #include "app/gui/engine_types.h"
 #include "app/gui/quant_lab.h"
-#include "engine/compute/vulkan/vulkan_backend.h"
+#include "engine/compute/roofs.h"
 #include "engine/model/model.h"
 #include "engine/serving/engine.h"
 #include "engine/serving/load_generator.h"
@@ -130,7 +130,7 @@ class EngineWorker : public QObject {
   // Destroyed in reverse: the engine before the queue it reports to and the model it runs.
   std::unique_ptr<model::Model> model_;
   uint64_t weight_bytes_ = 0;
-  compute::vulkan::DeviceRoofs roofs_;
+  compute::Roofs roofs_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<telemetry::TelemetryQueue> queue_;
   std::shared_ptr<AttentionMailbox> attention_;

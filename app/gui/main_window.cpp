@@ -852,7 +852,7 @@ void MainWindow::update_status() {
   const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
   status_device_->setText(info.backend == "vulkan"
                               ? QString("Vulkan on %1 (driver %2)").arg(info.device, info.driver)
-                              : QString("CPU backend (OpenBLAS)"));
+                              : QString("CPU backend (OpenBLAS) on %1").arg(info.device));
   status_model_->setText(
       QString("%1: %2 parameters, %3 of weights")
           .arg(info.model_name)

@@ -21,6 +21,7 @@ class RooflineAdapter final : public PanelAdapter {
   void refresh(const PanelFeed& feed) override {
     widgets::RooflineSnapshot snapshot;
     snapshot.device_name = feed.info.device;
+    snapshot.cache_gb_per_s = feed.info.cache_gb_per_s;
     snapshot.memory_gb_per_s = feed.info.stream_gb_per_s;
     snapshot.compute_gflop_per_s = feed.info.compute_gflop_per_s;
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
