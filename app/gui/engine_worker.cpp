@@ -130,6 +130,13 @@ void EngineWorker::start_quant_lab(const QString& prompt) {
   });
 }
 
+void EngineWorker::simulate_device_loss_after(int steps) {
+  if (auto* vk =
+          dynamic_cast<compute::vulkan::VulkanBackend*>(model_ ? model_->backend.get() : nullptr)) {
+    vk->simulate_device_lost_after(static_cast<uint32_t>(steps));
+  }
+}
+
 void EngineWorker::shutdown() {
   if (lab_thread_.joinable()) lab_thread_.join();
   drop_engine();

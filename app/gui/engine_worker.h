@@ -84,6 +84,9 @@ class EngineWorker : public QObject {
   // Runs the quantisation lab for the loaded model on a thread of its own; quant_lab_ready
   // brings the report.
   void start_quant_lab(const QString& prompt);
+  // Test hook: on a Vulkan backend, the step submitted after `steps` more reports the device
+  // lost (VK_ERROR_DEVICE_LOST), as a GPU reset or a driver crash would.
+  void simulate_device_loss_after(int steps);
   // Frees the engine on this thread; call (blocking-queued) before the thread ends.
   void shutdown();
 

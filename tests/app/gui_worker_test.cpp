@@ -11,6 +11,7 @@
 
 #include "app/gui/engine_worker.h"
 #include "app/gui/telemetry_folder.h"
+#include "engine/compute/devices.h"
 #include "tests/app/gui_test_support.h"
 
 namespace servescope::gui {
@@ -34,6 +35,8 @@ class WorkerFixture : public ::testing::Test {
                      [this](const QString& message) { failure_ = message; });
     QObject::connect(worker_, &EngineWorker::generation_finished, &receiver_,
                      [this](const QString& reason) { finished_ = reason; });
+    QObject::connect(worker_, &EngineWorker::notice, &receiver_,
+                     [this](const QString& message) { notice_ = message; });
     QObject::connect(worker_, &EngineWorker::idle, &receiver_,
                      [this](const EngineCounters& counters) { idle_ = counters; });
     thread_.start();
@@ -50,9 +53,9 @@ class WorkerFixture : public ::testing::Test {
     QMetaObject::invokeMethod(worker_, [w = worker_, f] { f(*w); });
   }
 
-  void load(const std::string& path) {
-    on_worker([path](EngineWorker& w) {
-      w.load_model(QString::fromStdString(path), {compute::BackendKind::kCpu, -1});
+  void load(const std::string& path, compute::BackendKind backend = compute::BackendKind::kCpu) {
+    on_worker([path, backend](EngineWorker& w) {
+      w.load_model(QString::fromStdString(path), {backend, -1});
     });
     ASSERT_TRUE(wait_until([&] { return info_.has_value() || failure_.has_value(); }));
     ASSERT_TRUE(info_.has_value()) << failure_->toStdString();
@@ -67,6 +70,7 @@ class WorkerFixture : public ::testing::Test {
   std::optional<EngineInfo> info_;
   std::optional<QString> failure_;
   std::optional<QString> finished_;
+  std::optional<QString> notice_;
   std::optional<EngineCounters> idle_;
 };
 
@@ -157,6 +161,27 @@ TEST_F(WorkerFixture, APromptLongerThanTheContextIsRefusedWithAReason) {
   ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
   EXPECT_TRUE(failure_->contains("context")) << failure_->toStdString();
   EXPECT_FALSE(finished_.has_value());
+}
+
+TEST_F(WorkerFixture, ALostVulkanDeviceMovesTheEngineToTheCpuAndSaysSo) {
+  if (compute::list_devices().vulkan.empty()) GTEST_SKIP() << "no Vulkan device here";
+  load(kTestData + "/models/llama-f32.gguf", compute::BackendKind::kVulkan);
+  ASSERT_EQ(info_->backend, "vulkan");
+  info_.reset();
+  on_worker([](EngineWorker& w) {
+    w.simulate_device_loss_after(2);
+    w.set_max_tokens(20);
+    w.generate("Once upon a time");
+  });
+  ASSERT_TRUE(wait_until([&] { return notice_.has_value() && info_.has_value(); }));
+  EXPECT_TRUE(notice_->contains("CPU")) << notice_->toStdString();
+  EXPECT_EQ(info_->backend, "cpu");  // rebuilt on the CPU with the same model
+  EXPECT_EQ(finished_->toStdString(), "failed");
+
+  finished_.reset();
+  on_worker([](EngineWorker& w) { w.generate("Once upon a time"); });
+  ASSERT_TRUE(wait_until([&] { return finished_.has_value(); }));
+  EXPECT_EQ(finished_->toStdString(), "max_tokens");
 }
 
 }  // namespace
