@@ -35,6 +35,7 @@ enum class Speed {
 struct EngineInfo {
   QString model_path;
   QString model_name;
+  QString weight_type;  // "" for the file's own weights, else what they were re-encoded to
   QString architecture;
   QString backend;  // "cpu" or "vulkan"
   QString device;   // device name (Vulkan) or the CPU

@@ -7,6 +7,8 @@
 #include "engine/compute/roofs.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/core/error.h"
+#include "engine/eval/quantize_model.h"
+#include "engine/eval/variant_model.h"
 
 namespace servescope::gui {
 namespace {
@@ -71,6 +73,7 @@ EngineWorker::EngineWorker(QObject* parent) : QObject(parent), tick_timer_(new Q
 
 EngineWorker::~EngineWorker() {
   if (lab_thread_.joinable()) lab_thread_.join();
+  if (quantise_thread_.joinable()) quantise_thread_.join();
   drop_engine();
 }
 
@@ -137,8 +140,47 @@ void EngineWorker::simulate_device_loss_after(int steps) {
   }
 }
 
+void EngineWorker::set_weight_type(const QString& type) {
+  if (!model_ || type == weight_type_) return;
+  if (type.isEmpty()) {  // back to the file as it is
+    load_model(model_path_, backend_);
+    return;
+  }
+  if (quantise_thread_.joinable()) quantise_thread_.join();  // one at a time
+  quantise_thread_ = std::thread([this, type, path = model_path_.toStdString(),
+                                  kind = backend_.kind] {
+    try {
+      const gguf::GgufFile source = gguf::GgufFile::open(path);
+      const gguf::GgmlType target = eval::parse_weight_type(type.toStdString());
+      const gguf::GgufWriter writer = eval::quantize_model(
+          source, target, [&](int64_t done, int64_t total, const std::string&) {
+            Q_EMIT weight_progress(static_cast<int>(done), static_cast<int>(total), type);
+          });
+      std::shared_ptr<model::Model> quantised = eval::load_model_from_gguf(
+          gguf::GgufFile::from_bytes(writer.to_bytes(),
+                                     source.name() + " as " + type.toStdString()),
+          kind);
+      QMetaObject::invokeMethod(this, [this, quantised, type] { adopt_model(quantised, type); });
+    } catch (const std::exception& error) {
+      Q_EMIT failed(QString("Could not quantise the weights to %1: %2").arg(type, error.what()));
+    }
+  });
+}
+
+void EngineWorker::adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type) {
+  const bool was_generating = user_request_.has_value();
+  drop_engine();
+  if (was_generating) Q_EMIT generation_finished("weights changed");
+  // The Model is owned here from now on; the shared_ptr only carried it across threads.
+  model_ = std::make_unique<model::Model>(std::move(*model));
+  weight_type_ = weight_type;
+  weight_bytes_ = model::summarize_weights(model_->file).bytes;
+  rebuild_engine();
+}
+
 void EngineWorker::shutdown() {
   if (lab_thread_.joinable()) lab_thread_.join();
+  if (quantise_thread_.joinable()) quantise_thread_.join();
   drop_engine();
   model_.reset();
   queue_.reset();
@@ -171,6 +213,7 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
   if (was_generating) Q_EMIT generation_finished("model changed");
   model_ = std::move(loaded);
   model_path_ = path;
+  weight_type_.clear();
   backend_ = backend;
   weight_bytes_ = model::summarize_weights(model_->file).bytes;
   tokenizer_ = std::shared_ptr<const Tokenizer>(load_tokenizer(model_->file));
@@ -213,6 +256,7 @@ EngineInfo EngineWorker::engine_info() const {
   const model::ModelConfig& c = model_->config;
   const model::WeightSummary weights = model::summarize_weights(model_->file);
   info.model_path = model_path_;
+  info.weight_type = weight_type_;
   info.model_name = QString::fromStdString(c.name.empty() ? model_->file.name() : c.name);
   info.architecture = QString::fromUtf8(model::architecture_name(c.architecture).data());
   info.backend = QString::fromStdString(model_->backend->name());

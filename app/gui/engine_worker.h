@@ -64,6 +64,10 @@ class EngineWorker : public QObject {
   // engine stay as they were and failed() says why.
   void load_model(const QString& path, servescope::gui::BackendChoice backend);
   void set_kv_type(servescope::serving::KvType type);
+  // Re-encodes the loaded model's weights ("f16", "q8_0", "q4_0"; "" for the file as loaded)
+  // on a thread of its own with progress; the model in use keeps serving until the new one is
+  // ready, then the engine is rebuilt on it.
+  void set_weight_type(const QString& type);
   void set_classmates(int count);
   void set_speed(servescope::gui::Speed speed);
   void set_sampling(servescope::serving::SamplingParams sampling);
@@ -99,6 +103,7 @@ class EngineWorker : public QObject {
   void running_changed(bool running);
   void idle(servescope::gui::EngineCounters counters);
   void quant_lab_ready(servescope::gui::QuantLabReport report);
+  void weight_progress(int done, int total, const QString& type);
   void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
 
  private:
@@ -154,6 +159,9 @@ class EngineWorker : public QObject {
   int64_t requests_finished_ = 0;
   bool running_ = false;
   std::thread lab_thread_;
+  std::thread quantise_thread_;
+  QString weight_type_;  // "" while the file's own weights are in use
+  void adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type);
 };
 
 }  // namespace servescope::gui

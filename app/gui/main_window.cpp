@@ -171,6 +171,22 @@ void MainWindow::build_toolbar() {
                            : BackendChoice{compute::BackendKind::kVulkan, device});
   });
 
+  bar->addWidget(new QLabel("  Weights "));
+  weights_picker_ = new QComboBox;
+  weights_picker_->addItem("as loaded", QString());
+  for (const char* type : {"f16", "q8_0", "q4_0"}) {
+    weights_picker_->addItem(QString(type).toUpper(), QString(type));
+  }
+  weights_picker_->setToolTip(
+      "Precision of the weights: as the file stores them, or re-encoded to F16, Q8_0 (8-bit "
+      "blocks) or Q4_0 (4-bit blocks). Quantising runs in the background; the model in use keeps "
+      "serving until the new one is ready.");
+  bar->addWidget(weights_picker_);
+  connect(weights_picker_, &QComboBox::activated, this, [this](int index) {
+    const QString type = weights_picker_->itemData(index).toString();
+    QMetaObject::invokeMethod(worker_, [w = worker_, type] { w->set_weight_type(type); });
+  });
+
   bar->addWidget(new QLabel("  KV "));
   kv_picker_ = new QComboBox;
   kv_picker_->setToolTip(
@@ -419,6 +435,16 @@ void MainWindow::connect_worker() {
     quant_lab_ = report;
     quant_lab_changed_ = true;
   });
+  connect(worker_, &EngineWorker::weight_progress, this,
+          [this](int done, int total, const QString& type) {
+            statusBar()->showMessage(
+                QString("Quantising the weights to %1: tensor %2 of %3 (the current model keeps "
+                        "serving)")
+                    .arg(type.toUpper())
+                    .arg(done)
+                    .arg(total),
+                done < total ? 0 : 3000);
+          });
   connect(worker_, &EngineWorker::batch_sweep_ready, this,
           [this](const QVector<BatchSweepPoint>& points) {
             batch_sweep_ = points;
@@ -724,6 +750,8 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   const int backend_index =
       backend_picker_->findData(info.backend == "vulkan" ? info.vulkan_device : -1);
   if (backend_index >= 0) backend_picker_->setCurrentIndex(backend_index);
+  const int weights_index = weights_picker_->findData(info.weight_type);
+  if (weights_index >= 0) weights_picker_->setCurrentIndex(weights_index);
   const int kv_index = kv_picker_->findData(static_cast<int>(info.kv_type));
   if (kv_index >= 0) kv_picker_->setCurrentIndex(kv_index);
   on_prompt_edited();
@@ -854,8 +882,9 @@ void MainWindow::update_status() {
                               ? QString("Vulkan on %1 (driver %2)").arg(info.device, info.driver)
                               : QString("CPU backend (OpenBLAS) on %1").arg(info.device));
   status_model_->setText(
-      QString("%1: %2 parameters, %3 of weights")
-          .arg(info.model_name)
+      QString("%1%2: %3 parameters, %4 of weights")
+          .arg(info.model_name,
+               info.weight_type.isEmpty() ? QString() : " as " + info.weight_type.toUpper())
           .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)))
           .arg(bytes_text(info.weight_bytes)));
   status_kv_->setText(QString("KV %1: %2 / %3")

@@ -149,6 +149,7 @@ class MainWindow : public QMainWindow {
   QComboBox* model_picker_ = nullptr;
   QComboBox* backend_picker_ = nullptr;
   QComboBox* kv_picker_ = nullptr;
+  QComboBox* weights_picker_ = nullptr;
   QSpinBox* classmates_ = nullptr;
   QComboBox* speed_picker_ = nullptr;
   QSpinBox* max_tokens_ = nullptr;

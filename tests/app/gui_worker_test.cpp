@@ -163,6 +163,29 @@ TEST_F(WorkerFixture, APromptLongerThanTheContextIsRefusedWithAReason) {
   EXPECT_FALSE(finished_.has_value());
 }
 
+TEST_F(WorkerFixture, QuantisedWeightsReplaceTheModelOnlyWhenReady) {
+  load(kTestData + "/models/llama-f32.gguf");
+  const uint64_t f32_bytes = info_->weight_bytes;
+  info_.reset();
+  int last_done = 0, total = 0;
+  QObject::connect(worker_, &EngineWorker::weight_progress, &receiver_,
+                   [&](int done, int of, const QString&) { last_done = done, total = of; });
+  on_worker([](EngineWorker& w) { w.set_weight_type("q8_0"); });
+  ASSERT_TRUE(wait_until([&] { return info_.has_value() || failure_.has_value(); }));
+  ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+  EXPECT_EQ(info_->weight_type, "q8_0");
+  EXPECT_GT(total, 0);
+  EXPECT_EQ(last_done, total);  // every tensor reported before the model was swapped
+  // Q8_0 stores 34 bytes per 32 weights: the matrices shrink to about a quarter of F32.
+  EXPECT_LT(info_->weight_bytes, f32_bytes / 2);
+  on_worker([](EngineWorker& w) {
+    w.set_max_tokens(10);
+    w.generate("Once upon a time");
+  });
+  ASSERT_TRUE(wait_until([&] { return finished_.has_value(); }));
+  EXPECT_EQ(finished_->toStdString(), "max_tokens");
+}
+
 TEST_F(WorkerFixture, ALostVulkanDeviceMovesTheEngineToTheCpuAndSaysSo) {
   if (compute::list_devices().vulkan.empty()) GTEST_SKIP() << "no Vulkan device here";
   load(kTestData + "/models/llama-f32.gguf", compute::BackendKind::kVulkan);
