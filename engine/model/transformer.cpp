@@ -64,12 +64,13 @@ bool Transformer::captures_layer(int64_t layer) const {
 }
 
 void Transformer::collect_captured(std::span<const std::pair<int64_t, Tensor>> captures,
+                                   const std::vector<int32_t>& sequences,
                                    const std::vector<int32_t>& positions) {
   for (const auto& [layer, tensor] : captures) {
     const std::vector<float> all = backend_.read(tensor);  // [rows * n_heads x cols]
     for (int64_t h = 0; h < config_.n_heads; ++h) {
       if (capture_->head != -1 && capture_->head != h) continue;
-      AttentionWeights weights{layer, h, positions, {}};
+      AttentionWeights weights{layer, h, sequences, positions, {}};
       for (size_t i = 0; i < positions.size(); ++i) {
         const float* row =
             all.data() + (static_cast<int64_t>(i) * config_.n_heads + h) * tensor.cols;
@@ -129,6 +130,7 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
   if (batch.empty()) throw InputError("no sequences to run");
   std::vector<int32_t> tokens;
   std::vector<int32_t> positions;
+  std::vector<int32_t> sequences;  // the batch index of each new token's sequence
   std::vector<int32_t> new_slots;  // where each new token's keys and values go
   compute::AttentionBatch attention;
   for (const SequenceStep& step : batch) {
@@ -140,6 +142,7 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
     tokens.insert(tokens.end(), step.tokens.begin(), step.tokens.end());
     for (int64_t p = step.start; p < end; ++p) {
       positions.push_back(static_cast<int32_t>(p));
+      sequences.push_back(static_cast<int32_t>(&step - batch.data()));
       attention.context_offsets.push_back(offset);
       new_slots.push_back(step.slots[static_cast<size_t>(p)]);
     }
@@ -180,7 +183,7 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
     backend_.matmul(normed, weights_.output, nullptr, out);
     logits = backend_.read(out);
   }
-  collect_captured(captures, positions);
+  collect_captured(captures, sequences, positions);
   return logits;
 }
 

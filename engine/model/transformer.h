@@ -55,11 +55,13 @@ struct AttentionCapture {
 
 // The softmax weights one layer's head used in the last forward pass (after the causal mask,
 // with GQA heads sharing their KV head, on keys rounded to the KV type). Row i belongs to query
-// row i of the pass, at position positions[i] of its sequence, and holds positions[i] + 1
-// weights over that sequence's positions 0 ..= positions[i] (they sum to 1).
+// row i of the pass: sequence sequences[i] of the batch (its index in forward_batch's span; 0
+// for forward), at position positions[i] of that sequence, and holds positions[i] + 1 weights
+// over that sequence's positions 0 ..= positions[i] (they sum to 1).
 struct AttentionWeights {
   int64_t layer = 0;
   int64_t head = 0;
+  std::vector<int32_t> sequences;
   std::vector<int32_t> positions;
   std::vector<std::vector<float>> rows;
 };
@@ -108,6 +110,7 @@ class Transformer {
   bool captures_layer(int64_t layer) const;
   // Reads the capture tensors of the pass into captured_.
   void collect_captured(std::span<const std::pair<int64_t, compute::Tensor>> captures,
+                        const std::vector<int32_t>& sequences,
                         const std::vector<int32_t>& positions);
   void feed_forward_block(const LayerWeights& layer, compute::Tensor& x);
   // out = x * W^T (+ bias) for the parts of W side by side: one product per part.

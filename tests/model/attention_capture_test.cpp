@@ -3,6 +3,8 @@
 // opt-in, a choice of layer and head, no effect on the logits.
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include "engine/core/error.h"
 #include "engine/model/model.h"
 #include "tests/support/attention_golden.h"
@@ -76,6 +78,47 @@ TEST_P(AttentionCapture, OneLayerAndHeadAndNoEffectOnLogits) {
   m->transformer->set_attention_capture(std::nullopt);
   run();
   EXPECT_TRUE(m->transformer->captured_attention().empty());
+}
+
+// In a ragged batch each row says which sequence it belongs to, and holds what that sequence
+// alone would give (to float32 rounding: the batch takes other matrix-product paths).
+TEST_P(AttentionCapture, BatchRowsNameTheirSequence) {
+  const auto golden = testing_support::read_attention_golden(kModels, GetParam());
+  auto m = load_cpu(GetParam());
+  const std::vector<int32_t>& a = golden.prompt_ids;
+  const std::vector<int32_t> b(a.rbegin(), a.rbegin() + 5);
+  m->transformer->set_attention_capture(model::AttentionCapture{1, -1});
+  auto alone = [&](const std::vector<int32_t>& ids) {
+    model::KvCache cache = m->transformer->new_cache(m->config.context_length);
+    m->transformer->forward(ids, cache);
+    return m->transformer->captured_attention();
+  };
+  const auto a_alone = alone(a);
+  const auto b_alone = alone(b);
+
+  model::PagedKvCache cache =
+      model::create_paged_kv_cache(m->config, *m->backend, gguf::GgmlType::F32, 64);
+  std::vector<int32_t> a_slots(a.size()), b_slots(b.size());
+  std::iota(a_slots.begin(), a_slots.end(), 20);  // anywhere in the pool, apart
+  std::iota(b_slots.begin(), b_slots.end(), 3);
+  const model::SequenceStep steps[] = {{a, 0, a_slots}, {b, 0, b_slots}};
+  m->transformer->forward_batch(steps, cache);
+  const auto& batched = m->transformer->captured_attention();
+  ASSERT_EQ(batched.size(), static_cast<size_t>(m->config.n_heads));
+  for (const model::AttentionWeights& w : batched) {
+    ASSERT_EQ(w.rows.size(), a.size() + b.size());
+    for (size_t i = 0; i < w.rows.size(); ++i) {
+      const bool first = i < a.size();
+      EXPECT_EQ(w.sequences[i], first ? 0 : 1);
+      const auto& expected = (first ? a_alone : b_alone)[static_cast<size_t>(w.head)];
+      const size_t row = first ? i : i - a.size();
+      EXPECT_EQ(w.positions[i], static_cast<int32_t>(row));
+      ASSERT_EQ(w.rows[i].size(), expected.rows[row].size());
+      for (size_t t = 0; t < w.rows[i].size(); ++t) {
+        EXPECT_NEAR(w.rows[i][t], expected.rows[row][t], 1e-5f);
+      }
+    }
+  }
 }
 
 TEST_P(AttentionCapture, RefusesLayersAndHeadsOutsideTheModel) {
