@@ -19,6 +19,7 @@ struct DemoPlan {
   std::optional<PanelId> panel;
   std::optional<QString> screenshot;
   int after_ms = 4000;
+  bool sweep = false;  // measure the batch-size sweep first
 };
 
 class DemoRunner : public QObject {

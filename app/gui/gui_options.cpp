@@ -24,12 +24,12 @@ int whole_number(const std::string& option, const std::string& text, int min, in
 
 std::string gui_usage() {
   return "usage: servescope [--reset] [--model PATH] [--backend cpu|vulkan] [--device N]\n"
-         "                  [--theme dark|light]\n"
+         "                  [--theme dark|light] [--overlay]\n"
          "       servescope --demo PROMPT [--clients 0-32] [--panel "
          "phases|kv|batching|quantisation|roofline|attention]\n"
          "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
          "[--backend cpu|vulkan]\n"
-         "                  [--device N] [--theme dark|light]\n";
+         "                  [--device N] [--theme dark|light] [--overlay] [--sweep]\n";
 }
 
 GuiOptions parse_gui_options(const std::vector<std::string>& args) {
@@ -44,6 +44,10 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       options.help = true;
     } else if (name == "--reset") {
       options.reset = true;
+    } else if (name == "--overlay") {
+      options.overlay = true;
+    } else if (name == "--sweep") {
+      options.sweep = true;
     } else if (name == "--demo") {
       options.demo_prompt = value();
       if (options.demo_prompt->empty()) throw GuiUsageError("--demo needs a non-empty prompt");
@@ -92,9 +96,10 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       throw GuiUsageError("unknown option '" + name + "'; see servescope --help");
     }
   }
-  const bool demo_only = options.clients > 0 || options.panel || options.screenshot;
+  const bool demo_only =
+      options.clients > 0 || options.panel || options.screenshot || options.sweep;
   if (demo_only && !options.demo_prompt) {
-    throw GuiUsageError("--clients, --panel and --screenshot need --demo PROMPT");
+    throw GuiUsageError("--clients, --panel, --screenshot and --sweep need --demo PROMPT");
   }
   return options;
 }

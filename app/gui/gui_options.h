@@ -2,7 +2,7 @@
 // that documentation and checks use:
 //   servescope --demo "Once upon a time" --clients 4 --panel kv --screenshot out.png
 //              --after-ms 4000 [--model P] [--backend cpu|vulkan] [--device N]
-//              [--theme dark|light] [--reset]
+//              [--theme dark|light] [--overlay] [--sweep] [--reset]
 #pragma once
 
 #include <optional>
@@ -34,6 +34,8 @@ struct GuiOptions {
   std::optional<std::string> backend;  // "cpu" or "vulkan"
   std::optional<int> device;           // Vulkan device index
   std::optional<ThemeChoice> theme;
+  bool overlay = false;  // the frame-time overlay (F12) on from the start
+  bool sweep = false;    // the demo runs the batch-size sweep before it generates
 };
 
 // args: the arguments after the program name (Qt's own options already removed).

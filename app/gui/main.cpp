@@ -51,8 +51,10 @@ int main(int argc, char** argv) {
     plan.panel = options.panel;
     if (options.screenshot) plan.screenshot = QString::fromStdString(*options.screenshot);
     plan.after_ms = options.after_ms;
+    plan.sweep = options.sweep;
     new DemoRunner(window, plan);  // owned by the window
   }
+  window.show_overlay(options.overlay);
   window.show();
   return QApplication::exec();
 }

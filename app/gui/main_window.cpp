@@ -407,7 +407,10 @@ void MainWindow::build_menus() {
   overlay_action_ = view->addAction("Frame-time overlay");
   overlay_action_->setCheckable(true);
   overlay_action_->setShortcut(QKeySequence(Qt::Key_F12));
-  connect(overlay_action_, &QAction::toggled, overlay_, &QWidget::setVisible);
+  connect(overlay_action_, &QAction::toggled, this, [this](bool on) {
+    overlay_->setVisible(on);
+    if (on) update_overlay();
+  });
 }
 
 void MainWindow::connect_worker() {
@@ -702,6 +705,8 @@ void MainWindow::scale_font(int steps) {
   QApplication::setFont(font);
 }
 
+void MainWindow::show_overlay(bool on) { overlay_action_->setChecked(on); }
+
 void MainWindow::send_sampling() {
   serving::SamplingParams p;
   p.greedy = greedy_->isChecked();
@@ -824,6 +829,15 @@ void MainWindow::on_frame() {
     last_frame_ms_ = now;
   }
   if (!engine_info_ || !engine_info_->telemetry) return;
+  // What this frame costs the GUI thread: draining, folding, snapshots (painting follows).
+  struct WorkTimer {
+    MainWindow& w;
+    double start_ms;
+    bool counted;
+    ~WorkTimer() {
+      if (counted) w.frame_work_.add(static_cast<double>(w.clock_.nsecsElapsed()) / 1e6 - start_ms);
+    }
+  } work_timer{*this, now, sender() == frame_timer_};
   const std::vector<telemetry::TelemetryItem> items = engine_info_->telemetry->drain();
   if (!items.empty()) folder_.fold(items, now);
   PanelMask changed = folder_.take_changed();
@@ -898,12 +912,15 @@ void MainWindow::update_overlay() {
   const telemetry::TelemetryQueue* queue =
       engine_info_ && engine_info_->telemetry ? engine_info_->telemetry.get() : nullptr;
   overlay_->setText(QString("frame p50 %1 ms  p99 %2 ms  (%3 frames)\n"
+                            "GUI work per frame p50 %6 ms  p99 %7 ms\n"
                             "steps %4  records dropped %5")
                         .arg(frame_stats_.p50(), 0, 'f', 1)
                         .arg(frame_stats_.p99(), 0, 'f', 1)
                         .arg(frame_stats_.count())
                         .arg(folder_.counts().steps)
-                        .arg(queue ? queue->dropped() : 0));
+                        .arg(queue ? queue->dropped() : 0)
+                        .arg(frame_work_.p50(), 0, 'f', 2)
+                        .arg(frame_work_.p99(), 0, 'f', 2));
   overlay_->adjustSize();
   overlay_->move(tabs_->width() - overlay_->width() - 8, 32);
   overlay_->raise();

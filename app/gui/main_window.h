@@ -65,6 +65,7 @@ class MainWindow : public QMainWindow {
   void show_panel(PanelId panel);
   void set_dark_theme(bool dark);
   void scale_font(int steps);
+  void show_overlay(bool on);
 
   // What the window shows, for tests and the demo.
   const TelemetryFolder& folder() const { return folder_; }
@@ -74,7 +75,9 @@ class MainWindow : public QMainWindow {
   const QVector<GeneratedToken>& prompt_tokens() const;
   QString message() const;
   bool generating() const { return generating_; }
+  // Time between frame ticks, and the GUI thread's own work in each (drain, fold, snapshots).
   const FrameStats& frame_stats() const { return frame_stats_; }
+  const FrameStats& frame_work() const { return frame_work_; }
 
   // Forgets every remembered setting (the --reset option).
   static void forget_settings();
@@ -120,6 +123,7 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<PanelHost> panels_;
   std::optional<EngineInfo> engine_info_;
   FrameStats frame_stats_;
+  FrameStats frame_work_;
   QElapsedTimer clock_;
   double last_frame_ms_ = -1.0;
   double last_status_ms_ = -1.0;

@@ -7,9 +7,11 @@ namespace servescope::gui {
 namespace {
 
 TEST(GuiOptions, ParsesTheDemoCommand) {
-  const GuiOptions o = parse_gui_options({"--demo", "Once upon a time", "--clients", "4", "--panel",
-                                          "kv", "--screenshot", "out.png", "--after-ms", "4000",
-                                          "--backend", "cpu", "--theme", "dark"});
+  const GuiOptions o = parse_gui_options(
+      {"--demo", "Once upon a time", "--clients", "4", "--panel", "kv", "--screenshot", "out.png",
+       "--after-ms", "4000", "--backend", "cpu", "--theme", "dark", "--sweep", "--overlay"});
+  EXPECT_TRUE(o.sweep);
+  EXPECT_TRUE(o.overlay);
   EXPECT_EQ(o.demo_prompt, "Once upon a time");
   EXPECT_EQ(o.clients, 4);
   EXPECT_EQ(o.panel, PanelId::kKvCache);
@@ -33,6 +35,7 @@ TEST(GuiOptions, RefusesBadInputWithTheOptionAtFault) {
       {{"--theme", "blue"}, "--theme"},
       {{"--demo"}, "--demo"},
       {{"--clients", "2"}, "--demo"},
+      {{"--sweep"}, "--demo"},
       {{"--screenshot", "/no/such/folder/x.png", "--demo", "x"}, "--screenshot"},
       {{"--frobnicate"}, "--frobnicate"},
       {{"--model", "/no/such/model.gguf"}, "--model"},

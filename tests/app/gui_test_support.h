@@ -1,5 +1,5 @@
-// Shared by the GUI tests: one offscreen QApplication for the whole test binary, and waiting
-// for the engine's thread while the GUI thread keeps processing events.
+// Shared by the GUI tests: the test binary's QApplication, and waiting for the engine's
+// thread while the GUI thread keeps processing events.
 #pragma once
 
 #include <QApplication>
@@ -9,14 +9,8 @@
 
 namespace servescope::gui::testing {
 
-inline QApplication& app() {
-  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-  static int argc = 1;
-  static char name[] = "gui_test";
-  static char* argv[] = {name, nullptr};
-  static QApplication application(argc, argv);
-  return application;
-}
+// The application gui_test_main.cpp made.
+inline QApplication& app() { return *qobject_cast<QApplication*>(QCoreApplication::instance()); }
 
 // Processes events until pred() holds; false after timeout_ms.
 template <typename Pred>
