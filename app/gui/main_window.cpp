@@ -779,6 +779,10 @@ void MainWindow::show_message(const QString& text, bool error) {
                               .arg(theme.text.name(), (error ? theme.warning : theme.grid).name()));
 }
 
+int MainWindow::classmates() const { return classmates_->value(); }
+
+QString MainWindow::prompt() const { return prompt_->toPlainText(); }
+
 QString MainWindow::message() const { return message_->isVisible() ? message_->text() : QString(); }
 
 const QVector<GeneratedToken>& MainWindow::generated_tokens() const {

@@ -75,6 +75,9 @@ class MainWindow : public QMainWindow {
   const QVector<GeneratedToken>& prompt_tokens() const;
   QString message() const;
   bool generating() const { return generating_; }
+  int classmates() const;
+  bool dark_theme() const { return dark_; }
+  QString prompt() const;
   // Time between frame ticks, and the GUI thread's own work in each (drain, fold, snapshots).
   const FrameStats& frame_stats() const { return frame_stats_; }
   const FrameStats& frame_work() const { return frame_work_; }

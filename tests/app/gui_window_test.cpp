@@ -3,6 +3,7 @@
 // message and the previous model keeps answering.
 #include <gtest/gtest.h>
 
+#include <QSettings>
 #include <QTemporaryDir>
 #include <array>
 #include <fstream>
@@ -136,6 +137,39 @@ TEST_F(WindowFixture, ACorruptModelFileLeavesThePreviousModelServing) {
 
   generate_and_wait(8, 0);
   EXPECT_EQ(window_->generated_tokens().size(), 8);
+}
+
+// Settings live in a folder of the test's own, never the user's.
+TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
+  QTemporaryDir dir;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+  WindowOptions options;
+  options.remember_settings = true;
+  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  {
+    MainWindow first(options);
+    ASSERT_TRUE(wait_until([&] { return first.engine_info().has_value(); }));
+    first.set_classmates(7);
+    first.set_dark_theme(true);
+    first.set_prompt("Tom had a red ball");
+    first.close();  // saves
+  }
+  {
+    MainWindow second(options);
+    EXPECT_EQ(second.classmates(), 7);
+    EXPECT_TRUE(second.dark_theme());
+    EXPECT_EQ(second.prompt(), "Tom had a red ball");
+    ASSERT_TRUE(wait_until([&] { return second.engine_info().has_value(); }));
+    EXPECT_EQ(second.engine_info()->backend, "cpu");
+  }
+  MainWindow::forget_settings();
+  {
+    MainWindow third(options);
+    EXPECT_EQ(third.classmates(), 0);
+    EXPECT_FALSE(third.dark_theme());
+    EXPECT_EQ(third.prompt(), "Once upon a time");  // the suggested prompt again
+    third.set_dark_theme(false);
+  }
 }
 
 }  // namespace
