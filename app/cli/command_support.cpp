@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "app/cli/commands.h"
+#include "app/common/data_files.h"
 #include "engine/eval/quantize_model.h"
 
 namespace servescope::cli {
@@ -32,8 +33,8 @@ compute::BackendChoice backend_choice(const Options& options) {
 std::unique_ptr<model::Model> open_model(const Options& options) {
   const std::string path = options.get_or("model", default_model_path());
   if (!options.has("model") && !std::filesystem::exists(path)) {
-    throw UsageError("no --model given and the bundled default model " + path +
-                     " is not there; pass --model PATH to a GGUF file");
+    throw UsageError(app::missing_data_file_message("the bundled default model", path) +
+                     " (--model PATH)");
   }
   auto m = model::load_model(path, backend_choice(options));
   if (options.has("kv-type"))
@@ -50,8 +51,12 @@ std::vector<int32_t> prompt_ids(const Options& options, const model::Model& m) {
 }
 
 std::vector<int32_t> evaluation_ids(const Options& options, const model::Model& m) {
-  const std::string path = options.get_or("text-file", SERVESCOPE_EVAL_TEXT);
+  const std::string path = options.get_or("text-file", app::bundled_eval_text_path().string());
   std::ifstream in(path, std::ios::binary);
+  if (!in && !options.has("text-file")) {
+    throw UsageError(app::missing_data_file_message("the bundled evaluation text", path) +
+                     " (--text-file PATH)");
+  }
   if (!in) throw UsageError("cannot read the evaluation text " + path);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   return m.require_tokenizer().encode(text);

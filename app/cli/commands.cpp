@@ -17,6 +17,7 @@
 
 #include "app/cli/cli_options.h"
 #include "app/cli/command_support.h"
+#include "app/common/data_files.h"
 #include "engine/compute/vulkan/device_probe.h"
 #include "engine/core/error.h"
 #include "engine/eval/evaluator.h"
@@ -391,7 +392,7 @@ int run_perplexity(const std::vector<std::string>& args, std::ostream& out) {
   const eval::VariantQuality q = evaluator.score(*m->transformer, m->file.name());
   out << json{{"model", m->file.name()},
               {"backend", m->backend->name()},
-              {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
+              {"text", options.get_or("text-file", app::bundled_eval_text_path().string())},
               {"text_tokens", ids.size()},
               {"positions", q.positions},
               {"perplexity", q.perplexity}}
@@ -493,7 +494,7 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   for (const eval::VariantReport& v : report.variants) variants.push_back(variant_json(v));
   out << json{{"model", path},
               {"backend", report.backend},
-              {"text", options.get_or("text-file", SERVESCOPE_EVAL_TEXT)},
+              {"text", options.get_or("text-file", app::bundled_eval_text_path().string())},
               {"positions", report.positions},
               {"text_positions", report.text_positions},
               {"kv_types", options.get_or("kv-types", "f32")},
@@ -581,7 +582,9 @@ serving::WorkloadSpec workload_spec(const Options& options, const model::Model& 
   }
   spec.vocab_size = static_cast<int32_t>(m.config.vocab_size);
   if (m.tokenizer) {
-    std::ifstream in(SERVESCOPE_EVAL_TEXT, std::ios::binary);
+    const std::filesystem::path path = app::bundled_eval_text_path();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(app::missing_data_file_message("the bundled prompt text", path));
     const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     spec.text_ids = m.tokenizer->encode(text);
   }
@@ -717,10 +720,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-std::string default_model_path() {
-  if (const char* env = std::getenv("SERVESCOPE_MODEL")) return env;
-  return SERVESCOPE_DEFAULT_MODEL;
-}
+std::string default_model_path() { return app::bundled_model_path().string(); }
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
@@ -731,7 +731,7 @@ const std::vector<Subcommand>& subcommands() {
        "--ids 1,2,3 [--all] [--kv-type T]: next-token logits of the last (or every) position",
        run_logits},
       {"devices",
-       ": the CPU (model, cores, caches) and every Vulkan device (type, driver, memory heaps, "
+       "the CPU (model, cores, caches) and every Vulkan device (type, driver, memory heaps, "
        "subgroup size, limits); --device N picks vulkan[N]",
        run_devices},
       {"probe",

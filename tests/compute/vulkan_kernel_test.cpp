@@ -878,7 +878,7 @@ TEST(VulkanFailures, LostDeviceFailsEveryLaterCallAndTheCpuBackendTakesOver) {
 }
 
 // The CLI contract when Vulkan fails in the middle of a run: a one-line reason on stderr that
-// names the way out, a non-zero exit code, no crash (DESIGN.md: never abort, never crash).
+// names the way out, a non-zero exit code, no crash (docs/ARCHITECTURE.md: never abort, never crash).
 TEST(VulkanFailures, CliReportsALostDeviceMidRunAndExitsNonZero) {
   SERVESCOPE_SKIP_WITHOUT_VULKAN();
   const std::string cli = std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli";

@@ -96,7 +96,7 @@ TEST(QuantReport, CutsALongTextToTheMemoryBudget) {
   EXPECT_EQ(report.text_positions, 300);
 }
 
-// A property of a real trained model (issue 6): Q8_0 changes its next-token distributions
+// A property of a real trained model: Q8_0 changes its next-token distributions
 // less than Q4_0. Skipped where the bundled model has not been built.
 TEST(QuantReport, Q8_0HasLowerKlThanQ4_0OnTheDefaultModel) {
   const std::string path = kData + "/../../assets/models/servescope-stories.gguf";

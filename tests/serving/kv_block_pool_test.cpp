@@ -41,7 +41,7 @@ model::ModelConfig gpt2_test_config() {
   return c;
 }
 
-// Bytes per element as the formula in DESIGN.md uses it; Q8_0 spends 34 bytes per 32.
+// Bytes per element as the formula in docs/ARCHITECTURE.md uses it; Q8_0 spends 34 bytes per 32.
 double bytes_per_element(KvType type) {
   switch (type) {
     case KvType::kF32:

@@ -10,6 +10,7 @@ batched and fast; export.py checks it against the plain reference on the exporte
 """
 import json
 import math
+import os
 import pathlib
 import sys
 from dataclasses import asdict, dataclass
@@ -25,7 +26,9 @@ for _p in (ROOT / "tools" / "common", ROOT / "tools" / "golden"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-CORPUS_DIR = (ROOT / ".." / "shared" / "corpus").resolve()
+# The folder holding the TinyStories files below: --corpus-dir of train.py / eval_bpb.py sets
+# it, else SERVESCOPE_CORPUS_DIR. See assets/models/README.md, "Getting the training text".
+CORPUS_DIR: pathlib.Path | None = None
 TRAIN_FILES = ["tinystories-train-part-01.txt", "tinystories-train-part-02-recased.txt"]
 VALID_FILE = "tinystories-valid.txt"
 STORY_SEPARATOR = "<|endoftext|>"
@@ -56,15 +59,30 @@ def read_stories(path: pathlib.Path) -> list[str]:
     return stories
 
 
-def train_stories(corpus_dir: pathlib.Path = CORPUS_DIR) -> list[str]:
+def find_corpus_dir() -> pathlib.Path:
+    """The training text's folder, or a one-line exit saying how to provide it."""
+    folder = CORPUS_DIR or os.environ.get("SERVESCOPE_CORPUS_DIR")
+    if not folder:
+        sys.exit("no training text: pass --corpus-dir DIR (or set SERVESCOPE_CORPUS_DIR) to the "
+                 "folder holding " + ", ".join(TRAIN_FILES + [VALID_FILE]) +
+                 "; assets/models/README.md says how to get them")
+    folder = pathlib.Path(folder)
+    missing = [n for n in TRAIN_FILES + [VALID_FILE] if not (folder / n).is_file()]
+    if missing:
+        sys.exit(f"{folder} lacks {', '.join(missing)}; assets/models/README.md says how to get them")
+    return folder
+
+
+def train_stories(corpus_dir: pathlib.Path | None = None) -> list[str]:
+    corpus_dir = corpus_dir or find_corpus_dir()
     out = []
     for name in TRAIN_FILES:
         out += read_stories(corpus_dir / name)
     return out
 
 
-def valid_stories(corpus_dir: pathlib.Path = CORPUS_DIR) -> list[str]:
-    return read_stories(corpus_dir / VALID_FILE)
+def valid_stories(corpus_dir: pathlib.Path | None = None) -> list[str]:
+    return read_stories((corpus_dir or find_corpus_dir()) / VALID_FILE)
 
 
 # ----------------------------------------------------------------------------- tokenizer

@@ -3,7 +3,7 @@
     /usr/bin/python3 tools/train/eval_bpb.py [--model assets/models/servescope-stories.gguf]
     /usr/bin/python3 tools/train/eval_bpb.py --ckpt build/train/ckpt.pt   # a checkpoint
 
-The measure (issue 3): each story is encoded as BOS + its tokens, truncated to the model's
+The measure (the model card's): each story is encoded as BOS + its tokens, truncated to the model's
 context length; the negative log-likelihood of every next token after BOS is summed over
 all stories, divided by ln 2 and by the UTF-8 bytes of the decoded (truncated) stories.
 karpathy's llama2.c stories260K scores 0.832 on exactly this measure.
@@ -42,7 +42,10 @@ def main():
     p.add_argument("--stories", type=int, default=200)
     p.add_argument("--float64", action="store_true")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--corpus-dir", type=pathlib.Path,
+                   help="folder of the TinyStories text files (default: $SERVESCOPE_CORPUS_DIR)")
     a = p.parse_args()
+    common.CORPUS_DIR = a.corpus_dir
     torch.set_num_threads(a.threads)
     sp = common.load_tokenizer()
     dtype = torch.float64 if a.float64 else torch.float32

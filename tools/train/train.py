@@ -37,6 +37,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out-dir", type=pathlib.Path, default=common.DEFAULT_OUT_DIR)
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.pt")
+    p.add_argument("--corpus-dir", type=pathlib.Path,
+                   help="folder of the TinyStories text files (default: $SERVESCOPE_CORPUS_DIR)")
     # model shape
     p.add_argument("--vocab", type=int, default=2048)
     p.add_argument("--dim", type=int, default=256)
@@ -67,6 +69,7 @@ def parse_args(argv=None):
     p.add_argument("--tokenizer-stories", type=int, default=4000)
     p.add_argument("--bench-steps", type=int, default=0, help="only measure tokens/s on random ids")
     args = p.parse_args(argv)
+    common.CORPUS_DIR = args.corpus_dir
     given = sys.argv[1:] if argv is None else argv
     args.explicit = {action.dest for action in p._actions
                      if any(arg == o or arg.startswith(o + "=")

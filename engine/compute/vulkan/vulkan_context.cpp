@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
 
+#include "engine/compute/vulkan/driver_residency.h"
 #include "engine/compute/vulkan/vulkan_check.h"
 #include "engine/compute/vulkan/vulkan_functions.h"
 #include "engine/core/error.h"
@@ -181,7 +184,9 @@ VkInstance create_bare_instance(const std::vector<const char*>& layers,
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
   VkInstance instance = VK_NULL_HANDLE;
+  const std::set<std::string> libraries_before = loaded_libraries();
   const VkResult result = vkCreateInstance(&info, nullptr, &instance);
+  keep_libraries_loaded_since(libraries_before);  // the drivers it opened stay (see header)
   if (result == VK_ERROR_INCOMPATIBLE_DRIVER) {
     throw BackendError(
         "Vulkan: no Vulkan 1.1 driver is installed (for a CPU implementation install Mesa's "
