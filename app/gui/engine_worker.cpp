@@ -2,8 +2,10 @@
 
 #include <QTimer>
 #include <algorithm>
+#include <fstream>
 #include <string>
 
+#include "app/common/data_files.h"
 #include "engine/compute/roofs.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/core/error.h"
@@ -20,9 +22,10 @@ constexpr int64_t kKvBlocks = 128;
 constexpr int64_t kAlternatives = 5;  // top alternatives reported with each generated token  //
                                       // 2,048 tokens: eight full contexts of the bundled model
 
-// Classmates' prompts are windows of this text (the load generator draws them at random
-// offsets), so their requests read like the user's.
-constexpr const char* kClassmateText =
+// Classmates' prompts are windows of the bundled stories (the load generator draws them at
+// random offsets), so their requests read like the user's; this text stands in when the
+// stories file is not installed.
+constexpr const char* kFallbackStories =
     "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
     "park with her friends. One day, she saw a big red ball under a tree. She ran to the ball "
     "and kicked it high into the sky. Her friend Tom laughed and clapped his hands. Then the "
@@ -49,6 +52,12 @@ std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoic
           ? std::optional<uint32_t>(static_cast<uint32_t>(backend.device))
           : std::nullopt;
   return model::load_model(path.toStdString(), compute::BackendChoice(backend.kind, device));
+}
+
+std::string bundled_stories() {
+  std::ifstream in(app::bundled_eval_text_path(), std::ios::binary);
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return text.empty() ? kFallbackStories : text;
 }
 
 }  // namespace
@@ -120,8 +129,7 @@ void EngineWorker::start_quant_lab(const QString& prompt) {
   if (!model_ || !tokenizer_) return;
   if (lab_thread_.joinable()) lab_thread_.join();  // one lab at a time
   lab_thread_ = std::thread([this, path = model_path_.toStdString(), tokenizer = tokenizer_,
-                             text = prompt.toStdString() + " " + kClassmateText,
-                             prompt = prompt.toStdString()] {
+                             text = stories_, prompt = prompt.toStdString()] {
     QuantLabReport report;
     try {
       report = run_quant_lab(path, *tokenizer, prompt, text);
@@ -217,7 +225,8 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
   backend_ = backend;
   weight_bytes_ = model::summarize_weights(model_->file).bytes;
   tokenizer_ = std::shared_ptr<const Tokenizer>(load_tokenizer(model_->file));
-  classmate_text_ids_ = tokenizer_->encode(kClassmateText);
+  stories_ = bundled_stories();
+  classmate_text_ids_ = tokenizer_->encode(stories_);
   roofs_ = {};
   try {
     roofs_ = compute::probe_device_roofs(*model_->backend, false).roofs;  // cached per device

@@ -153,6 +153,7 @@ class EngineWorker : public QObject {
   std::set<serving::SequenceId> classmate_requests_;
   std::deque<serving::SimulatedRequest> classmate_queue_;
   uint64_t classmate_seed_ = 1;
+  std::string stories_;  // the evaluation text: classmates' prompts, the quantisation lab
   std::vector<int32_t> classmate_text_ids_;
   std::vector<int32_t> last_prefill_ids_;
   int64_t requests_submitted_ = 0;
