@@ -104,6 +104,35 @@ TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
   EXPECT_GE(window_->folder().counts().requests, 3);
 }
 
+TEST_F(WindowFixture, TypingPrefillsThePromptAndGenerateReusesItsCachedBlocks) {
+  const QString prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her friends and her dog.";
+  window_->set_prompt(prompt);  // as if typed: chips at once, prefill after the pause
+  const int prompt_tokens = static_cast<int>(window_->prompt_tokens().size());
+  ASSERT_GT(prompt_tokens, 16);
+  ASSERT_TRUE(
+      wait_until([&] { return window_->folder().counts().prefill_tokens >= prompt_tokens; }));
+  generate_and_wait(4, 0);
+  const int64_t user = window_->folder().watched_request();
+  const telemetry::RequestRecord* record = nullptr;
+  for (const auto& r : window_->folder().requests()) {
+    if (r.request_id == user) record = &r;
+  }
+  ASSERT_NE(record, nullptr);
+  // Every full 16-token block of the prompt came from the prefix cache, not from a new prefill.
+  EXPECT_EQ(record->cached_prompt_tokens, (prompt_tokens - 1) / 16 * 16);
+}
+
+TEST_F(WindowFixture, FontScalingReachesThePanels) {
+  const double before = window_->panels().panel(PanelId::kPhases)->font().pointSizeF();
+  window_->scale_font(2);
+  wait_until([] { return false; }, 50);  // the font change reaches widgets as events
+  const double after = window_->panels().panel(PanelId::kPhases)->font().pointSizeF();
+  window_->scale_font(-2);
+  EXPECT_NEAR(after / before, 1.15 * 1.15, 0.05);
+}
+
 TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
   window_->sweep_batch_sizes();  // shows the batching panel
   const auto* panel =
