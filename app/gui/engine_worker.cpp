@@ -456,6 +456,7 @@ bool EngineWorker::run_one_step() {
     recover_from_step_failure(error);
     return false;
   }
+  if (engine_->steps_run() == 1) report_memory();
   capture_attention();
   check_user_request();
   retire_finished_requests();
@@ -583,6 +584,17 @@ void EngineWorker::update_timer() {
   }
 }
 
+void EngineWorker::report_memory() {
+  const auto* vk = dynamic_cast<const compute::vulkan::VulkanBackend*>(model_->backend.get());
+  if (vk == nullptr) return;  // the CPU backend does not account its memory by purpose
+  const auto memory = vk->memory_usage().bytes_in_use;
+  using compute::BufferPurpose;
+  Q_EMIT memory_measured(memory[static_cast<size_t>(BufferPurpose::kWeights)],
+                         memory[static_cast<size_t>(BufferPurpose::kKvCache)],
+                         memory[static_cast<size_t>(BufferPurpose::kActivations)] +
+                             memory[static_cast<size_t>(BufferPurpose::kScratch)]);
+}
+
 EngineCounters EngineWorker::counters() const {
   const serving::KvUsage usage = engine_->kv_usage();
   return EngineCounters{engine_->steps_run(), requests_submitted_, requests_finished_,
@@ -593,7 +605,10 @@ void EngineWorker::set_running(bool running) {
   if (running == running_) return;
   running_ = running;
   Q_EMIT running_changed(running);
-  if (!running && engine_) Q_EMIT idle(counters());
+  if (!running && engine_) {
+    report_memory();
+    Q_EMIT idle(counters());
+  }
 }
 
 }  // namespace servescope::gui

@@ -104,6 +104,9 @@ class EngineWorker : public QObject {
   void idle(servescope::gui::EngineCounters counters);
   void quant_lab_ready(servescope::gui::QuantLabReport report);
   void weight_progress(int done, int total, const QString& type);
+  // Device memory by purpose (Vulkan), after the engine's first steps and when it falls idle:
+  // working buffers are allocated as steps need them.
+  void memory_measured(quint64 weights, quint64 kv_cache, quint64 working);
   void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
 
  private:
@@ -122,6 +125,7 @@ class EngineWorker : public QObject {
   void update_timer();
   void set_running(bool running);
   EngineCounters counters() const;
+  void report_memory();
   void drop_engine();
 
   QTimer* tick_timer_;

@@ -448,6 +448,14 @@ void MainWindow::connect_worker() {
                     .arg(total),
                 done < total ? 0 : 3000);
           });
+  connect(worker_, &EngineWorker::memory_measured, this,
+          [this](quint64 weights, quint64 kv_cache, quint64 working) {
+            if (!engine_info_) return;
+            engine_info_->memory_weights_bytes = weights;
+            engine_info_->memory_kv_bytes = kv_cache;
+            engine_info_->memory_working_bytes = working;
+            memory_changed_ = true;
+          });
   connect(worker_, &EngineWorker::batch_sweep_ready, this,
           [this](const QVector<BatchSweepPoint>& points) {
             batch_sweep_ = points;
@@ -850,6 +858,10 @@ void MainWindow::on_frame() {
       attention_ = std::move(*sample);
       changed |= panel_bit(PanelId::kAttention);
     }
+  }
+  if (memory_changed_) {
+    memory_changed_ = false;
+    changed |= panel_bit(PanelId::kKvCache);
   }
   if (sweep_changed_) {
     sweep_changed_ = false;

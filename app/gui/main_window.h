@@ -138,6 +138,7 @@ class MainWindow : public QMainWindow {
   QVector<BatchSweepPoint> batch_sweep_;
   bool sweeping_ = false;
   bool sweep_changed_ = false;
+  bool memory_changed_ = false;
   uint64_t attention_seen_ = 0;
   bool engine_running_ = false;
   bool dark_ = false;
