@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <set>
 
 #include "tests/widgets/synthetic_model_snapshots.h"
@@ -21,6 +22,9 @@ struct PanelCase {
   const char* name;
   std::function<std::unique_ptr<PanelView>(bool full)> make;
 };
+
+// ctest lists a case by its name, not by the bytes of the struct.
+void PrintTo(const PanelCase& panel, std::ostream* out) { *out << panel.name; }
 
 template <typename Panel, typename Snapshot>
 std::unique_ptr<PanelView> make_panel(bool full, const Snapshot& snapshot) {
