@@ -62,7 +62,7 @@ class AttentionPanel : public PanelView {
   QSpinBox* layer_selector() const { return layer_box_; }
   QSpinBox* head_selector() const { return head_box_; }
 
- signals:
+ Q_SIGNALS:
   // The user chose another layer or head; the app answers with a new snapshot.
   void selection_changed(int layer, int head);
 

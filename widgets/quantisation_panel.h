@@ -47,7 +47,7 @@ class QuantisationPanel : public PanelView {
   const SqnrBarsView& sqnr_view() const { return *sqnr_; }
   const ContinuationView& continuation_view() const { return *continuation_; }
 
- signals:
+ Q_SIGNALS:
   // The user changed a limit; the table's verdicts already follow. max_kl is infinity when
   // the KL limit is off.
   void limits_changed(double max_kl, double min_speedup);

@@ -1,0 +1,60 @@
+#include "app/gui/demo_runner.h"
+
+#include <QApplication>
+#include <QScreen>
+#include <QTimer>
+#include <cstdio>
+
+#include "app/gui/main_window.h"
+
+namespace servescope::gui {
+
+DemoRunner::DemoRunner(MainWindow& window, DemoPlan plan)
+    : QObject(&window), window_(window), plan_(std::move(plan)) {
+  connect(&window_, &MainWindow::engine_ready, this, [this] {
+    if (!started_) start();
+  });
+  connect(&window_, &MainWindow::failed, this, [this](const QString& message) {
+    if (!started_) fail(message);  // the demo's model could not be loaded
+  });
+}
+
+void DemoRunner::start() {
+  started_ = true;
+  window_.set_classmates(plan_.clients);
+  window_.set_continuous_classmates(true);  // the engine stays busy until the screenshot
+  window_.set_prompt(plan_.prompt);
+  if (plan_.sweep) window_.sweep_batch_sizes();  // the engine's thread runs it, then generates
+  if (plan_.panel) window_.show_panel(*plan_.panel);
+  window_.generate();
+  if (plan_.screenshot) {  // without one the demo stays open, as a lecture would use it
+    QTimer::singleShot(plan_.after_ms, this, &DemoRunner::finish);
+  }
+}
+
+void DemoRunner::finish() {
+  if (!plan_.screenshot) {
+    QApplication::exit(0);
+    return;
+  }
+  const QPixmap shot = window_.grab();
+  if (shot.isNull() || !shot.save(*plan_.screenshot, "PNG")) {
+    fail(QString("could not write the screenshot %1").arg(*plan_.screenshot));
+    return;
+  }
+  const FrameStats& frames = window_.frame_stats();
+  const FrameStats& work = window_.frame_work();
+  std::fprintf(stderr,
+               "servescope: wrote %s (%dx%d); frame time p50 %.1f ms, p99 %.1f ms over %zu "
+               "frames; GUI work per frame p50 %.2f ms, p99 %.2f ms\n",
+               plan_.screenshot->toLocal8Bit().constData(), shot.width(), shot.height(),
+               frames.p50(), frames.p99(), frames.count(), work.p50(), work.p99());
+  QApplication::exit(0);
+}
+
+void DemoRunner::fail(const QString& reason) {
+  std::fprintf(stderr, "servescope: %s\n", reason.simplified().toLocal8Bit().constData());
+  QApplication::exit(1);
+}
+
+}  // namespace servescope::gui

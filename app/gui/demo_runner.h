@@ -1,0 +1,41 @@
+// The scripted demo: once the engine is ready it sets the classmates, generates the prompt,
+// shows the chosen panel, and after the given time writes a screenshot of the window and ends
+// the application (exit code 0, or 1 with a one-line reason on stderr).
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <optional>
+
+#include "app/gui/panel_id.h"
+
+namespace servescope::gui {
+
+class MainWindow;
+
+struct DemoPlan {
+  QString prompt;
+  int clients = 0;
+  std::optional<PanelId> panel;
+  std::optional<QString> screenshot;
+  int after_ms = 4000;
+  bool sweep = false;  // measure the batch-size sweep first
+};
+
+class DemoRunner : public QObject {
+  Q_OBJECT
+
+ public:
+  DemoRunner(MainWindow& window, DemoPlan plan);
+
+ private:
+  void start();
+  void finish();
+  void fail(const QString& reason);
+
+  MainWindow& window_;
+  DemoPlan plan_;
+  bool started_ = false;
+};
+
+}  // namespace servescope::gui

@@ -1,0 +1,110 @@
+// The plain values that cross between the GUI thread and the engine's thread in queued
+// signals: what to load, how to sample, what the engine reports back.
+#pragma once
+
+#include <QMetaType>
+#include <QString>
+#include <QVector>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "app/gui/attention_mailbox.h"
+#include "engine/compute/backend.h"
+#include "engine/serving/kv_block_pool.h"
+#include "engine/serving/sampler.h"
+#include "engine/telemetry/kv_event.h"
+#include "engine/telemetry/observer.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace servescope::gui {
+
+struct BackendChoice {
+  compute::BackendKind kind = compute::BackendKind::kCpu;
+  int device = -1;  // Vulkan device index; -1: the best one
+};
+
+// How fast the engine's thread runs steps while there is work.
+enum class Speed {
+  kRealTime,    // one step per event-loop turn
+  kSlowMotion,  // one step every kSlowMotionMs, so each can be watched
+  kSingleStep,  // only when asked (Step)
+};
+
+// The engine as built: what the status bar, the folder and the prompt chips need.
+struct EngineInfo {
+  QString model_path;
+  QString model_name;
+  QString weight_type;  // "" for the file's own weights, else what they were re-encoded to
+  QString architecture;
+  QString backend;  // "cpu" or "vulkan"
+  QString device;   // device name (Vulkan) or the CPU
+  QString driver;   // driver version (Vulkan), empty on the CPU
+  int vulkan_device = -1;
+  int64_t parameters = 0;
+  uint64_t weight_bytes = 0;
+  int64_t context_length = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  serving::KvType kv_type = serving::KvType::kF16;
+  int64_t kv_blocks = 0;
+  int64_t block_size = 0;
+  uint64_t kv_bytes_per_block = 0;
+  uint64_t kv_bytes_per_token = 0;
+  uint64_t kv_bytes_total = 0;
+  int64_t max_batch_size = 0;
+  // Device memory by purpose, from the backend's accounting (0: not reported by the backend).
+  uint64_t memory_weights_bytes = 0;
+  uint64_t memory_kv_bytes = 0;
+  uint64_t memory_working_bytes = 0;
+  // The device's measured roofs (0: not measured): read bandwidth within and beyond the last
+  // level cache, and matrix-multiply GFLOP/s in the model's main weight type.
+  double cache_gb_per_s = 0.0;
+  double stream_gb_per_s = 0.0;
+  double compute_gflop_per_s = 0.0;
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  // Immutable after loading, so the GUI thread may tokenise with it while the engine runs.
+  std::shared_ptr<const Tokenizer> tokenizer;
+  // This engine's records; a new engine gets a new queue, so records never mix.
+  std::shared_ptr<telemetry::TelemetryQueue> telemetry;
+  std::shared_ptr<AttentionMailbox> attention;
+};
+
+// One token of the user's generation, with its probability when the engine reports it.
+struct GeneratedToken {
+  int32_t id = 0;
+  QString text;  // the bytes it adds to the text, as UTF-8 (may be part of a character)
+  double probability = -1.0;                     // < 0: not reported
+  QVector<QPair<QString, double>> alternatives;  // most likely first
+};
+
+// The engine's own counters, sent when it falls idle (for the status bar and tests).
+struct EngineCounters {
+  int64_t steps_run = 0;
+  int64_t requests_submitted = 0;
+  int64_t requests_finished = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_total = 0;
+  telemetry::KvSnapshot kv;  // the whole block table state, as the engine holds it
+};
+
+// One batch size of a sweep: simulated clients through a fresh engine of that max batch.
+struct BatchSweepPoint {
+  int64_t max_batch = 0;
+  double tokens_per_s = 0.0;    // output tokens over the run's wall time
+  double decode_step_ms = 0.0;  // mean time of a decode-only step: the latency cost
+};
+
+}  // namespace servescope::gui
+
+Q_DECLARE_METATYPE(servescope::gui::BackendChoice)
+Q_DECLARE_METATYPE(servescope::gui::BatchSweepPoint)
+Q_DECLARE_METATYPE(servescope::gui::Speed)
+Q_DECLARE_METATYPE(servescope::gui::EngineInfo)
+Q_DECLARE_METATYPE(servescope::gui::GeneratedToken)
+Q_DECLARE_METATYPE(servescope::gui::EngineCounters)
+Q_DECLARE_METATYPE(servescope::serving::SamplingParams)
+Q_DECLARE_METATYPE(servescope::serving::KvType)

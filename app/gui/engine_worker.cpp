@@ -1,0 +1,614 @@
+#include "app/gui/engine_worker.h"
+
+#include <QTimer>
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "app/common/data_files.h"
+#include "engine/compute/roofs.h"
+#include "engine/compute/vulkan/vulkan_backend.h"
+#include "engine/core/error.h"
+#include "engine/eval/quantize_model.h"
+#include "engine/eval/variant_model.h"
+
+namespace servescope::gui {
+namespace {
+
+// The serving engine as the window runs it: the user's request and up to 32 classmates share
+// 16 batch slots, so a full class queues and the KV cache fills.
+constexpr int64_t kMaxBatch = 16;
+constexpr int64_t kKvBlocks = 128;
+constexpr int64_t kAlternatives = 5;  // top alternatives reported with each generated token  //
+                                      // 2,048 tokens: eight full contexts of the bundled model
+
+// Classmates' prompts are windows of the bundled stories (the load generator draws them at
+// random offsets), so their requests read like the user's; this text stands in when the
+// stories file is not installed.
+constexpr const char* kFallbackStories =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+    "park with her friends. One day, she saw a big red ball under a tree. She ran to the ball "
+    "and kicked it high into the sky. Her friend Tom laughed and clapped his hands. Then the "
+    "sun went down and it was time to go home. Lily's mom made soup for dinner, and Lily told "
+    "her about the ball. Tim had a small dog called Max. Max liked to run and jump in the "
+    "garden. One morning Max found a shiny stone and brought it to Tim. Tim was very happy and "
+    "gave Max a big hug. They played together all day until the stars came out.";
+
+// "llvmpipe, Mesa 22.3.6 (LLVM 15.0.6)", or the numeric version where the driver has no name.
+QString driver_text(const compute::vulkan::DeviceDescription& d) {
+  if (!d.driver_name.empty()) {
+    return QString::fromStdString(d.driver_name +
+                                  (d.driver_info.empty() ? "" : ", " + d.driver_info));
+  }
+  return QString("%1.%2.%3")
+      .arg(VK_API_VERSION_MAJOR(d.driver_version))
+      .arg(VK_API_VERSION_MINOR(d.driver_version))
+      .arg(VK_API_VERSION_PATCH(d.driver_version));
+}
+
+std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {
+  const std::optional<uint32_t> device =
+      backend.kind == compute::BackendKind::kVulkan && backend.device >= 0
+          ? std::optional<uint32_t>(static_cast<uint32_t>(backend.device))
+          : std::nullopt;
+  return model::load_model(path.toStdString(), compute::BackendChoice(backend.kind, device));
+}
+
+std::string bundled_stories() {
+  std::ifstream in(app::bundled_eval_text_path(), std::ios::binary);
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return text.empty() ? kFallbackStories : text;
+}
+
+}  // namespace
+
+void EngineWorker::register_types() {
+  qRegisterMetaType<BackendChoice>();
+  qRegisterMetaType<Speed>();
+  qRegisterMetaType<EngineInfo>();
+  qRegisterMetaType<GeneratedToken>();
+  qRegisterMetaType<QVector<GeneratedToken>>();
+  qRegisterMetaType<EngineCounters>();
+  qRegisterMetaType<serving::SamplingParams>();
+  qRegisterMetaType<serving::KvType>();
+  qRegisterMetaType<QuantLabReport>();
+  qRegisterMetaType<BatchSweepPoint>();
+  qRegisterMetaType<QVector<BatchSweepPoint>>();
+}
+
+EngineWorker::EngineWorker(QObject* parent) : QObject(parent), tick_timer_(new QTimer(this)) {
+  connect(tick_timer_, &QTimer::timeout, this, &EngineWorker::tick);
+}
+
+EngineWorker::~EngineWorker() {
+  if (lab_thread_.joinable()) lab_thread_.join();
+  if (quantise_thread_.joinable()) quantise_thread_.join();
+  drop_engine();
+}
+
+void EngineWorker::drop_engine() {
+  engine_.reset();
+  user_request_.reset();
+  live_requests_.clear();
+  classmate_requests_.clear();
+  last_prefill_ids_.clear();
+  tick_timer_->stop();
+  set_running(false);
+}
+
+void EngineWorker::run_batch_sweep() {
+  if (!model_) return;
+  model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
+  QVector<BatchSweepPoint> points;
+  try {
+    for (int64_t batch = 1; batch <= kMaxBatch; batch *= 2) {
+      serving::EngineConfig config;
+      config.max_batch_size = batch;
+      config.kv_type = kv_type_;
+      serving::WorkloadSpec spec;
+      spec.clients = 2 * batch;
+      spec.prompt_tokens = {16, 32};
+      spec.output_tokens = {32, 32};
+      spec.seed = 7;
+      spec.text_ids = classmate_text_ids_;
+      spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
+      const serving::LoadSummary s = serving::run_load(*model_->transformer, weight_bytes_, config,
+                                                       serving::make_workload(spec))
+                                         .summary;
+      points.push_back({batch, s.output_tokens_per_s, s.mean_decode_step_ms});
+    }
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Batch sweep: %1").arg(error.what()));
+  }
+  model_->transformer->set_attention_capture(
+      model::AttentionCapture{attention_layer_, attention_head_});
+  Q_EMIT batch_sweep_ready(points);
+}
+
+void EngineWorker::start_quant_lab(const QString& prompt) {
+  if (!model_ || !tokenizer_) return;
+  if (lab_thread_.joinable()) lab_thread_.join();  // one lab at a time
+  lab_thread_ = std::thread([this, path = model_path_.toStdString(), tokenizer = tokenizer_,
+                             text = stories_, prompt = prompt.toStdString()] {
+    QuantLabReport report;
+    try {
+      report = run_quant_lab(path, *tokenizer, prompt, text);
+    } catch (const std::exception& error) {
+      report.model_path = path;
+      report.problems.push_back(error.what());
+    }
+    Q_EMIT quant_lab_ready(report);  // queued to the GUI thread
+  });
+}
+
+void EngineWorker::simulate_device_loss_after(int steps) {
+  if (auto* vk =
+          dynamic_cast<compute::vulkan::VulkanBackend*>(model_ ? model_->backend.get() : nullptr)) {
+    vk->simulate_device_lost_after(static_cast<uint32_t>(steps));
+  }
+}
+
+void EngineWorker::set_weight_type(const QString& type) {
+  if (!model_ || type == weight_type_) return;
+  if (type.isEmpty()) {  // back to the file as it is
+    load_model(model_path_, backend_);
+    return;
+  }
+  if (quantise_thread_.joinable()) quantise_thread_.join();  // one at a time
+  quantise_thread_ = std::thread([this, type, path = model_path_.toStdString(),
+                                  kind = backend_.kind] {
+    try {
+      const gguf::GgufFile source = gguf::GgufFile::open(path);
+      const gguf::GgmlType target = eval::parse_weight_type(type.toStdString());
+      const gguf::GgufWriter writer = eval::quantize_model(
+          source, target, [&](int64_t done, int64_t total, const std::string&) {
+            Q_EMIT weight_progress(static_cast<int>(done), static_cast<int>(total), type);
+          });
+      std::shared_ptr<model::Model> quantised = eval::load_model_from_gguf(
+          gguf::GgufFile::from_bytes(writer.to_bytes(),
+                                     source.name() + " as " + type.toStdString()),
+          kind);
+      QMetaObject::invokeMethod(this, [this, quantised, type] { adopt_model(quantised, type); });
+    } catch (const std::exception& error) {
+      Q_EMIT failed(QString("Could not quantise the weights to %1: %2").arg(type, error.what()));
+    }
+  });
+}
+
+void EngineWorker::adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type) {
+  const bool was_generating = user_request_.has_value();
+  drop_engine();
+  if (was_generating) Q_EMIT generation_finished("weights changed");
+  // The Model is owned here from now on; the shared_ptr only carried it across threads.
+  model_ = std::make_unique<model::Model>(std::move(*model));
+  weight_type_ = weight_type;
+  weight_bytes_ = model::summarize_weights(model_->file).bytes;
+  rebuild_engine();
+}
+
+void EngineWorker::shutdown() {
+  if (lab_thread_.joinable()) lab_thread_.join();
+  if (quantise_thread_.joinable()) quantise_thread_.join();
+  drop_engine();
+  model_.reset();
+  queue_.reset();
+}
+
+void EngineWorker::load_model(const QString& path, BackendChoice backend) {
+  std::unique_ptr<model::Model> loaded;
+  try {
+    loaded = open_model(path, backend);
+    if (!loaded->tokenizer) {
+      throw InputError(path.toStdString() +
+                       " has no tokenizer metadata (tokenizer.ggml.*), so ServeScope cannot "
+                       "turn a typed prompt into tokens; choose a model with a tokenizer");
+    }
+  } catch (const std::exception& error) {
+    if (!model_ && backend.kind == compute::BackendKind::kVulkan) {
+      // Nothing is running yet: the CPU backend is the next best start.
+      Q_EMIT notice(QString("Vulkan is not available here (%1); running on the CPU backend.")
+                        .arg(error.what()));
+      load_model(path, BackendChoice{compute::BackendKind::kCpu, -1});
+      return;
+    }
+    Q_EMIT failed(QString("Could not load %1: %2%3")
+                      .arg(path, QString::fromStdString(error.what()),
+                           model_ ? QString("\nStill serving %1.").arg(model_path_) : QString()));
+    return;
+  }
+  const bool was_generating = user_request_.has_value();
+  drop_engine();
+  if (was_generating) Q_EMIT generation_finished("model changed");
+  model_ = std::move(loaded);
+  model_path_ = path;
+  weight_type_.clear();
+  backend_ = backend;
+  weight_bytes_ = model::summarize_weights(model_->file).bytes;
+  tokenizer_ = std::shared_ptr<const Tokenizer>(load_tokenizer(model_->file));
+  stories_ = bundled_stories();
+  classmate_text_ids_ = tokenizer_->encode(stories_);
+  roofs_ = {};
+  try {
+    roofs_ = compute::probe_device_roofs(*model_->backend, false).roofs;  // cached per device
+  } catch (const std::exception& error) {
+    Q_EMIT notice(QString("The roofline's roofs could not be measured: %1").arg(error.what()));
+  }
+  rebuild_engine();
+}
+
+void EngineWorker::rebuild_engine() {
+  if (!model_) return;
+  drop_engine();
+  serving::EngineConfig config;
+  config.max_batch_size = kMaxBatch;
+  config.kv_type = kv_type_;
+  config.kv_blocks = kKvBlocks;
+  queue_ = std::make_shared<telemetry::TelemetryQueue>(1 << 16);
+  attention_ = std::make_shared<AttentionMailbox>();
+  attention_sample_ = {};
+  tap_.set_queue(queue_.get());
+  requests_submitted_ = 0;
+  requests_finished_ = 0;
+  try {
+    engine_ = std::make_unique<serving::Engine>(*model_->transformer, weight_bytes_, config, &tap_);
+    model_->transformer->set_attention_capture(
+        model::AttentionCapture{attention_layer_, attention_head_});
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Could not build the serving engine: %1").arg(error.what()));
+    return;
+  }
+  Q_EMIT engine_ready(engine_info());
+}
+
+EngineInfo EngineWorker::engine_info() const {
+  EngineInfo info;
+  const model::ModelConfig& c = model_->config;
+  const model::WeightSummary weights = model::summarize_weights(model_->file);
+  info.model_path = model_path_;
+  info.weight_type = weight_type_;
+  info.model_name = QString::fromStdString(c.name.empty() ? model_->file.name() : c.name);
+  info.architecture = QString::fromUtf8(model::architecture_name(c.architecture).data());
+  info.backend = QString::fromStdString(model_->backend->name());
+  if (const auto* vk = dynamic_cast<const compute::vulkan::VulkanBackend*>(model_->backend.get())) {
+    info.device = QString::fromStdString(vk->device().name);
+    info.driver = driver_text(vk->device());
+    info.vulkan_device = static_cast<int>(vk->device().index);
+    const auto memory = vk->memory_usage().bytes_in_use;
+    using compute::BufferPurpose;
+    info.memory_weights_bytes = memory[static_cast<size_t>(BufferPurpose::kWeights)];
+    info.memory_kv_bytes = memory[static_cast<size_t>(BufferPurpose::kKvCache)];
+    info.memory_working_bytes = memory[static_cast<size_t>(BufferPurpose::kActivations)] +
+                                memory[static_cast<size_t>(BufferPurpose::kScratch)];
+  } else {
+    info.device = roofs_.device.empty() ? QString("CPU") : QString::fromStdString(roofs_.device);
+  }
+  info.cache_gb_per_s = roofs_.in_cache.gb_per_s;
+  info.stream_gb_per_s = roofs_.beyond_cache.gb_per_s;
+  // The compute roof of the type most of the model's matrices are stored in.
+  std::string main_type;
+  int64_t most = 0;
+  for (const auto& [type, count] : weights.tensor_types) {
+    if (count > most) most = count, main_type = type;
+  }
+  for (const compute::MatmulRoof& roof : roofs_.matmul) {
+    if (gguf::type_name(roof.type) == main_type) info.compute_gflop_per_s = roof.gflop_per_s;
+  }
+  info.parameters = weights.parameters;
+  info.weight_bytes = weights.bytes;
+  info.context_length = c.context_length;
+  info.n_layers = c.n_layers;
+  info.n_heads = c.n_heads;
+  info.n_kv_heads = c.n_kv_heads;
+  info.head_dim = c.head_dim;
+  const serving::KvUsage usage = engine_->kv_usage();
+  info.kv_type = usage.type;
+  info.kv_blocks = usage.blocks_total;
+  info.block_size = usage.block_size;
+  info.kv_bytes_per_block = usage.bytes_per_block;
+  info.kv_bytes_per_token = usage.bytes_per_token;
+  info.kv_bytes_total = usage.bytes_total;
+  info.max_batch_size = engine_->scheduler().config().max_batch_size;
+  info.bos_id = tokenizer_->vocabulary().bos_id;
+  info.eos_id = tokenizer_->vocabulary().eos_id;
+  info.tokenizer = tokenizer_;
+  info.telemetry = queue_;
+  info.attention = attention_;
+  return info;
+}
+
+void EngineWorker::set_kv_type(serving::KvType type) {
+  if (type == kv_type_) return;
+  kv_type_ = type;
+  const bool was_generating = user_request_.has_value();
+  rebuild_engine();
+  if (was_generating) Q_EMIT generation_finished("KV precision changed");
+}
+
+void EngineWorker::set_classmates(int count) {
+  classmates_ = std::clamp(count, 0, kMaxClassmates);
+  if (user_request_) top_up_classmates();
+  update_timer();
+}
+
+void EngineWorker::set_speed(Speed speed) {
+  speed_ = speed;
+  update_timer();
+}
+
+void EngineWorker::set_sampling(serving::SamplingParams sampling) {
+  try {
+    serving::validate(sampling);
+    sampling_ = sampling;
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Sampling settings: %1").arg(error.what()));
+  }
+}
+
+void EngineWorker::set_continuous_classmates(bool continuous) {
+  continuous_classmates_ = continuous;
+  update_timer();
+}
+
+void EngineWorker::set_max_tokens(int max_tokens) { max_tokens_ = std::max(1, max_tokens); }
+
+std::vector<int32_t> EngineWorker::tokenize(const QString& prompt) const {
+  return tokenizer_->encode_with_bos(prompt.toStdString());
+}
+
+void EngineWorker::prefill(const QString& prompt) {
+  if (!engine_ || user_request_ || prompt.isEmpty()) return;
+  try {
+    const std::vector<int32_t> ids = tokenize(prompt);
+    if (ids == last_prefill_ids_) return;
+    serving::EngineRequest request;
+    request.prompt_ids = ids;
+    request.max_tokens = 1;  // only the prompt's keys and values matter
+    live_requests_.insert(engine_->submit(request));
+    ++requests_submitted_;
+    last_prefill_ids_ = ids;
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Prompt: %1").arg(error.what()));
+    return;
+  }
+  update_timer();
+}
+
+void EngineWorker::generate(const QString& prompt) {
+  if (!engine_) {
+    Q_EMIT failed("No model is loaded yet; open a GGUF model first.");
+    return;
+  }
+  if (user_request_) return;  // one generation at a time
+  try {
+    serving::EngineRequest request;
+    request.prompt_ids = tokenize(prompt);
+    request.max_tokens = max_tokens_;
+    request.sampling = sampling_;
+    request.stop_token = tokenizer_->vocabulary().eos_id;
+    request.top_k_alternatives = kAlternatives;
+    const auto context = engine_->scheduler().config().context_length;
+    if (static_cast<int64_t>(request.prompt_ids.size()) >= context) {
+      throw InputError("the prompt is " + std::to_string(request.prompt_ids.size()) +
+                       " tokens but the model's context holds " + std::to_string(context) +
+                       "; shorten it so there is room to generate");
+    }
+    user_request_ = engine_->submit(request);
+    live_requests_.insert(*user_request_);
+    ++requests_submitted_;
+    generated_once_ = true;
+    attention_sample_ = {};
+    Q_EMIT generation_started(*user_request_, static_cast<int>(request.prompt_ids.size()));
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Cannot generate: %1").arg(error.what()));
+    return;
+  }
+  top_up_classmates();
+  update_timer();
+}
+
+void EngineWorker::stop() {
+  if (!user_request_) return;
+  cancel_all();
+  user_request_.reset();
+  Q_EMIT generation_finished("stopped");
+  update_timer();
+}
+
+void EngineWorker::cancel_all() {
+  // The user's request and every classmate end now; their blocks are freed at once.
+  for (const serving::SequenceId id : std::set<serving::SequenceId>(live_requests_)) {
+    engine_->cancel(id);
+  }
+  retire_finished_requests();
+}
+
+void EngineWorker::set_attention_head(int layer, int head) {
+  attention_layer_ = layer;
+  attention_head_ = head;
+  attention_sample_ = {};
+  if (!model_) return;
+  try {
+    model_->transformer->set_attention_capture(model::AttentionCapture{layer, head});
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Attention: %1").arg(error.what()));
+  }
+}
+
+void EngineWorker::step_once() {
+  if (!engine_ || !engine_->has_unfinished()) return;
+  run_one_step();
+  update_timer();
+}
+
+void EngineWorker::tick() {
+  if (!engine_ || !engine_->has_unfinished()) {
+    update_timer();
+    return;
+  }
+  run_one_step();
+  update_timer();
+}
+
+bool EngineWorker::run_one_step() {
+  try {
+    engine_->step();
+  } catch (const std::exception& error) {
+    recover_from_step_failure(error);
+    return false;
+  }
+  if (engine_->steps_run() == 1) report_memory();
+  capture_attention();
+  check_user_request();
+  retire_finished_requests();
+  top_up_classmates();
+  return true;
+}
+
+void EngineWorker::recover_from_step_failure(const std::exception& error) {
+  const bool was_generating = user_request_.has_value();
+  const QString reason = QString::fromStdString(error.what());
+  drop_engine();
+  if (was_generating) Q_EMIT generation_finished("failed");
+  if (backend_.kind == compute::BackendKind::kVulkan) {
+    // The engine cannot continue after a backend failure; rebuild the model on the CPU.
+    model_.reset();
+    load_model(model_path_, BackendChoice{compute::BackendKind::kCpu, -1});
+    Q_EMIT notice(QString("The Vulkan device failed (%1). ServeScope now runs on the CPU backend; "
+                          "choose Vulkan again in the toolbar to retry.")
+                      .arg(reason));
+  } else {
+    rebuild_engine();
+    Q_EMIT failed(QString("A step failed: %1. The engine was rebuilt.").arg(reason));
+  }
+}
+
+void EngineWorker::check_user_request() {
+  if (!user_request_ || !engine_->is_finished(*user_request_)) return;
+  const serving::Sequence& sequence = engine_->sequence(*user_request_);
+  user_request_.reset();
+  Q_EMIT generation_finished(
+      QString::fromUtf8(serving::finish_reason_name(sequence.finish_reason).data()));
+}
+
+void EngineWorker::capture_attention() {
+  if (!user_request_) return;
+  const std::vector<model::AttentionWeights>& captured = model_->transformer->captured_attention();
+  if (captured.empty()) return;
+  // The pass's query rows are its batch's tokens, entry after entry.
+  size_t row = 0;
+  for (const telemetry::BatchEntry& entry : tap_.last_batch()) {
+    if (entry.sequence != *user_request_) {
+      row += entry.tokens.size();
+      continue;
+    }
+    const model::AttentionWeights& weights = captured.front();
+    AttentionSample& sample = attention_sample_;
+    for (size_t i = 0; i < entry.tokens.size() && row + i < weights.rows.size(); ++i) {
+      const int64_t position = weights.positions[row + i];
+      const bool continues =
+          !sample.rows.empty() &&
+          position == sample.first_query_position + static_cast<int64_t>(sample.rows.size());
+      if (!continues) {  // the first rows, or a recompute after a preemption
+        sample.rows.clear();
+        sample.first_query_position = position;
+      }
+      sample.rows.push_back(weights.rows[row + i]);
+    }
+    sample.layer = weights.layer;
+    sample.head = weights.head;
+    sample.request = entry.sequence;
+    const std::vector<int32_t>& tokens = engine_->sequence(entry.sequence).tokens;
+    const auto keys = static_cast<size_t>(sample.first_query_position) + sample.rows.size();
+    sample.key_ids.assign(tokens.begin(), tokens.begin() + std::min(keys, tokens.size()));
+    attention_->put(sample);
+    return;
+  }
+}
+
+void EngineWorker::retire_finished_requests() {
+  for (auto it = live_requests_.begin(); it != live_requests_.end();) {
+    if (engine_->is_finished(*it)) {
+      classmate_requests_.erase(*it);
+      ++requests_finished_;
+      it = live_requests_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void EngineWorker::top_up_classmates() {
+  // Classmates come while the user generates (or always, for the demo once it started).
+  if (!engine_ || !(user_request_ || (continuous_classmates_ && generated_once_))) return;
+  while (static_cast<int>(classmate_requests_.size()) < classmates_) submit_classmate();
+}
+
+void EngineWorker::submit_classmate() {
+  if (classmate_queue_.empty()) {
+    serving::WorkloadSpec spec;
+    spec.clients = kMaxClassmates;
+    spec.prompt_tokens = {8, 40};
+    spec.output_tokens = {24, 96};
+    spec.seed = classmate_seed_++;
+    spec.text_ids = classmate_text_ids_;
+    spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
+    for (serving::SimulatedRequest& r : serving::make_workload(spec)) {
+      classmate_queue_.push_back(std::move(r));
+    }
+  }
+  serving::SimulatedRequest next = std::move(classmate_queue_.front());
+  classmate_queue_.pop_front();
+  serving::EngineRequest request;
+  next.prompt_ids.insert(next.prompt_ids.begin(), tokenizer_->vocabulary().bos_id);
+  request.prompt_ids = std::move(next.prompt_ids);
+  request.max_tokens = next.max_tokens;
+  request.sampling.greedy = false;
+  request.sampling.temperature = 0.8f;
+  request.sampling.seed = classmate_seed_ * 7919 + classmate_queue_.size();
+  const serving::SequenceId id = engine_->submit(request);
+  classmate_requests_.insert(id);
+  live_requests_.insert(id);
+  ++requests_submitted_;
+}
+
+void EngineWorker::update_timer() {
+  const bool work = engine_ && engine_->has_unfinished();
+  set_running(work);
+  if (!work || speed_ == Speed::kSingleStep) {
+    tick_timer_->stop();
+    return;
+  }
+  const int interval = speed_ == Speed::kSlowMotion ? kSlowMotionMs : 0;
+  if (!tick_timer_->isActive() || tick_timer_->interval() != interval) {
+    tick_timer_->start(interval);
+  }
+}
+
+void EngineWorker::report_memory() {
+  const auto* vk = dynamic_cast<const compute::vulkan::VulkanBackend*>(model_->backend.get());
+  if (vk == nullptr) return;  // the CPU backend does not account its memory by purpose
+  const auto memory = vk->memory_usage().bytes_in_use;
+  using compute::BufferPurpose;
+  Q_EMIT memory_measured(memory[static_cast<size_t>(BufferPurpose::kWeights)],
+                         memory[static_cast<size_t>(BufferPurpose::kKvCache)],
+                         memory[static_cast<size_t>(BufferPurpose::kActivations)] +
+                             memory[static_cast<size_t>(BufferPurpose::kScratch)]);
+}
+
+EngineCounters EngineWorker::counters() const {
+  const serving::KvUsage usage = engine_->kv_usage();
+  return EngineCounters{engine_->steps_run(), requests_submitted_, requests_finished_,
+                        usage.blocks_used,    usage.blocks_total,  engine_->kv_snapshot()};
+}
+
+void EngineWorker::set_running(bool running) {
+  if (running == running_) return;
+  running_ = running;
+  Q_EMIT running_changed(running);
+  if (!running && engine_) {
+    report_memory();
+    Q_EMIT idle(counters());
+  }
+}
+
+}  // namespace servescope::gui

@@ -1,0 +1,172 @@
+// The engine's thread: EngineWorker owns the backend, the model, the serving Engine and the
+// simulated classmates, and is moved to its own QThread. Every engine call happens on that
+// thread; the GUI sends commands through queued signals and hears back through signals and
+// the engine's TelemetryQueue. While there is work it runs one engine step per event-loop
+// turn (or one per slow-motion tick), so commands are handled between steps and nothing
+// the GUI does ever waits for a step.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QVector>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "app/gui/engine_types.h"
+#include "app/gui/quant_lab.h"
+#include "engine/compute/roofs.h"
+#include "engine/model/model.h"
+#include "engine/serving/engine.h"
+#include "engine/serving/load_generator.h"
+
+class QTimer;
+
+namespace servescope::gui {
+
+// The engine's observer: every record goes to the TelemetryQueue for the GUI, and the worker
+// keeps the last step's batch (to find its own request's rows in an attention capture).
+class StepTap final : public telemetry::Observer {
+ public:
+  void set_queue(telemetry::TelemetryQueue* queue) { queue_ = queue; }
+  const std::vector<telemetry::BatchEntry>& last_batch() const { return last_batch_; }
+
+  void on_step(const telemetry::StepRecord& step) override {
+    last_batch_ = step.batch;
+    queue_->on_step(step);
+  }
+  void on_request(const telemetry::RequestRecord& request) override { queue_->on_request(request); }
+  void on_kv_event(const telemetry::KvEvent& event) override { queue_->on_kv_event(event); }
+  void on_token(const telemetry::TokenRecord& token) override { queue_->on_token(token); }
+
+ private:
+  telemetry::TelemetryQueue* queue_ = nullptr;
+  std::vector<telemetry::BatchEntry> last_batch_;
+};
+
+class EngineWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  static constexpr int kSlowMotionMs = 400;
+  static constexpr int kMaxClassmates = 32;
+
+  explicit EngineWorker(QObject* parent = nullptr);
+  ~EngineWorker() override;
+
+  // Registers the types of the queued signals; call once before connecting.
+  static void register_types();
+
+ public Q_SLOTS:
+  // Loads a model on a backend and builds a fresh engine. On failure the previous model and
+  // engine stay as they were and failed() says why.
+  void load_model(const QString& path, servescope::gui::BackendChoice backend);
+  void set_kv_type(servescope::serving::KvType type);
+  // Re-encodes the loaded model's weights ("f16", "q8_0", "q4_0"; "" for the file as loaded)
+  // on a thread of its own with progress; the model in use keeps serving until the new one is
+  // ready, then the engine is rebuilt on it.
+  void set_weight_type(const QString& type);
+  void set_classmates(int count);
+  void set_speed(servescope::gui::Speed speed);
+  void set_sampling(servescope::serving::SamplingParams sampling);
+  void set_max_tokens(int max_tokens);
+  // true: classmates keep coming after the user's generation ends (the scripted demo's load).
+  void set_continuous_classmates(bool continuous);
+  // Prefills the prompt (one short request) so its full blocks enter the prefix cache and a
+  // later generate() reuses them. Ignored while a generation runs.
+  void prefill(const QString& prompt);
+  void generate(const QString& prompt);
+  void stop();
+  void step_once();
+  // The layer and head whose attention weights the user's request reports.
+  void set_attention_head(int layer, int head);
+  // Measures throughput and decode-step time at max batch 1, 2, 4, 8 and 16 (twice as many
+  // simulated clients as slots, each on a fresh engine); the live engine waits meanwhile.
+  void run_batch_sweep();
+  // Runs the quantisation lab for the loaded model on a thread of its own; quant_lab_ready
+  // brings the report.
+  void start_quant_lab(const QString& prompt);
+  // Test hook: on a Vulkan backend, the step submitted after `steps` more reports the device
+  // lost (VK_ERROR_DEVICE_LOST), as a GPU reset or a driver crash would.
+  void simulate_device_loss_after(int steps);
+  // Frees the engine on this thread; call (blocking-queued) before the thread ends.
+  void shutdown();
+
+ Q_SIGNALS:
+  void engine_ready(servescope::gui::EngineInfo info);
+  void failed(const QString& message);
+  void notice(const QString& message);
+  void generation_started(qint64 request, int prompt_tokens);
+  void generation_finished(const QString& reason);
+  void running_changed(bool running);
+  void idle(servescope::gui::EngineCounters counters);
+  void quant_lab_ready(servescope::gui::QuantLabReport report);
+  void weight_progress(int done, int total, const QString& type);
+  // Device memory by purpose (Vulkan), after the engine's first steps and when it falls idle:
+  // working buffers are allocated as steps need them.
+  void memory_measured(quint64 weights, quint64 kv_cache, quint64 working);
+  void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
+
+ private:
+  void rebuild_engine();
+  EngineInfo engine_info() const;
+  std::vector<int32_t> tokenize(const QString& prompt) const;
+  void tick();
+  bool run_one_step();
+  void recover_from_step_failure(const std::exception& error);
+  void check_user_request();
+  void capture_attention();
+  void cancel_all();
+  void retire_finished_requests();
+  void top_up_classmates();
+  void submit_classmate();
+  void update_timer();
+  void set_running(bool running);
+  EngineCounters counters() const;
+  void report_memory();
+  void drop_engine();
+
+  QTimer* tick_timer_;
+  QString model_path_;
+  BackendChoice backend_;
+  serving::KvType kv_type_ = serving::KvType::kF16;
+  serving::SamplingParams sampling_;
+  int max_tokens_ = 200;
+  int classmates_ = 0;
+  bool continuous_classmates_ = false;
+  bool generated_once_ = false;
+  Speed speed_ = Speed::kRealTime;
+
+  // Destroyed in reverse: the engine before the queue it reports to and the model it runs.
+  std::unique_ptr<model::Model> model_;
+  uint64_t weight_bytes_ = 0;
+  compute::Roofs roofs_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<telemetry::TelemetryQueue> queue_;
+  std::shared_ptr<AttentionMailbox> attention_;
+  StepTap tap_;
+  std::unique_ptr<serving::Engine> engine_;
+
+  std::optional<serving::SequenceId> user_request_;
+  int64_t attention_layer_ = 0;
+  int64_t attention_head_ = 0;
+  AttentionSample attention_sample_;             // the user's request's rows so far
+  std::set<serving::SequenceId> live_requests_;  // submitted and not yet seen finished
+  std::set<serving::SequenceId> classmate_requests_;
+  std::deque<serving::SimulatedRequest> classmate_queue_;
+  uint64_t classmate_seed_ = 1;
+  std::string stories_;  // the evaluation text: classmates' prompts, the quantisation lab
+  std::vector<int32_t> classmate_text_ids_;
+  std::vector<int32_t> last_prefill_ids_;
+  int64_t requests_submitted_ = 0;
+  int64_t requests_finished_ = 0;
+  bool running_ = false;
+  std::thread lab_thread_;
+  std::thread quantise_thread_;
+  QString weight_type_;  // "" while the file's own weights are in use
+  void adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type);
+};
+
+}  // namespace servescope::gui

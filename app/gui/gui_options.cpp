@@ -1,0 +1,107 @@
+#include "app/gui/gui_options.h"
+
+#include <charconv>
+#include <filesystem>
+
+namespace servescope::gui {
+namespace {
+
+constexpr int kMaxClients = 32;
+constexpr int kMaxAfterMs = 10 * 60 * 1000;
+
+int whole_number(const std::string& option, const std::string& text, int min, int max) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty() || value < min ||
+      value > max) {
+    throw GuiUsageError(option + " needs a whole number from " + std::to_string(min) + " to " +
+                        std::to_string(max) + ", got '" + text + "'");
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string gui_usage() {
+  return "usage: servescope [--reset] [--model PATH] [--backend cpu|vulkan] [--device N]\n"
+         "                  [--theme dark|light] [--overlay]\n"
+         "       servescope --demo PROMPT [--clients 0-32] [--panel "
+         "phases|kv|batching|quantisation|roofline|attention]\n"
+         "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
+         "[--backend cpu|vulkan]\n"
+         "                  [--device N] [--theme dark|light] [--overlay] [--sweep]\n";
+}
+
+GuiOptions parse_gui_options(const std::vector<std::string>& args) {
+  GuiOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& name = args[i];
+    const auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw GuiUsageError(name + " needs a value");
+      return args[++i];
+    };
+    if (name == "--help" || name == "-h") {
+      options.help = true;
+    } else if (name == "--reset") {
+      options.reset = true;
+    } else if (name == "--overlay") {
+      options.overlay = true;
+    } else if (name == "--sweep") {
+      options.sweep = true;
+    } else if (name == "--demo") {
+      options.demo_prompt = value();
+      if (options.demo_prompt->empty()) throw GuiUsageError("--demo needs a non-empty prompt");
+    } else if (name == "--clients") {
+      options.clients = whole_number(name, value(), 0, kMaxClients);
+    } else if (name == "--panel") {
+      const std::string& key = value();
+      options.panel = parse_panel_key(key);
+      if (!options.panel) {
+        throw GuiUsageError("--panel '" + key +
+                            "' is not a panel; choose one of: phases, kv, batching, "
+                            "quantisation, roofline, attention");
+      }
+    } else if (name == "--screenshot") {
+      options.screenshot = value();
+      const std::filesystem::path path(*options.screenshot);
+      const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+      if (!std::filesystem::is_directory(folder)) {
+        throw GuiUsageError("--screenshot " + *options.screenshot + ": folder " + folder.string() +
+                            " does not exist");
+      }
+    } else if (name == "--after-ms") {
+      options.after_ms = whole_number(name, value(), 0, kMaxAfterMs);
+    } else if (name == "--model") {
+      options.model = value();
+      if (!std::filesystem::is_regular_file(*options.model)) {
+        throw GuiUsageError("--model " + *options.model + " is not a file");
+      }
+    } else if (name == "--backend") {
+      options.backend = value();
+      if (*options.backend != "cpu" && *options.backend != "vulkan") {
+        throw GuiUsageError("--backend '" + *options.backend + "': choose cpu or vulkan");
+      }
+    } else if (name == "--device") {
+      options.device = whole_number(name, value(), 0, 64);
+    } else if (name == "--theme") {
+      const std::string& theme = value();
+      if (theme == "dark") {
+        options.theme = ThemeChoice::kDark;
+      } else if (theme == "light") {
+        options.theme = ThemeChoice::kLight;
+      } else {
+        throw GuiUsageError("--theme '" + theme + "': choose dark or light");
+      }
+    } else {
+      throw GuiUsageError("unknown option '" + name + "'; see servescope --help");
+    }
+  }
+  const bool demo_only =
+      options.clients > 0 || options.panel || options.screenshot || options.sweep;
+  if (demo_only && !options.demo_prompt) {
+    throw GuiUsageError("--clients, --panel, --screenshot and --sweep need --demo PROMPT");
+  }
+  return options;
+}
+
+}  // namespace servescope::gui

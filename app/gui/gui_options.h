@@ -1,0 +1,47 @@
+// The command line of `servescope`: the interactive window by default, or the scripted demo
+// that documentation and checks use:
+//   servescope --demo "Once upon a time" --clients 4 --panel kv --screenshot out.png
+//              --after-ms 4000 [--model P] [--backend cpu|vulkan] [--device N]
+//              [--theme dark|light] [--overlay] [--sweep] [--reset]
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "app/gui/panel_id.h"
+
+namespace servescope::gui {
+
+// Bad command-line input; the message is the one line printed before exiting non-zero.
+class GuiUsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class ThemeChoice { kLight, kDark };
+
+struct GuiOptions {
+  bool help = false;
+  bool reset = false;  // forget the remembered window layout, model, device and settings
+  std::optional<std::string> demo_prompt;
+  int clients = 0;  // simulated classmates beside the demo's own request
+  std::optional<PanelId> panel;
+  std::optional<std::string> screenshot;  // PNG path, written after after_ms
+  int after_ms = 4000;
+  std::optional<std::string> model;
+  std::optional<std::string> backend;  // "cpu" or "vulkan"
+  std::optional<int> device;           // Vulkan device index
+  std::optional<ThemeChoice> theme;
+  bool overlay = false;  // the frame-time overlay (F12) on from the start
+  bool sweep = false;    // the demo runs the batch-size sweep before it generates
+};
+
+// args: the arguments after the program name (Qt's own options already removed).
+// GuiUsageError naming the option at fault.
+GuiOptions parse_gui_options(const std::vector<std::string>& args);
+
+std::string gui_usage();
+
+}  // namespace servescope::gui

@@ -1,0 +1,968 @@
+#include "app/gui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QMenuBar>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "app/cli/commands.h"
+#include "app/gui/engine_worker.h"
+#include "app/gui/token_chips.h"
+#include "app/gui/token_display.h"
+#include "engine/compute/devices.h"
+#include "widgets/theme.h"
+
+namespace servescope::gui {
+namespace {
+
+constexpr int kFrameMs = 16;
+constexpr int kPrefillPauseMs = 300;
+constexpr double kStatusEveryMs = 250.0;
+constexpr int kMaxRecent = 6;
+constexpr const char* kSuggestedPrompt = "Once upon a time";
+constexpr const char* kOpenItem = "__open__";
+
+QString bytes_text(uint64_t bytes) {
+  return QLocale::system().formattedDataSize(static_cast<qint64>(bytes), 1,
+                                             QLocale::DataSizeTraditionalFormat);
+}
+
+QString kv_type_label(serving::KvType type) {
+  return QString::fromUtf8(serving::kv_type_name(type).data());
+}
+
+QSettings settings() { return QSettings("ServeScope", "servescope"); }
+
+}  // namespace
+
+MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
+    : QMainWindow(parent), remember_settings_(options.remember_settings) {
+  setWindowTitle("ServeScope");
+  EngineWorker::register_types();
+  clock_.start();
+  panels_ = std::make_unique<PanelHost>(this, [this](int layer, int head) {
+    QMetaObject::invokeMethod(worker_,
+                              [w = worker_, layer, head] { w->set_attention_head(layer, head); });
+  });
+  build_actions();
+  build_toolbar();
+  build_central();
+  build_status_bar();
+  build_menus();
+
+  engine_thread_ = std::make_unique<QThread>();
+  engine_thread_->setObjectName("engine");
+  worker_ = new EngineWorker;
+  worker_->moveToThread(engine_thread_.get());
+  connect(engine_thread_.get(), &QThread::finished, worker_, &QObject::deleteLater);
+  connect_worker();
+  engine_thread_->start();
+
+  frame_timer_ = new QTimer(this);
+  frame_timer_->setTimerType(Qt::PreciseTimer);
+  connect(frame_timer_, &QTimer::timeout, this, &MainWindow::on_frame);
+  frame_timer_->start(kFrameMs);
+
+  restore_settings(options);
+  apply_theme();
+  send_sampling();
+  update_actions();
+}
+
+MainWindow::~MainWindow() {
+  // The engine is freed on its own thread, then the thread ends.
+  QMetaObject::invokeMethod(worker_, &EngineWorker::shutdown, Qt::BlockingQueuedConnection);
+  engine_thread_->quit();
+  engine_thread_->wait();
+}
+
+// --- building the window ----------------------------------------------------------------
+
+void MainWindow::build_actions() {
+  generate_action_ = new QAction("Generate", this);
+  generate_action_->setShortcut(QKeySequence("Ctrl+Return"));
+  generate_action_->setToolTip(
+      "Generate a continuation of the prompt (Ctrl+Return); classmates join while it runs");
+  connect(generate_action_, &QAction::triggered, this, &MainWindow::generate);
+
+  stop_action_ = new QAction("Stop", this);
+  stop_action_->setShortcut(QKeySequence(Qt::Key_Escape));
+  stop_action_->setToolTip("Stop the generation (Esc)");
+  connect(stop_action_, &QAction::triggered, this, &MainWindow::stop);
+
+  step_action_ = new QAction("Step", this);
+  step_action_->setShortcut(QKeySequence("Ctrl+."));
+  step_action_->setToolTip(
+      "Run exactly one engine step: one token for every decoding request (Ctrl+.)");
+  connect(step_action_, &QAction::triggered, this, &MainWindow::step);
+
+  sweep_action_ = new QAction("Sweep", this);
+  sweep_action_->setShortcut(QKeySequence("Ctrl+Shift+B"));
+  sweep_action_->setToolTip(
+      "Measure throughput and decode-step time at max batch 1 to 16, each "
+      "with twice as many simulated clients as slots (Ctrl+Shift+B)");
+  connect(sweep_action_, &QAction::triggered, this, &MainWindow::sweep_batch_sizes);
+
+  for (QAction* action : {generate_action_, stop_action_, step_action_, sweep_action_}) {
+    action->setShortcutContext(Qt::WindowShortcut);
+    addAction(action);
+  }
+}
+
+void MainWindow::build_toolbar() {
+  QToolBar* bar = addToolBar("Engine");
+  bar->setObjectName("engine-toolbar");
+  bar->setMovable(false);
+
+  bar->addWidget(new QLabel(" Model "));
+  model_picker_ = new QComboBox;
+  model_picker_->setMinimumContentsLength(18);
+  model_picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  model_picker_->setToolTip(
+      "The GGUF model the engine runs: the bundled one, a recent file, or "
+      "Open GGUF... for any other");
+  bar->addWidget(model_picker_);
+  connect(model_picker_, &QComboBox::activated, this, [this](int index) {
+    const QString choice = model_picker_->itemData(index).toString();
+    if (choice == kOpenItem) {
+      const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model",
+                                                        QFileInfo(model_path_).absolutePath(),
+                                                        "GGUF models (*.gguf);;All files (*)");
+      if (!path.isEmpty()) open_model(path);
+      fill_model_picker();
+    } else if (!choice.isEmpty() && choice != model_path_) {
+      open_model(choice);
+    }
+  });
+
+  bar->addWidget(new QLabel("  Backend "));
+  backend_picker_ = new QComboBox;
+  backend_picker_->setToolTip(
+      "Where the model runs. On a laptop without a GPU the CPU backend is faster than Vulkan on "
+      "lavapipe, which emulates a GPU on the same CPU cores.");
+  bar->addWidget(backend_picker_);
+  fill_backend_picker();
+  connect(backend_picker_, &QComboBox::activated, this, [this](int index) {
+    const int device = backend_picker_->itemData(index).toInt();
+    set_backend(device < 0 ? BackendChoice{compute::BackendKind::kCpu, -1}
+                           : BackendChoice{compute::BackendKind::kVulkan, device});
+  });
+
+  bar->addWidget(new QLabel("  Weights "));
+  weights_picker_ = new QComboBox;
+  weights_picker_->addItem("as loaded", QString());
+  for (const char* type : {"f16", "q8_0", "q4_0"}) {
+    weights_picker_->addItem(QString(type).toUpper(), QString(type));
+  }
+  weights_picker_->setToolTip(
+      "Precision of the weights: as the file stores them, or re-encoded to F16, Q8_0 (8-bit "
+      "blocks) or Q4_0 (4-bit blocks). Quantising runs in the background; the model in use keeps "
+      "serving until the new one is ready.");
+  bar->addWidget(weights_picker_);
+  connect(weights_picker_, &QComboBox::activated, this, [this](int index) {
+    const QString type = weights_picker_->itemData(index).toString();
+    QMetaObject::invokeMethod(worker_, [w = worker_, type] { w->set_weight_type(type); });
+  });
+
+  bar->addWidget(new QLabel("  KV "));
+  kv_picker_ = new QComboBox;
+  kv_picker_->setToolTip(
+      "Precision of the keys and values the KV cache stores: F32 (4 bytes), "
+      "F16 (2 bytes) or Q8_0 (1.06 bytes per element)");
+  for (const serving::KvType type :
+       {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
+    kv_picker_->addItem(kv_type_label(type), static_cast<int>(type));
+  }
+  kv_picker_->setCurrentIndex(1);
+  bar->addWidget(kv_picker_);
+  connect(kv_picker_, &QComboBox::activated, this, [this](int index) {
+    set_kv_type(static_cast<serving::KvType>(kv_picker_->itemData(index).toInt()));
+  });
+
+  bar->addWidget(new QLabel("  Classmates "));
+  classmates_ = new QSpinBox;
+  classmates_->setRange(0, EngineWorker::kMaxClassmates);
+  classmates_->setToolTip(
+      "Simulated classmates: requests from other clients that share the "
+      "engine's batches while you generate (0-32)");
+  bar->addWidget(classmates_);
+  connect(classmates_, &QSpinBox::valueChanged, this, [this](int count) {
+    QMetaObject::invokeMethod(worker_, [w = worker_, count] { w->set_classmates(count); });
+  });
+
+  bar->addWidget(new QLabel("  Speed "));
+  speed_picker_ = new QComboBox;
+  speed_picker_->addItem("Real time", static_cast<int>(Speed::kRealTime));
+  speed_picker_->addItem("Slow motion", static_cast<int>(Speed::kSlowMotion));
+  speed_picker_->addItem("Single step", static_cast<int>(Speed::kSingleStep));
+  speed_picker_->setToolTip(
+      "Real time: steps as fast as the engine runs; slow motion: one step "
+      "every 0.4 s; single step: only when you press Step (Ctrl+.)");
+  bar->addWidget(speed_picker_);
+  connect(speed_picker_, &QComboBox::activated, this, [this](int index) {
+    set_speed(static_cast<Speed>(speed_picker_->itemData(index).toInt()));
+  });
+
+  bar->addWidget(new QLabel("  Max tokens "));
+  max_tokens_ = new QSpinBox;
+  max_tokens_->setRange(1, 4096);
+  max_tokens_->setValue(200);
+  max_tokens_->setToolTip(
+      "The most tokens your generation produces (it also stops at the end "
+      "of the model's context or at the end-of-text token)");
+  bar->addWidget(max_tokens_);
+  connect(max_tokens_, &QSpinBox::valueChanged, this, [this](int count) {
+    QMetaObject::invokeMethod(worker_, [w = worker_, count] { w->set_max_tokens(count); });
+  });
+}
+
+void MainWindow::build_central() {
+  auto* left = new QWidget;
+  auto* column = new QVBoxLayout(left);
+  column->setContentsMargins(8, 8, 8, 8);
+
+  column->addWidget(new QLabel("<b>Prompt</b>"));
+  prompt_ = new QPlainTextEdit;
+  prompt_->setPlaceholderText("Type a prompt; its tokens appear below as you type.");
+  prompt_->setToolTip(
+      "The prompt. A short pause after typing prefills its new tokens into the "
+      "KV cache, reusing the blocks of the part already there.");
+  prompt_->setMaximumHeight(110);
+  column->addWidget(prompt_);
+  prefill_timer_ = new QTimer(this);
+  prefill_timer_->setSingleShot(true);
+  prefill_timer_->setInterval(kPrefillPauseMs);
+  connect(prompt_, &QPlainTextEdit::textChanged, this, &MainWindow::on_prompt_edited);
+  connect(prefill_timer_, &QTimer::timeout, this, [this] {
+    QMetaObject::invokeMethod(worker_,
+                              [w = worker_, text = prompt_->toPlainText()] { w->prefill(text); });
+    prompt_chips_->set_pending_from(-1);
+  });
+
+  prompt_chips_ = new TokenChips(TokenChips::Shading::kAlternating);
+  prompt_chips_->setToolTip("The prompt's tokens; dashed ones are not yet in the KV cache");
+  prompt_chips_->set_placeholder("The prompt's tokens appear here.");
+  column->addWidget(prompt_chips_);
+
+  auto* buttons = new QHBoxLayout;
+  for (QAction* action : {generate_action_, stop_action_, step_action_, sweep_action_}) {
+    auto* button = new QToolButton;
+    button->setDefaultAction(action);
+    button->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    button->setMinimumWidth(80);
+    buttons->addWidget(button);
+  }
+  buttons->addStretch();
+  column->addLayout(buttons);
+
+  auto* sampling = new QGroupBox("Sampling");
+  auto* form = new QFormLayout(sampling);
+  greedy_ = new QCheckBox("Greedy (always the most likely token)");
+  greedy_->setToolTip("Greedy decoding: the most likely token every time; turn off to sample");
+  temperature_ = new QDoubleSpinBox;
+  temperature_->setRange(0.05, 3.0);
+  temperature_->setSingleStep(0.05);
+  temperature_->setValue(0.8);
+  temperature_->setToolTip(
+      "Temperature divides the logits: below 1 sharpens the distribution, "
+      "above 1 flattens it");
+  top_k_ = new QSpinBox;
+  top_k_->setRange(0, 100000);
+  top_k_->setSpecialValueText("all");
+  top_k_->setToolTip("Top-k: sample only among the k most likely tokens (all: no limit)");
+  top_p_ = new QDoubleSpinBox;
+  top_p_->setRange(0.01, 1.0);
+  top_p_->setSingleStep(0.05);
+  top_p_->setValue(0.95);
+  top_p_->setToolTip(
+      "Top-p (nucleus): sample among the fewest tokens whose probabilities add "
+      "up to p");
+  seed_ = new QSpinBox;
+  seed_->setRange(0, 1 << 30);
+  seed_->setToolTip("Seed of the sampler: the same seed gives the same tokens");
+  form->addRow(greedy_);
+  form->addRow("Temperature", temperature_);
+  form->addRow("Top-k", top_k_);
+  form->addRow("Top-p", top_p_);
+  form->addRow("Seed", seed_);
+  column->addWidget(sampling);
+  connect(greedy_, &QCheckBox::toggled, this, &MainWindow::send_sampling);
+  connect(temperature_, &QDoubleSpinBox::valueChanged, this, &MainWindow::send_sampling);
+  connect(top_k_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
+  connect(top_p_, &QDoubleSpinBox::valueChanged, this, &MainWindow::send_sampling);
+  connect(seed_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
+
+  column->addWidget(
+      new QLabel("<b>Generated</b> (shade: the token's probability; hover for "
+                 "the alternatives)"));
+  output_chips_ = new TokenChips(TokenChips::Shading::kProbability);
+  output_chips_->set_placeholder("Press Generate (Ctrl+Return).");
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(output_chips_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  column->addWidget(scroll, 1);
+
+  message_ = new QLabel;
+  message_->setWordWrap(true);
+  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  message_->hide();
+  column->addWidget(message_);
+
+  tabs_ = new QTabWidget;
+  tabs_->setDocumentMode(true);
+  for (const PanelId id : kAllPanels) {
+    tabs_->addTab(panels_->panel(id), QString::fromUtf8(panel_title(id).data()));
+  }
+
+  // A panel shown again catches up at once, not at the next record.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { on_frame(); });
+
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->setObjectName("main-splitter");
+  splitter->addWidget(left);
+  splitter->addWidget(tabs_);
+  splitter->setStretchFactor(0, 0);
+  splitter->setStretchFactor(1, 1);
+  splitter->setSizes({400, 1000});
+  setCentralWidget(splitter);
+
+  overlay_ = new QLabel(tabs_);
+  overlay_->setAttribute(Qt::WA_TransparentForMouseEvents);
+  overlay_->setStyleSheet(
+      "QLabel { background: rgba(0,0,0,170); color: white; padding: 6px; font-family: monospace; "
+      "}");
+  overlay_->hide();
+}
+
+void MainWindow::build_status_bar() {
+  status_device_ = new QLabel;
+  status_device_->setToolTip("The backend and device running the model, with the driver version");
+  status_model_ = new QLabel;
+  status_model_->setToolTip("The model, its parameter count and the bytes of its weights");
+  status_kv_ = new QLabel;
+  status_kv_->setToolTip("KV cache bytes held by requests now, of the cache's capacity");
+  status_rate_ = new QLabel;
+  status_rate_->setToolTip("Tokens the engine processed (prefill and decode) in the last second");
+  for (QLabel* label : {status_device_, status_model_, status_kv_, status_rate_}) {
+    statusBar()->addPermanentWidget(label);
+  }
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu("&File");
+  QAction* open = file->addAction("Open GGUF...", this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model",
+                                                      QFileInfo(model_path_).absolutePath(),
+                                                      "GGUF models (*.gguf);;All files (*)");
+    if (!path.isEmpty()) open_model(path);
+  });
+  open->setShortcut(QKeySequence::Open);
+  file->addSeparator();
+  file->addAction("Quit", QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* run = menuBar()->addMenu("&Run");
+  run->addAction(generate_action_);
+  run->addAction(stop_action_);
+  run->addAction(step_action_);
+  run->addAction(sweep_action_);
+
+  QMenu* view = menuBar()->addMenu("&View");
+  dark_action_ = view->addAction("Dark theme");
+  dark_action_->setCheckable(true);
+  dark_action_->setShortcut(QKeySequence("Ctrl+Shift+D"));
+  connect(dark_action_, &QAction::toggled, this, &MainWindow::set_dark_theme);
+  view->addAction("Bigger font", QKeySequence("Ctrl+="), this, [this] { scale_font(1); });
+  view->addAction("Smaller font", QKeySequence("Ctrl+-"), this, [this] { scale_font(-1); });
+  view->addSeparator();
+  for (const PanelId id : kAllPanels) {
+    QAction* show = view->addAction(QString::fromUtf8(panel_title(id).data()), this,
+                                    [this, id] { show_panel(id); });
+    show->setShortcut(QKeySequence(QString("Alt+%1").arg(static_cast<int>(id) + 1)));
+  }
+  view->addSeparator();
+  overlay_action_ = view->addAction("Frame-time overlay");
+  overlay_action_->setCheckable(true);
+  overlay_action_->setShortcut(QKeySequence(Qt::Key_F12));
+  connect(overlay_action_, &QAction::toggled, this, [this](bool on) {
+    overlay_->setVisible(on);
+    if (on) update_overlay();
+  });
+}
+
+void MainWindow::connect_worker() {
+  connect(worker_, &EngineWorker::engine_ready, this, &MainWindow::on_engine_ready);
+  connect(worker_, &EngineWorker::failed, this, &MainWindow::on_failed);
+  connect(worker_, &EngineWorker::notice, this,
+          [this](const QString& text) { show_message(text, false); });
+  connect(worker_, &EngineWorker::generation_started, this, [this](qint64 request, int) {
+    generating_ = true;
+    user_request_ = request;
+    update_actions();
+  });
+  connect(worker_, &EngineWorker::generation_finished, this, [this](const QString& reason) {
+    generating_ = false;
+    update_actions();
+    statusBar()->showMessage(QString("Generation finished: %1").arg(reason), 4000);
+    Q_EMIT generation_finished(reason);
+  });
+  connect(worker_, &EngineWorker::running_changed, this, [this](bool running) {
+    engine_running_ = running;
+    update_actions();
+  });
+  connect(worker_, &EngineWorker::quant_lab_ready, this, [this](const QuantLabReport& report) {
+    if (!engine_info_ || report.model_path != engine_info_->model_path.toStdString()) return;
+    quant_lab_ = report;
+    quant_lab_changed_ = true;
+  });
+  connect(worker_, &EngineWorker::weight_progress, this,
+          [this](int done, int total, const QString& type) {
+            statusBar()->showMessage(
+                QString("Quantising the weights to %1: tensor %2 of %3 (the current model keeps "
+                        "serving)")
+                    .arg(type.toUpper())
+                    .arg(done)
+                    .arg(total),
+                done < total ? 0 : 3000);
+          });
+  connect(worker_, &EngineWorker::memory_measured, this,
+          [this](quint64 weights, quint64 kv_cache, quint64 working) {
+            if (!engine_info_) return;
+            engine_info_->memory_weights_bytes = weights;
+            engine_info_->memory_kv_bytes = kv_cache;
+            engine_info_->memory_working_bytes = working;
+            memory_changed_ = true;
+          });
+  connect(worker_, &EngineWorker::batch_sweep_ready, this,
+          [this](const QVector<BatchSweepPoint>& points) {
+            batch_sweep_ = points;
+            sweeping_ = false;
+            sweep_changed_ = true;
+            update_actions();
+            statusBar()->showMessage("Batch sweep done", 4000);
+          });
+  connect(worker_, &EngineWorker::idle, this, [this](const EngineCounters& counters) {
+    on_frame();  // fold what the engine reported before saying it is idle
+    Q_EMIT engine_idle(counters);
+  });
+}
+
+// --- settings ---------------------------------------------------------------------------
+
+void MainWindow::forget_settings() { settings().clear(); }
+
+void MainWindow::restore_settings(const WindowOptions& options) {
+  QString model = QString::fromStdString(cli::default_model_path());
+  std::optional<BackendChoice> backend;
+  bool dark = false;
+  if (remember_settings_) {
+    QSettings s = settings();
+    restoreGeometry(s.value("window/geometry").toByteArray());
+    restoreState(s.value("window/state").toByteArray());
+    if (auto* splitter = findChild<QSplitter*>("main-splitter")) {
+      splitter->restoreState(s.value("window/splitter").toByteArray());
+    }
+    model = s.value("engine/model", model).toString();
+    if (s.contains("engine/backend")) {
+      backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
+                                  ? compute::BackendKind::kVulkan
+                                  : compute::BackendKind::kCpu,
+                              s.value("engine/device", -1).toInt()};
+    }
+    classmates_->setValue(s.value("engine/classmates", 0).toInt());
+    max_tokens_->setValue(s.value("engine/max_tokens", 200).toInt());
+    const int kv = kv_picker_->findData(s.value("engine/kv_type", 1).toInt());
+    if (kv >= 0) kv_picker_->setCurrentIndex(kv);
+    const int speed = speed_picker_->findData(s.value("engine/speed", 0).toInt());
+    if (speed >= 0) speed_picker_->setCurrentIndex(speed);
+    greedy_->setChecked(s.value("sampling/greedy", false).toBool());
+    temperature_->setValue(s.value("sampling/temperature", 0.8).toDouble());
+    top_k_->setValue(s.value("sampling/top_k", 0).toInt());
+    top_p_->setValue(s.value("sampling/top_p", 0.95).toDouble());
+    seed_->setValue(s.value("sampling/seed", 0).toInt());
+    dark = s.value("view/dark", false).toBool();
+    const double font_size = s.value("view/font_size", 0.0).toDouble();
+    if (font_size > 0) {
+      QFont font = QApplication::font();
+      font.setPointSizeF(font_size);
+      QApplication::setFont(font);
+    }
+    prompt_->setPlainText(s.value("prompt/text", kSuggestedPrompt).toString());
+  } else {
+    prompt_->setPlainText(kSuggestedPrompt);
+  }
+  if (options.model) model = *options.model;
+  if (options.backend) backend = options.backend;
+  if (options.dark_theme) dark = *options.dark_theme;
+  if (!backend) {
+    // First run: a Vulkan device when there is one (the best is chosen), else the CPU.
+    const bool has_vulkan = backend_picker_->count() > 1;
+    backend = has_vulkan ? BackendChoice{compute::BackendKind::kVulkan, -1}
+                         : BackendChoice{compute::BackendKind::kCpu, -1};
+  }
+  dark_ = dark;
+  dark_action_->setChecked(dark);
+  backend_ = *backend;
+  // The worker learns the settings before it loads anything.
+  const int classmates = classmates_->value();
+  const int max_tokens = max_tokens_->value();
+  const auto kv = static_cast<serving::KvType>(kv_picker_->currentData().toInt());
+  const auto speed = static_cast<Speed>(speed_picker_->currentData().toInt());
+  QMetaObject::invokeMethod(worker_, [w = worker_, classmates, max_tokens, kv, speed] {
+    w->set_classmates(classmates);
+    w->set_max_tokens(max_tokens);
+    w->set_kv_type(kv);
+    w->set_speed(speed);
+  });
+  open_model(model);
+  fill_model_picker();
+}
+
+void MainWindow::save_settings() const {
+  if (!remember_settings_) return;
+  QSettings s = settings();
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  if (auto* splitter = findChild<QSplitter*>("main-splitter")) {
+    s.setValue("window/splitter", splitter->saveState());
+  }
+  s.setValue("engine/model", model_path_);
+  s.setValue("engine/backend", backend_.kind == compute::BackendKind::kVulkan ? "vulkan" : "cpu");
+  s.setValue("engine/device", backend_.device);
+  s.setValue("engine/classmates", classmates_->value());
+  s.setValue("engine/max_tokens", max_tokens_->value());
+  s.setValue("engine/kv_type", kv_picker_->currentData());
+  s.setValue("engine/speed", speed_picker_->currentData());
+  s.setValue("sampling/greedy", greedy_->isChecked());
+  s.setValue("sampling/temperature", temperature_->value());
+  s.setValue("sampling/top_k", top_k_->value());
+  s.setValue("sampling/top_p", top_p_->value());
+  s.setValue("sampling/seed", seed_->value());
+  s.setValue("view/dark", dark_);
+  s.setValue("view/font_size", QApplication::font().pointSizeF());
+  s.setValue("prompt/text", prompt_->toPlainText());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  save_settings();
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::remember_recent(const QString& path) {
+  if (!remember_settings_) return;
+  QSettings s = settings();
+  QStringList recent = s.value("models/recent").toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  s.setValue("models/recent", recent);
+}
+
+void MainWindow::fill_model_picker() {
+  const QString bundled = QString::fromStdString(cli::default_model_path());
+  QStringList paths = {bundled};
+  if (remember_settings_) {
+    for (const QString& p : settings().value("models/recent").toStringList()) {
+      if (!paths.contains(p) && QFileInfo::exists(p)) paths.append(p);
+    }
+  }
+  if (!model_path_.isEmpty() && !paths.contains(model_path_)) paths.append(model_path_);
+  model_picker_->clear();
+  for (const QString& p : paths) {
+    model_picker_->addItem(p == bundled ? QString("%1 (bundled)").arg(QFileInfo(p).fileName())
+                                        : QFileInfo(p).fileName(),
+                           p);
+    model_picker_->setItemData(model_picker_->count() - 1, p, Qt::ToolTipRole);
+  }
+  model_picker_->addItem("Open GGUF...", kOpenItem);
+  const int current = model_picker_->findData(model_path_);
+  model_picker_->setCurrentIndex(std::max(current, 0));
+}
+
+void MainWindow::fill_backend_picker() {
+  const compute::DeviceList devices = compute::list_devices();
+  backend_picker_->clear();
+  backend_picker_->addItem("CPU (OpenBLAS)", -1);
+  backend_picker_->setItemData(
+      0,
+      QString("%1, %2 cores. On a laptop without a GPU the CPU backend is faster than Vulkan on "
+              "lavapipe.")
+          .arg(QString::fromStdString(devices.cpu.model_name))
+          .arg(devices.cpu.cores),
+      Qt::ToolTipRole);
+  for (const compute::vulkan::DeviceDescription& d : devices.vulkan) {
+    if (!d.has_compute_queue) continue;
+    backend_picker_->addItem(
+        QString("Vulkan %1: %2").arg(d.index).arg(QString::fromStdString(d.name)),
+        static_cast<int>(d.index));
+    backend_picker_->setItemData(
+        backend_picker_->count() - 1,
+        QString("%1 device, driver %2 %3%4")
+            .arg(QString::fromStdString(d.type), QString::fromStdString(d.driver_name),
+                 QString::fromStdString(d.driver_info),
+                 d.type == "cpu" ? ". It runs on the CPU cores: the CPU backend is usually faster"
+                                 : ""),
+        Qt::ToolTipRole);
+  }
+}
+
+// --- actions ------------------------------------------------------------------------------
+
+void MainWindow::open_model(const QString& path) {
+  show_message({}, false);
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_, path, backend = backend_] { w->load_model(path, backend); });
+}
+
+void MainWindow::set_backend(const BackendChoice& backend) {
+  backend_ = backend;
+  open_model(model_path_.isEmpty() ? QString::fromStdString(cli::default_model_path())
+                                   : model_path_);
+}
+
+void MainWindow::set_greedy(bool greedy) { greedy_->setChecked(greedy); }
+
+void MainWindow::set_prompt(const QString& text) { prompt_->setPlainText(text); }
+
+void MainWindow::set_classmates(int count) { classmates_->setValue(count); }
+
+void MainWindow::set_max_tokens(int count) { max_tokens_->setValue(count); }
+
+void MainWindow::set_continuous_classmates(bool continuous) {
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_, continuous] { w->set_continuous_classmates(continuous); });
+}
+
+void MainWindow::set_speed(Speed speed) {
+  const int index = speed_picker_->findData(static_cast<int>(speed));
+  if (index >= 0) speed_picker_->setCurrentIndex(index);
+  QMetaObject::invokeMethod(worker_, [w = worker_, speed] { w->set_speed(speed); });
+}
+
+void MainWindow::set_kv_type(serving::KvType type) {
+  const int index = kv_picker_->findData(static_cast<int>(type));
+  if (index >= 0) kv_picker_->setCurrentIndex(index);
+  QMetaObject::invokeMethod(worker_, [w = worker_, type] { w->set_kv_type(type); });
+}
+
+void MainWindow::generate() {
+  if (generating_) return;
+  prefill_timer_->stop();
+  prompt_chips_->set_pending_from(-1);
+  output_chips_->clear_tokens();
+  show_message({}, false);
+  user_request_ = -1;  // until the worker names the new request
+  generating_ = true;  // until the worker says otherwise
+  update_actions();
+  QMetaObject::invokeMethod(worker_,
+                            [w = worker_, text = prompt_->toPlainText()] { w->generate(text); });
+}
+
+void MainWindow::stop() {
+  QMetaObject::invokeMethod(worker_, [w = worker_] { w->stop(); });
+}
+
+void MainWindow::step() {
+  QMetaObject::invokeMethod(worker_, [w = worker_] { w->step_once(); });
+}
+
+void MainWindow::sweep_batch_sizes() {
+  if (sweeping_) return;
+  sweeping_ = true;
+  update_actions();
+  statusBar()->showMessage("Sweeping batch sizes 1 to 16...");
+  show_panel(PanelId::kBatching);
+  QMetaObject::invokeMethod(worker_, [w = worker_] { w->run_batch_sweep(); });
+}
+
+void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
+
+void MainWindow::set_dark_theme(bool dark) {
+  dark_ = dark;
+  if (dark_action_->isChecked() != dark) dark_action_->setChecked(dark);
+  apply_theme();
+}
+
+void MainWindow::scale_font(int steps) {
+  QFont font = QApplication::font();
+  const double size = std::clamp(font.pointSizeF() * std::pow(1.15, steps), 6.0, 48.0);
+  font.setPointSizeF(size);
+  QApplication::setFont(font);
+}
+
+void MainWindow::show_overlay(bool on) { overlay_action_->setChecked(on); }
+
+void MainWindow::send_sampling() {
+  serving::SamplingParams p;
+  p.greedy = greedy_->isChecked();
+  p.temperature = static_cast<float>(temperature_->value());
+  p.top_k = top_k_->value();
+  p.top_p = static_cast<float>(top_p_->value());
+  p.seed = static_cast<uint64_t>(seed_->value());
+  for (QWidget* w : std::initializer_list<QWidget*>{temperature_, top_k_, top_p_, seed_}) {
+    w->setEnabled(!p.greedy);
+  }
+  QMetaObject::invokeMethod(worker_, [w = worker_, p] { w->set_sampling(p); });
+}
+
+void MainWindow::update_actions() {
+  const bool ready = engine_info_.has_value();
+  generate_action_->setEnabled(ready && !generating_);
+  stop_action_->setEnabled(generating_);
+  step_action_->setEnabled(ready && engine_running_);
+  sweep_action_->setEnabled(ready && !sweeping_);
+}
+
+// --- what the engine reports ------------------------------------------------------------
+
+void MainWindow::on_engine_ready(const EngineInfo& info) {
+  // Records of the engine being replaced are folded first, so nothing is lost or mixed.
+  on_frame();
+  const bool new_model = !engine_info_ || engine_info_->model_path != info.model_path ||
+                         engine_info_->backend != info.backend;
+  engine_info_ = info;
+  model_path_ = info.model_path;
+  if (new_model) {
+    quant_lab_.reset();
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_, prompt = prompt_->toPlainText()] { w->start_quant_lab(prompt); });
+  }
+  backend_ = info.backend == "vulkan"
+                 ? BackendChoice{compute::BackendKind::kVulkan, backend_.device}
+                 : BackendChoice{compute::BackendKind::kCpu, -1};
+  folder_.reset(FoldFacts{info.kv_blocks, info.block_size, info.kv_bytes_per_block});
+  batch_sweep_.clear();  // measured on the engine being replaced
+  attention_ = {};
+  attention_seen_ = 0;
+  panels_->reset_counts();
+  remember_recent(info.model_path);
+  fill_model_picker();
+  const int backend_index =
+      backend_picker_->findData(info.backend == "vulkan" ? info.vulkan_device : -1);
+  if (backend_index >= 0) backend_picker_->setCurrentIndex(backend_index);
+  const int weights_index = weights_picker_->findData(info.weight_type);
+  if (weights_index >= 0) weights_picker_->setCurrentIndex(weights_index);
+  const int kv_index = kv_picker_->findData(static_cast<int>(info.kv_type));
+  if (kv_index >= 0) kv_picker_->setCurrentIndex(kv_index);
+  on_prompt_edited();
+  update_status();
+  update_actions();
+  Q_EMIT engine_ready(info);
+}
+
+void MainWindow::on_failed(const QString& text) {
+  show_message(text, true);
+  Q_EMIT failed(text);
+}
+
+void MainWindow::show_message(const QString& text, bool error) {
+  message_is_error_ = error;
+  message_->setVisible(!text.isEmpty());
+  message_->setText(text);
+  const widgets::Theme& theme = widgets::theme();
+  message_->setStyleSheet(QString("QLabel { color: %1; border: 1px solid %2; padding: 6px; }")
+                              .arg(theme.text.name(), (error ? theme.warning : theme.grid).name()));
+}
+
+int MainWindow::classmates() const { return classmates_->value(); }
+
+QString MainWindow::prompt() const { return prompt_->toPlainText(); }
+
+QString MainWindow::message() const { return message_->isVisible() ? message_->text() : QString(); }
+
+const QVector<GeneratedToken>& MainWindow::generated_tokens() const {
+  return output_chips_->tokens();
+}
+
+const QVector<GeneratedToken>& MainWindow::prompt_tokens() const { return prompt_chips_->tokens(); }
+
+void MainWindow::on_prompt_edited() {
+  if (!engine_info_ || !engine_info_->tokenizer) return;
+  const Tokenizer& tokenizer = *engine_info_->tokenizer;
+  const int already = static_cast<int>(prompt_chips_->tokens().size());
+  QVector<GeneratedToken> chips;
+  try {
+    for (const int32_t id : tokenizer.encode_with_bos(prompt_->toPlainText().toStdString())) {
+      GeneratedToken chip;
+      chip.id = id;
+      chip.text = token_display_text(tokenizer, id);
+      chips.push_back(chip);
+    }
+  } catch (const std::exception& error) {
+    show_message(QString("Prompt: %1").arg(error.what()), true);
+    return;
+  }
+  const int common = [&] {
+    int n = 0;
+    const auto& old = prompt_chips_->tokens();
+    while (n < std::min(already, static_cast<int>(chips.size())) && old[n].id == chips[n].id) ++n;
+    return n;
+  }();
+  prompt_chips_->set_tokens(chips);
+  if (common < chips.size()) prompt_chips_->set_pending_from(common);
+  if (chips.size() >= engine_info_->context_length) {
+    show_message(QString("The prompt is %1 tokens; the model's context holds %2.")
+                     .arg(chips.size())
+                     .arg(engine_info_->context_length),
+                 true);
+  }
+  if (!generating_) prefill_timer_->start();
+}
+
+// --- the frame ------------------------------------------------------------------------------
+
+void MainWindow::on_frame() {
+  const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
+  if (sender() == frame_timer_) {
+    if (last_frame_ms_ >= 0.0) frame_stats_.add(now - last_frame_ms_);
+    last_frame_ms_ = now;
+  }
+  if (!engine_info_ || !engine_info_->telemetry) return;
+  // What this frame costs the GUI thread: draining, folding, snapshots (painting follows).
+  struct WorkTimer {
+    MainWindow& w;
+    double start_ms;
+    bool counted;
+    ~WorkTimer() {
+      if (counted) w.frame_work_.add(static_cast<double>(w.clock_.nsecsElapsed()) / 1e6 - start_ms);
+    }
+  } work_timer{*this, now, sender() == frame_timer_};
+  const std::vector<telemetry::TelemetryItem> items = engine_info_->telemetry->drain();
+  if (!items.empty()) folder_.fold(items, now);
+  PanelMask changed = folder_.take_changed();
+  if (engine_info_->attention) {
+    if (auto sample = engine_info_->attention->take_newer(attention_seen_)) {
+      attention_ = std::move(*sample);
+      changed |= panel_bit(PanelId::kAttention);
+    }
+  }
+  if (memory_changed_) {
+    memory_changed_ = false;
+    changed |= panel_bit(PanelId::kKvCache);
+  }
+  if (sweep_changed_) {
+    sweep_changed_ = false;
+    changed |= panel_bit(PanelId::kBatching);
+  }
+  if (quant_lab_changed_) {
+    quant_lab_changed_ = false;
+    changed |= panel_bit(PanelId::kQuantisation);
+  }
+  panels_->refresh(PanelFeed{folder_, *engine_info_, now, &attention_,
+                             quant_lab_ ? &*quant_lab_ : nullptr, &batch_sweep_},
+                   changed);
+  update_generated_chips();
+  if (now - last_status_ms_ >= kStatusEveryMs) {
+    last_status_ms_ = now;
+    update_status();
+    if (overlay_->isVisible()) update_overlay();
+  }
+}
+
+void MainWindow::update_generated_chips() {
+  // The user's tokens, with their probabilities, as the engine reported them.
+  if (folder_.watched_request() != user_request_ || !engine_info_->tokenizer) return;
+  const std::vector<telemetry::TokenRecord>& records = folder_.watched_tokens();
+  const auto shown = static_cast<size_t>(output_chips_->tokens().size());
+  if (records.size() <= shown) return;
+  const Tokenizer& tokenizer = *engine_info_->tokenizer;
+  QVector<GeneratedToken> fresh;
+  for (size_t i = shown; i < records.size(); ++i) {
+    const telemetry::TokenRecord& r = records[i];
+    GeneratedToken token;
+    token.id = r.id;
+    token.text = token_display_text(tokenizer, r.id);
+    token.probability = r.prob;
+    for (const telemetry::TokenAlternative& a : r.top) {
+      token.alternatives.push_back({token_display_text(tokenizer, a.id), a.prob});
+    }
+    fresh.push_back(token);
+  }
+  output_chips_->append_tokens(fresh);
+}
+
+void MainWindow::update_status() {
+  if (!engine_info_) return;
+  const EngineInfo& info = *engine_info_;
+  const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
+  status_device_->setText(info.backend == "vulkan"
+                              ? QString("Vulkan on %1 (driver %2)").arg(info.device, info.driver)
+                              : QString("CPU backend (OpenBLAS) on %1").arg(info.device));
+  status_model_->setText(
+      QString("%1%2: %3 parameters, %4 of weights")
+          .arg(info.model_name,
+               info.weight_type.isEmpty() ? QString() : " as " + info.weight_type.toUpper())
+          .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)))
+          .arg(bytes_text(info.weight_bytes)));
+  status_kv_->setText(QString("KV %1: %2 / %3")
+                          .arg(kv_type_label(info.kv_type), bytes_text(folder_.kv_bytes_used()),
+                               bytes_text(info.kv_bytes_total)));
+  status_rate_->setText(
+      QString("%1 tokens/s").arg(QLocale::system().toString(folder_.tokens_per_s(now), 'f', 0)));
+}
+
+void MainWindow::update_overlay() {
+  const telemetry::TelemetryQueue* queue =
+      engine_info_ && engine_info_->telemetry ? engine_info_->telemetry.get() : nullptr;
+  overlay_->setText(QString("frame p50 %1 ms  p99 %2 ms  (%3 frames)\n"
+                            "GUI work per frame p50 %6 ms  p99 %7 ms\n"
+                            "steps %4  records dropped %5")
+                        .arg(frame_stats_.p50(), 0, 'f', 1)
+                        .arg(frame_stats_.p99(), 0, 'f', 1)
+                        .arg(frame_stats_.count())
+                        .arg(folder_.counts().steps)
+                        .arg(queue ? queue->dropped() : 0)
+                        .arg(frame_work_.p50(), 0, 'f', 2)
+                        .arg(frame_work_.p99(), 0, 'f', 2));
+  overlay_->adjustSize();
+  overlay_->move(tabs_->width() - overlay_->width() - 8, 32);
+  overlay_->raise();
+}
+
+void MainWindow::apply_theme() {
+  widgets::set_theme(dark_ ? widgets::ThemeKind::kDark : widgets::ThemeKind::kLight);
+  const widgets::Theme& theme = widgets::theme();
+  QPalette palette;
+  palette.setColor(QPalette::Window, theme.surface);
+  palette.setColor(QPalette::WindowText, theme.text);
+  palette.setColor(QPalette::Base, theme.background);
+  palette.setColor(QPalette::AlternateBase, theme.surface);
+  palette.setColor(QPalette::Text, theme.text);
+  palette.setColor(QPalette::Button, theme.surface);
+  palette.setColor(QPalette::ButtonText, theme.text);
+  palette.setColor(QPalette::ToolTipBase, theme.surface);
+  palette.setColor(QPalette::ToolTipText, theme.text);
+  palette.setColor(QPalette::PlaceholderText, theme.muted_text);
+  palette.setColor(QPalette::Highlight, theme.highlight);
+  palette.setColor(QPalette::Disabled, QPalette::Text, theme.muted_text);
+  palette.setColor(QPalette::Disabled, QPalette::ButtonText, theme.muted_text);
+  palette.setColor(QPalette::Disabled, QPalette::WindowText, theme.muted_text);
+  QApplication::setPalette(palette);
+  for (QWidget* w : findChildren<QWidget*>()) w->update();
+  show_message(message(), message_is_error_);
+}
+
+}  // namespace servescope::gui

@@ -1,0 +1,181 @@
+// The ServeScope window: prompt editor with live token chips, Generate / Stop / Step, the
+// generated tokens shaded by probability, sampling controls, a toolbar for model, backend,
+// KV precision, classmates and speed, a status bar of measured figures, and the six panels.
+// The engine runs in an EngineWorker on its own thread; a frame timer drains its telemetry,
+// folds it and refreshes the panels, so the GUI thread never waits for the engine.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QMainWindow>
+#include <QThread>
+#include <QVector>
+#include <memory>
+#include <optional>
+
+#include "app/gui/engine_types.h"
+#include "app/gui/frame_stats.h"
+#include "app/gui/panel_host.h"
+#include "app/gui/panel_id.h"
+#include "app/gui/quant_lab.h"
+#include "app/gui/telemetry_folder.h"
+
+class QAction;
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPlainTextEdit;
+class QSpinBox;
+class QTabWidget;
+class QTimer;
+
+namespace servescope::gui {
+
+class EngineWorker;
+class TokenChips;
+
+struct WindowOptions {
+  bool remember_settings = true;  // false: neither read nor write QSettings (demo, tests)
+  std::optional<QString> model;
+  std::optional<BackendChoice> backend;
+  std::optional<bool> dark_theme;
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(const WindowOptions& options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // The actions a person, the demo and the tests all use.
+  void open_model(const QString& path);
+  void set_backend(const BackendChoice& backend);
+  void set_prompt(const QString& text);
+  void set_classmates(int count);
+  void set_max_tokens(int count);
+  void set_continuous_classmates(bool continuous);
+  void set_speed(Speed speed);
+  void set_kv_type(serving::KvType type);
+  void set_greedy(bool greedy);
+  void generate();
+  void stop();
+  void step();
+  void sweep_batch_sizes();
+  void show_panel(PanelId panel);
+  void set_dark_theme(bool dark);
+  void scale_font(int steps);
+  void show_overlay(bool on);
+
+  // What the window shows, for tests and the demo.
+  const TelemetryFolder& folder() const { return folder_; }
+  const PanelHost& panels() const { return *panels_; }
+  const std::optional<EngineInfo>& engine_info() const { return engine_info_; }
+  const QVector<GeneratedToken>& generated_tokens() const;
+  const QVector<GeneratedToken>& prompt_tokens() const;
+  QString message() const;
+  bool generating() const { return generating_; }
+  int classmates() const;
+  bool dark_theme() const { return dark_; }
+  QString prompt() const;
+  // Time between frame ticks, and the GUI thread's own work in each (drain, fold, snapshots).
+  const FrameStats& frame_stats() const { return frame_stats_; }
+  const FrameStats& frame_work() const { return frame_work_; }
+
+  // Forgets every remembered setting (the --reset option).
+  static void forget_settings();
+
+ Q_SIGNALS:
+  void engine_ready(const servescope::gui::EngineInfo& info);
+  void failed(const QString& message);
+  void generation_finished(const QString& reason);
+  void engine_idle(const servescope::gui::EngineCounters& counters);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void build_actions();
+  void build_toolbar();
+  void build_central();
+  void build_status_bar();
+  void build_menus();
+  void connect_worker();
+  void restore_settings(const WindowOptions& options);
+  void save_settings() const;
+  void fill_backend_picker();
+  void fill_model_picker();
+  void remember_recent(const QString& path);
+  void on_engine_ready(const EngineInfo& info);
+  void on_prompt_edited();
+  void on_failed(const QString& message);
+  void show_message(const QString& text, bool error);
+  void send_sampling();
+  void on_frame();
+  void update_status();
+  void update_generated_chips();
+  void update_overlay();
+  void apply_theme();
+  void update_actions();
+
+  std::unique_ptr<QThread> engine_thread_;
+  EngineWorker* worker_ = nullptr;  // lives on engine_thread_
+  bool remember_settings_;
+
+  TelemetryFolder folder_;
+  std::unique_ptr<PanelHost> panels_;
+  std::optional<EngineInfo> engine_info_;
+  FrameStats frame_stats_;
+  FrameStats frame_work_;
+  QElapsedTimer clock_;
+  double last_frame_ms_ = -1.0;
+  double last_status_ms_ = -1.0;
+  bool generating_ = false;
+  qint64 user_request_ = -1;
+  AttentionSample attention_;
+  std::optional<QuantLabReport> quant_lab_;
+  bool quant_lab_changed_ = false;
+  QVector<BatchSweepPoint> batch_sweep_;
+  bool sweeping_ = false;
+  bool sweep_changed_ = false;
+  bool memory_changed_ = false;
+  uint64_t attention_seen_ = 0;
+  bool engine_running_ = false;
+  bool dark_ = false;
+  bool message_is_error_ = false;
+  QString model_path_;
+  BackendChoice backend_;
+
+  QTimer* frame_timer_ = nullptr;
+  QTimer* prefill_timer_ = nullptr;
+  QAction* generate_action_ = nullptr;
+  QAction* stop_action_ = nullptr;
+  QAction* step_action_ = nullptr;
+  QAction* sweep_action_ = nullptr;
+  QAction* overlay_action_ = nullptr;
+  QAction* dark_action_ = nullptr;
+  QComboBox* model_picker_ = nullptr;
+  QComboBox* backend_picker_ = nullptr;
+  QComboBox* kv_picker_ = nullptr;
+  QComboBox* weights_picker_ = nullptr;
+  QSpinBox* classmates_ = nullptr;
+  QComboBox* speed_picker_ = nullptr;
+  QSpinBox* max_tokens_ = nullptr;
+  QPlainTextEdit* prompt_ = nullptr;
+  TokenChips* prompt_chips_ = nullptr;
+  TokenChips* output_chips_ = nullptr;
+  QLabel* message_ = nullptr;
+  QCheckBox* greedy_ = nullptr;
+  QDoubleSpinBox* temperature_ = nullptr;
+  QSpinBox* top_k_ = nullptr;
+  QDoubleSpinBox* top_p_ = nullptr;
+  QSpinBox* seed_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QLabel* overlay_ = nullptr;
+  QLabel* status_device_ = nullptr;
+  QLabel* status_model_ = nullptr;
+  QLabel* status_kv_ = nullptr;
+  QLabel* status_rate_ = nullptr;
+};
+
+}  // namespace servescope::gui

@@ -1,0 +1,48 @@
+// One adapter per panel turns what the app knows (the folded telemetry, the engine's facts)
+// into that panel's snapshot. Each lives in its own file and includes only its own panel's
+// header, so the app is the one place that knows both the engine's records and the widgets.
+#pragma once
+
+#include <QWidget>
+#include <functional>
+#include <memory>
+
+#include "app/gui/engine_types.h"
+#include "app/gui/panel_id.h"
+#include "app/gui/quant_lab.h"
+#include "app/gui/telemetry_folder.h"
+#include "widgets/panel_view.h"
+
+namespace servescope::gui {
+
+struct PanelFeed {
+  const TelemetryFolder& folder;
+  const EngineInfo& info;
+  double now_ms = 0.0;                                    // the consumer's clock (the folder's)
+  const AttentionSample* attention = nullptr;             // the newest capture, if any
+  const QuantLabReport* quant_lab = nullptr;              // the loaded model's, once measured
+  const QVector<BatchSweepPoint>* batch_sweep = nullptr;  // the last sweep, if any
+};
+
+class PanelAdapter {
+ public:
+  virtual ~PanelAdapter() = default;
+  virtual widgets::PanelView* view() const = 0;
+  // Builds the snapshot from the feed and hands it to the panel.
+  virtual void refresh(const PanelFeed& feed) = 0;
+  // Whether the panel needs a refresh next frame even without new records (an animation).
+  virtual bool animating() const { return false; }
+  // Whether the last snapshot holds measured data (not the empty state).
+  virtual bool has_data() const = 0;
+};
+
+std::unique_ptr<PanelAdapter> make_phases_adapter(QWidget* parent);
+std::unique_ptr<PanelAdapter> make_kv_cache_adapter(QWidget* parent);
+std::unique_ptr<PanelAdapter> make_roofline_adapter(QWidget* parent);
+std::unique_ptr<PanelAdapter> make_batching_adapter(QWidget* parent);
+// on_selection: the user chose another layer or head in the panel.
+std::unique_ptr<PanelAdapter> make_attention_adapter(
+    QWidget* parent, std::function<void(int layer, int head)> on_selection);
+std::unique_ptr<PanelAdapter> make_quantisation_adapter(QWidget* parent);
+
+}  // namespace servescope::gui

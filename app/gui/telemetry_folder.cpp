@@ -1,0 +1,168 @@
+#include "app/gui/telemetry_folder.h"
+
+#include <algorithm>
+#include <variant>
+
+namespace servescope::gui {
+namespace {
+
+constexpr double kRateWindowMs = 1000.0;
+
+}  // namespace
+
+TelemetryFolder::TelemetryFolder(size_t history) : history_(history) {}
+
+void TelemetryFolder::reset(const FoldFacts& facts) {
+  facts_ = facts;
+  counts_ = {};
+  steps_.clear();
+  requests_.clear();
+  kv_events_.clear();
+  blocks_.assign(static_cast<size_t>(std::max<int64_t>(facts.kv_blocks_total, 0)), {});
+  blocks_used_ = 0;
+  written_.clear();
+  kv_fill_.clear();
+  watched_request_ = -1;
+  watched_tokens_.clear();
+  recent_tokens_.clear();
+  changed_ = kAllPanelBits;  // every panel redraws its empty state
+}
+
+void TelemetryFolder::fold(std::span<const telemetry::TelemetryItem> items, double now_ms) {
+  for (const telemetry::TelemetryItem& item : items) {
+    if (const auto* step = std::get_if<telemetry::StepRecord>(&item)) {
+      fold_step(*step, now_ms);
+    } else if (const auto* request = std::get_if<telemetry::RequestRecord>(&item)) {
+      fold_request(*request);
+    } else if (const auto* event = std::get_if<telemetry::KvEvent>(&item)) {
+      fold_kv_event(*event, now_ms);
+    } else if (const auto* token = std::get_if<telemetry::TokenRecord>(&item)) {
+      fold_token(*token);
+    }
+  }
+  while (!recent_tokens_.empty() && recent_tokens_.front().at_ms < now_ms - kRateWindowMs) {
+    recent_tokens_.pop_front();
+  }
+}
+
+template <typename T>
+void TelemetryFolder::keep(std::deque<T>& list, T item) {
+  list.push_back(std::move(item));
+  while (list.size() > history_) list.pop_front();
+}
+
+void TelemetryFolder::fold_step(const telemetry::StepRecord& step, double now_ms) {
+  ++counts_.steps;
+  counts_.prefill_tokens += step.prefill_tokens;
+  counts_.decode_tokens += step.decode_tokens;
+  recent_tokens_.push_back({now_ms, step.tokens()});
+  keep(steps_, step);
+  keep(kv_fill_, KvFillPoint{step.step_index, retained_tokens(), kv_bytes_used()});
+  changed_ |= panel_bit(PanelId::kPhases) | panel_bit(PanelId::kBatching) |
+              panel_bit(PanelId::kRoofline) | panel_bit(PanelId::kKvCache);
+}
+
+void TelemetryFolder::fold_request(const telemetry::RequestRecord& request) {
+  ++counts_.requests;
+  keep(requests_, request);
+  changed_ |= panel_bit(PanelId::kBatching);
+}
+
+void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_ms) {
+  using telemetry::KvEventKind;
+  ++counts_.kv_events;
+  ++counts_.kv_events_by_kind[static_cast<size_t>(event.kind)];
+  for (const int32_t id : event.blocks) {
+    if (id < 0 || static_cast<size_t>(id) >= blocks_.size()) continue;
+    FoldedBlock& block = blocks_[static_cast<size_t>(id)];
+    if (event.kind != KvEventKind::kIndex) {  // indexing changes nothing a person sees
+      block.last_event = event.kind;
+      block.last_event_ms = now_ms;
+    }
+    switch (event.kind) {
+      case KvEventKind::kAllocate:
+      case KvEventKind::kAppend:
+        if (block.ref_count++ == 0) ++blocks_used_;
+        block.owner = event.sequence;
+        block.fill = 0;
+        block.prefix_shared = false;
+        block.cached_prefix = false;
+        break;
+      case KvEventKind::kPrefixHit:
+        if (block.ref_count++ == 0) ++blocks_used_;
+        block.owner = event.sequence;
+        block.prefix_shared = true;
+        break;
+      case KvEventKind::kWrite:
+        block.fill = std::max(block.fill, event.offset + event.tokens);
+        break;
+      case KvEventKind::kIndex:
+        block.cached_prefix = true;
+        break;
+      case KvEventKind::kFree:
+      case KvEventKind::kPreempt:
+        if (block.ref_count > 0 && --block.ref_count == 0) {
+          --blocks_used_;
+          if (!block.cached_prefix) block.fill = 0;  // nothing reusable is left in it
+        }
+        break;
+      case KvEventKind::kEvict:
+        block.cached_prefix = false;
+        block.prefix_shared = false;
+        if (block.ref_count == 0) block.fill = 0;
+        break;
+    }
+  }
+  switch (event.kind) {
+    case KvEventKind::kPrefixHit:
+      written_[event.sequence] = event.tokens;  // the shared blocks' KV is already there
+      break;
+    case KvEventKind::kWrite:
+      written_[event.sequence] = std::max(written_[event.sequence], event.position + event.tokens);
+      break;
+    case KvEventKind::kFree:
+    case KvEventKind::kPreempt:
+      written_.erase(event.sequence);
+      break;
+    default:
+      break;
+  }
+  // A prefix hit is reported after the same allocation's fresh blocks were taken, so only
+  // the other events can be checked against the pool's occupancy.
+  if (event.kind != KvEventKind::kPrefixHit && event.blocks_used_after != blocks_used_) {
+    ++counts_.inconsistent_kv_events;
+  }
+  keep(kv_events_, event);
+  changed_ |= panel_bit(PanelId::kKvCache);
+}
+
+void TelemetryFolder::fold_token(const telemetry::TokenRecord& token) {
+  ++counts_.tokens;
+  if (token.request_id > watched_request_) {
+    watched_request_ = token.request_id;
+    watched_tokens_.clear();
+  }
+  if (token.request_id == watched_request_) watched_tokens_.push_back(token);
+}
+
+int64_t TelemetryFolder::retained_tokens() const {
+  int64_t tokens = 0;
+  for (const auto& [sequence, written] : written_) tokens += written;
+  return tokens;
+}
+
+double TelemetryFolder::tokens_per_s(double now_ms) const {
+  int64_t tokens = 0;
+  for (const Arrival& a : recent_tokens_) {
+    if (a.at_ms >= now_ms - kRateWindowMs) tokens += a.tokens;
+  }
+  return static_cast<double>(tokens) * 1000.0 / kRateWindowMs;
+}
+
+PanelMask TelemetryFolder::take_changed() {
+  const PanelMask changed = changed_;
+  changed_ = 0;
+  return changed;
+}
+
+}  // namespace servescope::gui

@@ -1,0 +1,183 @@
+// TelemetryFolder on synthetic records: counts, the KV pool rebuilt from its events (checked
+// against block states worked out by hand from the event rules in kv_event.h), tokens per
+// second, the history bound and which panels each record kind marks as changed.
+#include <gtest/gtest.h>
+
+#include "app/gui/telemetry_folder.h"
+
+namespace servescope::gui {
+namespace {
+
+using telemetry::KvEvent;
+using telemetry::KvEventKind;
+using telemetry::StepRecord;
+using telemetry::TelemetryItem;
+
+constexpr int64_t kBlockSize = 4;
+
+TelemetryFolder folder_with_blocks(int64_t blocks, size_t history = 512) {
+  TelemetryFolder folder(history);
+  folder.reset({blocks, kBlockSize, 100});
+  folder.take_changed();
+  return folder;
+}
+
+StepRecord step(int64_t index, int64_t prefill, int64_t decode) {
+  StepRecord s;
+  s.step_index = index;
+  s.prefill_tokens = prefill;
+  s.decode_tokens = decode;
+  return s;
+}
+
+KvEvent event(KvEventKind kind, int64_t sequence, std::vector<int32_t> blocks, int64_t tokens,
+              int64_t used_after) {
+  KvEvent e;
+  e.kind = kind;
+  e.sequence = sequence;
+  e.blocks = std::move(blocks);
+  e.tokens = tokens;
+  e.blocks_used_after = used_after;
+  return e;
+}
+
+KvEvent write(int64_t sequence, int32_t block, int64_t offset, int64_t position, int64_t tokens,
+              int64_t used_after) {
+  KvEvent e = event(KvEventKind::kWrite, sequence, {block}, tokens, used_after);
+  e.offset = offset;
+  e.position = position;
+  return e;
+}
+
+TEST(TelemetryFolder, CountsStepsRequestsAndTokens) {
+  TelemetryFolder folder = folder_with_blocks(8);
+  telemetry::RequestRecord request;
+  request.request_id = 3;
+  const std::vector<TelemetryItem> items = {step(0, 10, 0), step(1, 0, 2), request, step(2, 3, 1)};
+  folder.fold(items, 1000.0);
+  EXPECT_EQ(folder.counts().steps, 3);
+  EXPECT_EQ(folder.counts().requests, 1);
+  EXPECT_EQ(folder.counts().prefill_tokens, 13);
+  EXPECT_EQ(folder.counts().decode_tokens, 3);
+  ASSERT_EQ(folder.steps().size(), 3u);
+  EXPECT_EQ(folder.steps().back().step_index, 2);
+  EXPECT_EQ(folder.requests().front().request_id, 3);
+}
+
+TEST(TelemetryFolder, TokensPerSecondCoversTheLastSecondOnly) {
+  TelemetryFolder folder = folder_with_blocks(8);
+  folder.fold(std::vector<TelemetryItem>{step(0, 40, 0)}, 100.0);
+  folder.fold(std::vector<TelemetryItem>{step(1, 0, 4), step(2, 0, 4)}, 900.0);
+  EXPECT_DOUBLE_EQ(folder.tokens_per_s(1000.0), 48.0);
+  EXPECT_DOUBLE_EQ(folder.tokens_per_s(1500.0), 8.0);  // the first step left the window
+  EXPECT_DOUBLE_EQ(folder.tokens_per_s(2500.0), 0.0);
+}
+
+TEST(TelemetryFolder, KeepsOnlyTheMostRecentHistory) {
+  TelemetryFolder folder = folder_with_blocks(8, 4);
+  std::vector<TelemetryItem> items;
+  for (int64_t i = 0; i < 10; ++i) items.push_back(step(i, 0, 1));
+  folder.fold(items, 0.0);
+  EXPECT_EQ(folder.counts().steps, 10);
+  ASSERT_EQ(folder.steps().size(), 4u);
+  EXPECT_EQ(folder.steps().front().step_index, 6);
+}
+
+TEST(TelemetryFolder, RebuildsTheBlockPoolFromItsEvents) {
+  TelemetryFolder folder = folder_with_blocks(6);
+  // Sequence 0: a 6-token prompt in blocks 2 and 4, written, its full block indexed, then a
+  // decode token; sequence 1 shares block 2 through the prefix cache and takes block 5.
+  folder.fold(
+      std::vector<TelemetryItem>{
+          event(KvEventKind::kAllocate, 0, {2, 4}, 6, 2),
+          write(0, 2, 0, 0, 4, 2),
+          write(0, 4, 0, 4, 2, 2),
+          event(KvEventKind::kIndex, 0, {2}, 4, 2),
+          write(0, 4, 2, 6, 1, 2),
+          event(KvEventKind::kAllocate, 1, {5}, 5, 3),
+          event(KvEventKind::kPrefixHit, 1, {2}, 4, 3),
+          write(1, 5, 0, 4, 1, 3),
+      },
+      0.0);
+  const auto& b = folder.blocks();
+  EXPECT_EQ(folder.blocks_used(), 3);
+  EXPECT_EQ(b[2].ref_count, 2);
+  EXPECT_TRUE(b[2].prefix_shared);
+  EXPECT_TRUE(b[2].cached_prefix);
+  EXPECT_EQ(b[2].fill, 4);
+  EXPECT_EQ(b[4].fill, 3);
+  EXPECT_EQ(b[5].fill, 1);
+  EXPECT_EQ(b[5].owner, 1);
+  EXPECT_EQ(folder.retained_tokens(), 7 + 5);
+  EXPECT_EQ(folder.kv_bytes_used(), 300u);
+
+  // Sequence 0 finishes: block 4 (not indexed) loses its KV, block 2 stays with sequence 1.
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kFree, 0, {2, 4}, 7, 2)}, 0.0);
+  EXPECT_EQ(folder.blocks_used(), 2);
+  EXPECT_EQ(b[2].ref_count, 1);
+  EXPECT_EQ(b[4].ref_count, 0);
+  EXPECT_EQ(b[4].fill, 0);
+  EXPECT_EQ(folder.retained_tokens(), 5);
+
+  // Sequence 1 finishes; block 2 is free but keeps its cached prefix until evicted.
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kFree, 1, {2, 5}, 5, 0)}, 0.0);
+  EXPECT_EQ(folder.blocks_used(), 0);
+  EXPECT_TRUE(b[2].cached_prefix);
+  EXPECT_EQ(b[2].fill, 4);
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kEvict, -1, {2}, 4, 0)}, 0.0);
+  EXPECT_FALSE(b[2].cached_prefix);
+  EXPECT_EQ(b[2].fill, 0);
+  EXPECT_EQ(folder.counts().inconsistent_kv_events, 0);
+  EXPECT_EQ(folder.counts().kv_events, 11);
+  EXPECT_EQ(folder.counts().kv_events_by_kind[static_cast<size_t>(KvEventKind::kWrite)], 4);
+}
+
+TEST(TelemetryFolder, FlagsEventsThatDisagreeWithTheReplay) {
+  TelemetryFolder folder = folder_with_blocks(4);
+  // The pool says 2 blocks are used after taking one: a record was lost.
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kAllocate, 0, {1}, 3, 2)}, 0.0);
+  EXPECT_EQ(folder.counts().inconsistent_kv_events, 1);
+}
+
+TEST(TelemetryFolder, KeepsTheTokensOfTheNewestRequestThatReportsThem) {
+  TelemetryFolder folder = folder_with_blocks(4);
+  std::vector<TelemetryItem> items;
+  for (int32_t id : {11, 12}) {
+    telemetry::TokenRecord t;
+    t.request_id = 3;
+    t.id = id;
+    items.push_back(t);
+  }
+  folder.fold(items, 0.0);
+  EXPECT_EQ(folder.watched_request(), 3);
+  EXPECT_EQ(folder.watched_tokens().size(), 2u);
+  telemetry::TokenRecord next;
+  next.request_id = 5;
+  next.id = 20;
+  next.prob = 0.25;
+  folder.fold(std::vector<TelemetryItem>{next}, 0.0);
+  EXPECT_EQ(folder.watched_request(), 5);
+  ASSERT_EQ(folder.watched_tokens().size(), 1u);
+  EXPECT_EQ(folder.watched_tokens()[0].id, 20);
+  EXPECT_EQ(folder.counts().tokens, 3);
+}
+
+TEST(TelemetryFolder, MarksWhichPanelsChanged) {
+  TelemetryFolder folder = folder_with_blocks(4);
+  EXPECT_EQ(folder.take_changed(), 0u);
+  folder.fold(std::vector<TelemetryItem>{telemetry::RequestRecord{}}, 0.0);
+  EXPECT_EQ(folder.take_changed(), panel_bit(PanelId::kBatching));
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kAllocate, 0, {0}, 1, 1)}, 0.0);
+  EXPECT_EQ(folder.take_changed(), panel_bit(PanelId::kKvCache));
+  folder.fold(std::vector<TelemetryItem>{step(0, 1, 0)}, 0.0);
+  const PanelMask after_step = folder.take_changed();
+  for (const PanelId id : {PanelId::kPhases, PanelId::kBatching, PanelId::kRoofline}) {
+    EXPECT_NE(after_step & panel_bit(id), 0u) << panel_key(id);
+  }
+  EXPECT_EQ(folder.take_changed(), 0u);  // taken: cleared
+  folder.reset({4, kBlockSize, 100});
+  EXPECT_EQ(folder.take_changed(), kAllPanelBits);
+}
+
+}  // namespace
+}  // namespace servescope::gui

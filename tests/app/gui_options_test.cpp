@@ -1,0 +1,54 @@
+// servescope's command line: the demo options parse, bad input is refused with a reason.
+#include "app/gui/gui_options.h"
+
+#include <gtest/gtest.h>
+
+namespace servescope::gui {
+namespace {
+
+TEST(GuiOptions, ParsesTheDemoCommand) {
+  const GuiOptions o = parse_gui_options(
+      {"--demo", "Once upon a time", "--clients", "4", "--panel", "kv", "--screenshot", "out.png",
+       "--after-ms", "4000", "--backend", "cpu", "--theme", "dark", "--sweep", "--overlay"});
+  EXPECT_TRUE(o.sweep);
+  EXPECT_TRUE(o.overlay);
+  EXPECT_EQ(o.demo_prompt, "Once upon a time");
+  EXPECT_EQ(o.clients, 4);
+  EXPECT_EQ(o.panel, PanelId::kKvCache);
+  EXPECT_EQ(o.screenshot, "out.png");
+  EXPECT_EQ(o.after_ms, 4000);
+  EXPECT_EQ(o.backend, "cpu");
+  EXPECT_EQ(o.theme, ThemeChoice::kDark);
+}
+
+TEST(GuiOptions, EveryPanelHasAName) {
+  for (const PanelId id : kAllPanels) {
+    EXPECT_EQ(parse_panel_key(panel_key(id)), id);
+  }
+}
+
+TEST(GuiOptions, RefusesBadInputWithTheOptionAtFault) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--demo", "x", "--clients", "33"}, "--clients"},
+      {{"--demo", "x", "--panel", "everything"}, "--panel"},
+      {{"--backend", "cuda"}, "--backend"},
+      {{"--theme", "blue"}, "--theme"},
+      {{"--demo"}, "--demo"},
+      {{"--clients", "2"}, "--demo"},
+      {{"--sweep"}, "--demo"},
+      {{"--screenshot", "/no/such/folder/x.png", "--demo", "x"}, "--screenshot"},
+      {{"--frobnicate"}, "--frobnicate"},
+      {{"--model", "/no/such/model.gguf"}, "--model"},
+  };
+  for (const auto& [args, fault] : cases) {
+    try {
+      parse_gui_options(args);
+      ADD_FAILURE() << "accepted " << fault;
+    } catch (const GuiUsageError& error) {
+      EXPECT_NE(std::string(error.what()).find(fault), std::string::npos) << error.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace servescope::gui

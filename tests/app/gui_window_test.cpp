@@ -1,0 +1,205 @@
+// The real window, offscreen, on the bundled model (CPU backend, to keep it fast): a
+// generation with classmates brings every panel to life; a corrupt model file gives a clear
+// message and the previous model keeps answering.
+#include <gtest/gtest.h>
+
+#include <QSettings>
+#include <QTemporaryDir>
+#include <array>
+#include <fstream>
+
+#include "app/cli/commands.h"
+#include "app/gui/main_window.h"
+#include "tests/app/gui_test_support.h"
+#include "widgets/batching_panel.h"
+
+namespace servescope::gui {
+namespace {
+
+using testing::app;
+using testing::wait_until;
+
+class WindowFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    app();
+    WindowOptions options;
+    options.remember_settings = false;
+    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+    window_ = std::make_unique<MainWindow>(options);
+    QObject::connect(window_.get(), &MainWindow::failed, window_.get(),
+                     [this](const QString& message) { failure_ = message; });
+    QObject::connect(window_.get(), &MainWindow::generation_finished, window_.get(),
+                     [this](const QString& reason) { finished_ = reason; });
+    QObject::connect(window_.get(), &MainWindow::engine_idle, window_.get(),
+                     [this](const EngineCounters&) { ++idle_count_; });
+    window_->resize(1400, 900);
+    window_->show();
+    ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
+  }
+
+  // Generates with greedy decoding and waits until the engine has nothing left to do.
+  void generate_and_wait(int tokens, int classmates) {
+    finished_.reset();
+    const int idle_before = idle_count_;
+    window_->set_greedy(true);
+    window_->set_classmates(classmates);
+    window_->set_max_tokens(tokens);
+    window_->generate();
+    ASSERT_TRUE(wait_until([&] { return finished_.has_value() && idle_count_ > idle_before; }));
+    // A few frames more: the last records are drained on the frame timer.
+    wait_until([] { return false; }, 100);
+  }
+
+  std::unique_ptr<MainWindow> window_;
+  std::optional<QString> failure_;
+  std::optional<QString> finished_;
+  int idle_count_ = 0;
+};
+
+TEST_F(WindowFixture, OpensTheBundledModelWithTheSuggestedPrompt) {
+  EXPECT_EQ(window_->engine_info()->model_path.toStdString(), cli::default_model_path());
+  EXPECT_EQ(window_->engine_info()->backend, "cpu");
+  // The prompt's tokens are shown as soon as the model is there: BOS and "Once upon a time".
+  ASSERT_EQ(window_->prompt_tokens().size(), 5);
+  EXPECT_EQ(window_->prompt_tokens().front().text, "<s>");
+}
+
+TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
+  // Before the first Generate only the model's own figures (quantisation) may be there.
+  for (const PanelId id : kAllPanels) {
+    if (id != PanelId::kQuantisation) {
+      EXPECT_FALSE(window_->panels().has_data(id)) << panel_key(id);
+    }
+  }
+  const auto updates_before = [&] {
+    std::array<int64_t, kAllPanels.size()> counts{};
+    for (const PanelId id : kAllPanels)
+      counts[static_cast<size_t>(id)] = window_->panels().updates(id);
+    return counts;
+  }();
+  generate_and_wait(32, 2);
+  ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+  EXPECT_EQ(finished_->toStdString(), "max_tokens");
+  EXPECT_EQ(window_->generated_tokens().size(), 32);
+  for (const GeneratedToken& token : window_->generated_tokens()) {
+    EXPECT_GT(token.probability, 0.0);
+    EXPECT_EQ(token.alternatives.size(), 5);
+  }
+  // Each panel gets its snapshot when it is shown. The quantisation lab runs on its own
+  // thread; give it the time a loaded machine needs.
+  for (const PanelId id : kAllPanels) {
+    window_->show_panel(id);
+    EXPECT_TRUE(wait_until([&] { return window_->panels().has_data(id); })) << panel_key(id);
+  }
+  for (const PanelId id : kAllPanels) {
+    EXPECT_TRUE(window_->panels().has_data(id)) << panel_key(id);
+    // Panels fed by the engine's records got new snapshots while it ran.
+    if (id != PanelId::kQuantisation) {
+      EXPECT_GT(window_->panels().updates(id), updates_before[static_cast<size_t>(id)])
+          << panel_key(id);
+    }
+  }
+  // The user's request and at least two classmates finished.
+  EXPECT_GE(window_->folder().counts().requests, 3);
+}
+
+TEST_F(WindowFixture, TypingPrefillsThePromptAndGenerateReusesItsCachedBlocks) {
+  const QString prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her friends and her dog.";
+  window_->set_prompt(prompt);  // as if typed: chips at once, prefill after the pause
+  const int prompt_tokens = static_cast<int>(window_->prompt_tokens().size());
+  ASSERT_GT(prompt_tokens, 16);
+  ASSERT_TRUE(
+      wait_until([&] { return window_->folder().counts().prefill_tokens >= prompt_tokens; }));
+  generate_and_wait(4, 0);
+  const int64_t user = window_->folder().watched_request();
+  const telemetry::RequestRecord* record = nullptr;
+  for (const auto& r : window_->folder().requests()) {
+    if (r.request_id == user) record = &r;
+  }
+  ASSERT_NE(record, nullptr);
+  // Every full 16-token block of the prompt came from the prefix cache, not from a new prefill.
+  EXPECT_EQ(record->cached_prompt_tokens, (prompt_tokens - 1) / 16 * 16);
+}
+
+TEST_F(WindowFixture, FontScalingReachesThePanels) {
+  const double before = window_->panels().panel(PanelId::kPhases)->font().pointSizeF();
+  window_->scale_font(2);
+  wait_until([] { return false; }, 50);  // the font change reaches widgets as events
+  const double after = window_->panels().panel(PanelId::kPhases)->font().pointSizeF();
+  window_->scale_font(-2);
+  EXPECT_NEAR(after / before, 1.15 * 1.15, 0.05);
+}
+
+TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
+  window_->sweep_batch_sizes();  // shows the batching panel
+  const auto* panel =
+      dynamic_cast<const widgets::BatchingPanel*>(window_->panels().panel(PanelId::kBatching));
+  ASSERT_NE(panel, nullptr);
+  ASSERT_TRUE(wait_until([&] { return !panel->snapshot().sweep.empty(); }));
+  const auto& sweep = panel->snapshot().sweep;
+  ASSERT_EQ(sweep.size(), 5u);
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    EXPECT_EQ(sweep[i].batch_size, int64_t{1} << i);
+    EXPECT_GT(sweep[i].tokens_per_s, 0.0);
+    EXPECT_GT(sweep[i].step_latency_ms, 0.0);
+  }
+  EXPECT_TRUE(window_->message().isEmpty()) << window_->message().toStdString();
+}
+
+TEST_F(WindowFixture, ACorruptModelFileLeavesThePreviousModelServing) {
+  QTemporaryDir dir;
+  const QString corrupt = dir.filePath("corrupt.gguf");
+  {
+    std::ofstream out(corrupt.toStdString(), std::ios::binary);
+    out << "GGUF" << std::string(64, '\x7f');  // the magic, then nonsense
+  }
+  const QString previous = window_->engine_info()->model_path;
+  window_->open_model(corrupt);
+  ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
+  EXPECT_TRUE(failure_->contains("corrupt.gguf")) << failure_->toStdString();
+  EXPECT_TRUE(failure_->contains("Still serving")) << failure_->toStdString();
+  EXPECT_EQ(window_->message(), *failure_);  // shown inside the window
+  EXPECT_EQ(window_->engine_info()->model_path, previous);
+
+  generate_and_wait(8, 0);
+  EXPECT_EQ(window_->generated_tokens().size(), 8);
+}
+
+// Settings live in a folder of the test's own, never the user's.
+TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
+  QTemporaryDir dir;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+  WindowOptions options;
+  options.remember_settings = true;
+  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  {
+    MainWindow first(options);
+    ASSERT_TRUE(wait_until([&] { return first.engine_info().has_value(); }));
+    first.set_classmates(7);
+    first.set_dark_theme(true);
+    first.set_prompt("Tom had a red ball");
+    first.close();  // saves
+  }
+  {
+    MainWindow second(options);
+    EXPECT_EQ(second.classmates(), 7);
+    EXPECT_TRUE(second.dark_theme());
+    EXPECT_EQ(second.prompt(), "Tom had a red ball");
+    ASSERT_TRUE(wait_until([&] { return second.engine_info().has_value(); }));
+    EXPECT_EQ(second.engine_info()->backend, "cpu");
+  }
+  MainWindow::forget_settings();
+  {
+    MainWindow third(options);
+    EXPECT_EQ(third.classmates(), 0);
+    EXPECT_FALSE(third.dark_theme());
+    EXPECT_EQ(third.prompt(), "Once upon a time");  // the suggested prompt again
+    third.set_dark_theme(false);
+  }
+}
+
+}  // namespace
+}  // namespace servescope::gui

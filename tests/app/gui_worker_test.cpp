@@ -1,0 +1,211 @@
+// The controller: the real engine on a test model, driven through EngineWorker on its own
+// thread exactly as the window drives it, with the GUI thread draining the telemetry queue into
+// a TelemetryFolder. What the folder received must be exactly what the engine did: its step
+// count, every request finished, and the KV pool rebuilt from the events equal, block by block,
+// to the engine's own block table snapshot.
+#include <gtest/gtest.h>
+
+#include <QObject>
+#include <QThread>
+#include <optional>
+
+#include "app/gui/engine_worker.h"
+#include "app/gui/telemetry_folder.h"
+#include "engine/compute/devices.h"
+#include "tests/app/gui_test_support.h"
+
+namespace servescope::gui {
+namespace {
+
+using testing::app;
+using testing::kTestData;
+using testing::wait_until;
+
+class WorkerFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    app();
+    EngineWorker::register_types();
+    worker_ = new EngineWorker;
+    worker_->moveToThread(&thread_);
+    QObject::connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+    QObject::connect(worker_, &EngineWorker::engine_ready, &receiver_,
+                     [this](const EngineInfo& info) { info_ = info; });
+    QObject::connect(worker_, &EngineWorker::failed, &receiver_,
+                     [this](const QString& message) { failure_ = message; });
+    QObject::connect(worker_, &EngineWorker::generation_finished, &receiver_,
+                     [this](const QString& reason) { finished_ = reason; });
+    QObject::connect(worker_, &EngineWorker::notice, &receiver_,
+                     [this](const QString& message) { notice_ = message; });
+    QObject::connect(worker_, &EngineWorker::idle, &receiver_,
+                     [this](const EngineCounters& counters) { idle_ = counters; });
+    thread_.start();
+  }
+
+  void TearDown() override {
+    QMetaObject::invokeMethod(worker_, &EngineWorker::shutdown, Qt::BlockingQueuedConnection);
+    thread_.quit();
+    thread_.wait();
+  }
+
+  template <typename F>
+  void on_worker(F f) {
+    QMetaObject::invokeMethod(worker_, [w = worker_, f] { f(*w); });
+  }
+
+  void load(const std::string& path, compute::BackendKind backend = compute::BackendKind::kCpu) {
+    on_worker([path, backend](EngineWorker& w) {
+      w.load_model(QString::fromStdString(path), {backend, -1});
+    });
+    ASSERT_TRUE(wait_until([&] { return info_.has_value() || failure_.has_value(); }));
+    ASSERT_TRUE(info_.has_value()) << failure_->toStdString();
+  }
+
+  // Drains everything the engine reported into the folder.
+  void drain_into(TelemetryFolder& folder) { folder.fold(info_->telemetry->drain(), 0.0); }
+
+  QThread thread_;
+  EngineWorker* worker_ = nullptr;
+  QObject receiver_;
+  std::optional<EngineInfo> info_;
+  std::optional<QString> failure_;
+  std::optional<QString> finished_;
+  std::optional<QString> notice_;
+  std::optional<EngineCounters> idle_;
+};
+
+TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineMade) {
+  load(kTestData + "/models/llama-f32.gguf");
+  TelemetryFolder folder;
+  folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
+  on_worker([](EngineWorker& w) {
+    w.set_classmates(2);
+    w.set_max_tokens(20);
+    w.generate("Once upon a time");
+  });
+  // Drain while it runs, as the frame timer does.
+  ASSERT_TRUE(wait_until([&] {
+    drain_into(folder);
+    return finished_.has_value() && idle_.has_value();
+  }));
+  drain_into(folder);
+  ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+  const EngineCounters& engine = *idle_;
+
+  EXPECT_GT(engine.steps_run, 0);
+  EXPECT_EQ(folder.counts().steps, engine.steps_run);
+  EXPECT_GE(engine.requests_submitted, 3);  // the user's request and at least two classmates
+  EXPECT_EQ(engine.requests_finished, engine.requests_submitted);
+  EXPECT_EQ(folder.counts().requests, engine.requests_finished);
+  // Every request took blocks once and gave them back once (no preemption fits this load).
+  const auto kinds = folder.counts().kv_events_by_kind;
+  EXPECT_EQ(kinds[static_cast<size_t>(telemetry::KvEventKind::kAllocate)],
+            engine.requests_submitted);
+  EXPECT_EQ(kinds[static_cast<size_t>(telemetry::KvEventKind::kFree)], engine.requests_finished);
+  EXPECT_EQ(folder.counts().inconsistent_kv_events, 0);
+  EXPECT_EQ(folder.counts().prefill_tokens + folder.counts().decode_tokens, [&] {
+    int64_t tokens = 0;
+    for (const auto& s : folder.steps()) tokens += s.tokens();
+    return tokens;
+  }());
+
+  // The pool rebuilt from the events is the engine's, block by block.
+  ASSERT_EQ(folder.blocks().size(), engine.kv.blocks.size());
+  EXPECT_EQ(folder.blocks_used(), engine.kv_blocks_used);
+  for (size_t b = 0; b < engine.kv.blocks.size(); ++b) {
+    EXPECT_EQ(folder.blocks()[b].ref_count, engine.kv.blocks[b].ref_count) << "block " << b;
+    EXPECT_EQ(folder.blocks()[b].fill, engine.kv.blocks[b].fill) << "block " << b;
+    EXPECT_EQ(folder.blocks()[b].cached_prefix, engine.kv.blocks[b].cached_prefix) << "block " << b;
+  }
+
+  // The user's tokens arrived with their probabilities, and they are the request's output.
+  const int64_t user = folder.watched_request();
+  const telemetry::RequestRecord* record = nullptr;
+  for (const auto& r : folder.requests()) {
+    if (r.request_id == user) record = &r;
+  }
+  ASSERT_NE(record, nullptr);
+  ASSERT_EQ(folder.watched_tokens().size(), record->output_ids.size());
+  for (size_t i = 0; i < record->output_ids.size(); ++i) {
+    const telemetry::TokenRecord& t = folder.watched_tokens()[i];
+    EXPECT_EQ(t.id, record->output_ids[i]);
+    EXPECT_GT(t.prob, 0.0);
+    EXPECT_LE(t.prob, 1.0);
+    ASSERT_EQ(t.top.size(), 5u);
+    EXPECT_GE(t.top.front().prob, t.prob);  // the most likely is at least as likely
+  }
+}
+
+TEST_F(WorkerFixture, StopCancelsTheUserAndTheClassmates) {
+  load(kTestData + "/models/llama-f32.gguf");
+  on_worker([](EngineWorker& w) {
+    w.set_speed(Speed::kSingleStep);  // nothing runs until asked, so Stop meets live requests
+    w.set_classmates(3);
+    w.set_max_tokens(50);
+    w.generate("Once upon a time");
+    w.step_once();
+    w.stop();
+  });
+  ASSERT_TRUE(wait_until([&] { return finished_.has_value() && idle_.has_value(); }));
+  EXPECT_EQ(finished_->toStdString(), "stopped");
+  EXPECT_EQ(idle_->requests_finished, idle_->requests_submitted);
+  EXPECT_EQ(idle_->steps_run, 1);
+  EXPECT_EQ(idle_->kv_blocks_used, 0);  // every block given back at once
+}
+
+TEST_F(WorkerFixture, APromptLongerThanTheContextIsRefusedWithAReason) {
+  load(kTestData + "/models/llama-f32.gguf");
+  QString prompt;
+  for (int i = 0; i < 200; ++i) prompt += "once upon a time ";
+  on_worker([prompt](EngineWorker& w) { w.generate(prompt); });
+  ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
+  EXPECT_TRUE(failure_->contains("context")) << failure_->toStdString();
+  EXPECT_FALSE(finished_.has_value());
+}
+
+TEST_F(WorkerFixture, QuantisedWeightsReplaceTheModelOnlyWhenReady) {
+  load(kTestData + "/models/llama-f32.gguf");
+  const uint64_t f32_bytes = info_->weight_bytes;
+  info_.reset();
+  int last_done = 0, total = 0;
+  QObject::connect(worker_, &EngineWorker::weight_progress, &receiver_,
+                   [&](int done, int of, const QString&) { last_done = done, total = of; });
+  on_worker([](EngineWorker& w) { w.set_weight_type("q8_0"); });
+  ASSERT_TRUE(wait_until([&] { return info_.has_value() || failure_.has_value(); }));
+  ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+  EXPECT_EQ(info_->weight_type, "q8_0");
+  EXPECT_GT(total, 0);
+  EXPECT_EQ(last_done, total);  // every tensor reported before the model was swapped
+  // Q8_0 stores 34 bytes per 32 weights: the matrices shrink to about a quarter of F32.
+  EXPECT_LT(info_->weight_bytes, f32_bytes / 2);
+  on_worker([](EngineWorker& w) {
+    w.set_max_tokens(10);
+    w.generate("Once upon a time");
+  });
+  ASSERT_TRUE(wait_until([&] { return finished_.has_value(); }));
+  EXPECT_EQ(finished_->toStdString(), "max_tokens");
+}
+
+TEST_F(WorkerFixture, ALostVulkanDeviceMovesTheEngineToTheCpuAndSaysSo) {
+  if (compute::list_devices().vulkan.empty()) GTEST_SKIP() << "no Vulkan device here";
+  load(kTestData + "/models/llama-f32.gguf", compute::BackendKind::kVulkan);
+  ASSERT_EQ(info_->backend, "vulkan");
+  info_.reset();
+  on_worker([](EngineWorker& w) {
+    w.simulate_device_loss_after(2);
+    w.set_max_tokens(20);
+    w.generate("Once upon a time");
+  });
+  ASSERT_TRUE(wait_until([&] { return notice_.has_value() && info_.has_value(); }));
+  EXPECT_TRUE(notice_->contains("CPU")) << notice_->toStdString();
+  EXPECT_EQ(info_->backend, "cpu");  // rebuilt on the CPU with the same model
+  EXPECT_EQ(finished_->toStdString(), "failed");
+
+  finished_.reset();
+  on_worker([](EngineWorker& w) { w.generate("Once upon a time"); });
+  ASSERT_TRUE(wait_until([&] { return finished_.has_value(); }));
+  EXPECT_EQ(finished_->toStdString(), "max_tokens");
+}
+
+}  // namespace
+}  // namespace servescope::gui
