@@ -2,6 +2,8 @@
 #include <QApplication>
 #include <QStyleFactory>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "app/gui/demo_runner.h"
@@ -9,8 +11,40 @@
 #include "app/gui/main_window.h"
 #include "engine/compute/backend.h"
 
+namespace {
+
+// QApplication aborts when it finds no display; say why in one line instead, before it starts.
+bool can_open_a_window() {
+  for (const char* name : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return true;
+  }
+  return false;
+}
+
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace servescope::gui;
+  if (asks_for_help(argc, argv)) {
+    std::fputs(gui_usage().c_str(), stdout);
+    return 0;
+  }
+  if (!can_open_a_window()) {
+    std::fputs(
+        "servescope: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+        "start it from a desktop session, under xvfb-run, or with QT_QPA_PLATFORM=offscreen for "
+        "--demo --screenshot (servescope-cli needs no display)\n",
+        stderr);
+    return 2;
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName("ServeScope");
   QApplication::setOrganizationName("ServeScope");

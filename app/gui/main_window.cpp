@@ -38,6 +38,15 @@
 namespace servescope::gui {
 namespace {
 
+// The status bar's words for why a generation ended (the signal carries the engine's name).
+QString finish_sentence(const QString& reason) {
+  if (reason == "max_tokens") return "it reached the Max tokens limit";
+  if (reason == "stop_token") return "the model wrote its end-of-text token";
+  if (reason == "context_full") return "the model's context is full";
+  if (reason == "cancelled") return "stopped";
+  return reason;
+}
+
 constexpr int kFrameMs = 16;
 constexpr int kPrefillPauseMs = 300;
 constexpr double kStatusEveryMs = 250.0;
@@ -426,7 +435,7 @@ void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::generation_finished, this, [this](const QString& reason) {
     generating_ = false;
     update_actions();
-    statusBar()->showMessage(QString("Generation finished: %1").arg(reason), 4000);
+    statusBar()->showMessage(QString("Generation finished: %1").arg(finish_sentence(reason)), 6000);
     Q_EMIT generation_finished(reason);
   });
   connect(worker_, &EngineWorker::running_changed, this, [this](bool running) {

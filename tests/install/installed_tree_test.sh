@@ -18,6 +18,11 @@ for f in bin/servescope-cli share/servescope/models/servescope-stories.gguf \
   [ -f "$prefix/$f" ] || fail "cmake --install did not put $f in the prefix"
 done
 
+if [ -x "$build/bin/servescope" ]; then  # the window, when the GUI was built
+  [ -x "$prefix/bin/servescope" ] || fail "cmake --install did not put bin/servescope in the prefix"
+  "$prefix/bin/servescope" --help | grep -q "usage: servescope" || fail "servescope --help failed"
+fi
+
 cd /
 story=$("$prefix/bin/servescope-cli" generate --prompt "Once upon a time" --max-tokens 12 \
         --greedy --json) || fail "the installed servescope-cli could not generate"
