@@ -90,7 +90,8 @@ TEST(Cli, GenerateTopGivesTokenProbabilitiesOfTheReference) {
                              " --ids 1,2,3 --json --no-stop --max-tokens 5 --temperature 0.9 "
                              "--top-k 20 --top-p 0.8 --seed 4 --top 0");
   ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
-  for (const json& token : json::parse(sampled.out)["tokens"]) {
+  const json sampled_doc = json::parse(sampled.out);  // the loop ranges over a part of it
+  for (const json& token : sampled_doc["tokens"]) {
     EXPECT_GT(token["sampling_prob"].get<double>(), 0.0);
     EXPECT_LE(token["sampling_prob"].get<double>(), 1.0);
     EXPECT_TRUE(token["top"].empty());
