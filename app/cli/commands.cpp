@@ -54,6 +54,29 @@ serving::SamplingParams sampling_params(const Options& options) {
   return p;
 }
 
+// "f32", "f16", "q8_0": the KV type names as the command line spells them.
+std::string kv_type_label(serving::KvType type) {
+  std::string label(serving::kv_type_name(type));
+  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return label;
+}
+
+// What one token adds to the KV cache for each KV type, from the block pool's own formula; null
+// where the type cannot store this model's rows (Q8_0 needs kv_dim a multiple of 32).
+json kv_bytes_per_token_by_type(const model::ModelConfig& c) {
+  json bytes = json::object();
+  for (const serving::KvType type : serving::kKvTypes) {
+    const serving::KvLayout layout = serving::kv_layout(c, type);
+    try {
+      serving::validate(layout);
+      bytes[kv_type_label(type)] = serving::kv_bytes_per_token(layout);
+    } catch (const InputError&) {
+      bytes[kv_type_label(type)] = nullptr;
+    }
+  }
+  return bytes;
+}
+
 int run_info(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(args, with_common({}));
   const auto m = open_model(options);
@@ -79,7 +102,7 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
       {"parameters", weights.parameters},
       {"weight_bytes", weights.bytes},
       {"tensor_types", weights.tensor_types},
-      {"kv_bytes_per_token", {{"f32", c.kv_bytes_per_token(4)}, {"f16", c.kv_bytes_per_token(2)}}},
+      {"kv_bytes_per_token", kv_bytes_per_token_by_type(c)},
   };
   if (c.random_weights) doc["note"] = model::kRandomWeightsNote;
   if (c.architecture == model::Architecture::kLlama)
@@ -134,26 +157,10 @@ int run_logits(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
-// "f32", "f16", "q8_0": the KV type names as the command line spells them.
-std::string kv_type_label(serving::KvType type) {
-  std::string label(serving::kv_type_name(type));
-  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return label;
-}
-
-// The serving engine's KV type for a GGML element type.
-serving::KvType serving_kv_type(gguf::GgmlType type) {
-  for (const serving::KvType kv :
-       {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
-    if (serving::kv_ggml_type(kv) == type) return kv;
-  }
-  throw InputError("no serving KV type for " + std::string(gguf::type_name(type)));
-}
-
 // The serving engine's KV type from --kv-type (default F16), through the one parser every
 // subcommand uses.
 serving::KvType kv_type_option(const Options& options) {
-  return serving_kv_type(eval::parse_kv_type(options.get_or("kv-type", "f16")));
+  return serving::kv_type_of(eval::parse_kv_type(options.get_or("kv-type", "f16")));
 }
 
 // What `generate` reads from the engine's records: each sampled token as it comes (to stream
@@ -237,7 +244,7 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   serving::EngineConfig config;
   config.max_batch_size = 1;
   config.token_budget = m->config.context_length;
-  config.kv_type = serving_kv_type(m->transformer->kv_type());
+  config.kv_type = serving::kv_type_of(m->transformer->kv_type());
   serving::Engine engine(*m->transformer, model::summarize_weights(m->file).bytes, config,
                          &observer);
   engine.submit(request);

@@ -152,6 +152,15 @@ class Backend {
   // which resets it: the engine takes it once per step. A backend that does not time its
   // kernels reports zeros.
   virtual telemetry::KernelTimes take_kernel_times() { return {}; }
+  // Opt-in per-operation spans (off by default, and free then). Turning them on or off drops
+  // what was recorded; returns whether this backend records them (false: it cannot time single
+  // operations, and take_kernel_spans() stays empty).
+  virtual bool set_kernel_spans(bool /*on*/) { return false; }
+  // The transformer layer the following operations belong to; -1 outside the layers.
+  virtual void set_span_layer(int64_t /*layer*/) {}
+  // The spans since the previous call, which resets them, in the order the operations ran;
+  // times in milliseconds since the steady clock's epoch.
+  virtual std::vector<telemetry::KernelSpan> take_kernel_spans() { return {}; }
 };
 
 enum class BackendKind { kCpu, kVulkan };

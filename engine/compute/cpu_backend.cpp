@@ -50,27 +50,60 @@ void use_blas_threads_for(int64_t multiply_adds) {
   openblas_set_num_threads(multiply_adds >= kThreadedMultiplyAdds ? cores : 1);
 }
 
-// Adds the time from its construction to the end of its scope to one kernel class's total.
+double& time_of(telemetry::KernelTimes& times, telemetry::KernelKind kind) {
+  switch (kind) {
+    case telemetry::KernelKind::kMatmul:
+      return times.matmul_ms;
+    case telemetry::KernelKind::kAttention:
+      return times.attention_ms;
+    case telemetry::KernelKind::kNorm:
+      return times.norm_ms;
+    case telemetry::KernelKind::kOther:
+      break;
+  }
+  return times.other_ms;
+}
+
+double steady_ms(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(t.time_since_epoch()).count();
+}
+
+// Adds the time from its construction to the end of its scope to one kernel class's total and,
+// with spans on, appends the operation's span.
 class ScopedTimer {
  public:
-  explicit ScopedTimer(double& total_ms)
-      : total_ms_(total_ms), start_(std::chrono::steady_clock::now()) {}
+  ScopedTimer(CpuBackend::Profile& profile, telemetry::KernelKind kind)
+      : profile_(profile), kind_(kind), start_(std::chrono::steady_clock::now()) {}
   ~ScopedTimer() {
-    total_ms_ +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
-            .count();
+    const auto end = std::chrono::steady_clock::now();
+    time_of(profile_.times, kind_) +=
+        std::chrono::duration<double, std::milli>(end - start_).count();
+    if (profile_.spans_on) {
+      profile_.spans.push_back({kind_, profile_.layer, steady_ms(start_), steady_ms(end)});
+    }
   }
   ScopedTimer(const ScopedTimer&) = delete;
   ScopedTimer& operator=(const ScopedTimer&) = delete;
 
  private:
-  double& total_ms_;
+  CpuBackend::Profile& profile_;
+  telemetry::KernelKind kind_;
   std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace
 
-telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(kernel_times_, {}); }
+telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(profile_.times, {}); }
+
+bool CpuBackend::set_kernel_spans(bool on) {
+  profile_.spans_on = on;
+  profile_.spans.clear();
+  return true;
+}
+
+std::vector<telemetry::KernelSpan> CpuBackend::take_kernel_spans() {
+  return std::exchange(profile_.spans, {});
+}
 
 Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose /*purpose*/) {
   auto buffer = std::make_shared<CpuBuffer>();
@@ -123,7 +156,7 @@ std::vector<uint8_t> CpuBackend::read_kv_bytes(const KvStore& store, bool values
 }
 
 void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) {
-  const ScopedTimer timer(kernel_times_.other_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   assert(out.rows == static_cast<int64_t>(ids.size()) && out.cols == table.cols);
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= table.rows) {
@@ -136,7 +169,7 @@ void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, 
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
-  const ScopedTimer timer(kernel_times_.norm_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
   const float* w = row_ptr(weight, 0);
   for (int64_t r = 0; r < x.rows; ++r) {
     const float* in = row_ptr(x, r);
@@ -150,7 +183,7 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tens
 
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             Tensor& out) {
-  const ScopedTimer timer(kernel_times_.norm_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
   const float* w = row_ptr(weight, 0);
   const float* b = row_ptr(bias, 0);
   for (int64_t r = 0; r < x.rows; ++r) {
@@ -170,7 +203,7 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor&
 }
 
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
-  const ScopedTimer timer(kernel_times_.matmul_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kMatmul);
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
   if (w.type != gguf::GgmlType::F32 && x.rows <= kMaxRowsForBlockDots) {
     matmul_on_blocks(x, w, out);
@@ -233,7 +266,7 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
 
 void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
                       float freq_base) {
-  const ScopedTimer timer(kernel_times_.other_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
   for (int64_t r = 0; r < x.rows; ++r) {
     float* row = row_ptr(x, r);
@@ -254,7 +287,7 @@ void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> posi
 }
 
 void CpuBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
-  const ScopedTimer timer(kernel_times_.other_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   assert(src.cols == dst.cols && dst_row + src.rows <= dst.rows);
   for (int64_t r = 0; r < src.rows; ++r) {
     std::memcpy(row_ptr(dst, dst_row + r), row_ptr(src, r), sizeof(float) * src.cols);
@@ -263,7 +296,7 @@ void CpuBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
 
 void CpuBackend::store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                           KvStore& store) {
-  const ScopedTimer timer(kernel_times_.attention_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kAttention);
   assert(keys.rows == static_cast<int64_t>(slots.size()) && keys.cols == store.kv_dim);
   const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
   for (int64_t r = 0; r < keys.rows; ++r) {
@@ -293,7 +326,7 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
 
 void CpuBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                            const AttentionBatch& batch, Tensor& out, Tensor* weights) {
-  const ScopedTimer timer(kernel_times_.attention_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kAttention);
   const int64_t d = shape.head_dim;
   const int64_t kv_dim = store.kv_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
@@ -344,7 +377,7 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
 }
 
 void CpuBackend::add(Tensor& x, const Tensor& y) {
-  const ScopedTimer timer(kernel_times_.other_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   for (int64_t r = 0; r < x.rows; ++r) {
     float* a = row_ptr(x, r);
     const float* b = row_ptr(y, r);
@@ -353,7 +386,7 @@ void CpuBackend::add(Tensor& x, const Tensor& y) {
 }
 
 void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
-  const ScopedTimer timer(kernel_times_.other_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   for (int64_t r = 0; r < gate.rows; ++r) {
     const float* g = row_ptr(gate, r);
     const float* u = row_ptr(up, r);
@@ -363,7 +396,7 @@ void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
 }
 
 void CpuBackend::gelu(Tensor& x) {
-  const ScopedTimer timer(kernel_times_.other_ms);
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (int64_t r = 0; r < x.rows; ++r) {
     float* v = row_ptr(x, r);

@@ -39,8 +39,20 @@ class CpuBackend final : public Backend {
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
 
-  // Every operation above is timed with the steady clock (two clock reads per call).
+  // Every operation above is timed with the steady clock (two clock reads per call); with
+  // spans on, each also appends its span.
   telemetry::KernelTimes take_kernel_times() override;
+  bool set_kernel_spans(bool on) override;
+  void set_span_layer(int64_t layer) override { profile_.layer = layer; }
+  std::vector<telemetry::KernelSpan> take_kernel_spans() override;
+
+  // What the operations' timers add to.
+  struct Profile {
+    telemetry::KernelTimes times;  // since the last take_kernel_times()
+    bool spans_on = false;
+    int64_t layer = -1;
+    std::vector<telemetry::KernelSpan> spans;  // since the last take_kernel_spans()
+  };
 
  private:
   // Up to this many tokens, quantised products run as dot products on the stored blocks
@@ -53,7 +65,7 @@ class CpuBackend final : public Backend {
   // One sequence's keys and values, gathered from their slots and dequantised.
   std::vector<float> context_keys_;
   std::vector<float> context_values_;
-  telemetry::KernelTimes kernel_times_;  // since the last take_kernel_times()
+  Profile profile_;
 };
 
 }  // namespace servescope::compute

@@ -7,6 +7,7 @@
 #include "engine/eval/quantize_model.h"
 #include "engine/eval/variant_model.h"
 #include "engine/serving/generator.h"
+#include "engine/serving/kv_block_pool.h"
 
 namespace servescope::eval {
 namespace {
@@ -125,7 +126,7 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
     report.kv_type = weight_type_label(kv_type);
     report.weight_bytes = model::summarize_weights(m.file).bytes;
     report.kv_bytes_per_token =
-        2 * static_cast<uint64_t>(config.n_layers) * gguf::row_bytes(kv_type, config.kv_dim());
+        serving::kv_bytes_per_token(serving::kv_layout(config, serving::kv_type_of(kv_type)));
     report.memory_bytes = report.weight_bytes +
                           report.kv_bytes_per_token * static_cast<uint64_t>(config.context_length);
     report.greedy_identical_tokens = identical_prefix_length(

@@ -41,14 +41,9 @@ struct ModelConfig {
   uint64_t token_embd_row_bytes = 0;
   int64_t position_embd_rows = 0;  // gpt2's learned positions; 0 without the table
   uint64_t position_embd_row_bytes = 0;
-  bool random_weights = false;      // kRandomWeightsKey: fit for timing, not for text
+  bool random_weights = false;  // kRandomWeightsKey: fit for timing, not for text
 
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
-  // Bytes of keys and values one token adds to the cache: 2 x layers x kv_heads x head_dim x
-  // bytes per element.
-  uint64_t kv_bytes_per_token(uint64_t bytes_per_element) const {
-    return 2 * static_cast<uint64_t>(n_layers * kv_dim()) * bytes_per_element;
-  }
 };
 
 // Reads `general.architecture` and `<arch>.*` keys; ModelError naming the file and the key if

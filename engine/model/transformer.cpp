@@ -152,6 +152,7 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
 
   // x: the residual stream, one row per token of every sequence.
   Tensor x = activation(n, config_.dim);
+  backend_.set_span_layer(-1);  // embeddings: before the layers
   backend_.embed(weights_.token_embd, tokens, x);
   if (config_.architecture == Architecture::kGpt2) {
     Tensor pos = activation(n, config_.dim);
@@ -169,9 +170,11 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
       captures.emplace_back(l, activation(n * config_.n_heads, longest));
       weights = &captures.back().second;
     }
+    backend_.set_span_layer(static_cast<int64_t>(l));
     attention_block(weights_.layers[l], cache.layers[l], x, attention, new_slots, weights);
     feed_forward_block(weights_.layers[l], x);
   }
+  backend_.set_span_layer(-1);
 
   // Only the rows whose logits are wanted go through the final norm and the output matrix.
   const Tensor wanted = logit_rows(x, batch);

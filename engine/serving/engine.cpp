@@ -29,6 +29,7 @@ Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const Eng
     : transformer_(transformer),
       weight_bytes_(weight_bytes),
       finished_history_(config.finished_history),
+      kernel_spans_(config.kernel_spans),
       observer_(observer),
       pool_(kv_layout(transformer.config(), config.kv_type, config.block_size),
             kv_block_count(config, transformer.config())),
@@ -148,7 +149,7 @@ bool Engine::step() {
   std::vector<std::vector<int32_t>> slots;
   const std::vector<model::SequenceStep> steps = sequence_steps(batch, slots);
   const double scheduled_ms = now_ms();
-  const std::vector<float> logits = transformer_.forward_batch(steps, cache_);
+  const std::vector<float> logits = forward(steps, record);
   const double forwarded_ms = now_ms();
   std::vector<telemetry::TokenRecord> tokens;
   const std::vector<int32_t> next_tokens = sample(batch, logits, tokens);
@@ -180,6 +181,25 @@ bool Engine::step() {
   apply_cancels();
   return true;
 }
+// The batched forward pass; with kernel spans asked for, each operation's span on the engine
+// clock.
+std::vector<float> Engine::forward(std::span<const model::SequenceStep> steps,
+                                   telemetry::StepRecord& record) {
+  compute::Backend& backend = transformer_.backend();
+  if (!kernel_spans_) return transformer_.forward_batch(steps, cache_);
+  record.spans_measured = backend.set_kernel_spans(true);
+  std::vector<float> logits = transformer_.forward_batch(steps, cache_);
+  record.spans = backend.take_kernel_spans();
+  backend.set_kernel_spans(false);
+  const double epoch_ms =
+      std::chrono::duration<double, std::milli>(epoch_.time_since_epoch()).count();
+  for (telemetry::KernelSpan& span : record.spans) {
+    span.start_ms -= epoch_ms;
+    span.end_ms -= epoch_ms;
+  }
+  return logits;
+}
+
 void Engine::run_until_idle() {
   while (has_unfinished()) {
     if (!step()) throw std::logic_error("Engine: requests are waiting but no step can run");

@@ -50,6 +50,9 @@ struct EngineConfig {
   // Finished requests whose Sequence stays available to sequence() and output_ids(), newest
   // kept; older ones are forgotten (their RequestRecord carried the results).
   int64_t finished_history = 256;
+  // Per-operation spans of each forward pass on StepRecord::spans (the CPU backend times single
+  // operations; other backends leave spans_measured false). Off: nothing is recorded.
+  bool kernel_spans = false;
 };
 
 struct EngineRequest {
@@ -128,11 +131,14 @@ class Engine {
                    std::span<const Sequence> finished, telemetry::StepRecord& record);
   void report_finished(std::vector<Sequence> finished);
   void forward_kv_event(const telemetry::KvEvent& event);
+  std::vector<float> forward(std::span<const model::SequenceStep> steps,
+                             telemetry::StepRecord& record);
   void apply_cancels();
 
   model::Transformer& transformer_;
   uint64_t weight_bytes_;
   int64_t finished_history_;
+  bool kernel_spans_;
   telemetry::Observer* observer_;
   KvBlockPool pool_;
   Scheduler scheduler_;

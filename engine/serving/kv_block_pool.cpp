@@ -34,6 +34,14 @@ gguf::GgmlType kv_ggml_type(KvType type) {
   throw std::logic_error("unknown KvType");
 }
 
+KvType kv_type_of(gguf::GgmlType type) {
+  for (const KvType kv : kKvTypes) {
+    if (kv_ggml_type(kv) == type) return kv;
+  }
+  throw InputError("the KV cache stores F32, F16 or Q8_0, not " +
+                   std::string(gguf::type_name(type)));
+}
+
 KvLayout kv_layout(const model::ModelConfig& config, KvType type, int64_t block_size) {
   return KvLayout{config.n_layers, config.kv_dim(), type, block_size};
 }

@@ -30,9 +30,12 @@ using SequenceId = int64_t;
 
 // How keys and values are stored: rows laid out exactly as GGML stores tensors of that type.
 enum class KvType { kF32, kF16, kQ8_0 };
+inline constexpr KvType kKvTypes[] = {KvType::kF32, KvType::kF16, KvType::kQ8_0};
 
 std::string_view kv_type_name(KvType type);
 gguf::GgmlType kv_ggml_type(KvType type);
+// The KV type storing elements of a GGML type; InputError for a type the cache cannot hold.
+KvType kv_type_of(gguf::GgmlType type);
 
 // The cache's geometry. Per layer and token the cache holds a key row and a value row of
 // kv_dim = n_kv_heads x head_dim elements each.

@@ -33,6 +33,20 @@ std::string_view sequence_phase_name(SequencePhase phase) {
   return "unknown";
 }
 
+std::string_view kernel_kind_name(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kMatmul:
+      return "matmul";
+    case KernelKind::kAttention:
+      return "attention";
+    case KernelKind::kNorm:
+      return "norm";
+    case KernelKind::kOther:
+      return "other";
+  }
+  return "unknown";
+}
+
 double batch_occupancy(const StepRecord& step) {
   if (step.max_batch_size <= 0) return 0.0;
   return static_cast<double>(step.sequences) / static_cast<double>(step.max_batch_size);

@@ -55,6 +55,22 @@ struct KernelTimes {
   double total_ms() const { return matmul_ms + attention_ms + norm_ms + other_ms; }
 };
 
+// The kernel classes of KernelTimes, for one operation.
+enum class KernelKind { kMatmul, kAttention, kNorm, kOther };
+
+// "matmul", "attention", "norm", "other".
+std::string_view kernel_kind_name(KernelKind kind);
+
+// One backend operation of a step's forward pass (opt-in, EngineConfig::kernel_spans): its
+// class, the transformer layer it belongs to (-1 outside the layers: embeddings, the final norm
+// and the logits) and when it ran, in milliseconds on the engine clock.
+struct KernelSpan {
+  KernelKind kind = KernelKind::kOther;
+  int64_t layer = -1;
+  double start_ms = 0.0;
+  double end_ms = 0.0;
+};
+
 struct StepRecord {
   int64_t step_index = 0;
   int64_t prefill_tokens = 0;  // prompt tokens processed (chunked prefill included)
@@ -81,6 +97,10 @@ struct StepRecord {
   // (Vulkan with timestamp queries off, as on CPU devices such as lavapipe), and the zeros in
   // kernel_times mean "not measured", not "took no time".
   bool kernel_times_measured = false;
+  // Per-operation spans, in the order they ran, when EngineConfig::kernel_spans asks and the
+  // backend times single operations (the CPU backend; spans_measured stays false otherwise).
+  bool spans_measured = false;
+  std::vector<KernelSpan> spans{};
 
   std::vector<BatchEntry> batch{};   // decodes first, then prefill chunks (the scheduler's order)
   std::vector<int64_t> admitted{};   // requests admitted or resumed in this step

@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/model_config.h"
+#include "engine/serving/kv_block_pool.h"
 #include "tests/support/cli_runner.h"
 
 namespace {
@@ -14,6 +18,8 @@ namespace {
 using nlohmann::json;
 
 using servescope::testing_support::CliRun;
+namespace gguf = servescope::gguf;
+namespace serving = servescope::serving;
 
 const std::string kData = SERVESCOPE_TEST_DATA_DIR;
 
@@ -122,10 +128,33 @@ TEST(Cli, InfoReportsSizesAndKvBytes) {
   const json doc = json::parse(run.out);
   EXPECT_EQ(doc["architecture"], "llama");
   EXPECT_EQ(doc["kv_heads"], 2);
-  // 2 x layers x kv_heads x head_dim x 4 bytes
-  EXPECT_EQ(doc["kv_bytes_per_token"]["f32"], 2 * 2 * 2 * 16 * 4);
+  // 2 x layers x kv_dim row bytes, kv_dim = kv_heads x head_dim = 2 x 16 = 32 elements: 4 bytes
+  // an F32 element, 2 an F16 one, one 34-byte block (fp16 scale + 32 int8) for Q8_0.
+  EXPECT_EQ(doc["kv_bytes_per_token"]["f32"], 2 * 2 * 32 * 4);
+  EXPECT_EQ(doc["kv_bytes_per_token"]["f16"], 2 * 2 * 32 * 2);
+  EXPECT_EQ(doc["kv_bytes_per_token"]["q8_0"], 2 * 2 * 34);
   EXPECT_TRUE(doc["tensor_types"].contains("Q8_0"));
   EXPECT_GT(doc["parameters"].get<int64_t>(), 0);
+}
+
+// info's KV figure is what the serving engine's block pool charges per token, for every KV type
+// and both architectures.
+TEST(Cli, InfoKvBytesEqualTheBlockPools) {
+  for (const std::string name : {"llama-q8_0", "gpt2-f32"}) {
+    const CliRun run = cli("info" + model(name + ".gguf"));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const json reported = json::parse(run.out)["kv_bytes_per_token"];
+    const servescope::model::ModelConfig config = servescope::model::read_model_config(
+        gguf::GgufFile::open(kData + "/models/" + name + ".gguf"));
+    ASSERT_EQ(reported.size(), std::size(serving::kKvTypes)) << name;
+    for (const serving::KvType type : serving::kKvTypes) {
+      std::string label(serving::kv_type_name(type));
+      std::transform(label.begin(), label.end(), label.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      const serving::KvBlockPool pool(serving::kv_layout(config, type), 1);
+      EXPECT_EQ(reported[label].get<uint64_t>(), pool.bytes_per_token()) << name << " " << label;
+    }
+  }
 }
 
 TEST(Cli, TokenizeGivesIdsAndPieces) {

@@ -163,15 +163,26 @@ TEST(Quantize, Q4_0HandComputedBlockAndNibbleOrder) {
   EXPECT_EQ(back[17], 0.0f);
 }
 
-TEST(Quantize, NonFiniteInputsDoNotInvokeUndefinedBehaviour) {
+// Worked by hand: the infinity is the largest magnitude, so the scale is infinite and x / d is
+// 0 for every finite value (Q8_0 code 0, Q4_0 code 8, its zero point); inf x 0 and NaN are NaN,
+// which codes as 0 instead of the undefined float-to-int cast of GGML's reference.
+TEST(Quantize, NonFiniteInputsGiveTheHandWorkedBlock) {
   std::vector<float> x(32, 1.0f);
   x[4] = std::numeric_limits<float>::infinity();
   x[5] = std::numeric_limits<float>::quiet_NaN();
   BlockQ8_0 q8{};
-  BlockQ4_0 q4{};
   quantize_row(GgmlType::Q8_0, x.data(), &q8, 32);
+  EXPECT_EQ(q8.d, 0x7C00);  // +inf: max|x| / 127
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(q8.qs[j], 0) << j;
+
+  BlockQ4_0 q4{};
   quantize_row(GgmlType::Q4_0, x.data(), &q4, 32);
-  SUCCEED();
+  EXPECT_EQ(q4.d, 0xFC00);  // -inf: the largest value, +inf, over -8
+  for (int j = 0; j < 16; ++j) {
+    // Byte j holds element j (low nibble) and element j + 16 (high nibble).
+    const int low = (j == 4 || j == 5) ? 0 : 8;
+    EXPECT_EQ(q4.qs[j], (8 << 4) | low) << j;
+  }
 }
 
 TEST(Quantize, RejectsUnsupportedTypesAndPartialBlocks) {

@@ -142,6 +142,14 @@ TEST(KvLayout, ExactBytesOfTheTestModels) {
   EXPECT_EQ(kv_row_bytes(kv_layout(gpt2_test_config(), KvType::kF16)), 128u);
 }
 
+TEST(KvLayout, KvTypesMapToAndFromTheirGgmlTypes) {
+  EXPECT_EQ(kv_type_of(gguf::GgmlType::F32), KvType::kF32);
+  EXPECT_EQ(kv_type_of(gguf::GgmlType::F16), KvType::kF16);
+  EXPECT_EQ(kv_type_of(gguf::GgmlType::Q8_0), KvType::kQ8_0);
+  for (const KvType type : kKvTypes) EXPECT_EQ(kv_type_of(kv_ggml_type(type)), type);
+  EXPECT_THROW(kv_type_of(gguf::GgmlType::Q4_0), InputError);  // weights only, not the cache
+}
+
 TEST(KvLayout, RejectsQ8_0RowsThatAreNotWholeBlocks) {
   KvLayout layout{2, 48, KvType::kQ8_0, 16};
   EXPECT_THROW(validate(layout), InputError);

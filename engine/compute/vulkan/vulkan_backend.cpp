@@ -5,7 +5,9 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/compute/vulkan/vulkan_functions.h"
 #include "engine/compute/vulkan/weight_layout.h"
@@ -149,7 +151,41 @@ struct AttentionPush {  // shaders/include/attention_push.glsl
   uint32_t n_heads, n_queries, positions_at, context_offsets_at, slot_map_at, weights_offset,
       weights_stride;
 };
-static_assert(sizeof(AttentionPush) == 15 * 4, "attention_push.glsl: 15 words");
+struct ProbeFlopsPush {
+  uint32_t iterations;
+  float seed;
+};
+
+// Each shader's push_constant block is a run of 32-bit scalars, member i at byte 4 x i. Each
+// mirror is checked against it: its word count, and the offset of its last member and of any
+// float among the uints (a member added, dropped or moved on one side only fails here).
+template <typename Push>
+constexpr bool is_words(size_t count) {
+  return std::is_standard_layout_v<Push> && std::is_trivially_copyable_v<Push> &&
+         sizeof(Push) == 4 * count;
+}
+static_assert(is_words<EmbedPush>(6) && offsetof(EmbedPush, chunk_rows) == 5 * 4, "embed.comp");
+static_assert(is_words<RmsNormPush>(10) && offsetof(RmsNormPush, eps) == 7 * 4 &&
+                  offsetof(RmsNormPush, y_stride) == 9 * 4,
+              "rms_norm.comp");
+static_assert(is_words<LayerNormPush>(11) && offsetof(LayerNormPush, eps) == 8 * 4 &&
+                  offsetof(LayerNormPush, y_stride) == 10 * 4,
+              "layer_norm.comp");
+static_assert(is_words<MatmulPush>(9) && offsetof(MatmulPush, has_bias) == 8 * 4,
+              "include/matmul_push.glsl");
+static_assert(is_words<RopePush>(8) && offsetof(RopePush, x1_stride) == 7 * 4, "rope.comp");
+static_assert(is_words<CopyPush>(10) && offsetof(CopyPush, dst1_stride) == 9 * 4, "copy.comp");
+static_assert(is_words<TwoViewPush>(6) && offsetof(TwoViewPush, b_stride) == 5 * 4, "add.comp");
+static_assert(is_words<SiluMulPush>(8) && offsetof(SiluMulPush, out_stride) == 7 * 4,
+              "silu_mul.comp");
+static_assert(is_words<GeluPush>(4) && offsetof(GeluPush, x_stride) == 3 * 4, "gelu.comp");
+static_assert(is_words<StoreKvPush>(6) && offsetof(StoreKvPush, values_stride) == 5 * 4,
+              "store_kv.comp");
+static_assert(is_words<ProbeFlopsPush>(2) && offsetof(ProbeFlopsPush, seed) == 1 * 4,
+              "probe_flops.comp");
+static_assert(is_words<AttentionPush>(15) && offsetof(AttentionPush, scale) == 7 * 4 &&
+                  offsetof(AttentionPush, weights_stride) == 14 * 4,
+              "include/attention_push.glsl");
 
 // Push constants of one weight chunk's product: the chunk's rows are output columns
 // [first_row, first_row + rows).
@@ -936,10 +972,7 @@ DeviceRoofs VulkanBackend::measure_roofs(bool timestamps_after) {
   }
 
   // Grow the loop until one run takes long enough to time reliably (about 20 ms).
-  struct {
-    uint32_t iterations;
-    float seed;
-  } push{16, 1.0f};
+  ProbeFlopsPush push{16, 1.0f};
   constexpr uint32_t kFlopGroups = 64;  // x 256 invocations
   double ms = time_alone("probe_flops", {bind(sums)}, &push, sizeof push, {kFlopGroups, 1, 1});
   while (ms < 20.0 && push.iterations < (1u << 20)) {
