@@ -70,6 +70,18 @@ QString timing_tooltip(const QString& folder) {
       .arg(folder);
 }
 
+QString random_weights_note_text() {
+  return QString::fromUtf8(model::kRandomWeightsNote.data(),
+                           static_cast<qsizetype>(model::kRandomWeightsNote.size()));
+}
+
+// The model's name without the note make-model writes into it ("servescope-random-25M (random
+// weights: ...)"): the window shows the note once, in its own place.
+QString name_without_note(const QString& name) {
+  const QString suffix = QString(" (%1)").arg(random_weights_note_text());
+  return name.endsWith(suffix) ? name.chopped(suffix.size()) : name;
+}
+
 // The bundled model's vocabulary size, which sets the timing models' embedding sizes.
 int64_t bundled_vocab_size() {
   try {
@@ -851,8 +863,17 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   model_path_ = info.model_path;
   if (new_model) {
     quant_lab_.reset();
-    QMetaObject::invokeMethod(
-        worker_, [w = worker_, prompt = prompt_->toPlainText()] { w->start_quant_lab(prompt); });
+    if (info.random_weights) {
+      // Its variants would compare noise, and the lab's work would slow the timing.
+      show_message(
+          "A timing model: its weights are random, so its speed and memory are real and its "
+          "text is meaningless. The quantisation lab does not run on it; load a trained model "
+          "for the Quantisation panel.",
+          false);
+    } else {
+      QMetaObject::invokeMethod(
+          worker_, [w = worker_, prompt = prompt_->toPlainText()] { w->start_quant_lab(prompt); });
+    }
   }
   backend_ = info.backend == "vulkan"
                  ? BackendChoice{compute::BackendKind::kVulkan, backend_.device}
@@ -897,19 +918,19 @@ int MainWindow::classmates() const { return classmates_->value(); }
 QString MainWindow::prompt() const { return prompt_->toPlainText(); }
 
 void MainWindow::show_random_weights(bool random) {
-  const QString note = QString::fromUtf8(model::kRandomWeightsNote.data(),
-                                         static_cast<qsizetype>(model::kRandomWeightsNote.size()));
+  const QString note = random_weights_note_text();
   status_random_->setText(QString("<b>%1</b>").arg(note));
+  status_random_->setStyleSheet(
+      QString("QLabel { color: %1; }").arg(widgets::theme().warning.name()));
   status_random_->setVisible(random);
-  setWindowTitle(random ? QString("ServeScope - %1 (%2)").arg(engine_info_->model_name, note)
-                        : QString("ServeScope"));
+  setWindowTitle(
+      random
+          ? QString("ServeScope - %1 (%2)").arg(name_without_note(engine_info_->model_name), note)
+          : QString("ServeScope"));
 }
 
 QString MainWindow::random_weights_note() const {
-  return status_random_->isVisible()
-             ? QString::fromUtf8(model::kRandomWeightsNote.data(),
-                                 static_cast<qsizetype>(model::kRandomWeightsNote.size()))
-             : QString();
+  return status_random_->isVisible() ? random_weights_note_text() : QString();
 }
 
 QString MainWindow::message() const { return message_->isVisible() ? message_->text() : QString(); }
@@ -1034,7 +1055,7 @@ void MainWindow::update_status() {
                               : QString("CPU backend (OpenBLAS) on %1").arg(info.device));
   status_model_->setText(
       QString("%1%2: %3 parameters, %4 of weights")
-          .arg(info.model_name,
+          .arg(name_without_note(info.model_name),
                info.weight_type.isEmpty() ? QString() : " as " + info.weight_type.toUpper())
           .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)))
           .arg(bytes_text(info.weight_bytes)));
@@ -1084,6 +1105,7 @@ void MainWindow::apply_theme() {
   QApplication::setPalette(palette);
   for (QWidget* w : findChildren<QWidget*>()) w->update();
   show_message(message(), message_is_error_);
+  if (engine_info_) show_random_weights(engine_info_->random_weights);  // in the theme's colour
 }
 
 }  // namespace servescope::gui

@@ -205,6 +205,8 @@ TEST_F(WindowFixture, ATimingModelIsWrittenToTheCacheLoadedAndLabelledRandom) {
   const QString note = QString::fromUtf8(model::kRandomWeightsNote.data());
   EXPECT_EQ(window_->random_weights_note(), note);
   EXPECT_TRUE(window_->windowTitle().contains(note)) << window_->windowTitle().toStdString();
+  EXPECT_TRUE(window_->message().contains("quantisation lab does not run"))
+      << window_->message().toStdString();
 
   generate_and_wait(6, 0);  // it serves as any model
   EXPECT_EQ(window_->generated_tokens().size(), 6);
