@@ -507,19 +507,7 @@ void MainWindow::connect_worker() {
                     .arg(total),
                 done < total ? 0 : 3000);
           });
-  connect(worker_, &EngineWorker::timing_model_progress, this,
-          [this](quint64 written, quint64 total, const QString& path) {
-            const QString name = QFileInfo(path).fileName();
-            if (total > 0 && written >= total) {
-              statusBar()->showMessage(QString("Timing model %1 written; loading it").arg(name),
-                                       4000);
-              return;
-            }
-            statusBar()->showMessage(
-                QString("Writing the timing model %1 (random weights): %2 of %3 (the current "
-                        "model keeps serving)")
-                    .arg(name, bytes_text(written), total > 0 ? bytes_text(total) : "?"));
-          });
+  connect(worker_, &EngineWorker::timing_model_progress, this, &MainWindow::show_timing_progress);
   connect(worker_, &EngineWorker::memory_measured, this,
           [this](quint64 weights, quint64 kv_cache, quint64 working) {
             if (!engine_info_) return;
@@ -542,6 +530,19 @@ void MainWindow::connect_worker() {
   });
 }
 
+void MainWindow::show_timing_progress(quint64 written, quint64 total, const QString& path) {
+  const QString name = QFileInfo(path).fileName();
+  if (total > 0 && written >= total) {
+    statusBar()->showMessage(QString("Timing model %1 written; loading it").arg(name), 4000);
+    return;
+  }
+  const QString done =
+      total > 0 ? QString(": %1 of %2").arg(bytes_text(written), bytes_text(total)) : "...";
+  statusBar()->showMessage(
+      QString("Writing the timing model %1 (random weights)%2 (the current model keeps serving)")
+          .arg(name, done));
+}
+
 // --- settings ---------------------------------------------------------------------------
 
 void MainWindow::forget_settings() { settings().clear(); }
@@ -557,7 +558,10 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     if (auto* splitter = findChild<QSplitter*>("main-splitter")) {
       splitter->restoreState(s.value("window/splitter").toByteArray());
     }
-    model = s.value("engine/model", model).toString();
+    // A remembered model that is gone (a cleared cache folder's timing model) gives way to the
+    // bundled one.
+    const QString remembered = s.value("engine/model", model).toString();
+    if (QFileInfo::exists(remembered)) model = remembered;
     if (s.contains("engine/backend")) {
       backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
                                   ? compute::BackendKind::kVulkan

@@ -117,6 +117,7 @@ class MainWindow : public QMainWindow {
   void fill_model_picker();
   void add_timing_models(QMenu* menu);
   void show_random_weights(bool random);
+  void show_timing_progress(quint64 written, quint64 total, const QString& path);
   void remember_recent(const QString& path);
   void on_engine_ready(const EngineInfo& info);
   void on_prompt_edited();

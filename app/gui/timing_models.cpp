@@ -34,7 +34,7 @@ QString timing_model_title(const TimingModel& model, int64_t vocab_size) {
   return QString("%1 %2 (%3)")
       .arg(model.label, model.type.toUpper(),
            QLocale::system().formattedDataSize(
-               static_cast<qint64>(timing_model_weight_bytes(model, vocab_size)), 0,
+               static_cast<qint64>(timing_model_weight_bytes(model, vocab_size)), 1,
                QLocale::DataSizeTraditionalFormat));
 }
 
