@@ -89,16 +89,11 @@ int run_make_model(const std::vector<std::string>& args, std::ostream& out) {
 
   const std::filesystem::path tokenizer_path = options.get_or("model", default_model_path());
   const std::filesystem::path out_path = *options.get("out");
-  check_output_path(out_path, tokenizer_path);
-  const gguf::GgufFile tokenizer_source = gguf::GgufFile::open(tokenizer_path);
-  const gguf::GgufWriter writer = eval::random_model_writer(spec, tokenizer_source);
-  const int64_t vocab = model::read_model_config(tokenizer_source).vocab_size;
-  check_disk_space(out_path, eval::random_model_weight_bytes(spec.shape, vocab, spec.type) +
-                                 (uint64_t{1} << 20));  // + metadata and padding
-
-  std::cerr << "make-model: writing " << out_path.string() << " (random weights)\n";
-  const auto start = std::chrono::steady_clock::now();
-  write_via_partial(out_path, [&](const std::filesystem::path& partial) { writer.write(partial); });
+  auto start = std::chrono::steady_clock::now();
+  write_random_model(spec, tokenizer_path, out_path, [&] {
+    std::cerr << "make-model: writing " << out_path.string() << " (random weights)\n";
+    start = std::chrono::steady_clock::now();
+  });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -137,6 +132,20 @@ std::string preset_shapes() {
 }
 
 }  // namespace
+
+void write_random_model(const eval::RandomModelSpec& spec,
+                        const std::filesystem::path& tokenizer_path,
+                        const std::filesystem::path& out,
+                        const std::function<void()>& before_write) {
+  check_output_path(out, tokenizer_path);
+  const gguf::GgufFile tokenizer_source = gguf::GgufFile::open(tokenizer_path);
+  const gguf::GgufWriter writer = eval::random_model_writer(spec, tokenizer_source);
+  const int64_t vocab = model::read_model_config(tokenizer_source).vocab_size;
+  check_disk_space(out, eval::random_model_weight_bytes(spec.shape, vocab, spec.type) +
+                            (uint64_t{1} << 20));  // + metadata and padding
+  if (before_write) before_write();
+  write_via_partial(out, [&](const std::filesystem::path& partial) { writer.write(partial); });
+}
 
 Subcommand make_model_subcommand() {
   return {"make-model",

@@ -41,6 +41,7 @@ struct EngineInfo {
   QString device;   // device name (Vulkan) or the CPU
   QString driver;   // driver version (Vulkan), empty on the CPU
   int vulkan_device = -1;
+  bool random_weights = false;  // a timing model: its text is meaningless
   int64_t parameters = 0;
   uint64_t weight_bytes = 0;
   int64_t context_length = 0;

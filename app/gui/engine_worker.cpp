@@ -1,10 +1,13 @@
 #include "app/gui/engine_worker.h"
 
+#include <QFileInfo>
 #include <QTimer>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "app/cli/commands.h"
 #include "app/common/data_files.h"
 #include "engine/compute/roofs.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
@@ -76,13 +79,17 @@ void EngineWorker::register_types() {
   qRegisterMetaType<QVector<BatchSweepPoint>>();
 }
 
-EngineWorker::EngineWorker(QObject* parent) : QObject(parent), tick_timer_(new QTimer(this)) {
+EngineWorker::EngineWorker(QObject* parent)
+    : QObject(parent), tick_timer_(new QTimer(this)), timing_timer_(new QTimer(this)) {
   connect(tick_timer_, &QTimer::timeout, this, &EngineWorker::tick);
+  timing_timer_->setInterval(250);
+  connect(timing_timer_, &QTimer::timeout, this, &EngineWorker::report_timing_progress);
 }
 
 EngineWorker::~EngineWorker() {
   if (lab_thread_.joinable()) lab_thread_.join();
   if (quantise_thread_.joinable()) quantise_thread_.join();
+  if (timing_thread_.joinable()) timing_thread_.join();
   drop_engine();
 }
 
@@ -186,9 +193,69 @@ void EngineWorker::adopt_model(std::shared_ptr<model::Model> model, const QStrin
   rebuild_engine();
 }
 
+void EngineWorker::open_timing_model(const TimingModel& model, const QString& path,
+                                     BackendChoice backend) {
+  if (QFileInfo::exists(path)) {  // written before: reused
+    load_model(path, backend);
+    return;
+  }
+  if (timing_timer_->isActive()) {
+    Q_EMIT failed(QString("A timing model is being written (%1); choose again when it is ready.")
+                      .arg(timing_path_));
+    return;
+  }
+  if (timing_thread_.joinable()) timing_thread_.join();
+  timing_path_ = path;
+  timing_total_ = 0;
+  const QString tokenizer = QString::fromStdString(cli::default_model_path());
+  const QString serving = model_ ? QString("\nStill serving %1.").arg(model_path_) : QString();
+  timing_thread_ = std::thread([this, model, path, backend, tokenizer, serving] {
+    try {
+      const int64_t vocab =
+          model::read_model_config(gguf::GgufFile::open(tokenizer.toStdString())).vocab_size;
+      timing_total_ = timing_model_weight_bytes(model, vocab);
+      write_timing_model(model, path, tokenizer);
+      QMetaObject::invokeMethod(this, [this, path, backend] {
+        finish_timing_write();
+        if (!shut_down_) load_model(path, backend);
+      });
+    } catch (const std::exception& error) {
+      const QString message = QString("Could not write the timing model %1 %2 to %3: %4%5")
+                                  .arg(model.label, model.type.toUpper(), path,
+                                       QString::fromStdString(error.what()), serving);
+      QMetaObject::invokeMethod(this, [this, message] {
+        finish_timing_write();
+        Q_EMIT failed(message);
+      });
+    }
+  });
+  timing_timer_->start();
+  report_timing_progress();
+}
+
+void EngineWorker::report_timing_progress() {
+  std::error_code error;
+  const std::filesystem::path partial = (timing_path_ + ".partial").toStdString();
+  const uint64_t written = std::filesystem::file_size(partial, error);
+  const uint64_t total = timing_total_;
+  // The file also holds metadata, so the partial file ends a little above the weight bytes.
+  Q_EMIT timing_model_progress(error ? 0 : std::min(written, total), total, timing_path_);
+}
+
+void EngineWorker::finish_timing_write() {
+  timing_timer_->stop();
+  if (timing_thread_.joinable()) timing_thread_.join();
+  if (QFileInfo::exists(timing_path_)) {
+    Q_EMIT timing_model_progress(timing_total_, timing_total_, timing_path_);
+  }
+}
+
 void EngineWorker::shutdown() {
+  shut_down_ = true;
   if (lab_thread_.joinable()) lab_thread_.join();
   if (quantise_thread_.joinable()) quantise_thread_.join();
+  if (timing_thread_.joinable()) timing_thread_.join();
+  timing_timer_->stop();
   drop_engine();
   model_.reset();
   queue_.reset();
@@ -293,6 +360,7 @@ EngineInfo EngineWorker::engine_info() const {
   for (const compute::MatmulRoof& roof : roofs_.matmul) {
     if (gguf::type_name(roof.type) == main_type) info.compute_gflop_per_s = roof.gflop_per_s;
   }
+  info.random_weights = c.random_weights;
   info.parameters = weights.parameters;
   info.weight_bytes = weights.bytes;
   info.context_length = c.context_length;

@@ -9,6 +9,7 @@
 #include <QObject>
 #include <QString>
 #include <QVector>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "app/gui/engine_types.h"
 #include "app/gui/quant_lab.h"
+#include "app/gui/timing_models.h"
 #include "engine/compute/roofs.h"
 #include "engine/model/model.h"
 #include "engine/serving/engine.h"
@@ -63,6 +65,11 @@ class EngineWorker : public QObject {
   // Loads a model on a backend and builds a fresh engine. On failure the previous model and
   // engine stay as they were and failed() says why.
   void load_model(const QString& path, servescope::gui::BackendChoice backend);
+  // Loads the random-weight timing model kept at `path`, first writing it there (on a thread
+  // of its own, with progress) when the file does not exist yet; the model in use keeps
+  // serving meanwhile, and keeps serving when the write fails (failed() says why).
+  void open_timing_model(const servescope::gui::TimingModel& model, const QString& path,
+                         servescope::gui::BackendChoice backend);
   void set_kv_type(servescope::serving::KvType type);
   // Re-encodes the loaded model's weights ("f16", "q8_0", "q4_0"; "" for the file as loaded)
   // on a thread of its own with progress; the model in use keeps serving until the new one is
@@ -104,6 +111,8 @@ class EngineWorker : public QObject {
   void idle(servescope::gui::EngineCounters counters);
   void quant_lab_ready(servescope::gui::QuantLabReport report);
   void weight_progress(int done, int total, const QString& type);
+  // Bytes of a timing model written so far, of about `total`; written == total when done.
+  void timing_model_progress(quint64 written, quint64 total, const QString& path);
   // Device memory by purpose (Vulkan), after the engine's first steps and when it falls idle:
   // working buffers are allocated as steps need them.
   void memory_measured(quint64 weights, quint64 kv_cache, quint64 working);
@@ -127,6 +136,8 @@ class EngineWorker : public QObject {
   EngineCounters counters() const;
   void report_memory();
   void drop_engine();
+  void report_timing_progress();
+  void finish_timing_write();
 
   QTimer* tick_timer_;
   QString model_path_;
@@ -166,6 +177,13 @@ class EngineWorker : public QObject {
   std::thread lab_thread_;
   std::thread quantise_thread_;
   QString weight_type_;  // "" while the file's own weights are in use
+  // The timing model being written: its thread, file, expected bytes, and a timer polling
+  // the partial file's size for progress.
+  std::thread timing_thread_;
+  QString timing_path_;
+  std::atomic<uint64_t> timing_total_ = 0;
+  QTimer* timing_timer_;
+  bool shut_down_ = false;
   void adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type);
 };
 

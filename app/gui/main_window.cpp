@@ -20,12 +20,15 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStandardItemModel>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "app/cli/commands.h"
@@ -33,6 +36,7 @@
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
 #include "engine/compute/devices.h"
+#include "engine/model/model.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
@@ -53,6 +57,39 @@ constexpr double kStatusEveryMs = 250.0;
 constexpr int kMaxRecent = 6;
 constexpr const char* kSuggestedPrompt = "Once upon a time";
 constexpr const char* kOpenItem = "__open__";
+constexpr int kTimingRole = Qt::UserRole + 1;  // a model picker item's index in timing_models_
+constexpr const char* kTimingGroup = "Timing models (random weights)";
+
+QString timing_tooltip(const QString& folder) {
+  return QString(
+             "Llama models of 25M to 1B parameters with random weights, for timing only: their "
+             "text is meaningless. Every decode step reads all the weights once, so decode time "
+             "against weight bytes shows the memory wall once the weights outgrow the caches. "
+             "Written once into %1 in the background (the current model keeps serving), then "
+             "reused.")
+      .arg(folder);
+}
+
+QString random_weights_note_text() {
+  return QString::fromUtf8(model::kRandomWeightsNote.data(),
+                           static_cast<qsizetype>(model::kRandomWeightsNote.size()));
+}
+
+// The model's name without the note make-model writes into it ("servescope-random-25M (random
+// weights: ...)"): the window shows the note once, in its own place.
+QString name_without_note(const QString& name) {
+  const QString suffix = QString(" (%1)").arg(random_weights_note_text());
+  return name.endsWith(suffix) ? name.chopped(suffix.size()) : name;
+}
+
+// The bundled model's vocabulary size, which sets the timing models' embedding sizes.
+int64_t bundled_vocab_size() {
+  try {
+    return model::read_model_config(gguf::GgufFile::open(cli::default_model_path())).vocab_size;
+  } catch (const std::exception&) {
+    return 0;  // the sizes are left out of the menus; writing will report the problem
+  }
+}
 
 QString bytes_text(uint64_t bytes) {
   return QLocale::system().formattedDataSize(static_cast<qint64>(bytes), 1,
@@ -71,6 +108,9 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
     : QMainWindow(parent), remember_settings_(options.remember_settings) {
   setWindowTitle("ServeScope");
   EngineWorker::register_types();
+  timing_folder_ = timing_models_folder(options.cache_folder.value_or(
+      QStandardPaths::writableLocation(QStandardPaths::CacheLocation)));
+  bundled_vocab_ = bundled_vocab_size();
   clock_.start();
   panels_ = std::make_unique<PanelHost>(this, [this](int layer, int head) {
     QMetaObject::invokeMethod(worker_,
@@ -148,15 +188,19 @@ void MainWindow::build_toolbar() {
 
   bar->addWidget(new QLabel(" Model "));
   model_picker_ = new QComboBox;
+  model_picker_->setObjectName("model-picker");
   model_picker_->setMinimumContentsLength(18);
   model_picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   model_picker_->setToolTip(
-      "The GGUF model the engine runs: the bundled one, a recent file, or "
-      "Open GGUF... for any other");
+      "The GGUF model the engine runs: the bundled one, a recent file, a random-weight timing "
+      "model, or Open GGUF... for any other");
   bar->addWidget(model_picker_);
   connect(model_picker_, &QComboBox::activated, this, [this](int index) {
     const QString choice = model_picker_->itemData(index).toString();
-    if (choice == kOpenItem) {
+    const QVariant timing = model_picker_->itemData(index, kTimingRole);
+    if (timing.isValid()) {
+      if (choice != model_path_) open_timing_model(timing_models_.at(timing.toUInt()));
+    } else if (choice == kOpenItem) {
       const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model",
                                                         QFileInfo(model_path_).absolutePath(),
                                                         "GGUF models (*.gguf);;All files (*)");
@@ -376,7 +420,12 @@ void MainWindow::build_status_bar() {
   status_kv_->setToolTip("KV cache bytes held by requests now, of the cache's capacity");
   status_rate_ = new QLabel;
   status_rate_->setToolTip("Tokens the engine processed (prefill and decode) in the last second");
-  for (QLabel* label : {status_device_, status_model_, status_kv_, status_rate_}) {
+  status_random_ = new QLabel;
+  status_random_->setToolTip(
+      "This model's weights are random (a timing model): its speed and memory are real, its "
+      "text is not");
+  status_random_->hide();
+  for (QLabel* label : {status_random_, status_device_, status_model_, status_kv_, status_rate_}) {
     statusBar()->addPermanentWidget(label);
   }
 }
@@ -390,6 +439,7 @@ void MainWindow::build_menus() {
     if (!path.isEmpty()) open_model(path);
   });
   open->setShortcut(QKeySequence::Open);
+  add_timing_models(file->addMenu(kTimingGroup));
   file->addSeparator();
   file->addAction("Quit", QKeySequence::Quit, this, &QWidget::close);
 
@@ -457,6 +507,7 @@ void MainWindow::connect_worker() {
                     .arg(total),
                 done < total ? 0 : 3000);
           });
+  connect(worker_, &EngineWorker::timing_model_progress, this, &MainWindow::show_timing_progress);
   connect(worker_, &EngineWorker::memory_measured, this,
           [this](quint64 weights, quint64 kv_cache, quint64 working) {
             if (!engine_info_) return;
@@ -479,6 +530,19 @@ void MainWindow::connect_worker() {
   });
 }
 
+void MainWindow::show_timing_progress(quint64 written, quint64 total, const QString& path) {
+  const QString name = QFileInfo(path).fileName();
+  if (total > 0 && written >= total) {
+    statusBar()->showMessage(QString("Timing model %1 written; loading it").arg(name), 4000);
+    return;
+  }
+  const QString done =
+      total > 0 ? QString(": %1 of %2").arg(bytes_text(written), bytes_text(total)) : "...";
+  statusBar()->showMessage(
+      QString("Writing the timing model %1 (random weights)%2 (the current model keeps serving)")
+          .arg(name, done));
+}
+
 // --- settings ---------------------------------------------------------------------------
 
 void MainWindow::forget_settings() { settings().clear(); }
@@ -494,7 +558,10 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     if (auto* splitter = findChild<QSplitter*>("main-splitter")) {
       splitter->restoreState(s.value("window/splitter").toByteArray());
     }
-    model = s.value("engine/model", model).toString();
+    // A remembered model that is gone (a cleared cache folder's timing model) gives way to the
+    // bundled one.
+    const QString remembered = s.value("engine/model", model).toString();
+    if (QFileInfo::exists(remembered)) model = remembered;
     if (s.contains("engine/backend")) {
       backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
                                   ? compute::BackendKind::kVulkan
@@ -592,13 +659,22 @@ void MainWindow::remember_recent(const QString& path) {
 
 void MainWindow::fill_model_picker() {
   const QString bundled = QString::fromStdString(cli::default_model_path());
+  std::vector<QString> timing_paths;
+  for (const TimingModel& m : timing_models_) {
+    timing_paths.push_back(timing_model_path(timing_folder_, m));
+  }
+  const auto is_timing = [&](const QString& p) {
+    return std::find(timing_paths.begin(), timing_paths.end(), p) != timing_paths.end();
+  };
   QStringList paths = {bundled};
   if (remember_settings_) {
     for (const QString& p : settings().value("models/recent").toStringList()) {
-      if (!paths.contains(p) && QFileInfo::exists(p)) paths.append(p);
+      if (!paths.contains(p) && !is_timing(p) && QFileInfo::exists(p)) paths.append(p);
     }
   }
-  if (!model_path_.isEmpty() && !paths.contains(model_path_)) paths.append(model_path_);
+  if (!model_path_.isEmpty() && !paths.contains(model_path_) && !is_timing(model_path_)) {
+    paths.append(model_path_);
+  }
   model_picker_->clear();
   for (const QString& p : paths) {
     model_picker_->addItem(p == bundled ? QString("%1 (bundled)").arg(QFileInfo(p).fileName())
@@ -607,8 +683,35 @@ void MainWindow::fill_model_picker() {
     model_picker_->setItemData(model_picker_->count() - 1, p, Qt::ToolTipRole);
   }
   model_picker_->addItem("Open GGUF...", kOpenItem);
+  // The timing models, under a heading that cannot be chosen.
+  model_picker_->insertSeparator(model_picker_->count());
+  model_picker_->addItem(kTimingGroup);
+  const int heading = model_picker_->count() - 1;
+  if (auto* items = qobject_cast<QStandardItemModel*>(model_picker_->model())) {
+    items->item(heading)->setEnabled(false);
+  }
+  const QString tooltip = timing_tooltip(timing_folder_);
+  model_picker_->setItemData(heading, tooltip, Qt::ToolTipRole);
+  for (size_t i = 0; i < timing_models_.size(); ++i) {
+    model_picker_->addItem("  " + timing_model_title(timing_models_[i], bundled_vocab_),
+                           timing_paths[i]);
+    const int row = model_picker_->count() - 1;
+    model_picker_->setItemData(row, static_cast<uint>(i), kTimingRole);
+    model_picker_->setItemData(row, tooltip, Qt::ToolTipRole);
+  }
   const int current = model_picker_->findData(model_path_);
   model_picker_->setCurrentIndex(std::max(current, 0));
+}
+
+void MainWindow::add_timing_models(QMenu* menu) {
+  menu->setObjectName("timing-models-menu");
+  menu->setToolTipsVisible(true);
+  menu->setToolTip(timing_tooltip(timing_folder_));
+  for (const TimingModel& m : timing_models_) {
+    QAction* action = menu->addAction(timing_model_title(m, bundled_vocab_), this,
+                                      [this, m] { open_timing_model(m); });
+    action->setToolTip(timing_tooltip(timing_folder_));
+  }
 }
 
 void MainWindow::fill_backend_picker() {
@@ -644,6 +747,14 @@ void MainWindow::open_model(const QString& path) {
   show_message({}, false);
   QMetaObject::invokeMethod(
       worker_, [w = worker_, path, backend = backend_] { w->load_model(path, backend); });
+}
+
+void MainWindow::open_timing_model(const TimingModel& model) {
+  show_message({}, false);
+  const QString path = timing_model_path(timing_folder_, model);
+  QMetaObject::invokeMethod(worker_, [w = worker_, model, path, backend = backend_] {
+    w->open_timing_model(model, path, backend);
+  });
 }
 
 void MainWindow::set_backend(const BackendChoice& backend) {
@@ -756,8 +867,17 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   model_path_ = info.model_path;
   if (new_model) {
     quant_lab_.reset();
-    QMetaObject::invokeMethod(
-        worker_, [w = worker_, prompt = prompt_->toPlainText()] { w->start_quant_lab(prompt); });
+    if (info.random_weights) {
+      // Its variants would compare noise, and the lab's work would slow the timing.
+      show_message(
+          "A timing model: its weights are random, so its speed and memory are real and its "
+          "text is meaningless. The quantisation lab does not run on it; load a trained model "
+          "for the Quantisation panel.",
+          false);
+    } else {
+      QMetaObject::invokeMethod(
+          worker_, [w = worker_, prompt = prompt_->toPlainText()] { w->start_quant_lab(prompt); });
+    }
   }
   backend_ = info.backend == "vulkan"
                  ? BackendChoice{compute::BackendKind::kVulkan, backend_.device}
@@ -776,6 +896,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   if (weights_index >= 0) weights_picker_->setCurrentIndex(weights_index);
   const int kv_index = kv_picker_->findData(static_cast<int>(info.kv_type));
   if (kv_index >= 0) kv_picker_->setCurrentIndex(kv_index);
+  show_random_weights(info.random_weights);
   on_prompt_edited();
   update_status();
   update_actions();
@@ -799,6 +920,22 @@ void MainWindow::show_message(const QString& text, bool error) {
 int MainWindow::classmates() const { return classmates_->value(); }
 
 QString MainWindow::prompt() const { return prompt_->toPlainText(); }
+
+void MainWindow::show_random_weights(bool random) {
+  const QString note = random_weights_note_text();
+  status_random_->setText(QString("<b>%1</b>").arg(note));
+  status_random_->setStyleSheet(
+      QString("QLabel { color: %1; }").arg(widgets::theme().warning.name()));
+  status_random_->setVisible(random);
+  setWindowTitle(
+      random
+          ? QString("ServeScope - %1 (%2)").arg(name_without_note(engine_info_->model_name), note)
+          : QString("ServeScope"));
+}
+
+QString MainWindow::random_weights_note() const {
+  return status_random_->isVisible() ? random_weights_note_text() : QString();
+}
 
 QString MainWindow::message() const { return message_->isVisible() ? message_->text() : QString(); }
 
@@ -922,7 +1059,7 @@ void MainWindow::update_status() {
                               : QString("CPU backend (OpenBLAS) on %1").arg(info.device));
   status_model_->setText(
       QString("%1%2: %3 parameters, %4 of weights")
-          .arg(info.model_name,
+          .arg(name_without_note(info.model_name),
                info.weight_type.isEmpty() ? QString() : " as " + info.weight_type.toUpper())
           .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)))
           .arg(bytes_text(info.weight_bytes)));
@@ -972,6 +1109,7 @@ void MainWindow::apply_theme() {
   QApplication::setPalette(palette);
   for (QWidget* w : findChildren<QWidget*>()) w->update();
   show_message(message(), message_is_error_);
+  if (engine_info_) show_random_weights(engine_info_->random_weights);  // in the theme's colour
 }
 
 }  // namespace servescope::gui

@@ -18,12 +18,14 @@
 #include "app/gui/panel_id.h"
 #include "app/gui/quant_lab.h"
 #include "app/gui/telemetry_folder.h"
+#include "app/gui/timing_models.h"
 
 class QAction;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QMenu;
 class QPlainTextEdit;
 class QSpinBox;
 class QTabWidget;
@@ -39,6 +41,8 @@ struct WindowOptions {
   std::optional<QString> model;
   std::optional<BackendChoice> backend;
   std::optional<bool> dark_theme;
+  // Where timing models are written: the user's cache folder (QStandardPaths) when not given.
+  std::optional<QString> cache_folder;
 };
 
 class MainWindow : public QMainWindow {
@@ -50,6 +54,9 @@ class MainWindow : public QMainWindow {
 
   // The actions a person, the demo and the tests all use.
   void open_model(const QString& path);
+  // Loads a random-weight timing model from the cache folder, writing it there first in the
+  // background when it is not there yet (the current model keeps serving meanwhile).
+  void open_timing_model(const TimingModel& model);
   void set_backend(const BackendChoice& backend);
   void set_prompt(const QString& text);
   void set_classmates(int count);
@@ -74,6 +81,9 @@ class MainWindow : public QMainWindow {
   const QVector<GeneratedToken>& generated_tokens() const;
   const QVector<GeneratedToken>& prompt_tokens() const;
   QString message() const;
+  // The status bar's persistent note while a random-weight model is loaded, else empty.
+  QString random_weights_note() const;
+  QString timing_folder() const { return timing_folder_; }
   bool generating() const { return generating_; }
   int classmates() const;
   bool dark_theme() const { return dark_; }
@@ -105,6 +115,9 @@ class MainWindow : public QMainWindow {
   void save_settings() const;
   void fill_backend_picker();
   void fill_model_picker();
+  void add_timing_models(QMenu* menu);
+  void show_random_weights(bool random);
+  void show_timing_progress(quint64 written, quint64 total, const QString& path);
   void remember_recent(const QString& path);
   void on_engine_ready(const EngineInfo& info);
   void on_prompt_edited();
@@ -145,6 +158,9 @@ class MainWindow : public QMainWindow {
   bool message_is_error_ = false;
   QString model_path_;
   BackendChoice backend_;
+  QString timing_folder_;
+  std::vector<TimingModel> timing_models_ = timing_model_presets();
+  int64_t bundled_vocab_ = 0;  // for the timing models' sizes in the menus (0: unknown)
 
   QTimer* frame_timer_ = nullptr;
   QTimer* prefill_timer_ = nullptr;
@@ -176,6 +192,7 @@ class MainWindow : public QMainWindow {
   QLabel* status_model_ = nullptr;
   QLabel* status_kv_ = nullptr;
   QLabel* status_rate_ = nullptr;
+  QLabel* status_random_ = nullptr;
 };
 
 }  // namespace servescope::gui

@@ -3,6 +3,11 @@
 // message and the previous model keeps answering.
 #include <gtest/gtest.h>
 
+#include <QComboBox>
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QMenu>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <array>
@@ -10,6 +15,8 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
+#include "engine/eval/random_model.h"
+#include "engine/model/model.h"
 #include "tests/app/gui_test_support.h"
 #include "widgets/batching_panel.h"
 
@@ -26,6 +33,7 @@ class WindowFixture : public ::testing::Test {
     WindowOptions options;
     options.remember_settings = false;
     options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+    options.cache_folder = cache_.path();
     window_ = std::make_unique<MainWindow>(options);
     QObject::connect(window_.get(), &MainWindow::failed, window_.get(),
                      [this](const QString& message) { failure_ = message; });
@@ -51,6 +59,7 @@ class WindowFixture : public ::testing::Test {
     wait_until([] { return false; }, 100);
   }
 
+  QTemporaryDir cache_;  // the window's cache folder: timing models are written here
   std::unique_ptr<MainWindow> window_;
   std::optional<QString> failure_;
   std::optional<QString> finished_;
@@ -163,6 +172,92 @@ TEST_F(WindowFixture, ACorruptModelFileLeavesThePreviousModelServing) {
   EXPECT_TRUE(failure_->contains("Still serving")) << failure_->toStdString();
   EXPECT_EQ(window_->message(), *failure_);  // shown inside the window
   EXPECT_EQ(window_->engine_info()->model_path, previous);
+
+  generate_and_wait(8, 0);
+  EXPECT_EQ(window_->generated_tokens().size(), 8);
+}
+
+// A timing model of a tiny shape, through the same path as the menus' 25M to 1B presets.
+TimingModel tiny_timing_model() {
+  // dim 64, 2 layers, 2 heads sharing 1 KV head, ffn 192, context 128.
+  return TimingModel{"test-tiny", eval::RandomModelShape{64, 2, 2, 1, 192, 128}, "q4_0"};
+}
+
+TEST_F(WindowFixture, ATimingModelIsWrittenToTheCacheLoadedAndLabelledRandom) {
+  EXPECT_TRUE(window_->random_weights_note().isEmpty());
+  EXPECT_FALSE(window_->windowTitle().contains("random weights"));
+  const TimingModel tiny = tiny_timing_model();
+  const QString path =
+      QDir(cache_.path()).filePath("timing-models/servescope-random-test-tiny-q4_0.gguf");
+  ASSERT_FALSE(QFileInfo::exists(path));
+
+  window_->open_timing_model(tiny);
+  ASSERT_TRUE(wait_until([&] { return window_->engine_info()->model_path == path; }))
+      << (failure_ ? failure_->toStdString() : "");
+  EXPECT_TRUE(QFileInfo::exists(path));
+  EXPECT_FALSE(QFileInfo::exists(path + ".partial"));
+  const EngineInfo& info = *window_->engine_info();
+  EXPECT_TRUE(info.random_weights);
+  EXPECT_EQ(info.n_layers, 2);
+  const int64_t vocab =
+      model::read_model_config(gguf::GgufFile::open(cli::default_model_path())).vocab_size;
+  EXPECT_EQ(info.parameters, eval::parameter_count(tiny.shape, vocab));
+  const QString note = QString::fromUtf8(model::kRandomWeightsNote.data());
+  EXPECT_EQ(window_->random_weights_note(), note);
+  EXPECT_TRUE(window_->windowTitle().contains(note)) << window_->windowTitle().toStdString();
+  EXPECT_TRUE(window_->message().contains("quantisation lab does not run"))
+      << window_->message().toStdString();
+
+  generate_and_wait(6, 0);  // it serves as any model
+  EXPECT_EQ(window_->generated_tokens().size(), 6);
+
+  // Back to the bundled model the note goes; choosing the timing model again reuses its file.
+  const QDateTime written = QFileInfo(path).lastModified();
+  window_->open_model(QString::fromStdString(cli::default_model_path()));
+  ASSERT_TRUE(wait_until([&] { return !window_->engine_info()->random_weights; }));
+  EXPECT_TRUE(window_->random_weights_note().isEmpty());
+  EXPECT_FALSE(window_->windowTitle().contains(note));
+  window_->open_timing_model(tiny);
+  ASSERT_TRUE(wait_until([&] { return window_->engine_info()->random_weights; }));
+  EXPECT_EQ(QFileInfo(path).lastModified(), written);
+  EXPECT_FALSE(failure_.has_value());
+}
+
+TEST_F(WindowFixture, TheModelPickerAndFileMenuOfferEveryTimingPreset) {
+  auto* picker = window_->findChild<QComboBox*>("model-picker");
+  ASSERT_NE(picker, nullptr);
+  auto* menu = window_->findChild<QMenu*>("timing-models-menu");
+  ASSERT_NE(menu, nullptr);
+  const std::vector<TimingModel> presets = timing_model_presets();
+  ASSERT_EQ(presets.size(), 2 * eval::random_model_presets().size());  // F32 and Q4_0 each
+  ASSERT_EQ(menu->actions().size(), static_cast<qsizetype>(presets.size()));
+  for (size_t i = 0; i < presets.size(); ++i) {
+    const QString path = timing_model_path(window_->timing_folder(), presets[i]);
+    EXPECT_TRUE(path.startsWith(QDir(cache_.path()).filePath("timing-models")));
+    const int row = picker->findData(path);
+    ASSERT_GE(row, 0) << path.toStdString();
+    const QString title = QString("%1 %2").arg(presets[i].label, presets[i].type.toUpper());
+    EXPECT_TRUE(picker->itemText(row).contains(title)) << picker->itemText(row).toStdString();
+    EXPECT_TRUE(picker->itemData(row, Qt::ToolTipRole).toString().contains("memory wall"));
+    EXPECT_TRUE(menu->actions()[static_cast<qsizetype>(i)]->text().startsWith(title));
+  }
+}
+
+TEST_F(WindowFixture, ATimingModelThatCannotBeWrittenLeavesThePreviousModelServing) {
+  {  // a file where the timing-models folder should be: the folder cannot be made
+    std::ofstream blocker(QDir(cache_.path()).filePath("timing-models").toStdString());
+    blocker << "not a folder";
+  }
+  const QString previous = window_->engine_info()->model_path;
+  window_->open_timing_model(tiny_timing_model());
+  ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
+  EXPECT_TRUE(failure_->contains("Could not write the timing model test-tiny Q4_0"))
+      << failure_->toStdString();
+  EXPECT_TRUE(failure_->contains("cannot create the folder")) << failure_->toStdString();
+  EXPECT_TRUE(failure_->contains("Still serving")) << failure_->toStdString();
+  EXPECT_EQ(window_->message(), *failure_);  // shown inside the window
+  EXPECT_EQ(window_->engine_info()->model_path, previous);
+  EXPECT_TRUE(window_->random_weights_note().isEmpty());
 
   generate_and_wait(8, 0);
   EXPECT_EQ(window_->generated_tokens().size(), 8);
