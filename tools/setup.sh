@@ -14,6 +14,7 @@ PACKAGES=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   clang libclang-rt-14-dev
   xvfb xauth
+  file dpkg-dev  # cpack's .deb: dpkg-shlibdeps works out Depends, CPack checks binaries with file
 )
 
 install_missing_packages() {
