@@ -105,6 +105,10 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  static constexpr int kFrameMs = 16;          // the frame timer: telemetry drained, panels fed
+  static constexpr int kPrefillPauseMs = 300;  // typing pause before the prompt is prefilled
+
+  // Building the window (main_window_build.cpp).
   void build_actions();
   void build_toolbar();
   void build_central();

@@ -1,0 +1,439 @@
+// The main window: building its actions, toolbar, panels, status bar and menus, and wiring them
+// to the engine worker.
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QMenuBar>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "app/cli/commands.h"
+#include "app/gui/engine_worker.h"
+#include "app/gui/main_window.h"
+#include "app/gui/token_chips.h"
+#include "app/gui/token_display.h"
+#include "app/gui/window_text.h"
+#include "engine/compute/devices.h"
+#include "engine/model/model.h"
+#include "widgets/theme.h"
+
+namespace servescope::gui {
+
+void MainWindow::build_actions() {
+  generate_action_ = new QAction("Generate", this);
+  generate_action_->setShortcut(QKeySequence("Ctrl+Return"));
+  generate_action_->setToolTip(
+      "Generate a continuation of the prompt (Ctrl+Return); classmates join while it runs");
+  connect(generate_action_, &QAction::triggered, this, &MainWindow::generate);
+
+  stop_action_ = new QAction("Stop", this);
+  stop_action_->setShortcut(QKeySequence(Qt::Key_Escape));
+  stop_action_->setToolTip("Stop the generation (Esc)");
+  connect(stop_action_, &QAction::triggered, this, &MainWindow::stop);
+
+  step_action_ = new QAction("Step", this);
+  step_action_->setShortcut(QKeySequence("Ctrl+."));
+  step_action_->setToolTip(
+      "Run exactly one engine step: one token for every decoding request (Ctrl+.)");
+  connect(step_action_, &QAction::triggered, this, &MainWindow::step);
+
+  sweep_action_ = new QAction("Sweep", this);
+  sweep_action_->setShortcut(QKeySequence("Ctrl+Shift+B"));
+  sweep_action_->setToolTip(
+      "Measure throughput and decode-step time at max batch 1 to 16, each "
+      "with twice as many simulated clients as slots (Ctrl+Shift+B)");
+  connect(sweep_action_, &QAction::triggered, this, &MainWindow::sweep_batch_sizes);
+
+  for (QAction* action : {generate_action_, stop_action_, step_action_, sweep_action_}) {
+    action->setShortcutContext(Qt::WindowShortcut);
+    addAction(action);
+  }
+}
+
+void MainWindow::build_toolbar() {
+  QToolBar* bar = addToolBar("Engine");
+  bar->setObjectName("engine-toolbar");
+  bar->setMovable(false);
+
+  bar->addWidget(new QLabel(" Model "));
+  model_picker_ = new QComboBox;
+  model_picker_->setObjectName("model-picker");
+  model_picker_->setMinimumContentsLength(18);
+  model_picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  model_picker_->setToolTip(
+      "The GGUF model the engine runs: the bundled one, a recent file, a random-weight timing "
+      "model, or Open GGUF... for any other");
+  bar->addWidget(model_picker_);
+  connect(model_picker_, &QComboBox::activated, this, [this](int index) {
+    const QString choice = model_picker_->itemData(index).toString();
+    const QVariant timing = model_picker_->itemData(index, kTimingRole);
+    if (timing.isValid()) {
+      if (choice != model_path_) open_timing_model(timing_models_.at(timing.toUInt()));
+    } else if (choice == kOpenItem) {
+      const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model",
+                                                        QFileInfo(model_path_).absolutePath(),
+                                                        "GGUF models (*.gguf);;All files (*)");
+      if (!path.isEmpty()) open_model(path);
+      fill_model_picker();
+    } else if (!choice.isEmpty() && choice != model_path_) {
+      open_model(choice);
+    }
+  });
+
+  bar->addWidget(new QLabel("  Backend "));
+  backend_picker_ = new QComboBox;
+  backend_picker_->setToolTip(
+      "Where the model runs. On a laptop without a GPU the CPU backend is faster than Vulkan on "
+      "lavapipe, which emulates a GPU on the same CPU cores.");
+  bar->addWidget(backend_picker_);
+  fill_backend_picker();
+  connect(backend_picker_, &QComboBox::activated, this, [this](int index) {
+    const int device = backend_picker_->itemData(index).toInt();
+    set_backend(device < 0 ? BackendChoice{compute::BackendKind::kCpu, -1}
+                           : BackendChoice{compute::BackendKind::kVulkan, device});
+  });
+
+  bar->addWidget(new QLabel("  Weights "));
+  weights_picker_ = new QComboBox;
+  weights_picker_->addItem("as loaded", QString());
+  for (const char* type : {"f16", "q8_0", "q4_0"}) {
+    weights_picker_->addItem(QString(type).toUpper(), QString(type));
+  }
+  weights_picker_->setToolTip(
+      "Precision of the weights: as the file stores them, or re-encoded to F16, Q8_0 (8-bit "
+      "blocks) or Q4_0 (4-bit blocks). Quantising runs in the background; the model in use keeps "
+      "serving until the new one is ready.");
+  bar->addWidget(weights_picker_);
+  connect(weights_picker_, &QComboBox::activated, this, [this](int index) {
+    const QString type = weights_picker_->itemData(index).toString();
+    QMetaObject::invokeMethod(worker_, [w = worker_, type] { w->set_weight_type(type); });
+  });
+
+  bar->addWidget(new QLabel("  KV "));
+  kv_picker_ = new QComboBox;
+  kv_picker_->setToolTip(
+      "Precision of the keys and values the KV cache stores: F32 (4 bytes), "
+      "F16 (2 bytes) or Q8_0 (1.06 bytes per element)");
+  for (const serving::KvType type :
+       {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
+    kv_picker_->addItem(kv_type_label(type), static_cast<int>(type));
+  }
+  kv_picker_->setCurrentIndex(1);
+  bar->addWidget(kv_picker_);
+  connect(kv_picker_, &QComboBox::activated, this, [this](int index) {
+    set_kv_type(static_cast<serving::KvType>(kv_picker_->itemData(index).toInt()));
+  });
+
+  bar->addWidget(new QLabel("  Classmates "));
+  classmates_ = new QSpinBox;
+  classmates_->setRange(0, EngineWorker::kMaxClassmates);
+  classmates_->setToolTip(
+      "Simulated classmates: requests from other clients that share the "
+      "engine's batches while you generate (0-32)");
+  bar->addWidget(classmates_);
+  connect(classmates_, &QSpinBox::valueChanged, this, [this](int count) {
+    QMetaObject::invokeMethod(worker_, [w = worker_, count] { w->set_classmates(count); });
+  });
+
+  bar->addWidget(new QLabel("  Speed "));
+  speed_picker_ = new QComboBox;
+  speed_picker_->addItem("Real time", static_cast<int>(Speed::kRealTime));
+  speed_picker_->addItem("Slow motion", static_cast<int>(Speed::kSlowMotion));
+  speed_picker_->addItem("Single step", static_cast<int>(Speed::kSingleStep));
+  speed_picker_->setToolTip(
+      "Real time: steps as fast as the engine runs; slow motion: one step "
+      "every 0.4 s; single step: only when you press Step (Ctrl+.)");
+  bar->addWidget(speed_picker_);
+  connect(speed_picker_, &QComboBox::activated, this, [this](int index) {
+    set_speed(static_cast<Speed>(speed_picker_->itemData(index).toInt()));
+  });
+
+  bar->addWidget(new QLabel("  Max tokens "));
+  max_tokens_ = new QSpinBox;
+  max_tokens_->setRange(1, 4096);
+  max_tokens_->setValue(200);
+  max_tokens_->setToolTip(
+      "The most tokens your generation produces (it also stops at the end "
+      "of the model's context or at the end-of-text token)");
+  bar->addWidget(max_tokens_);
+  connect(max_tokens_, &QSpinBox::valueChanged, this, [this](int count) {
+    QMetaObject::invokeMethod(worker_, [w = worker_, count] { w->set_max_tokens(count); });
+  });
+}
+
+void MainWindow::build_central() {
+  auto* left = new QWidget;
+  auto* column = new QVBoxLayout(left);
+  column->setContentsMargins(8, 8, 8, 8);
+
+  column->addWidget(new QLabel("<b>Prompt</b>"));
+  prompt_ = new QPlainTextEdit;
+  prompt_->setPlaceholderText("Type a prompt; its tokens appear below as you type.");
+  prompt_->setToolTip(
+      "The prompt. A short pause after typing prefills its new tokens into the "
+      "KV cache, reusing the blocks of the part already there.");
+  prompt_->setMaximumHeight(110);
+  column->addWidget(prompt_);
+  prefill_timer_ = new QTimer(this);
+  prefill_timer_->setSingleShot(true);
+  prefill_timer_->setInterval(kPrefillPauseMs);
+  connect(prompt_, &QPlainTextEdit::textChanged, this, &MainWindow::on_prompt_edited);
+  connect(prefill_timer_, &QTimer::timeout, this, [this] {
+    QMetaObject::invokeMethod(worker_,
+                              [w = worker_, text = prompt_->toPlainText()] { w->prefill(text); });
+    prompt_chips_->set_pending_from(-1);
+  });
+
+  prompt_chips_ = new TokenChips(TokenChips::Shading::kAlternating);
+  prompt_chips_->setToolTip("The prompt's tokens; dashed ones are not yet in the KV cache");
+  prompt_chips_->set_placeholder("The prompt's tokens appear here.");
+  column->addWidget(prompt_chips_);
+
+  auto* buttons = new QHBoxLayout;
+  for (QAction* action : {generate_action_, stop_action_, step_action_, sweep_action_}) {
+    auto* button = new QToolButton;
+    button->setDefaultAction(action);
+    button->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    button->setMinimumWidth(80);
+    buttons->addWidget(button);
+  }
+  buttons->addStretch();
+  column->addLayout(buttons);
+
+  auto* sampling = new QGroupBox("Sampling");
+  auto* form = new QFormLayout(sampling);
+  greedy_ = new QCheckBox("Greedy (always the most likely token)");
+  greedy_->setToolTip("Greedy decoding: the most likely token every time; turn off to sample");
+  temperature_ = new QDoubleSpinBox;
+  temperature_->setRange(0.05, 3.0);
+  temperature_->setSingleStep(0.05);
+  temperature_->setValue(0.8);
+  temperature_->setToolTip(
+      "Temperature divides the logits: below 1 sharpens the distribution, "
+      "above 1 flattens it");
+  top_k_ = new QSpinBox;
+  top_k_->setRange(0, 100000);
+  top_k_->setSpecialValueText("all");
+  top_k_->setToolTip("Top-k: sample only among the k most likely tokens (all: no limit)");
+  top_p_ = new QDoubleSpinBox;
+  top_p_->setRange(0.01, 1.0);
+  top_p_->setSingleStep(0.05);
+  top_p_->setValue(0.95);
+  top_p_->setToolTip(
+      "Top-p (nucleus): sample among the fewest tokens whose probabilities add "
+      "up to p");
+  seed_ = new QSpinBox;
+  seed_->setRange(0, 1 << 30);
+  seed_->setToolTip("Seed of the sampler: the same seed gives the same tokens");
+  form->addRow(greedy_);
+  form->addRow("Temperature", temperature_);
+  form->addRow("Top-k", top_k_);
+  form->addRow("Top-p", top_p_);
+  form->addRow("Seed", seed_);
+  column->addWidget(sampling);
+  connect(greedy_, &QCheckBox::toggled, this, &MainWindow::send_sampling);
+  connect(temperature_, &QDoubleSpinBox::valueChanged, this, &MainWindow::send_sampling);
+  connect(top_k_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
+  connect(top_p_, &QDoubleSpinBox::valueChanged, this, &MainWindow::send_sampling);
+  connect(seed_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
+
+  column->addWidget(
+      new QLabel("<b>Generated</b> (shade: the token's probability; hover for "
+                 "the alternatives)"));
+  output_chips_ = new TokenChips(TokenChips::Shading::kProbability);
+  output_chips_->set_placeholder("Press Generate (Ctrl+Return).");
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(output_chips_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  column->addWidget(scroll, 1);
+
+  message_ = new QLabel;
+  message_->setWordWrap(true);
+  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  message_->hide();
+  column->addWidget(message_);
+
+  tabs_ = new QTabWidget;
+  tabs_->setDocumentMode(true);
+  for (const PanelId id : kAllPanels) {
+    tabs_->addTab(panels_->panel(id), QString::fromUtf8(panel_title(id).data()));
+  }
+
+  // A panel shown again catches up at once, not at the next record.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { on_frame(); });
+
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->setObjectName("main-splitter");
+  splitter->addWidget(left);
+  splitter->addWidget(tabs_);
+  splitter->setStretchFactor(0, 0);
+  splitter->setStretchFactor(1, 1);
+  splitter->setSizes({400, 1000});
+  setCentralWidget(splitter);
+
+  overlay_ = new QLabel(tabs_);
+  overlay_->setAttribute(Qt::WA_TransparentForMouseEvents);
+  overlay_->setStyleSheet(
+      "QLabel { background: rgba(0,0,0,170); color: white; padding: 6px; font-family: monospace; "
+      "}");
+  overlay_->hide();
+}
+
+void MainWindow::build_status_bar() {
+  status_device_ = new QLabel;
+  status_device_->setToolTip("The backend and device running the model, with the driver version");
+  status_model_ = new QLabel;
+  status_model_->setToolTip("The model, its parameter count and the bytes of its weights");
+  status_kv_ = new QLabel;
+  status_kv_->setToolTip("KV cache bytes held by requests now, of the cache's capacity");
+  status_rate_ = new QLabel;
+  status_rate_->setToolTip("Tokens the engine processed (prefill and decode) in the last second");
+  status_random_ = new QLabel;
+  status_random_->setToolTip(
+      "This model's weights are random (a timing model): its speed and memory are real, its "
+      "text is not");
+  status_random_->hide();
+  for (QLabel* label : {status_random_, status_device_, status_model_, status_kv_, status_rate_}) {
+    statusBar()->addPermanentWidget(label);
+  }
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu("&File");
+  QAction* open = file->addAction("Open GGUF...", this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model",
+                                                      QFileInfo(model_path_).absolutePath(),
+                                                      "GGUF models (*.gguf);;All files (*)");
+    if (!path.isEmpty()) open_model(path);
+  });
+  open->setShortcut(QKeySequence::Open);
+  add_timing_models(file->addMenu(kTimingGroup));
+  file->addSeparator();
+  file->addAction("Quit", QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* run = menuBar()->addMenu("&Run");
+  run->addAction(generate_action_);
+  run->addAction(stop_action_);
+  run->addAction(step_action_);
+  run->addAction(sweep_action_);
+
+  QMenu* view = menuBar()->addMenu("&View");
+  dark_action_ = view->addAction("Dark theme");
+  dark_action_->setCheckable(true);
+  dark_action_->setShortcut(QKeySequence("Ctrl+Shift+D"));
+  connect(dark_action_, &QAction::toggled, this, &MainWindow::set_dark_theme);
+  view->addAction("Bigger font", QKeySequence("Ctrl+="), this, [this] { scale_font(1); });
+  view->addAction("Smaller font", QKeySequence("Ctrl+-"), this, [this] { scale_font(-1); });
+  view->addSeparator();
+  for (const PanelId id : kAllPanels) {
+    QAction* show = view->addAction(QString::fromUtf8(panel_title(id).data()), this,
+                                    [this, id] { show_panel(id); });
+    show->setShortcut(QKeySequence(QString("Alt+%1").arg(static_cast<int>(id) + 1)));
+  }
+  view->addSeparator();
+  overlay_action_ = view->addAction("Frame-time overlay");
+  overlay_action_->setCheckable(true);
+  overlay_action_->setShortcut(QKeySequence(Qt::Key_F12));
+  connect(overlay_action_, &QAction::toggled, this, [this](bool on) {
+    overlay_->setVisible(on);
+    if (on) update_overlay();
+  });
+}
+
+void MainWindow::connect_worker() {
+  connect(worker_, &EngineWorker::engine_ready, this, &MainWindow::on_engine_ready);
+  connect(worker_, &EngineWorker::failed, this, &MainWindow::on_failed);
+  connect(worker_, &EngineWorker::notice, this,
+          [this](const QString& text) { show_message(text, false); });
+  connect(worker_, &EngineWorker::generation_started, this, [this](qint64 request, int) {
+    generating_ = true;
+    user_request_ = request;
+    update_actions();
+  });
+  connect(worker_, &EngineWorker::generation_finished, this, [this](const QString& reason) {
+    generating_ = false;
+    update_actions();
+    statusBar()->showMessage(QString("Generation finished: %1").arg(finish_sentence(reason)), 6000);
+    Q_EMIT generation_finished(reason);
+  });
+  connect(worker_, &EngineWorker::running_changed, this, [this](bool running) {
+    engine_running_ = running;
+    update_actions();
+  });
+  connect(worker_, &EngineWorker::quant_lab_ready, this, [this](const QuantLabReport& report) {
+    if (!engine_info_ || report.model_path != engine_info_->model_path.toStdString()) return;
+    quant_lab_ = report;
+    quant_lab_changed_ = true;
+  });
+  connect(worker_, &EngineWorker::weight_progress, this,
+          [this](int done, int total, const QString& type) {
+            statusBar()->showMessage(
+                QString("Quantising the weights to %1: tensor %2 of %3 (the current model keeps "
+                        "serving)")
+                    .arg(type.toUpper())
+                    .arg(done)
+                    .arg(total),
+                done < total ? 0 : 3000);
+          });
+  connect(worker_, &EngineWorker::timing_model_progress, this, &MainWindow::show_timing_progress);
+  connect(worker_, &EngineWorker::memory_measured, this,
+          [this](quint64 weights, quint64 kv_cache, quint64 working) {
+            if (!engine_info_) return;
+            engine_info_->memory_weights_bytes = weights;
+            engine_info_->memory_kv_bytes = kv_cache;
+            engine_info_->memory_working_bytes = working;
+            memory_changed_ = true;
+          });
+  connect(worker_, &EngineWorker::batch_sweep_ready, this,
+          [this](const QVector<BatchSweepPoint>& points) {
+            batch_sweep_ = points;
+            sweeping_ = false;
+            sweep_changed_ = true;
+            update_actions();
+            statusBar()->showMessage("Batch sweep done", 4000);
+          });
+  connect(worker_, &EngineWorker::idle, this, [this](const EngineCounters& counters) {
+    on_frame();  // fold what the engine reported before saying it is idle
+    Q_EMIT engine_idle(counters);
+  });
+}
+
+void MainWindow::show_timing_progress(quint64 written, quint64 total, const QString& path) {
+  const QString name = QFileInfo(path).fileName();
+  if (total > 0 && written >= total) {
+    statusBar()->showMessage(QString("Timing model %1 written; loading it").arg(name), 4000);
+    return;
+  }
+  const QString done =
+      total > 0 ? QString(": %1 of %2").arg(bytes_text(written), bytes_text(total)) : "...";
+  statusBar()->showMessage(
+      QString("Writing the timing model %1 (random weights)%2 (the current model keeps serving)")
+          .arg(name, done));
+}
+
+}  // namespace servescope::gui

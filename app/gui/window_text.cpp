@@ -1,0 +1,46 @@
+#include "app/gui/window_text.h"
+
+#include <QLocale>
+
+#include "engine/model/model_config.h"
+
+namespace servescope::gui {
+
+QString finish_sentence(const QString& reason) {
+  if (reason == "max_tokens") return "it reached the Max tokens limit";
+  if (reason == "stop_token") return "the model wrote its end-of-text token";
+  if (reason == "context_full") return "the model's context is full";
+  if (reason == "cancelled") return "stopped";
+  return reason;
+}
+
+QString timing_tooltip(const QString& folder) {
+  return QString(
+             "Llama models of 25M to 1B parameters with random weights, for timing only: their "
+             "text is meaningless. Every decode step reads all the weights once, so decode time "
+             "against weight bytes shows the memory wall once the weights outgrow the caches. "
+             "Written once into %1 in the background (the current model keeps serving), then "
+             "reused.")
+      .arg(folder);
+}
+
+QString random_weights_note_text() {
+  return QString::fromUtf8(model::kRandomWeightsNote.data(),
+                           static_cast<qsizetype>(model::kRandomWeightsNote.size()));
+}
+
+QString name_without_note(const QString& name) {
+  const QString suffix = QString(" (%1)").arg(random_weights_note_text());
+  return name.endsWith(suffix) ? name.chopped(suffix.size()) : name;
+}
+
+QString bytes_text(uint64_t bytes) {
+  return QLocale::system().formattedDataSize(static_cast<qint64>(bytes), 1,
+                                             QLocale::DataSizeTraditionalFormat);
+}
+
+QString kv_type_label(serving::KvType type) {
+  return QString::fromUtf8(serving::kv_type_name(type).data());
+}
+
+}  // namespace servescope::gui

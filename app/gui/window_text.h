@@ -1,0 +1,36 @@
+// How the main window words and labels things: the status bar's sentences, sizes, KV type
+// names, the timing models' note and tooltip, and the model picker's special items.
+#pragma once
+
+#include <QString>
+#include <Qt>
+#include <cstdint>
+
+#include "engine/serving/kv_block_pool.h"
+
+namespace servescope::gui {
+
+// The model picker's "Open GGUF..." item and its group of timing models.
+inline constexpr const char* kOpenItem = "__open__";
+inline constexpr int kTimingRole = Qt::UserRole + 1;  // a picker item's index in the timing models
+inline constexpr const char* kTimingGroup = "Timing models (random weights)";
+
+// Why a generation ended, in words (the worker's signal carries the engine's name for it).
+QString finish_sentence(const QString& reason);
+
+// What the timing models are for and where they are written.
+QString timing_tooltip(const QString& folder);
+
+// model::kRandomWeightsNote as a QString.
+QString random_weights_note_text();
+
+// The model's name without the note make-model writes into it ("servescope-random-25M (random
+// weights: ...)"): the window shows the note once, in its own place.
+QString name_without_note(const QString& name);
+
+// 17.6 MB, 1.3 kB: sizes in the user's locale.
+QString bytes_text(uint64_t bytes);
+
+QString kv_type_label(serving::KvType type);
+
+}  // namespace servescope::gui
