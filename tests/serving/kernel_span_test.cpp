@@ -99,11 +99,10 @@ TEST(KernelSpans, CpuSpansTileTheForwardPassLayerByLayer) {
       EXPECT_GT(kind_ms(step.spans, KernelKind::kMatmul), 0.0) << name;
       EXPECT_GT(kind_ms(step.spans, KernelKind::kAttention), 0.0) << name;
       EXPECT_GT(kind_ms(step.spans, KernelKind::kNorm), 0.0) << name;
-      // The operations are the larger part of the forward pass (about 80% for these tiny models
-      // in a release build); the rest is the transformer's own bookkeeping between them
-      // (activations, batch layout), which sanitizers slow down more than the kernels.
+      // The operations lie inside the forward pass. How much of it they cover (about 80% for
+      // these tiny models in a release build, far less under sanitizers, which slow the
+      // bookkeeping between operations more) is a timing, so it is not asserted here.
       EXPECT_LE(covered_ms, step.forward_ms) << name;
-      EXPECT_GE(covered_ms, 0.3 * step.forward_ms) << name << " step " << step.step_index;
     }
   }
 }
