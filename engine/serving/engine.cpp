@@ -188,6 +188,7 @@ std::vector<float> Engine::forward(std::span<const model::SequenceStep> steps,
   compute::Backend& backend = transformer_.backend();
   if (!kernel_spans_) return transformer_.forward_batch(steps, cache_);
   record.spans_measured = backend.set_kernel_spans(true);
+  if (!record.spans_measured) record.spans_note = backend.why_no_kernel_spans();
   std::vector<float> logits = transformer_.forward_batch(steps, cache_);
   record.spans = backend.take_kernel_spans();
   backend.set_kernel_spans(false);

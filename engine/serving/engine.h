@@ -50,8 +50,9 @@ struct EngineConfig {
   // Finished requests whose Sequence stays available to sequence() and output_ids(), newest
   // kept; older ones are forgotten (their RequestRecord carried the results).
   int64_t finished_history = 256;
-  // Per-operation spans of each forward pass on StepRecord::spans (the CPU backend times single
-  // operations; other backends leave spans_measured false). Off: nothing is recorded.
+  // Per-operation spans of each forward pass on StepRecord::spans (one per operation on the CPU
+  // backend, one per dispatch on Vulkan, from timestamp queries; a backend that cannot time
+  // them leaves spans_measured false and says why in spans_note). Off: nothing is recorded.
   bool kernel_spans = false;
 };
 
