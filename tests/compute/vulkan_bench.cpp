@@ -422,6 +422,8 @@ json dispatch_cost(const std::string& path, int rounds) {
     VulkanBackend vk(untimed);
     doc["device"] = vk.device().name;
     doc["tiny_dispatch"] = {dispatch_overhead(vk, "off"), dispatch_overhead(vk, "off", 1024)};
+    vk.set_timestamps(true);  // what two queries around each dispatch add
+    doc["tiny_dispatch"].push_back(dispatch_overhead(vk, "on"));
   }
   auto m = model::load_model(path, BackendKind::kVulkan);
   auto* vk = dynamic_cast<VulkanBackend*>(m->backend.get());

@@ -34,7 +34,7 @@ struct VulkanBackendOptions {
   // false: never map device memory, use staging copies as on a discrete GPU.
   bool map_device_memory = true;
   // Time every dispatch with timestamp queries (where the device has them). Default: on for
-  // GPUs; off on CPU devices, where each query costs about 100 us, more than most kernels.
+  // GPUs; off on CPU devices, where the queries cost more than a small kernel (BENCHMARKS.md).
   std::optional<bool> timestamps;
   KernelStyle kernel_style = KernelStyle::kAuto;
   // kRowPerInvocation products (prefill and decode): matmul_lanes, which shares x between the
