@@ -165,6 +165,24 @@ TEST(KernelSpans, VulkanSpansAreOnePerDispatchAndMatchTheCpuKinds) {
   }
 }
 
+// A device without timestamps on its compute queue cannot time dispatches: the record says
+// spans were not measured, and why, instead of showing none as if measured.
+TEST(KernelSpans, VulkanWithoutTimestampsSaysWhy) {
+  const std::string skip = compute::vulkan::reason_to_skip_vulkan();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const auto m = model::load_model(kModels + "llama-f32.gguf", compute::BackendKind::kVulkan);
+  auto* vk = dynamic_cast<compute::vulkan::VulkanBackend*>(m->backend.get());
+  ASSERT_NE(vk, nullptr);
+  vk->simulate_no_timestamps();
+  for (const StepRecord& step : run_steps(*m, true)) {
+    EXPECT_FALSE(step.spans_measured);
+    EXPECT_TRUE(step.spans.empty());
+    EXPECT_NE(step.spans_note.find("no timestamp queries"), std::string::npos) << step.spans_note;
+    EXPECT_NE(step.spans_note.find(vk->device().name), std::string::npos) << step.spans_note;
+    EXPECT_FALSE(step.kernel_times_measured);
+  }
+}
+
 // Off, Vulkan records nothing; and the timestamps that spans turned on go back to the
 // backend's own setting (off by default on CPU devices such as lavapipe).
 TEST(KernelSpans, VulkanRecordsNothingWhenOff) {

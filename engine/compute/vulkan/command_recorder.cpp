@@ -98,6 +98,12 @@ void CommandRecorder::simulate_device_lost_after(uint32_t successful_submits) {
   submits_until_simulated_loss_ = successful_submits;
 }
 
+void CommandRecorder::simulate_no_timestamps() {
+  if (recording_) submit_and_wait();
+  timestamp_mask_ = 0;
+  apply_timestamps();
+}
+
 void CommandRecorder::throw_if_device_lost() const {
   if (device_lost_) {
     throw BackendError(
@@ -118,10 +124,10 @@ void CommandRecorder::set_spans(bool on) {
 }
 
 void CommandRecorder::apply_timestamps() {
-  const bool on = timestamps_wanted_ || spans_on_;
+  const bool on = (timestamps_wanted_ || spans_on_) && timestamp_mask_ != 0;
   if (on == timestamps_on_) return;
   if (recording_) submit_and_wait();
-  timestamps_on_ = on && timestamp_mask_ != 0;
+  timestamps_on_ = on;
   if (timestamps_on_) {
     query_capacity_ = std::max(query_capacity_, kInitialTimestamps);
   } else if (query_pool_ != VK_NULL_HANDLE) {

@@ -87,6 +87,8 @@ class CommandRecorder {
   // VK_ERROR_DEVICE_LOST instead of running. The environment variable
   // SERVESCOPE_VULKAN_SIMULATE_DEVICE_LOST=N sets it when the recorder is made (CLI tests).
   void simulate_device_lost_after(uint32_t successful_submits);
+  // Test hook: from now on behave as a device whose compute queue has no timestamps.
+  void simulate_no_timestamps();
 
  private:
   void begin_if_needed();

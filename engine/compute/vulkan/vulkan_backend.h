@@ -137,6 +137,8 @@ class VulkanBackend final : public Backend {
   void simulate_device_lost_after(uint32_t successful_steps) {
     recorder_->simulate_device_lost_after(successful_steps);
   }
+  // Test hook: behave as a device without timestamp queries on its compute queue.
+  void simulate_no_timestamps() { recorder_->simulate_no_timestamps(); }
 
  private:
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
