@@ -151,7 +151,8 @@ class Backend {
   virtual void add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight, const Tensor& bias,
                               float eps, Tensor& out) = 0;
   // rope(q) and rope(k) with the same positions (a llama layer's queries and keys). q and k
-  // must not share elements (they may be disjoint column views of one fused projection).
+  // must not share elements (they may be disjoint column views of one fused projection);
+  // the Vulkan backend, which rotates both in one dispatch, refuses an overlap (InputError).
   virtual void rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
                        float freq_base) = 0;
   // dst row i = src row rows[i] (e.g. gathers a batch's logit rows); dst.rows == rows.size().
