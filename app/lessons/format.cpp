@@ -64,8 +64,8 @@ std::string format_quantity(double value, std::string_view unit) {
     }
     if (index >= 0) {
       const int decimals = scaled < 10 ? 2 : 1;
-      text += " (" + format_number(value < 0 ? -scaled : scaled, decimals) + " " + kNames[index] +
-              ")";
+      text +=
+          " (" + format_number(value < 0 ? -scaled : scaled, decimals) + " " + kNames[index] + ")";
     }
     return text;
   }

@@ -15,12 +15,14 @@ namespace {
 // The parameters of one question, resolved and checked against the generator's spec.
 class Params {
  public:
+  // measured == nullptr checks only: `measured` is then accepted where a parameter allows it.
   Params(const GeneratorSpec& spec, const std::map<std::string, std::string>& given,
-         const Measurements& measured)
+         const Measurements* measured)
       : spec_(spec) {
     for (const auto& [name, text] : given) {
       if (find_param(spec, name) == nullptr) {
-        throw InputError(std::string(spec.name) + " has no parameter '" + name + "'");
+        throw InputError(std::string(spec.name) + " has no parameter '" + name + "'; it takes " +
+                         param_names());
       }
     }
     for (const ParamSpec& p : spec.params) {
@@ -31,8 +33,9 @@ class Params {
                          " (" + std::string(p.help) + ")");
       }
       if (text == "measured" && !p.measured_from.empty()) {
-        const auto m = measured.find(std::string(p.measured_from));
-        if (m == measured.end()) {
+        if (measured == nullptr) continue;
+        const auto m = measured->find(std::string(p.measured_from));
+        if (m == measured->end()) {
           throw InputError(std::string(p.name) + ": measured asks for " +
                            std::string(p.measured_from) + ", which has not been measured yet");
         }
@@ -51,6 +54,12 @@ class Params {
   const std::map<std::string, std::string>& all() const { return resolved_; }
 
  private:
+  std::string param_names() const {
+    std::vector<std::string_view> names;
+    for (const ParamSpec& p : spec_.params) names.push_back(p.name);
+    return one_of(names);
+  }
+
   void check(const ParamSpec& p, const std::string& text) const {
     const std::string what = std::string(spec_.name) + "'s " + std::string(p.name);
     if (p.kind == ParamKind::kChoice) {
@@ -170,16 +179,30 @@ const Formula& formula_of(std::string_view name) {
 
 }  // namespace
 
-GeneratedAnswer generate_answer(const std::string& generator,
-                                const std::map<std::string, std::string>& params,
-                                const ModelFacts& model, const Measurements& measured) {
+namespace {
+
+const GeneratorSpec& require_generator(const std::string& generator) {
   const GeneratorSpec* spec = find_generator(generator);
   if (spec == nullptr) {
     std::vector<std::string> names;
     for (const GeneratorSpec& g : generator_specs()) names.emplace_back(g.name);
     throw InputError("unknown generator '" + generator + "'; generators: " + one_of(names));
   }
-  const Params resolved(*spec, params, measured);
+  return *spec;
+}
+
+}  // namespace
+
+void check_generator_params(const std::string& generator,
+                            const std::map<std::string, std::string>& params) {
+  const Params checked(require_generator(generator), params, nullptr);
+}
+
+GeneratedAnswer generate_answer(const std::string& generator,
+                                const std::map<std::string, std::string>& params,
+                                const ModelFacts& model, const Measurements& measured) {
+  const GeneratorSpec* spec = &require_generator(generator);
+  const Params resolved(*spec, params, &measured);
   GeneratedAnswer answer;
   answer.generator = generator;
   answer.unit = std::string(spec->unit);

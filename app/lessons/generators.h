@@ -24,6 +24,11 @@ struct GeneratedAnswer {
   std::map<std::string, double> calc;
 };
 
+// InputError naming the problem when the generator is unknown or a parameter is missing,
+// unknown or invalid (`measured` is accepted where the parameter allows it).
+void check_generator_params(const std::string& generator,
+                            const std::map<std::string, std::string>& params);
+
 // Runs the question's generator on the model. InputError naming the parameter when a
 // parameter is missing or invalid, when `measured` is asked for and not measured yet, or when
 // the result would be meaningless (memory that does not hold the weights).
