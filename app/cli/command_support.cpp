@@ -16,7 +16,7 @@ namespace servescope::cli {
 using nlohmann::json;
 
 OptionSpec with_common(OptionSpec spec) {
-  spec.valued.insert({"model", "backend", "device"});
+  spec.valued.insert({"model", "backend", "device", "threads"});
   return spec;
 }
 
@@ -26,6 +26,11 @@ compute::BackendChoice backend_choice(const Options& options) {
     const int64_t device = options.get_int("device", 0);
     if (device < 0) throw UsageError("--device needs a device index >= 0");
     choice.device = static_cast<uint32_t>(device);
+  }
+  if (options.has("threads")) {
+    const int64_t threads = options.get_int("threads", 0);
+    if (threads < 1 || threads > 1024) throw UsageError("--threads needs a count from 1 to 1024");
+    choice.threads = static_cast<int>(threads);
   }
   return choice;
 }

@@ -16,10 +16,12 @@ void print_help(std::ostream& out) {
     out << "  " << command.name << "  " << command.summary << "\n";
   }
   out << "\noptions for every subcommand:\n"
-         "  --model PATH       GGUF model (default: " << servescope::cli::default_model_path()
+         "  --model PATH       GGUF model (default: "
+      << servescope::cli::default_model_path()
       << ")\n"
          "  --backend cpu|vulkan\n"
-         "  --device N         Vulkan device index\n";
+         "  --device N         Vulkan device index\n"
+         "  --threads N        CPU backend threads (default: the physical cores)\n";
 }
 
 }  // namespace

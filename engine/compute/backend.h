@@ -170,6 +170,8 @@ struct BackendChoice {
   BackendChoice(BackendKind kind_ = BackendKind::kCpu, std::optional<uint32_t> device_ = {})
       : kind(kind_), device(device_) {}
   BackendKind kind;
+  // CPU: worker threads for the matrix products, 0 for the physical cores. (Vulkan ignores it.)
+  int threads = 0;
   // Vulkan: an index into vulkan::list_devices() (compute::list_devices() lists the same
   // devices); default: the best device. The CPU backend has one device, 0.
   std::optional<uint32_t> device;

@@ -34,21 +34,9 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
 // Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
 constexpr int64_t kTileElements = 1 << 16;
 
-// Up to this many tokens, one matrix-vector product per token beats OpenBLAS's sgemm, whose
-// packing costs more than it saves on a handful of rows; the tile stays in cache between them.
-// (Measured with `servescope-cli bench --sweep` on the default model: sgemm made a step of two
-// decode tokens 3x slower than one.)
-constexpr int64_t kMaxRowsForVectorProducts = 8;
-
-// OpenBLAS's worker threads cost more than they save on small products, and much more on a
-// busy machine (decode of a small model ran 7x slower threaded here); use them only when a
-// product has real work to split.
-constexpr int64_t kThreadedMultiplyAdds = int64_t{1} << 22;
-
-void use_blas_threads_for(int64_t multiply_adds) {
-  static const int cores = openblas_get_num_procs();
-  openblas_set_num_threads(multiply_adds >= kThreadedMultiplyAdds ? cores : 1);
-}
+// Tiny products run on the calling thread: waking a worker costs about as much as this many
+// multiply-adds (a few microseconds), so a chunk of a threaded product gets at least this much.
+constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
 
 double& time_of(telemetry::KernelTimes& times, telemetry::KernelKind kind) {
   switch (kind) {
@@ -92,6 +80,18 @@ class ScopedTimer {
 };
 
 }  // namespace
+
+CpuBackend::CpuBackend(int threads) {
+  if (threads < 0) {
+    throw InputError("the CPU backend's thread count must be >= 1 (or 0 for the default); got " +
+                     std::to_string(threads));
+  }
+  pool_ =
+      std::make_unique<CpuThreadPool>(threads == 0 ? CpuThreadPool::default_threads() : threads);
+  dequantize_scratch_.resize(static_cast<size_t>(pool_->threads()));
+  // The pool splits products; OpenBLAS threads on top of it would oversubscribe the cores.
+  openblas_set_num_threads(1);
+}
 
 telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(profile_.times, {}); }
 
@@ -205,8 +205,8 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor&
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kMatmul);
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
-  if (w.type != gguf::GgmlType::F32 && x.rows <= kMaxRowsForBlockDots) {
-    matmul_on_blocks(x, w, out);
+  if (x.rows <= kMaxRowsForRowKernels) {
+    matmul_on_rows(x, w, out);
   } else {
     matmul_on_tiles(x, w, out);
   }
@@ -219,49 +219,49 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
   }
 }
 
-void CpuBackend::matmul_on_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+void CpuBackend::matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  if (x.rows == 0 || w.cols == 0) return;
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
-  const RowDot dot = row_dot_for(w.type);
-  for (int64_t r = 0; r < w.rows; ++r) {
-    const uint8_t* row = rows + static_cast<uint64_t>(r) * stride;
-    for (int64_t i = 0; i < x.rows; ++i) {
-      row_ptr(out, i)[r] = dot(row, row_ptr(x, i), w.cols);
+  const RowDotTokens dot = row_dot_tokens_for(w.type);
+  const float* in = row_ptr(x, 0);
+  float* first_out = row_ptr(out, 0);
+  const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
+  pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
+    for (int64_t r = begin; r < end; ++r) {
+      dot(rows + static_cast<uint64_t>(r) * stride, in, x.row_stride, x.rows, w.cols, first_out + r,
+          out.row_stride);
     }
-  }
+  });
 }
 
 void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   const int64_t n = x.rows;
+  // Tiles do not depend on the thread count, so neither does any result.
   const int64_t tile_rows = std::max<int64_t>(1, std::min(w.rows, kTileElements / w.cols));
-  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
-    const int64_t rows = std::min(tile_rows, w.rows - r0);
-    const float* tile;
-    if (w.type == gguf::GgmlType::F32) {
-      tile = reinterpret_cast<const float*>(weight_row(w, r0));
-    } else {
-      dequantize_scratch_.resize(static_cast<size_t>(rows * w.cols));
-      for (int64_t r = 0; r < rows; ++r) {
-        gguf::dequantize_row(w.type, weight_row(w, r0 + r), dequantize_scratch_.data() + r * w.cols,
-                             w.cols);
+  const int64_t tiles = (w.rows + tile_rows - 1) / tile_rows;
+  pool_->parallel_for(tiles, 1, [&](int64_t first_tile, int64_t end_tile, int thread) {
+    std::vector<float>& scratch = dequantize_scratch_[static_cast<size_t>(thread)];
+    for (int64_t tile_index = first_tile; tile_index < end_tile; ++tile_index) {
+      const int64_t r0 = tile_index * tile_rows;
+      const int64_t rows = std::min(tile_rows, w.rows - r0);
+      const float* tile;
+      if (w.type == gguf::GgmlType::F32) {
+        tile = reinterpret_cast<const float*>(weight_row(w, r0));
+      } else {
+        scratch.resize(static_cast<size_t>(rows * w.cols));
+        for (int64_t r = 0; r < rows; ++r) {
+          dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
+        }
+        tile = scratch.data();
       }
-      tile = dequantize_scratch_.data();
-    }
-    // out[:, r0:r0+rows] = x * tile^T
-    use_blas_threads_for(n * rows * w.cols);
-    const auto m = static_cast<blasint>(rows);
-    const auto k = static_cast<blasint>(w.cols);
-    if (n <= kMaxRowsForVectorProducts) {
-      for (int64_t i = 0; i < n; ++i) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, tile, k, row_ptr(x, i), 1, 0.0f,
-                    row_ptr(out, i) + r0, 1);
-      }
-    } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), m, k, 1.0f,
-                  row_ptr(x, 0), static_cast<blasint>(x.row_stride), tile, k, 0.0f,
+      // out[:, r0:r0+rows] = x * tile^T
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n),
+                  static_cast<blasint>(rows), static_cast<blasint>(w.cols), 1.0f, row_ptr(x, 0),
+                  static_cast<blasint>(x.row_stride), tile, static_cast<blasint>(w.cols), 0.0f,
                   row_ptr(out, 0) + r0, static_cast<blasint>(out.row_stride));
     }
-  }
+  });
 }
 
 void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,

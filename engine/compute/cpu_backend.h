@@ -1,17 +1,28 @@
 // The CPU reference backend: plain loops for the element-wise work, OpenBLAS for matrix
-// products. Quantised weights stay quantised in memory. A product over a few tokens (decode)
-// takes dot products directly on the stored blocks; a product over many tokens (prefill)
-// dequantises a tile of weight rows at a time into float32 and hands it to BLAS. Both are
-// exact with respect to the dequantised weights up to float summation order.
+// products over many tokens. Quantised weights stay quantised in memory. A product over up to
+// kMaxRowsForRowKernels tokens (decode, and decode of a batch) takes dot products directly on
+// the stored rows, each weight row read once for all tokens; a product over more tokens
+// (prefill) dequantises a tile of weight rows at a time into float32 and hands it to BLAS. Both
+// are exact with respect to the dequantised weights up to float summation order.
+//
+// Products are split by weight rows over a persistent thread pool (`threads`, default the
+// physical cores); OpenBLAS itself runs single-threaded inside each tile, so the two never
+// oversubscribe the cores. A row's result does not depend on the thread count.
 #pragma once
 
+#include <memory>
+
 #include "engine/compute/backend.h"
+#include "engine/compute/cpu_thread_pool.h"
 
 namespace servescope::compute {
 
 class CpuBackend final : public Backend {
  public:
+  // threads: 0 for CpuThreadPool::default_threads(); InputError below 0.
+  explicit CpuBackend(int threads = 0);
   std::string name() const override { return "cpu"; }
+  int threads() const { return pool_->threads(); }
 
   Tensor create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) override;
   KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;
@@ -55,13 +66,15 @@ class CpuBackend final : public Backend {
   };
 
  private:
-  // Up to this many tokens, quantised products run as dot products on the stored blocks
-  // (each weight byte read once); more tokens amortise dequantising a tile for BLAS.
-  static constexpr int64_t kMaxRowsForBlockDots = 4;
-  void matmul_on_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  // Up to this many tokens, products run as dot products on the stored rows (each weight byte
+  // read once for all tokens); more tokens amortise dequantising a tile for BLAS.
+  static constexpr int64_t kMaxRowsForRowKernels = 32;
+  void matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 
-  std::vector<float> dequantize_scratch_;  // one tile of weight rows, reused across products
+  std::unique_ptr<CpuThreadPool> pool_;
+  // Per thread: one tile of weight rows, reused across products.
+  std::vector<std::vector<float>> dequantize_scratch_;
   // One sequence's keys and values, gathered from their slots and dequantised.
   std::vector<float> context_keys_;
   std::vector<float> context_values_;

@@ -149,61 +149,6 @@ SERVESCOPE_AVX2 float block_scale(const uint8_t* block) {
   return _cvtsh_ss(d);
 }
 
-SERVESCOPE_AVX2 float dot_f16_avx2(const uint8_t* row, const float* x, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j));
-    acc = _mm256_fmadd_ps(_mm256_cvtph_ps(halves), _mm256_loadu_ps(x + j), acc);
-  }
-  float sum = horizontal_sum(acc);
-  for (; j < n; ++j) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * j, sizeof h);
-    sum += _cvtsh_ss(h) * x[j];
-  }
-  return sum;
-}
-
-SERVESCOPE_AVX2 float dot_q8_0_avx2(const uint8_t* row, const float* x, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ8_0));
-    const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
-    const float* xb = x + b * kQuantBlock;
-    __m256 sum = _mm256_setzero_ps();
-    for (int g = 0; g < kQuantBlock; g += kLanes) {
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + g));
-      sum = _mm256_fmadd_ps(int8x8_to_float(q), _mm256_loadu_ps(xb + g), sum);
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(block)), sum, acc);
-  }
-  return horizontal_sum(acc);
-}
-
-SERVESCOPE_AVX2 float dot_q4_0_avx2(const uint8_t* row, const float* x, int64_t n) {
-  const __m128i low_nibbles = _mm_set1_epi8(0x0F);
-  const __m128i eight = _mm_set1_epi8(8);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ4_0));
-    const __m128i packed =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
-    // Low nibbles are elements 0..15, high nibbles 16..31; both stored with +8.
-    const __m128i first = _mm_sub_epi8(_mm_and_si128(packed, low_nibbles), eight);
-    const __m128i second =
-        _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low_nibbles), eight);
-    const float* xb = x + b * kQuantBlock;
-    __m256 sum = _mm256_mul_ps(int8x8_to_float(first), _mm256_loadu_ps(xb));
-    sum = _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(first, 8)), _mm256_loadu_ps(xb + 8), sum);
-    sum = _mm256_fmadd_ps(int8x8_to_float(second), _mm256_loadu_ps(xb + 16), sum);
-    sum =
-        _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(second, 8)), _mm256_loadu_ps(xb + 24), sum);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(block)), sum, acc);
-  }
-  return horizontal_sum(acc);
-}
-
 SERVESCOPE_AVX2 void f16_to_float_avx2(const uint8_t* src, float* dst, int64_t n) {
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -217,6 +162,155 @@ SERVESCOPE_AVX2 void f16_to_float_avx2(const uint8_t* src, float* dst, int64_t n
   }
 }
 
+// Several tokens against one weight row: the row's values are converted once per group of
+// kGroup tokens and stay in registers while every token's activations stream past. Each token's
+// sum is taken exactly as the one-token form takes it (same lanes, same order).
+constexpr int kGroup = 4;
+
+template <int T>
+SERVESCOPE_AVX2 void dot_f32_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
+                                   float* out, int64_t out_stride) {
+  const auto* w = reinterpret_cast<const float*>(row);
+  __m256 even[T];  // elements 16i .. 16i+7
+  __m256 odd[T];   // elements 16i+8 .. 16i+15: two chains hide the FMA latency
+  for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
+    const __m256 w0 = _mm256_loadu_ps(w + j);
+    const __m256 w1 = _mm256_loadu_ps(w + j + kLanes);
+    for (int t = 0; t < T; ++t) {
+      const float* xt = x + t * x_stride + j;
+      even[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), even[t]);
+      odd[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xt + kLanes), odd[t]);
+    }
+  }
+  if (j + kLanes <= n) {
+    const __m256 w0 = _mm256_loadu_ps(w + j);
+    for (int t = 0; t < T; ++t) {
+      even[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * x_stride + j), even[t]);
+    }
+    j += kLanes;
+  }
+  for (int t = 0; t < T; ++t) {
+    float sum = horizontal_sum(_mm256_add_ps(even[t], odd[t]));
+    for (int64_t k = j; k < n; ++k) sum += w[k] * x[t * x_stride + k];
+    out[t * out_stride] = sum;
+  }
+}
+
+template <int T>
+SERVESCOPE_AVX2 void dot_f16_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
+                                   float* out, int64_t out_stride) {
+  __m256 even[T];
+  __m256 odd[T];
+  for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
+    const __m256 w0 =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j)));
+    const __m256 w1 =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * (j + kLanes))));
+    for (int t = 0; t < T; ++t) {
+      const float* xt = x + t * x_stride + j;
+      even[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), even[t]);
+      odd[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xt + kLanes), odd[t]);
+    }
+  }
+  if (j + kLanes <= n) {
+    const __m256 w0 =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j)));
+    for (int t = 0; t < T; ++t) {
+      even[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * x_stride + j), even[t]);
+    }
+    j += kLanes;
+  }
+  for (int t = 0; t < T; ++t) {
+    float sum = horizontal_sum(_mm256_add_ps(even[t], odd[t]));
+    for (int64_t k = j; k < n; ++k) {
+      uint16_t h;
+      std::memcpy(&h, row + 2 * k, sizeof h);
+      sum += _cvtsh_ss(h) * x[t * x_stride + k];
+    }
+    out[t * out_stride] = sum;
+  }
+}
+
+// The block types: per block, the 32 weights as four registers of floats, then per token four
+// FMAs into the block's sum and one FMA of the block scale into the token's total.
+template <int T>
+SERVESCOPE_AVX2 void accumulate_block(const __m256 (&w)[4], float scale, const float* xb,
+                                      int64_t x_stride, __m256 (&acc)[T]) {
+  const __m256 d = _mm256_set1_ps(scale);
+  for (int t = 0; t < T; ++t) {
+    const float* xt = xb + t * x_stride;
+    __m256 sum = _mm256_mul_ps(w[0], _mm256_loadu_ps(xt));
+    sum = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xt + kLanes), sum);
+    sum = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xt + 2 * kLanes), sum);
+    sum = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xt + 3 * kLanes), sum);
+    acc[t] = _mm256_fmadd_ps(d, sum, acc[t]);
+  }
+}
+
+template <int T>
+SERVESCOPE_AVX2 void dot_q8_0_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
+                                    float* out, int64_t out_stride) {
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+    const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
+    __m256 w[4];
+    for (int g = 0; g < 4; ++g) {
+      w[g] = int8x8_to_float(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + g * kLanes)));
+    }
+    accumulate_block<T>(w, block_scale(block), x + b * kQuantBlock, x_stride, acc);
+  }
+  for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
+}
+
+template <int T>
+SERVESCOPE_AVX2 void dot_q4_0_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
+                                    float* out, int64_t out_stride) {
+  const __m128i low_nibbles = _mm_set1_epi8(0x0F);
+  const __m128i eight = _mm_set1_epi8(8);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ4_0));
+    const __m128i packed =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
+    // Low nibbles are elements 0..15, high nibbles 16..31; both stored with +8.
+    const __m128i first = _mm_sub_epi8(_mm_and_si128(packed, low_nibbles), eight);
+    const __m128i second =
+        _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low_nibbles), eight);
+    const __m256 w[4] = {int8x8_to_float(first), int8x8_to_float(_mm_srli_si128(first, 8)),
+                         int8x8_to_float(second), int8x8_to_float(_mm_srli_si128(second, 8))};
+    accumulate_block<T>(w, block_scale(block), x + b * kQuantBlock, x_stride, acc);
+  }
+  for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
+}
+
+using GroupKernel = void (*)(const uint8_t*, const float*, int64_t, int64_t, float*, int64_t);
+
+// Groups of kGroup tokens, then one at a time.
+template <GroupKernel Group, GroupKernel Single>
+void dot_tokens_in_groups(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
+                          int64_t n, float* out, int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kGroup <= tokens; t += kGroup) {
+    Group(row, x + t * x_stride, x_stride, n, out + t * out_stride, out_stride);
+  }
+  for (; t < tokens; ++t) Single(row, x + t * x_stride, x_stride, n, out + t * out_stride, 0);
+}
+
+// A group kernel for one token, as a RowDot.
+template <GroupKernel Single>
+float dot_one_token(const uint8_t* row, const float* x, int64_t n) {
+  float out;
+  Single(row, x, 0, n, &out, 0);
+  return out;
+}
+
 bool cpu_has_avx2() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           __builtin_cpu_supports("f16c");
@@ -224,40 +318,75 @@ bool cpu_has_avx2() {
 }
 #endif
 
+// Without AVX2: the one-token kernel per token (the row stays in cache between tokens).
+template <RowDot Dot>
+void dot_tokens_one_by_one(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
+                           int64_t n, float* out, int64_t out_stride) {
+  for (int64_t t = 0; t < tokens; ++t) out[t * out_stride] = Dot(row, x + t * x_stride, n);
+}
+
 // One kernel per type, chosen once for this CPU.
 struct RowDots {
   RowDot f32, f16, q8_0, q4_0;
 };
 
+struct RowDotsTokens {
+  RowDotTokens f32, f16, q8_0, q4_0;
+};
+
+const RowDotsTokens& row_dots_tokens() {
+  static const RowDotsTokens dots = [] {
+#ifdef SERVESCOPE_X86_SIMD
+    if (cpu_has_avx2()) {
+      return RowDotsTokens{dot_tokens_in_groups<dot_f32_group<kGroup>, dot_f32_group<1>>,
+                           dot_tokens_in_groups<dot_f16_group<kGroup>, dot_f16_group<1>>,
+                           dot_tokens_in_groups<dot_q8_0_group<kGroup>, dot_q8_0_group<1>>,
+                           dot_tokens_in_groups<dot_q4_0_group<kGroup>, dot_q4_0_group<1>>};
+    }
+#endif
+    return RowDotsTokens{dot_tokens_one_by_one<dot_f32>, dot_tokens_one_by_one<dot_f16>,
+                         dot_tokens_one_by_one<dot_q8_0>, dot_tokens_one_by_one<dot_q4_0>};
+  }();
+  return dots;
+}
+
 const RowDots& row_dots() {
   static const RowDots dots = [] {
 #ifdef SERVESCOPE_X86_SIMD
-    if (cpu_has_avx2()) return RowDots{dot_f32, dot_f16_avx2, dot_q8_0_avx2, dot_q4_0_avx2};
+    if (cpu_has_avx2()) {
+      return RowDots{dot_f32, dot_one_token<dot_f16_group<1>>, dot_one_token<dot_q8_0_group<1>>,
+                     dot_one_token<dot_q4_0_group<1>>};
+    }
 #endif
     return RowDots{dot_f32, dot_f16, dot_q8_0, dot_q4_0};
   }();
   return dots;
 }
 
-}  // namespace
-
-RowDot row_dot_for(gguf::GgmlType type) {
-  const RowDots& dots = row_dots();
+// The kernel of `type` from a table of kernels (RowDots or RowDotsTokens).
+template <class Kernels>
+auto kernel_for(const Kernels& kernels, gguf::GgmlType type) {
   switch (type) {
     case gguf::GgmlType::F32:
-      return dots.f32;
+      return kernels.f32;
     case gguf::GgmlType::F16:
-      return dots.f16;
+      return kernels.f16;
     case gguf::GgmlType::Q8_0:
-      return dots.q8_0;
+      return kernels.q8_0;
     case gguf::GgmlType::Q4_0:
-      return dots.q4_0;
+      return kernels.q4_0;
     default:
       break;
   }
   // Weights are checked at load time, so another type here is a programming error.
   std::abort();
 }
+
+}  // namespace
+
+RowDot row_dot_for(gguf::GgmlType type) { return kernel_for(row_dots(), type); }
+
+RowDotTokens row_dot_tokens_for(gguf::GgmlType type) { return kernel_for(row_dots_tokens(), type); }
 
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
 #ifdef SERVESCOPE_X86_SIMD
