@@ -81,7 +81,8 @@ class ScopedTimer {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int threads) {
+CpuBackend::CpuBackend(int threads, bool quantised_activations)
+    : quantised_activations_(quantised_activations) {
   if (threads < 0) {
     throw InputError("the CPU backend's thread count must be >= 1 (or 0 for the default); got " +
                      std::to_string(threads));
@@ -205,7 +206,9 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor&
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kMatmul);
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
-  if (x.rows <= kMaxRowsForRowKernels) {
+  if (quantised_activations_ && has_int8_kernel(w.type)) {
+    matmul_on_int8_rows(x, w, out);
+  } else if (x.rows <= kMaxRowsForRowKernels) {
     matmul_on_rows(x, w, out);
   } else {
     matmul_on_tiles(x, w, out);
@@ -231,6 +234,26 @@ void CpuBackend::matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& 
     for (int64_t r = begin; r < end; ++r) {
       dot(rows + static_cast<uint64_t>(r) * stride, in, x.row_stride, x.rows, w.cols, first_out + r,
           out.row_stride);
+    }
+  });
+}
+
+void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  if (x.rows == 0 || w.cols == 0) return;
+  const int64_t blocks = w.cols / gguf::kQuantBlock;  // Q8_0 / Q4_0 rows are whole blocks
+  quantised_x_.resize(static_cast<size_t>(x.rows * blocks));
+  for (int64_t t = 0; t < x.rows; ++t) {
+    quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
+  }
+  const uint64_t stride = gguf::row_bytes(w.type, w.cols);
+  const uint8_t* rows = host(w.buffer).bytes.data();
+  const RowDotInt8Tokens dot = row_dot_int8_tokens_for(w.type);
+  float* first_out = row_ptr(out, 0);
+  const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
+  pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
+    for (int64_t r = begin; r < end; ++r) {
+      dot(rows + static_cast<uint64_t>(r) * stride, quantised_x_.data(), blocks, x.rows, w.cols,
+          first_out + r, out.row_stride);
     }
   });
 }

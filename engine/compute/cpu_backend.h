@@ -13,14 +13,17 @@
 #include <memory>
 
 #include "engine/compute/backend.h"
+#include "engine/compute/cpu_int8_dot.h"
 #include "engine/compute/cpu_thread_pool.h"
 
 namespace servescope::compute {
 
 class CpuBackend final : public Backend {
  public:
-  // threads: 0 for CpuThreadPool::default_threads(); InputError below 0.
-  explicit CpuBackend(int threads = 0);
+  // threads: 0 for CpuThreadPool::default_threads(); InputError below 0. quantised_activations:
+  // products with Q8_0 / Q4_0 weights quantise the activations to 8 bits per block of 32 and
+  // take integer dot products (cpu_int8_dot.h), at every token count.
+  explicit CpuBackend(int threads = 0, bool quantised_activations = false);
   std::string name() const override { return "cpu"; }
   int threads() const { return pool_->threads(); }
 
@@ -70,9 +73,12 @@ class CpuBackend final : public Backend {
   // read once for all tokens); more tokens amortise dequantising a tile for BLAS.
   static constexpr int64_t kMaxRowsForRowKernels = 32;
   void matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 
   std::unique_ptr<CpuThreadPool> pool_;
+  bool quantised_activations_ = false;
+  std::vector<ActivationBlock> quantised_x_;  // the tokens of the current product, quantised
   // Per thread: one tile of weight rows, reused across products.
   std::vector<std::vector<float>> dequantize_scratch_;
   // One sequence's keys and values, gathered from their slots and dequantised.

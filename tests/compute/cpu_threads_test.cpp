@@ -4,6 +4,7 @@
 // the dequantised weights.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <random>
@@ -108,14 +109,36 @@ Weights random_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed)
 }
 
 std::vector<float> product(int threads, GgmlType type, const Weights& w, int64_t rows, int64_t cols,
-                           const std::vector<float>& x, int64_t tokens) {
-  CpuBackend backend(threads);
+                           const std::vector<float>& x, int64_t tokens,
+                           bool quantised_activations = false) {
+  CpuBackend backend(threads, quantised_activations);
   const WeightMatrix matrix = backend.upload_matrix(type, rows, cols, w.bytes);
   Tensor in = backend.create_tensor(tokens, cols, BufferPurpose::kActivations);
   backend.write(in, std::span<const float>(x.data(), static_cast<size_t>(tokens * cols)));
   Tensor out = backend.create_tensor(tokens, rows, BufferPurpose::kActivations);
   backend.matmul(in, matrix, nullptr, out);
   return backend.read(out);
+}
+
+// Every result against a double-precision product of the decoded weights and `x`: float32
+// summation of `cols` terms stays within a few ulps of the sum of the terms' magnitudes.
+template <class X>
+void expect_near_double_reference(const std::vector<float>& result, const Weights& w, int64_t rows,
+                                  int64_t cols, const std::vector<X>& x, int64_t tokens) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = 0.0;
+      double magnitude = 0.0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double term = double(w.values[static_cast<size_t>(r * cols + c)]) *
+                            double(x[static_cast<size_t>(t * cols + c)]);
+        exact += term;
+        magnitude += std::abs(term);
+      }
+      ASSERT_NEAR(result[static_cast<size_t>(t * rows + r)], exact, 1e-5 * magnitude + 1e-6)
+          << "tokens " << tokens << " token " << t << " row " << r;
+    }
+  }
 }
 
 class CpuThreadedMatmul : public ::testing::TestWithParam<GgmlType> {};
@@ -139,21 +162,7 @@ TEST_P(CpuThreadedMatmul, SameForOneTwoThreeThreadsAndMatchesDoubleReference) {
       EXPECT_EQ(product(threads, type, w, rows, cols, x, tokens), one)
           << "tokens " << tokens << " threads " << threads;
     }
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t r = 0; r < rows; ++r) {
-        double exact = 0.0;
-        double magnitude = 0.0;
-        for (int64_t c = 0; c < cols; ++c) {
-          const double term = double(w.values[static_cast<size_t>(r * cols + c)]) *
-                              x[static_cast<size_t>(t * cols + c)];
-          exact += term;
-          magnitude += std::abs(term);
-        }
-        // float32 summation of `cols` terms: a few ulps of the sum of magnitudes.
-        ASSERT_NEAR(one[static_cast<size_t>(t * rows + r)], exact, 1e-5 * magnitude + 1e-6)
-            << "tokens " << tokens << " token " << t << " row " << r;
-      }
-    }
+    expect_near_double_reference(one, w, rows, cols, x, tokens);
   }
 }
 
@@ -180,6 +189,52 @@ TEST_P(CpuThreadedMatmul, BatchedRowsEqualTheSingleTokenProduct) {
 INSTANTIATE_TEST_SUITE_P(Types, CpuThreadedMatmul,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::Q8_0,
                                            GgmlType::Q4_0),
+                         [](const auto& param_info) {
+                           return std::string(gguf::type_name(param_info.param));
+                         });
+
+// The activations as the integer path sees them: per block of 32, d = max|x| / 127 and
+// q = round(x / d), written from the formula (not through quantize_activations).
+std::vector<double> activations_as_int8(const std::vector<float>& x) {
+  std::vector<double> out(x.size());
+  for (size_t b = 0; b < x.size(); b += 32) {
+    double amax = 0.0;
+    for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::abs(double(x[b + j])));
+    const float d = static_cast<float>(amax) / 127.0f;
+    for (size_t j = 0; j < 32; ++j) {
+      out[b + j] = d == 0.0f ? 0.0 : double(d) * std::nearbyint(x[b + j] * (1.0f / d));
+    }
+  }
+  return out;
+}
+
+class CpuInt8Matmul : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(CpuInt8Matmul, MatchesDoubleReferenceOfQuantisedActivationsForAnyThreadsAndBatch) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 131;
+  const int64_t cols = 288;
+  const Weights w = random_weights(type, rows, cols, 17);
+  std::mt19937 rng(19);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(40 * cols));
+  for (float& v : x) v = normal(rng);
+  const std::vector<double> xq = activations_as_int8(x);
+  const std::vector<float> all = product(1, type, w, rows, cols, x, 40, true);
+  for (const int64_t tokens : {1, 3, 4, 5, 9, 33, 40}) {
+    const std::vector<float> one = product(1, type, w, rows, cols, x, tokens, true);
+    EXPECT_EQ(std::vector<float>(all.begin(), all.begin() + tokens * rows), one)
+        << "a token's result depends on its batch; tokens " << tokens;
+    for (const int threads : {2, 3}) {
+      EXPECT_EQ(product(threads, type, w, rows, cols, x, tokens, true), one)
+          << "tokens " << tokens << " threads " << threads;
+    }
+  }
+  // Integer block sums are exact; the float scaling and the sum over blocks round.
+  expect_near_double_reference(all, w, rows, cols, xq, 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul, ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
