@@ -90,6 +90,7 @@ CpuBackend::CpuBackend(int threads, bool quantised_activations)
   pool_ =
       std::make_unique<CpuThreadPool>(threads == 0 ? CpuThreadPool::default_threads() : threads);
   dequantize_scratch_.resize(static_cast<size_t>(pool_->threads()));
+  attention_scratch_.resize(static_cast<size_t>(pool_->threads()));
   // The pool splits products; OpenBLAS threads on top of it would oversubscribe the cores.
   openblas_set_num_threads(1);
 }
@@ -350,26 +351,41 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
 void CpuBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                            const AttentionBatch& batch, Tensor& out, Tensor* weights) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kAttention);
+  // Query rows are independent (each reads only its own sequence's context), so they split
+  // over the threads; rows of one sequence mostly land on one thread and share its gather.
+  pool_->parallel_for(q.rows, 1, [&](int64_t begin, int64_t end, int thread) {
+    attend_rows(q, store, shape, batch, out, weights, begin, end,
+                attention_scratch_[static_cast<size_t>(thread)]);
+  });
+}
+
+void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                             const AttentionBatch& batch, Tensor& out, Tensor* weights,
+                             int64_t begin, int64_t end, AttentionScratch& scratch) {
   const int64_t d = shape.head_dim;
   const int64_t kv_dim = store.kv_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   // q.k in SIMD lanes: one running float sum would be a chain of d dependent additions.
   const RowDot dot_f32 = row_dot_for(gguf::GgmlType::F32);
-  std::vector<float> scores;
-  // Rows of one sequence share its context: gather and dequantise it once for all of them.
+  std::vector<float>& scores = scratch.scores;
+  // Rows of one sequence (consecutive, same offset) share its context: gather and dequantise
+  // it once, as long as the longest of those rows needs, for all of them.
   int32_t gathered_offset = -1;
-  int64_t gathered_length = 0;
-  for (int64_t i = 0; i < q.rows; ++i) {
+  for (int64_t i = begin; i < end; ++i) {
     const int32_t offset = batch.context_offsets[static_cast<size_t>(i)];
     const int64_t n_keys = batch.positions[static_cast<size_t>(i)] + 1;  // causal
-    if (offset != gathered_offset || n_keys > gathered_length) {
+    if (offset != gathered_offset) {
+      int64_t longest = n_keys;
+      for (int64_t j = i + 1; j < end && batch.context_offsets[static_cast<size_t>(j)] == offset;
+           ++j) {
+        longest = std::max<int64_t>(longest, batch.positions[static_cast<size_t>(j)] + 1);
+      }
       const std::span<const int32_t> slots(batch.slot_map.data() + offset,
-                                           static_cast<size_t>(n_keys));
-      gather_kv_rows(store, store.keys, slots, context_keys_);
-      gather_kv_rows(store, store.values, slots, context_values_);
+                                           static_cast<size_t>(longest));
+      gather_kv_rows(store, store.keys, slots, scratch.keys);
+      gather_kv_rows(store, store.values, slots, scratch.values);
       gathered_offset = offset;
-      gathered_length = n_keys;
     }
     scores.resize(static_cast<size_t>(n_keys));
     for (int64_t h = 0; h < shape.n_heads; ++h) {
@@ -377,7 +393,7 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
       const int64_t kv_col = (h / group) * d;
       float max_score = -INFINITY;
       for (int64_t t = 0; t < n_keys; ++t) {
-        const float* kt = context_keys_.data() + t * kv_dim + kv_col;
+        const float* kt = scratch.keys.data() + t * kv_dim + kv_col;
         scores[t] = dot_f32(reinterpret_cast<const uint8_t*>(kt), qh, d) * scale;
         max_score = std::max(max_score, scores[t]);
       }
@@ -392,7 +408,7 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
       for (int64_t t = 0; t < n_keys; ++t) {
         const float p = scores[t] / sum;
         if (captured != nullptr) captured[t] = p;
-        const float* vt = context_values_.data() + t * kv_dim + kv_col;
+        const float* vt = scratch.values.data() + t * kv_dim + kv_col;
         for (int64_t c = 0; c < d; ++c) oh[c] += p * vt[c];
       }
     }

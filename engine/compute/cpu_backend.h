@@ -81,9 +81,17 @@ class CpuBackend final : public Backend {
   std::vector<ActivationBlock> quantised_x_;  // the tokens of the current product, quantised
   // Per thread: one tile of weight rows, reused across products.
   std::vector<std::vector<float>> dequantize_scratch_;
-  // One sequence's keys and values, gathered from their slots and dequantised.
-  std::vector<float> context_keys_;
-  std::vector<float> context_values_;
+  // Per thread: one sequence's keys and values, gathered from their slots and dequantised.
+  struct AttentionScratch {
+    std::vector<float> keys;
+    std::vector<float> values;
+    std::vector<float> scores;
+  };
+  std::vector<AttentionScratch> attention_scratch_;
+  // Attention of query rows [begin, end), with one thread's scratch.
+  void attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                   const AttentionBatch& batch, Tensor& out, Tensor* weights, int64_t begin,
+                   int64_t end, AttentionScratch& scratch);
   Profile profile_;
 };
 
