@@ -34,6 +34,11 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
 // Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
 constexpr int64_t kTileElements = 1 << 16;
 
+// OpenBLAS (pthreads build) starts its worker threads when the library loads, and they poll
+// with sched_yield for a while after start, taking a core from ours; this stops them. Weak:
+// absent from other BLAS libraries (and OpenBLAS restarts them should it ever need threads).
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 // Tiny products run on the calling thread: waking a worker costs about as much as this many
 // multiply-adds (a few microseconds), so a chunk of a threaded product gets at least this much.
 constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
@@ -93,6 +98,7 @@ CpuBackend::CpuBackend(int threads, bool quantised_activations)
   attention_scratch_.resize(static_cast<size_t>(pool_->threads()));
   // The pool splits products; OpenBLAS threads on top of it would oversubscribe the cores.
   openblas_set_num_threads(1);
+  if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
 }
 
 telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(profile_.times, {}); }
