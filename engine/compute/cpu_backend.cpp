@@ -298,13 +298,29 @@ void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> posi
                       float freq_base) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
+  const int64_t pairs = head_dim / 2;
+  RopeTable& table = rope_table_;
+  if (table.head_dim != head_dim || table.freq_base != freq_base) {
+    table = RopeTable{head_dim, freq_base, {}};
+  }
+  // cos and sin of every (position, pair) angle, computed once per position (a decode step
+  // would otherwise take 3 libm calls per pair per layer, twice).
+  const int32_t longest =
+      positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
+  for (auto p = static_cast<int64_t>(table.cos_sin.size()) / (2 * pairs); p <= longest; ++p) {
+    for (int64_t i = 0; i < pairs; ++i) {
+      const double theta =
+          double(p) * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
+      table.cos_sin.push_back(static_cast<float>(std::cos(theta)));
+      table.cos_sin.push_back(static_cast<float>(std::sin(theta)));
+    }
+  }
   for (int64_t r = 0; r < x.rows; ++r) {
     float* row = row_ptr(x, r);
-    for (int64_t i = 0; i < head_dim / 2; ++i) {
-      const double theta =
-          positions[r] * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
-      const auto cos_t = static_cast<float>(std::cos(theta));
-      const auto sin_t = static_cast<float>(std::sin(theta));
+    const float* angles = table.cos_sin.data() + positions[r] * 2 * pairs;
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float cos_t = angles[2 * i];
+      const float sin_t = angles[2 * i + 1];
       for (int64_t head = 0; head < x.cols / head_dim; ++head) {
         float* pair = row + head * head_dim + 2 * i;
         const float a = pair[0];

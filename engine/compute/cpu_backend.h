@@ -88,6 +88,13 @@ class CpuBackend final : public Backend {
     std::vector<float> scores;
   };
   std::vector<AttentionScratch> attention_scratch_;
+  // RoPE's cos and sin per position and pair, for the last head size and base used.
+  struct RopeTable {
+    int64_t head_dim = 0;
+    float freq_base = 0.0f;
+    std::vector<float> cos_sin;  // [position][pair][cos, sin]
+  };
+  RopeTable rope_table_;
   // Attention of query rows [begin, end), with one thread's scratch.
   void attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                    const AttentionBatch& batch, Tensor& out, Tensor* weights, int64_t begin,
