@@ -51,7 +51,7 @@ model_for() {  # the model file of a weight type
 }
 for type in ${types//,/ }; do
   if [[ $type != f32 ]]; then
-    "$cli" quantize --model "$model" --type "$type" --out "$(model_for "$type")" > /dev/null
+    "$cli" quantize --model "$model" --type "$type" --out "$(model_for "$type")" > /dev/null 2>&1
   fi
 done
 
@@ -63,11 +63,11 @@ json_field() {  # json_field NAME < generate --json output
   sed -n "s/^ *\"$1\": \([0-9.e+-]*\),\{0,1\}$/\1/p"
 }
 
-llama_run() {  # llama_run MODEL -> "prefill_tok_s decode_tok_s"
-  "$bench" -m "$1" -t "$threads" -p 128 -n 64 -r 1 -o csv 2> /dev/null | awk -F, '
+llama_run() {  # llama_run MODEL -> "prefill_tok_s decode_tok_s" (0 0 if it failed)
+  { "$bench" -m "$1" -t "$threads" -p 128 -n 64 -r 1 -o csv 2> /dev/null || true; } | awk -F, '
     NR == 1 { for (i = 1; i <= NF; ++i) { gsub(/"/, "", $i); col[$i] = i } next }
     { gsub(/"/, ""); if ($col["n_prompt"] > 0) p = $col["avg_ts"]; else d = $col["avg_ts"] }
-    END { print p, d }'
+    END { print p + 0, d + 0 }'
 }
 
 servescope_run() {  # servescope_run MODEL [extra options] -> "prefill_tok_s decode_tok_s"
@@ -103,6 +103,7 @@ echo "llama.cpp: $("$bench" -m "$model" -t 1 -p 0 -n 1 -r 1 -o csv 2> /dev/null 
 echo "Threads: $threads; $rounds alternating rounds; tokens/s, mean over the rounds."
 echo
 awk -v types="$types" '
+  function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "n/a (llama.cpp failed)" }
   { key = $1 " " $2; prefill[key] += $3; decode[key] += $4; n[key]++ }
   END {
     print "| weights | activations | prefill ServeScope | prefill llama.cpp | ratio | decode ServeScope | decode llama.cpp | ratio |"
@@ -115,8 +116,8 @@ awk -v types="$types" '
         key = t (v == 1 ? " servescope" : " servescope-int8")
         if (!(key in n)) continue
         p = prefill[key] / n[key]; d = decode[key] / n[key]
-        printf "| %s | %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |\n", toupper(t),
-          (v == 1 ? "exact float" : "8-bit"), p, lp, p / lp, d, ld, d / ld
+        printf "| %s | %s | %.0f | %.0f | %s | %.0f | %.0f | %s |\n", toupper(t),
+          (v == 1 ? "exact float" : "8-bit"), p, lp, ratio(p, lp), d, ld, ratio(d, ld)
       }
     }
   }' "$results"
