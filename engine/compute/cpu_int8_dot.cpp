@@ -114,8 +114,10 @@ SERVESCOPE_AVX2 inline float horizontal_sum(__m256 v) {
   TARGET void NAME(const uint8_t* row, const ActivationBlock* x, int64_t x_stride, int64_t n,   \
                    float* out, int64_t out_stride) {                                            \
     using Block = typename BlockOf<Type>::Block;                                                \
-    __m256 acc[T];                                                                              \
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();                                   \
+    /* Even and odd blocks go to separate sums: one chain of dependent FMAs per token would     \
+       limit a lone token to one block per FMA latency. */                                      \
+    __m256 acc[2][T];                                                                           \
+    for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();                    \
     for (int64_t b = 0; b < n / kQuantBlock; ++b) {                                             \
       const uint8_t* block = row + b * static_cast<int64_t>(sizeof(Block));                     \
       const __m256i w = load_weights<Type>(block);                                              \
@@ -123,14 +125,17 @@ SERVESCOPE_AVX2 inline float horizontal_sum(__m256 v) {
       uint16_t d_bits;                                                                          \
       std::memcpy(&d_bits, block, sizeof d_bits);                                               \
       const float d_w = _cvtsh_ss(d_bits);                                                      \
+      __m256(&sum)[T] = acc[b & 1];                                                             \
       for (int t = 0; t < T; ++t) {                                                             \
         const ActivationBlock& xb = x[t * x_stride + b];                                        \
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));          \
         const __m256i sums = Dot::dot(abs_w, _mm256_sign_epi8(q, w));                           \
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d_w * xb.d), _mm256_cvtepi32_ps(sums), acc[t]); \
+        sum[t] = _mm256_fmadd_ps(_mm256_set1_ps(d_w * xb.d), _mm256_cvtepi32_ps(sums), sum[t]); \
       }                                                                                         \
     }                                                                                           \
-    for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);                   \
+    for (int t = 0; t < T; ++t) {                                                               \
+      out[t * out_stride] = horizontal_sum(_mm256_add_ps(acc[0][t], acc[1][t]));                \
+    }                                                                                           \
   }
 
 SERVESCOPE_DEFINE_DOT_GROUP(dot_group_avx2, SERVESCOPE_AVX2)
@@ -194,7 +199,9 @@ const Int8Kernels& int8_kernels() {
 
 }  // namespace
 
-void quantize_activations(const float* x, int64_t n, ActivationBlock* out) {
+namespace {
+
+void quantize_activations_portable(const float* x, int64_t n, ActivationBlock* out) {
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
     const float* xb = x + b * kQuantBlock;
     float amax = 0.0f;
@@ -206,6 +213,48 @@ void quantize_activations(const float* x, int64_t n, ActivationBlock* out) {
       out[b].qs[j] = static_cast<int8_t>(std::lrint(xb[j] * inverse));
     }
   }
+}
+
+#ifdef SERVESCOPE_X86_SIMD
+// The same arithmetic in registers (cvtps rounds to nearest even, as lrint does by default).
+SERVESCOPE_AVX2 void quantize_activations_avx2(const float* x, int64_t n, ActivationBlock* out) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const float* xb = x + b * kQuantBlock;
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int g = 0; g < 4; ++g) {
+      v[g] = _mm256_loadu_ps(xb + 8 * g);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, v[g]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const __m256 inverse = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    out[b].d = d;
+    __m256i q[4];
+    for (int g = 0; g < 4; ++g) q[g] = _mm256_cvtps_epi32(_mm256_mul_ps(v[g], inverse));
+    const __m256i packed =
+        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    const __m256i ordered =
+        _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs), ordered);
+  }
+}
+#endif
+
+}  // namespace
+
+void quantize_activations(const float* x, int64_t n, ActivationBlock* out) {
+#ifdef SERVESCOPE_X86_SIMD
+  static const bool avx2 = cpu_has("avx2");
+  if (avx2) {
+    quantize_activations_avx2(x, n, out);
+    return;
+  }
+#endif
+  quantize_activations_portable(x, n, out);
 }
 
 bool has_int8_kernel(gguf::GgmlType type) {
