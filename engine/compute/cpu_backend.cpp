@@ -234,10 +234,16 @@ void CpuBackend::matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& 
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
   const RowDotTokens dot = row_dot_tokens_for(w.type);
+  const RowsDotTokens dot_rows = rows_dot_tokens_for(w.type);
   const float* in = row_ptr(x, 0);
   float* first_out = row_ptr(out, 0);
   const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
   pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
+    if (dot_rows != nullptr) {
+      dot_rows(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin, in, x.row_stride,
+               x.rows, w.cols, first_out + begin, out.row_stride);
+      return;
+    }
     for (int64_t r = begin; r < end; ++r) {
       dot(rows + static_cast<uint64_t>(r) * stride, in, x.row_stride, x.rows, w.cols, first_out + r,
           out.row_stride);

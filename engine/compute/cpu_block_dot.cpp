@@ -356,7 +356,62 @@ SERVESCOPE_AVX512 void dot_float_group_avx512(const uint8_t* row, const float* x
   }
 }
 
+// Four rows against one token, each (row, token) sum exactly as dot_float_group_avx512 takes it.
+template <bool Half>
+SERVESCOPE_AVX512 void dot_float_4rows_avx512(const uint8_t* rows, uint64_t row_stride,
+                                              const float* x, int64_t n, float* out) {
+  constexpr int kRows = 4;
+  __m512 even[kRows];
+  __m512 odd[kRows];
+  for (int r = 0; r < kRows; ++r) even[r] = odd[r] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 2 * kLanes512 <= n; j += 2 * kLanes512) {
+    const __m512 x0 = _mm512_loadu_ps(x + j);
+    const __m512 x1 = _mm512_loadu_ps(x + j + kLanes512);
+    for (int r = 0; r < kRows; ++r) {
+      const uint8_t* row = rows + r * row_stride;
+      even[r] = _mm512_fmadd_ps(load16<Half>(row, j), x0, even[r]);
+      odd[r] = _mm512_fmadd_ps(load16<Half>(row, j + kLanes512), x1, odd[r]);
+    }
+  }
+  if (j + kLanes512 <= n) {
+    const __m512 x0 = _mm512_loadu_ps(x + j);
+    for (int r = 0; r < kRows; ++r) {
+      even[r] = _mm512_fmadd_ps(load16<Half>(rows + r * row_stride, j), x0, even[r]);
+    }
+    j += kLanes512;
+  }
+  for (int r = 0; r < kRows; ++r) {
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(even[r], odd[r]));
+    for (int64_t k = j; k < n; ++k) sum += weight_at<Half>(rows + r * row_stride, k) * x[k];
+    out[r] = sum;
+  }
+}
+
 #pragma GCC diagnostic pop
+
+// Groups of kGroup512 tokens row by row; the tokens left over, four rows at a time.
+template <bool Half>
+void dot_float_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                           int64_t x_stride, int64_t tokens, int64_t n, float* out,
+                           int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kGroup512 <= tokens; t += kGroup512) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      dot_float_group_avx512<Half, kGroup512>(rows + r * row_stride, x + t * x_stride, x_stride, n,
+                                              out + t * out_stride + r, out_stride);
+    }
+  }
+  for (; t < tokens; ++t) {
+    const float* xt = x + t * x_stride;
+    float* ot = out + t * out_stride;
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4)
+      dot_float_4rows_avx512<Half>(rows + r * row_stride, row_stride, xt, n, ot + r);
+    for (; r < n_rows; ++r)
+      dot_float_group_avx512<Half, 1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
+  }
+}
 
 bool cpu_has_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
@@ -466,6 +521,17 @@ auto kernel_for(const Kernels& kernels, gguf::GgmlType type) {
 RowDot row_dot_for(gguf::GgmlType type) { return kernel_for(row_dots(), type); }
 
 RowDotTokens row_dot_tokens_for(gguf::GgmlType type) { return kernel_for(row_dots_tokens(), type); }
+
+RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
+#ifdef SERVESCOPE_X86_SIMD
+  if (cpu_has_avx512()) {
+    if (type == gguf::GgmlType::F32) return dot_float_rows_avx512<false>;
+    if (type == gguf::GgmlType::F16) return dot_float_rows_avx512<true>;
+  }
+#endif
+  (void)type;
+  return nullptr;
+}
 
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
 #ifdef SERVESCOPE_X86_SIMD

@@ -22,6 +22,16 @@ using RowDotTokens = void (*)(const uint8_t* row, const float* x, int64_t x_stri
                               int64_t n, float* out, int64_t out_stride);
 RowDotTokens row_dot_tokens_for(gguf::GgmlType type);
 
+// The same over rows [0, n_rows) of a matrix (row r at rows + r * row_stride; its results at
+// out[t * out_stride + r]), for kernels that gain from taking several rows at once: a lone
+// token streams four rows side by side, which keeps more memory reads in flight. Each (row,
+// token) sum is taken exactly as row_dot_tokens_for's kernel takes it. Null where the type has
+// no such kernel on this CPU (then call the row kernel per row).
+using RowsDotTokens = void (*)(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
+                               const float* x, int64_t x_stride, int64_t tokens, int64_t n,
+                               float* out, int64_t out_stride);
+RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type);
+
 // gguf::dequantize_row, with the hardware's half-precision conversion where it has one (the
 // CPU reads F16 KV-cache rows this way in every decode step).
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n);
