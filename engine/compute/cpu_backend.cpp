@@ -264,10 +264,8 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
   float* first_out = row_ptr(out, 0);
   const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
   pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
-    for (int64_t r = begin; r < end; ++r) {
-      dot(rows + static_cast<uint64_t>(r) * stride, quantised_x_.data(), blocks, x.rows, w.cols,
-          first_out + r, out.row_stride);
-    }
+    dot(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin, quantised_x_.data(),
+        blocks, x.rows, w.cols, first_out + begin, out.row_stride);
   });
 }
 

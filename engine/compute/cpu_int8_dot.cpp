@@ -49,8 +49,8 @@ float weight_scale(const uint8_t* block) {
 }
 
 template <gguf::GgmlType Type>
-void dot_portable(const uint8_t* row, const ActivationBlock* x, int64_t x_stride, int64_t tokens,
-                  int64_t n, float* out, int64_t out_stride) {
+void dot_portable_row(const uint8_t* row, const ActivationBlock* x, int64_t x_stride,
+                      int64_t tokens, int64_t n, float* out, int64_t out_stride) {
   using Block = typename BlockOf<Type>::Block;
   for (int64_t t = 0; t < tokens; ++t) {
     const ActivationBlock* xt = x + t * x_stride;
@@ -64,6 +64,15 @@ void dot_portable(const uint8_t* row, const ActivationBlock* x, int64_t x_stride
       sum += weight_scale(block) * xt[b].d * static_cast<float>(dot);
     }
     out[t * out_stride] = sum;
+  }
+}
+
+template <gguf::GgmlType Type>
+void dot_portable(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
+                  const ActivationBlock* x, int64_t x_stride, int64_t tokens, int64_t n, float* out,
+                  int64_t out_stride) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    dot_portable_row<Type>(rows + r * row_stride, x, x_stride, tokens, n, out + r, out_stride);
   }
 }
 
@@ -106,63 +115,81 @@ SERVESCOPE_AVX2 inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
 }
 
-// T tokens against one row: the block's weights are unpacked once, then per token one integer
-// dot and one FMA of the combined scale. Defined once per instruction set (a function may not
-// inline code compiled for more features than its own), hence the macro.
-#define SERVESCOPE_DEFINE_DOT_GROUP(NAME, TARGET)                                               \
-  template <gguf::GgmlType Type, class Dot, int T>                                              \
-  TARGET void NAME(const uint8_t* row, const ActivationBlock* x, int64_t x_stride, int64_t n,   \
-                   float* out, int64_t out_stride) {                                            \
-    using Block = typename BlockOf<Type>::Block;                                                \
-    /* Even and odd blocks go to separate sums: one chain of dependent FMAs per token would     \
-       limit a lone token to one block per FMA latency. */                                      \
-    __m256 acc[2][T];                                                                           \
-    for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();                    \
-    for (int64_t b = 0; b < n / kQuantBlock; ++b) {                                             \
-      const uint8_t* block = row + b * static_cast<int64_t>(sizeof(Block));                     \
-      const __m256i w = load_weights<Type>(block);                                              \
-      const __m256i abs_w = _mm256_sign_epi8(w, w);                                             \
-      uint16_t d_bits;                                                                          \
-      std::memcpy(&d_bits, block, sizeof d_bits);                                               \
-      const float d_w = _cvtsh_ss(d_bits);                                                      \
-      __m256(&sum)[T] = acc[b & 1];                                                             \
-      for (int t = 0; t < T; ++t) {                                                             \
-        const ActivationBlock& xb = x[t * x_stride + b];                                        \
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));          \
-        const __m256i sums = Dot::dot(abs_w, _mm256_sign_epi8(q, w));                           \
-        sum[t] = _mm256_fmadd_ps(_mm256_set1_ps(d_w * xb.d), _mm256_cvtepi32_ps(sums), sum[t]); \
-      }                                                                                         \
-    }                                                                                           \
-    for (int t = 0; t < T; ++t) {                                                               \
-      out[t * out_stride] = horizontal_sum(_mm256_add_ps(acc[0][t], acc[1][t]));                \
-    }                                                                                           \
+// R rows x T tokens: each block's weights are unpacked once per row, then per token one
+// integer dot and one FMA of the combined scale; every (row, token) sum is taken in the same
+// order whatever R and T are. Defined once per instruction set (a function may not inline code
+// compiled for more features than its own), hence the macro.
+#define SERVESCOPE_DEFINE_DOT_GROUP(NAME, TARGET)                                                 \
+  template <gguf::GgmlType Type, class Dot, int R, int T>                                         \
+  TARGET void NAME(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x,             \
+                   int64_t x_stride, int64_t n, float* out, int64_t out_stride) {                 \
+    using Block = typename BlockOf<Type>::Block;                                                  \
+    /* Even and odd blocks go to separate sums: one chain of dependent FMAs per (row, token)      \
+       would limit a lone token to one block per FMA latency. */                                  \
+    __m256 acc[2][R][T];                                                                          \
+    for (int r = 0; r < R; ++r) {                                                                 \
+      for (int t = 0; t < T; ++t) acc[0][r][t] = acc[1][r][t] = _mm256_setzero_ps();              \
+    }                                                                                             \
+    for (int64_t b = 0; b < n / kQuantBlock; ++b) {                                               \
+      for (int r = 0; r < R; ++r) {                                                               \
+        const uint8_t* block = row + r * row_stride + b * static_cast<int64_t>(sizeof(Block));    \
+        const __m256i w = load_weights<Type>(block);                                              \
+        const __m256i abs_w = _mm256_sign_epi8(w, w);                                             \
+        uint16_t d_bits;                                                                          \
+        std::memcpy(&d_bits, block, sizeof d_bits);                                               \
+        const float d_w = _cvtsh_ss(d_bits);                                                      \
+        __m256(&sum)[T] = acc[b & 1][r];                                                          \
+        for (int t = 0; t < T; ++t) {                                                             \
+          const ActivationBlock& xb = x[t * x_stride + b];                                        \
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));          \
+          const __m256i sums = Dot::dot(abs_w, _mm256_sign_epi8(q, w));                           \
+          sum[t] = _mm256_fmadd_ps(_mm256_set1_ps(d_w * xb.d), _mm256_cvtepi32_ps(sums), sum[t]); \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    for (int r = 0; r < R; ++r) {                                                                 \
+      for (int t = 0; t < T; ++t) {                                                               \
+        out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(acc[0][r][t], acc[1][r][t]));      \
+      }                                                                                           \
+    }                                                                                             \
   }
 
 SERVESCOPE_DEFINE_DOT_GROUP(dot_group_avx2, SERVESCOPE_AVX2)
 SERVESCOPE_DEFINE_DOT_GROUP(dot_group_vnni, SERVESCOPE_AVX_VNNI)
 
-template <gguf::GgmlType Type, class Dot, int T>
-void dot_group(const uint8_t* row, const ActivationBlock* x, int64_t x_stride, int64_t n,
-               float* out, int64_t out_stride) {
+template <gguf::GgmlType Type, class Dot, int R, int T>
+void dot_group(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x, int64_t x_stride,
+               int64_t n, float* out, int64_t out_stride) {
   if constexpr (std::is_same_v<Dot, VnniDot>) {
-    dot_group_vnni<Type, Dot, T>(row, x, x_stride, n, out, out_stride);
+    dot_group_vnni<Type, Dot, R, T>(row, row_stride, x, x_stride, n, out, out_stride);
   } else {
-    dot_group_avx2<Type, Dot, T>(row, x, x_stride, n, out, out_stride);
+    dot_group_avx2<Type, Dot, R, T>(row, row_stride, x, x_stride, n, out, out_stride);
   }
 }
 
-constexpr int kGroup = 4;
+constexpr int kGroup = 4;  // tokens per row pass
+constexpr int kRows = 4;   // rows per pass for the tokens left over (a lone decode token)
 
 template <gguf::GgmlType Type, class Dot>
-void dot_tokens(const uint8_t* row, const ActivationBlock* x, int64_t x_stride, int64_t tokens,
-                int64_t n, float* out, int64_t out_stride) {
+void dot_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const ActivationBlock* x,
+              int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
   int64_t t = 0;
   for (; t + kGroup <= tokens; t += kGroup) {
-    dot_group<Type, Dot, kGroup>(row, x + t * x_stride, x_stride, n, out + t * out_stride,
-                                 out_stride);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      dot_group<Type, Dot, 1, kGroup>(rows + r * row_stride, row_stride, x + t * x_stride, x_stride,
+                                      n, out + t * out_stride + r, out_stride);
+    }
   }
   for (; t < tokens; ++t) {
-    dot_group<Type, Dot, 1>(row, x + t * x_stride, x_stride, n, out + t * out_stride, 0);
+    int64_t r = 0;
+    for (; r + kRows <= n_rows; r += kRows) {
+      dot_group<Type, Dot, kRows, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0, n,
+                                     out + t * out_stride + r, 0);
+    }
+    for (; r < n_rows; ++r) {
+      dot_group<Type, Dot, 1, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0, n,
+                                 out + t * out_stride + r, 0);
+    }
   }
 }
 
@@ -184,12 +211,12 @@ const Int8Kernels& int8_kernels() {
   static const Int8Kernels kernels = [] {
 #ifdef SERVESCOPE_X86_SIMD
     if (cpu_has("avxvnni")) {
-      return Int8Kernels{dot_tokens<gguf::GgmlType::Q8_0, VnniDot>,
-                         dot_tokens<gguf::GgmlType::Q4_0, VnniDot>};
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniDot>,
+                         dot_rows<gguf::GgmlType::Q4_0, VnniDot>};
     }
     if (cpu_has("avx2")) {
-      return Int8Kernels{dot_tokens<gguf::GgmlType::Q8_0, MaddubsDot>,
-                         dot_tokens<gguf::GgmlType::Q4_0, MaddubsDot>};
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, MaddubsDot>,
+                         dot_rows<gguf::GgmlType::Q4_0, MaddubsDot>};
     }
 #endif
     return Int8Kernels{dot_portable<gguf::GgmlType::Q8_0>, dot_portable<gguf::GgmlType::Q4_0>};
