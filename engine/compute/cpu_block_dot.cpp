@@ -251,43 +251,83 @@ SERVESCOPE_AVX2 void accumulate_block(const __m256 (&w)[4], float scale, const f
   }
 }
 
-template <int T>
-SERVESCOPE_AVX2 void dot_q8_0_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
-                                    float* out, int64_t out_stride) {
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+// A block's 32 weights as four registers of floats.
+struct UnpackQ8_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  SERVESCOPE_AVX2 static void unpack(const uint8_t* block, __m256 (&w)[4]) {
     const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
-    __m256 w[4];
     for (int g = 0; g < 4; ++g) {
       w[g] = int8x8_to_float(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + g * kLanes)));
     }
-    accumulate_block<T>(w, block_scale(block), x + b * kQuantBlock, x_stride, acc);
   }
-  for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
-}
-
-template <int T>
-SERVESCOPE_AVX2 void dot_q4_0_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
-                                    float* out, int64_t out_stride) {
-  const __m128i low_nibbles = _mm_set1_epi8(0x0F);
-  const __m128i eight = _mm_set1_epi8(8);
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ4_0));
+};
+struct UnpackQ4_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  SERVESCOPE_AVX2 static void unpack(const uint8_t* block, __m256 (&w)[4]) {
+    const __m128i low_nibbles = _mm_set1_epi8(0x0F);
+    const __m128i eight = _mm_set1_epi8(8);
     const __m128i packed =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
     // Low nibbles are elements 0..15, high nibbles 16..31; both stored with +8.
     const __m128i first = _mm_sub_epi8(_mm_and_si128(packed, low_nibbles), eight);
     const __m128i second =
         _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low_nibbles), eight);
-    const __m256 w[4] = {int8x8_to_float(first), int8x8_to_float(_mm_srli_si128(first, 8)),
-                         int8x8_to_float(second), int8x8_to_float(_mm_srli_si128(second, 8))};
+    w[0] = int8x8_to_float(first);
+    w[1] = int8x8_to_float(_mm_srli_si128(first, 8));
+    w[2] = int8x8_to_float(second);
+    w[3] = int8x8_to_float(_mm_srli_si128(second, 8));
+  }
+};
+
+template <class Unpack, int T>
+SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t x_stride,
+                                     int64_t n, float* out, int64_t out_stride) {
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * static_cast<int64_t>(Unpack::kBlockBytes);
+    __m256 w[4];
+    Unpack::unpack(block, w);
     accumulate_block<T>(w, block_scale(block), x + b * kQuantBlock, x_stride, acc);
   }
   for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
+}
+
+// Four rows against one token (four independent FMA chains), each sum as dot_quant_group's.
+template <class Unpack>
+SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, const float* x,
+                                     int64_t n, float* out) {
+  __m256 acc[4][1];
+  for (auto& a : acc) a[0] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    for (int r = 0; r < 4; ++r) {
+      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Unpack::kBlockBytes);
+      __m256 w[4];
+      Unpack::unpack(block, w);
+      accumulate_block<1>(w, block_scale(block), x + b * kQuantBlock, 0, acc[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = horizontal_sum(acc[r][0]);
+}
+
+template <class Unpack>
+void dot_quant_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                    int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kGroup <= tokens; t += kGroup) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      dot_quant_group<Unpack, kGroup>(rows + r * row_stride, x + t * x_stride, x_stride, n,
+                                      out + t * out_stride + r, out_stride);
+    }
+  }
+  for (; t < tokens; ++t) {
+    const float* xt = x + t * x_stride;
+    float* ot = out + t * out_stride;
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4)
+      dot_quant_4rows<Unpack>(rows + r * row_stride, row_stride, xt, n, ot + r);
+    for (; r < n_rows; ++r) dot_quant_group<Unpack, 1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
+  }
 }
 
 using GroupKernel = void (*)(const uint8_t*, const float*, int64_t, int64_t, float*, int64_t);
@@ -467,8 +507,10 @@ const RowDotsTokens& row_dots_tokens() {
     if (cpu_has_avx2()) {
       RowDotsTokens avx2{dot_tokens_in_groups<kGroup, dot_f32_group<kGroup>, dot_f32_group<1>>,
                          dot_tokens_in_groups<kGroup, dot_f16_group<kGroup>, dot_f16_group<1>>,
-                         dot_tokens_in_groups<kGroup, dot_q8_0_group<kGroup>, dot_q8_0_group<1>>,
-                         dot_tokens_in_groups<kGroup, dot_q4_0_group<kGroup>, dot_q4_0_group<1>>};
+                         dot_tokens_in_groups<kGroup, dot_quant_group<UnpackQ8_0, kGroup>,
+                                              dot_quant_group<UnpackQ8_0, 1>>,
+                         dot_tokens_in_groups<kGroup, dot_quant_group<UnpackQ4_0, kGroup>,
+                                              dot_quant_group<UnpackQ4_0, 1>>};
       if (cpu_has_avx512()) {
         avx2.f32 = dot_tokens_in_groups<kGroup512, dot_float_group_avx512<false, kGroup512>,
                                         dot_float_group_avx512<false, 1>>;
@@ -488,8 +530,9 @@ const RowDots& row_dots() {
   static const RowDots dots = [] {
 #ifdef SERVESCOPE_X86_SIMD
     if (cpu_has_avx2()) {
-      return RowDots{dot_f32, dot_one_token<dot_f16_group<1>>, dot_one_token<dot_q8_0_group<1>>,
-                     dot_one_token<dot_q4_0_group<1>>};
+      return RowDots{dot_f32, dot_one_token<dot_f16_group<1>>,
+                     dot_one_token<dot_quant_group<UnpackQ8_0, 1>>,
+                     dot_one_token<dot_quant_group<UnpackQ4_0, 1>>};
     }
 #endif
     return RowDots{dot_f32, dot_f16, dot_q8_0, dot_q4_0};
@@ -527,6 +570,10 @@ RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
   if (cpu_has_avx512()) {
     if (type == gguf::GgmlType::F32) return dot_float_rows_avx512<false>;
     if (type == gguf::GgmlType::F16) return dot_float_rows_avx512<true>;
+  }
+  if (cpu_has_avx2()) {
+    if (type == gguf::GgmlType::Q8_0) return dot_quant_rows<UnpackQ8_0>;
+    if (type == gguf::GgmlType::Q4_0) return dot_quant_rows<UnpackQ4_0>;
   }
 #endif
   (void)type;
