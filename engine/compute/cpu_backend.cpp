@@ -397,11 +397,24 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
   std::vector<float>& scores = scratch.scores;
   // Rows of one sequence (consecutive, same offset) share its context: gather and dequantise
   // it once, as long as the longest of those rows needs, for all of them.
+  // An F32 store is read in place, through the slots: nothing to convert, so no copy.
+  const bool in_place = store.type == gguf::GgmlType::F32;
+  const auto* stored_keys = reinterpret_cast<const float*>(host(store.keys).bytes.data());
+  const auto* stored_values = reinterpret_cast<const float*>(host(store.values).bytes.data());
+  const int32_t* slot_of = nullptr;  // the current sequence's slots (in place)
+  const auto key_row = [&](int64_t t) {
+    return in_place ? stored_keys + int64_t{slot_of[t]} * kv_dim : scratch.keys.data() + t * kv_dim;
+  };
+  const auto value_row = [&](int64_t t) {
+    return in_place ? stored_values + int64_t{slot_of[t]} * kv_dim
+                    : scratch.values.data() + t * kv_dim;
+  };
   int32_t gathered_offset = -1;
   for (int64_t i = begin; i < end; ++i) {
     const int32_t offset = batch.context_offsets[static_cast<size_t>(i)];
     const int64_t n_keys = batch.positions[static_cast<size_t>(i)] + 1;  // causal
-    if (offset != gathered_offset) {
+    slot_of = batch.slot_map.data() + offset;
+    if (!in_place && offset != gathered_offset) {
       int64_t longest = n_keys;
       for (int64_t j = i + 1; j < end && batch.context_offsets[static_cast<size_t>(j)] == offset;
            ++j) {
@@ -419,7 +432,7 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
       const int64_t kv_col = (h / group) * d;
       float max_score = -INFINITY;
       for (int64_t t = 0; t < n_keys; ++t) {
-        const float* kt = scratch.keys.data() + t * kv_dim + kv_col;
+        const float* kt = key_row(t) + kv_col;
         scores[t] = dot_f32(reinterpret_cast<const uint8_t*>(kt), qh, d) * scale;
         max_score = std::max(max_score, scores[t]);
       }
@@ -434,7 +447,7 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
       for (int64_t t = 0; t < n_keys; ++t) {
         const float p = scores[t] / sum;
         if (captured != nullptr) captured[t] = p;
-        const float* vt = scratch.values.data() + t * kv_dim + kv_col;
+        const float* vt = value_row(t) + kv_col;
         for (int64_t c = 0; c < d; ++c) oh[c] += p * vt[c];
       }
     }
