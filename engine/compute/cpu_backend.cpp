@@ -43,6 +43,10 @@ extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 // multiply-adds (a few microseconds), so a chunk of a threaded product gets at least this much.
 constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
 
+bool is_float_type(gguf::GgmlType type) {
+  return type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16;
+}
+
 double& time_of(telemetry::KernelTimes& times, telemetry::KernelKind kind) {
   switch (kind) {
     case telemetry::KernelKind::kMatmul:
@@ -215,7 +219,8 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
   if (quantised_activations_ && has_int8_kernel(w.type)) {
     matmul_on_int8_rows(x, w, out);
-  } else if (x.rows <= kMaxRowsForRowKernels) {
+  } else if (x.rows <=
+             (is_float_type(w.type) ? kMaxRowsForFloatRowKernels : kMaxRowsForRowKernels)) {
     matmul_on_rows(x, w, out);
   } else {
     matmul_on_tiles(x, w, out);
