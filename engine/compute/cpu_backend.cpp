@@ -39,6 +39,9 @@ constexpr int64_t kTileElements = 1 << 16;
 // absent from other BLAS libraries (and OpenBLAS restarts them should it ever need threads).
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
+// Prefill products are cut into at least this many weight tiles.
+constexpr int64_t kMinTilesPerProduct = 4;
+
 // Tiny products run on the calling thread: waking a worker costs about as much as this many
 // multiply-adds (a few microseconds), so a chunk of a threaded product gets at least this much.
 constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
@@ -276,8 +279,12 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
 
 void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   const int64_t n = x.rows;
-  // Tiles do not depend on the thread count, so neither does any result.
-  const int64_t tile_rows = std::max<int64_t>(1, std::min(w.rows, kTileElements / w.cols));
+  // At least kMinTilesPerProduct tiles (of whole 16-row strips), so that every product has
+  // work for the threads; tiles do not depend on the thread count, so neither does any result.
+  const int64_t split_rows = (w.rows + kMinTilesPerProduct - 1) / kMinTilesPerProduct;
+  const int64_t tile_rows =
+      std::max<int64_t>(1, std::min({w.rows, kTileElements / w.cols,
+                                     std::max<int64_t>(16, (split_rows + 15) / 16 * 16)}));
   const int64_t tiles = (w.rows + tile_rows - 1) / tile_rows;
   pool_->parallel_for(tiles, 1, [&](int64_t first_tile, int64_t end_tile, int thread) {
     std::vector<float>& scratch = dequantize_scratch_[static_cast<size_t>(thread)];
