@@ -16,7 +16,7 @@ namespace servescope::cli {
 using nlohmann::json;
 
 OptionSpec with_common(OptionSpec spec) {
-  spec.valued.insert({"model", "backend", "device"});
+  spec.valued.insert({"model", "backend", "device", "threads", "activations"});
   return spec;
 }
 
@@ -27,6 +27,16 @@ compute::BackendChoice backend_choice(const Options& options) {
     if (device < 0) throw UsageError("--device needs a device index >= 0");
     choice.device = static_cast<uint32_t>(device);
   }
+  if (options.has("threads")) {
+    const int64_t threads = options.get_int("threads", 0);
+    if (threads < 1 || threads > 1024) throw UsageError("--threads needs a count from 1 to 1024");
+    choice.threads = static_cast<int>(threads);
+  }
+  const std::string activations = options.get_or("activations", "f32");
+  if (activations != "f32" && activations != "q8_0") {
+    throw UsageError("--activations is f32 (exact) or q8_0 (quantised, integer dot products)");
+  }
+  choice.quantised_activations = activations == "q8_0";
   return choice;
 }
 

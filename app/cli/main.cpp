@@ -16,10 +16,14 @@ void print_help(std::ostream& out) {
     out << "  " << command.name << "  " << command.summary << "\n";
   }
   out << "\noptions for every subcommand:\n"
-         "  --model PATH       GGUF model (default: " << servescope::cli::default_model_path()
+         "  --model PATH       GGUF model (default: "
+      << servescope::cli::default_model_path()
       << ")\n"
          "  --backend cpu|vulkan\n"
-         "  --device N         Vulkan device index\n";
+         "  --device N         Vulkan device index\n"
+         "  --threads N        CPU backend threads (default: the physical cores)\n"
+         "  --activations f32|q8_0  CPU, Q8_0/Q4_0 weights: exact float activations (default)\n"
+         "                     or 8-bit activations with integer dot products (as llama.cpp)\n";
 }
 
 }  // namespace

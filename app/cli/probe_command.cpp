@@ -10,7 +10,7 @@ namespace servescope::cli {
 using nlohmann::json;
 
 int run_probe(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, {{"backend", "device"}, {"fresh"}});
+  const Options options(args, {{"backend", "device", "threads"}, {"fresh"}});
   const std::unique_ptr<compute::Backend> backend = compute::make_backend(backend_choice(options));
   const compute::CachedRoofs probed = compute::probe_device_roofs(*backend, options.has("fresh"));
   const compute::Roofs& r = probed.roofs;

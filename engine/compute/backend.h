@@ -188,6 +188,12 @@ struct BackendChoice {
   BackendChoice(BackendKind kind_ = BackendKind::kCpu, std::optional<uint32_t> device_ = {})
       : kind(kind_), device(device_) {}
   BackendKind kind;
+  // CPU: worker threads for the matrix products, 0 for the physical cores. (Vulkan ignores it.)
+  int threads = 0;
+  // CPU: quantise activations to 8 bits per block of 32 before products with Q8_0 / Q4_0
+  // weights and take integer dot products (llama.cpp's method: fewer instructions per weight,
+  // plus the activations' rounding error). Off: the exact float path. (Vulkan ignores it.)
+  bool quantised_activations = false;
   // Vulkan: an index into vulkan::list_devices() (compute::list_devices() lists the same
   // devices); default: the best device. The CPU backend has one device, 0.
   std::optional<uint32_t> device;

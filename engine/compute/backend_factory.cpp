@@ -19,7 +19,7 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
                          std::to_string(*choice.device) +
                          " (Vulkan devices need --backend vulkan)");
       }
-      return std::make_unique<CpuBackend>();
+      return std::make_unique<CpuBackend>(choice.threads, choice.quantised_activations);
     case BackendKind::kVulkan: {
       vulkan::VulkanBackendOptions options;
       options.context.device_index = choice.device;

@@ -34,20 +34,20 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
 // Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
 constexpr int64_t kTileElements = 1 << 16;
 
-// Up to this many tokens, one matrix-vector product per token beats OpenBLAS's sgemm, whose
-// packing costs more than it saves on a handful of rows; the tile stays in cache between them.
-// (Measured with `servescope-cli bench --sweep` on the default model: sgemm made a step of two
-// decode tokens 3x slower than one.)
-constexpr int64_t kMaxRowsForVectorProducts = 8;
+// OpenBLAS (pthreads build) starts its worker threads when the library loads, and they poll
+// with sched_yield for a while after start, taking a core from ours; this stops them. Weak:
+// absent from other BLAS libraries (and OpenBLAS restarts them should it ever need threads).
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
-// OpenBLAS's worker threads cost more than they save on small products, and much more on a
-// busy machine (decode of a small model ran 7x slower threaded here); use them only when a
-// product has real work to split.
-constexpr int64_t kThreadedMultiplyAdds = int64_t{1} << 22;
+// Prefill products are cut into at least this many weight tiles.
+constexpr int64_t kMinTilesPerProduct = 4;
 
-void use_blas_threads_for(int64_t multiply_adds) {
-  static const int cores = openblas_get_num_procs();
-  openblas_set_num_threads(multiply_adds >= kThreadedMultiplyAdds ? cores : 1);
+// Tiny products run on the calling thread: waking a worker costs about as much as this many
+// multiply-adds (a few microseconds), so a chunk of a threaded product gets at least this much.
+constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
+
+bool is_float_type(gguf::GgmlType type) {
+  return type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16;
 }
 
 double& time_of(telemetry::KernelTimes& times, telemetry::KernelKind kind) {
@@ -134,27 +134,22 @@ void add_rows(Tensor& x, const Tensor& y) {
   }
 }
 
-void rope_rows(Tensor& x, int64_t head_dim, std::span<const int32_t> positions, float freq_base) {
-  assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* row = row_ptr(x, r);
-    for (int64_t i = 0; i < head_dim / 2; ++i) {
-      const double theta =
-          positions[r] * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
-      const auto cos_t = static_cast<float>(std::cos(theta));
-      const auto sin_t = static_cast<float>(std::sin(theta));
-      for (int64_t head = 0; head < x.cols / head_dim; ++head) {
-        float* pair = row + head * head_dim + 2 * i;
-        const float a = pair[0];
-        const float b = pair[1];
-        pair[0] = a * cos_t - b * sin_t;
-        pair[1] = a * sin_t + b * cos_t;
-      }
-    }
-  }
-}
-
 }  // namespace
+
+CpuBackend::CpuBackend(int threads, bool quantised_activations)
+    : quantised_activations_(quantised_activations) {
+  if (threads < 0) {
+    throw InputError("the CPU backend's thread count must be >= 1 (or 0 for the default); got " +
+                     std::to_string(threads));
+  }
+  pool_ =
+      std::make_unique<CpuThreadPool>(threads == 0 ? CpuThreadPool::default_threads() : threads);
+  dequantize_scratch_.resize(static_cast<size_t>(pool_->threads()));
+  attention_scratch_.resize(static_cast<size_t>(pool_->threads()));
+  // The pool splits products; OpenBLAS threads on top of it would oversubscribe the cores.
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+}
 
 telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(profile_.times, {}); }
 
@@ -261,8 +256,11 @@ void CpuBackend::add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kMatmul);
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
-  if (w.type != gguf::GgmlType::F32 && x.rows <= kMaxRowsForBlockDots) {
-    matmul_on_blocks(x, w, out);
+  if (quantised_activations_ && has_int8_kernel(w.type)) {
+    matmul_on_int8_rows(x, w, out);
+  } else if (x.rows <=
+             (is_float_type(w.type) ? kMaxRowsForFloatRowKernels : kMaxRowsForRowKernels)) {
+    matmul_on_rows(x, w, out);
   } else {
     matmul_on_tiles(x, w, out);
   }
@@ -275,47 +273,112 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
   }
 }
 
-void CpuBackend::matmul_on_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+void CpuBackend::matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  if (x.rows == 0 || w.cols == 0) return;
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
-  const RowDot dot = row_dot_for(w.type);
-  for (int64_t r = 0; r < w.rows; ++r) {
-    const uint8_t* row = rows + static_cast<uint64_t>(r) * stride;
-    for (int64_t i = 0; i < x.rows; ++i) {
-      row_ptr(out, i)[r] = dot(row, row_ptr(x, i), w.cols);
+  const RowDotTokens dot = row_dot_tokens_for(w.type);
+  const RowsDotTokens dot_rows = rows_dot_tokens_for(w.type);
+  const float* in = row_ptr(x, 0);
+  float* first_out = row_ptr(out, 0);
+  const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
+  pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
+    if (dot_rows != nullptr) {
+      dot_rows(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin, in, x.row_stride,
+               x.rows, w.cols, first_out + begin, out.row_stride);
+      return;
     }
+    for (int64_t r = begin; r < end; ++r) {
+      dot(rows + static_cast<uint64_t>(r) * stride, in, x.row_stride, x.rows, w.cols, first_out + r,
+          out.row_stride);
+    }
+  });
+}
+
+void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  if (x.rows == 0 || w.cols == 0) return;
+  const int64_t blocks = w.cols / gguf::kQuantBlock;  // Q8_0 / Q4_0 rows are whole blocks
+  quantised_x_.resize(static_cast<size_t>(x.rows * blocks));
+  for (int64_t t = 0; t < x.rows; ++t) {
+    quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
   }
+  const uint64_t stride = gguf::row_bytes(w.type, w.cols);
+  const uint8_t* rows = host(w.buffer).bytes.data();
+  const RowDotInt8Tokens dot = row_dot_int8_tokens_for(w.type);
+  float* first_out = row_ptr(out, 0);
+  const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
+  pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
+    dot(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin, quantised_x_.data(),
+        blocks, x.rows, w.cols, first_out + begin, out.row_stride);
+  });
 }
 
 void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   const int64_t n = x.rows;
-  const int64_t tile_rows = std::max<int64_t>(1, std::min(w.rows, kTileElements / w.cols));
-  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
-    const int64_t rows = std::min(tile_rows, w.rows - r0);
-    const float* tile;
-    if (w.type == gguf::GgmlType::F32) {
-      tile = reinterpret_cast<const float*>(weight_row(w, r0));
-    } else {
-      dequantize_scratch_.resize(static_cast<size_t>(rows * w.cols));
-      for (int64_t r = 0; r < rows; ++r) {
-        gguf::dequantize_row(w.type, weight_row(w, r0 + r), dequantize_scratch_.data() + r * w.cols,
-                             w.cols);
+  // At least kMinTilesPerProduct tiles (of whole 16-row strips), so that every product has
+  // work for the threads; tiles do not depend on the thread count, so neither does any result.
+  const int64_t split_rows = (w.rows + kMinTilesPerProduct - 1) / kMinTilesPerProduct;
+  const int64_t tile_rows =
+      std::max<int64_t>(1, std::min({w.rows, kTileElements / w.cols,
+                                     std::max<int64_t>(16, (split_rows + 15) / 16 * 16)}));
+  const int64_t tiles = (w.rows + tile_rows - 1) / tile_rows;
+  pool_->parallel_for(tiles, 1, [&](int64_t first_tile, int64_t end_tile, int thread) {
+    std::vector<float>& scratch = dequantize_scratch_[static_cast<size_t>(thread)];
+    for (int64_t tile_index = first_tile; tile_index < end_tile; ++tile_index) {
+      const int64_t r0 = tile_index * tile_rows;
+      const int64_t rows = std::min(tile_rows, w.rows - r0);
+      const float* tile;
+      if (w.type == gguf::GgmlType::F32) {
+        tile = reinterpret_cast<const float*>(weight_row(w, r0));
+      } else {
+        scratch.resize(static_cast<size_t>(rows * w.cols));
+        for (int64_t r = 0; r < rows; ++r) {
+          dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
+        }
+        tile = scratch.data();
       }
-      tile = dequantize_scratch_.data();
-    }
-    // out[:, r0:r0+rows] = x * tile^T
-    use_blas_threads_for(n * rows * w.cols);
-    const auto m = static_cast<blasint>(rows);
-    const auto k = static_cast<blasint>(w.cols);
-    if (n <= kMaxRowsForVectorProducts) {
-      for (int64_t i = 0; i < n; ++i) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1.0f, tile, k, row_ptr(x, i), 1, 0.0f,
-                    row_ptr(out, i) + r0, 1);
-      }
-    } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), m, k, 1.0f,
-                  row_ptr(x, 0), static_cast<blasint>(x.row_stride), tile, k, 0.0f,
+      // out[:, r0:r0+rows] = x * tile^T
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n),
+                  static_cast<blasint>(rows), static_cast<blasint>(w.cols), 1.0f, row_ptr(x, 0),
+                  static_cast<blasint>(x.row_stride), tile, static_cast<blasint>(w.cols), 0.0f,
                   row_ptr(out, 0) + r0, static_cast<blasint>(out.row_stride));
+    }
+  });
+}
+
+void CpuBackend::rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
+                              float freq_base) {
+  assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
+  const int64_t pairs = head_dim / 2;
+  RopeTable& table = rope_table_;
+  if (table.head_dim != head_dim || table.freq_base != freq_base) {
+    table = RopeTable{head_dim, freq_base, {}};
+  }
+  // cos and sin of every (position, pair) angle, computed once per position (a decode step
+  // would otherwise take 3 libm calls per pair per layer, twice).
+  const int32_t longest =
+      positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
+  for (auto p = static_cast<int64_t>(table.cos_sin.size()) / (2 * pairs); p <= longest; ++p) {
+    for (int64_t i = 0; i < pairs; ++i) {
+      const double theta =
+          double(p) * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
+      table.cos_sin.push_back(static_cast<float>(std::cos(theta)));
+      table.cos_sin.push_back(static_cast<float>(std::sin(theta)));
+    }
+  }
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* row = row_ptr(x, r);
+    const float* angles = table.cos_sin.data() + positions[r] * 2 * pairs;
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float cos_t = angles[2 * i];
+      const float sin_t = angles[2 * i + 1];
+      for (int64_t head = 0; head < x.cols / head_dim; ++head) {
+        float* pair = row + head * head_dim + 2 * i;
+        const float a = pair[0];
+        const float b = pair[1];
+        pair[0] = a * cos_t - b * sin_t;
+        pair[1] = a * sin_t + b * cos_t;
+      }
     }
   }
 }
@@ -323,14 +386,14 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
 void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
                       float freq_base) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  rope_rows(x, head_dim, positions, freq_base);
+  rotate_pairs(x, head_dim, positions, freq_base);
 }
 
 void CpuBackend::rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
                          float freq_base) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  rope_rows(q, head_dim, positions, freq_base);
-  rope_rows(k, head_dim, positions, freq_base);
+  rotate_pairs(q, head_dim, positions, freq_base);
+  rotate_pairs(k, head_dim, positions, freq_base);
 }
 
 void CpuBackend::gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) {
@@ -376,26 +439,54 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
 void CpuBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                            const AttentionBatch& batch, Tensor& out, Tensor* weights) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kAttention);
+  // Query rows are independent (each reads only its own sequence's context), so they split
+  // over the threads; rows of one sequence mostly land on one thread and share its gather.
+  pool_->parallel_for(q.rows, 1, [&](int64_t begin, int64_t end, int thread) {
+    attend_rows(q, store, shape, batch, out, weights, begin, end,
+                attention_scratch_[static_cast<size_t>(thread)]);
+  });
+}
+
+void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                             const AttentionBatch& batch, Tensor& out, Tensor* weights,
+                             int64_t begin, int64_t end, AttentionScratch& scratch) {
   const int64_t d = shape.head_dim;
   const int64_t kv_dim = store.kv_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   // q.k in SIMD lanes: one running float sum would be a chain of d dependent additions.
   const RowDot dot_f32 = row_dot_for(gguf::GgmlType::F32);
-  std::vector<float> scores;
-  // Rows of one sequence share its context: gather and dequantise it once for all of them.
+  std::vector<float>& scores = scratch.scores;
+  // Rows of one sequence (consecutive, same offset) share its context: gather and dequantise
+  // it once, as long as the longest of those rows needs, for all of them.
+  // An F32 store is read in place, through the slots: nothing to convert, so no copy.
+  const bool in_place = store.type == gguf::GgmlType::F32;
+  const auto* stored_keys = reinterpret_cast<const float*>(host(store.keys).bytes.data());
+  const auto* stored_values = reinterpret_cast<const float*>(host(store.values).bytes.data());
+  const int32_t* slot_of = nullptr;  // the current sequence's slots (in place)
+  const auto key_row = [&](int64_t t) {
+    return in_place ? stored_keys + int64_t{slot_of[t]} * kv_dim : scratch.keys.data() + t * kv_dim;
+  };
+  const auto value_row = [&](int64_t t) {
+    return in_place ? stored_values + int64_t{slot_of[t]} * kv_dim
+                    : scratch.values.data() + t * kv_dim;
+  };
   int32_t gathered_offset = -1;
-  int64_t gathered_length = 0;
-  for (int64_t i = 0; i < q.rows; ++i) {
+  for (int64_t i = begin; i < end; ++i) {
     const int32_t offset = batch.context_offsets[static_cast<size_t>(i)];
     const int64_t n_keys = batch.positions[static_cast<size_t>(i)] + 1;  // causal
-    if (offset != gathered_offset || n_keys > gathered_length) {
+    slot_of = batch.slot_map.data() + offset;
+    if (!in_place && offset != gathered_offset) {
+      int64_t longest = n_keys;
+      for (int64_t j = i + 1; j < end && batch.context_offsets[static_cast<size_t>(j)] == offset;
+           ++j) {
+        longest = std::max<int64_t>(longest, batch.positions[static_cast<size_t>(j)] + 1);
+      }
       const std::span<const int32_t> slots(batch.slot_map.data() + offset,
-                                           static_cast<size_t>(n_keys));
-      gather_kv_rows(store, store.keys, slots, context_keys_);
-      gather_kv_rows(store, store.values, slots, context_values_);
+                                           static_cast<size_t>(longest));
+      gather_kv_rows(store, store.keys, slots, scratch.keys);
+      gather_kv_rows(store, store.values, slots, scratch.values);
       gathered_offset = offset;
-      gathered_length = n_keys;
     }
     scores.resize(static_cast<size_t>(n_keys));
     for (int64_t h = 0; h < shape.n_heads; ++h) {
@@ -403,7 +494,7 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
       const int64_t kv_col = (h / group) * d;
       float max_score = -INFINITY;
       for (int64_t t = 0; t < n_keys; ++t) {
-        const float* kt = context_keys_.data() + t * kv_dim + kv_col;
+        const float* kt = key_row(t) + kv_col;
         scores[t] = dot_f32(reinterpret_cast<const uint8_t*>(kt), qh, d) * scale;
         max_score = std::max(max_score, scores[t]);
       }
@@ -418,7 +509,7 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
       for (int64_t t = 0; t < n_keys; ++t) {
         const float p = scores[t] / sum;
         if (captured != nullptr) captured[t] = p;
-        const float* vt = context_values_.data() + t * kv_dim + kv_col;
+        const float* vt = value_row(t) + kv_col;
         for (int64_t c = 0; c < d; ++c) oh[c] += p * vt[c];
       }
     }

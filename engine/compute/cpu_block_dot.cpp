@@ -149,61 +149,6 @@ SERVESCOPE_AVX2 float block_scale(const uint8_t* block) {
   return _cvtsh_ss(d);
 }
 
-SERVESCOPE_AVX2 float dot_f16_avx2(const uint8_t* row, const float* x, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j));
-    acc = _mm256_fmadd_ps(_mm256_cvtph_ps(halves), _mm256_loadu_ps(x + j), acc);
-  }
-  float sum = horizontal_sum(acc);
-  for (; j < n; ++j) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * j, sizeof h);
-    sum += _cvtsh_ss(h) * x[j];
-  }
-  return sum;
-}
-
-SERVESCOPE_AVX2 float dot_q8_0_avx2(const uint8_t* row, const float* x, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ8_0));
-    const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
-    const float* xb = x + b * kQuantBlock;
-    __m256 sum = _mm256_setzero_ps();
-    for (int g = 0; g < kQuantBlock; g += kLanes) {
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + g));
-      sum = _mm256_fmadd_ps(int8x8_to_float(q), _mm256_loadu_ps(xb + g), sum);
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(block)), sum, acc);
-  }
-  return horizontal_sum(acc);
-}
-
-SERVESCOPE_AVX2 float dot_q4_0_avx2(const uint8_t* row, const float* x, int64_t n) {
-  const __m128i low_nibbles = _mm_set1_epi8(0x0F);
-  const __m128i eight = _mm_set1_epi8(8);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(sizeof(BlockQ4_0));
-    const __m128i packed =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
-    // Low nibbles are elements 0..15, high nibbles 16..31; both stored with +8.
-    const __m128i first = _mm_sub_epi8(_mm_and_si128(packed, low_nibbles), eight);
-    const __m128i second =
-        _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low_nibbles), eight);
-    const float* xb = x + b * kQuantBlock;
-    __m256 sum = _mm256_mul_ps(int8x8_to_float(first), _mm256_loadu_ps(xb));
-    sum = _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(first, 8)), _mm256_loadu_ps(xb + 8), sum);
-    sum = _mm256_fmadd_ps(int8x8_to_float(second), _mm256_loadu_ps(xb + 16), sum);
-    sum =
-        _mm256_fmadd_ps(int8x8_to_float(_mm_srli_si128(second, 8)), _mm256_loadu_ps(xb + 24), sum);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(block)), sum, acc);
-  }
-  return horizontal_sum(acc);
-}
-
 SERVESCOPE_AVX2 void f16_to_float_avx2(const uint8_t* src, float* dst, int64_t n) {
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -217,6 +162,322 @@ SERVESCOPE_AVX2 void f16_to_float_avx2(const uint8_t* src, float* dst, int64_t n
   }
 }
 
+// Several tokens against one weight row: the row's values are converted once per group of
+// kGroup tokens and stay in registers while every token's activations stream past. Each token's
+// sum is taken exactly as the one-token form takes it (same lanes, same order).
+constexpr int kGroup = 4;
+
+template <int T>
+SERVESCOPE_AVX2 void dot_f32_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
+                                   float* out, int64_t out_stride) {
+  const auto* w = reinterpret_cast<const float*>(row);
+  __m256 even[T];  // elements 16i .. 16i+7
+  __m256 odd[T];   // elements 16i+8 .. 16i+15: two chains hide the FMA latency
+  for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
+    const __m256 w0 = _mm256_loadu_ps(w + j);
+    const __m256 w1 = _mm256_loadu_ps(w + j + kLanes);
+    for (int t = 0; t < T; ++t) {
+      const float* xt = x + t * x_stride + j;
+      even[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), even[t]);
+      odd[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xt + kLanes), odd[t]);
+    }
+  }
+  if (j + kLanes <= n) {
+    const __m256 w0 = _mm256_loadu_ps(w + j);
+    for (int t = 0; t < T; ++t) {
+      even[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * x_stride + j), even[t]);
+    }
+    j += kLanes;
+  }
+  for (int t = 0; t < T; ++t) {
+    float sum = horizontal_sum(_mm256_add_ps(even[t], odd[t]));
+    for (int64_t k = j; k < n; ++k) sum += w[k] * x[t * x_stride + k];
+    out[t * out_stride] = sum;
+  }
+}
+
+template <int T>
+SERVESCOPE_AVX2 void dot_f16_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
+                                   float* out, int64_t out_stride) {
+  __m256 even[T];
+  __m256 odd[T];
+  for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
+    const __m256 w0 =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j)));
+    const __m256 w1 =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * (j + kLanes))));
+    for (int t = 0; t < T; ++t) {
+      const float* xt = x + t * x_stride + j;
+      even[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), even[t]);
+      odd[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xt + kLanes), odd[t]);
+    }
+  }
+  if (j + kLanes <= n) {
+    const __m256 w0 =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j)));
+    for (int t = 0; t < T; ++t) {
+      even[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * x_stride + j), even[t]);
+    }
+    j += kLanes;
+  }
+  for (int t = 0; t < T; ++t) {
+    float sum = horizontal_sum(_mm256_add_ps(even[t], odd[t]));
+    for (int64_t k = j; k < n; ++k) {
+      uint16_t h;
+      std::memcpy(&h, row + 2 * k, sizeof h);
+      sum += _cvtsh_ss(h) * x[t * x_stride + k];
+    }
+    out[t * out_stride] = sum;
+  }
+}
+
+// The block types: per block, the 32 weights as four registers of floats, then per token four
+// FMAs into the block's sum and one FMA of the block scale into the token's total.
+template <int T>
+SERVESCOPE_AVX2 void accumulate_block(const __m256 (&w)[4], float scale, const float* xb,
+                                      int64_t x_stride, __m256 (&acc)[T]) {
+  const __m256 d = _mm256_set1_ps(scale);
+  for (int t = 0; t < T; ++t) {
+    const float* xt = xb + t * x_stride;
+    __m256 sum = _mm256_mul_ps(w[0], _mm256_loadu_ps(xt));
+    sum = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xt + kLanes), sum);
+    sum = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xt + 2 * kLanes), sum);
+    sum = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xt + 3 * kLanes), sum);
+    acc[t] = _mm256_fmadd_ps(d, sum, acc[t]);
+  }
+}
+
+// A block's 32 weights as four registers of floats.
+struct UnpackQ8_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  SERVESCOPE_AVX2 static void unpack(const uint8_t* block, __m256 (&w)[4]) {
+    const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
+    for (int g = 0; g < 4; ++g) {
+      w[g] = int8x8_to_float(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + g * kLanes)));
+    }
+  }
+};
+struct UnpackQ4_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  SERVESCOPE_AVX2 static void unpack(const uint8_t* block, __m256 (&w)[4]) {
+    const __m128i low_nibbles = _mm_set1_epi8(0x0F);
+    const __m128i eight = _mm_set1_epi8(8);
+    const __m128i packed =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
+    // Low nibbles are elements 0..15, high nibbles 16..31; both stored with +8.
+    const __m128i first = _mm_sub_epi8(_mm_and_si128(packed, low_nibbles), eight);
+    const __m128i second =
+        _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low_nibbles), eight);
+    w[0] = int8x8_to_float(first);
+    w[1] = int8x8_to_float(_mm_srli_si128(first, 8));
+    w[2] = int8x8_to_float(second);
+    w[3] = int8x8_to_float(_mm_srli_si128(second, 8));
+  }
+};
+
+template <class Unpack, int T>
+SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t x_stride,
+                                     int64_t n, float* out, int64_t out_stride) {
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * static_cast<int64_t>(Unpack::kBlockBytes);
+    __m256 w[4];
+    Unpack::unpack(block, w);
+    accumulate_block<T>(w, block_scale(block), x + b * kQuantBlock, x_stride, acc);
+  }
+  for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
+}
+
+// Four rows against one token (four independent FMA chains), each sum as dot_quant_group's.
+template <class Unpack>
+SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, const float* x,
+                                     int64_t n, float* out) {
+  __m256 acc[4][1];
+  for (auto& a : acc) a[0] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    for (int r = 0; r < 4; ++r) {
+      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Unpack::kBlockBytes);
+      __m256 w[4];
+      Unpack::unpack(block, w);
+      accumulate_block<1>(w, block_scale(block), x + b * kQuantBlock, 0, acc[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = horizontal_sum(acc[r][0]);
+}
+
+template <class Unpack>
+void dot_quant_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                    int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kGroup <= tokens; t += kGroup) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      dot_quant_group<Unpack, kGroup>(rows + r * row_stride, x + t * x_stride, x_stride, n,
+                                      out + t * out_stride + r, out_stride);
+    }
+  }
+  for (; t < tokens; ++t) {
+    const float* xt = x + t * x_stride;
+    float* ot = out + t * out_stride;
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4)
+      dot_quant_4rows<Unpack>(rows + r * row_stride, row_stride, xt, n, ot + r);
+    for (; r < n_rows; ++r) dot_quant_group<Unpack, 1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
+  }
+}
+
+using GroupKernel = void (*)(const uint8_t*, const float*, int64_t, int64_t, float*, int64_t);
+
+// AVX-512 versions of the float types: twice the lanes, twice the registers, so groups of
+// twice the tokens. Batched decode of an F32 model is compute bound from a few tokens on.
+#define SERVESCOPE_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+// GCC 12's own AVX-512 intrinsics (cvtph, reduce_add) start from _mm512_undefined values,
+// which its uninitialised-use warnings flag inside the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+constexpr int kLanes512 = 16;
+constexpr int kGroup512 = 8;
+
+// Weights 16 at a time as floats: F32 loads them, F16 converts them.
+template <bool Half>
+SERVESCOPE_AVX512 inline __m512 load16(const uint8_t* row, int64_t j) {
+  if constexpr (Half) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * j)));
+  } else {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + j);
+  }
+}
+
+template <bool Half>
+float weight_at(const uint8_t* row, int64_t k) {
+  if constexpr (Half) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * k, sizeof h);
+    return gguf::fp16_to_fp32(h);
+  } else {
+    float w;
+    std::memcpy(&w, row + 4 * k, sizeof w);
+    return w;
+  }
+}
+
+template <bool Half, int T>
+SERVESCOPE_AVX512 void dot_float_group_avx512(const uint8_t* row, const float* x, int64_t x_stride,
+                                              int64_t n, float* out, int64_t out_stride) {
+  __m512 even[T];  // elements 32i .. 32i+15
+  __m512 odd[T];   // elements 32i+16 .. 32i+31
+  for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 2 * kLanes512 <= n; j += 2 * kLanes512) {
+    const __m512 w0 = load16<Half>(row, j);
+    const __m512 w1 = load16<Half>(row, j + kLanes512);
+    for (int t = 0; t < T; ++t) {
+      const float* xt = x + t * x_stride + j;
+      even[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xt), even[t]);
+      odd[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xt + kLanes512), odd[t]);
+    }
+  }
+  if (j + kLanes512 <= n) {
+    const __m512 w0 = load16<Half>(row, j);
+    for (int t = 0; t < T; ++t) {
+      even[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + t * x_stride + j), even[t]);
+    }
+    j += kLanes512;
+  }
+  for (int t = 0; t < T; ++t) {
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(even[t], odd[t]));
+    for (int64_t k = j; k < n; ++k) sum += weight_at<Half>(row, k) * x[t * x_stride + k];
+    out[t * out_stride] = sum;
+  }
+}
+
+// Four rows against one token, each (row, token) sum exactly as dot_float_group_avx512 takes it.
+template <bool Half>
+SERVESCOPE_AVX512 void dot_float_4rows_avx512(const uint8_t* rows, uint64_t row_stride,
+                                              const float* x, int64_t n, float* out) {
+  constexpr int kRows = 4;
+  __m512 even[kRows];
+  __m512 odd[kRows];
+  for (int r = 0; r < kRows; ++r) even[r] = odd[r] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 2 * kLanes512 <= n; j += 2 * kLanes512) {
+    const __m512 x0 = _mm512_loadu_ps(x + j);
+    const __m512 x1 = _mm512_loadu_ps(x + j + kLanes512);
+    for (int r = 0; r < kRows; ++r) {
+      const uint8_t* row = rows + r * row_stride;
+      even[r] = _mm512_fmadd_ps(load16<Half>(row, j), x0, even[r]);
+      odd[r] = _mm512_fmadd_ps(load16<Half>(row, j + kLanes512), x1, odd[r]);
+    }
+  }
+  if (j + kLanes512 <= n) {
+    const __m512 x0 = _mm512_loadu_ps(x + j);
+    for (int r = 0; r < kRows; ++r) {
+      even[r] = _mm512_fmadd_ps(load16<Half>(rows + r * row_stride, j), x0, even[r]);
+    }
+    j += kLanes512;
+  }
+  for (int r = 0; r < kRows; ++r) {
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(even[r], odd[r]));
+    for (int64_t k = j; k < n; ++k) sum += weight_at<Half>(rows + r * row_stride, k) * x[k];
+    out[r] = sum;
+  }
+}
+
+#pragma GCC diagnostic pop
+
+// Groups of kGroup512 tokens row by row; the tokens left over, four rows at a time.
+template <bool Half>
+void dot_float_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                           int64_t x_stride, int64_t tokens, int64_t n, float* out,
+                           int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kGroup512 <= tokens; t += kGroup512) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      dot_float_group_avx512<Half, kGroup512>(rows + r * row_stride, x + t * x_stride, x_stride, n,
+                                              out + t * out_stride + r, out_stride);
+    }
+  }
+  for (; t < tokens; ++t) {
+    const float* xt = x + t * x_stride;
+    float* ot = out + t * out_stride;
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4)
+      dot_float_4rows_avx512<Half>(rows + r * row_stride, row_stride, xt, n, ot + r);
+    for (; r < n_rows; ++r)
+      dot_float_group_avx512<Half, 1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
+  }
+}
+
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return has;
+}
+
+// Groups of G tokens, then one at a time.
+template <int G, GroupKernel Group, GroupKernel Single>
+void dot_tokens_in_groups(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
+                          int64_t n, float* out, int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + G <= tokens; t += G) {
+    Group(row, x + t * x_stride, x_stride, n, out + t * out_stride, out_stride);
+  }
+  for (; t < tokens; ++t) Single(row, x + t * x_stride, x_stride, n, out + t * out_stride, 0);
+}
+
+// A group kernel for one token, as a RowDot.
+template <GroupKernel Single>
+float dot_one_token(const uint8_t* row, const float* x, int64_t n) {
+  float out;
+  Single(row, x, 0, n, &out, 0);
+  return out;
+}
+
 bool cpu_has_avx2() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           __builtin_cpu_supports("f16c");
@@ -224,39 +485,99 @@ bool cpu_has_avx2() {
 }
 #endif
 
+// Without AVX2: the one-token kernel per token (the row stays in cache between tokens).
+template <RowDot Dot>
+void dot_tokens_one_by_one(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
+                           int64_t n, float* out, int64_t out_stride) {
+  for (int64_t t = 0; t < tokens; ++t) out[t * out_stride] = Dot(row, x + t * x_stride, n);
+}
+
 // One kernel per type, chosen once for this CPU.
 struct RowDots {
   RowDot f32, f16, q8_0, q4_0;
 };
 
+struct RowDotsTokens {
+  RowDotTokens f32, f16, q8_0, q4_0;
+};
+
+const RowDotsTokens& row_dots_tokens() {
+  static const RowDotsTokens dots = [] {
+#ifdef SERVESCOPE_X86_SIMD
+    if (cpu_has_avx2()) {
+      RowDotsTokens avx2{dot_tokens_in_groups<kGroup, dot_f32_group<kGroup>, dot_f32_group<1>>,
+                         dot_tokens_in_groups<kGroup, dot_f16_group<kGroup>, dot_f16_group<1>>,
+                         dot_tokens_in_groups<kGroup, dot_quant_group<UnpackQ8_0, kGroup>,
+                                              dot_quant_group<UnpackQ8_0, 1>>,
+                         dot_tokens_in_groups<kGroup, dot_quant_group<UnpackQ4_0, kGroup>,
+                                              dot_quant_group<UnpackQ4_0, 1>>};
+      if (cpu_has_avx512()) {
+        avx2.f32 = dot_tokens_in_groups<kGroup512, dot_float_group_avx512<false, kGroup512>,
+                                        dot_float_group_avx512<false, 1>>;
+        avx2.f16 = dot_tokens_in_groups<kGroup512, dot_float_group_avx512<true, kGroup512>,
+                                        dot_float_group_avx512<true, 1>>;
+      }
+      return avx2;
+    }
+#endif
+    return RowDotsTokens{dot_tokens_one_by_one<dot_f32>, dot_tokens_one_by_one<dot_f16>,
+                         dot_tokens_one_by_one<dot_q8_0>, dot_tokens_one_by_one<dot_q4_0>};
+  }();
+  return dots;
+}
+
 const RowDots& row_dots() {
   static const RowDots dots = [] {
 #ifdef SERVESCOPE_X86_SIMD
-    if (cpu_has_avx2()) return RowDots{dot_f32, dot_f16_avx2, dot_q8_0_avx2, dot_q4_0_avx2};
+    if (cpu_has_avx2()) {
+      return RowDots{dot_f32, dot_one_token<dot_f16_group<1>>,
+                     dot_one_token<dot_quant_group<UnpackQ8_0, 1>>,
+                     dot_one_token<dot_quant_group<UnpackQ4_0, 1>>};
+    }
 #endif
     return RowDots{dot_f32, dot_f16, dot_q8_0, dot_q4_0};
   }();
   return dots;
 }
 
-}  // namespace
-
-RowDot row_dot_for(gguf::GgmlType type) {
-  const RowDots& dots = row_dots();
+// The kernel of `type` from a table of kernels (RowDots or RowDotsTokens).
+template <class Kernels>
+auto kernel_for(const Kernels& kernels, gguf::GgmlType type) {
   switch (type) {
     case gguf::GgmlType::F32:
-      return dots.f32;
+      return kernels.f32;
     case gguf::GgmlType::F16:
-      return dots.f16;
+      return kernels.f16;
     case gguf::GgmlType::Q8_0:
-      return dots.q8_0;
+      return kernels.q8_0;
     case gguf::GgmlType::Q4_0:
-      return dots.q4_0;
+      return kernels.q4_0;
     default:
       break;
   }
   // Weights are checked at load time, so another type here is a programming error.
   std::abort();
+}
+
+}  // namespace
+
+RowDot row_dot_for(gguf::GgmlType type) { return kernel_for(row_dots(), type); }
+
+RowDotTokens row_dot_tokens_for(gguf::GgmlType type) { return kernel_for(row_dots_tokens(), type); }
+
+RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
+#ifdef SERVESCOPE_X86_SIMD
+  if (cpu_has_avx512()) {
+    if (type == gguf::GgmlType::F32) return dot_float_rows_avx512<false>;
+    if (type == gguf::GgmlType::F16) return dot_float_rows_avx512<true>;
+  }
+  if (cpu_has_avx2()) {
+    if (type == gguf::GgmlType::Q8_0) return dot_quant_rows<UnpackQ8_0>;
+    if (type == gguf::GgmlType::Q4_0) return dot_quant_rows<UnpackQ4_0>;
+  }
+#endif
+  (void)type;
+  return nullptr;
 }
 
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {

@@ -14,6 +14,24 @@ using RowDot = float (*)(const uint8_t* row, const float* x, int64_t n);
 // The kernel for `type` (F32, F16, Q8_0, Q4_0) on this CPU: picked once per product, not per row.
 RowDot row_dot_for(gguf::GgmlType type);
 
+// One weight row against several tokens: out[t * out_stride] = sum_j W[j] * x[t * x_stride + j]
+// for t < tokens. The row is read from memory once for all tokens (a decode step of a batch);
+// every token's sum is taken in the same order whatever `tokens` is, so a token's result does
+// not depend on the batch it is in.
+using RowDotTokens = void (*)(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
+                              int64_t n, float* out, int64_t out_stride);
+RowDotTokens row_dot_tokens_for(gguf::GgmlType type);
+
+// The same over rows [0, n_rows) of a matrix (row r at rows + r * row_stride; its results at
+// out[t * out_stride + r]), for kernels that gain from taking several rows at once: a lone
+// token streams four rows side by side, which keeps more memory reads in flight. Each (row,
+// token) sum is taken exactly as row_dot_tokens_for's kernel takes it. Null where the type has
+// no such kernel on this CPU (then call the row kernel per row).
+using RowsDotTokens = void (*)(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
+                               const float* x, int64_t x_stride, int64_t tokens, int64_t n,
+                               float* out, int64_t out_stride);
+RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type);
+
 // gguf::dequantize_row, with the hardware's half-precision conversion where it has one (the
 // CPU reads F16 KV-cache rows this way in every decode step).
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n);

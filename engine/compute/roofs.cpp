@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "engine/compute/cpu_backend.h"
 #include "engine/compute/devices.h"
 #include "engine/compute/vulkan/device_probe.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
@@ -17,7 +18,7 @@ namespace servescope::compute {
 namespace {
 
 // Part of the cache file name: a changed measurement must not read an old one's numbers.
-constexpr int kRoofsVersion = 1;
+constexpr int kRoofsVersion = 2;  // 2: the CPU's roofs depend on its thread count
 constexpr int kRuns = 3;
 // Each timed run of the bandwidth probe streams at least this much (repeating the product on
 // small working sets), so that the timer and the submission are a small part of it.
@@ -120,8 +121,10 @@ std::optional<std::filesystem::path> cache_file_of(Backend& backend) {
           std::to_string(vk->device().driver_version);
   } else {
     const CpuDescription cpu = describe_cpu();
+    const auto* threaded = dynamic_cast<const CpuBackend*>(&backend);
     key = "cpu-" + file_safe(cpu.model_name) + "-" + std::to_string(cpu.cores) + "-" +
-          std::to_string(cpu.last_level_cache_bytes());
+          std::to_string(cpu.last_level_cache_bytes()) + "-threads" +
+          std::to_string(threaded != nullptr ? threaded->threads() : 1);
   }
   return *dir / ("roofs-v" + std::to_string(kRoofsVersion) + "-" + key + ".txt");
 }

@@ -150,7 +150,7 @@ struct StepPart {
 
 // Four sequences (rotations of the golden tokens) whose slots are scattered over one shared
 // pool, run in three steps that mix prefill chunks and decode tokens. Each step equals the
-// CPU backend (1e-3) and, row for row, each of its sequences run alone on Vulkan (1e-4).
+// CPU backend (1e-3; 1e-2 with an F16 cache) and, row for row, each of its sequences run alone on Vulkan (1e-4).
 TEST_P(VulkanModel, RaggedBatchMatchesCpuAndEachSequenceAlone) {
   using model::LogitRows;
   const Golden golden = read_golden(GetParam());
@@ -209,7 +209,10 @@ TEST_P(VulkanModel, RaggedBatchMatchesCpuAndEachSequenceAlone) {
       EXPECT_EQ(vk_backend_->last_step_timings().submits, 1u) << "step " << step;
       ASSERT_EQ(actual.size(), expected.size());
       const float vs_cpu = max_abs_difference(actual, expected);
-      EXPECT_LT(vs_cpu, 1e-3f) << "step " << step;
+      // An F16 cache rounds each key and value to 11 bits: where the two backends' float32 sums
+      // differ in the last bit, a cached element can round the other way (a 2^-11 relative
+      // step) and move a logit by a few 1e-3 on these random-weight models.
+      EXPECT_LT(vs_cpu, kv_type == gguf::GgmlType::F16 ? 1e-2f : 1e-3f) << "step " << step;
 
       size_t row = 0;  // of `actual`
       float worst_alone = 0.0f;

@@ -1,0 +1,245 @@
+// The CPU backend's thread pool and its threaded, batched matrix products: every index covered
+// once, errors carried back to the caller, and products that do not depend on the thread count
+// or on how many tokens share a weight read, checked against a double-precision reference of
+// the dequantised weights.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/compute/cpu_backend.h"
+#include "engine/compute/cpu_thread_pool.h"
+#include "engine/core/error.h"
+
+namespace servescope::compute {
+namespace {
+
+using gguf::GgmlType;
+
+TEST(CpuThreadPool, CoversEveryIndexOnceForOddCountsAndGrains) {
+  for (const int threads : {1, 2, 3}) {
+    CpuThreadPool pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    for (const int64_t count : {1, 2, 7, 31, 257, 1001}) {
+      for (const int64_t grain : {1, 3, 64}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+        std::atomic<bool> bad_thread{false};
+        pool.parallel_for(count, grain, [&](int64_t begin, int64_t end, int thread) {
+          if (thread < 0 || thread >= threads) bad_thread = true;
+          for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)]++;
+        });
+        for (int64_t i = 0; i < count; ++i) {
+          ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1)
+              << "threads " << threads << " count " << count << " grain " << grain << " i " << i;
+        }
+        EXPECT_FALSE(bad_thread);
+      }
+    }
+  }
+}
+
+TEST(CpuThreadPool, RangesAreWholeGrainsExceptTheLast) {
+  CpuThreadPool pool(3);
+  std::atomic<bool> split_a_grain{false};
+  pool.parallel_for(1000, 16, [&](int64_t begin, int64_t end, int) {
+    if (begin % 16 != 0 || (end != 1000 && end % 16 != 0)) split_a_grain = true;
+  });
+  EXPECT_FALSE(split_a_grain);
+}
+
+TEST(CpuThreadPool, RethrowsTheFirstErrorAfterEveryRangeFinished) {
+  CpuThreadPool pool(2);
+  std::atomic<int64_t> covered{0};
+  EXPECT_THROW(pool.parallel_for(100, 1,
+                                 [&](int64_t begin, int64_t end, int) {
+                                   covered += end - begin;
+                                   if (begin == 0) throw InputError("range 0 failed");
+                                 }),
+               InputError);
+  EXPECT_EQ(covered.load(), 100);
+  // The pool stays usable after an error.
+  std::atomic<int64_t> sum{0};
+  pool.parallel_for(100, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) sum += i;
+  });
+  EXPECT_EQ(sum.load(), 4950);
+}
+
+TEST(CpuThreadPool, ManyShortJobsInARow) {
+  CpuThreadPool pool(2);
+  int64_t total = 0;
+  for (int job = 0; job < 20000; ++job) {
+    std::atomic<int64_t> sum{0};
+    pool.parallel_for(8, 1, [&](int64_t begin, int64_t end, int) { sum += end - begin; });
+    total += sum.load();
+  }
+  EXPECT_EQ(total, 20000 * 8);
+}
+
+TEST(CpuThreadPool, RejectsZeroThreads) {
+  EXPECT_THROW(CpuThreadPool(0), InputError);
+  EXPECT_THROW(CpuBackend(-1), InputError);
+  EXPECT_GE(CpuThreadPool::default_threads(), 1);
+}
+
+// Random weights [rows x cols] of `type`, as stored, and the float values they decode to.
+struct Weights {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+
+Weights random_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  std::vector<float> source(static_cast<size_t>(rows * cols));
+  for (float& v : source) v = normal(rng);
+  Weights w;
+  const uint64_t stride = gguf::row_bytes(type, cols);
+  w.bytes.resize(stride * static_cast<uint64_t>(rows));
+  w.values.resize(source.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    gguf::quantize_row(type, source.data() + r * cols, w.bytes.data() + r * stride, cols);
+    gguf::dequantize_row(type, w.bytes.data() + r * stride, w.values.data() + r * cols, cols);
+  }
+  return w;
+}
+
+std::vector<float> product(int threads, GgmlType type, const Weights& w, int64_t rows, int64_t cols,
+                           const std::vector<float>& x, int64_t tokens,
+                           bool quantised_activations = false) {
+  CpuBackend backend(threads, quantised_activations);
+  const WeightMatrix matrix = backend.upload_matrix(type, rows, cols, w.bytes);
+  Tensor in = backend.create_tensor(tokens, cols, BufferPurpose::kActivations);
+  backend.write(in, std::span<const float>(x.data(), static_cast<size_t>(tokens * cols)));
+  Tensor out = backend.create_tensor(tokens, rows, BufferPurpose::kActivations);
+  backend.matmul(in, matrix, nullptr, out);
+  return backend.read(out);
+}
+
+// Every result against a double-precision product of the decoded weights and `x`: float32
+// summation of `cols` terms stays within a few ulps of the sum of the terms' magnitudes.
+template <class X>
+void expect_near_double_reference(const std::vector<float>& result, const Weights& w, int64_t rows,
+                                  int64_t cols, const std::vector<X>& x, int64_t tokens) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = 0.0;
+      double magnitude = 0.0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double term = double(w.values[static_cast<size_t>(r * cols + c)]) *
+                            double(x[static_cast<size_t>(t * cols + c)]);
+        exact += term;
+        magnitude += std::abs(term);
+      }
+      ASSERT_NEAR(result[static_cast<size_t>(t * rows + r)], exact, 1e-5 * magnitude + 1e-6)
+          << "tokens " << tokens << " token " << t << " row " << r;
+    }
+  }
+}
+
+class CpuThreadedMatmul : public ::testing::TestWithParam<GgmlType> {};
+
+// Odd row counts, a column count with a tail past the last 16 (F32/F16), and token counts on
+// both sides of every group size and of the switch to BLAS tiles (32 tokens).
+TEST_P(CpuThreadedMatmul, SameForOneTwoThreeThreadsAndMatchesDoubleReference) {
+  const GgmlType type = GetParam();
+  const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+  const int64_t rows = 203;
+  const int64_t cols = blocks ? 320 : 328;
+  const Weights w = random_weights(type, rows, cols, 7);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(40 * cols));
+  for (float& v : x) v = normal(rng);
+  for (const int64_t tokens : {1, 2, 3, 4, 5, 8, 9, 31, 32, 33, 40}) {
+    const std::vector<float> one = product(1, type, w, rows, cols, x, tokens);
+    for (const int threads : {2, 3}) {
+      // Rows are split between threads, never a row's sum: bit-exact.
+      EXPECT_EQ(product(threads, type, w, rows, cols, x, tokens), one)
+          << "tokens " << tokens << " threads " << threads;
+    }
+    expect_near_double_reference(one, w, rows, cols, x, tokens);
+  }
+}
+
+// A token's result does not depend on how many other tokens share the weight read (up to the
+// BLAS switch: 16 tokens for F32/F16, 32 for the block types): batched decode gives each
+// sequence what decoding it alone gives.
+TEST_P(CpuThreadedMatmul, BatchedRowsEqualTheSingleTokenProduct) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 97;
+  const int64_t cols = 256;
+  const Weights w = random_weights(type, rows, cols, 3);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t tokens = type == GgmlType::F32 || type == GgmlType::F16 ? 16 : 32;
+  std::vector<float> x(static_cast<size_t>(tokens * cols));
+  for (float& v : x) v = normal(rng);
+  const std::vector<float> batched = product(2, type, w, rows, cols, x, tokens);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const std::vector<float> token(x.begin() + t * cols, x.begin() + (t + 1) * cols);
+    const std::vector<float> alone = product(2, type, w, rows, cols, token, 1);
+    const std::vector<float> in_batch(batched.begin() + t * rows, batched.begin() + (t + 1) * rows);
+    EXPECT_EQ(in_batch, alone) << "token " << t;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CpuThreadedMatmul,
+                         ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::Q8_0,
+                                           GgmlType::Q4_0),
+                         [](const auto& param_info) {
+                           return std::string(gguf::type_name(param_info.param));
+                         });
+
+// The activations as the integer path sees them: per block of 32, d = max|x| / 127 and
+// q = round(x / d), written from the formula (not through quantize_activations).
+std::vector<double> activations_as_int8(const std::vector<float>& x) {
+  std::vector<double> out(x.size());
+  for (size_t b = 0; b < x.size(); b += 32) {
+    double amax = 0.0;
+    for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::abs(double(x[b + j])));
+    const float d = static_cast<float>(amax) / 127.0f;
+    for (size_t j = 0; j < 32; ++j) {
+      out[b + j] = d == 0.0f ? 0.0 : double(d) * std::nearbyint(x[b + j] * (1.0f / d));
+    }
+  }
+  return out;
+}
+
+class CpuInt8Matmul : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(CpuInt8Matmul, MatchesDoubleReferenceOfQuantisedActivationsForAnyThreadsAndBatch) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 131;
+  const int64_t cols = 288;
+  const Weights w = random_weights(type, rows, cols, 17);
+  std::mt19937 rng(19);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(40 * cols));
+  for (float& v : x) v = normal(rng);
+  const std::vector<double> xq = activations_as_int8(x);
+  const std::vector<float> all = product(1, type, w, rows, cols, x, 40, true);
+  for (const int64_t tokens : {1, 3, 4, 5, 9, 33, 40}) {
+    const std::vector<float> one = product(1, type, w, rows, cols, x, tokens, true);
+    EXPECT_EQ(std::vector<float>(all.begin(), all.begin() + tokens * rows), one)
+        << "a token's result depends on its batch; tokens " << tokens;
+    for (const int threads : {2, 3}) {
+      EXPECT_EQ(product(threads, type, w, rows, cols, x, tokens, true), one)
+          << "tokens " << tokens << " threads " << threads;
+    }
+  }
+  // Integer block sums are exact; the float scaling and the sum over blocks round.
+  expect_near_double_reference(all, w, rows, cols, xq, 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul, ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+                         [](const auto& param_info) {
+                           return std::string(gguf::type_name(param_info.param));
+                         });
+
+}  // namespace
+}  // namespace servescope::compute
