@@ -1,10 +1,14 @@
 #include "app/cli/command_support.h"
 
+#include <unistd.h>
+
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 
 #include "app/cli/commands.h"
@@ -75,5 +79,40 @@ json float_array(const float* values, size_t n) {
 }
 
 json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+// "f32", "f16", "q8_0": the KV type names as the command line spells them.
+std::string kv_type_label(serving::KvType type) {
+  std::string label(serving::kv_type_name(type));
+  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return label;
+}
+
+// Progress on stderr: "evaluate: q8_0 381/1530 positions, perplexity 7.9, mean KL 0.004".
+// On a terminal the line is rewritten in place and ends when a variant is done.
+eval::ProgressCallback stderr_eval_progress() {
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  return [terminal](const eval::EvalProgress& p) {
+    const bool last = p.positions_done == p.positions_total;
+    std::cerr << (terminal ? "\r\033[K" : "") << "evaluate: " << p.variant << " "
+              << p.positions_done << "/" << p.positions_total << " positions, perplexity "
+              << p.perplexity;
+    if (p.vs_baseline.positions > 0) std::cerr << ", mean KL " << p.vs_baseline.mean_kl;
+    std::cerr << (terminal && !last ? "" : "\n") << std::flush;
+  };
+}
+
+json layer_errors_json(const std::vector<eval::LayerError>& layers) {
+  json array = json::array();
+  for (const eval::LayerError& l : layers) {
+    array.push_back({{"layer", l.layer},
+                     {"tensors", l.tensors},
+                     {"elements", l.elements},
+                     {"rmse", l.rmse},
+                     {"max_abs_error", l.max_abs_error},
+                     {"relative_error", l.relative_error},
+                     {"sqnr_db", finite_or_null(l.sqnr_db)}});
+  }
+  return array;
+}
 
 }  // namespace servescope::cli

@@ -1,6 +1,7 @@
 // What the subcommands of servescope-cli share: the common options, opening the model on the
-// chosen backend and device, the prompt and text options, and JSON number formatting. Each
-// subcommand's run function is declared here and registered in commands.cpp.
+// chosen backend and device, the prompt and text options, JSON number formatting and the
+// progress lines on stderr. Each subcommand lives in app/cli/<name>_command.cpp; its run function
+// is declared here and registered in commands.cpp.
 #pragma once
 
 #include <iosfwd>
@@ -11,7 +12,10 @@
 
 #include "app/cli/cli_options.h"
 #include "engine/compute/backend.h"
+#include "engine/eval/evaluator.h"
+#include "engine/eval/tensor_error.h"
 #include "engine/model/model.h"
+#include "engine/serving/kv_block_pool.h"
 
 namespace servescope::cli {
 
@@ -39,7 +43,26 @@ nlohmann::json float_array(const float* values, size_t n);
 // JSON has no infinity; an exact tensor's SQNR is written as null.
 nlohmann::json finite_or_null(double value);
 
-// Subcommands with a file of their own (app/cli/<name>_command.cpp).
+// "f32", "f16", "q8_0": the KV type names as the command line spells them.
+std::string kv_type_label(serving::KvType type);
+
+// Progress on stderr: "evaluate: q8_0 381/1530 positions, perplexity 7.9, mean KL 0.004".
+// On a terminal the line is rewritten in place and ends when a variant is done.
+eval::ProgressCallback stderr_eval_progress();
+
+// Per-layer weight error as weight-error and quant-report write it.
+nlohmann::json layer_errors_json(const std::vector<eval::LayerError>& layers);
+
+// The subcommands, one file each (app/cli/<name>_command.cpp).
+int run_info(const std::vector<std::string>& args, std::ostream& out);
+int run_tokenize(const std::vector<std::string>& args, std::ostream& out);
+int run_logits(const std::vector<std::string>& args, std::ostream& out);
+int run_generate(const std::vector<std::string>& args, std::ostream& out);
+int run_quantize(const std::vector<std::string>& args, std::ostream& out);
+int run_perplexity(const std::vector<std::string>& args, std::ostream& out);
+int run_weight_error(const std::vector<std::string>& args, std::ostream& out);
+int run_quant_report(const std::vector<std::string>& args, std::ostream& out);
+int run_bench(const std::vector<std::string>& args, std::ostream& out);
 int run_attention(const std::vector<std::string>& args, std::ostream& out);
 int run_devices(const std::vector<std::string>& args, std::ostream& out);
 int run_kv_error(const std::vector<std::string>& args, std::ostream& out);

@@ -16,7 +16,8 @@ void print_help(std::ostream& out) {
     out << "  " << command.name << "  " << command.summary << "\n";
   }
   out << "\noptions for every subcommand:\n"
-         "  --model PATH       GGUF model (default: " << servescope::cli::default_model_path()
+         "  --model PATH       GGUF model (default: "
+      << servescope::cli::default_model_path()
       << ")\n"
          "  --backend cpu|vulkan\n"
          "  --device N         Vulkan device index\n";
