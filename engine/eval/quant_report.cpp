@@ -41,7 +41,7 @@ struct TimedVariant {
 // alike and the speed-ups stay comparable.
 void measure_speeds(const std::vector<TimedVariant>& variants, const QuantReportOptions& options) {
   if (variants.empty()) return;
-  serving::GenerationRequest request;
+  serving::EngineRequest request;
   const int64_t context = variants.front().model->config.context_length;
   const int64_t longest_prompt = context - options.timing_decode_tokens;
   request.prompt_ids = text_prompt(

@@ -185,5 +185,54 @@ TEST(LoadGenerator, RunServesEveryRequest) {
   }
 }
 
+// Static batching through the engine on the wall clock. Not a timing assertion: the engine may
+// not start a batch before it is due, so a request that waits for the batch waits at least the
+// wait, however fast or slow the machine is.
+TEST(LoadGenerator, StaticBatchingHoldsRequestsUntilTheBatchIsDue) {
+  auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
+                             compute::BackendKind::kCpu);
+  WorkloadSpec spec = small_spec();
+  spec.clients = 3;  // fewer than the batch: it never fills, it goes when due
+  const std::vector<SimulatedRequest> requests = make_workload(spec);
+  EngineConfig config{.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8};
+  config.batching = BatchingPolicy::kStatic;
+  config.batch_wait_ms = 30.0;
+  const LoadResult result =
+      run_load(*m->transformer, model::summarize_weights(m->file).bytes, config, requests);
+  ASSERT_EQ(result.requests.size(), 3u);
+  ASSERT_FALSE(result.steps.empty());
+  EXPECT_EQ(result.steps.front().admitted.size(), 3u);  // one batch, all of them
+  for (const telemetry::RequestRecord& r : result.requests) {
+    EXPECT_GE(r.first_scheduled_ms - r.arrival_ms, 30.0) << "request " << r.request_id;
+    EXPECT_GE(telemetry::time_to_first_token_ms(r), 30.0);
+  }
+}
+
+TEST(LoadGenerator, StaticBatchingAdmitsTheNextBatchOnlyWhenTheLastHasFinished) {
+  auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
+                             compute::BackendKind::kCpu);
+  const std::vector<SimulatedRequest> requests = make_workload(small_spec());  // 6 at t = 0
+  EngineConfig config{.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8};
+  config.batching = BatchingPolicy::kStatic;
+  config.batch_wait_ms = 1000.0;  // the first batch is full at once; no run waits this long
+  const LoadResult result =
+      run_load(*m->transformer, model::summarize_weights(m->file).bytes, config, requests);
+  ASSERT_EQ(result.requests.size(), 6u);
+  int64_t running = 0;
+  std::vector<size_t> batch_sizes;
+  for (const telemetry::StepRecord& step : result.steps) {
+    if (!step.admitted.empty()) {
+      EXPECT_EQ(running, 0) << "step " << step.step_index << " admitted into a running batch";
+      batch_sizes.push_back(step.admitted.size());
+    }
+    running += static_cast<int64_t>(step.admitted.size()) -
+               static_cast<int64_t>(step.finished.size() + step.preempted.size());
+  }
+  EXPECT_EQ(batch_sizes, (std::vector<size_t>{4, 2}));
+  int64_t asked = 0;
+  for (const SimulatedRequest& r : requests) asked += r.max_tokens;
+  EXPECT_EQ(result.summary.output_tokens, asked);
+}
+
 }  // namespace
 }  // namespace servescope::serving
