@@ -161,6 +161,7 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
   if (s.decode_only_steps > 0) {
     s.mean_decode_step_ms = decode_step_ms / static_cast<double>(s.decode_only_steps);
   }
+  s.busy_s = step_ms / 1000.0;
   if (step_ms > 0.0) {
     s.achieved_gb_per_s = bytes / (step_ms * 1e-3) / 1e9;
     s.achieved_gflop_per_s = flops / (step_ms * 1e-3) / 1e9;

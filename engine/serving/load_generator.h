@@ -64,6 +64,7 @@ struct LoadSummary {
   uint64_t kv_peak_bytes = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
+  double busy_s = 0.0;  // inside engine steps; wall_s - busy_s: idle or collecting a batch
   double mean_step_ms = 0.0;
   int64_t decode_only_steps = 0;          // steps without prefill tokens
   double mean_decode_step_ms = 0.0;       // their mean: the time of one batched decode

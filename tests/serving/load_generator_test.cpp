@@ -135,6 +135,7 @@ TEST(LoadGenerator, SummaryOfKnownRecords) {
   EXPECT_EQ(s.preemptions, 1);
   EXPECT_EQ(s.steps, 2);
   EXPECT_DOUBLE_EQ(s.mean_step_ms, 20.0);
+  EXPECT_DOUBLE_EQ(s.busy_s, 0.04);
   EXPECT_EQ(s.decode_only_steps, 1);
   EXPECT_DOUBLE_EQ(s.mean_decode_step_ms, 30.0);
   EXPECT_DOUBLE_EQ(s.achieved_gb_per_s, 0.1);     // 4 MB in 40 ms
