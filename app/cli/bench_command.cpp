@@ -2,10 +2,12 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 
 #include "app/cli/command_support.h"
 #include "app/common/data_files.h"
@@ -69,6 +71,20 @@ serving::EngineConfig engine_config(const Options& options, const model::Model& 
   config.token_budget = positive_option(options, "token-budget", config.token_budget);
   config.kv_type = kv_type_option(options);
   config.block_size = positive_option(options, "block-size", config.block_size);
+  const std::string policy = options.get_or("policy", "continuous");
+  if (policy != "continuous" && policy != "static") {
+    throw UsageError("--policy needs continuous or static, got '" + policy + "'");
+  }
+  config.batching = serving::parse_batching_policy(policy);
+  if (options.has("batch-wait-ms")) {
+    if (config.batching != serving::BatchingPolicy::kStatic) {
+      throw UsageError("--batch-wait-ms needs --policy static (continuous batching never waits)");
+    }
+    config.batch_wait_ms = options.get_double("batch-wait-ms", 0.0);
+    if (!(config.batch_wait_ms >= 0.0) || std::isinf(config.batch_wait_ms)) {
+      throw UsageError("--batch-wait-ms needs a wait of 0 or more milliseconds");
+    }
+  }
   if (options.has("kv-blocks")) config.kv_blocks = positive_option(options, "kv-blocks", 1);
   if (options.has("kv-bytes")) {
     const serving::KvLayout layout =
@@ -169,16 +185,19 @@ json engine_json(const serving::EngineConfig& config, const model::Model& m) {
   return {{"kv_type", kv_type_label(config.kv_type)},
           {"block_size", config.block_size},
           {"kv_blocks", serving::kv_block_count(config, m.config)},
-          {"token_budget", serving::scheduler_config(config, m.config).token_budget}};
+          {"token_budget", serving::scheduler_config(config, m.config).token_budget},
+          {"policy", serving::batching_policy_name(config.batching)},
+          {"batch_wait_ms", config.batch_wait_ms}};
 }
 
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, with_common({{"clients", "rate", "prompt-tokens", "output-tokens",
-                                            "max-batch", "token-budget", "kv-type", "kv-blocks",
-                                            "kv-bytes", "block-size", "seed", "sweep-max"},
-                                           {"sweep"}}));
+  const Options options(
+      args, with_common({{"clients", "rate", "prompt-tokens", "output-tokens", "max-batch",
+                          "token-budget", "kv-type", "kv-blocks", "kv-bytes", "block-size", "seed",
+                          "sweep-max", "policy", "batch-wait-ms", "price-per-hour"},
+                         {"sweep"}}));
   if (options.has("sweep") && (options.has("max-batch") || options.has("clients"))) {
     throw UsageError(
         "--sweep sets the max batch size and the clients itself; drop --max-batch "
@@ -187,6 +206,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
   if (options.has("sweep-max") && !options.has("sweep")) {
     throw UsageError("--sweep-max needs --sweep");
   }
+  const std::optional<double> price = price_per_hour_option(options);
   const auto m = open_model(options);
   serving::WorkloadSpec spec = workload_spec(options, *m);
   json doc = {{"model", m->file.name()},
@@ -202,7 +222,10 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
     doc["max_batch"] = config.max_batch_size;
     doc["clients"] = spec.clients;
     doc["engine"] = engine_json(config, *m);
-    doc.update(load_summary_json(run_bench_once(*m, config, spec, "")));
+    const serving::LoadSummary s = run_bench_once(*m, config, spec, "");
+    doc.update(load_summary_json(s));
+    doc["latency"] = latency_json(s, load_description(spec, config));
+    doc["cost"] = cost_json(serving::request_cost(s, price));
     out << doc.dump(2) << "\n";
     return 0;
   }
@@ -229,7 +252,9 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
                      {"tpot_ms", percentiles_json(s.tpot_ms)},
                      {"kv_peak_blocks", s.kv_peak_blocks},
                      {"preemptions", s.preemptions},
-                     {"steps", s.steps}});
+                     {"steps", s.steps},
+                     {"latency", latency_json(s, load_description(spec, config))},
+                     {"cost", cost_json(serving::request_cost(s, price))}});
     doc["engine"] = engine_json(config, *m);  // the last one: the largest KV default
   }
   doc["sweep"] = sweep;

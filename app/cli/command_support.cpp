@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <sstream>
 
 #include "app/cli/commands.h"
 #include "app/common/data_files.h"
@@ -113,6 +114,54 @@ json layer_errors_json(const std::vector<eval::LayerError>& layers) {
                      {"sqnr_db", finite_or_null(l.sqnr_db)}});
   }
   return array;
+}
+
+std::optional<double> price_per_hour_option(const Options& options) {
+  if (!options.has("price-per-hour")) return std::nullopt;
+  const double price = options.get_double("price-per-hour", 0.0);
+  if (!(price >= 0.0) || std::isinf(price)) {
+    throw UsageError("--price-per-hour needs a price of 0 or more (per device-hour)");
+  }
+  return price;
+}
+
+std::string load_description(const serving::WorkloadSpec& spec,
+                             const serving::EngineConfig& config) {
+  const auto range = [](const serving::LengthRange& r) {
+    return r.min == r.max ? std::to_string(r.min)
+                          : std::to_string(r.min) + ".." + std::to_string(r.max);
+  };
+  std::ostringstream text;
+  text << spec.clients << " clients ";
+  if (spec.rate_per_s > 0.0 && !std::isinf(spec.rate_per_s)) {
+    text << "arriving at " << spec.rate_per_s << " requests/s (Poisson)";
+  } else {
+    text << "all at t = 0";
+  }
+  text << ", prompts " << range(spec.prompt_tokens) << " tokens, " << range(spec.output_tokens)
+       << " output tokens, max batch " << config.max_batch_size << ", "
+       << serving::batching_policy_name(config.batching) << " batching";
+  if (config.batching == serving::BatchingPolicy::kStatic) {
+    text << " (wait up to " << config.batch_wait_ms << " ms)";
+  }
+  return text.str();
+}
+
+json latency_json(const serving::LoadSummary& summary, const std::string& load) {
+  return {{"load", load},
+          {"ttft_ms", {{"p50", summary.ttft_ms.p50}, {"p99", summary.ttft_ms.p99}}},
+          {"tpot_ms", {{"p50", summary.tpot_ms.p50}, {"p99", summary.tpot_ms.p99}}}};
+}
+
+json cost_json(const serving::RequestCost& cost) {
+  json doc = {{"device_seconds_per_request", cost.device_seconds_per_request},
+              {"busy_seconds_per_request", cost.busy_seconds_per_request}};
+  if (cost.price_per_hour) {
+    doc["price_per_hour"] = *cost.price_per_hour;
+    doc["price_per_request"] = *cost.price_per_request;
+    doc["price_per_million_output_tokens"] = *cost.price_per_million_output_tokens;
+  }
+  return doc;
 }
 
 }  // namespace servescope::cli

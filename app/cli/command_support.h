@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "engine/eval/tensor_error.h"
 #include "engine/model/model.h"
 #include "engine/serving/kv_block_pool.h"
+#include "engine/serving/load_generator.h"
+#include "engine/serving/request_cost.h"
 
 namespace servescope::cli {
 
@@ -52,6 +55,19 @@ eval::ProgressCallback stderr_eval_progress();
 
 // Per-layer weight error as weight-error and quant-report write it.
 nlohmann::json layer_errors_json(const std::vector<eval::LayerError>& layers);
+
+// --price-per-hour P (a finite number >= 0), or nullopt when not given.
+std::optional<double> price_per_hour_option(const Options& options);
+
+// The load a latency figure was measured under, in words: "8 clients all at t = 0, prompts
+// 32..64 tokens, 32..64 output tokens, max batch 8, continuous batching".
+std::string load_description(const serving::WorkloadSpec& spec,
+                             const serving::EngineConfig& config);
+// {"load": ..., "ttft_ms": {"p50", "p99"}, "tpot_ms": {"p50", "p99"}}.
+nlohmann::json latency_json(const serving::LoadSummary& summary, const std::string& load);
+// device_seconds_per_request, busy_seconds_per_request, and with a price: price_per_hour,
+// price_per_request, price_per_million_output_tokens.
+nlohmann::json cost_json(const serving::RequestCost& cost);
 
 // The subcommands, one file each (app/cli/<name>_command.cpp).
 int run_info(const std::vector<std::string>& args, std::ostream& out);

@@ -57,9 +57,11 @@ const std::vector<Subcommand>& subcommands() {
       {"bench",
        "[--clients N] [--rate R] [--prompt-tokens MIN:MAX] [--output-tokens MIN:MAX] "
        "[--max-batch N] [--token-budget N] [--kv-type f32|f16|q8_0] [--kv-blocks N | --kv-bytes "
-       "B] [--block-size N] [--seed S] [--sweep [--sweep-max N]]: simulated clients through the "
-       "batching engine; throughput, TTFT/TPOT percentiles, occupancy, KV peak, preemptions "
-       "(--sweep: per max batch size 1..32)",
+       "B] [--block-size N] [--seed S] [--policy continuous|static [--batch-wait-ms W]] "
+       "[--price-per-hour P] [--sweep [--sweep-max N]]: simulated clients through the batching "
+       "engine; throughput, TTFT/TPOT percentiles, occupancy, KV peak, preemptions, cost per "
+       "request (--sweep: per max batch size 1..32; --policy static: collect a batch until full "
+       "or W ms, run it to the end)",
        run_bench},
   };
   return all;
