@@ -47,8 +47,9 @@ const std::vector<Subcommand>& subcommands() {
        run_weight_error},
       {"quant-report",
        "[--types f32,f16,q8_0,q4_0] [--kv-types f32,f16,q8_0] [--text-file PATH] "
-       "[--max-chunks N] [--max-kl X] [--min-speedup X] [--greedy-tokens N]: quality, memory "
-       "and speed of each weight type and KV cache type against F32, with a verdict",
+       "[--max-chunks N] [--max-kl X] [--max-tpot-ms Y] [--min-speedup Z] [--greedy-tokens N] "
+       "[--price-per-hour P]: quality, memory, speed, latency and cost per request under a "
+       "fixed load of each weight type and KV cache type against F32, with a verdict per limit",
        run_quant_report},
       {"kv-error",
        "--kv-type f16|q8_0 (--prompt T | --text-file PATH): per layer, RMSE, max error and "

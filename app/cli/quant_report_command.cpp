@@ -23,7 +23,15 @@ json quality_json(const eval::VariantQuality& q) {
           {"top1_agreement", q.vs_baseline.top1_agreement}};
 }
 
-json variant_json(const eval::VariantReport& v) {
+json verdict_json(const eval::Verdict& verdict) {
+  json checks = json::array();
+  for (const eval::LimitCheck& c : verdict.checks) {
+    checks.push_back({{"limit", c.limit}, {"passed", c.passed}, {"reason", c.reason}});
+  }
+  return {{"accepted", verdict.accepted}, {"checks", checks}, {"reasons", verdict.reasons}};
+}
+
+json variant_json(const eval::VariantReport& v, const std::string& load) {
   const json layers = layer_errors_json(v.weight_error);
   return {{"type", v.type},
           {"kv_type", v.kv_type},
@@ -39,15 +47,19 @@ json variant_json(const eval::VariantReport& v) {
           {"prefill_speedup", v.prefill_speedup},
           {"decode_speedup", v.decode_speedup},
           {"weight_error_by_layer", layers},
-          {"verdict", {{"accepted", v.verdict.accepted}, {"reasons", v.verdict.reasons}}}};
+          {"throughput_under_load_tokens_per_s", v.load.output_tokens_per_s},
+          {"latency", latency_json(v.load, load)},
+          {"cost", cost_json(v.cost)},
+          {"verdict", verdict_json(v.verdict)}};
 }
 
 }  // namespace
 
 int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, with_common({{"types", "text-file", "max-chunks", "max-kl",
-                                            "min-speedup", "greedy-tokens", "kv-types"},
-                                           {}}));
+  const Options options(args,
+                        with_common({{"types", "text-file", "max-chunks", "max-kl", "min-speedup",
+                                      "greedy-tokens", "kv-types", "max-tpot-ms", "price-per-hour"},
+                                     {}}));
   const std::string path = options.get_or("model", default_model_path());
   const auto m = open_model(options);  // the source: its tokenizer and backend choice
   eval::QuantReportOptions ro;
@@ -66,6 +78,12 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   ro.greedy_tokens = options.get_int("greedy-tokens", ro.greedy_tokens);
   ro.max_kl = options.get_double("max-kl", ro.max_kl);
   ro.min_speedup = options.get_double("min-speedup", ro.min_speedup);
+  ro.max_tpot_ms = options.get_double("max-tpot-ms", ro.max_tpot_ms);
+  if (!(ro.max_tpot_ms > 0.0)) throw UsageError("--max-tpot-ms needs a limit above 0 ms");
+  ro.price_per_hour = price_per_hour_option(options);
+  const std::string load =
+      load_description(eval::report_load(ro, static_cast<int32_t>(m->config.vocab_size)),
+                       eval::report_load_engine(ro, gguf::GgmlType::F32));
   const eval::QuantReport report = eval::run_quant_report(m->file, ro, stderr_eval_progress());
   if (report.positions < report.text_positions) {
     std::cerr << "quant-report: evaluated the first " << report.positions << " of "
@@ -74,15 +92,19 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   }
 
   json variants = json::array();
-  for (const eval::VariantReport& v : report.variants) variants.push_back(variant_json(v));
+  for (const eval::VariantReport& v : report.variants) variants.push_back(variant_json(v, load));
   out << json{{"model", path},
               {"backend", report.backend},
               {"text", options.get_or("text-file", app::bundled_eval_text_path().string())},
               {"positions", report.positions},
               {"text_positions", report.text_positions},
               {"kv_types", options.get_or("kv-types", "f32")},
-              {"limits", {{"max_kl", finite_or_null(ro.max_kl)}, {"min_speedup", ro.min_speedup}}},
-              {"baseline", variant_json(report.baseline)},
+              {"load", load},
+              {"limits",
+               {{"max_kl", finite_or_null(ro.max_kl)},
+                {"max_tpot_ms", finite_or_null(ro.max_tpot_ms)},
+                {"min_speedup", ro.min_speedup}}},
+              {"baseline", variant_json(report.baseline, load)},
               {"variants", variants}}
              .dump(2)
       << "\n";

@@ -1,6 +1,7 @@
 #include "engine/eval/quant_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "engine/core/error.h"
@@ -62,6 +63,20 @@ void measure_speeds(const std::vector<TimedVariant>& variants, const QuantReport
   }
 }
 
+// The report's fixed load (QuantReportOptions::load_*) on a variant: latency and cost per
+// request through the serving engine with the variant's KV type.
+void measure_under_load(const TimedVariant& v, const QuantReportOptions& options) {
+  const serving::EngineConfig config = report_load_engine(options, v.kv_type);
+  v.model->transformer->set_kv_type(v.kv_type);
+  const std::vector<serving::SimulatedRequest> requests = serving::make_workload(
+      report_load(options, static_cast<int32_t>(v.model->config.vocab_size)));
+  v.report->load =
+      serving::run_load(*v.model->transformer, model::summarize_weights(v.model->file).bytes,
+                        config, requests)
+          .summary;
+  v.report->cost = serving::request_cost(v.report->load, options.price_per_hour);
+}
+
 // Drops trailing chunks until the baseline's kept distributions fit in `budget` bytes (at
 // least one chunk stays).
 void cut_to_memory_budget(std::vector<std::vector<int32_t>>& chunks, int64_t vocab,
@@ -82,22 +97,58 @@ double ratio(double numerator, double denominator) {
 
 }  // namespace
 
+serving::WorkloadSpec report_load(const QuantReportOptions& options, int32_t vocab_size) {
+  serving::WorkloadSpec spec;
+  spec.clients = options.load_clients;
+  spec.prompt_tokens = {options.load_prompt_tokens, options.load_prompt_tokens};
+  spec.output_tokens = {options.load_output_tokens, options.load_output_tokens};
+  spec.text_ids = options.text_ids;
+  spec.vocab_size = vocab_size;
+  return spec;
+}
+
+serving::EngineConfig report_load_engine(const QuantReportOptions& options,
+                                         gguf::GgmlType kv_type) {
+  serving::EngineConfig config;
+  config.max_batch_size = options.load_max_batch;
+  config.kv_type = serving::kv_type_of(kv_type);
+  return config;
+}
+
 Verdict judge(const VariantReport& variant, const VariantReport& baseline,
               const QuantReportOptions& options) {
   Verdict verdict;
-  if (variant.quality.vs_baseline.mean_kl > options.max_kl) {
-    verdict.reasons.push_back("mean KL " + format_number(variant.quality.vs_baseline.mean_kl) +
-                              " exceeds --max-kl " + format_number(options.max_kl));
+  const auto check = [&](std::string limit, bool passed, std::string reason) {
+    if (!passed) verdict.reasons.push_back(reason);
+    verdict.checks.push_back({std::move(limit), passed, std::move(reason)});
+  };
+  if (std::isfinite(options.max_kl)) {
+    const double kl = variant.quality.vs_baseline.mean_kl;
+    const bool passed = kl <= options.max_kl;
+    check("max_kl", passed,
+          "mean KL " + format_number(kl) + (passed ? " is within" : " exceeds") + " --max-kl " +
+              format_number(options.max_kl));
   }
-  if (variant.decode_speedup < options.min_speedup) {
-    verdict.reasons.push_back("decode speed-up " + format_number(variant.decode_speedup) +
-                              "x is below --min-speedup " + format_number(options.min_speedup));
+  if (std::isfinite(options.max_tpot_ms)) {
+    const double tpot = variant.load.tpot_ms.p99;
+    const bool passed = tpot <= options.max_tpot_ms;
+    check("max_tpot_ms", passed,
+          "p99 TPOT under the load " + format_number(tpot) + " ms" +
+              (passed ? " is within" : " exceeds") + " --max-tpot-ms " +
+              format_number(options.max_tpot_ms));
   }
-  if (variant.memory_bytes >= baseline.memory_bytes) {
-    verdict.reasons.push_back("memory (weights + a full context's KV cache, " +
-                              std::to_string(variant.memory_bytes) +
-                              " bytes) is not smaller than the baseline's");
+  if (options.min_speedup > 0.0) {
+    const bool passed = variant.decode_speedup >= options.min_speedup;
+    check("min_speedup", passed,
+          "decode speed-up " + format_number(variant.decode_speedup) + "x" +
+              (passed ? " meets" : " is below") + " --min-speedup " +
+              format_number(options.min_speedup));
   }
+  const bool smaller = variant.memory_bytes < baseline.memory_bytes;
+  check("memory", smaller,
+        "memory (weights + a full context's KV cache, " + std::to_string(variant.memory_bytes) +
+            " bytes) is" + (smaller ? "" : " not") + " smaller than the baseline's (" +
+            std::to_string(baseline.memory_bytes) + ")");
   verdict.accepted = verdict.reasons.empty();
   return verdict;
 }
@@ -141,7 +192,7 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   report.baseline.quality = evaluator.run_baseline(*baseline_model->transformer, "f32");
   report.positions = evaluator.positions_total();
   report.text_positions = text_positions;
-  report.baseline.verdict = {true, {}};
+  report.baseline.verdict = {true, {}, {}};
 
   // Quality, one variant after another; every model stays loaded for the speed rounds.
   std::vector<std::unique_ptr<model::Model>> variant_models;
@@ -168,6 +219,7 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
     timed.push_back({runs[i].first, runs[i].second, &report.variants[i]});
   }
   measure_speeds(timed, options);
+  for (const TimedVariant& v : timed) measure_under_load(v, options);
 
   for (VariantReport& v : report.variants) {
     v.weight_bytes_ratio = ratio(static_cast<double>(v.weight_bytes),
