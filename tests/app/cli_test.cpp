@@ -265,6 +265,9 @@ TEST(Cli, BenchStaticPolicyReportsLatencyAndCostPerRequest) {
                    wall_s * 7.2 / 3600 / 20 * 1e6);
   EXPECT_LE(cost["busy_seconds_per_request"].get<double>(),
             cost["device_seconds_per_request"].get<double>());
+  EXPECT_DOUBLE_EQ(cost["busy_seconds_per_request"].get<double>(), doc["busy_s"].get<double>() / 4);
+  EXPECT_DOUBLE_EQ(doc["busy_throughput_tokens_per_s"].get<double>(),
+                   20 / doc["busy_s"].get<double>());
   const json plain = json::parse(
       cli("bench" + model("llama-f32.gguf") + " --clients 2 --prompt-tokens 4 --output-tokens 2")
           .out);
