@@ -136,7 +136,7 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
         {"prompt_ids", request.prompt_ids},
         {"generated_ids", result.generated_ids},
         {"text", text},
-        {"stop_reason", serving::finish_reason_name(result.finish_reason)},
+        {"finish_reason", serving::finish_reason_name(result.finish_reason)},
         {"backend", m->backend->name()},
         {"kv_type", kv_type_label(config.kv_type)},
         {"sampling", request.sampling.greedy ? json{{"greedy", true}}

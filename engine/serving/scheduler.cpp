@@ -278,13 +278,13 @@ void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> n
     if (!e.samples_next_token) continue;
     s.tokens.push_back(next_tokens[i]);
     if (s.first_token_step < 0) s.first_token_step = batch.step_index;
-    if (const FinishReason reason = stop_reason(s); reason != FinishReason::kNone) {
+    if (const FinishReason reason = finish_reason_now(s); reason != FinishReason::kNone) {
       retire(s, reason);
     }
   }
 }
 
-FinishReason Scheduler::stop_reason(const Sequence& s) const {
+FinishReason Scheduler::finish_reason_now(const Sequence& s) const {
   if (s.tokens.back() == s.stop_token) return FinishReason::kStopToken;
   if (s.output_length() >= s.max_tokens) return FinishReason::kMaxTokens;
   if (static_cast<int64_t>(s.tokens.size()) >= config_.context_length) {

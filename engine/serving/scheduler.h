@@ -160,7 +160,7 @@ class Scheduler {
   void add_to_batch(Sequence& s, int64_t count, StepBatch& batch);
   int64_t take_batch_slot();
   void release_batch_slot(Sequence& s);
-  FinishReason stop_reason(const Sequence& s) const;
+  FinishReason finish_reason_now(const Sequence& s) const;  // kNone: it goes on
   void retire(Sequence& s, FinishReason reason);
   Sequence& get(SequenceId id);
 

@@ -55,6 +55,7 @@ TEST(Cli, GenerateReproducesThePyTorchGreedyContinuation) {
       EXPECT_TRUE(doc.contains(key)) << key;
     }
     EXPECT_GT(doc["decode_tokens_per_s"].get<double>(), 0.0);
+    EXPECT_EQ(doc["finish_reason"], "max_tokens");  // --no-stop: it ran to --max-tokens
   }
 }
 
