@@ -209,13 +209,43 @@ TEST(LoadGenerator, StaticBatchingHoldsRequestsUntilTheBatchIsDue) {
   }
 }
 
+// The desktop application keeps one engine and changes the policy between runs.
+TEST(LoadGenerator, TheBatchingPolicyChangesBetweenRunsOfOneEngine) {
+  auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
+                             compute::BackendKind::kCpu);
+  Engine engine(*m->transformer, model::summarize_weights(m->file).bytes,
+                {.max_batch_size = 2, .kv_type = KvType::kF16, .block_size = 8});
+  EngineRequest request;
+  request.prompt_ids = {1, 2, 3};
+  request.max_tokens = 2;
+  engine.submit(request);
+  EXPECT_FALSE(engine.waiting_for_batch());  // continuous: runs at once
+  engine.run_until_idle();
+
+  engine.set_batching(BatchingPolicy::kStatic, 1e9);  // a batch of 2 that never fills in time
+  const double arrival_ms = engine.now_ms();
+  const SequenceId id = engine.submit(request, arrival_ms);
+  EXPECT_TRUE(engine.waiting_for_batch());
+  ASSERT_TRUE(engine.batch_due_ms().has_value());
+  EXPECT_DOUBLE_EQ(*engine.batch_due_ms(), arrival_ms + 1e9);
+  EXPECT_FALSE(engine.step());  // collecting: no step runs
+  EXPECT_FALSE(engine.is_finished(id));
+
+  engine.set_batching(BatchingPolicy::kStatic, 0.0);  // due at its arrival: goes now
+  EXPECT_FALSE(engine.waiting_for_batch());
+  EXPECT_TRUE(engine.step());
+  engine.run_until_idle();
+  EXPECT_TRUE(engine.is_finished(id));
+  EXPECT_THROW(engine.set_batching(BatchingPolicy::kStatic, -1.0), InputError);
+}
+
 TEST(LoadGenerator, StaticBatchingAdmitsTheNextBatchOnlyWhenTheLastHasFinished) {
   auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
                              compute::BackendKind::kCpu);
   const std::vector<SimulatedRequest> requests = make_workload(small_spec());  // 6 at t = 0
   EngineConfig config{.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8};
   config.batching = BatchingPolicy::kStatic;
-  config.batch_wait_ms = 1000.0;  // the first batch is full at once; no run waits this long
+  config.batch_wait_ms = 50.0;  // the first batch is full at once, the second waits for it
   const LoadResult result =
       run_load(*m->transformer, model::summarize_weights(m->file).bytes, config, requests);
   ASSERT_EQ(result.requests.size(), 6u);
