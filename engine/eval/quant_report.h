@@ -42,10 +42,11 @@ struct QuantReportOptions {
   // engine (serving::run_load): `load_clients` requests all at t = 0, prompts of
   // load_prompt_tokens taken from the text, load_output_tokens each, max batch load_max_batch,
   // continuous batching, the variant's KV type.
-  int64_t load_clients = 8;
+  int64_t load_clients = 16;  // twice the batch: a second wave waits, so p50 and p99 differ
   int64_t load_prompt_tokens = 32;
   int64_t load_output_tokens = 32;
   int64_t load_max_batch = 8;
+  int64_t load_repeats = 3;  // rounds over all variants; the shortest run of each is kept
   std::optional<double> price_per_hour;  // for the money per request; unset: device time only
   // Verdict limits: a variant is accepted when its mean KL <= max_kl, its p99 TPOT under the
   // load <= max_tpot_ms, its decode speed-up over the baseline >= min_speedup, and its memory

@@ -111,7 +111,7 @@ TEST(QuantReportCli, EachVariantHasLatencyCostAndAVerdictPerLimit) {
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const json doc = json::parse(run.out);
     EXPECT_EQ(doc["load"],
-              "8 clients all at t = 0, prompts 32 tokens, 32 output tokens, max batch 8, "
+              "16 clients all at t = 0, prompts 32 tokens, 32 output tokens, max batch 8, "
               "continuous batching");
     for (const json& v : {doc["baseline"], doc["variants"][0]}) {
       EXPECT_LE(v["latency"]["ttft_ms"]["p50"].get<double>(),

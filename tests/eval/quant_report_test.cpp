@@ -90,6 +90,7 @@ QuantReportOptions golden_text_options() {
   options.greedy_tokens = 12;
   options.timing_repeats = 1;
   options.timing_decode_tokens = 4;
+  options.load_repeats = 1;
   return options;
 }
 
