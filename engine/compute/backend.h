@@ -123,9 +123,6 @@ class Backend {
   // (GGUF's "normal" RoPE mode), in place.
   virtual void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
                     float freq_base) = 0;
-  // Copies the rows of src into dst starting at row dst_row (e.g. gathers the rows whose
-  // logits are wanted).
-  virtual void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) = 0;
   // Writes row i of keys and of values into slot slots[i] of the store, converted to the
   // store's type (Q8_0 rows are quantised as GGML's reference quantiser does).
   virtual void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
@@ -143,7 +140,23 @@ class Backend {
   // are left as they were). weights: [rows * n_heads x at least max position + 1].
   virtual void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                          const AttentionBatch& batch, Tensor& out, Tensor* weights) = 0;
-  virtual void add(Tensor& x, const Tensor& y) = 0;                              // x += y
+  virtual void add(Tensor& x, const Tensor& y) = 0;  // x += y
+  // Explicit fusions: one operation where a backend can run them as one kernel (Vulkan: one
+  // dispatch); a backend without a fused kernel composes its plain operations.
+  // x += y, then out = rms_norm(x): the residual add that ends a block and the next block's
+  // norm. x holds the sum afterwards.
+  virtual void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& weight, float eps,
+                            Tensor& out) = 0;
+  // x += y, then out = layer_norm(x) (GPT-2's blocks).
+  virtual void add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight, const Tensor& bias,
+                              float eps, Tensor& out) = 0;
+  // rope(q) and rope(k) with the same positions (a llama layer's queries and keys). q and k
+  // must not share elements (they may be disjoint column views of one fused projection);
+  // the Vulkan backend, which rotates both in one dispatch, refuses an overlap (InputError).
+  virtual void rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
+                       float freq_base) = 0;
+  // dst row i = src row rows[i] (e.g. gathers a batch's logit rows); dst.rows == rows.size().
+  virtual void gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) = 0;
   virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;  // silu(g)*u
   virtual void gelu(Tensor& x) = 0;  // tanh form, in place
 
@@ -152,10 +165,15 @@ class Backend {
   // which resets it: the engine takes it once per step. A backend that does not time its
   // kernels reports zeros.
   virtual telemetry::KernelTimes take_kernel_times() { return {}; }
-  // Opt-in per-operation spans (off by default, and free then). Turning them on or off drops
-  // what was recorded; returns whether this backend records them (false: it cannot time single
-  // operations, and take_kernel_spans() stays empty).
+  // Opt-in per-operation spans (off by default, and free then): one per operation on the CPU,
+  // one per dispatch on Vulkan. Turning them on or off drops what was recorded; returns whether
+  // this backend records them (false: it cannot time single operations, and
+  // take_kernel_spans() stays empty).
   virtual bool set_kernel_spans(bool /*on*/) { return false; }
+  // Why set_kernel_spans(true) returned false, in words for the record (empty when it did not).
+  virtual std::string why_no_kernel_spans() const {
+    return name() + " backend does not time single operations";
+  }
   // The transformer layer the following operations belong to; -1 outside the layers.
   virtual void set_span_layer(int64_t /*layer*/) {}
   // The spans since the previous call, which resets them, in the order the operations ran;

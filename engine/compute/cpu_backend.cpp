@@ -91,6 +91,69 @@ class ScopedTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+void rms_norm_rows(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
+  assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols);
+  const float* w = row_ptr(weight, 0);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* in = row_ptr(x, r);
+    float* o = row_ptr(out, r);
+    double sum_sq = 0.0;
+    for (int64_t c = 0; c < x.cols; ++c) sum_sq += double(in[c]) * in[c];
+    const float scale = static_cast<float>(1.0 / std::sqrt(sum_sq / double(x.cols) + eps));
+    for (int64_t c = 0; c < x.cols; ++c) o[c] = in[c] * scale * w[c];
+  }
+}
+
+void layer_norm_rows(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                     Tensor& out) {
+  assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols);
+  const float* w = row_ptr(weight, 0);
+  const float* b = row_ptr(bias, 0);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* in = row_ptr(x, r);
+    float* o = row_ptr(out, r);
+    double mean = 0.0;
+    for (int64_t c = 0; c < x.cols; ++c) mean += in[c];
+    mean /= double(x.cols);
+    double var = 0.0;
+    for (int64_t c = 0; c < x.cols; ++c) var += (in[c] - mean) * (in[c] - mean);
+    var /= double(x.cols);
+    const double inv_std = 1.0 / std::sqrt(var + eps);
+    for (int64_t c = 0; c < x.cols; ++c) {
+      o[c] = static_cast<float>((in[c] - mean) * inv_std) * w[c] + b[c];
+    }
+  }
+}
+
+void add_rows(Tensor& x, const Tensor& y) {
+  assert(x.rows == y.rows && x.cols == y.cols);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* a = row_ptr(x, r);
+    const float* b = row_ptr(y, r);
+    for (int64_t c = 0; c < x.cols; ++c) a[c] += b[c];
+  }
+}
+
+void rope_rows(Tensor& x, int64_t head_dim, std::span<const int32_t> positions, float freq_base) {
+  assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* row = row_ptr(x, r);
+    for (int64_t i = 0; i < head_dim / 2; ++i) {
+      const double theta =
+          positions[r] * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
+      const auto cos_t = static_cast<float>(std::cos(theta));
+      const auto sin_t = static_cast<float>(std::sin(theta));
+      for (int64_t head = 0; head < x.cols / head_dim; ++head) {
+        float* pair = row + head * head_dim + 2 * i;
+        const float a = pair[0];
+        const float b = pair[1];
+        pair[0] = a * cos_t - b * sin_t;
+        pair[1] = a * sin_t + b * cos_t;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(profile_.times, {}); }
@@ -170,36 +233,29 @@ void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, 
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  const float* w = row_ptr(weight, 0);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    const float* in = row_ptr(x, r);
-    float* o = row_ptr(out, r);
-    double sum_sq = 0.0;
-    for (int64_t c = 0; c < x.cols; ++c) sum_sq += double(in[c]) * in[c];
-    const float scale = static_cast<float>(1.0 / std::sqrt(sum_sq / double(x.cols) + eps));
-    for (int64_t c = 0; c < x.cols; ++c) o[c] = in[c] * scale * w[c];
-  }
+  rms_norm_rows(x, weight, eps, out);
 }
 
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  const float* w = row_ptr(weight, 0);
-  const float* b = row_ptr(bias, 0);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    const float* in = row_ptr(x, r);
-    float* o = row_ptr(out, r);
-    double mean = 0.0;
-    for (int64_t c = 0; c < x.cols; ++c) mean += in[c];
-    mean /= double(x.cols);
-    double var = 0.0;
-    for (int64_t c = 0; c < x.cols; ++c) var += (in[c] - mean) * (in[c] - mean);
-    var /= double(x.cols);
-    const double inv_std = 1.0 / std::sqrt(var + eps);
-    for (int64_t c = 0; c < x.cols; ++c) {
-      o[c] = static_cast<float>((in[c] - mean) * inv_std) * w[c] + b[c];
-    }
-  }
+  layer_norm_rows(x, weight, bias, eps, out);
+}
+
+// The fusions are the plain operations one after the other, timed as one operation of the
+// class the Vulkan backend's fused kernel has, so both backends' spans have the same kinds.
+void CpuBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& weight, float eps,
+                              Tensor& out) {
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
+  add_rows(x, y);
+  rms_norm_rows(x, weight, eps, out);
+}
+
+void CpuBackend::add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight,
+                                const Tensor& bias, float eps, Tensor& out) {
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
+  add_rows(x, y);
+  layer_norm_rows(x, weight, bias, eps, out);
 }
 
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
@@ -267,30 +323,23 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
 void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
                       float freq_base) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* row = row_ptr(x, r);
-    for (int64_t i = 0; i < head_dim / 2; ++i) {
-      const double theta =
-          positions[r] * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
-      const auto cos_t = static_cast<float>(std::cos(theta));
-      const auto sin_t = static_cast<float>(std::sin(theta));
-      for (int64_t head = 0; head < x.cols / head_dim; ++head) {
-        float* pair = row + head * head_dim + 2 * i;
-        const float a = pair[0];
-        const float b = pair[1];
-        pair[0] = a * cos_t - b * sin_t;
-        pair[1] = a * sin_t + b * cos_t;
-      }
-    }
-  }
+  rope_rows(x, head_dim, positions, freq_base);
 }
 
-void CpuBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
+void CpuBackend::rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
+                         float freq_base) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  assert(src.cols == dst.cols && dst_row + src.rows <= dst.rows);
-  for (int64_t r = 0; r < src.rows; ++r) {
-    std::memcpy(row_ptr(dst, dst_row + r), row_ptr(src, r), sizeof(float) * src.cols);
+  rope_rows(q, head_dim, positions, freq_base);
+  rope_rows(k, head_dim, positions, freq_base);
+}
+
+void CpuBackend::gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) {
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
+  assert(src.cols == dst.cols && dst.rows == static_cast<int64_t>(rows.size()));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    assert(rows[i] >= 0 && rows[i] < src.rows);
+    std::memcpy(row_ptr(dst, static_cast<int64_t>(i)), row_ptr(src, rows[i]),
+                sizeof(float) * static_cast<size_t>(src.cols));
   }
 }
 
@@ -378,11 +427,7 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
 
 void CpuBackend::add(Tensor& x, const Tensor& y) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* a = row_ptr(x, r);
-    const float* b = row_ptr(y, r);
-    for (int64_t c = 0; c < x.cols; ++c) a[c] += b[c];
-  }
+  add_rows(x, y);
 }
 
 void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {

@@ -29,13 +29,19 @@ class CpuBackend final : public Backend {
   void matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) override;
   void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
             float freq_base) override;
-  void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) override;
   void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                 KvStore& store) override;
   using Backend::attention;
   void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                  const AttentionBatch& batch, Tensor& out, Tensor* weights) override;
   void add(Tensor& x, const Tensor& y) override;
+  void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& weight, float eps,
+                    Tensor& out) override;
+  void add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight, const Tensor& bias,
+                      float eps, Tensor& out) override;
+  void rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
+               float freq_base) override;
+  void gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
 

@@ -150,14 +150,15 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
   attention.positions = positions;
   const auto n = static_cast<int64_t>(tokens.size());
 
-  // x: the residual stream, one row per token of every sequence.
+  // x: the residual stream, one row per token of every sequence; residual: a block output
+  // (or GPT-2's position embeddings) still to be added to x, which the next norm does.
   Tensor x = activation(n, config_.dim);
+  std::optional<Tensor> residual;
   backend_.set_span_layer(-1);  // embeddings: before the layers
   backend_.embed(weights_.token_embd, tokens, x);
   if (config_.architecture == Architecture::kGpt2) {
-    Tensor pos = activation(n, config_.dim);
-    backend_.embed(weights_.position_embd, positions, pos);
-    backend_.add(x, pos);
+    residual = activation(n, config_.dim);
+    backend_.embed(weights_.position_embd, positions, *residual);
   }
 
   // Opt-in: (layer, tensor) for each layer whose attention weights are captured.
@@ -165,24 +166,35 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
   const int32_t longest = *std::max_element(positions.begin(), positions.end()) + 1;
   captured_.clear();
   for (size_t l = 0; l < weights_.layers.size(); ++l) {
+    const LayerWeights& layer = weights_.layers[l];
     Tensor* weights = nullptr;
     if (captures_layer(static_cast<int64_t>(l))) {
       captures.emplace_back(l, activation(n * config_.n_heads, longest));
       weights = &captures.back().second;
     }
     backend_.set_span_layer(static_cast<int64_t>(l));
-    attention_block(weights_.layers[l], cache.layers[l], x, attention, new_slots, weights);
-    feed_forward_block(weights_.layers[l], x);
+    Tensor h = activation(n, config_.dim);
+    add_norm(x, residual ? &*residual : nullptr, layer.attn_norm, layer.attn_norm_bias, h);
+    const Tensor attended =
+        attention_block(layer, cache.layers[l], h, attention, new_slots, weights);
+    Tensor h_ffn = activation(n, config_.dim);
+    add_norm(x, &attended, layer.ffn_norm, layer.ffn_norm_bias, h_ffn);
+    residual = feed_forward_block(layer, h_ffn);
   }
   backend_.set_span_layer(-1);
 
-  // Only the rows whose logits are wanted go through the final norm and the output matrix.
-  const Tensor wanted = logit_rows(x, batch);
+  // Only the rows whose logits are wanted get the last residual, the final norm and the
+  // output matrix.
+  const std::vector<int32_t> wanted = logit_rows(batch);
   std::vector<float> logits;
-  if (wanted.rows > 0) {
-    Tensor normed = activation(wanted.rows, config_.dim);
-    norm(wanted, weights_.output_norm, weights_.output_norm_bias, normed);
-    Tensor out = activation(wanted.rows, config_.vocab_size);
+  if (!wanted.empty()) {
+    Tensor wanted_x = rows_of(x, wanted);
+    const std::optional<Tensor> wanted_residual =
+        residual ? std::optional(rows_of(*residual, wanted)) : std::nullopt;
+    Tensor normed = activation(wanted_x.rows, config_.dim);
+    add_norm(wanted_x, wanted_residual ? &*wanted_residual : nullptr, weights_.output_norm,
+             weights_.output_norm_bias, normed);
+    Tensor out = activation(wanted_x.rows, config_.vocab_size);
     backend_.matmul(normed, weights_.output, nullptr, out);
     logits = backend_.read(out);
   }
@@ -190,44 +202,34 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
   return logits;
 }
 
-Tensor Transformer::logit_rows(const Tensor& x, std::span<const SequenceStep> batch) {
-  // Runs of wanted rows: (first row in x, count).
-  std::vector<std::pair<int64_t, int64_t>> runs;
-  int64_t row = 0;
-  int64_t wanted = 0;
+std::vector<int32_t> Transformer::logit_rows(std::span<const SequenceStep> batch) {
+  std::vector<int32_t> rows;
+  int32_t row = 0;
   for (const SequenceStep& step : batch) {
-    const auto n = static_cast<int64_t>(step.tokens.size());
-    const int64_t first = step.logits == LogitRows::kAll ? row : row + n - 1;
-    const int64_t count = step.logits == LogitRows::kAll    ? n
-                          : step.logits == LogitRows::kLast ? 1
-                                                            : 0;
-    if (count > 0) {
-      if (!runs.empty() && runs.back().first + runs.back().second == first) {
-        runs.back().second += count;
-      } else {
-        runs.emplace_back(first, count);
-      }
+    const auto n = static_cast<int32_t>(step.tokens.size());
+    if (step.logits == LogitRows::kAll) {
+      for (int32_t i = 0; i < n; ++i) rows.push_back(row + i);
+    } else if (step.logits == LogitRows::kLast) {
+      rows.push_back(row + n - 1);
     }
-    wanted += count;
     row += n;
   }
-  if (runs.size() == 1) return x.row_range(runs[0].first, runs[0].second);
-  Tensor gathered = activation(wanted, config_.dim);
-  int64_t next = 0;
-  for (const auto& [first, count] : runs) {
-    backend_.copy_rows(x.row_range(first, count), gathered, next);
-    next += count;
-  }
+  return rows;
+}
+
+Tensor Transformer::rows_of(const Tensor& t, std::span<const int32_t> rows) {
+  const auto count = static_cast<int64_t>(rows.size());
+  if (rows.back() - rows.front() + 1 == count) return t.row_range(rows.front(), count);
+  Tensor gathered = activation(count, t.cols);
+  backend_.gather_rows(t, rows, gathered);
   return gathered;
 }
 
-void Transformer::attention_block(const LayerWeights& layer, compute::KvStore& kv, Tensor& x,
-                                  const compute::AttentionBatch& batch,
-                                  std::span<const int32_t> new_slots, Tensor* weights) {
-  const int64_t n = x.rows;
+Tensor Transformer::attention_block(const LayerWeights& layer, compute::KvStore& kv,
+                                    const Tensor& h, const compute::AttentionBatch& batch,
+                                    std::span<const int32_t> new_slots, Tensor* weights) {
+  const int64_t n = h.rows;
   const int64_t q_dim = config_.n_heads * config_.head_dim;
-  Tensor h = activation(n, config_.dim);
-  norm(x, layer.attn_norm, layer.attn_norm_bias, h);
 
   // One product for q | k | v (llama's three matrices are fused at load time); then views.
   const int64_t kv_dim = config_.kv_dim();
@@ -237,8 +239,7 @@ void Transformer::attention_block(const LayerWeights& layer, compute::KvStore& k
   Tensor k = qkv.columns(q_dim, kv_dim);
   const Tensor v = qkv.columns(q_dim + kv_dim, kv_dim);
   if (config_.architecture == Architecture::kLlama) {
-    backend_.rope(q, config_.head_dim, batch.positions, config_.rope_freq_base);
-    backend_.rope(k, config_.head_dim, batch.positions, config_.rope_freq_base);
+    backend_.rope_qk(q, k, config_.head_dim, batch.positions, config_.rope_freq_base);
   }
 
   // The new tokens' keys and values join the cache; each query attends over its own sequence.
@@ -249,14 +250,11 @@ void Transformer::attention_block(const LayerWeights& layer, compute::KvStore& k
 
   Tensor out = activation(n, config_.dim);
   backend_.matmul(attended, layer.wo, layer.bo.buffer ? &layer.bo : nullptr, out);
-  backend_.add(x, out);
+  return out;
 }
 
-void Transformer::feed_forward_block(const LayerWeights& layer, Tensor& x) {
-  const int64_t n = x.rows;
-  Tensor h = activation(n, config_.dim);
-  norm(x, layer.ffn_norm, layer.ffn_norm_bias, h);
-
+Tensor Transformer::feed_forward_block(const LayerWeights& layer, const Tensor& h) {
+  const int64_t n = h.rows;
   Tensor hidden;
   if (config_.architecture == Architecture::kLlama) {  // SwiGLU: silu(h Wg) * (h Wu)
     Tensor gate_up = activation(n, 2 * config_.ffn_dim);
@@ -271,7 +269,7 @@ void Transformer::feed_forward_block(const LayerWeights& layer, Tensor& x) {
 
   Tensor out = activation(n, config_.dim);
   backend_.matmul(hidden, layer.w_down, layer.b_down.buffer ? &layer.b_down : nullptr, out);
-  backend_.add(x, out);
+  return out;
 }
 
 void Transformer::project(const Tensor& x, const FusedMatrix& w, const Tensor* bias, Tensor& out) {
@@ -285,11 +283,19 @@ void Transformer::project(const Tensor& x, const FusedMatrix& w, const Tensor* b
   }
 }
 
-void Transformer::norm(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
-  if (config_.architecture == Architecture::kLlama) {
-    backend_.rms_norm(x, weight, config_.norm_eps, out);
+void Transformer::add_norm(Tensor& x, const Tensor* residual, const Tensor& weight,
+                           const Tensor& bias, Tensor& out) {
+  const bool llama = config_.architecture == Architecture::kLlama;
+  if (residual == nullptr) {
+    if (llama) {
+      backend_.rms_norm(x, weight, config_.norm_eps, out);
+    } else {
+      backend_.layer_norm(x, weight, bias, config_.norm_eps, out);
+    }
+  } else if (llama) {
+    backend_.add_rms_norm(x, *residual, weight, config_.norm_eps, out);
   } else {
-    backend_.layer_norm(x, weight, bias, config_.norm_eps, out);
+    backend_.add_layer_norm(x, *residual, weight, bias, config_.norm_eps, out);
   }
 }
 

@@ -103,25 +103,30 @@ class Transformer {
   const std::vector<AttentionWeights>& captured_attention() const { return captured_; }
 
  private:
-  // weights: where attention writes its softmax weights (a capture), or null.
-  void attention_block(const LayerWeights& layer, compute::KvStore& kv, compute::Tensor& x,
-                       const compute::AttentionBatch& batch, std::span<const int32_t> new_slots,
-                       compute::Tensor* weights);
+  // The blocks read the normalised residual stream h and return their output; the caller adds
+  // it to the residual stream together with the next norm (add_norm), which the Vulkan backend
+  // runs as one kernel. weights: where attention writes its softmax weights (a capture), or null.
+  compute::Tensor attention_block(const LayerWeights& layer, compute::KvStore& kv,
+                                  const compute::Tensor& h, const compute::AttentionBatch& batch,
+                                  std::span<const int32_t> new_slots, compute::Tensor* weights);
   bool captures_layer(int64_t layer) const;
   // Reads the capture tensors of the pass into captured_.
   void collect_captured(std::span<const std::pair<int64_t, compute::Tensor>> captures,
                         const std::vector<int32_t>& sequences,
                         const std::vector<int32_t>& positions);
-  void feed_forward_block(const LayerWeights& layer, compute::Tensor& x);
+  compute::Tensor feed_forward_block(const LayerWeights& layer, const compute::Tensor& h);
   // out = x * W^T (+ bias) for the parts of W side by side: one product per part.
   void project(const compute::Tensor& x, const FusedMatrix& w, const compute::Tensor* bias,
                compute::Tensor& out);
-  // Normalises x into out with the architecture's norm (RMSNorm or LayerNorm).
-  void norm(const compute::Tensor& x, const compute::Tensor& weight, const compute::Tensor& bias,
-            compute::Tensor& out);
+  // x += *residual (when not null), then out = the architecture's norm (RMSNorm or LayerNorm)
+  // of x: a block's output joins the residual stream in the same operation as the next norm.
+  void add_norm(compute::Tensor& x, const compute::Tensor* residual, const compute::Tensor& weight,
+                const compute::Tensor& bias, compute::Tensor& out);
   void check_input(const SequenceStep& step, const PagedKvCache& cache) const;
-  // Rows of x whose logits are wanted, gathered into one tensor (x itself when all are).
-  compute::Tensor logit_rows(const compute::Tensor& x, std::span<const SequenceStep> batch);
+  // The rows of the batch whose logits are wanted, in order.
+  static std::vector<int32_t> logit_rows(std::span<const SequenceStep> batch);
+  // Those rows of t: a view when they are consecutive, else gathered into a new tensor.
+  compute::Tensor rows_of(const compute::Tensor& t, std::span<const int32_t> rows);
   compute::Tensor activation(int64_t rows, int64_t cols);
 
   ModelConfig config_;

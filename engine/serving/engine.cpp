@@ -192,9 +192,16 @@ std::vector<float> Engine::forward(std::span<const model::SequenceStep> steps,
   compute::Backend& backend = transformer_.backend();
   if (!kernel_spans_) return transformer_.forward_batch(steps, cache_);
   record.spans_measured = backend.set_kernel_spans(true);
+  if (!record.spans_measured) record.spans_note = backend.why_no_kernel_spans();
   std::vector<float> logits = transformer_.forward_batch(steps, cache_);
   record.spans = backend.take_kernel_spans();
   backend.set_kernel_spans(false);
+  if (record.spans_measured && record.spans.empty()) {
+    record.spans_measured = false;  // not "no operations": none was timed
+    record.spans_note =
+        "the backend timed no operation of this step (Vulkan: more dispatches than its "
+        "timestamp queries, which it enlarges for the next step)";
+  }
   const double epoch_ms =
       std::chrono::duration<double, std::milli>(epoch_.time_since_epoch()).count();
   for (telemetry::KernelSpan& span : record.spans) {

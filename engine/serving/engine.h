@@ -55,8 +55,9 @@ struct EngineConfig {
   // batch to its end with no newcomers). set_batching() changes it between runs.
   BatchingPolicy batching = BatchingPolicy::kContinuous;
   double batch_wait_ms = 0.0;
-  // Per-operation spans of each forward pass on StepRecord::spans (the CPU backend times single
-  // operations; other backends leave spans_measured false). Off: nothing is recorded.
+  // Per-operation spans of each forward pass on StepRecord::spans (one per operation on the CPU
+  // backend, one per dispatch on Vulkan, from timestamp queries; a backend that cannot time
+  // them leaves spans_measured false and says why in spans_note). Off: nothing is recorded.
   bool kernel_spans = false;
 };
 

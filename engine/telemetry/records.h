@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -98,9 +99,12 @@ struct StepRecord {
   // kernel_times mean "not measured", not "took no time".
   bool kernel_times_measured = false;
   // Per-operation spans, in the order they ran, when EngineConfig::kernel_spans asks and the
-  // backend times single operations (the CPU backend; spans_measured stays false otherwise).
+  // backend times single operations: one per operation on the CPU backend, one per dispatch on
+  // Vulkan (timestamp queries). spans_measured stays false otherwise, and spans_note then says
+  // why (e.g. a Vulkan device without timestamps on its compute queue); empty when not asked.
   bool spans_measured = false;
   std::vector<KernelSpan> spans{};
+  std::string spans_note{};
 
   std::vector<BatchEntry> batch{};   // decodes first, then prefill chunks (the scheduler's order)
   std::vector<int64_t> admitted{};   // requests admitted or resumed in this step

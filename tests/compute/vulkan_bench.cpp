@@ -5,7 +5,8 @@
 // end-to-end prefill and decode tokens/s on Vulkan and on the CPU backend.
 //
 //   servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe] [--products-only]
-//                           [--baseline]
+//                           [--baseline] [--attention-only] [--capture-ab] [--spans-ab]
+//                           [--dispatch-cost]
 // --baseline: on a CPU device, also time the matrix products with matmul_vec (decode, and
 // prefill in passes; VulkanBackendOptions::subgroup_matmul = false), alternating with the
 // current kernels, so the two compare under the same machine load.
@@ -15,6 +16,10 @@
 // contexts of 256 and 1024 keys, for 1 and 4 sequences.
 // --capture-ab (with --model): prefill and decode with attention capture off, one head, and
 // every layer and head, interleaved, on the CPU and Vulkan backends.
+// --spans-ab (with --model): prefill and decode on Vulkan with per-dispatch spans off and on,
+// interleaved.
+// --dispatch-cost (with --model): a tiny dispatch's cost, the dispatches of a decode step, the
+// step's wall time and the device time inside its kernels (is decode dispatch bound?).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -234,10 +239,12 @@ json attention_times(VulkanBackend& vk, int runs) {
   return rows;
 }
 
-// Cost of recording, submitting and waiting for many tiny dependent dispatches in one step.
-json dispatch_overhead(VulkanBackend& vk, const std::string& label) {
-  Tensor x = vk.create_tensor(1, 64, BufferPurpose::kScratch);
-  Tensor y = vk.create_tensor(1, 64, BufferPurpose::kScratch);
+// Cost of recording, submitting and waiting for many tiny dependent dispatches in one step:
+// adds of `cols` floats, one workgroup per 64 (lavapipe hands workgroups to its threads, so 16
+// of them show what spreading a dispatch over the cores costs).
+json dispatch_overhead(VulkanBackend& vk, const std::string& label, int64_t cols = 64) {
+  Tensor x = vk.create_tensor(1, cols, BufferPurpose::kScratch);
+  Tensor y = vk.create_tensor(1, cols, BufferPurpose::kScratch);
   constexpr int kDispatches = 200;
   double best_ms = INFINITY, best_empty_ms = INFINITY;
   for (int run = 0; run < 4; ++run) {
@@ -251,6 +258,7 @@ json dispatch_overhead(VulkanBackend& vk, const std::string& label) {
     if (run > 0) best_empty_ms = std::min(best_empty_ms, milliseconds_since(start));
   }
   return {{"timestamps", label},
+          {"workgroups", (cols + 63) / 64},
           {"microseconds_per_dispatch", best_ms * 1000.0 / kDispatches},
           {"one_dispatch_step_microseconds", best_empty_ms * 1000.0}};
 }
@@ -275,10 +283,7 @@ json small_ops(VulkanBackend& vk) {
   };
   return {{"gelu_us", time_ops([&] { vk.gelu(x); })},
           {"rms_norm_us", time_ops([&] { vk.rms_norm(x, w, 1e-5f, out); })},
-          {"add_rms_norm_us", time_ops([&] {
-             vk.add(x, y);
-             vk.rms_norm(x, w, 1e-5f, out);
-           })}};
+          {"add_rms_norm_us", time_ops([&] { vk.add_rms_norm(x, y, w, 1e-5f, out); })}};
 }
 
 // Where a step's device time went: per kernel class and per kernel (pipeline name).
@@ -328,52 +333,140 @@ json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, in
   return doc;
 }
 
-// Attention capture on vs off in the same run: a 128-token prefill and 16 decode steps of the
-// model, with no capture, one layer's head, and every layer and head, rounds interleaved so
-// the three see the same machine load; the median of each.
-json capture_ab(const std::string& path, BackendKind kind, int rounds) {
-  auto m = model::load_model(path, kind);
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Rounds of a 128-token prefill and 16 decode steps per variant, the variants alternating round
+// by round so they see the same load (round -1 warms up); `prepare(variant)` sets one up and
+// `forward` runs a pass. Medians per variant label: {"prefill_ms", "decode_step_ms"}.
+json time_variants(model::Model& m, const std::vector<std::string>& labels, int rounds,
+                   const std::function<void(size_t)>& prepare,
+                   const std::function<void(std::span<const int32_t>, model::KvCache&)>& forward) {
   std::vector<int32_t> prompt;
   for (int i = 0; i < 128; ++i) {
-    prompt.push_back(static_cast<int32_t>((i * 37 + 11) % m->config.vocab_size));
+    prompt.push_back(static_cast<int32_t>((i * 37 + 11) % m.config.vocab_size));
   }
-  const std::vector<std::pair<std::string, std::optional<model::AttentionCapture>>> variants = {
-      {"off", std::nullopt},
-      {"one_head", model::AttentionCapture{0, 0}},
-      {"all_layers_and_heads", model::AttentionCapture{}}};
   std::map<std::string, std::vector<double>> prefill_ms, decode_ms;
-  for (int round = -1; round < rounds; ++round) {  // round -1: warm-up
-    for (const auto& [label, capture] : variants) {
-      m->transformer->set_attention_capture(capture);
-      model::KvCache cache = m->transformer->new_cache(m->config.context_length);
+  for (int round = -1; round < rounds; ++round) {
+    for (size_t v = 0; v < labels.size(); ++v) {
+      prepare(v);
+      model::KvCache cache = m.transformer->new_cache(m.config.context_length);
       auto start = Clock::now();
-      m->transformer->forward(prompt, cache);
+      forward(prompt, cache);
       const double prefill = milliseconds_since(start);
       start = Clock::now();
-      for (int step = 0; step < 16; ++step) m->transformer->forward({&prompt[step], 1}, cache);
+      for (int step = 0; step < 16; ++step) forward({&prompt[step], 1}, cache);
       const double decode = milliseconds_since(start) / 16.0;
       if (round < 0) continue;
-      prefill_ms[label].push_back(prefill);
-      decode_ms[label].push_back(decode);
+      prefill_ms[labels[v]].push_back(prefill);
+      decode_ms[labels[v]].push_back(decode);
     }
   }
-  const auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  json doc = {
-      {"backend", m->backend->name()}, {"prompt_tokens", prompt.size()}, {"rounds", rounds}};
-  for (const auto& [label, capture] : variants) {
+  json doc = {{"backend", m.backend->name()}, {"prompt_tokens", prompt.size()}, {"rounds", rounds}};
+  for (const std::string& label : labels) {
     doc[label] = {{"prefill_ms", median(prefill_ms[label])},
                   {"decode_step_ms", median(decode_ms[label])}};
   }
   return doc;
 }
 
+// Attention capture on vs off in the same run: a 128-token prefill and 16 decode steps of the
+// model, with no capture, one layer's head, and every layer and head, rounds interleaved so
+// the three see the same machine load; the median of each.
+json capture_ab(const std::string& path, BackendKind kind, int rounds) {
+  auto m = model::load_model(path, kind);
+  const std::vector<std::optional<model::AttentionCapture>> captures = {
+      std::nullopt, model::AttentionCapture{0, 0}, model::AttentionCapture{}};
+  return time_variants(
+      *m, {"off", "one_head", "all_layers_and_heads"}, rounds,
+      [&](size_t v) { m->transformer->set_attention_capture(captures[v]); },
+      [&](std::span<const int32_t> tokens, model::KvCache& cache) {
+        m->transformer->forward(tokens, cache);
+      });
+}
+
+// Per-dispatch spans on vs off in the same run (as the engine asks for them,
+// EngineConfig::kernel_spans): a 128-token prefill and 16 decode steps on Vulkan, rounds
+// alternating; medians. On also turns the timestamp queries on, which is most of its cost.
+json spans_ab(const std::string& path, int rounds) {
+  auto m = model::load_model(path, BackendKind::kVulkan);
+  bool spans = false;
+  size_t spans_per_pass = 0;
+  json doc = time_variants(
+      *m, {"off", "on"}, rounds, [&](size_t v) { spans = v == 1; },
+      [&](std::span<const int32_t> tokens, model::KvCache& cache) {
+        if (!spans) {
+          m->transformer->forward(tokens, cache);
+          return;
+        }
+        m->backend->set_kernel_spans(true);
+        m->transformer->forward(tokens, cache);
+        spans_per_pass = m->backend->take_kernel_spans().size();
+        m->backend->set_kernel_spans(false);
+      });
+  doc["spans_per_decode_step"] = spans_per_pass;  // the last pass: a decode step
+  return doc;
+}
+
+// Is a decode step dispatch bound? The cost of a tiny dispatch inside a step (timestamps
+// off), the dispatches of one decode step of the model, the step's wall time (timestamps off),
+// and the device time inside its kernels (timestamps on, for one step only: the queries
+// themselves cost lavapipe ~100 us each, so they are not on while the wall time is taken).
+json dispatch_cost(const std::string& path, int rounds) {
+  VulkanBackendOptions untimed;
+  untimed.timestamps = false;
+  json doc;
+  {
+    VulkanBackend vk(untimed);
+    doc["device"] = vk.device().name;
+    doc["tiny_dispatch"] = {dispatch_overhead(vk, "off"), dispatch_overhead(vk, "off", 1024)};
+    vk.set_timestamps(true);  // what two queries around each dispatch add
+    doc["tiny_dispatch"].push_back(dispatch_overhead(vk, "on"));
+  }
+  auto m = model::load_model(path, BackendKind::kVulkan);
+  auto* vk = dynamic_cast<VulkanBackend*>(m->backend.get());
+  vk->set_timestamps(false);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 32; ++i) {
+    prompt.push_back(static_cast<int32_t>((i * 37 + 11) % m->config.vocab_size));
+  }
+  std::vector<double> step_ms;
+  for (int round = -1; round < rounds; ++round) {
+    model::KvCache cache = m->transformer->new_cache(m->config.context_length);
+    m->transformer->forward(prompt, cache);
+    for (int step = 0; step < 16; ++step) {
+      const auto start = Clock::now();
+      m->transformer->forward({&prompt[step], 1}, cache);
+      if (round >= 0) step_ms.push_back(milliseconds_since(start));
+    }
+  }
+  std::sort(step_ms.begin(), step_ms.end());
+  doc["decode_step_wall_ms_median"] = step_ms[step_ms.size() / 2];
+  doc["decode_step_wall_ms_best"] = step_ms.front();
+  doc["decode_dispatches"] = vk->last_step_timings().dispatches;
+  // Device time inside the kernels of one decode step (best of a few).
+  vk->set_timestamps(true);
+  double kernels_ms = INFINITY;
+  for (int round = 0; round < 5; ++round) {
+    model::KvCache cache = m->transformer->new_cache(m->config.context_length);
+    m->transformer->forward(prompt, cache);
+    m->transformer->forward({&prompt[0], 1}, cache);
+    const StepTimings& step = vk->last_step_timings();
+    double sum = 0.0;
+    for (const KernelTiming& k : step.kernels) sum += k.milliseconds;
+    kernels_ms = std::min(kernels_ms, sum);
+    doc["decode_step_breakdown"] = step_breakdown(step);
+  }
+  doc["decode_kernels_device_ms_best"] = kernels_ms;
+  return doc;
+}
+
 int run(int argc, char** argv) {
   std::string model_path;
   bool quick = false, fresh = false, products_only = false, with_baseline = false,
-       attention_only = false, capture_only = false;
+       attention_only = false, capture_only = false, spans_only = false, dispatch_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
       model_path = argv[++i];
@@ -389,11 +482,28 @@ int run(int argc, char** argv) {
       attention_only = true;
     else if (std::strcmp(argv[i], "--capture-ab") == 0)
       capture_only = true;
+    else if (std::strcmp(argv[i], "--spans-ab") == 0)
+      spans_only = true;
+    else if (std::strcmp(argv[i], "--dispatch-cost") == 0)
+      dispatch_only = true;
     else {
       std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]"
-                   " [--products-only] [--baseline] [--attention-only] [--capture-ab]\n";
+                   " [--products-only] [--baseline] [--attention-only] [--capture-ab]"
+                   " [--spans-ab] [--dispatch-cost]\n";
       return 2;
     }
+  }
+  if ((spans_only || dispatch_only) && model_path.empty()) {
+    std::cerr << "servescope-vulkan-bench: --spans-ab and --dispatch-cost need --model M.gguf\n";
+    return 2;
+  }
+  if (spans_only) {
+    std::cout << json{{"kernel_spans", spans_ab(model_path, quick ? 3 : 7)}}.dump(2) << "\n";
+    return 0;
+  }
+  if (dispatch_only) {
+    std::cout << json{{"dispatch_cost", dispatch_cost(model_path, quick ? 3 : 7)}}.dump(2) << "\n";
+    return 0;
   }
   if (capture_only) {
     if (model_path.empty()) {

@@ -279,49 +279,96 @@ TEST_F(KernelParity, Norms) {
   }
 }
 
-// The backend fuses a residual add into the norm that follows it on the same tensor; the
-// results (the normalised output and the updated residual) must not change.
+// The residual add fused into the norm (add_rms_norm / add_layer_norm): the normalised output
+// and the updated residual, against the CPU backend's plain add followed by the norm, on column
+// views with their own offsets and strides.
 TEST_F(KernelParity, ResidualAddThenNorm) {
   for (const bool layer : {false, true}) {
-    for (const bool same_tensor : {true, false}) {
-      Pair x = random_tensor(5, 70, 1, 2);
-      Pair other = random_tensor(5, 70, 6, 2);
-      Pair y = random_tensor(5, 70, 2, 3);
-      Pair weight = random_tensor(1, 70, 3);
-      Pair bias = random_tensor(1, 70, 4);
-      Pair out = random_tensor(5, 70, 5, 1);
-      Pair& normed = same_tensor ? x : other;
+    for (const int64_t cols : {1, 70, 200}) {
+      Pair x = random_tensor(5, cols, 1, 2);
+      Pair y = random_tensor(5, cols, 2, 3);
+      Pair weight = random_tensor(1, cols, 3);
+      Pair bias = random_tensor(1, cols, 4);
+      Pair out = random_tensor(5, cols, 5, 1);
       cpu_.add(x.cpu, y.cpu);
-      vk_->add(x.vk, y.vk);
       if (layer) {
-        cpu_.layer_norm(normed.cpu, weight.cpu, bias.cpu, 1e-5f, out.cpu);
-        vk_->layer_norm(normed.vk, weight.vk, bias.vk, 1e-5f, out.vk);
+        cpu_.layer_norm(x.cpu, weight.cpu, bias.cpu, 1e-5f, out.cpu);
+        vk_->add_layer_norm(x.vk, y.vk, weight.vk, bias.vk, 1e-5f, out.vk);
       } else {
-        cpu_.rms_norm(normed.cpu, weight.cpu, 1e-5f, out.cpu);
-        vk_->rms_norm(normed.vk, weight.vk, 1e-5f, out.vk);
+        cpu_.rms_norm(x.cpu, weight.cpu, 1e-5f, out.cpu);
+        vk_->add_rms_norm(x.vk, y.vk, weight.vk, 1e-5f, out.vk);
       }
       const std::string what =
-          std::string(layer ? "layer" : "rms") + (same_tensor ? " fused" : " apart");
+          std::string(layer ? "layer" : "rms") + " cols=" + std::to_string(cols);
       expect_close(out, 1e-5f, what + ": norm");
       expect_close(x, 1e-6f, what + ": residual");
     }
   }
 }
 
-// Two ropes in a row (queries, then keys of another width) run as one dispatch on Vulkan.
+// The CPU backend's fused operations are its plain ones in sequence, bit for bit.
+TEST(CpuFusions, AreThePlainOperationsInSequence) {
+  struct Results {
+    std::vector<float> residual, normed, qk;
+  };
+  auto run = [](bool fused, bool layer) {
+    CpuBackend b;
+    auto tensor = [&](int64_t rows, int64_t cols, uint32_t seed) {
+      Tensor t = b.create_tensor(rows, cols, BufferPurpose::kActivations);
+      b.write(t, random_values(static_cast<size_t>(rows * cols), seed));
+      return t;
+    };
+    Tensor x = tensor(6, 40, 1), y = tensor(6, 40, 2), w = tensor(1, 40, 3),
+           bias = tensor(1, 40, 4);
+    Tensor out = b.create_tensor(6, 40, BufferPurpose::kActivations);
+    Tensor qk = tensor(6, 40, 5);  // q | k as column views, as a fused projection gives them
+    Tensor q = qk.columns(0, 24), k = qk.columns(24, 16);
+    const std::vector<int32_t> positions = {0, 1, 2, 7, 100, 3000};
+    if (fused) {
+      if (layer) {
+        b.add_layer_norm(x, y, w, bias, 1e-5f, out);
+      } else {
+        b.add_rms_norm(x, y, w, 1e-5f, out);
+      }
+      b.rope_qk(q, k, 8, positions, 10000.0f);
+    } else {
+      b.add(x, y);
+      if (layer) {
+        b.layer_norm(x, w, bias, 1e-5f, out);
+      } else {
+        b.rms_norm(x, w, 1e-5f, out);
+      }
+      b.rope(q, 8, positions, 10000.0f);
+      b.rope(k, 8, positions, 10000.0f);
+    }
+    return Results{b.read(x), b.read(out), b.read(qk)};
+  };
+  for (const bool layer : {false, true}) {
+    const Results fused = run(true, layer);
+    const Results plain = run(false, layer);
+    EXPECT_EQ(fused.residual, plain.residual);
+    EXPECT_EQ(fused.normed, plain.normed);
+    EXPECT_EQ(fused.qk, plain.qk);
+  }
+}
+
+// rope_qk rotates queries and keys of one fused projection (disjoint column views) in one
+// dispatch on Vulkan; the CPU backend ropes one after the other.
 TEST_F(KernelParity, RopeAtLargePositions) {
   for (const int64_t head_dim : {8, 64}) {
-    Pair q = random_tensor(4, 4 * head_dim, 9, 6);
-    Pair k = random_tensor(4, 2 * head_dim, 10);
+    Pair qk = random_tensor(4, 6 * head_dim, 9, 6);  // q: 4 heads, k: 2 heads, side by side
+    Pair q{qk.cpu.columns(0, 4 * head_dim), qk.vk.columns(0, 4 * head_dim)};
+    Pair k{qk.cpu.columns(4 * head_dim, 2 * head_dim), qk.vk.columns(4 * head_dim, 2 * head_dim)};
+    Pair other = random_tensor(4, 2 * head_dim, 10);
     const std::vector<int32_t> positions = {0, 1, 511, 4000};
-    for (Pair* x : {&q, &k}) {
-      cpu_.rope(x->cpu, head_dim, positions, 10000.0f);
-      vk_->rope(x->vk, head_dim, positions, 10000.0f);
-    }
-    vk_->rope(q.vk, head_dim, positions, 10000.0f);  // a third, on q again: must not merge
-    cpu_.rope(q.cpu, head_dim, positions, 10000.0f);
-    expect_close(q, 1e-5f, "q, head_dim=" + std::to_string(head_dim));
-    expect_close(k, 1e-5f, "k, head_dim=" + std::to_string(head_dim));
+    cpu_.rope_qk(q.cpu, k.cpu, head_dim, positions, 10000.0f);
+    vk_->rope_qk(q.vk, k.vk, head_dim, positions, 10000.0f);
+    cpu_.rope(other.cpu, head_dim, positions, 10000.0f);  // separate tensors, the plain rope
+    vk_->rope(other.vk, head_dim, positions, 10000.0f);
+    expect_close(qk, 1e-5f, "q | k, head_dim=" + std::to_string(head_dim));
+    expect_close(other, 1e-5f, "rope, head_dim=" + std::to_string(head_dim));
+    // Overlapping views would be rotated twice at once by one dispatch: refused.
+    EXPECT_THROW(vk_->rope_qk(q.vk, q.vk, head_dim, positions, 10000.0f), InputError);
   }
 }
 
@@ -341,21 +388,24 @@ TEST_F(KernelParity, ElementwiseOperations) {
   expect_close(gate, 1e-4f, "silu_mul");
 }
 
-// Two copies in a row run as one dispatch on Vulkan (e.g. gathering a batch's logit rows).
-TEST_F(KernelParity, CopyRowsMergedAndInOrder) {
-  Pair dst0 = random_tensor(40, 24, 1);
-  Pair dst1 = random_tensor(40, 24, 3);
-  Pair qkv = random_tensor(3, 72, 2);  // column views of one tensor
-  const Pair a{qkv.cpu.columns(24, 24), qkv.vk.columns(24, 24)};
-  const Pair b{qkv.cpu.columns(48, 24), qkv.vk.columns(48, 24)};
-  cpu_.copy_rows(a.cpu, dst0.cpu, 17);
-  vk_->copy_rows(a.vk, dst0.vk, 17);
-  cpu_.copy_rows(b.cpu, dst1.cpu, 17);
-  vk_->copy_rows(b.vk, dst1.vk, 17);
-  cpu_.copy_rows(dst0.cpu.row_range(17, 3), dst1.cpu, 30);  // reads what a held copy writes
-  vk_->copy_rows(dst0.vk.row_range(17, 3), dst1.vk, 30);
-  expect_close(dst0, 0.0f, "dst0");
-  expect_close(dst1, 0.0f, "dst1");
+// Rows in any order (and repeated) from a column view into another view, e.g. a batch's logit
+// rows; the gather reads what the operation before it wrote.
+TEST_F(KernelParity, GatherRows) {
+  Pair qkv = random_tensor(7, 72, 2);
+  const Pair src{qkv.cpu.columns(24, 24), qkv.vk.columns(24, 24)};
+  Pair dst = random_tensor(5, 24, 1, 4);
+  Pair again = random_tensor(2, 24, 3);
+  const std::vector<int32_t> rows = {6, 0, 3, 3, 5};
+  cpu_.gather_rows(src.cpu, rows, dst.cpu);
+  vk_->gather_rows(src.vk, rows, dst.vk);
+  const std::vector<int32_t> back = {4, 1};
+  cpu_.gather_rows(dst.cpu, back, again.cpu);
+  vk_->gather_rows(dst.vk, back, again.vk);
+  expect_close(dst, 0.0f, "gathered");
+  expect_close(again, 0.0f, "gathered from the gathered");
+  const std::vector<int32_t> outside = {7};
+  Tensor one_row = again.vk.row_range(0, 1);
+  EXPECT_THROW(vk_->gather_rows(src.vk, outside, one_row), InputError);
 }
 
 // --- paged KV store -------------------------------------------------------------------------
@@ -878,7 +928,8 @@ TEST(VulkanFailures, LostDeviceFailsEveryLaterCallAndTheCpuBackendTakesOver) {
 }
 
 // The CLI contract when Vulkan fails in the middle of a run: a one-line reason on stderr that
-// names the way out, a non-zero exit code, no crash (docs/ARCHITECTURE.md: never abort, never crash).
+// names the way out, a non-zero exit code, no crash (docs/ARCHITECTURE.md: never abort, never
+// crash).
 TEST(VulkanFailures, CliReportsALostDeviceMidRunAndExitsNonZero) {
   SERVESCOPE_SKIP_WITHOUT_VULKAN();
   const std::string cli = std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli";

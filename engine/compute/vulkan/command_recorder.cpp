@@ -1,6 +1,7 @@
 #include "engine/compute/vulkan/command_recorder.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -24,7 +25,27 @@ constexpr VkAccessFlags kWriteAccess = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TR
 constexpr VkAccessFlags kAnyAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 
+double steady_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+telemetry::KernelKind telemetry_kind(KernelClass kind) {
+  switch (kind) {
+    case KernelClass::kMatmul:
+      return telemetry::KernelKind::kMatmul;
+    case KernelClass::kAttention:
+      return telemetry::KernelKind::kAttention;
+    case KernelClass::kNorm:
+      return telemetry::KernelKind::kNorm;
+    case KernelClass::kOther:
+      break;
+  }
+  return telemetry::KernelKind::kOther;
+}
 
 const char* kernel_class_name(KernelClass kind) {
   switch (kind) {
@@ -77,6 +98,12 @@ void CommandRecorder::simulate_device_lost_after(uint32_t successful_submits) {
   submits_until_simulated_loss_ = successful_submits;
 }
 
+void CommandRecorder::simulate_no_timestamps() {
+  if (recording_) submit_and_wait();
+  timestamp_mask_ = 0;
+  apply_timestamps();
+}
+
 void CommandRecorder::throw_if_device_lost() const {
   if (device_lost_) {
     throw BackendError(
@@ -86,8 +113,21 @@ void CommandRecorder::throw_if_device_lost() const {
 }
 
 void CommandRecorder::set_timestamps(bool on) {
+  timestamps_wanted_ = on;
+  apply_timestamps();
+}
+
+void CommandRecorder::set_spans(bool on) {
+  spans_on_ = on;
+  spans_.clear();
+  apply_timestamps();
+}
+
+void CommandRecorder::apply_timestamps() {
+  const bool on = (timestamps_wanted_ || spans_on_) && timestamp_mask_ != 0;
+  if (on == timestamps_on_) return;
   if (recording_) submit_and_wait();
-  timestamps_on_ = on && timestamp_mask_ != 0;
+  timestamps_on_ = on;
   if (timestamps_on_) {
     query_capacity_ = std::max(query_capacity_, kInitialTimestamps);
   } else if (query_pool_ != VK_NULL_HANDLE) {
@@ -215,7 +255,7 @@ void CommandRecorder::dispatch(const Pipeline& pipeline, std::span<const BufferR
   vkCmdDispatch(commands_, groups.x, groups.y, groups.z);
   if (timed) {
     vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, query_pool_, query + 1);
-    pending_kernels_.push_back({pipeline.name, kind, 0.0});
+    pending_kernels_.push_back({pipeline.name, kind, 0.0, span_layer_});
   }
   ++commands_recorded_;
 }
@@ -325,9 +365,12 @@ VkResult CommandRecorder::submit_and_wait_for_fence() {
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &commands_;
+  submitted_ms_ = steady_ms();
   const VkResult submitted = vkQueueSubmit(context_->queue(), 1, &submit, fence_);
   if (submitted != VK_SUCCESS) return submitted;
-  return vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, kFenceTimeoutNs);
+  const VkResult waited = vkWaitForFences(context_->device(), 1, &fence_, VK_TRUE, kFenceTimeoutNs);
+  completed_ms_ = steady_ms();
+  return waited;
 }
 
 void CommandRecorder::collect_timings() {
@@ -351,6 +394,7 @@ void CommandRecorder::collect_timings() {
       }
       const uint64_t span = (stamps[count - 1] - stamps[0]) & timestamp_mask_;
       step.gpu_milliseconds = static_cast<double>(span) * timestamp_period_ns_ * 1e-6;
+      if (spans_on_) append_spans(stamps);
     }
   }
   if (timings_overflowed_ && query_pool_ != VK_NULL_HANDLE) {
@@ -363,6 +407,23 @@ void CommandRecorder::collect_timings() {
     class_milliseconds_since_taken_[k] += step.class_milliseconds[k];
   }
   last_step_ = std::move(step);
+}
+
+// The device's timestamps count on its own clock, so they are placed on the host's: the first
+// dispatch starts at the submit (it cannot start earlier; on lavapipe the queue starts at
+// once), later ones at their measured distance from it. An end past the fence's signal (clock
+// drift) is cut there: the work was done by then.
+void CommandRecorder::append_spans(const std::vector<uint64_t>& stamps) {
+  const double ms_per_tick = timestamp_period_ns_ * 1e-6;
+  const auto host_ms = [&](uint64_t stamp) {
+    const uint64_t ticks = (stamp - stamps[0]) & timestamp_mask_;
+    return std::min(completed_ms_, submitted_ms_ + static_cast<double>(ticks) * ms_per_tick);
+  };
+  for (size_t i = 0; i < pending_kernels_.size(); ++i) {
+    const KernelTiming& k = pending_kernels_[i];
+    spans_.push_back(
+        {telemetry_kind(k.kind), k.layer, host_ms(stamps[2 * i]), host_ms(stamps[2 * i + 1])});
+  }
 }
 
 std::array<double, kKernelClassCount> CommandRecorder::take_class_milliseconds() {

@@ -11,12 +11,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/compute/vulkan/device_memory.h"
 #include "engine/compute/vulkan/pipelines.h"
 #include "engine/compute/vulkan/step_timings.h"
 #include "engine/compute/vulkan/vulkan_context.h"
+#include "engine/telemetry/records.h"
 
 namespace servescope::compute::vulkan {
 
@@ -58,6 +60,15 @@ class CommandRecorder {
   bool has_pending_work() const { return recording_; }
   // Turns per-dispatch timestamps on or off from the next step (no-op without device support).
   void set_timestamps(bool on);
+  bool device_has_timestamps() const { return timestamp_mask_ != 0; }
+  // Per-dispatch spans on the steady clock: timestamps are on while spans are (whatever
+  // set_timestamps said, which applies again when they go off). Turning them on or off drops
+  // the spans not yet taken.
+  void set_spans(bool on);
+  // The layer the following dispatches belong to (-1 outside the layers).
+  void set_span_layer(int64_t layer) { span_layer_ = layer; }
+  // The spans of the steps submitted since the previous call, in the order they ran.
+  std::vector<telemetry::KernelSpan> take_spans() { return std::exchange(spans_, {}); }
   // Submits what was recorded (if anything) and waits. BackendError on failure; the recorder
   // is then reset and usable for the next step, unless the device was lost: from then on
   // every call that would record or submit throws BackendError (nothing can run on a lost
@@ -76,6 +87,8 @@ class CommandRecorder {
   // VK_ERROR_DEVICE_LOST instead of running. The environment variable
   // SERVESCOPE_VULKAN_SIMULATE_DEVICE_LOST=N sets it when the recorder is made (CLI tests).
   void simulate_device_lost_after(uint32_t successful_submits);
+  // Test hook: from now on behave as a device whose compute queue has no timestamps.
+  void simulate_no_timestamps();
 
  private:
   void begin_if_needed();
@@ -83,6 +96,8 @@ class CommandRecorder {
   VkResult submit_and_wait_for_fence();
   void barrier_before_next_command();
   void collect_timings();
+  void append_spans(const std::vector<uint64_t>& stamps);
+  void apply_timestamps();
   void recycle_step_resources();
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
 
@@ -94,8 +109,16 @@ class CommandRecorder {
   std::vector<VkDescriptorPool> descriptor_pools_;
   size_t current_pool_ = 0;
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
-  uint32_t query_capacity_ = 0;  // timestamps; two per dispatch
-  bool timestamps_on_ = false;
+  uint32_t query_capacity_ = 0;     // timestamps; two per dispatch
+  bool timestamps_on_ = false;      // queries recorded from the next step on
+  bool timestamps_wanted_ = false;  // as set_timestamps said
+  bool spans_on_ = false;
+  int64_t span_layer_ = -1;
+  std::vector<telemetry::KernelSpan> spans_;
+  // Host steady-clock milliseconds of the last submit and of its fence signalling: device
+  // timestamps are placed on the host clock from the submit (see append_spans).
+  double submitted_ms_ = 0.0;
+  double completed_ms_ = 0.0;
   double timestamp_period_ns_ = 0.0;
   uint64_t timestamp_mask_ = 0;
 

@@ -7,16 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "engine/telemetry/records.h"
+
 namespace servescope::compute::vulkan {
 
 enum class KernelClass { kMatmul, kAttention, kNorm, kOther };
 constexpr size_t kKernelClassCount = 4;
-const char* kernel_class_name(KernelClass kind);  // "matmul", "attention", "norm", "other"
+const char* kernel_class_name(KernelClass kind);         // "matmul", "attention", "norm", "other"
+telemetry::KernelKind telemetry_kind(KernelClass kind);  // the same four classes
 
 struct KernelTiming {
   std::string kernel;  // shader name, e.g. "matmul_vec_q8_0"
   KernelClass kind = KernelClass::kOther;
   double milliseconds = 0.0;
+  int64_t layer = -1;  // the transformer layer it ran for (Backend::set_span_layer)
 };
 
 struct StepTimings {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 
 #include "engine/compute/vulkan/vulkan_functions.h"
@@ -106,11 +107,6 @@ struct LayerNormPush {
   uint32_t y_offset, y_stride;  // add_layer_norm only
 };
 
-bool same_view(const Tensor& a, const Tensor& b) {
-  return a.buffer == b.buffer && a.offset == b.offset && a.rows == b.rows && a.cols == b.cols &&
-         a.row_stride == b.row_stride;
-}
-
 // True when no element is in both views: different buffers, or disjoint column ranges of the
 // same rows (the queries and keys of one fused projection).
 bool disjoint_views(const Tensor& a, const Tensor& b) {
@@ -129,9 +125,8 @@ struct RopePush {
   uint32_t rows, pairs_per_head, pairs_per_row0, x0_offset, x0_stride, pairs_per_row1, x1_offset,
       x1_stride;
 };
-struct CopyPush {
-  uint32_t rows, cols, src0_offset, src0_stride, dst0_offset, dst0_stride, src1_offset, src1_stride,
-      dst1_offset, dst1_stride;
+struct GatherPush {
+  uint32_t rows, cols, src_offset, src_stride, dst_offset, dst_stride;
 };
 struct TwoViewPush {  // add (x, y)
   uint32_t rows, cols, a_offset, a_stride, b_offset, b_stride;
@@ -174,7 +169,8 @@ static_assert(is_words<LayerNormPush>(11) && offsetof(LayerNormPush, eps) == 8 *
 static_assert(is_words<MatmulPush>(9) && offsetof(MatmulPush, has_bias) == 8 * 4,
               "include/matmul_push.glsl");
 static_assert(is_words<RopePush>(8) && offsetof(RopePush, x1_stride) == 7 * 4, "rope.comp");
-static_assert(is_words<CopyPush>(10) && offsetof(CopyPush, dst1_stride) == 9 * 4, "copy.comp");
+static_assert(is_words<GatherPush>(6) && offsetof(GatherPush, dst_stride) == 5 * 4,
+              "gather_rows.comp");
 static_assert(is_words<TwoViewPush>(6) && offsetof(TwoViewPush, b_stride) == 5 * 4, "add.comp");
 static_assert(is_words<SiluMulPush>(8) && offsetof(SiluMulPush, out_stride) == 7 * 4,
               "silu_mul.comp");
@@ -315,40 +311,11 @@ VulkanBackend::~VulkanBackend() {
   }
 }
 
-void VulkanBackend::finish() {
-  record_pending();
-  recorder_->submit_and_wait();
-}
-
-bool VulkanBackend::pending_add_is(const Tensor& x) const {
-  return pending_ && pending_->kind == PendingOp::Kind::kAdd && same_view(pending_->a, x);
-}
-
-void VulkanBackend::record_pending() {
-  if (!pending_) return;
-  const PendingOp op = std::move(*pending_);
-  pending_.reset();
-  switch (op.kind) {
-    case PendingOp::Kind::kAdd: {
-      const TwoViewPush push{u32(op.a.rows),       u32(op.a.cols),   u32(op.a.offset),
-                             u32(op.a.row_stride), u32(op.b.offset), u32(op.b.row_stride)};
-      dispatch("add", {bind(op.a), bind(op.b)}, &push, sizeof push,
-               elementwise_groups(op.a.rows, op.a.cols), KernelClass::kOther);
-      break;
-    }
-    case PendingOp::Kind::kRope:
-      record_rope(op.a, nullptr, op.number, op.positions, op.freq_base);
-      break;
-    case PendingOp::Kind::kCopyRows:
-      record_copy_rows(op.a, op.b, op.number, nullptr, nullptr, 0);
-      break;
-  }
-}
+void VulkanBackend::finish() { recorder_->submit_and_wait(); }
 
 void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                              const void* push, uint32_t push_bytes, WorkgroupCount groups,
                              KernelClass kind, std::initializer_list<uint32_t> constants) {
-  record_pending();  // ops stay in the order they were called
   const Pipeline& pipeline = pipelines_->get(shader, static_cast<uint32_t>(bindings.size()),
                                              std::span(constants.begin(), constants.size()));
   recorder_->dispatch(pipeline, std::span(bindings.begin(), bindings.size()), push, push_bytes,
@@ -365,21 +332,18 @@ Tensor VulkanBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose pu
   } catch (const BackendError&) {
     // Out of memory in the middle of a step: the step fails, so none of it may run later
     // (as the start of the next step) on tensors its caller has given up.
-    pending_.reset();
     recorder_->discard();
     throw;
   }
   auto storage = std::make_shared<TensorStorage>(device_memory_, allocation);
   // Activations are always written before they are read; caches and weights start at zero.
   if (purpose != BufferPurpose::kActivations) {
-    record_pending();
     recorder_->fill_zero(range_of(storage->storage.get()));
   }
   return Tensor{storage, 0, rows, cols, cols};
 }
 
 void VulkanBackend::copy_into(const Allocation& dst, std::span<const uint8_t> bytes) {
-  record_pending();
   if (dst.mapped != nullptr) {
     finish();  // recorded work may still use this memory
     std::memcpy(dst.mapped, bytes.data(), bytes.size());
@@ -440,7 +404,7 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight
     // name, bindings: as dispatched below.
     const std::pair<const char*, uint32_t> common[] = {
         {"rms_norm", 3}, {"add_rms_norm", 4}, {"layer_norm", 4}, {"add_layer_norm", 5},
-        {"rope", 3},     {"copy", 4},         {"add", 2},        {"silu_mul", 3},
+        {"rope", 3},     {"gather_rows", 3},  {"add", 2},        {"silu_mul", 3},
         {"gelu", 1}};
     for (const auto& [name, bindings] : common)
       prepared.push_back(&pipelines_->get(name, bindings));
@@ -494,7 +458,6 @@ Tensor VulkanBackend::upload_vector(std::span<const float> values) {
 }
 
 void VulkanBackend::write(Tensor& dst, std::span<const float> values) {
-  record_pending();
   assert(static_cast<int64_t>(values.size()) == dst.size());
   const Allocation& a = allocation_of(dst);
   const size_t row_bytes = static_cast<size_t>(dst.cols) * sizeof(float);
@@ -540,7 +503,6 @@ std::vector<uint8_t> VulkanBackend::read_kv_bytes(const KvStore& store, bool val
 
 void VulkanBackend::read_regions(const Allocation& src, std::span<uint8_t> dst,
                                  std::span<const VkBufferCopy> regions) {
-  record_pending();
   if (src.mapped != nullptr) {
     finish();
     for (const VkBufferCopy& region : regions) {
@@ -590,62 +552,78 @@ void VulkanBackend::embed(const WeightMatrix& table, std::span<const int32_t> id
 }
 
 void VulkanBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
+  record_rms_norm(x, nullptr, weight, eps, out);
+}
+
+void VulkanBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& weight, float eps,
+                                 Tensor& out) {
+  record_rms_norm(x, &y, weight, eps, out);
+}
+
+void VulkanBackend::record_rms_norm(const Tensor& x, const Tensor* y, const Tensor& weight,
+                                    float eps, Tensor& out) {
   assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols);
-  RmsNormPush push{u32(x.rows),
-                   u32(x.cols),
-                   u32(x.offset),
-                   u32(x.row_stride),
-                   u32(weight.offset),
-                   u32(out.offset),
-                   u32(out.row_stride),
-                   eps,
-                   0,
-                   0};
-  if (pending_add_is(x)) {
-    const Tensor y = pending_->b;
-    pending_.reset();
-    push.y_offset = u32(y.offset);
-    push.y_stride = u32(y.row_stride);
-    dispatch("add_rms_norm", {bind(x), bind(weight), bind(out), bind(y)}, &push, sizeof push,
+  assert(y == nullptr || (y->rows == x.rows && y->cols == x.cols));
+  const RmsNormPush push{u32(x.rows),
+                         u32(x.cols),
+                         u32(x.offset),
+                         u32(x.row_stride),
+                         u32(weight.offset),
+                         u32(out.offset),
+                         u32(out.row_stride),
+                         eps,
+                         y != nullptr ? u32(y->offset) : 0u,
+                         y != nullptr ? u32(y->row_stride) : 0u};
+  if (y != nullptr) {
+    dispatch("add_rms_norm", {bind(x), bind(weight), bind(out), bind(*y)}, &push, sizeof push,
              linear_groups(u32(x.rows)), KernelClass::kNorm);
-    return;
+  } else {
+    dispatch("rms_norm", {bind(x), bind(weight), bind(out)}, &push, sizeof push,
+             linear_groups(u32(x.rows)), KernelClass::kNorm);
   }
-  dispatch("rms_norm", {bind(x), bind(weight), bind(out)}, &push, sizeof push,
-           linear_groups(u32(x.rows)), KernelClass::kNorm);
 }
 
 void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                                Tensor& out) {
+  record_layer_norm(x, nullptr, weight, bias, eps, out);
+}
+
+void VulkanBackend::add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight,
+                                   const Tensor& bias, float eps, Tensor& out) {
+  record_layer_norm(x, &y, weight, bias, eps, out);
+}
+
+void VulkanBackend::record_layer_norm(const Tensor& x, const Tensor* y, const Tensor& weight,
+                                      const Tensor& bias, float eps, Tensor& out) {
   assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols && bias.cols == x.cols);
-  LayerNormPush push{u32(x.rows),
-                     u32(x.cols),
-                     u32(x.offset),
-                     u32(x.row_stride),
-                     u32(weight.offset),
-                     u32(bias.offset),
-                     u32(out.offset),
-                     u32(out.row_stride),
-                     eps,
-                     0,
-                     0};
-  if (pending_add_is(x)) {
-    const Tensor y = pending_->b;
-    pending_.reset();
-    push.y_offset = u32(y.offset);
-    push.y_stride = u32(y.row_stride);
-    dispatch("add_layer_norm", {bind(x), bind(weight), bind(bias), bind(out), bind(y)}, &push,
+  assert(y == nullptr || (y->rows == x.rows && y->cols == x.cols));
+  const LayerNormPush push{u32(x.rows),
+                           u32(x.cols),
+                           u32(x.offset),
+                           u32(x.row_stride),
+                           u32(weight.offset),
+                           u32(bias.offset),
+                           u32(out.offset),
+                           u32(out.row_stride),
+                           eps,
+                           y != nullptr ? u32(y->offset) : 0u,
+                           y != nullptr ? u32(y->row_stride) : 0u};
+  if (y != nullptr) {
+    dispatch("add_layer_norm", {bind(x), bind(weight), bind(bias), bind(out), bind(*y)}, &push,
              sizeof push, linear_groups(u32(x.rows)), KernelClass::kNorm);
-    return;
+  } else {
+    dispatch("layer_norm", {bind(x), bind(weight), bind(bias), bind(out)}, &push, sizeof push,
+             linear_groups(u32(x.rows)), KernelClass::kNorm);
   }
-  dispatch("layer_norm", {bind(x), bind(weight), bind(bias), bind(out)}, &push, sizeof push,
-           linear_groups(u32(x.rows)), KernelClass::kNorm);
 }
 
 Tensor VulkanBackend::vec4_aligned(const Tensor& x) {
   if (x.offset % 4 == 0 && x.row_stride % 4 == 0) return x;
   Tensor copy =
       create_tensor(x.rows, (x.cols + 3) / 4 * 4, BufferPurpose::kActivations).columns(0, x.cols);
-  copy_rows(x, copy, 0);
+  std::vector<int32_t> rows(static_cast<size_t>(x.rows));
+  std::iota(rows.begin(), rows.end(), 0);
+  gather_rows(x, rows, copy);
   return copy;
 }
 
@@ -700,24 +678,18 @@ void VulkanBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> p
                          float freq_base) {
   assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0 &&
          head_dim % 2 == 0);
-  // Merge with a held rope of the same positions unless the two overlap (the dispatch would
-  // rotate shared elements twice at once).
-  if (pending_ && pending_->kind == PendingOp::Kind::kRope && pending_->number == head_dim &&
-      pending_->freq_base == freq_base && disjoint_views(pending_->a, x) &&
-      std::equal(positions.begin(), positions.end(), pending_->positions.begin(),
-                 pending_->positions.end())) {
-    const PendingOp first = std::move(*pending_);
-    pending_.reset();
-    record_rope(first.a, &x, head_dim, positions, freq_base);
-    return;
+  record_rope(x, nullptr, head_dim, positions, freq_base);
+}
+
+void VulkanBackend::rope_qk(Tensor& q, Tensor& k, int64_t head_dim,
+                            std::span<const int32_t> positions, float freq_base) {
+  assert(static_cast<int64_t>(positions.size()) == q.rows && q.rows == k.rows &&
+         q.cols % head_dim == 0 && k.cols % head_dim == 0 && head_dim % 2 == 0);
+  // One dispatch rotates both, so they must not share an element (it would turn twice at once).
+  if (!disjoint_views(q, k)) {
+    throw InputError("rope_qk: the queries and keys overlap; rope them one at a time");
   }
-  record_pending();
-  pending_ = PendingOp{PendingOp::Kind::kRope,
-                       x,
-                       {},
-                       head_dim,
-                       std::vector<int32_t>(positions.begin(), positions.end()),
-                       freq_base};
+  record_rope(q, &k, head_dim, positions, freq_base);
 }
 
 void VulkanBackend::record_rope(const Tensor& x0, const Tensor* x1, int64_t head_dim,
@@ -745,41 +717,19 @@ void VulkanBackend::record_rope(const Tensor& x0, const Tensor* x1, int64_t head
            KernelClass::kOther);
 }
 
-void VulkanBackend::copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) {
-  assert(src.cols == dst.cols && dst_row + src.rows <= dst.rows);
-  // Merge with a held copy of the same shape when no buffer of one is written by the other.
-  if (pending_ && pending_->kind == PendingOp::Kind::kCopyRows && pending_->a.rows == src.rows &&
-      pending_->a.cols == src.cols && pending_->b.buffer != dst.buffer &&
-      pending_->b.buffer != src.buffer && pending_->a.buffer != dst.buffer) {
-    const PendingOp first = std::move(*pending_);
-    pending_.reset();
-    record_copy_rows(first.a, first.b, first.number, &src, &dst, dst_row);
-    return;
+void VulkanBackend::gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) {
+  assert(src.cols == dst.cols && dst.rows == static_cast<int64_t>(rows.size()));
+  for (const int32_t row : rows) {
+    if (row < 0 || row >= src.rows) {
+      throw InputError("gather_rows: row " + std::to_string(row) + " is outside the source (0.." +
+                       std::to_string(src.rows - 1) + ")");
+    }
   }
-  record_pending();
-  pending_ = PendingOp{PendingOp::Kind::kCopyRows, src, dst, dst_row, {}, 0.0f};
-}
-
-void VulkanBackend::record_copy_rows(const Tensor& src0, const Tensor& dst0, int64_t row0,
-                                     const Tensor* src1, const Tensor* dst1, int64_t row1) {
-  const bool two = src1 != nullptr;
-  const Tensor& s1 = two ? *src1 : src0;
-  const Tensor& d1 = two ? *dst1 : dst0;
-  const int64_t r1 = two ? row1 : row0;
-  const CopyPush push{u32(src0.rows),
-                      u32(src0.cols),
-                      u32(src0.offset),
-                      u32(src0.row_stride),
-                      u32(dst0.offset + row0 * dst0.row_stride),
-                      u32(dst0.row_stride),
-                      u32(s1.offset),
-                      u32(s1.row_stride),
-                      u32(d1.offset + r1 * d1.row_stride),
-                      u32(d1.row_stride)};
-  WorkgroupCount groups = elementwise_groups(src0.rows, src0.cols);
-  groups.z = two ? 2 : 1;
-  dispatch("copy", {bind(src0), bind(dst0), bind(s1), bind(d1)}, &push, sizeof push, groups,
-           KernelClass::kOther);
+  if (rows.empty()) return;
+  const GatherPush push{u32(dst.rows),       u32(src.cols),   u32(src.offset),
+                        u32(src.row_stride), u32(dst.offset), u32(dst.row_stride)};
+  dispatch("gather_rows", {bind(src), bind(dst), recorder_->upload(as_bytes(rows))}, &push,
+           sizeof push, elementwise_groups(dst.rows, dst.cols), KernelClass::kOther);
 }
 
 KvStore VulkanBackend::create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) {
@@ -799,7 +749,6 @@ KvStore VulkanBackend::create_kv_store(gguf::GgmlType type, int64_t slots, int64
   auto zeroed_side = [&] {
     auto side = std::make_shared<TensorStorage>(
         device_memory_, device_memory_->allocate(bytes, BufferPurpose::kKvCache));
-    record_pending();
     recorder_->fill_zero(range_of(side->storage.get()));
     return side;
   };
@@ -829,7 +778,7 @@ void VulkanBackend::store_kv(const Tensor& keys, const Tensor& values,
   dispatch("store_kv_" + type_suffix(store.type),
            {bind(keys), bind(values), recorder_->upload_reused(as_bytes(slots)),
             range_of(allocation_of(store.keys)), range_of(allocation_of(store.values))},
-           &push, sizeof push, groups, KernelClass::kOther);
+           &push, sizeof push, groups, KernelClass::kAttention);
 }
 
 void VulkanBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
@@ -889,8 +838,10 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
 
 void VulkanBackend::add(Tensor& x, const Tensor& y) {
   assert(x.rows == y.rows && x.cols == y.cols);
-  record_pending();
-  pending_ = PendingOp{PendingOp::Kind::kAdd, x, y, 0, {}, 0.0f};  // see record_pending
+  const TwoViewPush push{u32(x.rows),       u32(x.cols),   u32(x.offset),
+                         u32(x.row_stride), u32(y.offset), u32(y.row_stride)};
+  dispatch("add", {bind(x), bind(y)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
+           KernelClass::kOther);
 }
 
 void VulkanBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -988,6 +939,19 @@ DeviceRoofs VulkanBackend::measure_roofs(bool timestamps_after) {
   roofs.compute_gflop_per_s = flops / (best_ms * 1e6);
   set_timestamps(timestamps_after);
   return roofs;
+}
+
+bool VulkanBackend::set_kernel_spans(bool on) {
+  if (!recorder_->device_has_timestamps()) return false;
+  recorder_->set_spans(on);
+  return true;
+}
+
+std::string VulkanBackend::why_no_kernel_spans() const {
+  if (recorder_->device_has_timestamps()) return {};
+  return "Vulkan device \"" + context_->description().name +
+         "\" has no timestamp queries on its compute queue (timestampValidBits 0 or "
+         "timestampPeriod 0), so single dispatches cannot be timed";
 }
 
 telemetry::KernelTimes VulkanBackend::take_kernel_times() {

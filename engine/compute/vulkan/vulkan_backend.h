@@ -34,7 +34,7 @@ struct VulkanBackendOptions {
   // false: never map device memory, use staging copies as on a discrete GPU.
   bool map_device_memory = true;
   // Time every dispatch with timestamp queries (where the device has them). Default: on for
-  // GPUs; off on CPU devices, where each query costs about 100 us, more than most kernels.
+  // GPUs; off on CPU devices, where the queries cost more than a small kernel (BENCHMARKS.md).
   std::optional<bool> timestamps;
   KernelStyle kernel_style = KernelStyle::kAuto;
   // kRowPerInvocation products (prefill and decode): matmul_lanes, which shares x between the
@@ -87,7 +87,6 @@ class VulkanBackend final : public Backend {
   void matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) override;
   void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
             float freq_base) override;
-  void copy_rows(const Tensor& src, Tensor& dst, int64_t dst_row) override;
   KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;
   void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                 KvStore& store) override;
@@ -95,6 +94,14 @@ class VulkanBackend final : public Backend {
   void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                  const AttentionBatch& batch, Tensor& out, Tensor* weights) override;
   void add(Tensor& x, const Tensor& y) override;
+  void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& weight, float eps,
+                    Tensor& out) override;
+  void add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight, const Tensor& bias,
+                      float eps, Tensor& out) override;
+  // One dispatch for both (InputError if q and k share elements).
+  void rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
+               float freq_base) override;
+  void gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
 
@@ -106,6 +113,15 @@ class VulkanBackend final : public Backend {
   // Per-dispatch timestamps from the next step on (e.g. to profile a few steps on a device
   // where they are off by default); last_step_timings().available says whether they ran.
   void set_timestamps(bool on) { recorder_->set_timestamps(on); }
+  // Per-dispatch spans (kind, layer, start and end on the steady clock) from timestamp
+  // queries, which are on while spans are, whatever set_timestamps says. false, with the reason
+  // in why_no_kernel_spans(), where the device's compute queue has no timestamps.
+  bool set_kernel_spans(bool on) override;
+  std::string why_no_kernel_spans() const override;
+  void set_span_layer(int64_t layer) override { recorder_->set_span_layer(layer); }
+  std::vector<telemetry::KernelSpan> take_kernel_spans() override {
+    return recorder_->take_spans();
+  }
   // Submits anything recorded and waits (a no-op when nothing is pending).
   void finish();
   const DeviceDescription& device() const { return context_->description(); }
@@ -121,22 +137,21 @@ class VulkanBackend final : public Backend {
   void simulate_device_lost_after(uint32_t successful_steps) {
     recorder_->simulate_device_lost_after(successful_steps);
   }
+  // Test hook: behave as a device without timestamp queries on its compute queue.
+  void simulate_no_timestamps() { recorder_->simulate_no_timestamps(); }
 
  private:
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
                 std::initializer_list<uint32_t> constants = {});
-  // add, rope and copy_rows are held back one call, to merge with the next: an add with the
-  // norm of the same x (add_rms_norm / add_layer_norm), a rope with the rope of the other
-  // tensor of the step (queries, keys), a copy_rows with the next (e.g. gathering logit rows).
-  // Anything else records the held operation first, so operations run in the order they were
-  // called.
-  void record_pending();
-  bool pending_add_is(const Tensor& x) const;
+  // y == nullptr: the plain norm; else the residual add fused into it (x += y first).
+  void record_rms_norm(const Tensor& x, const Tensor* y, const Tensor& weight, float eps,
+                       Tensor& out);
+  void record_layer_norm(const Tensor& x, const Tensor* y, const Tensor& weight, const Tensor& bias,
+                         float eps, Tensor& out);
+  // One dispatch ropes x0 and, when not null, x1 (workgroup z).
   void record_rope(const Tensor& x0, const Tensor* x1, int64_t head_dim,
                    std::span<const int32_t> positions, float freq_base);
-  void record_copy_rows(const Tensor& src0, const Tensor& dst0, int64_t row0, const Tensor* src1,
-                        const Tensor* dst1, int64_t row1);
   // x itself if its offset and row stride are multiples of 4 (vec4 loads), else a copy that is.
   Tensor vec4_aligned(const Tensor& x);
   // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
@@ -165,14 +180,6 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Pipelines> pipelines_;
   std::unique_ptr<CommandRecorder> recorder_;
   uint64_t max_binding_bytes_ = 0;
-  struct PendingOp {
-    enum class Kind { kAdd, kRope, kCopyRows } kind = Kind::kAdd;
-    Tensor a, b;         // add: x, y; rope: x; copy_rows: src, dst (copies keep the buffers alive)
-    int64_t number = 0;  // rope: head_dim; copy_rows: dst_row
-    std::vector<int32_t> positions;  // rope
-    float freq_base = 0.0f;          // rope
-  };
-  std::optional<PendingOp> pending_;
   bool workgroup_tiles_ = true;  // the resolved KernelStyle
   // CPU-style prefill with matmul_lanes: needs subgroups of >= 8 lanes that can shuffle.
   bool lanes_kernel_ = false;
