@@ -1,11 +1,16 @@
 #include "app/cli/command_support.h"
 
+#include <unistd.h>
+
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <sstream>
 
 #include "app/cli/commands.h"
 #include "app/common/data_files.h"
@@ -85,5 +90,88 @@ json float_array(const float* values, size_t n) {
 }
 
 json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+// "f32", "f16", "q8_0": the KV type names as the command line spells them.
+std::string kv_type_label(serving::KvType type) {
+  std::string label(serving::kv_type_name(type));
+  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return label;
+}
+
+// Progress on stderr: "evaluate: q8_0 381/1530 positions, perplexity 7.9, mean KL 0.004".
+// On a terminal the line is rewritten in place and ends when a variant is done.
+eval::ProgressCallback stderr_eval_progress() {
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  return [terminal](const eval::EvalProgress& p) {
+    const bool last = p.positions_done == p.positions_total;
+    std::cerr << (terminal ? "\r\033[K" : "") << "evaluate: " << p.variant << " "
+              << p.positions_done << "/" << p.positions_total << " positions, perplexity "
+              << p.perplexity;
+    if (p.vs_baseline.positions > 0) std::cerr << ", mean KL " << p.vs_baseline.mean_kl;
+    std::cerr << (terminal && !last ? "" : "\n") << std::flush;
+  };
+}
+
+json layer_errors_json(const std::vector<eval::LayerError>& layers) {
+  json array = json::array();
+  for (const eval::LayerError& l : layers) {
+    array.push_back({{"layer", l.layer},
+                     {"tensors", l.tensors},
+                     {"elements", l.elements},
+                     {"rmse", l.rmse},
+                     {"max_abs_error", l.max_abs_error},
+                     {"relative_error", l.relative_error},
+                     {"sqnr_db", finite_or_null(l.sqnr_db)}});
+  }
+  return array;
+}
+
+std::optional<double> price_per_hour_option(const Options& options) {
+  if (!options.has("price-per-hour")) return std::nullopt;
+  const double price = options.get_double("price-per-hour", 0.0);
+  if (!(price >= 0.0) || std::isinf(price)) {
+    throw UsageError("--price-per-hour needs a price of 0 or more (per device-hour)");
+  }
+  return price;
+}
+
+std::string load_description(const serving::WorkloadSpec& spec,
+                             const serving::EngineConfig& config) {
+  const auto range = [](const serving::LengthRange& r) {
+    return r.min == r.max ? std::to_string(r.min)
+                          : std::to_string(r.min) + ".." + std::to_string(r.max);
+  };
+  std::ostringstream text;
+  text << spec.clients << " clients ";
+  if (spec.rate_per_s > 0.0 && !std::isinf(spec.rate_per_s)) {
+    text << "arriving at " << spec.rate_per_s << " requests/s (Poisson)";
+  } else {
+    text << "all at t = 0";
+  }
+  text << ", prompts " << range(spec.prompt_tokens) << " tokens, " << range(spec.output_tokens)
+       << " output tokens, max batch " << config.max_batch_size << ", "
+       << serving::batching_policy_name(config.batching) << " batching";
+  if (config.batching == serving::BatchingPolicy::kStatic) {
+    text << " (wait up to " << config.batch_wait_ms << " ms)";
+  }
+  return text.str();
+}
+
+json latency_json(const serving::LoadSummary& summary, const std::string& load) {
+  return {{"load", load},
+          {"ttft_ms", {{"p50", summary.ttft_ms.p50}, {"p99", summary.ttft_ms.p99}}},
+          {"tpot_ms", {{"p50", summary.tpot_ms.p50}, {"p99", summary.tpot_ms.p99}}}};
+}
+
+json cost_json(const serving::RequestCost& cost) {
+  json doc = {{"device_seconds_per_request", cost.device_seconds_per_request},
+              {"busy_seconds_per_request", cost.busy_seconds_per_request}};
+  if (cost.price_per_hour) {
+    doc["price_per_hour"] = *cost.price_per_hour;
+    doc["price_per_request"] = *cost.price_per_request;
+    doc["price_per_million_output_tokens"] = *cost.price_per_million_output_tokens;
+  }
+  return doc;
+}
 
 }  // namespace servescope::cli

@@ -1,17 +1,24 @@
 // What the subcommands of servescope-cli share: the common options, opening the model on the
-// chosen backend and device, the prompt and text options, and JSON number formatting. Each
-// subcommand's run function is declared here and registered in commands.cpp.
+// chosen backend and device, the prompt and text options, JSON number formatting and the
+// progress lines on stderr. Each subcommand lives in app/cli/<name>_command.cpp; its run function
+// is declared here and registered in commands.cpp.
 #pragma once
 
 #include <iosfwd>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/cli/cli_options.h"
 #include "engine/compute/backend.h"
+#include "engine/eval/evaluator.h"
+#include "engine/eval/tensor_error.h"
 #include "engine/model/model.h"
+#include "engine/serving/kv_block_pool.h"
+#include "engine/serving/load_generator.h"
+#include "engine/serving/request_cost.h"
 
 namespace servescope::cli {
 
@@ -39,7 +46,39 @@ nlohmann::json float_array(const float* values, size_t n);
 // JSON has no infinity; an exact tensor's SQNR is written as null.
 nlohmann::json finite_or_null(double value);
 
-// Subcommands with a file of their own (app/cli/<name>_command.cpp).
+// "f32", "f16", "q8_0": the KV type names as the command line spells them.
+std::string kv_type_label(serving::KvType type);
+
+// Progress on stderr: "evaluate: q8_0 381/1530 positions, perplexity 7.9, mean KL 0.004".
+// On a terminal the line is rewritten in place and ends when a variant is done.
+eval::ProgressCallback stderr_eval_progress();
+
+// Per-layer weight error as weight-error and quant-report write it.
+nlohmann::json layer_errors_json(const std::vector<eval::LayerError>& layers);
+
+// --price-per-hour P (a finite number >= 0), or nullopt when not given.
+std::optional<double> price_per_hour_option(const Options& options);
+
+// The load a latency figure was measured under, in words: "8 clients all at t = 0, prompts
+// 32..64 tokens, 32..64 output tokens, max batch 8, continuous batching".
+std::string load_description(const serving::WorkloadSpec& spec,
+                             const serving::EngineConfig& config);
+// {"load": ..., "ttft_ms": {"p50", "p99"}, "tpot_ms": {"p50", "p99"}}.
+nlohmann::json latency_json(const serving::LoadSummary& summary, const std::string& load);
+// device_seconds_per_request, busy_seconds_per_request, and with a price: price_per_hour,
+// price_per_request, price_per_million_output_tokens.
+nlohmann::json cost_json(const serving::RequestCost& cost);
+
+// The subcommands, one file each (app/cli/<name>_command.cpp).
+int run_info(const std::vector<std::string>& args, std::ostream& out);
+int run_tokenize(const std::vector<std::string>& args, std::ostream& out);
+int run_logits(const std::vector<std::string>& args, std::ostream& out);
+int run_generate(const std::vector<std::string>& args, std::ostream& out);
+int run_quantize(const std::vector<std::string>& args, std::ostream& out);
+int run_perplexity(const std::vector<std::string>& args, std::ostream& out);
+int run_weight_error(const std::vector<std::string>& args, std::ostream& out);
+int run_quant_report(const std::vector<std::string>& args, std::ostream& out);
+int run_bench(const std::vector<std::string>& args, std::ostream& out);
 int run_attention(const std::vector<std::string>& args, std::ostream& out);
 int run_devices(const std::vector<std::string>& args, std::ostream& out);
 int run_kv_error(const std::vector<std::string>& args, std::ostream& out);

@@ -27,7 +27,7 @@ const eval::TensorError& chosen_tensor(const std::vector<eval::TensorError>& err
 
 std::vector<int32_t> continue_greedily(model::Transformer& transformer,
                                        const std::vector<int32_t>& prompt) {
-  serving::GenerationRequest request;
+  serving::EngineRequest request;
   request.prompt_ids = prompt;
   request.max_tokens = kContinuationTokens;
   return serving::generate(transformer, request).generated_ids;

@@ -134,7 +134,7 @@ VariantQuality QualityEvaluator::compare(model::Transformer& variant, const std:
 
 std::vector<int32_t> greedy_continuation(model::Transformer& transformer,
                                          std::span<const int32_t> prompt, int64_t tokens) {
-  serving::GenerationRequest request;
+  serving::EngineRequest request;
   request.prompt_ids.assign(prompt.begin(), prompt.end());
   request.max_tokens = tokens;
   request.sampling.greedy = true;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "engine/eval/evaluator.h"
 #include "engine/eval/tensor_error.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/serving/load_generator.h"
+#include "engine/serving/request_cost.h"
 
 namespace servescope::eval {
 
@@ -35,15 +38,35 @@ struct QuantReportOptions {
   int64_t timing_prompt_tokens = 64;  // prefill length of the speed measurement
   int64_t timing_decode_tokens = 32;
   int64_t timing_repeats = 5;  // rounds over all variants (round-robin); best of, to damp noise
-  // Verdict limits: a variant is accepted when its mean KL <= max_kl, its decode speed-up over
-  // the baseline >= min_speedup, and its memory (weights and a full context's KV cache) is
-  // smaller than the baseline's.
+  // The fixed load every variant's latency and cost are measured under, through the serving
+  // engine (serving::run_load): `load_clients` requests all at t = 0, prompts of
+  // load_prompt_tokens taken from the text, load_output_tokens each, max batch load_max_batch,
+  // continuous batching, the variant's KV type.
+  int64_t load_clients = 16;  // twice the batch: a second wave waits, so p50 and p99 differ
+  int64_t load_prompt_tokens = 32;
+  int64_t load_output_tokens = 32;
+  int64_t load_max_batch = 8;
+  int64_t load_repeats = 3;  // rounds over all variants; the shortest run of each is kept
+  std::optional<double> price_per_hour;  // for the money per request; unset: device time only
+  // Verdict limits: a variant is accepted when its mean KL <= max_kl, its p99 TPOT under the
+  // load <= max_tpot_ms, its decode speed-up over the baseline >= min_speedup, and its memory
+  // (weights and a full context's KV cache) is smaller than the baseline's. A limit left at its
+  // default (infinity, 0) is not checked.
   double max_kl = std::numeric_limits<double>::infinity();
+  double max_tpot_ms = std::numeric_limits<double>::infinity();
   double min_speedup = 0.0;
+};
+
+// One limit of the accept-only-if rule applied to one variant.
+struct LimitCheck {
+  std::string limit;  // "max_kl", "max_tpot_ms", "min_speedup", "memory"
+  bool passed = false;
+  std::string reason;  // the measured value against the limit, in words
 };
 
 struct Verdict {
   bool accepted = false;
+  std::vector<LimitCheck> checks;    // every limit that was set, passed or not
   std::vector<std::string> reasons;  // why not, one per failed limit; empty when accepted
 };
 
@@ -62,6 +85,8 @@ struct VariantReport {
   double memory_ratio = 1.0;        // variant / baseline
   double decode_speedup = 1.0;      // variant / baseline tokens per second
   double prefill_speedup = 1.0;
+  serving::LoadSummary load;  // under QuantReportOptions' fixed load: TTFT, TPOT, throughput
+  serving::RequestCost cost;  // per request under that load
   Verdict verdict;
 };
 
@@ -73,6 +98,11 @@ struct QuantReport {
   VariantReport baseline;      // F32
   std::vector<VariantReport> variants;
 };
+
+// The fixed load of the options, as the load generator and the engine take it (prompts from
+// options.text_ids, else random ids below vocab_size).
+serving::WorkloadSpec report_load(const QuantReportOptions& options, int32_t vocab_size);
+serving::EngineConfig report_load_engine(const QuantReportOptions& options, gguf::GgmlType kv_type);
 
 // Decides a variant's verdict from its numbers and the options' limits.
 Verdict judge(const VariantReport& variant, const VariantReport& baseline,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "engine/core/error.h"
 
@@ -13,6 +14,8 @@ SchedulerConfig scheduler_config(const EngineConfig& config, const model::ModelC
   s.max_batch_size = config.max_batch_size;
   s.token_budget = std::max(config.token_budget, config.max_batch_size);
   s.context_length = model.context_length;
+  s.policy = config.batching;
+  s.batch_wait_ms = config.batch_wait_ms;
   return s;
 }
 
@@ -70,14 +73,14 @@ SequenceId Engine::submit(const EngineRequest& request, std::optional<double> ar
                        std::to_string(vocab - 1) + ")");
     }
   }
-  const SequenceId id =
-      scheduler_.submit({request.prompt_ids, request.max_tokens, request.stop_token});
+  const double arrived_ms = arrival_ms.value_or(now_ms());
+  const SequenceId id = scheduler_.submit(request, arrived_ms);
   RequestState& state =
       requests_.emplace(id, RequestState{Sampler(request.sampling), {}, request.top_k_alternatives})
           .first->second;
   state.record.request_id = id;
   state.record.prompt_tokens = static_cast<int64_t>(request.prompt_ids.size());
-  state.record.arrival_ms = arrival_ms.value_or(now_ms());
+  state.record.arrival_ms = arrived_ms;
   state.record.first_scheduled_ms = -1.0;  // set by the first step that runs any of its tokens
   return id;
 }
@@ -133,9 +136,10 @@ telemetry::KvSnapshot Engine::kv_snapshot() const {
 bool Engine::step() {
   if (!scheduler_.has_unfinished()) return false;
   const double started_ms = now_ms();
+  if (scheduler_.collecting_batch(started_ms)) return false;
   event_step_index_ = scheduler_.next_step_index();
   transformer_.backend().take_kernel_times();  // this step's kernels only
-  const StepBatch batch = scheduler_.schedule();
+  const StepBatch batch = scheduler_.schedule(started_ms);
   if (batch.empty()) return false;
   in_step_ = true;
   // The pool as the step runs: counted before finished sequences release their blocks.
@@ -209,7 +213,10 @@ std::vector<float> Engine::forward(std::span<const model::SequenceStep> steps,
 
 void Engine::run_until_idle() {
   while (has_unfinished()) {
-    if (!step()) throw std::logic_error("Engine: requests are waiting but no step can run");
+    if (step()) continue;
+    const std::optional<double> due = batch_due_ms();
+    if (!due) throw std::logic_error("Engine: requests are waiting but no step can run");
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(*due - now_ms()));
   }
 }
 

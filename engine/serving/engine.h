@@ -50,17 +50,22 @@ struct EngineConfig {
   // Finished requests whose Sequence stays available to sequence() and output_ids(), newest
   // kept; older ones are forgotten (their RequestRecord carried the results).
   int64_t finished_history = 256;
+  // How requests join batches (scheduler.h): continuous (join any step with room) or static
+  // (collect up to max_batch_size, waiting at most batch_wait_ms for the oldest, then run that
+  // batch to its end with no newcomers). set_batching() changes it between runs.
+  BatchingPolicy batching = BatchingPolicy::kContinuous;
+  double batch_wait_ms = 0.0;
   // Per-operation spans of each forward pass on StepRecord::spans (one per operation on the CPU
   // backend, one per dispatch on Vulkan, from timestamp queries; a backend that cannot time
   // them leaves spans_measured false and says why in spans_note). Off: nothing is recorded.
   bool kernel_spans = false;
 };
 
-struct EngineRequest {
-  std::vector<int32_t> prompt_ids;
-  int64_t max_tokens = 64;
+// A request as the engine takes it: the scheduler's Request (the tokens and when to stop) and
+// what only the engine knows about, how to sample and what to report. One request, one type
+// for each layer: the scheduler never samples.
+struct EngineRequest : Request {
   SamplingParams sampling;
-  int32_t stop_token = -1;  // usually EOS; -1 = never stop early
   // Token probabilities: unset (the default) computes nothing; K >= 0 reports a TokenRecord
   // per generated token with its probability, its sampling probability and the K most likely
   // alternatives (0: none).
@@ -84,11 +89,23 @@ class Engine {
   // cache even alone; a refused request leaves the engine as it was.
   SequenceId submit(const EngineRequest& request, std::optional<double> arrival_ms = {});
 
-  // Runs one step. Returns false, doing nothing, when no request is waiting or running.
-  // Requests are checked at submit(), so a step throws only when the backend fails; the
-  // engine cannot continue after that.
+  // Runs one step. Returns false, doing nothing, when no request is waiting or running, or
+  // when the static policy is still collecting its batch (waiting_for_batch()). Requests are
+  // checked at submit(), so a step throws only when the backend fails; the engine cannot
+  // continue after that.
   bool step();
+  // Steps until nothing is waiting or running, sleeping while a static batch collects.
   void run_until_idle();
+
+  // Static policy: requests wait for their batch to fill or fall due; batch_due_ms() says when
+  // (now_ms() clock) at the latest. The caller sleeps until then or the next arrival.
+  bool waiting_for_batch() const { return scheduler_.collecting_batch(now_ms()); }
+  std::optional<double> batch_due_ms() const { return scheduler_.batch_due_ms(); }
+  // The batching policy from the next batch on (between runs in the desktop application).
+  // InputError for a negative or non-finite wait.
+  void set_batching(BatchingPolicy policy, double batch_wait_ms) {
+    scheduler_.set_batching(policy, batch_wait_ms);
+  }
 
   // Ends a waiting or running request with FinishReason::kCancelled: its blocks are freed
   // (kFree events) and its RequestRecord reported at once when called between steps, at the

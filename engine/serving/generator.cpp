@@ -22,7 +22,7 @@ double GenerationResult::decode_tokens_per_s() const {
   return decode_ms > 0.0 ? static_cast<double>(decode_steps) * 1000.0 / decode_ms : 0.0;
 }
 
-GenerationResult generate(model::Transformer& transformer, const GenerationRequest& request,
+GenerationResult generate(model::Transformer& transformer, const EngineRequest& request,
                           const TokenCallback& on_token) {
   if (request.prompt_ids.empty()) throw InputError("the prompt is empty");
   if (request.max_tokens < 0) throw InputError("max-tokens must be 0 or more");

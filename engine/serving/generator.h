@@ -13,9 +13,6 @@
 
 namespace servescope::serving {
 
-// The engine's request, run alone (max_tokens may be 0 here; top_k_alternatives is ignored).
-using GenerationRequest = EngineRequest;
-
 struct GenerationResult {
   std::vector<int32_t> generated_ids;
   FinishReason finish_reason = FinishReason::kMaxTokens;
@@ -30,8 +27,9 @@ struct GenerationResult {
 // Called with each generated token as soon as it is chosen.
 using TokenCallback = std::function<void(int32_t token)>;
 
+// Runs the engine's request alone (max_tokens may be 0 here; top_k_alternatives is ignored).
 // InputError for an empty prompt, a prompt longer than the context, or bad sampling options.
-GenerationResult generate(model::Transformer& transformer, const GenerationRequest& request,
+GenerationResult generate(model::Transformer& transformer, const EngineRequest& request,
                           const TokenCallback& on_token = {});
 
 }  // namespace servescope::serving

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -158,6 +161,7 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
   if (s.decode_only_steps > 0) {
     s.mean_decode_step_ms = decode_step_ms / static_cast<double>(s.decode_only_steps);
   }
+  s.busy_s = step_ms / 1000.0;
   if (step_ms > 0.0) {
     s.achieved_gb_per_s = bytes / (step_ms * 1e-3) / 1e9;
     s.achieved_gflop_per_s = flops / (step_ms * 1e-3) / 1e9;
@@ -182,13 +186,21 @@ LoadResult run_load(model::Transformer& transformer, uint64_t weight_bytes,
       request.max_tokens = r.max_tokens;
       engine.submit(request, start_ms + r.arrival_ms);
     }
-    if (engine.has_unfinished()) {
-      engine.step();
+    if (engine.step()) {
       if (progress) progress(static_cast<int64_t>(collector.requests.size()), total);
-    } else if (next < requests.size()) {
-      std::this_thread::sleep_for(
-          std::chrono::duration<double, std::milli>(requests[next].arrival_ms - now_ms));
+      continue;
     }
+    // Idle, or a static batch collecting: sleep until the next arrival or the batch is due,
+    // whichever comes first.
+    double wake_ms = next < requests.size() ? start_ms + requests[next].arrival_ms
+                                            : std::numeric_limits<double>::infinity();
+    if (const std::optional<double> due = engine.batch_due_ms()) wake_ms = std::min(wake_ms, *due);
+    if (!std::isfinite(wake_ms)) {
+      if (engine.has_unfinished()) throw std::logic_error("run_load: the engine cannot step");
+      continue;
+    }
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::milli>(wake_ms - engine.now_ms()));
   }
   LoadResult result;
   result.summary = summarize_load(collector.steps, collector.requests, engine.now_ms() - start_ms,

@@ -64,6 +64,7 @@ struct LoadSummary {
   uint64_t kv_peak_bytes = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
+  double busy_s = 0.0;  // inside engine steps; wall_s - busy_s: idle or collecting a batch
   double mean_step_ms = 0.0;
   int64_t decode_only_steps = 0;          // steps without prefill tokens
   double mean_decode_step_ms = 0.0;       // their mean: the time of one batched decode
@@ -91,7 +92,8 @@ using LoadProgress = std::function<void(int64_t finished, int64_t total)>;
 
 // Replays `requests` (in arrival order) on a fresh Engine: between steps, every request whose
 // arrival time has come is submitted (its arrival recorded as the time it was due); when
-// nothing runs, the driver sleeps until the next arrival. Requests decode greedily and ignore
+// nothing runs (or a static batch is collecting), the driver sleeps until the next arrival or
+// the batch is due. Requests decode greedily and ignore
 // the stop token, so each produces exactly its max_tokens (or fills the context). A request the
 // engine refuses (Engine::submit's InputError) ends the run with that error.
 LoadResult run_load(model::Transformer& transformer, uint64_t weight_bytes,

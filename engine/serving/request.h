@@ -11,6 +11,8 @@
 
 namespace servescope::serving {
 
+// What the scheduler needs of a request: its tokens and when it stops. The engine's
+// EngineRequest extends it with sampling; Sequence is the scheduler's running state of one.
 struct Request {
   std::vector<int32_t> prompt_ids;
   int64_t max_tokens = 64;  // output tokens, at least 1
@@ -43,6 +45,7 @@ struct Sequence {
   int64_t cached_prompt_tokens = 0;  // prefix-cache hits at its first admission
   int64_t preemptions = 0;
   int64_t arrival_order = 0;  // submission index: FCFS order
+  double arrival_ms = 0.0;    // on the scheduler's caller's clock (static batching waits from it)
   int64_t first_scheduled_step = -1;
   int64_t first_token_step = -1;
   int64_t finished_step = -1;

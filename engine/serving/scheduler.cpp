@@ -1,12 +1,33 @@
 #include "engine/serving/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "engine/core/error.h"
 
 namespace servescope::serving {
+
+std::string_view batching_policy_name(BatchingPolicy policy) {
+  return policy == BatchingPolicy::kStatic ? "static" : "continuous";
+}
+
+BatchingPolicy parse_batching_policy(std::string_view name) {
+  if (name == "continuous") return BatchingPolicy::kContinuous;
+  if (name == "static") return BatchingPolicy::kStatic;
+  throw InputError("unknown batching policy '" + std::string(name) + "' (continuous or static)");
+}
+
+namespace {
+
+void validate_batch_wait(double batch_wait_ms) {
+  if (!(batch_wait_ms >= 0.0) || std::isinf(batch_wait_ms)) {
+    throw InputError("scheduler: the batch wait must be a finite number of ms >= 0");
+  }
+}
+
+}  // namespace
 
 void validate(const SchedulerConfig& config) {
   if (config.max_batch_size < 1) throw InputError("scheduler: max batch size must be at least 1");
@@ -17,6 +38,7 @@ void validate(const SchedulerConfig& config) {
                      ") so that every running sequence can decode in every step");
   }
   if (config.context_length < 1) throw InputError("scheduler: context length must be positive");
+  validate_batch_wait(config.batch_wait_ms);
 }
 
 telemetry::StepRecord step_record_counts(const StepBatch& batch, const SchedulerConfig& config,
@@ -46,7 +68,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvBlockPool& pool)
   slot_taken_.assign(static_cast<size_t>(config.max_batch_size), false);
 }
 
-SequenceId Scheduler::submit(const Request& request) {
+SequenceId Scheduler::submit(const Request& request, double arrival_ms) {
   const auto prompt = static_cast<int64_t>(request.prompt_ids.size());
   if (prompt == 0) throw InputError("the prompt is empty");
   if (request.max_tokens < 1) throw InputError("max tokens must be at least 1");
@@ -72,18 +94,23 @@ SequenceId Scheduler::submit(const Request& request) {
   s.max_tokens = request.max_tokens;
   s.stop_token = request.stop_token;
   s.arrival_order = s.id;
+  s.arrival_ms = arrival_ms;
   waiting_.push_back(s.id);
   sequences_.emplace(s.id, std::move(s));
   return waiting_.back();
 }
 
-StepBatch Scheduler::schedule() {
+StepBatch Scheduler::schedule(double now_ms) {
   if (step_in_flight_) {
     throw std::logic_error("Scheduler::schedule: the previous step was not completed");
   }
   StepBatch batch;
   batch.step_index = next_step_++;
   int64_t budget = config_.token_budget;
+  const bool is_static = config_.policy == BatchingPolicy::kStatic;
+  // Static: the whole batch is admitted at once (its prompts then prefill in chunks under the
+  // budget, as admitted prompts do) and nobody joins until it is done.
+  if (is_static && running_.empty() && !collecting_batch(now_ms)) admit_static_batch(batch);
 
   // 1. Decodes, oldest first. Preemption takes from the back, so it never hits a sequence
   //    already in this batch; a sequence that had to preempt itself was the last one.
@@ -105,10 +132,39 @@ StepBatch Scheduler::schedule() {
   }
   // 3. New and resumed requests, unless this step had to preempt: they would only be preempted
   //    again.
-  if (batch.preempted.empty()) admit_waiting(budget, batch);
+  if (!is_static && batch.preempted.empty()) admit_waiting(budget, batch);
 
   step_in_flight_ = !batch.empty();
   return batch;
+}
+
+bool Scheduler::collecting_batch(double now_ms) const {
+  const std::optional<double> due = batch_due_ms();
+  return due && static_cast<int64_t>(waiting_.size()) < config_.max_batch_size && now_ms < *due;
+}
+
+std::optional<double> Scheduler::batch_due_ms() const {
+  if (config_.policy != BatchingPolicy::kStatic || !running_.empty() || waiting_.empty()) {
+    return std::nullopt;
+  }
+  double oldest = sequence(waiting_.front()).arrival_ms;
+  for (const SequenceId id : waiting_) oldest = std::min(oldest, sequence(id).arrival_ms);
+  return oldest + config_.batch_wait_ms;
+}
+
+void Scheduler::set_batching(BatchingPolicy policy, double batch_wait_ms) {
+  validate_batch_wait(batch_wait_ms);
+  config_.policy = policy;
+  config_.batch_wait_ms = batch_wait_ms;
+}
+
+void Scheduler::admit_static_batch(StepBatch& batch) {
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < config_.max_batch_size) {
+    Sequence& s = get(waiting_.front());
+    if (!pool_.can_allocate(s.tokens)) break;  // FCFS, as in continuous batching
+    waiting_.pop_front();
+    admit(s, batch);
+  }
 }
 
 bool Scheduler::reserve_decode_slot(size_t running_index, StepBatch& batch) {
@@ -148,18 +204,23 @@ void Scheduler::admit_waiting(int64_t& budget, StepBatch& batch) {
     // FCFS: a request that does not fit blocks the ones behind it until blocks are freed.
     if (!pool_.can_allocate(s.tokens)) break;
     waiting_.pop_front();
-    const int64_t cached = pool_.allocate(s.id, s.tokens);
-    if (s.preemptions == 0) s.cached_prompt_tokens = cached;
-    s.computed_tokens = cached;
-    s.prefill_end = static_cast<int64_t>(s.tokens.size());
-    s.status = SequenceStatus::kRunning;
-    s.batch_slot = take_batch_slot();
-    running_.push_back(s.id);
-    batch.admitted.push_back(s.id);
+    admit(s, batch);
     const int64_t count = std::min(s.prefill_end - s.computed_tokens, budget);
     add_to_batch(s, count, batch);
     budget -= count;
   }
+}
+
+// Blocks for its known tokens (a cached prefix is reused), a batch slot, and the running set.
+void Scheduler::admit(Sequence& s, StepBatch& batch) {
+  const int64_t cached = pool_.allocate(s.id, s.tokens);
+  if (s.preemptions == 0) s.cached_prompt_tokens = cached;
+  s.computed_tokens = cached;
+  s.prefill_end = static_cast<int64_t>(s.tokens.size());
+  s.status = SequenceStatus::kRunning;
+  s.batch_slot = take_batch_slot();
+  running_.push_back(s.id);
+  batch.admitted.push_back(s.id);
 }
 
 void Scheduler::add_to_batch(Sequence& s, int64_t count, StepBatch& batch) {
@@ -217,13 +278,13 @@ void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> n
     if (!e.samples_next_token) continue;
     s.tokens.push_back(next_tokens[i]);
     if (s.first_token_step < 0) s.first_token_step = batch.step_index;
-    if (const FinishReason reason = stop_reason(s); reason != FinishReason::kNone) {
+    if (const FinishReason reason = finish_reason_now(s); reason != FinishReason::kNone) {
       retire(s, reason);
     }
   }
 }
 
-FinishReason Scheduler::stop_reason(const Sequence& s) const {
+FinishReason Scheduler::finish_reason_now(const Sequence& s) const {
   if (s.tokens.back() == s.stop_token) return FinishReason::kStopToken;
   if (s.output_length() >= s.max_tokens) return FinishReason::kMaxTokens;
   if (static_cast<int64_t>(s.tokens.size()) >= config_.context_length) {

@@ -13,6 +13,15 @@
 // are admitted in arrival order while blocks for their whole prompt, batch slots and budget
 // remain. Decodes first keeps inter-token latency steady while long prompts prefill in chunks.
 //
+// Two batching policies (BatchingPolicy): continuous batching, as above, admits waiting requests
+// into any step that has room, so a newcomer joins a batch mid-flight. Static batching waits
+// until max_batch_size requests are waiting or the oldest has waited batch_wait_ms, admits them
+// together (as many as the KV blocks hold) and admits nobody else until every one of them has
+// finished: a finished request's slot stays empty. It is the older way of serving and the
+// lesson's foil: waiting to fill a batch delays each request's first token (TTFT) and can raise
+// throughput. Time comes in from outside (submit's arrival_ms, schedule's now_ms), so the policy
+// is tested on a fake clock.
+//
 // No deadlock: submit() rejects a request that could not fit in the pool even alone, so the
 // oldest running sequence can always proceed once everything newer has been preempted.
 #pragma once
@@ -20,7 +29,9 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "engine/serving/kv_block_pool.h"
@@ -30,14 +41,26 @@
 
 namespace servescope::serving {
 
+enum class BatchingPolicy {
+  kContinuous,  // newcomers join the running batch at any step with room
+  kStatic,      // collect a batch (full, or the oldest waited batch_wait_ms), run it to the end
+};
+
+// "continuous", "static"; parse_batching_policy is its inverse (InputError otherwise).
+std::string_view batching_policy_name(BatchingPolicy policy);
+BatchingPolicy parse_batching_policy(std::string_view name);
+
 struct SchedulerConfig {
   int64_t max_batch_size = 8;  // sequences running at once (batch slots)
   int64_t token_budget = 256;  // tokens processed per step, prefill and decode together
   int64_t context_length = 0;  // the model's; a sequence stops when it reaches it
+  BatchingPolicy policy = BatchingPolicy::kContinuous;
+  // Static batching: the longest the oldest waiting request waits for the batch to fill.
+  double batch_wait_ms = 0.0;
 };
 
 // InputError unless max_batch_size >= 1, token_budget >= max_batch_size (every running
-// sequence can decode in every step) and context_length >= 1.
+// sequence can decode in every step), context_length >= 1 and batch_wait_ms >= 0 (finite).
 void validate(const SchedulerConfig& config);
 
 // One sequence's work in a step, ready for a batched forward pass: process `tokens` at
@@ -81,10 +104,25 @@ class Scheduler {
 
   // Queues a request and returns its id. InputError for an empty prompt, max_tokens < 1, a
   // prompt longer than the context, or one that needs more KV blocks than the pool has.
-  SequenceId submit(const Request& request);
+  // arrival_ms (on the caller's clock, the one schedule() gets) starts a static batch's wait.
+  SequenceId submit(const Request& request, double arrival_ms = 0.0);
 
   // The next step's batch (possibly empty). complete_step() must report it before the next call.
-  StepBatch schedule();
+  // now_ms: the caller's clock, read by the static policy only. Empty while a static batch is
+  // still collecting (see batch_due_ms).
+  StepBatch schedule(double now_ms = 0.0);
+
+  // Static policy, nothing running and requests waiting: when the waiting batch will be
+  // released at the latest (oldest arrival + batch_wait_ms; it goes earlier when it fills).
+  // nullopt otherwise (continuous policy, a batch running, or nobody waiting).
+  std::optional<double> batch_due_ms() const;
+  // Static policy: requests wait, nothing runs, and the batch is neither full nor due at
+  // now_ms; schedule() would return an empty batch.
+  bool collecting_batch(double now_ms) const;
+
+  // Changes the policy for the batches that start from now on (a running static batch still
+  // runs to its end). InputError for a negative or non-finite wait.
+  void set_batching(BatchingPolicy policy, double batch_wait_ms);
 
   // Reports a step's results: next_tokens[i] is the token sampled for batch.sequences[i] and is
   // read only where samples_next_token is set. Sequences that stop leave at once, freeing
@@ -117,10 +155,12 @@ class Scheduler {
   bool reserve_decode_slot(size_t running_index, StepBatch& batch);
   void preempt_newest(StepBatch& batch);
   void admit_waiting(int64_t& budget, StepBatch& batch);
+  void admit_static_batch(StepBatch& batch);
+  void admit(Sequence& s, StepBatch& batch);
   void add_to_batch(Sequence& s, int64_t count, StepBatch& batch);
   int64_t take_batch_slot();
   void release_batch_slot(Sequence& s);
-  FinishReason stop_reason(const Sequence& s) const;
+  FinishReason finish_reason_now(const Sequence& s) const;  // kNone: it goes on
   void retire(Sequence& s, FinishReason reason);
   Sequence& get(SequenceId id);
 

@@ -55,6 +55,7 @@ TEST(Cli, GenerateReproducesThePyTorchGreedyContinuation) {
       EXPECT_TRUE(doc.contains(key)) << key;
     }
     EXPECT_GT(doc["decode_tokens_per_s"].get<double>(), 0.0);
+    EXPECT_EQ(doc["finish_reason"], "max_tokens");  // --no-stop: it ran to --max-tokens
   }
 }
 
@@ -240,6 +241,41 @@ TEST(Cli, BenchSweepsTheMaxBatchSize) {
   }
 }
 
+// Static batching with a wait no run of four tiny requests reaches: the batch fills at once and
+// runs to its end, so every request is admitted in the first step.
+TEST(Cli, BenchStaticPolicyReportsLatencyAndCostPerRequest) {
+  const CliRun run = cli("bench" + model("llama-f32.gguf") +
+                         " --clients 4 --prompt-tokens 6 --output-tokens 5 --max-batch 4"
+                         " --policy static --batch-wait-ms 10000 --price-per-hour 7.2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["engine"]["policy"], "static");
+  EXPECT_EQ(doc["engine"]["batch_wait_ms"], 10000.0);
+  EXPECT_EQ(doc["output_tokens"], 4 * 5);
+  const json& latency = doc["latency"];
+  EXPECT_EQ(latency["load"],
+            "4 clients all at t = 0, prompts 6 tokens, 5 output tokens, max batch 4, static "
+            "batching (wait up to 10000 ms)");
+  EXPECT_EQ(latency["ttft_ms"]["p99"], doc["ttft_ms"]["p99"]);
+  EXPECT_EQ(latency["tpot_ms"]["p50"], doc["tpot_ms"]["p50"]);
+  const json& cost = doc["cost"];
+  const double wall_s = doc["wall_s"].get<double>();
+  EXPECT_DOUBLE_EQ(cost["device_seconds_per_request"].get<double>(), wall_s / 4);
+  EXPECT_DOUBLE_EQ(cost["price_per_request"].get<double>(), wall_s / 4 * 7.2 / 3600);
+  EXPECT_DOUBLE_EQ(cost["price_per_million_output_tokens"].get<double>(),
+                   wall_s * 7.2 / 3600 / 20 * 1e6);
+  EXPECT_LE(cost["busy_seconds_per_request"].get<double>(),
+            cost["device_seconds_per_request"].get<double>());
+  EXPECT_DOUBLE_EQ(cost["busy_seconds_per_request"].get<double>(), doc["busy_s"].get<double>() / 4);
+  EXPECT_DOUBLE_EQ(doc["busy_throughput_tokens_per_s"].get<double>(),
+                   20 / doc["busy_s"].get<double>());
+  const json plain = json::parse(
+      cli("bench" + model("llama-f32.gguf") + " --clients 2 --prompt-tokens 4 --output-tokens 2")
+          .out);
+  EXPECT_EQ(plain["engine"]["policy"], "continuous");
+  EXPECT_FALSE(plain["cost"].contains("price_per_request"));  // no price given
+}
+
 TEST(Cli, BenchRefusesBadOptions) {
   const std::string m = model("llama-f32.gguf");
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -256,6 +292,10 @@ TEST(Cli, BenchRefusesBadOptions) {
       {"bench" + m + " --sweep --max-batch 4", "--sweep sets the max batch size"},
       {"bench" + m + " --sweep-max 4", "--sweep-max needs --sweep"},
       {"bench" + m + " --kv-blocks 2 --block-size 4 --prompt-tokens 20", "KV blocks"},
+      {"bench" + m + " --policy dynamic", "--policy needs continuous or static"},
+      {"bench" + m + " --batch-wait-ms 5", "--batch-wait-ms needs --policy static"},
+      {"bench" + m + " --policy static --batch-wait-ms -1", "a wait of 0 or more"},
+      {"bench" + m + " --price-per-hour -3", "--price-per-hour needs a price"},
   };
   servescope::testing_support::expect_one_line_refusals(cases);
 }

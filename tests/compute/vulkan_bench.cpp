@@ -301,7 +301,7 @@ json step_breakdown(const StepTimings& step) {
 
 json end_to_end(const std::string& path, BackendKind kind, int prompt_tokens, int decode_tokens) {
   auto m = model::load_model(path, kind);
-  serving::GenerationRequest request;
+  serving::EngineRequest request;
   request.max_tokens = decode_tokens + 1;
   const int64_t context = m->config.context_length;
   prompt_tokens = static_cast<int>(std::min<int64_t>(prompt_tokens, context - request.max_tokens));

@@ -85,7 +85,7 @@ TEST_P(VulkanModel, LogitsMatchCpuAtEveryPosition) {
 
 TEST_P(VulkanModel, GreedyContinuationMatchesCpu) {
   const Golden golden = read_golden(GetParam());
-  serving::GenerationRequest request;
+  serving::EngineRequest request;
   request.prompt_ids = golden.prompt_ids;
   request.max_tokens = static_cast<int64_t>(golden.greedy_ids.size());
   const auto expected = serving::generate(*cpu_->transformer, request);

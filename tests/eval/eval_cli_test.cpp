@@ -60,6 +60,8 @@ TEST(QuantizeCli, BadInputIsAOneLineReason) {
       {"quantize --model " + in + " --type q8_0", "needs --type"},
       {"quantize --model " + in + " --type q8_0 --out " + testing::TempDir(), "is a folder"},
       {"quant-report --model " + in + " --kv-types f16,q4_0", "f32, f16, q8_0"},
+      {"quant-report --model " + in + " --max-tpot-ms 0", "--max-tpot-ms needs a limit"},
+      {"quant-report --model " + in + " --price-per-hour x", "--price-per-hour"},
       {"generate --model " + in + " --ids 1,2 --kv-type bf16", "unknown KV cache type"},
       {"perplexity --model " + in + " --text-file /nonexistent.txt", "/nonexistent.txt"},
   };
@@ -96,6 +98,37 @@ TEST(QuantReportCli, Q8_0BeatsQ4_0AndTheVerdictAppliesTheLimits) {
   EXPECT_NE(v[2]["verdict"]["reasons"][0].get<std::string>().find("exceeds --max-kl"),
             std::string::npos);
   EXPECT_EQ(v[1]["weight_error_by_layer"].size(), 3u);  // blk.0, blk.1, other
+}
+
+// Limits far outside anything a machine measures, so the outcome does not depend on its speed:
+// a TPOT of at most a nanosecond fails, a TPOT of at most a day passes.
+TEST(QuantReportCli, EachVariantHasLatencyCostAndAVerdictPerLimit) {
+  for (const auto& [limit, passes] : {std::pair{"0.000001", false}, std::pair{"86400000", true}}) {
+    const CliRun run = cli("quant-report --model " + kModels +
+                           "llama-f32.gguf --types q8_0 --max-chunks 1 --price-per-hour 3.6"
+                           " --max-tpot-ms " +
+                           limit);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const json doc = json::parse(run.out);
+    EXPECT_EQ(doc["load"],
+              "16 clients all at t = 0, prompts 32 tokens, 32 output tokens, max batch 8, "
+              "continuous batching");
+    for (const json& v : {doc["baseline"], doc["variants"][0]}) {
+      EXPECT_LE(v["latency"]["ttft_ms"]["p50"].get<double>(),
+                v["latency"]["ttft_ms"]["p99"].get<double>());
+      EXPECT_GT(v["latency"]["tpot_ms"]["p99"].get<double>(), 0.0);
+      const json& cost = v["cost"];
+      EXPECT_DOUBLE_EQ(cost["price_per_request"].get<double>(),
+                       cost["device_seconds_per_request"].get<double>() * 3.6 / 3600);
+    }
+    const json& checks = doc["variants"][0]["verdict"]["checks"];
+    ASSERT_EQ(checks.size(), 2u);  // --max-tpot-ms and the memory rule
+    EXPECT_EQ(checks[0]["limit"], "max_tpot_ms");
+    EXPECT_EQ(checks[0]["passed"], passes);
+    EXPECT_EQ(checks[1]["limit"], "memory");
+    EXPECT_EQ(checks[1]["passed"], true);
+    EXPECT_EQ(doc["variants"][0]["verdict"]["accepted"], passes);
+  }
 }
 
 TEST(QuantReportCli, KvCacheTypesAreASecondDimension) {

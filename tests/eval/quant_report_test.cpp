@@ -44,6 +44,42 @@ TEST(Judge, AcceptsOnlyWhenEveryLimitHolds) {
   EXPECT_EQ(everything_wrong.reasons.size(), 3u);
 }
 
+// The rule on constructed reports: each limit that is set gives one check, passed or failed,
+// with the measured value and the limit in its reason; a limit left unset is not checked.
+TEST(Judge, GivesEveryLimitsOutcomeWithItsReason) {
+  QuantReportOptions limits;
+  limits.max_kl = 0.05;
+  limits.max_tpot_ms = 20.0;
+  limits.min_speedup = 1.2;
+  const VariantReport baseline = variant(0, 1, 1000);
+  VariantReport fast_but_slow_tail = variant(0.01, 1.5, 500);
+  fast_but_slow_tail.load.tpot_ms.p50 = 12.0;
+  fast_but_slow_tail.load.tpot_ms.p99 = 25.0;  // the p99 is what the limit reads
+  const Verdict v = judge(fast_but_slow_tail, baseline, limits);
+  EXPECT_FALSE(v.accepted);
+  ASSERT_EQ(v.checks.size(), 4u);
+  EXPECT_EQ(v.checks[0].limit, "max_kl");
+  EXPECT_TRUE(v.checks[0].passed);
+  EXPECT_EQ(v.checks[0].reason, "mean KL 0.01 is within --max-kl 0.05");
+  EXPECT_EQ(v.checks[1].limit, "max_tpot_ms");
+  EXPECT_FALSE(v.checks[1].passed);
+  EXPECT_EQ(v.checks[1].reason, "p99 TPOT under the load 25 ms exceeds --max-tpot-ms 20");
+  EXPECT_EQ(v.checks[2].limit, "min_speedup");
+  EXPECT_TRUE(v.checks[2].passed);
+  EXPECT_EQ(v.checks[2].reason, "decode speed-up 1.5x meets --min-speedup 1.2");
+  EXPECT_EQ(v.checks[3].limit, "memory");
+  EXPECT_TRUE(v.checks[3].passed);
+  EXPECT_EQ(v.reasons, (std::vector<std::string>{v.checks[1].reason}));
+
+  fast_but_slow_tail.load.tpot_ms.p99 = 20.0;  // limits are inclusive
+  EXPECT_TRUE(judge(fast_but_slow_tail, baseline, limits).accepted);
+
+  const Verdict only_memory = judge(variant(9, 0.1, 500), baseline, QuantReportOptions{});
+  ASSERT_EQ(only_memory.checks.size(), 1u);  // no limits given: only the memory rule
+  EXPECT_EQ(only_memory.checks[0].limit, "memory");
+  EXPECT_TRUE(only_memory.accepted);
+}
+
 QuantReportOptions golden_text_options() {
   std::ifstream in(kData + "/quant/perplexity.json");
   const nlohmann::json all = nlohmann::json::parse(in);
@@ -54,6 +90,7 @@ QuantReportOptions golden_text_options() {
   options.greedy_tokens = 12;
   options.timing_repeats = 1;
   options.timing_decode_tokens = 4;
+  options.load_repeats = 1;
   return options;
 }
 
@@ -84,6 +121,16 @@ TEST(QuantReport, OnTheLlamaTestModel) {
     EXPECT_EQ(v->weight_error.size(), 3u);  // blk.0, blk.1, other
   }
   EXPECT_GT(q8.weight_error[0].sqnr_db, q4.weight_error[0].sqnr_db);
+  // Every variant, the baseline included, ran the fixed load through the engine.
+  for (const VariantReport* v : {&report.baseline, &f32, &q8, &q4}) {
+    const QuantReportOptions options = golden_text_options();
+    EXPECT_EQ(v->load.requests, options.load_clients) << v->type;
+    EXPECT_EQ(v->load.output_tokens, options.load_clients * options.load_output_tokens);
+    EXPECT_GT(v->load.tpot_ms.p99, 0.0);
+    EXPECT_DOUBLE_EQ(v->cost.device_seconds_per_request,
+                     v->load.wall_s / static_cast<double>(options.load_clients));
+    EXPECT_FALSE(v->cost.price_per_request.has_value());
+  }
 }
 
 TEST(QuantReport, CutsALongTextToTheMemoryBudget) {

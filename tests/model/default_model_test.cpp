@@ -57,7 +57,7 @@ TEST_F(DefaultModel, LogitsMatchPyTorchAtEveryPosition) {
 
 TEST_F(DefaultModel, GreedyContinuationMatchesPyTorch) {
   for (const auto& c : golden_["cases"]) {
-    serving::GenerationRequest request;
+    serving::EngineRequest request;
     request.prompt_ids = c["prompt_ids"].get<std::vector<int32_t>>();
     request.max_tokens = static_cast<int64_t>(c["greedy_ids"].size());
     EXPECT_EQ(serving::generate(*model_->transformer, request).generated_ids,

@@ -59,7 +59,7 @@ TEST_P(GoldenModel, LogitsMatchPyTorchAtEveryPosition) {
 TEST_P(GoldenModel, GreedyContinuationMatchesPyTorch) {
   const Golden golden = read_golden(GetParam());
   auto m = load(GetParam());
-  serving::GenerationRequest request;
+  serving::EngineRequest request;
   request.prompt_ids = golden.prompt_ids;
   request.max_tokens = static_cast<int64_t>(golden.greedy_ids.size());
   const auto result = serving::generate(*m->transformer, request);

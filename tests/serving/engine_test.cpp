@@ -240,7 +240,7 @@ TEST_P(EngineTest, SingleRequestMatchesTheGenerator) {
   const SequenceId id = engine.submit(greedy_request(prompt, 9));
   engine.run_until_idle();
 
-  GenerationRequest alone;
+  EngineRequest alone;
   alone.prompt_ids = prompt;
   alone.max_tokens = 9;
   EXPECT_EQ(engine.output_ids(id), generate(*m->transformer, alone).generated_ids);

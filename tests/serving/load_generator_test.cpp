@@ -135,6 +135,7 @@ TEST(LoadGenerator, SummaryOfKnownRecords) {
   EXPECT_EQ(s.preemptions, 1);
   EXPECT_EQ(s.steps, 2);
   EXPECT_DOUBLE_EQ(s.mean_step_ms, 20.0);
+  EXPECT_DOUBLE_EQ(s.busy_s, 0.04);
   EXPECT_EQ(s.decode_only_steps, 1);
   EXPECT_DOUBLE_EQ(s.mean_decode_step_ms, 30.0);
   EXPECT_DOUBLE_EQ(s.achieved_gb_per_s, 0.1);     // 4 MB in 40 ms
@@ -183,6 +184,85 @@ TEST(LoadGenerator, RunServesEveryRequest) {
                     requests[static_cast<size_t>(result.requests.front().request_id)].arrival_ms,
                 1e-6);
   }
+}
+
+// Static batching through the engine on the wall clock. Not a timing assertion: the engine may
+// not start a batch before it is due, so a request that waits for the batch waits at least the
+// wait, however fast or slow the machine is.
+TEST(LoadGenerator, StaticBatchingHoldsRequestsUntilTheBatchIsDue) {
+  auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
+                             compute::BackendKind::kCpu);
+  WorkloadSpec spec = small_spec();
+  spec.clients = 3;  // fewer than the batch: it never fills, it goes when due
+  const std::vector<SimulatedRequest> requests = make_workload(spec);
+  EngineConfig config{.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8};
+  config.batching = BatchingPolicy::kStatic;
+  config.batch_wait_ms = 30.0;
+  const LoadResult result =
+      run_load(*m->transformer, model::summarize_weights(m->file).bytes, config, requests);
+  ASSERT_EQ(result.requests.size(), 3u);
+  ASSERT_FALSE(result.steps.empty());
+  EXPECT_EQ(result.steps.front().admitted.size(), 3u);  // one batch, all of them
+  for (const telemetry::RequestRecord& r : result.requests) {
+    EXPECT_GE(r.first_scheduled_ms - r.arrival_ms, 30.0) << "request " << r.request_id;
+    EXPECT_GE(telemetry::time_to_first_token_ms(r), 30.0);
+  }
+}
+
+// The desktop application keeps one engine and changes the policy between runs.
+TEST(LoadGenerator, TheBatchingPolicyChangesBetweenRunsOfOneEngine) {
+  auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
+                             compute::BackendKind::kCpu);
+  Engine engine(*m->transformer, model::summarize_weights(m->file).bytes,
+                {.max_batch_size = 2, .kv_type = KvType::kF16, .block_size = 8});
+  EngineRequest request;
+  request.prompt_ids = {1, 2, 3};
+  request.max_tokens = 2;
+  engine.submit(request);
+  EXPECT_FALSE(engine.waiting_for_batch());  // continuous: runs at once
+  engine.run_until_idle();
+
+  engine.set_batching(BatchingPolicy::kStatic, 1e9);  // a batch of 2 that never fills in time
+  const double arrival_ms = engine.now_ms();
+  const SequenceId id = engine.submit(request, arrival_ms);
+  EXPECT_TRUE(engine.waiting_for_batch());
+  ASSERT_TRUE(engine.batch_due_ms().has_value());
+  EXPECT_DOUBLE_EQ(*engine.batch_due_ms(), arrival_ms + 1e9);
+  EXPECT_FALSE(engine.step());  // collecting: no step runs
+  EXPECT_FALSE(engine.is_finished(id));
+
+  engine.set_batching(BatchingPolicy::kStatic, 0.0);  // due at its arrival: goes now
+  EXPECT_FALSE(engine.waiting_for_batch());
+  EXPECT_TRUE(engine.step());
+  engine.run_until_idle();
+  EXPECT_TRUE(engine.is_finished(id));
+  EXPECT_THROW(engine.set_batching(BatchingPolicy::kStatic, -1.0), InputError);
+}
+
+TEST(LoadGenerator, StaticBatchingAdmitsTheNextBatchOnlyWhenTheLastHasFinished) {
+  auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
+                             compute::BackendKind::kCpu);
+  const std::vector<SimulatedRequest> requests = make_workload(small_spec());  // 6 at t = 0
+  EngineConfig config{.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8};
+  config.batching = BatchingPolicy::kStatic;
+  config.batch_wait_ms = 50.0;  // the first batch is full at once, the second waits for it
+  const LoadResult result =
+      run_load(*m->transformer, model::summarize_weights(m->file).bytes, config, requests);
+  ASSERT_EQ(result.requests.size(), 6u);
+  int64_t running = 0;
+  std::vector<size_t> batch_sizes;
+  for (const telemetry::StepRecord& step : result.steps) {
+    if (!step.admitted.empty()) {
+      EXPECT_EQ(running, 0) << "step " << step.step_index << " admitted into a running batch";
+      batch_sizes.push_back(step.admitted.size());
+    }
+    running += static_cast<int64_t>(step.admitted.size()) -
+               static_cast<int64_t>(step.finished.size() + step.preempted.size());
+  }
+  EXPECT_EQ(batch_sizes, (std::vector<size_t>{4, 2}));
+  int64_t asked = 0;
+  for (const SimulatedRequest& r : requests) asked += r.max_tokens;
+  EXPECT_EQ(result.summary.output_tokens, asked);
 }
 
 }  // namespace

@@ -117,12 +117,14 @@ TEST(TelemetryQueue, AProducerAndAConsumerOnTwoThreadsLoseNothingWhenItFits) {
   for (int64_t i = 0; i < kSteps; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)], i);
 }
 
+// Three layers: the layer count coincides with neither the head count nor the 2 of K and V or
+// of a multiply-add, so a formula that swaps them fails.
 model::ModelConfig tiny_llama() {
   model::ModelConfig c;
   c.architecture = model::Architecture::kLlama;
   c.vocab_size = 10;
   c.dim = 8;
-  c.n_layers = 2;
+  c.n_layers = 3;
   c.n_heads = 2;
   c.n_kv_heads = 1;
   c.head_dim = 4;
@@ -142,14 +144,14 @@ TEST(StepCost, MatmulParametersPerLayer) {
 
 TEST(StepCost, CountsFlopsAndBytesOfAMixedBatch) {
   const model::ModelConfig c = tiny_llama();
-  const uint64_t kv_per_token = 2 * 2 * 4 * 2;  // 2 layers, K and V, kv_dim 4, F16
+  const uint64_t kv_per_token = 3 * 2 * 4 * 2;  // 3 layers, K and V, kv_dim 4, F16
   // A 3-token prefill chunk after 5 cached tokens (no logits yet), and a decode at context 9.
   const std::vector<SequenceWork> batch = {{3, 5, false}, {1, 9, true}};
   const StepCost cost = estimate_step_cost(c, 1000, kv_per_token, batch);
-  EXPECT_DOUBLE_EQ(cost.matmul_flops, 2.0 * 576 * 2 * 4);
+  EXPECT_DOUBLE_EQ(cost.matmul_flops, 2.0 * 576 * 3 * 4);  // 2 x parameters x layers x tokens
   EXPECT_DOUBLE_EQ(cost.logits_flops, 2.0 * 8 * 10);
-  // contexts attended: 6, 7, 8 and 10; 4 x heads x head_dim x layers = 64 per context token
-  EXPECT_DOUBLE_EQ(cost.attention_flops, 64.0 * (6 + 7 + 8 + 10));
+  // contexts attended: 6, 7, 8 and 10; 4 x heads x head_dim x layers = 96 per context token
+  EXPECT_DOUBLE_EQ(cost.attention_flops, 96.0 * (6 + 7 + 8 + 10));
   EXPECT_EQ(cost.weight_bytes_read, 1000u);
   EXPECT_EQ(cost.kv_bytes_read, kv_per_token * (8 + 10));
   EXPECT_EQ(cost.kv_bytes_written, kv_per_token * 4);

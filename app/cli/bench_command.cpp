@@ -1,0 +1,268 @@
+// servescope-cli bench: simulated clients through the batching engine.
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <optional>
+
+#include "app/cli/command_support.h"
+#include "app/common/data_files.h"
+#include "engine/eval/quantize_model.h"
+#include "engine/serving/engine.h"
+#include "engine/serving/load_generator.h"
+
+namespace servescope::cli {
+
+using nlohmann::json;
+
+namespace {
+
+// The serving engine's KV type from --kv-type (default F16), through the one parser every
+// subcommand uses.
+serving::KvType kv_type_option(const Options& options) {
+  return serving::kv_type_of(eval::parse_kv_type(options.get_or("kv-type", "f16")));
+}
+
+// "MIN:MAX" or "N" (= N:N) for --prompt-tokens and --output-tokens.
+serving::LengthRange length_range(const Options& options, const std::string& name,
+                                  serving::LengthRange fallback) {
+  const auto text = options.get(name);
+  if (!text) return fallback;
+  const size_t colon = text->find(':');
+  const auto number = [&](const std::string& part) {
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (error != std::errc() || end != part.data() + part.size() || part.empty() || value < 1) {
+      throw UsageError("--" + name + " needs MIN:MAX or N with whole numbers >= 1, got '" + *text +
+                       "'");
+    }
+    return value;
+  };
+  const serving::LengthRange range =
+      colon == std::string::npos
+          ? serving::LengthRange{number(*text), number(*text)}
+          : serving::LengthRange{number(text->substr(0, colon)), number(text->substr(colon + 1))};
+  if (range.max < range.min) {
+    throw UsageError("--" + name + ": MIN is above MAX in '" + *text + "'");
+  }
+  return range;
+}
+
+int64_t positive_option(const Options& options, const std::string& name, int64_t fallback) {
+  const int64_t value = options.get_int(name, fallback);
+  if (value < 1) {
+    throw UsageError("--" + name + " must be at least 1, got " + std::to_string(value));
+  }
+  return value;
+}
+
+// The engine configuration of the command line, for one max batch size.
+serving::EngineConfig engine_config(const Options& options, const model::Model& m,
+                                    int64_t max_batch) {
+  if (options.has("kv-blocks") && options.has("kv-bytes")) {
+    throw UsageError("give at most one of --kv-blocks and --kv-bytes");
+  }
+  serving::EngineConfig config;
+  config.max_batch_size = max_batch;
+  config.token_budget = positive_option(options, "token-budget", config.token_budget);
+  config.kv_type = kv_type_option(options);
+  config.block_size = positive_option(options, "block-size", config.block_size);
+  const std::string policy = options.get_or("policy", "continuous");
+  if (policy != "continuous" && policy != "static") {
+    throw UsageError("--policy needs continuous or static, got '" + policy + "'");
+  }
+  config.batching = serving::parse_batching_policy(policy);
+  if (options.has("batch-wait-ms")) {
+    if (config.batching != serving::BatchingPolicy::kStatic) {
+      throw UsageError("--batch-wait-ms needs --policy static (continuous batching never waits)");
+    }
+    config.batch_wait_ms = options.get_double("batch-wait-ms", 0.0);
+    if (!(config.batch_wait_ms >= 0.0) || std::isinf(config.batch_wait_ms)) {
+      throw UsageError("--batch-wait-ms needs a wait of 0 or more milliseconds");
+    }
+  }
+  if (options.has("kv-blocks")) config.kv_blocks = positive_option(options, "kv-blocks", 1);
+  if (options.has("kv-bytes")) {
+    const serving::KvLayout layout =
+        serving::kv_layout(m.config, config.kv_type, config.block_size);
+    config.kv_blocks = positive_option(options, "kv-bytes", 1) /
+                       static_cast<int64_t>(serving::kv_bytes_per_block(layout));
+    if (config.kv_blocks < 1) {
+      throw UsageError("--kv-bytes is less than one KV block (" +
+                       std::to_string(serving::kv_bytes_per_block(layout)) + " bytes)");
+    }
+  }
+  return config;
+}
+
+// Prompts are drawn from the bundled stories when the model has a tokenizer, else random ids.
+serving::WorkloadSpec workload_spec(const Options& options, const model::Model& m) {
+  serving::WorkloadSpec spec;
+  spec.clients = positive_option(options, "clients", spec.clients);
+  spec.rate_per_s = options.get_double("rate", 0.0);
+  if (spec.rate_per_s < 0.0) throw UsageError("--rate must be 0 (all at once) or more requests/s");
+  spec.prompt_tokens = length_range(options, "prompt-tokens", {32, 64});
+  spec.output_tokens = length_range(options, "output-tokens", {32, 64});
+  spec.seed = static_cast<uint64_t>(options.get_int("seed", 0));
+  if (spec.prompt_tokens.max > m.config.context_length) {
+    throw UsageError("--prompt-tokens: " + std::to_string(spec.prompt_tokens.max) +
+                     " tokens exceed the model's context of " +
+                     std::to_string(m.config.context_length));
+  }
+  spec.vocab_size = static_cast<int32_t>(m.config.vocab_size);
+  if (m.tokenizer) {
+    const std::filesystem::path path = app::bundled_eval_text_path();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(app::missing_data_file_message("the bundled prompt text", path));
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    spec.text_ids = m.tokenizer->encode(text);
+  }
+  return spec;
+}
+
+json percentiles_json(const serving::Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
+}
+
+// null where the backend did not time its kernels (Vulkan without timestamps): no zeros that
+// read as measurements.
+json kernel_ms_json(const telemetry::KernelTimes& t, bool measured) {
+  if (!measured) return nullptr;
+  return {{"matmul", t.matmul_ms},
+          {"attention", t.attention_ms},
+          {"norm", t.norm_ms},
+          {"other", t.other_ms}};
+}
+
+json load_summary_json(const serving::LoadSummary& s) {
+  return {{"requests", s.requests},
+          {"prompt_tokens", s.prompt_tokens},
+          {"output_tokens", s.output_tokens},
+          {"wall_s", s.wall_s},
+          {"throughput_tokens_per_s", s.output_tokens_per_s},
+          {"busy_s", s.busy_s},
+          {"busy_throughput_tokens_per_s",
+           s.busy_s > 0.0 ? static_cast<double>(s.output_tokens) / s.busy_s : 0.0},
+          {"prompt_tokens_per_s", s.prompt_tokens_per_s},
+          {"ttft_ms", percentiles_json(s.ttft_ms)},
+          {"tpot_ms", percentiles_json(s.tpot_ms)},
+          {"mean_batch_occupancy", s.mean_batch_occupancy},
+          {"kv_peak_blocks", s.kv_peak_blocks},
+          {"kv_peak_bytes", s.kv_peak_bytes},
+          {"preemptions", s.preemptions},
+          {"steps", s.steps},
+          {"mean_step_ms", s.mean_step_ms},
+          {"decode_only_steps", s.decode_only_steps},
+          {"mean_decode_step_ms", s.mean_decode_step_ms},
+          {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms, s.kernel_times_measured)},
+          {"achieved_gb_per_s", s.achieved_gb_per_s},
+          {"achieved_gflop_per_s", s.achieved_gflop_per_s}};
+}
+
+// "bench: 5/8 requests done" on stderr, rewritten in place on a terminal.
+serving::LoadProgress stderr_bench_progress(const std::string& label) {
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  return [terminal, label, last = int64_t{-1}](int64_t done, int64_t total) mutable {
+    if (done == last) return;
+    last = done;
+    if (!terminal && done < total) return;
+    std::cerr << (terminal ? "\r\033[K" : "") << "bench: " << label << done << "/" << total
+              << " requests done" << (done < total ? "" : "\n") << std::flush;
+  };
+}
+
+serving::LoadSummary run_bench_once(model::Model& m, const serving::EngineConfig& config,
+                                    const serving::WorkloadSpec& spec, const std::string& label) {
+  const std::vector<serving::SimulatedRequest> requests = serving::make_workload(spec);
+  const uint64_t weight_bytes = model::summarize_weights(m.file).bytes;
+  return serving::run_load(*m.transformer, weight_bytes, config, requests,
+                           stderr_bench_progress(label))
+      .summary;
+}
+
+json engine_json(const serving::EngineConfig& config, const model::Model& m) {
+  return {{"kv_type", kv_type_label(config.kv_type)},
+          {"block_size", config.block_size},
+          {"kv_blocks", serving::kv_block_count(config, m.config)},
+          {"token_budget", serving::scheduler_config(config, m.config).token_budget},
+          {"policy", serving::batching_policy_name(config.batching)},
+          {"batch_wait_ms", config.batch_wait_ms}};
+}
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& args, std::ostream& out) {
+  const Options options(
+      args, with_common({{"clients", "rate", "prompt-tokens", "output-tokens", "max-batch",
+                          "token-budget", "kv-type", "kv-blocks", "kv-bytes", "block-size", "seed",
+                          "sweep-max", "policy", "batch-wait-ms", "price-per-hour"},
+                         {"sweep"}}));
+  if (options.has("sweep") && (options.has("max-batch") || options.has("clients"))) {
+    throw UsageError(
+        "--sweep sets the max batch size and the clients itself; drop --max-batch "
+        "and --clients (use --sweep-max to stop early)");
+  }
+  if (options.has("sweep-max") && !options.has("sweep")) {
+    throw UsageError("--sweep-max needs --sweep");
+  }
+  const std::optional<double> price = price_per_hour_option(options);
+  const auto m = open_model(options);
+  serving::WorkloadSpec spec = workload_spec(options, *m);
+  json doc = {{"model", m->file.name()},
+              {"backend", m->backend->name()},
+              {"rate_per_s", spec.rate_per_s},
+              {"prompt_tokens", {spec.prompt_tokens.min, spec.prompt_tokens.max}},
+              {"output_tokens", {spec.output_tokens.min, spec.output_tokens.max}},
+              {"seed", spec.seed}};
+
+  if (!options.has("sweep")) {
+    const serving::EngineConfig config =
+        engine_config(options, *m, positive_option(options, "max-batch", 8));
+    doc["max_batch"] = config.max_batch_size;
+    doc["clients"] = spec.clients;
+    doc["engine"] = engine_json(config, *m);
+    const serving::LoadSummary s = run_bench_once(*m, config, spec, "");
+    doc.update(load_summary_json(s));
+    doc["latency"] = latency_json(s, load_description(spec, config));
+    doc["cost"] = cost_json(serving::request_cost(s, price));
+    out << doc.dump(2) << "\n";
+    return 0;
+  }
+
+  // Each batch size gets twice as many clients as it has slots, all arriving at once: the
+  // batch stays full while the first wave decodes and the second wave waits its turn.
+  const int64_t sweep_max = positive_option(options, "sweep-max", 32);
+  json sweep = json::array();
+  for (int64_t batch = 1; batch <= std::min<int64_t>(sweep_max, 32); batch *= 2) {
+    const serving::EngineConfig config = engine_config(options, *m, batch);
+    spec.clients = 2 * batch;
+    const serving::LoadSummary s =
+        run_bench_once(*m, config, spec, "max batch " + std::to_string(batch) + ": ");
+    sweep.push_back({{"max_batch", batch},
+                     {"clients", spec.clients},
+                     {"throughput_tokens_per_s", s.output_tokens_per_s},
+                     {"mean_step_ms", s.mean_step_ms},
+                     {"mean_decode_step_ms", s.mean_decode_step_ms},
+                     {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms, s.kernel_times_measured)},
+                     {"achieved_gb_per_s", s.achieved_gb_per_s},
+                     {"achieved_gflop_per_s", s.achieved_gflop_per_s},
+                     {"mean_batch_occupancy", s.mean_batch_occupancy},
+                     {"ttft_ms", percentiles_json(s.ttft_ms)},
+                     {"tpot_ms", percentiles_json(s.tpot_ms)},
+                     {"kv_peak_blocks", s.kv_peak_blocks},
+                     {"preemptions", s.preemptions},
+                     {"steps", s.steps},
+                     {"latency", latency_json(s, load_description(spec, config))},
+                     {"cost", cost_json(serving::request_cost(s, price))}});
+    doc["engine"] = engine_json(config, *m);  // the last one: the largest KV default
+  }
+  doc["sweep"] = sweep;
+  out << doc.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace servescope::cli
