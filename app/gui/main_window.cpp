@@ -381,6 +381,12 @@ void MainWindow::sweep_batch_sizes() {
 
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
 
+PanelId MainWindow::current_panel() const {
+  return kAllPanels[static_cast<size_t>(std::clamp(tabs_->currentIndex(), 0, 5))];
+}
+
+Speed MainWindow::speed() const { return static_cast<Speed>(speed_picker_->currentData().toInt()); }
+
 void MainWindow::set_dark_theme(bool dark) {
   dark_ = dark;
   if (dark_action_->isChecked() != dark) dark_action_->setChecked(dark);

@@ -85,6 +85,14 @@ class MainWindow : public QMainWindow {
   QString random_weights_note() const;
   QString timing_folder() const { return timing_folder_; }
   bool generating() const { return generating_; }
+  // The user's request in the engine (-1 before the first generation names one).
+  qint64 user_request() const { return user_request_; }
+  Speed speed() const;
+  // The last batch-size sweep (empty before one finished, or after the engine was rebuilt).
+  const QVector<BatchSweepPoint>& batch_sweep() const { return batch_sweep_; }
+  bool sweeping() const { return sweeping_; }
+  const std::vector<TimingModel>& timing_models() const { return timing_models_; }
+  PanelId current_panel() const;
   int classmates() const;
   bool dark_theme() const { return dark_; }
   QString prompt() const;
@@ -100,6 +108,8 @@ class MainWindow : public QMainWindow {
   void failed(const QString& message);
   void generation_finished(const QString& reason);
   void engine_idle(const servescope::gui::EngineCounters& counters);
+  void batch_sweep_finished();
+  void panel_shown(servescope::gui::PanelId panel);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
