@@ -32,6 +32,8 @@ std::filesystem::path bundled_model_path() {
 
 std::filesystem::path bundled_eval_text_path() { return data_directory() / "eval" / "stories.txt"; }
 
+std::filesystem::path bundled_lessons_path() { return data_directory() / "lessons"; }
+
 std::string missing_data_file_message(const std::string& what, const std::filesystem::path& path) {
   const std::string where = non_empty_env("SERVESCOPE_DATA_DIR") != nullptr
                                 ? "SERVESCOPE_DATA_DIR points there"

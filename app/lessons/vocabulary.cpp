@@ -1,0 +1,368 @@
+#include "app/lessons/vocabulary.h"
+
+#include <algorithm>
+#include <array>
+
+#include "engine/eval/random_model.h"
+
+namespace servescope::lessons {
+namespace {
+
+constexpr int64_t kMaxClassmates = 31;  // the window's classmates spin box
+constexpr int64_t kMaxTokens = 4096;
+constexpr int64_t kMaxDecodeSteps = 512;
+
+const std::vector<std::string>& panels_as_strings() {
+  static const std::vector<std::string> panels = {"phases",       "kv",       "batching",
+                                                  "quantisation", "roofline", "attention"};
+  return panels;
+}
+
+std::vector<ActionSpec> make_actions() {
+  return {
+      {"load_model",
+       ArgKind::kChoice,
+       model_choices(),
+       0,
+       0,
+       {},
+       "load_model: bundled",
+       "Loads the bundled model or a random-weight timing model of that size (made on first "
+       "use), then waits until it is ready."},
+      {"set_backend",
+       ArgKind::kChoice,
+       {"cpu", "vulkan"},
+       0,
+       0,
+       {},
+       "set_backend: cpu",
+       "Runs the model on the CPU backend or the Vulkan backend (the best device)."},
+      {"set_kv_type",
+       ArgKind::kChoice,
+       kv_type_names(),
+       0,
+       0,
+       {},
+       "set_kv_type: q8_0",
+       "Stores the KV cache in that element type."},
+      {"set_classmates",
+       ArgKind::kInteger,
+       {},
+       0,
+       kMaxClassmates,
+       {},
+       "set_classmates: 0",
+       "Simulated classmates: other requests sharing the engine with the learner's."},
+      {"set_batching",
+       ArgKind::kChoice,
+       {"continuous", "static"},
+       0,
+       0,
+       {},
+       "set_batching: continuous",
+       "Continuous batching (admit a request at any step) or static batching (wait to collect "
+       "a batch)."},
+      {"set_greedy",
+       ArgKind::kBool,
+       {},
+       0,
+       0,
+       {},
+       "set_greedy: true",
+       "Greedy decoding (always the most likely token) on or off."},
+      {"set_prompt",
+       ArgKind::kText,
+       {},
+       0,
+       0,
+       {},
+       "set_prompt: Once upon a time",
+       "Replaces the prompt editor's text."},
+      {"set_max_tokens",
+       ArgKind::kInteger,
+       {},
+       1,
+       kMaxTokens,
+       {},
+       "set_max_tokens: 100",
+       "The number of tokens Generate asks for."},
+      {"generate",
+       ArgKind::kFields,
+       {},
+       0,
+       0,
+       {{"max_tokens",
+         ArgKind::kInteger,
+         {},
+         1,
+         kMaxTokens,
+         false,
+         "tokens to generate (default: the window's setting)"}},
+       "generate: {max_tokens: 100}",
+       "Generates from the prompt and waits until the request finishes."},
+      {"decode_steps",
+       ArgKind::kInteger,
+       {},
+       1,
+       kMaxDecodeSteps,
+       {},
+       "decode_steps: 10",
+       "Runs that many single decode steps of the current request."},
+      {"batch_sweep",
+       ArgKind::kFields,
+       {},
+       0,
+       0,
+       {},
+       "batch_sweep: {}",
+       "Runs the window's batch-size sweep and waits until it is done."},
+      {"size_sweep",
+       ArgKind::kFields,
+       {},
+       0,
+       0,
+       {{"sizes", ArgKind::kChoiceList, timing_model_sizes(), 0, 0, true,
+         "timing models to decode with, in order"}},
+       "size_sweep: {sizes: [25M, 100M]}",
+       "Measures decode milliseconds per token on each timing model and fits time against "
+       "weight bytes."},
+      {"open_panel",
+       ArgKind::kChoice,
+       panels_as_strings(),
+       0,
+       0,
+       {},
+       "open_panel: kv",
+       "Brings that panel to the front."},
+      {"highlight",
+       ArgKind::kFields,
+       {},
+       0,
+       0,
+       {{"panel", ArgKind::kChoice, panels_as_strings(), 0, 0, true, "the panel"},
+        {"element", ArgKind::kText, {}, 0, 0, true, "one of the panel's highlight elements"}},
+       "highlight: {panel: kv, element: retained-bytes}",
+       "Opens the panel and draws attention to one of its elements."},
+  };
+}
+
+std::vector<MeasureSpec> make_measures() {
+  return {
+      {"kv_bytes", "bytes",
+       "bytes holding the retained tokens of the learner's request at the current KV type"},
+      {"kv_tokens", "tokens", "tokens the learner's request retains in the KV cache"},
+      {"kv_allocated_bytes", "bytes",
+       "bytes of the whole blocks allocated to the learner's request"},
+      {"weight_bytes", "bytes", "bytes of the loaded model's weights"},
+      {"prefill_ms", "ms", "time of the last prefill"},
+      {"prefill_tokens_per_s", "tokens/s", "prompt tokens processed per second in prefill"},
+      {"decode_ms_per_token", "ms", "time per decode step of the last request"},
+      {"decode_tokens_per_s", "tokens/s", "tokens generated per second while decoding"},
+      {"achieved_gbs", "GB/s", "bytes moved per decode step divided by the step's time"},
+      {"memory_roof_gbs", "GB/s", "the device's measured memory bandwidth roof"},
+      {"cache_roof_gbs", "GB/s", "the device's measured cache bandwidth roof"},
+      {"compute_roof_gflops", "GFLOP/s", "the device's measured compute roof"},
+      {"sweep_speedup_8", "x", "batch-8 throughput divided by batch-1 throughput (batch sweep)"},
+      {"size_sweep_gbs", "GB/s",
+       "the fitted slope of decode time against weight bytes (size sweep), as bandwidth"},
+      {"ttft_ms", "ms", "time to first token of the last request"},
+      {"tpot_ms", "ms", "time per output token of the last request"},
+  };
+}
+
+std::vector<GeneratorSpec> make_generators() {
+  const ParamSpec tokens{"tokens", ParamKind::kInteger, {}, 1, 1e6, true, {},
+                         {},       "retained tokens"};
+  const ParamSpec kv_type{"kv_type", ParamKind::kChoice,         kv_type_names(), 0, 0, true, {},
+                          {},        "the KV cache element type"};
+  const ParamSpec block_size{"block_size", ParamKind::kInteger,  {}, 1, 1024, false, "16",
+                             {},           "tokens per KV block"};
+  std::vector<std::string> weight_or_loaded = weight_type_names();
+  weight_or_loaded.push_back("loaded");
+  return {
+      {"kv_bytes",
+       {tokens, kv_type},
+       "bytes",
+       {"kv_dim", "row_bytes", "bytes_per_token"},
+       "tokens x 2 (key and value) x layers x kv_heads x head_dim x bytes per element (4 for "
+       "f32, 2 for f16, 34 per 32 elements for q8_0): serving::kv_bytes_per_token"},
+      {"kv_allocated_bytes",
+       {tokens, kv_type, block_size},
+       "bytes",
+       {"blocks", "bytes_per_block", "bytes_per_token", "kv_bytes"},
+       "ceil(tokens / block_size) whole blocks x block_size x bytes per token: "
+       "serving::blocks_for_tokens x serving::kv_bytes_per_block"},
+      {"weight_bytes",
+       {{"type",
+         ParamKind::kChoice,
+         weight_type_names(),
+         0,
+         0,
+         true,
+         {},
+         {},
+         "the weight type the matrices are stored in"}},
+       "bytes",
+       {"parameters"},
+       "every matrix in that type (GGML's block sizes), norms and biases in f32, as "
+       "servescope-cli quantize writes the file"},
+      {"decode_floor_ms",
+       {{"bandwidth_gbs",
+         ParamKind::kNumber,
+         {},
+         0.01,
+         1e5,
+         true,
+         {},
+         "memory_roof_gbs",
+         "GB/s, or `measured`: the device's measured memory roof"},
+        {"type",
+         ParamKind::kChoice,
+         weight_or_loaded,
+         0,
+         0,
+         false,
+         "loaded",
+         {},
+         "the weight type (default: as loaded)"}},
+       "ms",
+       {"weight_bytes", "bandwidth_gbs"},
+       "weight bytes / (bandwidth in bytes per second) x 1000: batch-1 decode reads every "
+       "weight once per token"},
+      {"max_batch",
+       {{"memory_mib", ParamKind::kInteger, {}, 1, 1e7, true, {}, {}, "memory for the model, MiB"},
+        {"context", ParamKind::kInteger, {}, 1, 1e6, true, {}, {}, "tokens each request retains"},
+        kv_type,
+        block_size},
+       "requests",
+       {"weight_bytes", "memory_bytes", "free_bytes", "per_request_bytes"},
+       "floor((memory - weight bytes) / (whole blocks for the context x bytes per block)): "
+       "how many requests' KV caches fit beside the weights"},
+  };
+}
+
+template <typename Spec>
+const Spec* find_by_name(std::span<const Spec> specs, std::string_view name) {
+  const auto it =
+      std::find_if(specs.begin(), specs.end(), [&](const Spec& s) { return s.name == name; });
+  return it == specs.end() ? nullptr : &*it;
+}
+
+struct PanelElements {
+  std::string_view panel;
+  std::vector<std::string_view> elements;
+};
+
+const std::vector<PanelElements>& panel_elements() {
+  static const std::vector<PanelElements> table = {
+      {"phases", {"prefill", "decode"}},
+      {"kv", {"retained-bytes", "blocks"}},
+      {"batching", {"slots", "sweep"}},
+      {"quantisation", {"variants", "error"}},
+      {"roofline", {"memory-roof", "cache-roof", "compute-roof", "points"}},
+      {"attention", {"weights"}},
+  };
+  return table;
+}
+
+template <typename Text>
+std::string join_choices(std::span<const Text> allowed) {
+  std::string out;
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    if (i > 0) out += i + 1 == allowed.size() ? " or " : ", ";
+    out += allowed[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> timing_model_sizes() {
+  std::vector<std::string> sizes;
+  for (const eval::RandomModelPreset& preset : eval::random_model_presets()) {
+    sizes.emplace_back(preset.name);
+  }
+  return sizes;
+}
+
+std::vector<std::string> model_choices() {
+  std::vector<std::string> choices = {"bundled"};
+  for (const std::string& size : timing_model_sizes()) choices.push_back("timing:" + size);
+  return choices;
+}
+
+std::span<const ActionSpec> action_specs() {
+  static const std::vector<ActionSpec> specs = make_actions();
+  return specs;
+}
+
+const ActionSpec* find_action(std::string_view name) { return find_by_name(action_specs(), name); }
+
+const FieldSpec* find_field(const ActionSpec& action, std::string_view field) {
+  return find_by_name(std::span<const FieldSpec>(action.fields), field);
+}
+
+std::span<const MeasureSpec> measure_specs() {
+  static const std::vector<MeasureSpec> specs = make_measures();
+  return specs;
+}
+
+const MeasureSpec* find_measure(std::string_view name) {
+  return find_by_name(measure_specs(), name);
+}
+
+std::span<const std::string_view> panel_names() {
+  static const std::array<std::string_view, 6> names = {"phases",       "kv",       "batching",
+                                                        "quantisation", "roofline", "attention"};
+  return names;
+}
+
+std::span<const std::string_view> highlight_elements(std::string_view panel) {
+  for (const PanelElements& entry : panel_elements()) {
+    if (entry.panel == panel) return entry.elements;
+  }
+  return {};
+}
+
+std::span<const PlaceholderSpec> model_placeholders() {
+  static const std::array<PlaceholderSpec, 10> specs = {{
+      {"name", "the model's name (general.name, else its file name)"},
+      {"layers", "transformer layers"},
+      {"heads", "query heads"},
+      {"kv_heads", "key-value heads (fewer than heads with grouped-query attention)"},
+      {"head_dim", "elements per head"},
+      {"dim", "embedding width"},
+      {"vocab", "vocabulary size"},
+      {"context", "the longest context the model was trained for, in tokens"},
+      {"weight_bytes", "bytes of the weights as loaded"},
+      {"weight_type", "the weights' element type as loaded (f32, f16, q8_0, q4_0 or mixed)"},
+  }};
+  return specs;
+}
+
+bool is_model_placeholder(std::string_view name) {
+  return find_by_name(model_placeholders(), name) != nullptr;
+}
+
+std::span<const GeneratorSpec> generator_specs() {
+  static const std::vector<GeneratorSpec> specs = make_generators();
+  return specs;
+}
+
+const GeneratorSpec* find_generator(std::string_view name) {
+  return find_by_name(generator_specs(), name);
+}
+
+const ParamSpec* find_param(const GeneratorSpec& generator, std::string_view name) {
+  return find_by_name(std::span<const ParamSpec>(generator.params), name);
+}
+
+std::vector<std::string> kv_type_names() { return {"f32", "f16", "q8_0"}; }
+
+std::vector<std::string> weight_type_names() { return {"f32", "f16", "q8_0", "q4_0"}; }
+
+std::string one_of(std::span<const std::string> allowed) { return join_choices(allowed); }
+
+std::string one_of(std::span<const std::string_view> allowed) { return join_choices(allowed); }
+
+}  // namespace servescope::lessons
