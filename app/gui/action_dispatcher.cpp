@@ -5,6 +5,7 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
+#include "app/lessons/vocabulary.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
@@ -60,7 +61,50 @@ std::optional<serving::KvType> parse_kv_type(const QString& s) {
   return std::nullopt;
 }
 
+QVariant argument_value(lessons::ArgKind kind, const lessons::ArgValue& v) {
+  switch (kind) {
+    case lessons::ArgKind::kInteger:
+      return QVariant::fromValue(static_cast<int>(v.integer));
+    case lessons::ArgKind::kBool:
+      return QVariant(v.flag);
+    case lessons::ArgKind::kChoiceList: {
+      QStringList items;
+      for (const std::string& item : v.items) items.push_back(QString::fromStdString(item));
+      return items;
+    }
+    case lessons::ArgKind::kChoice:
+    case lessons::ArgKind::kText:
+    case lessons::ArgKind::kFields:
+      break;
+  }
+  return QString::fromStdString(v.text);
+}
+
 }  // namespace
+
+LessonAction to_lesson_action(const lessons::Action& action) {
+  LessonAction out{QString::fromStdString(action.name), {}};
+  const lessons::ActionSpec* spec = lessons::find_action(action.name);
+  if (!spec) return out;  // run() refuses the unknown name with its own message
+  if (spec->kind != lessons::ArgKind::kFields) {
+    out.argument = argument_value(spec->kind, action.value);
+    return out;
+  }
+  QVariantMap fields;
+  for (const auto& [name, value] : action.fields) {
+    const lessons::FieldSpec* field = lessons::find_field(*spec, name);
+    fields.insert(QString::fromStdString(name),
+                  argument_value(field ? field->kind : lessons::ArgKind::kText, value));
+  }
+  out.argument = fields;
+  return out;
+}
+
+std::vector<LessonAction> to_lesson_actions(const std::vector<lessons::Action>& actions) {
+  std::vector<LessonAction> out;
+  for (const lessons::Action& a : actions) out.push_back(to_lesson_action(a));
+  return out;
+}
 
 ActionDispatcher::ActionDispatcher(MainWindow& window, QObject* parent)
     : QObject(parent), window_(window), poll_timer_(new QTimer(this)) {
@@ -109,6 +153,15 @@ void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
   busy_ = true;
   started_generation_ = false;
   QTimer::singleShot(0, this, &ActionDispatcher::next);
+}
+
+QString ActionDispatcher::check(const LessonAction& action) {
+  try {
+    tasks_for(action);
+  } catch (const BadArgument& error) {
+    return QString::fromUtf8(error.what());
+  }
+  return {};
 }
 
 void ActionDispatcher::cancel() {

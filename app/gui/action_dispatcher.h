@@ -17,6 +17,7 @@
 #include "app/gui/measure_reader.h"
 #include "app/gui/panel_id.h"
 #include "app/gui/timing_models.h"
+#include "app/lessons/lesson.h"
 
 class QTimer;
 
@@ -30,6 +31,10 @@ struct LessonAction {
   QString name;
   QVariant argument;
 };
+
+// A lesson file's action (app/lessons), its argument typed by the action vocabulary.
+LessonAction to_lesson_action(const lessons::Action& action);
+std::vector<LessonAction> to_lesson_actions(const std::vector<lessons::Action>& actions);
 
 class ActionDispatcher : public QObject {
   Q_OBJECT
@@ -47,6 +52,8 @@ class ActionDispatcher : public QObject {
   // Runs the actions in order; finished(), failed(reason) or cancelled() ends the run. A run
   // started while another is busy fails at once.
   void run(const std::vector<LessonAction>& actions);
+  // Why the action cannot run as written (an unknown name, a bad argument), or empty.
+  QString check(const LessonAction& action);
   // Ends the run: a generation it started is stopped; a batch sweep or a timing model being
   // written finishes in the background (their results still reach the window).
   void cancel();
