@@ -14,6 +14,11 @@ std::string Action::field_text(const std::string& field, const std::string& fall
   return it == fields.end() ? fallback : it->second.text;
 }
 
+int Step::line_of(const std::string& field) const {
+  const auto it = field_lines.find(field);
+  return it == field_lines.end() ? line : it->second;
+}
+
 int Question::line_of(const std::string& field) const {
   const auto it = field_lines.find(field);
   return it == field_lines.end() ? line : it->second;

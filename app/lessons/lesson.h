@@ -65,6 +65,9 @@ struct Step {
   std::vector<Observation> observe;
   std::string explain;  // Markdown with placeholders
   int line = 0;
+  std::map<std::string, int> field_lines;  // key -> line
+
+  int line_of(const std::string& field) const;
 };
 
 enum class QuestionKind { kChoice, kNumber, kExplain };

@@ -34,12 +34,22 @@ std::string join(const Keys& keys) { return one_of(std::span<const std::string_v
 // Parses YAML nodes into lesson types, collecting problems instead of stopping at the first.
 class Reader {
  public:
-  Reader(std::string file, std::vector<Problem>& problems)
-      : file_(std::move(file)), problems_(problems) {}
+  Reader(std::string file, const std::string& source, std::vector<Problem>& problems)
+      : file_(std::move(file)), source_(source), problems_(problems) {}
 
   static int line(const YAML::Node& node) {
     const YAML::Mark mark = node.Mark();
     return mark.line < 0 ? 0 : mark.line + 1;
+  }
+
+  // The line a text value starts on: a block scalar (`|` or `>`) starts on the next line, so
+  // a placeholder's line is this plus the newlines before it.
+  int content_line(const YAML::Node& value, int key_line) const {
+    const YAML::Mark mark = value.Mark();
+    if (!value.IsScalar() || mark.pos < 0) return key_line;
+    const auto pos = static_cast<size_t>(mark.pos);
+    const bool block = pos < source_.size() && (source_[pos] == '|' || source_[pos] == '>');
+    return line(value) + (block ? 1 : 0);
   }
 
   void problem(int at, std::string message) {
@@ -262,18 +272,20 @@ class Reader {
   Step step(const YAML::Node& node) {
     Step s;
     s.line = line(node);
-    for_each_key(node, "a step", kStepKeys, [&](const std::string& key, const YAML::Node& v, int) {
-      if (key == "id") s.id = text(v, "a step's id");
-      if (key == "title") s.title = text(v, "a step's title");
-      if (key == "text") s.text = text(v, "a step's text");
-      if (key == "explain") s.explain = text(v, "a step's explain");
-      if (key == "predict") s.predict = prediction(v);
-      if (key == "run") s.run = actions(v, "run");
-      if (key == "observe") {
-        for_each_item(v, "observe",
-                      [&](const YAML::Node& o) { s.observe.push_back(observation(o)); });
-      }
-    });
+    for_each_key(
+        node, "a step", kStepKeys, [&](const std::string& key, const YAML::Node& v, int at) {
+          s.field_lines[key] = content_line(v, at);
+          if (key == "id") s.id = text(v, "a step's id");
+          if (key == "title") s.title = text(v, "a step's title");
+          if (key == "text") s.text = text(v, "a step's text");
+          if (key == "explain") s.explain = text(v, "a step's explain");
+          if (key == "predict") s.predict = prediction(v);
+          if (key == "run") s.run = actions(v, "run");
+          if (key == "observe") {
+            for_each_item(v, "observe",
+                          [&](const YAML::Node& o) { s.observe.push_back(observation(o)); });
+          }
+        });
     return s;
   }
 
@@ -294,7 +306,7 @@ class Reader {
     std::optional<YAML::Node> answer;  // read once the kind is known
     for_each_key(node, "a question", kQuestionKeys,
                  [&](const std::string& key, const YAML::Node& v, int at) {
-                   q.field_lines[key] = at;
+                   q.field_lines[key] = content_line(v, at);
                    if (key == "id") q.id = text(v, "a question's id");
                    if (key == "kind") {
                      const std::string kind = text(v, "a question's kind");
@@ -371,7 +383,7 @@ class Reader {
     for_each_key(
         root, "a lesson file", kLessonKeys,
         [&](const std::string& key, const YAML::Node& v, int at) {
-          l.field_lines[key] = at;
+          l.field_lines[key] = content_line(v, at);
           if (key == "id") l.id = text(v, "the lesson's id");
           if (key == "number") {
             if (const auto n = integer(v, "the lesson's number")) l.number = *n;
@@ -397,6 +409,7 @@ class Reader {
 
  private:
   std::string file_;
+  const std::string& source_;
   std::vector<Problem>& problems_;
 };
 
@@ -412,7 +425,7 @@ LoadResult load_lesson_text(const std::string& text, const std::string& file) {
     result.problems.push_back({file, line, "not valid YAML: " + error.msg});
     return result;
   }
-  Reader reader(file, result.problems);
+  Reader reader(file, text, result.problems);
   if (!root.IsMap()) {
     reader.problem(1, "a lesson file must be a mapping starting with `id:`, `number:`, `title:`");
     return result;
