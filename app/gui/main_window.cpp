@@ -23,6 +23,7 @@
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
@@ -33,6 +34,7 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/engine_worker.h"
+#include "app/gui/lesson_ui.h"
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
 #include "app/gui/window_text.h"
@@ -77,6 +79,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   build_central();
   build_status_bar();
   build_menus();
+  lessons_ = new LessonUi(*this, options.lessons_folder.value_or(QString()));
 
   engine_thread_ = std::make_unique<QThread>();
   engine_thread_->setObjectName("engine");
@@ -402,6 +405,20 @@ void MainWindow::scale_font(int steps) {
 
 void MainWindow::show_overlay(bool on) { overlay_action_->setChecked(on); }
 
+void MainWindow::set_controls_visible(bool visible) {
+  if (auto* splitter = findChild<QSplitter*>("main-splitter"))
+    splitter->widget(0)->setVisible(visible);
+  for (QToolBar* bar : findChildren<QToolBar*>()) bar->setVisible(visible);
+  menuBar()->setVisible(visible);
+  statusBar()->setVisible(visible);
+  tabs_->tabBar()->setVisible(visible);
+}
+
+void MainWindow::set_high_contrast(bool on) {
+  high_contrast_ = on;
+  apply_theme();
+}
+
 void MainWindow::send_sampling() {
   serving::SamplingParams p;
   p.greedy = greedy_->isChecked();
@@ -656,7 +673,8 @@ void MainWindow::update_overlay() {
 }
 
 void MainWindow::apply_theme() {
-  widgets::set_theme(dark_ ? widgets::ThemeKind::kDark : widgets::ThemeKind::kLight);
+  widgets::set_theme(dark_ ? widgets::ThemeKind::kDark : widgets::ThemeKind::kLight,
+                     high_contrast_);
   const widgets::Theme& theme = widgets::theme();
   QPalette palette;
   palette.setColor(QPalette::Window, theme.surface);

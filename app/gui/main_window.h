@@ -34,6 +34,7 @@ class QTimer;
 namespace servescope::gui {
 
 class EngineWorker;
+class LessonUi;
 class TokenChips;
 
 struct WindowOptions {
@@ -43,6 +44,8 @@ struct WindowOptions {
   std::optional<bool> dark_theme;
   // Where timing models are written: the user's cache folder (QStandardPaths) when not given.
   std::optional<QString> cache_folder;
+  // Where the lesson files are: the data folder's lessons/ when not given.
+  std::optional<QString> lessons_folder;
 };
 
 class MainWindow : public QMainWindow {
@@ -73,6 +76,11 @@ class MainWindow : public QMainWindow {
   void set_dark_theme(bool dark);
   void scale_font(int steps);
   void show_overlay(bool on);
+  // Lecture mode's view: false hides the controls column, toolbar, menus, status bar and the
+  // panel tabs, leaving the panel on screen.
+  void set_controls_visible(bool visible);
+  // The theme with full-strength text and grid lines (lecture mode).
+  void set_high_contrast(bool on);
 
   // What the window shows, for tests and the demo.
   const TelemetryFolder& folder() const { return folder_; }
@@ -99,6 +107,9 @@ class MainWindow : public QMainWindow {
   // Time between frame ticks, and the GUI thread's own work in each (drain, fold, snapshots).
   const FrameStats& frame_stats() const { return frame_stats_; }
   const FrameStats& frame_work() const { return frame_work_; }
+
+  // The lessons: the Learn dock, lecture mode and the dispatcher of their experiments.
+  LessonUi& lessons() const { return *lessons_; }
 
   // Forgets every remembered setting (the --reset option).
   static void forget_settings();
@@ -147,6 +158,7 @@ class MainWindow : public QMainWindow {
 
   std::unique_ptr<QThread> engine_thread_;
   EngineWorker* worker_ = nullptr;  // lives on engine_thread_
+  LessonUi* lessons_ = nullptr;
   bool remember_settings_;
 
   TelemetryFolder folder_;
@@ -169,6 +181,7 @@ class MainWindow : public QMainWindow {
   uint64_t attention_seen_ = 0;
   bool engine_running_ = false;
   bool dark_ = false;
+  bool high_contrast_ = false;
   bool message_is_error_ = false;
   QString model_path_;
   BackendChoice backend_;
