@@ -38,7 +38,13 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   intro_ = new QTextBrowser;
   intro_->setFrameShape(QFrame::NoFrame);
   intro_->setMaximumHeight(110);
-  step_view_ = new StepView(dispatcher, std::move(context));
+  step_view_ = new StepView(dispatcher, context);
+  practice_ = new PracticeView(dispatcher, context);
+  flashcards_ = new FlashcardView;
+  notice_ = new QLabel;
+  notice_->setObjectName("learn-notice");
+  notice_->setWordWrap(true);
+  notice_->hide();
   auto* nav = new QHBoxLayout;
   back_ = new QPushButton("< Back");
   back_->setToolTip("The previous step (Alt+Left)");
@@ -53,9 +59,18 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   lesson_column->addWidget(step_view_, 1);
   lesson_column->addLayout(nav);
   tabs_->addTab(lesson_tab, "Lesson");
+  tabs_->addTab(practice_, "Practice");
+  tabs_->addTab(flashcards_, "Flashcards");
+  tabs_->setTabToolTip(1,
+                       "The lesson's practice questions, with the full working after you answer");
+  tabs_->setTabToolTip(2, "Spaced repetition: Space shows the back, 1 didn't know, 2 knew it");
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int tab) {
+    if (tab == 2) flashcards_->setFocus();
+  });
 
   column->addWidget(list_);
   column->addWidget(problems_);
+  column->addWidget(notice_);
   column->addWidget(tabs_, 1);
 
   connect(list_, &QListWidget::currentRowChanged, this, [this](int row) {
@@ -83,8 +98,16 @@ void LearnPane::set_lessons(lessons::LessonSet set) {
   }
   problems_->setVisible(!set_.problems.empty());
   fill_list();
+  flashcards_->set_deck(usable_);
   if (!usable_.empty()) open_lesson(qs(usable_.front()->id), 0);
 }
+
+void LearnPane::show_notice(const QString& text) {
+  notice_->setText(text);
+  notice_->setVisible(!text.isEmpty());
+}
+
+QString LearnPane::notice() const { return notice_->isVisible() ? notice_->text() : QString(); }
 
 void LearnPane::fill_list() {
   const QSignalBlocker block(list_);
@@ -111,9 +134,11 @@ bool LearnPane::open_lesson(const QString& id, int step) {
   for (const lessons::Lesson* l : usable_) {
     if (qs(l->id) != id) continue;
     if (step < 0 || step >= static_cast<int>(l->steps.size())) return false;
+    const bool new_lesson = l != current_;
     current_ = l;
     step_ = step;
     intro_->setMarkdown(QString("## %1\n\n%2").arg(qs(l->title), qs(l->intro)));
+    if (new_lesson) practice_->show_lesson(*l);
     fill_list();
     show_current_step();
     return true;

@@ -7,6 +7,8 @@
 #include <QWidget>
 #include <map>
 
+#include "app/gui/flashcard_view.h"
+#include "app/gui/practice_view.h"
 #include "app/gui/step_view.h"
 #include "app/lessons/lesson_set.h"
 
@@ -32,6 +34,11 @@ class LearnPane : public QWidget {
   const lessons::Lesson* current_lesson() const { return current_; }
   int current_step() const { return step_; }
   StepView& step_view() { return *step_view_; }
+  PracticeView& practice() { return *practice_; }
+  FlashcardView& flashcards() { return *flashcards_; }
+  // A line for the learner above the tabs (a progress file set aside, a failed save).
+  void show_notice(const QString& text);
+  QString notice() const;
   QTabWidget& tabs() { return *tabs_; }
   // Steps reached per lesson id (shown in the list); the progress store restores it.
   void set_reached(const QString& lesson, int steps);
@@ -64,6 +71,9 @@ class LearnPane : public QWidget {
   QTabWidget* tabs_;
   QTextBrowser* intro_;
   StepView* step_view_;
+  PracticeView* practice_;
+  FlashcardView* flashcards_;
+  QLabel* notice_;
   QPushButton* back_;
   QPushButton* next_;
 };

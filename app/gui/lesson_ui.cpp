@@ -1,7 +1,9 @@
 #include "app/gui/lesson_ui.h"
 
 #include <QAction>
+#include <QDateTime>
 #include <QDockWidget>
+#include <QFileDialog>
 #include <QMenu>
 #include <QMenuBar>
 
@@ -10,6 +12,7 @@
 #include "app/gui/learn_pane.h"
 #include "app/gui/lecture_mode.h"
 #include "app/gui/main_window.h"
+#include "app/lessons/format.h"
 #include "app/lessons/vocabulary.h"
 
 namespace servescope::gui {
@@ -24,7 +27,8 @@ QMenu* menu_named(MainWindow& window, const QString& title) {
 
 }  // namespace
 
-LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder)
+LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
+                   const QString& progress_folder)
     : QObject(&window), window_(window) {
   dispatcher_ = new ActionDispatcher(window, this);
   StepContext context;
@@ -83,6 +87,112 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder)
     }
   });
   connect(learn_, &LearnPane::step_shown, this, &LessonUi::update_lecture_strip);
+
+  QMenu* file = menu_named(window, "&File");
+  QAction* quit = file->actions().isEmpty() ? nullptr : file->actions().back();
+  QAction* export_action = new QAction("Export progress...", this);
+  export_action->setToolTip(
+      "Saves your answers, predictions and flashcard boxes as a JSON file "
+      "(to hand in)");
+  connect(export_action, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(&window_, "Export progress",
+                                                      "servescope-progress.json", "JSON (*.json)");
+    if (!path.isEmpty()) export_progress(path);
+  });
+  QAction* import_action = new QAction("Import progress...", this);
+  import_action->setToolTip("Replaces your progress with an exported JSON file");
+  connect(import_action, &QAction::triggered, this, [this] {
+    const QString path =
+        QFileDialog::getOpenFileName(&window_, "Import progress", QString(), "JSON (*.json)");
+    if (!path.isEmpty()) import_progress(path);
+  });
+  file->insertAction(quit, export_action);
+  file->insertAction(quit, import_action);
+  file->insertSeparator(quit);
+
+  if (!progress_folder.isEmpty())
+    store_ = std::make_unique<lessons::ProgressStore>(progress_folder);
+  restore_progress();
+  connect(learn_, &LearnPane::position_changed, this,
+          [this](const QString& lesson, const QString& step) {
+            progress_.lesson = lesson.toStdString();
+            progress_.step = step.toStdString();
+            save_progress();
+          });
+  connect(&learn_->step_view(), &StepView::predicted, this, [this](const QString& step, double v) {
+    if (!learn_->current_lesson()) return;
+    progress_.predictions.push_back({learn_->current_lesson()->id, step.toStdString(),
+                                     lessons::format_plain(v), QDateTime::currentDateTimeUtc()});
+    save_progress();
+  });
+  connect(&learn_->practice(), &PracticeView::answered, this,
+          [this](const QString& lesson, const QString& question, const QString& given,
+                 const lessons::AnswerResult& result) {
+            progress_.answers.push_back({lesson.toStdString(), question.toStdString(),
+                                         given.toStdString(), result.correct, result.score,
+                                         QDateTime::currentDateTimeUtc()});
+            save_progress();
+          });
+  connect(&learn_->flashcards(), &FlashcardView::reviewed, this, [this] {
+    progress_.cards = learn_->flashcards().states();
+    save_progress();
+  });
+}
+
+void LessonUi::restore_progress() {
+  if (store_) {
+    lessons::ProgressStore::Loaded loaded = store_->load();
+    progress_ = std::move(loaded.progress);
+    learn_->show_notice(loaded.notice);
+  }
+  apply_progress();
+}
+
+void LessonUi::apply_progress() {
+  learn_->flashcards().set_states(progress_.cards);
+  const lessons::Lesson* lesson = nullptr;
+  for (const lessons::Lesson* l : learn_->lessons()) {
+    if (l->id == progress_.lesson) lesson = l;
+  }
+  if (!lesson) return;
+  int step = 0;
+  for (size_t i = 0; i < lesson->steps.size(); ++i) {
+    if (lesson->steps[i].id == progress_.step) step = static_cast<int>(i);
+  }
+  learn_->open_lesson(QString::fromStdString(lesson->id), step);
+}
+
+void LessonUi::save_progress() {
+  if (!store_) return;
+  try {
+    store_->save(progress_);
+  } catch (const std::exception& error) {
+    learn_->show_notice(QString("Your progress could not be saved: %1").arg(error.what()));
+  }
+}
+
+bool LessonUi::export_progress(const QString& path) {
+  try {
+    lessons::ProgressStore::export_to(progress_, path);
+    return true;
+  } catch (const std::exception& error) {
+    learn_->show_notice(QString("Export failed: %1").arg(error.what()));
+    return false;
+  }
+}
+
+bool LessonUi::import_progress(const QString& path) {
+  try {
+    progress_ = lessons::ProgressStore::import_from(path);
+  } catch (const std::exception& error) {
+    learn_->show_notice(
+        QString("Import failed (your progress is unchanged): %1").arg(error.what()));
+    return false;
+  }
+  save_progress();
+  learn_->show_notice({});
+  apply_progress();
+  return true;
 }
 
 LessonUi::~LessonUi() = default;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "app/lessons/model_facts.h"
+#include "app/lessons/progress_store.h"
 
 class QDockWidget;
 
@@ -25,7 +26,8 @@ class LessonUi : public QObject {
 
  public:
   // lessons_folder: where the lesson files are (the data folder's lessons/ when empty).
-  LessonUi(MainWindow& window, const QString& lessons_folder);
+  // progress_folder: where progress.json is kept; empty: progress lives in memory only.
+  LessonUi(MainWindow& window, const QString& lessons_folder, const QString& progress_folder);
   ~LessonUi() override;
 
   ActionDispatcher& dispatcher() { return *dispatcher_; }
@@ -33,9 +35,16 @@ class LessonUi : public QObject {
   LectureMode& lecture() { return *lecture_; }
   QDockWidget& dock() { return *dock_; }
   const lessons::ModelFacts* model_facts() const { return facts_ ? &*facts_ : nullptr; }
+  const lessons::Progress& progress() const { return progress_; }
+  // File menu's Export / Import progress (for handing in); false with a notice on failure.
+  bool export_progress(const QString& path);
+  bool import_progress(const QString& path);
 
  private:
   void update_lecture_strip();
+  void restore_progress();
+  void apply_progress();  // position and flashcards from progress_
+  void save_progress();
 
   MainWindow& window_;
   ActionDispatcher* dispatcher_;
@@ -43,6 +52,8 @@ class LessonUi : public QObject {
   LectureMode* lecture_;
   QDockWidget* dock_;
   std::optional<lessons::ModelFacts> facts_;
+  std::unique_ptr<lessons::ProgressStore> store_;  // null: progress is not kept on disk
+  lessons::Progress progress_;
   bool dock_was_visible_ = true;
 };
 

@@ -38,6 +38,7 @@
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
 #include "app/gui/window_text.h"
+#include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
 #include "widgets/theme.h"
@@ -79,7 +80,9 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   build_central();
   build_status_bar();
   build_menus();
-  lessons_ = new LessonUi(*this, options.lessons_folder.value_or(QString()));
+  lessons_ = new LessonUi(*this, options.lessons_folder.value_or(QString()),
+                          options.progress_folder.value_or(
+                              remember_settings_ ? lessons::default_progress_folder() : QString()));
 
   engine_thread_ = std::make_unique<QThread>();
   engine_thread_->setObjectName("engine");

@@ -46,6 +46,9 @@ struct WindowOptions {
   std::optional<QString> cache_folder;
   // Where the lesson files are: the data folder's lessons/ when not given.
   std::optional<QString> lessons_folder;
+  // Where the learner's progress.json is kept: the platform's application-data folder when not
+  // given and settings are remembered; in memory only otherwise (demo, tests).
+  std::optional<QString> progress_folder;
 };
 
 class MainWindow : public QMainWindow {
