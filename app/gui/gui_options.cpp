@@ -29,7 +29,8 @@ std::string gui_usage() {
          "phases|kv|batching|quantisation|roofline|attention]\n"
          "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
          "[--backend cpu|vulkan]\n"
-         "                  [--device N] [--theme dark|light] [--overlay] [--sweep]\n";
+         "                  [--device N] [--theme dark|light] [--overlay] [--sweep]\n"
+         "       servescope --check-lessons [DIR]   (no window: validate lesson files)\n";
 }
 
 GuiOptions parse_gui_options(const std::vector<std::string>& args) {
@@ -42,6 +43,9 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     };
     if (name == "--help" || name == "-h") {
       options.help = true;
+    } else if (name == "--check-lessons") {
+      const bool has_dir = i + 1 < args.size() && !args[i + 1].starts_with("-");
+      options.check_lessons = has_dir ? args[++i] : std::string();
     } else if (name == "--reset") {
       options.reset = true;
     } else if (name == "--overlay") {
@@ -100,6 +104,9 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       options.clients > 0 || options.panel || options.screenshot || options.sweep;
   if (demo_only && !options.demo_prompt) {
     throw GuiUsageError("--clients, --panel, --screenshot and --sweep need --demo PROMPT");
+  }
+  if (options.check_lessons && args.size() > (options.check_lessons->empty() ? 1u : 2u)) {
+    throw GuiUsageError("--check-lessons [DIR] takes no other options");
   }
   return options;
 }

@@ -3,6 +3,8 @@
 //   servescope --demo "Once upon a time" --clients 4 --panel kv --screenshot out.png
 //              --after-ms 4000 [--model P] [--backend cpu|vulkan] [--device N]
 //              [--theme dark|light] [--overlay] [--sweep] [--reset]
+// or, without a window, the lesson files' check for authors:
+//   servescope --check-lessons [DIR]
 #pragma once
 
 #include <optional>
@@ -36,6 +38,8 @@ struct GuiOptions {
   std::optional<ThemeChoice> theme;
   bool overlay = false;  // the frame-time overlay (F12) on from the start
   bool sweep = false;    // the demo runs the batch-size sweep before it generates
+  // --check-lessons [DIR]: validate the lesson files and exit; empty: the data folder's lessons.
+  std::optional<std::string> check_lessons;
 };
 
 // args: the arguments after the program name (Qt's own options already removed).

@@ -1,15 +1,22 @@
 // servescope: the desktop application. See gui_options.h for the command line.
 #include <QApplication>
 #include <QStyleFactory>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <iostream>
 #include <memory>
+#include <optional>
 
+#include "app/common/data_files.h"
 #include "app/gui/demo_runner.h"
 #include "app/gui/gui_options.h"
 #include "app/gui/main_window.h"
+#include "app/lessons/lesson_set.h"
 #include "engine/compute/backend.h"
+#include "engine/core/error.h"
 
 namespace {
 
@@ -29,10 +36,36 @@ bool asks_for_help(int argc, char** argv) {
   return false;
 }
 
+// `--check-lessons [DIR]`: validates lesson files for their authors; no window, no QApplication.
+std::optional<int> check_lessons_if_asked(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (std::find(args.begin(), args.end(), "--check-lessons") == args.end()) return std::nullopt;
+  using namespace servescope;
+  gui::GuiOptions options;
+  try {
+    options = gui::parse_gui_options(args);
+  } catch (const gui::GuiUsageError& error) {
+    std::fprintf(stderr, "servescope: %s\n", error.what());
+    return 2;
+  }
+  const std::filesystem::path dir = options.check_lessons->empty()
+                                        ? app::bundled_lessons_path()
+                                        : std::filesystem::path(*options.check_lessons);
+  // Generated questions are computed on the bundled model when it is there.
+  std::optional<lessons::ModelFacts> model;
+  try {
+    model = lessons::model_facts(app::bundled_model_path());
+  } catch (const servescope::Error&) {
+    model.reset();  // checked against their parameters only
+  }
+  return lessons::check_lessons(dir, model ? &*model : nullptr, std::cout, std::cerr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace servescope::gui;
+  if (const std::optional<int> status = check_lessons_if_asked(argc, argv)) return *status;
   if (asks_for_help(argc, argv)) {
     std::fputs(gui_usage().c_str(), stdout);
     return 0;

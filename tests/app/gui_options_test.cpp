@@ -21,6 +21,13 @@ TEST(GuiOptions, ParsesTheDemoCommand) {
   EXPECT_EQ(o.theme, ThemeChoice::kDark);
 }
 
+TEST(GuiOptions, ParsesCheckLessonsWithAndWithoutAFolder) {
+  EXPECT_EQ(parse_gui_options({"--check-lessons"}).check_lessons, "");
+  EXPECT_EQ(parse_gui_options({"--check-lessons", "lessons/"}).check_lessons, "lessons/");
+  EXPECT_FALSE(parse_gui_options({}).check_lessons.has_value());
+  EXPECT_THROW(parse_gui_options({"--check-lessons", "lessons/", "--overlay"}), GuiUsageError);
+}
+
 TEST(GuiOptions, EveryPanelHasAName) {
   for (const PanelId id : kAllPanels) {
     EXPECT_EQ(parse_panel_key(panel_key(id)), id);

@@ -21,6 +21,9 @@ done
 if [ -x "$build/bin/servescope" ]; then  # the window, when the GUI was built
   [ -x "$prefix/bin/servescope" ] || fail "cmake --install did not put bin/servescope in the prefix"
   "$prefix/bin/servescope" --help | grep -q "usage: servescope" || fail "servescope --help failed"
+  [ -f "$prefix/share/servescope/lessons/README.md" ] || fail "cmake --install did not put the lessons in"
+  (cd / && env -u DISPLAY -u WAYLAND_DISPLAY "$prefix/bin/servescope" --check-lessons >/dev/null) ||
+    fail "servescope --check-lessons failed on the installed lessons"
 fi
 
 cd /
