@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "app/gui/action_dispatcher.h"
+#include "app/lessons/placeholders.h"
 
 namespace servescope::gui {
 namespace {
@@ -20,7 +21,7 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 }  // namespace
 
 LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget* parent)
-    : QWidget(parent), dispatcher_(dispatcher) {
+    : QWidget(parent), dispatcher_(dispatcher), context_(context) {
   auto* column = new QVBoxLayout(this);
   column->setContentsMargins(4, 4, 4, 4);
   list_ = new QListWidget;
@@ -137,7 +138,13 @@ bool LearnPane::open_lesson(const QString& id, int step) {
     const bool new_lesson = l != current_;
     current_ = l;
     step_ = step;
-    intro_->setMarkdown(QString("## %1\n\n%2").arg(qs(l->title), qs(l->intro)));
+    const lessons::Measurements measured = context_.measured();
+    lessons::FillContext fill;
+    fill.model = context_.model();
+    fill.measured = &measured;
+    intro_->setMarkdown(
+        QString("## %1\n\n%2")
+            .arg(qs(l->title), qs(lessons::fill_placeholders(l->intro, fill).text)));
     if (new_lesson) practice_->show_lesson(*l);
     fill_list();
     show_current_step();
@@ -184,8 +191,8 @@ void LearnPane::advance() {
 
 QString LearnPane::step_title() const {
   if (!current_) return "No lesson open";
-  return QString("%1 - %2 (%3/%4)")
-      .arg(qs(current_->title), qs(current_->steps[static_cast<size_t>(step_)].title))
+  return QString("%1 (%2/%3)")
+      .arg(qs(current_->steps[static_cast<size_t>(step_)].title))
       .arg(step_ + 1)
       .arg(current_->steps.size());
 }

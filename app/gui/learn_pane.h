@@ -60,6 +60,7 @@ class LearnPane : public QWidget {
   void show_current_step();
 
   ActionDispatcher& dispatcher_;
+  StepContext context_;
   lessons::LessonSet set_;
   std::vector<const lessons::Lesson*> usable_;
   const lessons::Lesson* current_ = nullptr;

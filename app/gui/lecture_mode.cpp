@@ -4,6 +4,9 @@
 #include <QDockWidget>
 #include <QFontInfo>
 #include <QLabel>
+#include <QScreen>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QShortcut>
 #include <QVBoxLayout>
 
@@ -15,8 +18,7 @@ namespace servescope::gui {
 namespace {
 
 constexpr const char* kKeys =
-    "Space / Page Down: next    Page Up: back    P: pause    S: one step    M: slow motion    "
-    "1-6: panels    Esc: leave";
+    "Space next   PgUp back   P pause   S step   M slow   1-6 panels   T text   Esc";
 
 }  // namespace
 
@@ -36,17 +38,27 @@ LectureMode::LectureMode(MainWindow& window)
   strip_->setFeatures(QDockWidget::NoDockWidgetFeatures);
   auto* content = new QWidget;
   auto* column = new QVBoxLayout(content);
-  column->setContentsMargins(24, 12, 24, 8);
+  column->setContentsMargins(24, 6, 24, 4);
+  column->setSpacing(2);
   title_ = new QLabel;
   title_->setObjectName("lecture-title");
+  title_->setWordWrap(true);
   body_ = new QLabel;
   body_->setObjectName("lecture-body");
   body_->setTextFormat(Qt::MarkdownText);
   body_->setWordWrap(true);
+  body_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  // A long step scrolls (Up / Down) instead of pushing the panel off the screen.
+  scroll_ = new QScrollArea;
+  scroll_->setWidget(body_);
+  scroll_->setWidgetResizable(true);
+  scroll_->setFrameShape(QFrame::NoFrame);
+  scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* keys = new QLabel(kKeys);
   keys->setObjectName("lecture-keys");
+  keys->setWordWrap(true);
   column->addWidget(title_);
-  column->addWidget(body_);
+  column->addWidget(scroll_, 1);
   column->addWidget(keys);
   strip_->setWidget(content);
   window.addDockWidget(Qt::TopDockWidgetArea, strip_);
@@ -61,6 +73,9 @@ LectureMode::LectureMode(MainWindow& window)
   add_key(QKeySequence(Qt::Key_S), [this] { single_step(); });
   add_key(QKeySequence(Qt::Key_M), [this] { toggle_slow_motion(); });
   add_key(QKeySequence(Qt::Key_Escape), [this] { action_->setChecked(false); });
+  add_key(QKeySequence(Qt::Key_T), [this] { strip_->setVisible(!strip_->isVisible()); });
+  add_key(QKeySequence(Qt::Key_Down), [this] { scroll_by(1); });
+  add_key(QKeySequence(Qt::Key_Up), [this] { scroll_by(-1); });
   for (const PanelId id : kAllPanels) {
     add_key(QKeySequence(Qt::Key_1 + static_cast<int>(id)), [this, id] { window_.show_panel(id); });
   }
@@ -97,13 +112,18 @@ void LectureMode::set_active(bool on) {
     was_maximized_ = window_.isMaximized();
     window_.setFont(lecture_font());
     QFont title_font = lecture_font();
-    title_font.setPointSizeF(title_font.pointSizeF() * 1.35);
+    title_font.setPointSizeF(title_font.pointSizeF() * 1.15);
     title_font.setBold(true);
     title_->setFont(title_font);
     window_.set_controls_visible(false);
     window_.set_high_contrast(true);
     strip_->show();
+    // The step's text gets a third of the screen; the panel keeps the rest (at 1280x720 that
+    // is 480 pixels, every panel's minimum height).
+    strip_->setFixedHeight(window_.screen() ? window_.screen()->geometry().height() / 3 : 240);
     window_.showFullScreen();
+    // Without a window manager (a kiosk, Xvfb) full screen is only a request: take the screen.
+    if (window_.screen()) window_.setGeometry(window_.screen()->geometry());
     window_.setFocus();
   } else {
     strip_->hide();
@@ -120,9 +140,15 @@ void LectureMode::set_active(bool on) {
   }
 }
 
+void LectureMode::scroll_by(int pages) {
+  QScrollBar* bar = scroll_->verticalScrollBar();
+  bar->setValue(bar->value() + pages * bar->pageStep() * 3 / 4);
+}
+
 void LectureMode::set_step(const QString& title, const QString& markdown) {
   title_->setText(title);
   body_->setText(markdown);
+  scroll_->verticalScrollBar()->setValue(0);
 }
 
 QString LectureMode::step_title() const { return title_->text(); }

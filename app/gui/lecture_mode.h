@@ -6,6 +6,8 @@
 //   S                          one decode step (pauses first)
 //   M                          slow motion on / off
 //   1 .. 6                     show panel 1 .. 6
+//   Up, Down                   scroll a long step
+//   T                          hide / show the step's text (the panel gets the whole screen)
 //   Esc, F11                   leave
 // Sizes are in pixels for a 1280x720 projector: body text kBodyPx, the smallest text (chart
 // tick labels, 0.9 of the body) smallest_font_px().
@@ -21,6 +23,7 @@
 class QAction;
 class QDockWidget;
 class QLabel;
+class QScrollArea;
 class QShortcut;
 
 namespace servescope::gui {
@@ -55,12 +58,14 @@ class LectureMode : public QObject {
   void toggle_pause();
   void single_step();
   void toggle_slow_motion();
+  void scroll_by(int pages);
 
   MainWindow& window_;
   QAction* action_;
   QDockWidget* strip_;
   QLabel* title_;
   QLabel* body_;
+  QScrollArea* scroll_;
   std::vector<QShortcut*> keys_;
   bool active_ = false;
   // What lecture mode changed, to put back when it ends.

@@ -415,6 +415,9 @@ void MainWindow::set_controls_visible(bool visible) {
   menuBar()->setVisible(visible);
   statusBar()->setVisible(visible);
   tabs_->tabBar()->setVisible(visible);
+  // One panel fills what is left; a panel that cannot fit says so instead of pushing the
+  // window past the screen (0 x 0: back to the panels' own minimum sizes).
+  tabs_->setMinimumSize(visible ? QSize(0, 0) : QSize(320, 240));
 }
 
 void MainWindow::set_high_contrast(bool on) {

@@ -115,7 +115,9 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
             if (part_ != Part::kRunning) return;
             progress_->setRange(0, std::max(total, 1));
             progress_->setValue(done);
-            progress_->setFormat(QString("%1 (%2 of %3)").arg(what).arg(done + 1).arg(total));
+            progress_->setFormat(done >= total
+                                     ? QString("Done")
+                                     : QString("%1 (%2 of %3)").arg(what).arg(done + 1).arg(total));
           });
   connect(&dispatcher_, &ActionDispatcher::notice, this,
           [this](const QString& text) { status_->setText(text); });
