@@ -106,6 +106,7 @@ void LectureMode::set_active(bool on) {
   active_ = on;
   if (action_->isChecked() != on) action_->setChecked(on);
   for (QShortcut* key : keys_) key->setEnabled(on);
+  lend_keys(on);
   if (on) {
     saved_font_ = window_.font();
     was_full_screen_ = window_.isFullScreen();
@@ -143,6 +144,26 @@ void LectureMode::set_active(bool on) {
 void LectureMode::scroll_by(int pages) {
   QScrollBar* bar = scroll_->verticalScrollBar();
   bar->setValue(bar->value() + pages * bar->pageStep() * 3 / 4);
+}
+
+void LectureMode::lend_keys(bool on) {
+  // The window's own actions give up lecture mode's keys meanwhile (Esc is Stop there), so no
+  // key is ambiguous.
+  if (on) {
+    for (QAction* a : window_.findChildren<QAction*>()) {
+      if (a == action_) continue;
+      for (QShortcut* key : keys_) {
+        if (a->shortcut() == key->key()) {
+          lent_.emplace_back(a, a->shortcut());
+          a->setShortcut({});
+          break;
+        }
+      }
+    }
+  } else {
+    for (auto& [a, key] : lent_) a->setShortcut(key);
+    lent_.clear();
+  }
 }
 
 void LectureMode::set_step(const QString& title, const QString& markdown) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <QFont>
+#include <QKeySequence>
 #include <QObject>
 #include <QString>
 #include <vector>
@@ -59,6 +60,7 @@ class LectureMode : public QObject {
   void single_step();
   void toggle_slow_motion();
   void scroll_by(int pages);
+  void lend_keys(bool on);
 
   MainWindow& window_;
   QAction* action_;
@@ -67,6 +69,7 @@ class LectureMode : public QObject {
   QLabel* body_;
   QScrollArea* scroll_;
   std::vector<QShortcut*> keys_;
+  std::vector<std::pair<QAction*, QKeySequence>> lent_;  // window actions whose key is lent
   bool active_ = false;
   // What lecture mode changed, to put back when it ends.
   QFont saved_font_;
