@@ -5,7 +5,9 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
+#include "app/gui/window_text.h"
 #include "app/lessons/vocabulary.h"
+#include "engine/telemetry/records.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
@@ -407,11 +409,27 @@ ActionDispatcher::Task ActionDispatcher::set_kv_type(const QString& which) {
 ActionDispatcher::Task ActionDispatcher::generate(std::optional<int> max_tokens) {
   return Task{"Generating", [this, max_tokens] {
                 if (!window_.engine_info()) return fail("No model is loaded yet.");
-                // Finished and folded: the request has left and the engine says it is idle.
+                // Finished and folded: the user's request has left the engine and its record
+                // has reached the folder (classmates may go on serving; they are not waited for).
                 auto finished = std::make_shared<bool>(false);
                 waits_.push_back(connect(&window_, &MainWindow::generation_finished, this,
-                                         [finished] { *finished = true; }));
-                wait_for(&MainWindow::engine_idle, [finished] { return *finished; });
+                                         [this, finished](const QString& reason) {
+                                           if (reason == "max_tokens" || reason == "stop_token" ||
+                                               reason == "context_full") {
+                                             *finished = true;
+                                           } else {
+                                             fail(QString("The generation ended early (%1), so "
+                                                          "there is nothing to measure.")
+                                                      .arg(finish_sentence(reason)));
+                                           }
+                                         }));
+                wait_polling([this, finished] {
+                  if (!*finished) return false;
+                  for (const telemetry::RequestRecord& r : window_.folder().requests()) {
+                    if (r.request_id == window_.user_request()) return true;
+                  }
+                  return false;
+                });
                 fail_on_window_failure();
                 if (window_.speed() == Speed::kSingleStep) window_.set_speed(Speed::kRealTime);
                 if (window_.generating()) return;  // a paused generation runs to its end

@@ -26,7 +26,8 @@ DemoRunner::DemoRunner(MainWindow& window, DemoPlan plan)
 void DemoRunner::start() {
   started_ = true;
   window_.set_classmates(plan_.clients);
-  window_.set_continuous_classmates(true);  // the engine stays busy until the screenshot
+  // The engine stays busy until the screenshot (a lesson sets its own classmates).
+  window_.set_continuous_classmates(!plan_.lesson);
   window_.set_prompt(plan_.prompt);
   if (plan_.sweep) window_.sweep_batch_sizes();  // the engine's thread runs it, then generates
   if (plan_.panel) window_.show_panel(*plan_.panel);

@@ -154,6 +154,19 @@ TEST_F(LessonFixture, ARunCanBeCancelledAndTheWindowStopsGenerating) {
   EXPECT_TRUE(wait_until([&] { return !window_->generating(); }));
 }
 
+TEST_F(LessonFixture, GenerateCompletesWhenTheUsersRequestEndsWhileClassmatesGoOn) {
+  window_->set_continuous_classmates(true);  // the engine never falls idle
+  ASSERT_EQ(run(actions_from_yaml("      - set_classmates: 3\n      - set_greedy: true\n"
+                                  "      - generate: {max_tokens: 12}\n")),
+            "finished");
+  const telemetry::RequestRecord* r = user_record();
+  ASSERT_NE(r, nullptr);
+  EXPECT_LE(telemetry::output_tokens(*r), 12);
+  EXPECT_TRUE(dispatcher_->measure("tpot_ms").value.has_value());
+  window_->set_continuous_classmates(false);
+  window_->set_classmates(0);
+}
+
 TEST_F(LessonFixture, DecodeStepsRunsThatManySingleStepsOfTheUsersRequest) {
   ASSERT_EQ(run(actions_from_yaml("      - set_greedy: true\n      - set_classmates: 0\n"
                                   "      - decode_steps: 5\n")),
