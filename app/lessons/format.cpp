@@ -3,7 +3,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 namespace servescope::lessons {
 namespace {
@@ -35,9 +34,13 @@ std::string format_plain(double value) {
 
 std::string format_number(double value, int decimals) {
   if (!std::isfinite(value)) return format_plain(value);
-  std::array<char, 64> buffer{};
-  std::snprintf(buffer.data(), buffer.size(), "%.*f", decimals, std::fabs(value));
-  std::string text = trim_zeros(buffer.data());
+  // to_chars, not printf: the C locale may have been set to one with a decimal comma (Qt does
+  // setlocale from the environment).
+  std::array<char, 400> buffer{};
+  const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(),
+                                          std::fabs(value), std::chars_format::fixed, decimals);
+  if (error != std::errc()) return format_plain(value);
+  std::string text = trim_zeros(std::string(buffer.data(), end));
   const size_t dot = text.find('.');
   const std::string whole = text.substr(0, dot);
   const std::string fraction = dot == std::string::npos ? std::string() : text.substr(dot);

@@ -12,6 +12,15 @@
 namespace servescope::lessons {
 namespace {
 
+// from_chars, not stod: locale-independent (the window's C locale may use a decimal comma).
+// The text was checked before; 0 if not.
+template <typename T>
+T parse(const std::string& text) {
+  T value{};
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
 // The parameters of one question, resolved and checked against the generator's spec.
 class Params {
  public:
@@ -47,9 +56,11 @@ class Params {
   }
 
   int64_t integer(std::string_view name) const {
-    return std::stoll(resolved_.at(std::string(name)));
+    return parse<int64_t>(resolved_.at(std::string(name)));
   }
-  double number(std::string_view name) const { return std::stod(resolved_.at(std::string(name))); }
+  double number(std::string_view name) const {
+    return parse<double>(resolved_.at(std::string(name)));
+  }
   const std::string& text(std::string_view name) const { return resolved_.at(std::string(name)); }
   const std::map<std::string, std::string>& all() const { return resolved_; }
 
