@@ -131,6 +131,8 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
             progress_.answers.push_back({lesson.toStdString(), question.toStdString(),
                                          given.toStdString(), result.correct, result.score,
                                          QDateTime::currentDateTimeUtc()});
+            learn_->practice().mark_answered(lesson.toStdString() + "/" + question.toStdString(),
+                                             result.correct);
             save_progress();
           });
   connect(&learn_->flashcards(), &FlashcardView::reviewed, this, [this] {
@@ -150,6 +152,21 @@ void LessonUi::restore_progress() {
 
 void LessonUi::apply_progress() {
   learn_->flashcards().set_states(progress_.cards);
+  // A step the learner predicted in counts as reached; the practice list marks answers.
+  std::map<std::string, bool> answered;
+  for (const lessons::AnswerRecord& a : progress_.answers) {
+    answered[a.lesson + "/" + a.question] = a.correct;
+  }
+  learn_->practice().set_answered(answered);
+  for (const lessons::Lesson* l : learn_->lessons()) {
+    for (size_t i = 0; i < l->steps.size(); ++i) {
+      for (const lessons::PredictionRecord& p : progress_.predictions) {
+        if (p.lesson == l->id && p.step == l->steps[i].id) {
+          learn_->set_reached(QString::fromStdString(l->id), static_cast<int>(i) + 1);
+        }
+      }
+    }
+  }
   const lessons::Lesson* lesson = nullptr;
   for (const lessons::Lesson* l : learn_->lessons()) {
     if (l->id == progress_.lesson) lesson = l;

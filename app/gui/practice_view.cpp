@@ -128,9 +128,37 @@ void PracticeView::show_lesson(const lessons::Lesson& lesson) {
   list_->clear();
   int i = 1;
   for (const lessons::Question& q : lesson.questions) {
-    list_->addItem(QString("Question %1 (%2)").arg(i++).arg(kind_label(q)));
+    const auto it = answered_.find(lesson.id + "/" + q.id);
+    const QString mark = it == answered_.end() ? QString()
+                         : it->second          ? "  - right"
+                                               : "  - try again";
+    list_->addItem(QString("Question %1 (%2)%3").arg(i++).arg(kind_label(q), mark));
   }
   show_question(lesson.questions.empty() ? -1 : 0);
+}
+
+void PracticeView::set_answered(std::map<std::string, bool> answered) {
+  answered_ = std::move(answered);
+  if (lesson_) {
+    const int keep = index_;
+    show_lesson(*lesson_);
+    if (keep >= 0) show_question(keep);
+  }
+}
+
+void PracticeView::mark_answered(const std::string& key, bool correct) {
+  bool& right = answered_[key];
+  right = right || correct;  // once right, it stays right
+  if (lesson_ && index_ >= 0) {
+    const QSignalBlocker block(list_);
+    const lessons::Question& q = question();
+    if (QListWidgetItem* item = list_->item(index_)) {
+      item->setText(QString("Question %1 (%2)%3")
+                        .arg(index_ + 1)
+                        .arg(kind_label(q),
+                             answered_[lesson_->id + "/" + q.id] ? "  - right" : "  - try again"));
+    }
+  }
 }
 
 QString PracticeView::filled(const std::string& markdown,

@@ -6,7 +6,9 @@
 
 #include <QString>
 #include <QWidget>
+#include <map>
 #include <optional>
+#include <string>
 
 #include "app/gui/step_view.h"
 #include "app/lessons/answers.h"
@@ -45,6 +47,9 @@ class PracticeView : public QWidget {
   QString working_markdown() const;
   QString feedback() const;
   QString confirmation() const;
+  // Answers given before ("lesson/question" -> right), marked in the question list.
+  void set_answered(std::map<std::string, bool> answered);
+  void mark_answered(const std::string& key, bool correct);
 
  Q_SIGNALS:
   void answered(const QString& lesson, const QString& question, const QString& given,
@@ -62,6 +67,7 @@ class PracticeView : public QWidget {
   std::optional<lessons::GeneratedAnswer> generated_;
   QString generated_problem_;
   bool confirming_ = false;
+  std::map<std::string, bool> answered_;
 
   QListWidget* list_;
   QTextBrowser* prompt_;

@@ -7,6 +7,7 @@
 #include <QApplication>
 #include <QDockWidget>
 #include <QFile>
+#include <QListWidget>
 #include <QMenuBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -84,6 +85,7 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
   EXPECT_TRUE(ui().lecture().step_title().contains("(1/"));
   // Readable from the back of a hall: nothing smaller than 20 pixels.
   EXPECT_GE(ui().lecture().smallest_font_px(), 20);
+  RecordProperty("smallest_font_px", ui().lecture().smallest_font_px());  // README states it
   EXPECT_GE(QFontInfo(window_->panels().panel(PanelId::kRoofline)->font()).pixelSize(),
             LectureMode::kBodyPx - 1);
 
@@ -159,9 +161,11 @@ TEST_F(LearnFixture, AGeneratedQuestionIsMarkedByTheEnginesFormulaAndShowsItsWor
   std::optional<lessons::AnswerResult> right = practice.check();
   ASSERT_TRUE(right.has_value());
   EXPECT_TRUE(right->correct) << right->feedback;
-  // The answer is recorded in the learner's progress.
+  // The answer is recorded in the learner's progress and marked in the question list.
   ASSERT_FALSE(ui().progress().answers.empty());
   EXPECT_TRUE(ui().progress().answers.back().correct);
+  EXPECT_TRUE(
+      practice.findChild<QListWidget*>("question-list")->item(index)->text().endsWith("right"));
 
   // Run it: the engine's measurement equals the formula's answer.
   if (lesson.questions[static_cast<size_t>(index)].confirm) {
