@@ -60,8 +60,8 @@ PracticeView::PracticeView(ActionDispatcher& dispatcher, StepContext context, QW
   auto* buttons = new QHBoxLayout;
   check_ = new QPushButton("Check");
   check_->setObjectName("check-answer");
-  check_->setToolTip("Marks your answer and shows the full working (Ctrl+Return)");
-  check_->setShortcut(QKeySequence("Ctrl+Return"));
+  check_->setToolTip("Marks your answer and shows the full working (Ctrl+Shift+Return)");
+  check_->setShortcut(QKeySequence("Ctrl+Shift+Return"));
   confirm_ = new QPushButton("Run it");
   confirm_->setToolTip(
       "Runs this question in the window and compares the measurement with the "
