@@ -230,7 +230,7 @@ bool PracticeView::show_question(int index) {
   confirm_->setVisible(q.confirm.has_value());
   int i = 0;
   for (const std::string& option : q.options) {
-    auto* button = new QRadioButton(QString("&%1  %2").arg(i + 1).arg(qs(option)));
+    auto* button = new QRadioButton(QString("%1.  %2").arg(i + 1).arg(qs(option)));
     choice_group_->addButton(button, i++);
     choices_layout_->addWidget(button);
   }

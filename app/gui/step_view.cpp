@@ -176,7 +176,7 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
     if (choice) {
       int i = 0;
       for (const std::string& option : step.predict->options) {
-        auto* button = new QRadioButton(QString("&%1  %2").arg(i + 1).arg(qs(option)));
+        auto* button = new QRadioButton(QString("%1.  %2").arg(i + 1).arg(qs(option)));
         choice_group_->addButton(button, i++);
         choices_layout_->addWidget(button);
       }
