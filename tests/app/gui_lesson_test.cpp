@@ -114,6 +114,29 @@ TEST(LessonVocabulary, TheDispatcherImplementsEveryActionAndTheReaderEveryMeasur
   }
 }
 
+TEST(MeasureReader, TheSizeSweepsBandwidthIsTheInverseSlopeOfTimeAgainstBytes) {
+  // 1 ms more for every 2,000,000 bytes more: 2,000,000 bytes per ms = 2 GB/s. The third point
+  // lies on the line, so the fit is exact.
+  const std::vector<SizeSweepPoint> points = {
+      {"a", 1'000'000, 1.0}, {"b", 3'000'000, 2.0}, {"c", 7'000'000, 4.0}};
+  ASSERT_TRUE(fitted_bandwidth_gbs(points).has_value());
+  EXPECT_DOUBLE_EQ(*fitted_bandwidth_gbs(points), 2.0);
+  // One size, or time that does not grow with bytes, gives no bandwidth rather than a made-up one.
+  EXPECT_FALSE(fitted_bandwidth_gbs({points[0]}).has_value());
+  EXPECT_FALSE(fitted_bandwidth_gbs({{"a", 1'000'000, 2.0}, {"b", 3'000'000, 1.0}}).has_value());
+  // Nothing measured yet: every measure says what to run instead of a number.
+  TelemetryFolder folder;
+  const QVector<BatchSweepPoint> sweep;
+  const std::vector<SizeSweepPoint> sizes;
+  MeasureInputs empty{&folder, nullptr, -1, &sweep, &sizes};
+  for (const std::string_view name : implemented_measures()) {
+    const MeasureValue v = read_measure(empty, name);
+    EXPECT_FALSE(v.value.has_value()) << name;
+    EXPECT_FALSE(v.missing.isEmpty()) << name;
+  }
+  EXPECT_FALSE(read_measure(empty, "no_such_measure").missing.isEmpty());
+}
+
 TEST_F(LessonFixture, EveryActionExampleOfTheVocabularyIsAcceptedAndEveryElementPainted) {
   // Each action's example, as an author writes it, passes the dispatcher's argument checks.
   for (const lessons::ActionSpec& spec : lessons::action_specs()) {
