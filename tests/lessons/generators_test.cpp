@@ -67,6 +67,17 @@ TEST(Generators, KvBytesIsTokensTimesTwoLayersKvHeadsHeadDimAndElementBytes) {
   EXPECT_EQ(q8.params.at("tokens"), "200");
 }
 
+TEST(Generators, KvBytesFollowEachTestModelsOwnShape) {
+  for (const char* name : {"llama-f32.gguf", "gpt2-f32.gguf", "llama-tied-f32.gguf"}) {
+    const ModelFacts m = model_facts(kModels / name);
+    for (const std::string type : {"f32", "f16"}) {
+      const GeneratedAnswer a =
+          generate_answer("kv_bytes", {{"tokens", "37"}, {"kv_type", type}}, m);
+      EXPECT_DOUBLE_EQ(a.value, kv_bytes_by_hand(m.config, 37, type)) << name << " " << type;
+    }
+  }
+}
+
 TEST(Generators, KvAllocatedBytesRoundsUpToWholeBlocks) {
   const ModelFacts& m = bundled();
   for (const int64_t block : {1, 16, 32}) {
