@@ -12,7 +12,6 @@
 #include "app/gui/learn_pane.h"
 #include "app/gui/lecture_mode.h"
 #include "app/gui/main_window.h"
-#include "app/lessons/format.h"
 #include "app/lessons/vocabulary.h"
 
 namespace servescope::gui {
@@ -117,12 +116,21 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
           [this](const QString& lesson, const QString& step) {
             progress_.lesson = lesson.toStdString();
             progress_.step = step.toStdString();
+            // The learner's last prediction for this step, back in its place.
+            for (auto it = progress_.predictions.rbegin(); it != progress_.predictions.rend();
+                 ++it) {
+              if (it->lesson == progress_.lesson && it->step == progress_.step) {
+                learn_->step_view().set_prediction(QString::fromStdString(it->value).toDouble());
+                break;
+              }
+            }
             save_progress();
           });
   connect(&learn_->step_view(), &StepView::predicted, this, [this](const QString& step, double v) {
     if (!learn_->current_lesson()) return;
     progress_.predictions.push_back({learn_->current_lesson()->id, step.toStdString(),
-                                     lessons::format_plain(v), QDateTime::currentDateTimeUtc()});
+                                     QString::number(v, 'g', 15).toStdString(),
+                                     QDateTime::currentDateTimeUtc()});
     save_progress();
   });
   connect(&learn_->practice(), &PracticeView::answered, this,

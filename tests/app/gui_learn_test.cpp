@@ -210,6 +210,30 @@ TEST_F(LearnFixture, FlashcardsAreReviewedWithTheKeyboardOnTheLeitnerBoxes) {
 }
 
 TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport) {
+  // A number prediction is recorded when the learner runs the step.
+  const lessons::Lesson* kv = nullptr;
+  for (const lessons::Lesson* l : learn().lessons()) {
+    if (l->id == "kv-cache") kv = l;
+  }
+  ASSERT_NE(kv, nullptr);
+  int number_step = -1;
+  for (size_t i = 0; i < kv->steps.size(); ++i) {
+    if (kv->steps[i].predict && kv->steps[i].predict->kind == lessons::PredictionKind::kNumber) {
+      number_step = static_cast<int>(i);
+    }
+  }
+  ASSERT_GE(number_step, 0);
+  ASSERT_TRUE(learn().open_lesson("kv-cache", number_step));
+  learn().step_view().set_prediction(500000);
+  learn().step_view().run();
+  learn().step_view().cancel();
+  ASSERT_FALSE(ui().progress().predictions.empty());
+  EXPECT_EQ(ui().progress().predictions.back().value, "500000");
+  // Coming back to the step brings the prediction back.
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  ASSERT_TRUE(learn().open_lesson("kv-cache", number_step));
+  EXPECT_EQ(learn().step_view().prediction(), 500000.0);
+
   ASSERT_TRUE(learn().open_lesson("batching", 2));
   learn().flashcards().show_back();
   learn().flashcards().answer(true);
