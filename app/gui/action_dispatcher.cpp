@@ -492,12 +492,18 @@ ActionDispatcher::Task ActionDispatcher::batch_sweep() {
 std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringList& sizes) {
   std::vector<Task> tasks;
   // Forget the last sweep, remember what to return to.
-  auto restore = std::make_shared<std::pair<QString, int>>();
+  struct Restore {
+    QString model;
+    int classmates = 0;
+    int max_tokens = 0;
+  };
+  auto restore = std::make_shared<Restore>();
   tasks.push_back(Task{"Preparing the size sweep", [this, restore] {
                          size_sweep_.clear();
-                         restore->first =
+                         restore->model =
                              window_.engine_info() ? window_.engine_info()->model_path : QString();
-                         restore->second = window_.classmates();
+                         restore->classmates = window_.classmates();
+                         restore->max_tokens = window_.max_tokens();
                          window_.set_classmates(0);
                          window_.set_greedy(true);
                          complete();
@@ -514,8 +520,9 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringLi
              }});
   }
   tasks.push_back(Task{"Back to the model in use", [this, restore] {
-                         window_.set_classmates(restore->second);
-                         const QString path = restore->first;
+                         window_.set_classmates(restore->classmates);
+                         window_.set_max_tokens(restore->max_tokens);
+                         const QString path = restore->model;
                          const auto& info = window_.engine_info();
                          if (path.isEmpty() || (info && info->model_path == path))
                            return complete();

@@ -509,6 +509,8 @@ void MainWindow::show_message(const QString& text, bool error) {
 
 int MainWindow::classmates() const { return classmates_->value(); }
 
+int MainWindow::max_tokens() const { return max_tokens_->value(); }
+
 QString MainWindow::prompt() const { return prompt_->toPlainText(); }
 
 void MainWindow::show_random_weights(bool random) {

@@ -105,6 +105,7 @@ class MainWindow : public QMainWindow {
   const std::vector<TimingModel>& timing_models() const { return timing_models_; }
   PanelId current_panel() const;
   int classmates() const;
+  int max_tokens() const;
   bool dark_theme() const { return dark_; }
   QString prompt() const;
   // Time between frame ticks, and the GUI thread's own work in each (drain, fold, snapshots).

@@ -274,6 +274,7 @@ TEST_F(LessonFixture, ASizeSweepTimesDecodeOnEachTimingModelAndReturnsToTheModel
       {TimingModel{"25M", eval::RandomModelShape{64, 2, 2, 1, 192, 128}, "f32"},
        TimingModel{"100M", eval::RandomModelShape{128, 2, 2, 1, 384, 128}, "f32"}});
   const QString before = window_->engine_info()->model_path;
+  window_->set_max_tokens(77);
   ASSERT_EQ(run(actions_from_yaml("      - size_sweep: {sizes: [25M, 100M]}\n")), "finished");
   const std::vector<SizeSweepPoint>& points = dispatcher_->size_sweep();
   ASSERT_EQ(points.size(), 2u);
@@ -281,6 +282,7 @@ TEST_F(LessonFixture, ASizeSweepTimesDecodeOnEachTimingModelAndReturnsToTheModel
   EXPECT_GT(points[0].decode_ms_per_token, 0.0);
   EXPECT_GT(points[1].decode_ms_per_token, 0.0);
   EXPECT_EQ(window_->engine_info()->model_path, before);
+  EXPECT_EQ(window_->max_tokens(), 77);  // the learner's settings are given back
   // The fitted bandwidth is the inverse slope through the two points, when decode got slower.
   const double slope = (points[1].decode_ms_per_token - points[0].decode_ms_per_token) /
                        static_cast<double>(points[1].weight_bytes - points[0].weight_bytes);
