@@ -258,6 +258,7 @@ void AttentionPanel::paintEvent(QPaintEvent*) {
   grid_origin_ = grid_room.topLeft();
   const QRectF grid(grid_origin_, QSizeF(cell_width_ * static_cast<double>(keys),
                                          cell_height_ * static_cast<double>(queries)));
+  mark_element(QStringLiteral("weights"), grid);
 
   const float scale_max = colour_scale_max();
   // On screen and in PNGs the cells are one pixel each of an image scaled up without

@@ -48,6 +48,7 @@ class AttentionPanel : public PanelView {
   const AttentionSnapshot& snapshot() const { return snapshot_; }
 
   QString title() const override;
+  QStringList highlight_elements() const override { return {"weights"}; }
   QString csv() const override;
   QSize minimumSizeHint() const override;
 

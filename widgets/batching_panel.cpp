@@ -244,13 +244,18 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
 
   const QRectF body(area.left(), y, area.width(), std::max<qreal>(area.bottom() - y, 0));
   const qreal split = body.width() * 0.58;
-  paint_heatmap_and_occupancy(painter, QRectF(body.left(), body.top(), split - 12, body.height()));
+  const QRectF slot_area(body.left(), body.top(), split - 12, body.height());
+  paint_heatmap_and_occupancy(painter, slot_area);
   const QRectF right(body.left() + split + 12, body.top(), body.width() - split - 12,
                      body.height());
-  paint_latencies(painter,
-                  QRectF(right.left(), right.top(), right.width(), right.height() * 0.5 - 8));
-  paint_sweep(painter, QRectF(right.left(), right.top() + right.height() * 0.5, right.width(),
-                              right.height() * 0.5));
+  const QRectF latencies(right.left(), right.top(), right.width(), right.height() * 0.5 - 8);
+  const QRectF sweep(right.left(), right.top() + right.height() * 0.5, right.width(),
+                     right.height() * 0.5);
+  paint_latencies(painter, latencies);
+  paint_sweep(painter, sweep);
+  mark_element(QStringLiteral("slots"), slot_area);
+  mark_element(QStringLiteral("latencies"), latencies);
+  mark_element(QStringLiteral("sweep"), sweep);
 }
 
 void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area) {

@@ -60,6 +60,7 @@ class BatchingPanel : public PanelView {
   const BatchingSnapshot& snapshot() const { return snapshot_; }
 
   QString title() const override;
+  QStringList highlight_elements() const override { return {"slots", "latencies", "sweep"}; }
   QString csv() const override;
   QSize minimumSizeHint() const override;  // below it the panel asks for more room
 

@@ -262,16 +262,23 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
 
   const QRectF body(area.left(), y, area.width(), std::max<qreal>(area.bottom() - y, 0));
   const qreal split = body.width() * 0.46;
-  paint_grid(painter, QRectF(body.left(), body.top(), split - 12, body.height()));
+  const QRectF grid(body.left(), body.top(), split - 12, body.height());
+  paint_grid(painter, grid);
   const QRectF right(body.left() + split + 12, body.top(), body.width() - split - 12,
                      body.height());
   const qreal chart_height = right.height() * 0.5;
   const qreal layers_height = right.height() * 0.27;
-  paint_formula_chart(painter, QRectF(right.left(), right.top(), right.width(), chart_height - 8));
-  paint_layers(painter,
-               QRectF(right.left(), right.top() + chart_height, right.width(), layers_height - 8));
-  paint_memory(painter, QRectF(right.left(), right.top() + chart_height + layers_height,
-                               right.width(), right.height() - chart_height - layers_height));
+  const QRectF formula(right.left(), right.top(), right.width(), chart_height - 8);
+  const QRectF layers(right.left(), right.top() + chart_height, right.width(), layers_height - 8);
+  const QRectF memory(right.left(), right.top() + chart_height + layers_height, right.width(),
+                      right.height() - chart_height - layers_height);
+  paint_formula_chart(painter, formula);
+  paint_layers(painter, layers);
+  paint_memory(painter, memory);
+  mark_element(QStringLiteral("blocks"), grid);
+  mark_element(QStringLiteral("retained-bytes"), formula);
+  mark_element(QStringLiteral("layers"), layers);
+  mark_element(QStringLiteral("memory"), memory);
 }
 
 void KvCachePanel::paint_grid(QPainter& painter, const QRectF& area) {

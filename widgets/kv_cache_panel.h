@@ -75,6 +75,9 @@ class KvCachePanel : public PanelView {
   const KvCacheSnapshot& snapshot() const { return snapshot_; }
 
   QString title() const override;
+  QStringList highlight_elements() const override {
+    return {"retained-bytes", "blocks", "layers", "memory"};
+  }
   QString csv() const override;
   QSize minimumSizeHint() const override;  // below it the panel asks for more room
 

@@ -7,15 +7,91 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPainter>
+#include <QPainterPathStroker>
 #include <QPixmap>
 #include <QSvgGenerator>
 #include <QToolTip>
+#include <algorithm>
 
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
 
-PanelView::PanelView(QWidget* parent) : QWidget(parent) { setMouseTracking(true); }
+namespace {
+
+// Paints the parent panel's highlight over it. A child widget is painted after its parent in
+// the same pass (and by grab() and render()), so the panels only register shapes.
+class HighlightOverlay final : public QWidget {
+ public:
+  explicit HighlightOverlay(PanelView* panel) : QWidget(panel), panel_(panel) {
+    setAttribute(Qt::WA_TransparentForMouseEvents);
+    setAttribute(Qt::WA_NoSystemBackground);
+    hide();
+  }
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    const QPainterPath shape = panel_->element_shape(panel_->highlight());
+    if (shape.isEmpty()) return;
+    const Theme& t = theme();
+    QPainter painter(this);
+    painter.setRenderHint(QPainter::Antialiasing);
+    // Logical pixels tied to the font: the same look on a high-DPI screen and a projector.
+    const double width = std::max(6.0, QFontMetricsF(panel_->font()).height() * 0.7);
+    QPainterPathStroker stroker;
+    stroker.setWidth(width);
+    stroker.setCapStyle(Qt::RoundCap);
+    stroker.setJoinStyle(Qt::RoundJoin);
+    const QPainterPath halo = stroker.createStroke(shape).united(shape);
+    QPainterPath rest;
+    rest.addRect(rect());
+    QColor dim = t.background;
+    dim.setAlpha(120);
+    painter.fillPath(rest.subtracted(halo), dim);
+    QColor glow = t.highlight;
+    glow.setAlpha(90);
+    painter.strokePath(shape, QPen(glow, width, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
+    painter.strokePath(stroker.createStroke(shape), QPen(t.highlight, std::max(2.0, width / 4)));
+  }
+
+ private:
+  PanelView* panel_;
+};
+
+}  // namespace
+
+PanelView::PanelView(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  highlight_overlay_ = new HighlightOverlay(this);
+}
+
+bool PanelView::set_highlight(const QString& element) {
+  if (!element.isEmpty() && !highlight_elements().contains(element)) return false;
+  highlight_ = element;
+  highlight_overlay_->setGeometry(rect());
+  highlight_overlay_->setVisible(!element.isEmpty());
+  highlight_overlay_->raise();
+  update();
+  return true;
+}
+
+QPainterPath PanelView::element_shape(const QString& element) const {
+  QPainterPath shape;
+  for (const auto& [name, path] : elements_) {
+    if (name == element) shape.addPath(path);
+  }
+  return shape;
+}
+
+void PanelView::mark_element(const QString& element, const QPainterPath& shape) {
+  elements_.emplace_back(element, shape);
+}
+
+void PanelView::mark_element(const QString& element, const QRectF& area) {
+  QPainterPath path;
+  path.addRect(area);
+  mark_element(element, path);
+}
 
 bool PanelView::save_png(const QString& path) {
   const QPixmap pixmap = grab();
@@ -98,6 +174,7 @@ bool PanelView::event(QEvent* event) {
     }
     return true;
   }
+  if (event->type() == QEvent::Resize) highlight_overlay_->setGeometry(rect());
   return QWidget::event(event);
 }
 

@@ -3,6 +3,7 @@
 // widget's font(), so the app's font scaling and high-DPI screens need nothing extra.
 #pragma once
 
+#include <QPainterPath>
 #include <QRectF>
 #include <QString>
 #include <QWidget>
@@ -37,13 +38,30 @@ class PanelView : public QWidget {
   // a registered area's text, else computed_tooltip(pos).
   QString tooltip_at(QPointF pos) const;
 
+  // Emphasis for teaching: the named parts of the chart a lesson can point at ("memory-roof",
+  // "blocks", ...). set_highlight() draws a marker-pen halo over that part, dims the rest, and
+  // keeps doing so as the data changes; an empty name clears it; an unknown name is refused.
+  virtual QStringList highlight_elements() const { return {}; }
+  bool set_highlight(const QString& element);
+  QString highlight() const { return highlight_; }
+  // Where the element was painted last (widget coordinates), empty when it was not painted
+  // (no data yet for it).
+  QPainterPath element_shape(const QString& element) const;
+
  protected:
   void contextMenuEvent(QContextMenuEvent* event) override;
   bool event(QEvent* event) override;
 
-  // Tooltip areas are registered while painting (they follow the layout); paintEvent calls
-  // clear_tooltips() first. Later areas win where they overlap.
-  void clear_tooltips() { tooltips_.clear(); }
+  // Tooltip areas and element shapes are registered while painting (they follow the layout);
+  // paintEvent calls clear_tooltips() first, which forgets both. Later areas win where they
+  // overlap.
+  void clear_tooltips() {
+    tooltips_.clear();
+    elements_.clear();
+  }
+  // Registers (adds to) the shape of a highlightable element, as painted this time.
+  void mark_element(const QString& element, const QPainterPath& shape);
+  void mark_element(const QString& element, const QRectF& area);
   void add_tooltip(const QRectF& area, const QString& text) { tooltips_.emplace_back(area, text); }
   // For dense items (thousands of cells) a panel computes the text on hover from its last layout
   // instead of registering an area per item every frame.
@@ -60,6 +78,9 @@ class PanelView : public QWidget {
   void save_with_dialog(const QString& filter, const QString& suffix);
 
   std::vector<std::pair<QRectF, QString>> tooltips_;
+  std::vector<std::pair<QString, QPainterPath>> elements_;
+  QString highlight_;
+  QWidget* highlight_overlay_ = nullptr;  // a transparent child painted after the panel
 };
 
 }  // namespace servescope::widgets

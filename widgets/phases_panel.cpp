@@ -216,7 +216,9 @@ void PhasesPanel::paintEvent(QPaintEvent*) {
   paint_timeline(painter, timeline);
   const QRectF bottom(area.left(), timeline.bottom() + 12, area.width(), rest * 0.55 - 12);
   const qreal split = bottom.width() * 0.58;
-  paint_decode_chart(painter, QRectF(bottom.left(), bottom.top(), split - 16, bottom.height()));
+  const QRectF decode_chart(bottom.left(), bottom.top(), split - 16, bottom.height());
+  paint_decode_chart(painter, decode_chart);
+  mark_element(QStringLiteral("decode-time"), decode_chart);
   paint_throughput(painter, QRectF(bottom.left() + split + 8, bottom.top(),
                                    bottom.width() - split - 8, bottom.height()));
 }
@@ -262,6 +264,8 @@ void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
     const QRectF bar(x0, steps_lane.top(), x1 - x0, steps_lane.height());
     const QColor fill = phase_color(phase, t);
     painter.fillRect(bar, fill);
+    mark_element(phase == StepPhase::kDecode ? QStringLiteral("decode") : QStringLiteral("prefill"),
+                 bar);
     if (phase == StepPhase::kMixed) {
       painter.fillRect(
           QRectF(x0, bar.bottom() - bar.height() * 0.35, bar.width(), bar.height() * 0.35),

@@ -48,6 +48,7 @@ class PhasesPanel : public PanelView {
   const PhasesSnapshot& snapshot() const { return snapshot_; }
 
   QString title() const override;
+  QStringList highlight_elements() const override { return {"prefill", "decode", "decode-time"}; }
   QString csv() const override;
   QSize minimumSizeHint() const override;  // below it the panel asks for more room
 

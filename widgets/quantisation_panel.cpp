@@ -233,6 +233,12 @@ void QuantisationPanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   if (paint_if_too_small(painter, kMinimumSize)) return;
   painter.fillRect(rect(), theme().background);
+  // The parts are child widgets: their places, in this panel's coordinates.
+  const auto place = [this](const QWidget* part) {
+    return QRectF(QRect(part->mapTo(this, QPoint(0, 0)), part->size()));
+  };
+  mark_element(QStringLiteral("variants"), place(table_));
+  mark_element(QStringLiteral("error"), place(histogram_));
 }
 
 }  // namespace servescope::widgets

@@ -30,6 +30,7 @@ class QuantisationPanel : public PanelView {
   const QuantisationSnapshot& snapshot() const { return snapshot_; }
 
   QString title() const override;
+  QStringList highlight_elements() const override { return {"variants", "error"}; }
   // Long form, one number per row (part,item,quantity,value,unit): every variant's columns
   // (verdicts under the current limits), the histogram bins, SQNR per layer, both
   // continuations' tokens.

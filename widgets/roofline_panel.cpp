@@ -409,6 +409,10 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
     const QPointF start = map.at(map.x_min(), band.gb_per_s * map.x_min());
     const QPointF end = map.at(end_x, band.gb_per_s * end_x);
     painter.drawLine(start, end);
+    QPainterPath roof_path(start);
+    roof_path.lineTo(end);
+    mark_element(is_cache ? QStringLiteral("cache-roof") : QStringLiteral("memory-roof"),
+                 roof_path);
     // The label starts where the slope is inside the plot, a little way along it.
     const double visible_x = std::max(map.x_min(), map.y_min() / band.gb_per_s);
     const double label_x =
@@ -436,6 +440,9 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
     painter.setPen(QPen(t.text, 2.4));
     const QPointF roof_left = map.at(std::max(roof_start, map.x_min()), compute);
     painter.drawLine(roof_left, map.at(map.x_max(), compute));
+    QPainterPath compute_path(roof_left);
+    compute_path.lineTo(map.at(map.x_max(), compute));
+    mark_element(QStringLiteral("compute-roof"), compute_path);
     const QRectF label(plot.left(), map.py(compute) - line * 1.3, plot.width() - 8, line * 1.2);
     painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
                      tr("compute %1 GFLOP/s").arg(chart::format_number(compute)));
@@ -452,6 +459,7 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
       painter.setPen(QPen(t.text, 1.2));
       painter.setBrush(t.background);
       painter.drawEllipse(at, 4, 4);
+      mark_element(QStringLiteral("ridge"), QRectF(at - QPointF(4, 4), QSizeF(8, 8)));
       painter.setBrush(Qt::NoBrush);
       const QString text = tr("ridge %1 FLOP/byte").arg(chart::format_number(ridge));
       const double width = fm.horizontalAdvance(text);
@@ -490,14 +498,18 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
                   .second;
   }
   painter.setPen(QPen(t.text, 0.8));
+  QRectF points_area;
   for (size_t i = 0; i < snapshot_.points.size(); ++i) {
     if (!draw[i]) continue;
     const RooflinePoint& p = snapshot_.points[i];
     const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
     painter.setBrush(batch_colour(t, static_cast<int>(index)));
-    painter.drawPath(
-        marker_path(p.phase, map.at(p.intensity_flop_per_byte, p.gflop_per_s), kMarkerRadius));
+    const QPainterPath marker =
+        marker_path(p.phase, map.at(p.intensity_flop_per_byte, p.gflop_per_s), kMarkerRadius);
+    painter.drawPath(marker);
+    points_area = points_area.united(marker.boundingRect());
   }
+  if (!points_area.isEmpty()) mark_element(QStringLiteral("points"), points_area);
   if (latest != nullptr) {
     painter.setBrush(Qt::NoBrush);
     painter.setPen(QPen(t.highlight, 2.6));

@@ -60,6 +60,9 @@ class RooflinePanel : public PanelView {
   const RooflineSnapshot& snapshot() const { return snapshot_; }
 
   QString title() const override;
+  QStringList highlight_elements() const override {
+    return {"memory-roof", "cache-roof", "compute-roof", "ridge", "points"};
+  }
   QString csv() const override;
   QSize minimumSizeHint() const override;
 

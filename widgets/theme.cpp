@@ -66,10 +66,20 @@ Theme Theme::dark() {
   return t;
 }
 
+Theme Theme::high_contrast(Theme t) {
+  const bool dark = t.kind == ThemeKind::kDark;
+  t.background = dark ? QColor(Qt::black) : QColor(Qt::white);
+  t.text = dark ? QColor(Qt::white) : QColor(Qt::black);
+  t.muted_text = dark ? QColor(0xDDDDDD) : QColor(0x222222);
+  t.grid = QColor(0x8A8A8A);  // visible on black and on white
+  return t;
+}
+
 const Theme& theme() { return current(); }
 
-void set_theme(ThemeKind kind) {
+void set_theme(ThemeKind kind, bool high_contrast) {
   current() = kind == ThemeKind::kDark ? Theme::dark() : Theme::light();
+  if (high_contrast) current() = Theme::high_contrast(current());
 }
 
 }  // namespace servescope::widgets

@@ -21,10 +21,12 @@ struct Theme {
 
   static Theme light();
   static Theme dark();
+  // The same theme with text at full strength and stronger grid lines, for a projector.
+  static Theme high_contrast(Theme base);
 };
 
 // The current theme; panels read it in paintEvent. The app calls set_theme and then update()s.
 const Theme& theme();
-void set_theme(ThemeKind kind);
+void set_theme(ThemeKind kind, bool high_contrast = false);
 
 }  // namespace servescope::widgets

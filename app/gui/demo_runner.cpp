@@ -1,10 +1,14 @@
 #include "app/gui/demo_runner.h"
 
 #include <QApplication>
+#include <QDockWidget>
 #include <QScreen>
 #include <QTimer>
 #include <cstdio>
 
+#include "app/gui/learn_pane.h"
+#include "app/gui/lecture_mode.h"
+#include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
 
 namespace servescope::gui {
@@ -22,11 +26,16 @@ DemoRunner::DemoRunner(MainWindow& window, DemoPlan plan)
 void DemoRunner::start() {
   started_ = true;
   window_.set_classmates(plan_.clients);
-  window_.set_continuous_classmates(true);  // the engine stays busy until the screenshot
+  // The engine stays busy until the screenshot (a lesson sets its own classmates).
+  window_.set_continuous_classmates(!plan_.lesson);
   window_.set_prompt(plan_.prompt);
   if (plan_.sweep) window_.sweep_batch_sizes();  // the engine's thread runs it, then generates
   if (plan_.panel) window_.show_panel(*plan_.panel);
-  window_.generate();
+  if (plan_.lesson) {
+    if (!show_lesson()) return;
+  } else {
+    window_.generate();
+  }
   if (plan_.screenshot) {  // without one the demo stays open, as a lecture would use it
     QTimer::singleShot(plan_.after_ms, this, &DemoRunner::finish);
   }
@@ -50,6 +59,35 @@ void DemoRunner::finish() {
                plan_.screenshot->toLocal8Bit().constData(), shot.width(), shot.height(),
                frames.p50(), frames.p99(), frames.count(), work.p50(), work.p99());
   QApplication::exit(0);
+}
+
+bool DemoRunner::show_lesson() {
+  LearnPane& learn = window_.lessons().learn();
+  if (!learn.open_lesson(*plan_.lesson, plan_.step - 1)) {
+    fail(QString("--lesson %1 --step %2: no such lesson step").arg(*plan_.lesson).arg(plan_.step));
+    return false;
+  }
+  window_.lessons().dock().show();
+  if (plan_.lecture) window_.lessons().lecture().set_active(true);
+  if (plan_.run_step) learn.step_view().run();
+  const QString tab = plan_.learn_tab.value_or("lesson");
+  learn.tabs().setCurrentIndex(tab == "practice" ? 1 : tab == "flashcards" ? 2 : 0);
+  if (tab == "flashcards") learn.flashcards().show_back();
+  if (plan_.question) {
+    learn.tabs().setCurrentIndex(1);
+    if (!learn.practice().show_question(*plan_.question - 1)) {
+      fail(QString("--question %1: the lesson has no such question").arg(*plan_.question));
+      return false;
+    }
+    if (plan_.answer) {
+      learn.practice().type_answer(*plan_.answer);
+      bool ok = false;
+      const int option = plan_.answer->toInt(&ok);
+      if (ok) learn.practice().choose(option - 1);
+      learn.practice().check();
+    }
+  }
+  return true;
 }
 
 void DemoRunner::fail(const QString& reason) {

@@ -20,6 +20,15 @@ struct DemoPlan {
   std::optional<QString> screenshot;
   int after_ms = 4000;
   bool sweep = false;  // measure the batch-size sweep first
+  // The Learn pane's view (see GuiOptions): lesson id, 1-based step, run its experiment, tab,
+  // a 1-based question and an answer to it, lecture mode.
+  std::optional<QString> lesson;
+  int step = 1;
+  bool run_step = false;
+  std::optional<QString> learn_tab;
+  std::optional<int> question;
+  std::optional<QString> answer;
+  bool lecture = false;
 };
 
 class DemoRunner : public QObject {
@@ -32,6 +41,7 @@ class DemoRunner : public QObject {
   void start();
   void finish();
   void fail(const QString& reason);
+  bool show_lesson();
 
   MainWindow& window_;
   DemoPlan plan_;

@@ -30,6 +30,9 @@ std::string gui_usage() {
          "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
          "[--backend cpu|vulkan]\n"
          "                  [--device N] [--theme dark|light] [--overlay] [--sweep]\n"
+         "                  [--lesson ID [--step N] [--run] [--learn-tab "
+         "lesson|practice|flashcards]\n"
+         "                   [--question N [--answer TEXT]] [--lecture]]\n"
          "       servescope --check-lessons [DIR]   (no window: validate lesson files)\n";
 }
 
@@ -52,6 +55,25 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       options.overlay = true;
     } else if (name == "--sweep") {
       options.sweep = true;
+    } else if (name == "--lesson") {
+      options.lesson = value();
+    } else if (name == "--step") {
+      options.step = whole_number(name, value(), 1, 99);
+    } else if (name == "--run") {
+      options.run_step = true;
+    } else if (name == "--learn-tab") {
+      options.learn_tab = value();
+      if (*options.learn_tab != "lesson" && *options.learn_tab != "practice" &&
+          *options.learn_tab != "flashcards") {
+        throw GuiUsageError("--learn-tab '" + *options.learn_tab +
+                            "': choose lesson, practice or flashcards");
+      }
+    } else if (name == "--question") {
+      options.question = whole_number(name, value(), 1, 999);
+    } else if (name == "--answer") {
+      options.answer = value();
+    } else if (name == "--lecture") {
+      options.lecture = true;
     } else if (name == "--demo") {
       options.demo_prompt = value();
       if (options.demo_prompt->empty()) throw GuiUsageError("--demo needs a non-empty prompt");
@@ -100,11 +122,18 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       throw GuiUsageError("unknown option '" + name + "'; see servescope --help");
     }
   }
-  const bool demo_only =
-      options.clients > 0 || options.panel || options.screenshot || options.sweep;
+  const bool demo_only = options.clients > 0 || options.panel || options.screenshot ||
+                         options.sweep || options.lesson || options.lecture;
   if (demo_only && !options.demo_prompt) {
-    throw GuiUsageError("--clients, --panel, --screenshot and --sweep need --demo PROMPT");
+    throw GuiUsageError(
+        "--clients, --panel, --screenshot, --sweep, --lesson and --lecture need --demo PROMPT");
   }
+  const bool lesson_only = options.step != 1 || options.run_step || options.learn_tab ||
+                           options.question || options.answer;
+  if (lesson_only && !options.lesson) {
+    throw GuiUsageError("--step, --run, --learn-tab, --question and --answer need --lesson ID");
+  }
+  if (options.answer && !options.question) throw GuiUsageError("--answer needs --question N");
   if (options.check_lessons && args.size() > (options.check_lessons->empty() ? 1u : 2u)) {
     throw GuiUsageError("--check-lessons [DIR] takes no other options");
   }

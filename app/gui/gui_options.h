@@ -3,6 +3,8 @@
 //   servescope --demo "Once upon a time" --clients 4 --panel kv --screenshot out.png
 //              --after-ms 4000 [--model P] [--backend cpu|vulkan] [--device N]
 //              [--theme dark|light] [--overlay] [--sweep] [--reset]
+//              [--lesson ID [--step N] [--run] [--learn-tab lesson|practice|flashcards]
+//               [--question N [--answer TEXT]] [--lecture]]
 // or, without a window, the lesson files' check for authors:
 //   servescope --check-lessons [DIR]
 #pragma once
@@ -38,6 +40,16 @@ struct GuiOptions {
   std::optional<ThemeChoice> theme;
   bool overlay = false;  // the frame-time overlay (F12) on from the start
   bool sweep = false;    // the demo runs the batch-size sweep before it generates
+  // The demo's lesson view (documentation screenshots): a lesson and step (1-based) in the
+  // Learn pane, its experiment run (--run), a tab, a question answered (--question N
+  // --answer TEXT: the working shows), lecture mode.
+  std::optional<std::string> lesson;
+  int step = 1;
+  bool run_step = false;
+  std::optional<std::string> learn_tab;  // lesson, practice or flashcards
+  std::optional<int> question;
+  std::optional<std::string> answer;
+  bool lecture = false;
   // --check-lessons [DIR]: validate the lesson files and exit; empty: the data folder's lessons.
   std::optional<std::string> check_lessons;
 };

@@ -119,6 +119,17 @@ int main(int argc, char** argv) {
     if (options.screenshot) plan.screenshot = QString::fromStdString(*options.screenshot);
     plan.after_ms = options.after_ms;
     plan.sweep = options.sweep;
+    const auto text = [](const std::optional<std::string>& s) -> std::optional<QString> {
+      if (!s) return std::nullopt;
+      return QString::fromStdString(*s);
+    };
+    plan.lesson = text(options.lesson);
+    plan.step = options.step;
+    plan.run_step = options.run_step;
+    plan.learn_tab = text(options.learn_tab);
+    plan.question = options.question;
+    plan.answer = text(options.answer);
+    plan.lecture = options.lecture;
     new DemoRunner(window, plan);  // owned by the window
   }
   window.show_overlay(options.overlay);

@@ -23,6 +23,7 @@
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
@@ -33,9 +34,11 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/engine_worker.h"
+#include "app/gui/lesson_ui.h"
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
 #include "app/gui/window_text.h"
+#include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
 #include "widgets/theme.h"
@@ -77,6 +80,9 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   build_central();
   build_status_bar();
   build_menus();
+  lessons_ = new LessonUi(*this, options.lessons_folder.value_or(QString()),
+                          options.progress_folder.value_or(
+                              remember_settings_ ? lessons::default_progress_folder() : QString()));
 
   engine_thread_ = std::make_unique<QThread>();
   engine_thread_->setObjectName("engine");
@@ -381,6 +387,12 @@ void MainWindow::sweep_batch_sizes() {
 
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
 
+PanelId MainWindow::current_panel() const {
+  return kAllPanels[static_cast<size_t>(std::clamp(tabs_->currentIndex(), 0, 5))];
+}
+
+Speed MainWindow::speed() const { return static_cast<Speed>(speed_picker_->currentData().toInt()); }
+
 void MainWindow::set_dark_theme(bool dark) {
   dark_ = dark;
   if (dark_action_->isChecked() != dark) dark_action_->setChecked(dark);
@@ -395,6 +407,23 @@ void MainWindow::scale_font(int steps) {
 }
 
 void MainWindow::show_overlay(bool on) { overlay_action_->setChecked(on); }
+
+void MainWindow::set_controls_visible(bool visible) {
+  if (auto* splitter = findChild<QSplitter*>("main-splitter"))
+    splitter->widget(0)->setVisible(visible);
+  for (QToolBar* bar : findChildren<QToolBar*>()) bar->setVisible(visible);
+  menuBar()->setVisible(visible);
+  statusBar()->setVisible(visible);
+  tabs_->tabBar()->setVisible(visible);
+  // One panel fills what is left; a panel that cannot fit says so instead of pushing the
+  // window past the screen (0 x 0: back to the panels' own minimum sizes).
+  tabs_->setMinimumSize(visible ? QSize(0, 0) : QSize(320, 240));
+}
+
+void MainWindow::set_high_contrast(bool on) {
+  high_contrast_ = on;
+  apply_theme();
+}
 
 void MainWindow::send_sampling() {
   serving::SamplingParams p;
@@ -479,6 +508,8 @@ void MainWindow::show_message(const QString& text, bool error) {
 }
 
 int MainWindow::classmates() const { return classmates_->value(); }
+
+int MainWindow::max_tokens() const { return max_tokens_->value(); }
 
 QString MainWindow::prompt() const { return prompt_->toPlainText(); }
 
@@ -650,7 +681,8 @@ void MainWindow::update_overlay() {
 }
 
 void MainWindow::apply_theme() {
-  widgets::set_theme(dark_ ? widgets::ThemeKind::kDark : widgets::ThemeKind::kLight);
+  widgets::set_theme(dark_ ? widgets::ThemeKind::kDark : widgets::ThemeKind::kLight,
+                     high_contrast_);
   const widgets::Theme& theme = widgets::theme();
   QPalette palette;
   palette.setColor(QPalette::Window, theme.surface);

@@ -34,6 +34,7 @@ class QTimer;
 namespace servescope::gui {
 
 class EngineWorker;
+class LessonUi;
 class TokenChips;
 
 struct WindowOptions {
@@ -43,6 +44,11 @@ struct WindowOptions {
   std::optional<bool> dark_theme;
   // Where timing models are written: the user's cache folder (QStandardPaths) when not given.
   std::optional<QString> cache_folder;
+  // Where the lesson files are: the data folder's lessons/ when not given.
+  std::optional<QString> lessons_folder;
+  // Where the learner's progress.json is kept: the platform's application-data folder when not
+  // given and settings are remembered; in memory only otherwise (demo, tests).
+  std::optional<QString> progress_folder;
 };
 
 class MainWindow : public QMainWindow {
@@ -73,6 +79,11 @@ class MainWindow : public QMainWindow {
   void set_dark_theme(bool dark);
   void scale_font(int steps);
   void show_overlay(bool on);
+  // Lecture mode's view: false hides the controls column, toolbar, menus, status bar and the
+  // panel tabs, leaving the panel on screen.
+  void set_controls_visible(bool visible);
+  // The theme with full-strength text and grid lines (lecture mode).
+  void set_high_contrast(bool on);
 
   // What the window shows, for tests and the demo.
   const TelemetryFolder& folder() const { return folder_; }
@@ -85,12 +96,24 @@ class MainWindow : public QMainWindow {
   QString random_weights_note() const;
   QString timing_folder() const { return timing_folder_; }
   bool generating() const { return generating_; }
+  // The user's request in the engine (-1 before the first generation names one).
+  qint64 user_request() const { return user_request_; }
+  Speed speed() const;
+  // The last batch-size sweep (empty before one finished, or after the engine was rebuilt).
+  const QVector<BatchSweepPoint>& batch_sweep() const { return batch_sweep_; }
+  bool sweeping() const { return sweeping_; }
+  const std::vector<TimingModel>& timing_models() const { return timing_models_; }
+  PanelId current_panel() const;
   int classmates() const;
+  int max_tokens() const;
   bool dark_theme() const { return dark_; }
   QString prompt() const;
   // Time between frame ticks, and the GUI thread's own work in each (drain, fold, snapshots).
   const FrameStats& frame_stats() const { return frame_stats_; }
   const FrameStats& frame_work() const { return frame_work_; }
+
+  // The lessons: the Learn dock, lecture mode and the dispatcher of their experiments.
+  LessonUi& lessons() const { return *lessons_; }
 
   // Forgets every remembered setting (the --reset option).
   static void forget_settings();
@@ -100,6 +123,8 @@ class MainWindow : public QMainWindow {
   void failed(const QString& message);
   void generation_finished(const QString& reason);
   void engine_idle(const servescope::gui::EngineCounters& counters);
+  void batch_sweep_finished();
+  void panel_shown(servescope::gui::PanelId panel);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -137,6 +162,7 @@ class MainWindow : public QMainWindow {
 
   std::unique_ptr<QThread> engine_thread_;
   EngineWorker* worker_ = nullptr;  // lives on engine_thread_
+  LessonUi* lessons_ = nullptr;
   bool remember_settings_;
 
   TelemetryFolder folder_;
@@ -159,6 +185,7 @@ class MainWindow : public QMainWindow {
   uint64_t attention_seen_ = 0;
   bool engine_running_ = false;
   bool dark_ = false;
+  bool high_contrast_ = false;
   bool message_is_error_ = false;
   QString model_path_;
   BackendChoice backend_;

@@ -285,7 +285,10 @@ void MainWindow::build_central() {
   }
 
   // A panel shown again catches up at once, not at the next record.
-  connect(tabs_, &QTabWidget::currentChanged, this, [this] { on_frame(); });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    on_frame();
+    Q_EMIT panel_shown(current_panel());
+  });
 
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->setObjectName("main-splitter");
@@ -416,6 +419,7 @@ void MainWindow::connect_worker() {
             sweep_changed_ = true;
             update_actions();
             statusBar()->showMessage("Batch sweep done", 4000);
+            Q_EMIT batch_sweep_finished();
           });
   connect(worker_, &EngineWorker::idle, this, [this](const EngineCounters& counters) {
     on_frame();  // fold what the engine reported before saying it is idle

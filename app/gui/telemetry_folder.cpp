@@ -21,6 +21,8 @@ void TelemetryFolder::reset(const FoldFacts& facts) {
   blocks_.assign(static_cast<size_t>(std::max<int64_t>(facts.kv_blocks_total, 0)), {});
   blocks_used_ = 0;
   written_.clear();
+  sequence_kv_.clear();
+  released_kv_.clear();
   kv_fill_.clear();
   watched_request_ = -1;
   watched_tokens_.clear();
@@ -113,6 +115,7 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
         break;
     }
   }
+  fold_sequence_kv(event);
   switch (event.kind) {
     case KvEventKind::kPrefixHit:
       written_[event.sequence] = event.tokens;  // the shared blocks' KV is already there
@@ -143,6 +146,49 @@ void TelemetryFolder::fold_token(const telemetry::TokenRecord& token) {
     watched_tokens_.clear();
   }
   if (token.request_id == watched_request_) watched_tokens_.push_back(token);
+}
+
+void TelemetryFolder::fold_sequence_kv(const telemetry::KvEvent& event) {
+  using telemetry::KvEventKind;
+  if (event.sequence < 0) return;
+  switch (event.kind) {
+    case KvEventKind::kAllocate:
+    case KvEventKind::kAppend:
+      sequence_kv_[event.sequence].blocks += static_cast<int64_t>(event.blocks.size());
+      break;
+    case KvEventKind::kPrefixHit: {
+      SequenceKv& kv = sequence_kv_[event.sequence];
+      kv.blocks += static_cast<int64_t>(event.blocks.size());
+      kv.tokens_written = std::max(kv.tokens_written, event.tokens);
+      break;
+    }
+    case KvEventKind::kWrite: {
+      SequenceKv& kv = sequence_kv_[event.sequence];
+      kv.tokens_written = std::max(kv.tokens_written, event.position + event.tokens);
+      break;
+    }
+    case KvEventKind::kFree:
+    case KvEventKind::kPreempt: {
+      const auto it = sequence_kv_.find(event.sequence);
+      if (it == sequence_kv_.end()) break;
+      SequenceKv last = it->second;
+      last.released = true;
+      sequence_kv_.erase(it);
+      released_kv_.emplace_back(event.sequence, last);
+      if (released_kv_.size() > kReleasedKept) released_kv_.pop_front();
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+std::optional<SequenceKv> TelemetryFolder::sequence_kv(int64_t sequence) const {
+  if (const auto it = sequence_kv_.find(sequence); it != sequence_kv_.end()) return it->second;
+  for (auto it = released_kv_.rbegin(); it != released_kv_.rend(); ++it) {
+    if (it->first == sequence) return it->second;
+  }
+  return std::nullopt;
 }
 
 int64_t TelemetryFolder::retained_tokens() const {

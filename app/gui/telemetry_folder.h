@@ -42,6 +42,14 @@ struct KvFillPoint {
   uint64_t allocated_bytes = 0;
 };
 
+// One sequence's share of the KV cache, from its events: tokens whose keys and values were
+// written (or shared from the prefix cache) and the blocks in its table.
+struct SequenceKv {
+  int64_t tokens_written = 0;
+  int64_t blocks = 0;
+  bool released = false;  // freed or preempted: the figures are those it held last
+};
+
 struct FoldCounts {
   int64_t steps = 0;
   int64_t requests = 0;  // finished requests
@@ -73,6 +81,9 @@ class TelemetryFolder {
   const std::deque<KvFillPoint>& kv_fill() const { return kv_fill_; }
   // Tokens written into the cache for the sequences holding blocks now.
   int64_t retained_tokens() const;
+  // A live sequence's KV share, or what a recently released one held last (the last
+  // kReleasedKept released sequences are remembered); nullopt for one never seen.
+  std::optional<SequenceKv> sequence_kv(int64_t sequence) const;
 
   // The token records of the newest request that reported them (only the user's request asks
   // for token probabilities), in order.
@@ -94,6 +105,7 @@ class TelemetryFolder {
   void fold_request(const telemetry::RequestRecord& request);
   void fold_token(const telemetry::TokenRecord& token);
   void fold_kv_event(const telemetry::KvEvent& event, double now_ms);
+  void fold_sequence_kv(const telemetry::KvEvent& event);
   template <typename T>
   void keep(std::deque<T>& list, T item);
 
@@ -105,6 +117,9 @@ class TelemetryFolder {
   std::deque<telemetry::KvEvent> kv_events_;
   std::vector<FoldedBlock> blocks_;
   std::map<int64_t, int64_t> written_;  // sequence -> tokens written, while it holds blocks
+  static constexpr size_t kReleasedKept = 64;
+  std::map<int64_t, SequenceKv> sequence_kv_;  // live sequences
+  std::deque<std::pair<int64_t, SequenceKv>> released_kv_;
   std::deque<KvFillPoint> kv_fill_;
   int64_t watched_request_ = -1;
   std::vector<telemetry::TokenRecord> watched_tokens_;

@@ -132,6 +132,44 @@ TEST(TelemetryFolder, RebuildsTheBlockPoolFromItsEvents) {
   EXPECT_EQ(folder.counts().kv_events_by_kind[static_cast<size_t>(KvEventKind::kWrite)], 4);
 }
 
+TEST(TelemetryFolder, KeepsEachSequencesKvShareAfterItReleasesItsBlocks) {
+  TelemetryFolder folder = folder_with_blocks(6);
+  // Sequence 3 shares 4 cached tokens (block 2), takes block 5, writes up to position 5, then
+  // appends block 1 for its seventh token; sequence 4 is preempted after one block.
+  folder.fold(
+      std::vector<TelemetryItem>{
+          event(KvEventKind::kAllocate, 3, {5}, 6, 1),
+          event(KvEventKind::kPrefixHit, 3, {2}, 4, 2),
+          write(3, 5, 0, 4, 2, 2),
+          event(KvEventKind::kAppend, 3, {1}, 1, 3),
+          write(3, 1, 0, 8, 1, 3),
+          event(KvEventKind::kAllocate, 4, {0}, 3, 4),
+          write(4, 0, 0, 0, 3, 4),
+      },
+      0.0);
+  ASSERT_TRUE(folder.sequence_kv(3).has_value());
+  EXPECT_EQ(folder.sequence_kv(3)->tokens_written, 9);
+  EXPECT_EQ(folder.sequence_kv(3)->blocks, 3);
+  EXPECT_FALSE(folder.sequence_kv(3)->released);
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kFree, 3, {2, 5, 1}, 9, 1),
+                                         event(KvEventKind::kPreempt, 4, {0}, 3, 0)},
+              0.0);
+  // Released: the figures it held last stay readable (the lesson measures after the request).
+  ASSERT_TRUE(folder.sequence_kv(3).has_value());
+  EXPECT_TRUE(folder.sequence_kv(3)->released);
+  EXPECT_EQ(folder.sequence_kv(3)->tokens_written, 9);
+  EXPECT_EQ(folder.sequence_kv(3)->blocks, 3);
+  EXPECT_EQ(folder.sequence_kv(4)->tokens_written, 3);
+  // A preempted sequence starts over when it is recomputed.
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kAllocate, 4, {0, 3}, 5, 2),
+                                         write(4, 0, 0, 0, 4, 2)},
+              0.0);
+  EXPECT_FALSE(folder.sequence_kv(4)->released);
+  EXPECT_EQ(folder.sequence_kv(4)->blocks, 2);
+  EXPECT_EQ(folder.sequence_kv(4)->tokens_written, 4);
+  EXPECT_FALSE(folder.sequence_kv(99).has_value());
+}
+
 TEST(TelemetryFolder, FlagsEventsThatDisagreeWithTheReplay) {
   TelemetryFolder folder = folder_with_blocks(4);
   // The pool says 2 blocks are used after taking one: a record was lost.

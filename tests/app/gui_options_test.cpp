@@ -28,6 +28,19 @@ TEST(GuiOptions, ParsesCheckLessonsWithAndWithoutAFolder) {
   EXPECT_THROW(parse_gui_options({"--check-lessons", "lessons/", "--overlay"}), GuiUsageError);
 }
 
+TEST(GuiOptions, ParsesTheDemosLessonView) {
+  const GuiOptions o = parse_gui_options(
+      {"--demo", "Once upon a time", "--lesson", "kv-cache", "--step", "3", "--run", "--learn-tab",
+       "practice", "--question", "2", "--answer", "384,000 bytes", "--lecture"});
+  EXPECT_EQ(o.lesson, "kv-cache");
+  EXPECT_EQ(o.step, 3);
+  EXPECT_TRUE(o.run_step);
+  EXPECT_EQ(o.learn_tab, "practice");
+  EXPECT_EQ(o.question, 2);
+  EXPECT_EQ(o.answer, "384,000 bytes");
+  EXPECT_TRUE(o.lecture);
+}
+
 TEST(GuiOptions, EveryPanelHasAName) {
   for (const PanelId id : kAllPanels) {
     EXPECT_EQ(parse_panel_key(panel_key(id)), id);
@@ -46,6 +59,12 @@ TEST(GuiOptions, RefusesBadInputWithTheOptionAtFault) {
       {{"--screenshot", "/no/such/folder/x.png", "--demo", "x"}, "--screenshot"},
       {{"--frobnicate"}, "--frobnicate"},
       {{"--model", "/no/such/model.gguf"}, "--model"},
+      {{"--lesson", "kv-cache"}, "--demo"},
+      {{"--lecture"}, "--demo"},
+      {{"--demo", "x", "--step", "2"}, "--lesson"},
+      {{"--demo", "x", "--lesson", "kv-cache", "--step", "0"}, "--step"},
+      {{"--demo", "x", "--lesson", "kv-cache", "--learn-tab", "quiz"}, "--learn-tab"},
+      {{"--demo", "x", "--lesson", "kv-cache", "--answer", "3"}, "--question"},
   };
   for (const auto& [args, fault] : cases) {
     try {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 
@@ -35,6 +37,36 @@ TEST(Theme, TextContrastsWithBackground) {
     EXPECT_GT(std::abs(t.text.lightness() - t.background.lightness()), 150);
     EXPECT_NE(t.prefill, t.decode);
   }
+}
+
+// WCAG 2 contrast ratio: relative luminance of sRGB colours, (L1 + 0.05) / (L2 + 0.05).
+double luminance(const QColor& c) {
+  const auto channel = [](double v) {
+    return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+  };
+  return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) + 0.0722 * channel(c.blueF());
+}
+
+double contrast(const QColor& a, const QColor& b) {
+  const double la = luminance(a);
+  const double lb = luminance(b);
+  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+TEST(Theme, HighContrastMeetsWcagAaaForTextAndMutedText) {
+  for (const Theme& base : {Theme::light(), Theme::dark()}) {
+    const Theme t = Theme::high_contrast(base);
+    EXPECT_EQ(t.kind, base.kind);
+    EXPECT_DOUBLE_EQ(contrast(t.text, t.background), 21.0);  // black on white, or white on black
+    EXPECT_GE(contrast(t.muted_text, t.background), 7.0);    // AAA for body text
+    EXPECT_GT(contrast(t.muted_text, t.background), contrast(base.muted_text, base.background));
+    EXPECT_GT(contrast(t.grid, t.background), contrast(base.grid, base.background));
+    EXPECT_EQ(t.prefill, base.prefill);  // the meanings keep their colours
+  }
+  set_theme(ThemeKind::kDark, true);
+  EXPECT_EQ(theme().text, QColor(Qt::white));
+  set_theme(ThemeKind::kLight);
+  EXPECT_EQ(theme().text, Theme::light().text);
 }
 
 TEST(Theme, SetThemeSwitchesTheCurrentOne) {

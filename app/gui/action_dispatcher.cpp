@@ -1,0 +1,547 @@
+#include "app/gui/action_dispatcher.h"
+
+#include <QTimer>
+#include <stdexcept>
+
+#include "app/cli/commands.h"
+#include "app/gui/main_window.h"
+#include "app/gui/window_text.h"
+#include "app/lessons/vocabulary.h"
+#include "engine/telemetry/records.h"
+#include "widgets/panel_view.h"
+
+namespace servescope::gui {
+namespace {
+
+constexpr int kPollMs = 16;
+
+// A lesson's argument that does not fit its action; the run does not start.
+class BadArgument : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+QString name_of(const LessonAction& a) { return a.name; }
+
+[[noreturn]] void bad(const LessonAction& a, const QString& why) {
+  throw BadArgument(QString("%1: %2").arg(name_of(a), why).toStdString());
+}
+
+QString text_argument(const LessonAction& a) {
+  if (!a.argument.canConvert<QString>() || a.argument.toString().isEmpty()) {
+    bad(a, "needs a value");
+  }
+  return a.argument.toString();
+}
+
+int int_argument(const LessonAction& a, int low, int high) {
+  bool ok = false;
+  const int v = a.argument.toInt(&ok);
+  if (!ok || v < low || v > high)
+    bad(a, QString("needs a whole number from %1 to %2").arg(low).arg(high));
+  return v;
+}
+
+bool bool_argument(const LessonAction& a) {
+  if (a.argument.typeId() == QMetaType::Bool) return a.argument.toBool();
+  const QString s = a.argument.toString();
+  if (s == "true") return true;
+  if (s == "false") return false;
+  bad(a, "needs true or false");
+}
+
+QVariantMap map_argument(const LessonAction& a) {
+  if (!a.argument.isValid() || a.argument.isNull()) return {};
+  if (a.argument.canConvert<QVariantMap>()) return a.argument.toMap();
+  bad(a, "needs a map such as {max_tokens: 100}");
+}
+
+std::optional<serving::KvType> parse_kv_type(const QString& s) {
+  if (s == "f32") return serving::KvType::kF32;
+  if (s == "f16") return serving::KvType::kF16;
+  if (s == "q8_0") return serving::KvType::kQ8_0;
+  return std::nullopt;
+}
+
+QVariant argument_value(lessons::ArgKind kind, const lessons::ArgValue& v) {
+  switch (kind) {
+    case lessons::ArgKind::kInteger:
+      return QVariant::fromValue(static_cast<int>(v.integer));
+    case lessons::ArgKind::kBool:
+      return QVariant(v.flag);
+    case lessons::ArgKind::kChoiceList: {
+      QStringList items;
+      for (const std::string& item : v.items) items.push_back(QString::fromStdString(item));
+      return items;
+    }
+    case lessons::ArgKind::kChoice:
+    case lessons::ArgKind::kText:
+    case lessons::ArgKind::kFields:
+      break;
+  }
+  return QString::fromStdString(v.text);
+}
+
+}  // namespace
+
+LessonAction to_lesson_action(const lessons::Action& action) {
+  LessonAction out{QString::fromStdString(action.name), {}};
+  const lessons::ActionSpec* spec = lessons::find_action(action.name);
+  if (!spec) return out;  // run() refuses the unknown name with its own message
+  if (spec->kind != lessons::ArgKind::kFields) {
+    out.argument = argument_value(spec->kind, action.value);
+    return out;
+  }
+  QVariantMap fields;
+  for (const auto& [name, value] : action.fields) {
+    const lessons::FieldSpec* field = lessons::find_field(*spec, name);
+    fields.insert(QString::fromStdString(name),
+                  argument_value(field ? field->kind : lessons::ArgKind::kText, value));
+  }
+  out.argument = fields;
+  return out;
+}
+
+std::vector<LessonAction> to_lesson_actions(const std::vector<lessons::Action>& actions) {
+  std::vector<LessonAction> out;
+  for (const lessons::Action& a : actions) out.push_back(to_lesson_action(a));
+  return out;
+}
+
+ActionDispatcher::ActionDispatcher(MainWindow& window, QObject* parent)
+    : QObject(parent), window_(window), poll_timer_(new QTimer(this)) {
+  for (const TimingModel& m : window.timing_models()) {
+    if (m.type == "f32") timing_models_.push_back(m);
+  }
+  poll_timer_->setInterval(kPollMs);
+  connect(poll_timer_, &QTimer::timeout, this, [this] {
+    if (poll_condition_ && poll_condition_()) complete();
+  });
+}
+
+ActionDispatcher::~ActionDispatcher() { end_waiting(); }
+
+const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
+  static const std::vector<std::string_view> names = {
+      "load_model",  "set_backend", "set_kv_type",    "set_classmates", "set_batching",
+      "set_greedy",  "set_prompt",  "set_max_tokens", "generate",       "decode_steps",
+      "batch_sweep", "size_sweep",  "open_panel",     "highlight"};
+  return names;
+}
+
+MeasureValue ActionDispatcher::measure(std::string_view name) const {
+  return read_measure(measure_inputs(window_, size_sweep_), name);
+}
+
+// --- running ------------------------------------------------------------------------------
+
+void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
+  if (busy_) {
+    Q_EMIT failed("An experiment is already running; wait for it or cancel it.");
+    return;
+  }
+  std::deque<Task> tasks;
+  try {
+    for (const LessonAction& a : actions) {
+      for (Task& t : tasks_for(a)) tasks.push_back(std::move(t));
+    }
+  } catch (const BadArgument& error) {
+    Q_EMIT failed(QString::fromUtf8(error.what()));
+    return;
+  }
+  tasks_ = std::move(tasks);
+  total_ = static_cast<int>(tasks_.size());
+  done_ = 0;
+  busy_ = true;
+  started_generation_ = false;
+  QTimer::singleShot(0, this, &ActionDispatcher::next);
+}
+
+QString ActionDispatcher::check(const LessonAction& action) {
+  try {
+    tasks_for(action);
+  } catch (const BadArgument& error) {
+    return QString::fromUtf8(error.what());
+  }
+  return {};
+}
+
+void ActionDispatcher::cancel() {
+  if (!busy_) return;
+  end_waiting();
+  tasks_.clear();
+  busy_ = false;
+  if (started_generation_ && window_.generating()) window_.stop();
+  Q_EMIT cancelled();
+}
+
+void ActionDispatcher::next() {
+  if (!busy_) return;
+  if (tasks_.empty()) {
+    busy_ = false;
+    Q_EMIT progress(total_, total_, "Done");
+    Q_EMIT finished();
+    return;
+  }
+  Task task = std::move(tasks_.front());
+  tasks_.pop_front();
+  Q_EMIT progress(done_, total_, task.what);
+  task.start();
+}
+
+void ActionDispatcher::complete() {
+  if (!busy_) return;
+  end_waiting();
+  ++done_;
+  QTimer::singleShot(0, this, &ActionDispatcher::next);  // never recurse into the next action
+}
+
+void ActionDispatcher::fail(const QString& reason) {
+  if (!busy_) return;
+  end_waiting();
+  tasks_.clear();
+  busy_ = false;
+  Q_EMIT failed(reason);
+}
+
+void ActionDispatcher::end_waiting() {
+  for (const QMetaObject::Connection& c : waits_) disconnect(c);
+  waits_.clear();
+  poll_timer_->stop();
+  poll_condition_ = nullptr;
+}
+
+template <typename Signal>
+void ActionDispatcher::wait_for(Signal signal, std::function<bool()> when) {
+  waits_.push_back(connect(&window_, signal, this, [this, when] {
+    if (when()) complete();
+  }));
+}
+
+void ActionDispatcher::wait_polling(std::function<bool()> when) {
+  poll_condition_ = std::move(when);
+  poll_timer_->start();
+}
+
+void ActionDispatcher::fail_on_window_failure() {
+  waits_.push_back(connect(&window_, &MainWindow::failed, this,
+                           [this](const QString& message) { fail(message); }));
+}
+
+// --- the actions ---------------------------------------------------------------------------
+
+std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonAction& a) {
+  const QString& n = a.name;
+  auto now = [](QString what, std::function<void()> act, ActionDispatcher* self) {
+    return Task{std::move(what), [self, act = std::move(act)] {
+                  act();
+                  self->complete();
+                }};
+  };
+  if (n == "load_model") return {load_model(text_argument(a))};
+  if (n == "set_backend") {
+    const QString which = text_argument(a);
+    if (which != "cpu" && which != "vulkan") bad(a, "is cpu or vulkan, not " + which);
+    return {set_backend(which)};
+  }
+  if (n == "set_kv_type") {
+    const QString which = text_argument(a);
+    if (!parse_kv_type(which)) bad(a, "is f32, f16 or q8_0, not " + which);
+    return {set_kv_type(which)};
+  }
+  if (n == "set_classmates") {
+    const int count = int_argument(a, 0, 32);
+    return {now(
+        QString("%1 classmates").arg(count), [this, count] { window_.set_classmates(count); },
+        this)};
+  }
+  if (n == "set_batching") {
+    const QString which = text_argument(a);
+    if (which == "continuous")
+      return {now(
+          "Continuous batching", [] {}, this)};
+    if (which == "static") {
+      return {Task{"Static batching", [this] {
+                     fail(
+                         "Static batching is not in this engine yet (it comes with issue 13): "
+                         "the engine batches continuously, so this experiment cannot run as "
+                         "written.");
+                   }}};
+    }
+    bad(a, "is continuous or static, not " + which);
+  }
+  if (n == "set_greedy") {
+    const bool greedy = bool_argument(a);
+    return {now(
+        greedy ? "Greedy decoding" : "Sampling", [this, greedy] { window_.set_greedy(greedy); },
+        this)};
+  }
+  if (n == "set_prompt") {
+    const QString text = a.argument.toString();
+    return {now(
+        "Typing the prompt", [this, text] { window_.set_prompt(text); }, this)};
+  }
+  if (n == "set_max_tokens") {
+    const int count = int_argument(a, 1, 4096);
+    return {now(
+        QString("At most %1 tokens").arg(count), [this, count] { window_.set_max_tokens(count); },
+        this)};
+  }
+  if (n == "generate") {
+    const QVariantMap m = map_argument(a);
+    std::optional<int> max_tokens;
+    if (m.contains("max_tokens")) {
+      bool ok = false;
+      const int v = m.value("max_tokens").toInt(&ok);
+      if (!ok || v < 1 || v > 4096) bad(a, "max_tokens is a whole number from 1 to 4096");
+      max_tokens = v;
+    }
+    return {generate(max_tokens)};
+  }
+  if (n == "decode_steps") return {decode_steps(int_argument(a, 1, 1000))};
+  if (n == "batch_sweep") return {batch_sweep()};
+  if (n == "size_sweep") {
+    const QVariantMap m = map_argument(a);
+    QStringList sizes = m.value("sizes").toStringList();
+    if (sizes.isEmpty()) {
+      for (const TimingModel& t : timing_models_) sizes.push_back(t.label);
+    }
+    for (const QString& s : sizes) {
+      if (!timing_model(s)) bad(a, "has no timing model " + s);
+    }
+    return size_sweep(sizes);
+  }
+  if (n == "open_panel") {
+    const QString key = text_argument(a);
+    const std::optional<PanelId> panel = parse_panel_key(key.toStdString());
+    if (!panel)
+      bad(a, "has no panel " + key +
+                 "; panels: phases, kv, batching, quantisation, roofline, attention");
+    return {now(
+        "Opening the panel", [this, p = *panel] { window_.show_panel(p); }, this)};
+  }
+  if (n == "highlight") {
+    const QVariantMap m = map_argument(a);
+    const QString key = m.value("panel").toString();
+    const std::optional<PanelId> panel = parse_panel_key(key.toStdString());
+    if (!panel) bad(a, "has no panel " + key);
+    const QString element = m.value("element").toString();
+    const QStringList known = window_.panels().panel(*panel)->highlight_elements();
+    if (!known.contains(element)) {
+      bad(a, QString("the %1 panel has no element %2; it has: %3")
+                 .arg(key, element, known.join(", ")));
+    }
+    return {highlight(key, element)};
+  }
+  bad(a, "is not an action ServeScope knows");
+}
+
+const TimingModel* ActionDispatcher::timing_model(const QString& label) const {
+  for (const TimingModel& m : timing_models_) {
+    if (m.label == label) return &m;
+  }
+  return nullptr;
+}
+
+ActionDispatcher::Task ActionDispatcher::load_model(const QString& which) {
+  QString path;
+  const TimingModel* timing = nullptr;
+  if (which == "bundled") {
+    path = QString::fromStdString(cli::default_model_path());
+  } else if (which.startsWith("timing:") && (timing = timing_model(which.mid(7)))) {
+    path = timing_model_path(window_.timing_folder(), *timing);
+  } else {
+    throw BadArgument(
+        QString("load_model: is bundled or timing:SIZE (a timing model's size), not %1")
+            .arg(which)
+            .toStdString());
+  }
+  const TimingModel model = timing ? *timing : TimingModel{};
+  return Task{
+      QString("Loading %1").arg(timing ? which.mid(7) + " timing model" : "the bundled model"),
+      [this, path, model, is_timing = timing != nullptr] {
+        const auto& info = window_.engine_info();
+        if (info && info->model_path == path) return complete();
+        wait_for(&MainWindow::engine_ready, [this, path] {
+          return window_.engine_info() && window_.engine_info()->model_path == path;
+        });
+        fail_on_window_failure();
+        if (is_timing) {
+          window_.open_timing_model(model);
+        } else {
+          window_.open_model(path);
+        }
+      }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_backend(const QString& which) {
+  return Task{
+      QString("Backend %1").arg(which), [this, which] {
+        const auto& info = window_.engine_info();
+        if (info && info->backend == which) return complete();
+        waits_.push_back(connect(&window_, &MainWindow::engine_ready, this, [this, which] {
+          if (window_.engine_info()->backend != which) {
+            Q_EMIT notice(QString("The %1 backend could not start here; the engine runs "
+                                  "on %2.")
+                              .arg(which, window_.engine_info()->backend));
+          }
+          complete();
+        }));
+        fail_on_window_failure();
+        window_.set_backend(BackendChoice{
+            which == "vulkan" ? compute::BackendKind::kVulkan : compute::BackendKind::kCpu, -1});
+      }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_kv_type(const QString& which) {
+  const serving::KvType type = *parse_kv_type(which);
+  return Task{QString("KV cache in %1").arg(which.toUpper()), [this, type] {
+                const auto& info = window_.engine_info();
+                if (!info) return fail("No model is loaded yet.");
+                if (info->kv_type == type) return complete();
+                wait_for(&MainWindow::engine_ready,
+                         [this, type] { return window_.engine_info()->kv_type == type; });
+                fail_on_window_failure();
+                window_.set_kv_type(type);
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::generate(std::optional<int> max_tokens) {
+  return Task{"Generating", [this, max_tokens] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                // Finished and folded: the user's request has left the engine and its record
+                // has reached the folder (classmates may go on serving; they are not waited for).
+                auto finished = std::make_shared<bool>(false);
+                waits_.push_back(connect(&window_, &MainWindow::generation_finished, this,
+                                         [this, finished](const QString& reason) {
+                                           if (reason == "max_tokens" || reason == "stop_token" ||
+                                               reason == "context_full") {
+                                             *finished = true;
+                                           } else {
+                                             fail(QString("The generation ended early (%1), so "
+                                                          "there is nothing to measure.")
+                                                      .arg(finish_sentence(reason)));
+                                           }
+                                         }));
+                wait_polling([this, finished] {
+                  if (!*finished) return false;
+                  for (const telemetry::RequestRecord& r : window_.folder().requests()) {
+                    if (r.request_id == window_.user_request()) return true;
+                  }
+                  return false;
+                });
+                fail_on_window_failure();
+                if (window_.speed() == Speed::kSingleStep) window_.set_speed(Speed::kRealTime);
+                if (window_.generating()) return;  // a paused generation runs to its end
+                if (max_tokens) window_.set_max_tokens(*max_tokens);
+                started_generation_ = true;
+                window_.generate();
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::decode_steps(int steps) {
+  return Task{QString("%1 single decode steps").arg(steps), [this, steps] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                window_.set_speed(Speed::kSingleStep);
+                const bool fresh = !window_.generating();
+                if (fresh) {
+                  started_generation_ = true;
+                  window_.generate();
+                }
+                // The user's tokens so far; each wanted step adds one (a fresh generation's
+                // prefill brings the first).
+                auto user_tokens = [this]() -> int64_t {
+                  const TelemetryFolder& f = window_.folder();
+                  if (window_.user_request() < 0 || f.watched_request() != window_.user_request()) {
+                    return 0;
+                  }
+                  return static_cast<int64_t>(f.watched_tokens().size());
+                };
+                const int64_t target = (fresh ? 1 : user_tokens()) + steps;
+                auto pending_step = std::make_shared<int64_t>(-1);  // steps count when asked
+                fail_on_window_failure();
+                wait_polling([this, user_tokens, target, pending_step] {
+                  if (user_tokens() >= target) return true;
+                  if (!window_.generating()) return true;        // the generation ended first
+                  if (window_.user_request() < 0) return false;  // not submitted yet
+                  const int64_t steps_now = window_.folder().counts().steps;
+                  if (*pending_step < 0 || steps_now > *pending_step) {
+                    *pending_step = steps_now;
+                    window_.step();
+                  }
+                  return false;
+                });
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::batch_sweep() {
+  return Task{"Sweeping batch sizes 1 to 16", [this] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                // The window shows the Batching panel while it sweeps; the lesson goes back to
+                // the panel it was pointing at (the sweep's results stay in Batching).
+                const PanelId shown = window_.current_panel();
+                wait_for(&MainWindow::batch_sweep_finished, [this, shown] {
+                  window_.show_panel(shown);
+                  return true;
+                });
+                fail_on_window_failure();
+                if (!window_.sweeping()) window_.sweep_batch_sizes();
+              }};
+}
+
+std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringList& sizes) {
+  std::vector<Task> tasks;
+  // Forget the last sweep, remember what to return to.
+  struct Restore {
+    QString model;
+    int classmates = 0;
+    int max_tokens = 0;
+  };
+  auto restore = std::make_shared<Restore>();
+  tasks.push_back(Task{"Preparing the size sweep", [this, restore] {
+                         size_sweep_.clear();
+                         restore->model =
+                             window_.engine_info() ? window_.engine_info()->model_path : QString();
+                         restore->classmates = window_.classmates();
+                         restore->max_tokens = window_.max_tokens();
+                         window_.set_classmates(0);
+                         window_.set_greedy(true);
+                         complete();
+                       }});
+  for (const QString& size : sizes) {
+    tasks.push_back(load_model("timing:" + size));
+    tasks.push_back(generate(kSizeSweepTokens));
+    tasks.push_back(
+        Task{QString("Measuring %1").arg(size), [this, size] {
+               const MeasureValue ms = measure("decode_ms_per_token");
+               if (!ms.value) return fail(QString("Size sweep, %1: %2").arg(size, ms.missing));
+               size_sweep_.push_back({size, window_.engine_info()->weight_bytes, *ms.value});
+               complete();
+             }});
+  }
+  tasks.push_back(Task{"Back to the model in use", [this, restore] {
+                         window_.set_classmates(restore->classmates);
+                         window_.set_max_tokens(restore->max_tokens);
+                         const QString path = restore->model;
+                         const auto& info = window_.engine_info();
+                         if (path.isEmpty() || (info && info->model_path == path))
+                           return complete();
+                         wait_for(&MainWindow::engine_ready, [this, path] {
+                           return window_.engine_info()->model_path == path;
+                         });
+                         fail_on_window_failure();
+                         window_.open_model(path);
+                       }});
+  return tasks;
+}
+
+ActionDispatcher::Task ActionDispatcher::highlight(const QString& panel, const QString& element) {
+  return Task{QString("Pointing at %1").arg(element), [this, panel, element] {
+                const PanelId id = *parse_panel_key(panel.toStdString());
+                window_.show_panel(id);
+                window_.panels().panel(id)->set_highlight(element);
+                complete();
+              }};
+}
+
+}  // namespace servescope::gui

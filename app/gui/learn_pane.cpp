@@ -1,0 +1,204 @@
+#include "app/gui/learn_pane.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "app/gui/action_dispatcher.h"
+#include "app/lessons/placeholders.h"
+
+namespace servescope::gui {
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+}  // namespace
+
+LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget* parent)
+    : QWidget(parent), dispatcher_(dispatcher), context_(context) {
+  auto* column = new QVBoxLayout(this);
+  column->setContentsMargins(4, 4, 4, 4);
+  list_ = new QListWidget;
+  list_->setObjectName("lesson-list");
+  list_->setToolTip("The lessons, with the steps you have reached in each");
+  list_->setMaximumHeight(150);
+  problems_ = new QLabel;
+  problems_->setWordWrap(true);
+  problems_->hide();
+
+  tabs_ = new QTabWidget;
+  auto* lesson_tab = new QWidget;
+  auto* lesson_column = new QVBoxLayout(lesson_tab);
+  lesson_column->setContentsMargins(0, 0, 0, 0);
+  intro_ = new QTextBrowser;
+  intro_->setFrameShape(QFrame::NoFrame);
+  intro_->setMaximumHeight(110);
+  step_view_ = new StepView(dispatcher, context);
+  practice_ = new PracticeView(dispatcher, context);
+  flashcards_ = new FlashcardView;
+  notice_ = new QLabel;
+  notice_->setObjectName("learn-notice");
+  notice_->setWordWrap(true);
+  notice_->hide();
+  auto* nav = new QHBoxLayout;
+  back_ = new QPushButton("< Back");
+  back_->setToolTip("The previous step (Alt+Left)");
+  back_->setShortcut(QKeySequence("Alt+Left"));
+  next_ = new QPushButton("Next >");
+  next_->setToolTip("The next step (Alt+Right)");
+  next_->setShortcut(QKeySequence("Alt+Right"));
+  nav->addWidget(back_);
+  nav->addStretch(1);
+  nav->addWidget(next_);
+  lesson_column->addWidget(intro_);
+  lesson_column->addWidget(step_view_, 1);
+  lesson_column->addLayout(nav);
+  tabs_->addTab(lesson_tab, "Lesson");
+  tabs_->addTab(practice_, "Practice");
+  tabs_->addTab(flashcards_, "Flashcards");
+  tabs_->setTabToolTip(1,
+                       "The lesson's practice questions, with the full working after you answer");
+  tabs_->setTabToolTip(2, "Spaced repetition: Space shows the back, 1 didn't know, 2 knew it");
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int tab) {
+    if (tab == 2) flashcards_->setFocus();
+  });
+
+  column->addWidget(list_);
+  column->addWidget(problems_);
+  column->addWidget(notice_);
+  column->addWidget(tabs_, 1);
+
+  connect(list_, &QListWidget::currentRowChanged, this, [this](int row) {
+    if (row < 0 || row >= static_cast<int>(usable_.size())) return;
+    if (usable_[static_cast<size_t>(row)] == current_) return;
+    open_lesson(qs(usable_[static_cast<size_t>(row)]->id),
+                reached_.count(qs(usable_[static_cast<size_t>(row)]->id))
+                    ? std::max(reached_[qs(usable_[static_cast<size_t>(row)]->id)] - 1, 0)
+                    : 0);
+  });
+  connect(back_, &QPushButton::clicked, this, &LearnPane::back);
+  connect(next_, &QPushButton::clicked, this, &LearnPane::next);
+  connect(step_view_, &StepView::part_changed, this, [this] { Q_EMIT step_shown(); });
+}
+
+void LearnPane::set_lessons(lessons::LessonSet set) {
+  set_ = std::move(set);
+  usable_ = set_.usable();
+  current_ = nullptr;
+  if (!set_.problems.empty()) {
+    problems_->setText(QString("%1 problem(s) in the lesson files; run servescope "
+                               "--check-lessons to see them. The lessons without problems are "
+                               "offered.")
+                           .arg(set_.problems.size()));
+  }
+  problems_->setVisible(!set_.problems.empty());
+  fill_list();
+  flashcards_->set_deck(usable_);
+  if (!usable_.empty()) open_lesson(qs(usable_.front()->id), 0);
+}
+
+void LearnPane::show_notice(const QString& text) {
+  notice_->setText(text);
+  notice_->setVisible(!text.isEmpty());
+}
+
+QString LearnPane::notice() const { return notice_->isVisible() ? notice_->text() : QString(); }
+
+void LearnPane::fill_list() {
+  const QSignalBlocker block(list_);
+  list_->clear();
+  for (const lessons::Lesson* l : usable_) {
+    const int reached = reached_.count(qs(l->id)) ? reached_[qs(l->id)] : 0;
+    auto* item = new QListWidgetItem(QString("%1. %2  (%3/%4 steps)")
+                                         .arg(l->number)
+                                         .arg(qs(l->title))
+                                         .arg(reached)
+                                         .arg(l->steps.size()));
+    item->setToolTip(qs(l->summary));
+    list_->addItem(item);
+    if (l == current_) list_->setCurrentItem(item);
+  }
+}
+
+void LearnPane::set_reached(const QString& lesson, int steps) {
+  reached_[lesson] = std::max(reached_[lesson], steps);
+  fill_list();
+}
+
+bool LearnPane::open_lesson(const QString& id, int step) {
+  for (const lessons::Lesson* l : usable_) {
+    if (qs(l->id) != id) continue;
+    if (step < 0 || step >= static_cast<int>(l->steps.size())) return false;
+    const bool new_lesson = l != current_;
+    current_ = l;
+    step_ = step;
+    const lessons::Measurements measured = context_.measured();
+    lessons::FillContext fill;
+    fill.model = context_.model();
+    fill.measured = &measured;
+    intro_->setMarkdown(
+        QString("## %1\n\n%2")
+            .arg(qs(l->title), qs(lessons::fill_placeholders(l->intro, fill).text)));
+    if (new_lesson) practice_->show_lesson(*l);
+    fill_list();
+    show_current_step();
+    return true;
+  }
+  return false;
+}
+
+void LearnPane::show_current_step() {
+  step_view_->show_step(*current_, step_);
+  back_->setEnabled(step_ > 0);
+  next_->setEnabled(step_ + 1 < static_cast<int>(current_->steps.size()));
+  set_reached(qs(current_->id), step_ + 1);
+  tabs_->setCurrentIndex(0);
+  Q_EMIT position_changed(qs(current_->id), qs(current_->steps[static_cast<size_t>(step_)].id));
+  Q_EMIT step_shown();
+}
+
+void LearnPane::next() {
+  if (!current_ || step_ + 1 >= static_cast<int>(current_->steps.size())) return;
+  ++step_;
+  show_current_step();
+}
+
+void LearnPane::back() {
+  if (!current_ || step_ == 0) return;
+  --step_;
+  show_current_step();
+}
+
+void LearnPane::advance() {
+  if (!current_) return;
+  switch (step_view_->part()) {
+    case StepView::Part::kPredict:
+      step_view_->run();
+      break;
+    case StepView::Part::kRunning:
+      break;  // the experiment finishes first (Page Up leaves it)
+    case StepView::Part::kObserve:
+      next();
+      break;
+  }
+}
+
+QString LearnPane::step_title() const {
+  if (!current_) return "No lesson open";
+  return QString("%1 (%2/%3)")
+      .arg(qs(current_->steps[static_cast<size_t>(step_)].title))
+      .arg(step_ + 1)
+      .arg(current_->steps.size());
+}
+
+QString LearnPane::step_markdown() const {
+  return current_ ? step_view_->part_markdown() : QString();
+}
+
+}  // namespace servescope::gui

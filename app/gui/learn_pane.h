@@ -1,0 +1,82 @@
+// The Learn pane: the lesson list (with each lesson's progress) and, for the chosen lesson,
+// its steps (StepView), its practice questions and its flashcards. It moves through a lesson
+// step by step; lecture mode drives the same moves with its keys.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <map>
+
+#include "app/gui/flashcard_view.h"
+#include "app/gui/practice_view.h"
+#include "app/gui/step_view.h"
+#include "app/lessons/lesson_set.h"
+
+class QLabel;
+class QListWidget;
+class QPushButton;
+class QTabWidget;
+class QTextBrowser;
+
+namespace servescope::gui {
+
+class LearnPane : public QWidget {
+  Q_OBJECT
+
+ public:
+  LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget* parent = nullptr);
+
+  // The lessons the pane offers: those of the set whose files have no problem.
+  void set_lessons(lessons::LessonSet set);
+  const std::vector<const lessons::Lesson*>& lessons() const { return usable_; }
+  // Opens a lesson at a step; false for an unknown id or step.
+  bool open_lesson(const QString& id, int step = 0);
+  const lessons::Lesson* current_lesson() const { return current_; }
+  int current_step() const { return step_; }
+  StepView& step_view() { return *step_view_; }
+  PracticeView& practice() { return *practice_; }
+  FlashcardView& flashcards() { return *flashcards_; }
+  // A line for the learner above the tabs (a progress file set aside, a failed save).
+  void show_notice(const QString& text);
+  QString notice() const;
+  QTabWidget& tabs() { return *tabs_; }
+  // Steps reached per lesson id (shown in the list); the progress store restores it.
+  void set_reached(const QString& lesson, int steps);
+
+  void next();
+  void back();
+  // One press of the lecture key: run the step's experiment, else go to the next step.
+  void advance();
+  // The step as lecture mode shows it: its title and the current part's Markdown.
+  QString step_title() const;
+  QString step_markdown() const;
+
+ Q_SIGNALS:
+  void position_changed(const QString& lesson, const QString& step);
+  void step_shown();
+
+ private:
+  void fill_list();
+  void show_current_step();
+
+  ActionDispatcher& dispatcher_;
+  StepContext context_;
+  lessons::LessonSet set_;
+  std::vector<const lessons::Lesson*> usable_;
+  const lessons::Lesson* current_ = nullptr;
+  int step_ = 0;
+  std::map<QString, int> reached_;
+
+  QListWidget* list_;
+  QLabel* problems_;
+  QTabWidget* tabs_;
+  QTextBrowser* intro_;
+  StepView* step_view_;
+  PracticeView* practice_;
+  FlashcardView* flashcards_;
+  QLabel* notice_;
+  QPushButton* back_;
+  QPushButton* next_;
+};
+
+}  // namespace servescope::gui

@@ -1,0 +1,229 @@
+#include "app/gui/lesson_ui.h"
+
+#include <QAction>
+#include <QDateTime>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QMenu>
+#include <QMenuBar>
+
+#include "app/common/data_files.h"
+#include "app/gui/action_dispatcher.h"
+#include "app/gui/learn_pane.h"
+#include "app/gui/lecture_mode.h"
+#include "app/gui/main_window.h"
+#include "app/lessons/vocabulary.h"
+
+namespace servescope::gui {
+namespace {
+
+QMenu* menu_named(MainWindow& window, const QString& title) {
+  for (QAction* a : window.menuBar()->actions()) {
+    if (a->menu() && a->text() == title) return a->menu();
+  }
+  return window.menuBar()->addMenu(title);
+}
+
+}  // namespace
+
+LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
+                   const QString& progress_folder)
+    : QObject(&window), window_(window) {
+  dispatcher_ = new ActionDispatcher(window, this);
+  StepContext context;
+  context.model = [this] { return model_facts(); };
+  context.measured = [this] {
+    lessons::Measurements measured;
+    for (const lessons::MeasureSpec& spec : lessons::measure_specs()) {
+      const MeasureValue v = dispatcher_->measure(spec.name);
+      if (v.value) measured[std::string(spec.name)] = *v.value;
+    }
+    return measured;
+  };
+  learn_ = new LearnPane(*dispatcher_, context);
+  dock_ = new QDockWidget("Learn", &window);
+  dock_->setObjectName("learn-dock");
+  dock_->setWidget(learn_);
+  window.addDockWidget(Qt::RightDockWidgetArea, dock_);
+  lecture_ = new LectureMode(window);
+
+  QMenu* view = menu_named(window, "&View");
+  view->addSeparator();
+  QAction* learn = dock_->toggleViewAction();
+  learn->setText("Learn pane");
+  learn->setShortcut(QKeySequence("Ctrl+L"));
+  learn->setToolTip("Lessons, practice questions and flashcards (Ctrl+L)");
+  view->addAction(learn);
+  view->addAction(lecture_->action());
+
+  const std::filesystem::path folder = lessons_folder.isEmpty()
+                                           ? app::bundled_lessons_path()
+                                           : std::filesystem::path(lessons_folder.toStdString());
+  learn_->set_lessons(lessons::load_lesson_set(folder));
+
+  connect(&window, &MainWindow::engine_ready, this, [this](const EngineInfo& info) {
+    try {
+      facts_ = lessons::model_facts(std::filesystem::path(info.model_path.toStdString()));
+    } catch (const std::exception&) {
+      facts_.reset();  // {{model.*}} stay as "?" rather than showing another model's numbers
+    }
+  });
+  connect(lecture_->action(), &QAction::toggled, this, [this](bool on) {
+    if (on) {
+      dock_was_visible_ = dock_->isVisible();
+      dock_->hide();
+    } else if (dock_was_visible_) {
+      dock_->show();
+    }
+    update_lecture_strip();
+  });
+  connect(lecture_, &LectureMode::advance_requested, learn_, &LearnPane::advance);
+  connect(lecture_, &LectureMode::back_requested, this, [this] {
+    if (learn_->step_view().part() == StepView::Part::kRunning) {
+      learn_->step_view().cancel();
+    } else {
+      learn_->back();
+    }
+  });
+  connect(learn_, &LearnPane::step_shown, this, &LessonUi::update_lecture_strip);
+
+  QMenu* file = menu_named(window, "&File");
+  QAction* quit = file->actions().isEmpty() ? nullptr : file->actions().back();
+  QAction* export_action = new QAction("Export progress...", this);
+  export_action->setToolTip(
+      "Saves your answers, predictions and flashcard boxes as a JSON file "
+      "(to hand in)");
+  connect(export_action, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(&window_, "Export progress",
+                                                      "servescope-progress.json", "JSON (*.json)");
+    if (!path.isEmpty()) export_progress(path);
+  });
+  QAction* import_action = new QAction("Import progress...", this);
+  import_action->setToolTip("Replaces your progress with an exported JSON file");
+  connect(import_action, &QAction::triggered, this, [this] {
+    const QString path =
+        QFileDialog::getOpenFileName(&window_, "Import progress", QString(), "JSON (*.json)");
+    if (!path.isEmpty()) import_progress(path);
+  });
+  file->insertAction(quit, export_action);
+  file->insertAction(quit, import_action);
+  file->insertSeparator(quit);
+
+  if (!progress_folder.isEmpty())
+    store_ = std::make_unique<lessons::ProgressStore>(progress_folder);
+  restore_progress();
+  connect(learn_, &LearnPane::position_changed, this,
+          [this](const QString& lesson, const QString& step) {
+            progress_.lesson = lesson.toStdString();
+            progress_.step = step.toStdString();
+            // The learner's last prediction for this step, back in its place.
+            for (auto it = progress_.predictions.rbegin(); it != progress_.predictions.rend();
+                 ++it) {
+              if (it->lesson == progress_.lesson && it->step == progress_.step) {
+                learn_->step_view().set_prediction(QString::fromStdString(it->value).toDouble());
+                break;
+              }
+            }
+            save_progress();
+          });
+  connect(&learn_->step_view(), &StepView::predicted, this, [this](const QString& step, double v) {
+    if (!learn_->current_lesson()) return;
+    progress_.predictions.push_back({learn_->current_lesson()->id, step.toStdString(),
+                                     QString::number(v, 'g', 15).toStdString(),
+                                     QDateTime::currentDateTimeUtc()});
+    save_progress();
+  });
+  connect(&learn_->practice(), &PracticeView::answered, this,
+          [this](const QString& lesson, const QString& question, const QString& given,
+                 const lessons::AnswerResult& result) {
+            progress_.answers.push_back({lesson.toStdString(), question.toStdString(),
+                                         given.toStdString(), result.correct, result.score,
+                                         QDateTime::currentDateTimeUtc()});
+            learn_->practice().mark_answered(lesson.toStdString() + "/" + question.toStdString(),
+                                             result.correct);
+            save_progress();
+          });
+  connect(&learn_->flashcards(), &FlashcardView::reviewed, this, [this] {
+    progress_.cards = learn_->flashcards().states();
+    save_progress();
+  });
+}
+
+void LessonUi::restore_progress() {
+  if (store_) {
+    lessons::ProgressStore::Loaded loaded = store_->load();
+    progress_ = std::move(loaded.progress);
+    learn_->show_notice(loaded.notice);
+  }
+  apply_progress();
+}
+
+void LessonUi::apply_progress() {
+  learn_->flashcards().set_states(progress_.cards);
+  // A step the learner predicted in counts as reached; the practice list marks answers.
+  std::map<std::string, bool> answered;
+  for (const lessons::AnswerRecord& a : progress_.answers) {
+    answered[a.lesson + "/" + a.question] = a.correct;
+  }
+  learn_->practice().set_answered(answered);
+  for (const lessons::Lesson* l : learn_->lessons()) {
+    for (size_t i = 0; i < l->steps.size(); ++i) {
+      for (const lessons::PredictionRecord& p : progress_.predictions) {
+        if (p.lesson == l->id && p.step == l->steps[i].id) {
+          learn_->set_reached(QString::fromStdString(l->id), static_cast<int>(i) + 1);
+        }
+      }
+    }
+  }
+  const lessons::Lesson* lesson = nullptr;
+  for (const lessons::Lesson* l : learn_->lessons()) {
+    if (l->id == progress_.lesson) lesson = l;
+  }
+  if (!lesson) return;
+  int step = 0;
+  for (size_t i = 0; i < lesson->steps.size(); ++i) {
+    if (lesson->steps[i].id == progress_.step) step = static_cast<int>(i);
+  }
+  learn_->open_lesson(QString::fromStdString(lesson->id), step);
+}
+
+void LessonUi::save_progress() {
+  if (!store_) return;
+  try {
+    store_->save(progress_);
+  } catch (const std::exception& error) {
+    learn_->show_notice(QString("Your progress could not be saved: %1").arg(error.what()));
+  }
+}
+
+bool LessonUi::export_progress(const QString& path) {
+  try {
+    lessons::ProgressStore::export_to(progress_, path);
+    return true;
+  } catch (const std::exception& error) {
+    learn_->show_notice(QString("Export failed: %1").arg(error.what()));
+    return false;
+  }
+}
+
+bool LessonUi::import_progress(const QString& path) {
+  try {
+    progress_ = lessons::ProgressStore::import_from(path);
+  } catch (const std::exception& error) {
+    learn_->show_notice(
+        QString("Import failed (your progress is unchanged): %1").arg(error.what()));
+    return false;
+  }
+  save_progress();
+  learn_->show_notice({});
+  apply_progress();
+  return true;
+}
+
+LessonUi::~LessonUi() = default;
+
+void LessonUi::update_lecture_strip() {
+  lecture_->set_step(learn_->step_title(), learn_->step_markdown());
+}
+
+}  // namespace servescope::gui

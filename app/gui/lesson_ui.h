@@ -1,0 +1,60 @@
+// The lessons in the window: the Learn dock (LearnPane), lecture mode, and the action
+// dispatcher that runs the lessons' experiments. It loads the lesson files from the data
+// folder, keeps the loaded model's facts for {{model.*}} and the generated questions, and
+// adds its actions to the window's menus.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <memory>
+#include <optional>
+
+#include "app/lessons/model_facts.h"
+#include "app/lessons/progress_store.h"
+
+class QDockWidget;
+
+namespace servescope::gui {
+
+class ActionDispatcher;
+class LearnPane;
+class LectureMode;
+class MainWindow;
+
+class LessonUi : public QObject {
+  Q_OBJECT
+
+ public:
+  // lessons_folder: where the lesson files are (the data folder's lessons/ when empty).
+  // progress_folder: where progress.json is kept; empty: progress lives in memory only.
+  LessonUi(MainWindow& window, const QString& lessons_folder, const QString& progress_folder);
+  ~LessonUi() override;
+
+  ActionDispatcher& dispatcher() { return *dispatcher_; }
+  LearnPane& learn() { return *learn_; }
+  LectureMode& lecture() { return *lecture_; }
+  QDockWidget& dock() { return *dock_; }
+  const lessons::ModelFacts* model_facts() const { return facts_ ? &*facts_ : nullptr; }
+  const lessons::Progress& progress() const { return progress_; }
+  // File menu's Export / Import progress (for handing in); false with a notice on failure.
+  bool export_progress(const QString& path);
+  bool import_progress(const QString& path);
+
+ private:
+  void update_lecture_strip();
+  void restore_progress();
+  void apply_progress();  // position and flashcards from progress_
+  void save_progress();
+
+  MainWindow& window_;
+  ActionDispatcher* dispatcher_;
+  LearnPane* learn_;
+  LectureMode* lecture_;
+  QDockWidget* dock_;
+  std::optional<lessons::ModelFacts> facts_;
+  std::unique_ptr<lessons::ProgressStore> store_;  // null: progress is not kept on disk
+  lessons::Progress progress_;
+  bool dock_was_visible_ = true;
+};
+
+}  // namespace servescope::gui

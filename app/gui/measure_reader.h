@@ -1,0 +1,55 @@
+// The lesson measures (the measure vocabulary of app/lessons): scalars read from what the
+// window has measured, the folded telemetry, the engine's facts, the batch sweep and a size
+// sweep. Nothing is estimated here: a measure the window has not measured yet has no value
+// and says what to run.
+#pragma once
+
+#include <QString>
+#include <QVector>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "app/gui/engine_types.h"
+#include "app/gui/telemetry_folder.h"
+
+namespace servescope::gui {
+
+class MainWindow;
+
+// One timing model of a size sweep: its weight bytes and the decode time per token measured on
+// it (batch 1, no classmates).
+struct SizeSweepPoint {
+  QString label;  // "25M"
+  uint64_t weight_bytes = 0;
+  double decode_ms_per_token = 0.0;
+};
+
+// What the measures are read from.
+struct MeasureInputs {
+  const TelemetryFolder* folder = nullptr;
+  const EngineInfo* engine = nullptr;  // nullptr before a model is loaded
+  int64_t user_request = -1;
+  const QVector<BatchSweepPoint>* batch_sweep = nullptr;
+  const std::vector<SizeSweepPoint>* size_sweep = nullptr;
+};
+
+MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSweepPoint>& sizes);
+
+struct MeasureValue {
+  std::optional<double> value;
+  QString unit;     // "bytes", "ms", "GB/s", ...
+  QString missing;  // when there is no value: what to run first
+};
+
+// Every measure name read_measure knows, in the vocabulary's order.
+const std::vector<std::string_view>& implemented_measures();
+
+// The named measure; an unknown name has no value and says so.
+MeasureValue read_measure(const MeasureInputs& inputs, std::string_view name);
+
+// The bandwidth a size sweep implies: the least-squares slope of decode time against weight
+// bytes, inverted (bytes per ms -> GB/s). nullopt with fewer than two sizes or a slope <= 0.
+std::optional<double> fitted_bandwidth_gbs(const std::vector<SizeSweepPoint>& points);
+
+}  // namespace servescope::gui

@@ -1,0 +1,331 @@
+#include "app/gui/practice_view.h"
+
+#include <QButtonGroup>
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+#include "app/gui/action_dispatcher.h"
+#include "app/lessons/format.h"
+#include "app/lessons/placeholders.h"
+
+namespace servescope::gui {
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+QString kind_label(const lessons::Question& q) {
+  switch (q.kind) {
+    case lessons::QuestionKind::kChoice:
+      return "choice";
+    case lessons::QuestionKind::kNumber:
+      return q.generated() ? "number, from your model" : "number";
+    case lessons::QuestionKind::kExplain:
+      return "explain";
+  }
+  return {};
+}
+
+}  // namespace
+
+PracticeView::PracticeView(ActionDispatcher& dispatcher, StepContext context, QWidget* parent)
+    : QWidget(parent), dispatcher_(dispatcher), context_(std::move(context)) {
+  auto* column = new QVBoxLayout(this);
+  list_ = new QListWidget;
+  list_->setObjectName("question-list");
+  list_->setMaximumHeight(120);
+  prompt_ = new QTextBrowser;
+  prompt_->setObjectName("question-prompt");
+  prompt_->setFrameShape(QFrame::NoFrame);
+  choices_ = new QWidget;
+  choices_layout_ = new QVBoxLayout(choices_);
+  choice_group_ = new QButtonGroup(this);
+  number_ = new QLineEdit;
+  number_->setObjectName("answer-number");
+  number_->setPlaceholderText("Your answer, with or without its unit (e.g. 272,000 or 265.6 KiB)");
+  explanation_ = new QPlainTextEdit;
+  explanation_->setPlaceholderText(
+      "Explain in a few sentences, then check it against the model "
+      "answer.");
+  explanation_->setMaximumHeight(90);
+  self_check_ = new QWidget;
+  self_check_layout_ = new QVBoxLayout(self_check_);
+  auto* buttons = new QHBoxLayout;
+  check_ = new QPushButton("Check");
+  check_->setObjectName("check-answer");
+  check_->setToolTip("Marks your answer and shows the full working (Ctrl+Shift+Return)");
+  check_->setShortcut(QKeySequence("Ctrl+Shift+Return"));
+  confirm_ = new QPushButton("Run it");
+  confirm_->setToolTip(
+      "Runs this question in the window and compares the measurement with the "
+      "formula's answer");
+  buttons->addWidget(check_);
+  buttons->addWidget(confirm_);
+  buttons->addStretch(1);
+  feedback_ = new QLabel;
+  feedback_->setObjectName("answer-feedback");
+  feedback_->setWordWrap(true);
+  confirmation_ = new QLabel;
+  confirmation_->setWordWrap(true);
+  working_ = new QTextBrowser;
+  working_->setObjectName("question-working");
+  working_->setFrameShape(QFrame::NoFrame);
+
+  column->addWidget(list_);
+  column->addWidget(prompt_, 2);
+  column->addWidget(choices_);
+  column->addWidget(number_);
+  column->addWidget(explanation_);
+  column->addWidget(self_check_);
+  column->addLayout(buttons);
+  column->addWidget(feedback_);
+  column->addWidget(confirmation_);
+  column->addWidget(working_, 3);
+
+  connect(list_, &QListWidget::currentRowChanged, this, [this](int row) {
+    if (row != index_) show_question(row);
+  });
+  connect(check_, &QPushButton::clicked, this, [this] { check(); });
+  connect(confirm_, &QPushButton::clicked, this, &PracticeView::confirm);
+  connect(&dispatcher_, &ActionDispatcher::finished, this, [this] {
+    if (!confirming_) return;
+    confirming_ = false;
+    const lessons::Question& q = question();
+    const MeasureValue v = dispatcher_.measure(q.confirm->measure);
+    refresh_generated();  // a measured parameter may have changed
+    if (!v.value || !generated_) {
+      confirmation_->setText(v.missing.isEmpty() ? generated_problem_ : v.missing);
+      return;
+    }
+    const std::string unit = generated_->unit;
+    confirmation_->setText(QString("Measured: %1. The formula said %2.")
+                               .arg(qs(lessons::format_quantity(*v.value, v.unit.toStdString())),
+                                    qs(lessons::format_quantity(generated_->value, unit))));
+  });
+  connect(&dispatcher_, &ActionDispatcher::failed, this, [this](const QString& reason) {
+    if (!confirming_) return;
+    confirming_ = false;
+    confirmation_->setText("Could not run it: " + reason);
+  });
+  connect(&dispatcher_, &ActionDispatcher::cancelled, this, [this] { confirming_ = false; });
+}
+
+const lessons::Question& PracticeView::question() const {
+  return lesson_->questions[static_cast<size_t>(index_)];
+}
+
+void PracticeView::show_lesson(const lessons::Lesson& lesson) {
+  lesson_ = &lesson;
+  index_ = -1;
+  const QSignalBlocker block(list_);
+  list_->clear();
+  int i = 1;
+  for (const lessons::Question& q : lesson.questions) {
+    const auto it = answered_.find(lesson.id + "/" + q.id);
+    const QString mark = it == answered_.end() ? QString()
+                         : it->second          ? "  - right"
+                                               : "  - try again";
+    list_->addItem(QString("Question %1 (%2)%3").arg(i++).arg(kind_label(q), mark));
+  }
+  show_question(lesson.questions.empty() ? -1 : 0);
+}
+
+void PracticeView::set_answered(std::map<std::string, bool> answered) {
+  answered_ = std::move(answered);
+  if (lesson_) {
+    const int keep = index_;
+    show_lesson(*lesson_);
+    if (keep >= 0) show_question(keep);
+  }
+}
+
+void PracticeView::mark_answered(const std::string& key, bool correct) {
+  bool& right = answered_[key];
+  right = right || correct;  // once right, it stays right
+  if (lesson_ && index_ >= 0) {
+    const QSignalBlocker block(list_);
+    const lessons::Question& q = question();
+    if (QListWidgetItem* item = list_->item(index_)) {
+      item->setText(QString("Question %1 (%2)%3")
+                        .arg(index_ + 1)
+                        .arg(kind_label(q),
+                             answered_[lesson_->id + "/" + q.id] ? "  - right" : "  - try again"));
+    }
+  }
+}
+
+QString PracticeView::filled(const std::string& markdown,
+                             const std::optional<std::string>& answer) const {
+  const lessons::Measurements measured = context_.measured();
+  lessons::FillContext fill;
+  fill.model = context_.model();
+  fill.measured = &measured;
+  fill.generated = generated_ ? &*generated_ : nullptr;
+  fill.answer = answer;
+  return qs(lessons::fill_placeholders(markdown, fill).text);
+}
+
+void PracticeView::refresh_generated() {
+  generated_.reset();
+  generated_problem_.clear();
+  if (index_ < 0 || !question().generated()) return;
+  const lessons::ModelFacts* model = context_.model();
+  if (!model) {
+    generated_problem_ = "Load a model first: this question is computed from it.";
+    return;
+  }
+  try {
+    generated_ = lessons::generate_answer(question(), *model, context_.measured());
+  } catch (const std::exception& error) {
+    generated_problem_ = qs(error.what());
+  }
+}
+
+bool PracticeView::show_question(int index) {
+  const bool valid = lesson_ && index >= 0 && index < static_cast<int>(lesson_->questions.size());
+  index_ = valid ? index : -1;
+  for (QAbstractButton* b : choice_group_->buttons()) {
+    choice_group_->removeButton(b);
+    delete b;
+  }
+  while (QLayoutItem* item = self_check_layout_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  feedback_->clear();
+  confirmation_->clear();
+  working_->clear();
+  working_->hide();
+  number_->clear();
+  explanation_->clear();
+  self_check_->hide();
+  if (!valid) {
+    prompt_->setMarkdown(lesson_ ? "This lesson has no practice questions." : QString());
+    for (QWidget* w :
+         std::initializer_list<QWidget*>{choices_, number_, explanation_, check_, confirm_}) {
+      w->hide();
+    }
+    return false;
+  }
+  const QSignalBlocker block(list_);
+  list_->setCurrentRow(index);
+  refresh_generated();
+  const lessons::Question& q = question();
+  prompt_->setMarkdown(filled(q.prompt, std::nullopt) + (generated_problem_.isEmpty()
+                                                             ? QString()
+                                                             : "\n\n*" + generated_problem_ + "*"));
+  choices_->setVisible(q.kind == lessons::QuestionKind::kChoice);
+  number_->setVisible(q.kind == lessons::QuestionKind::kNumber);
+  explanation_->setVisible(q.kind == lessons::QuestionKind::kExplain);
+  check_->show();
+  check_->setText(q.kind == lessons::QuestionKind::kExplain ? "Compare with the model answer"
+                                                            : "Check");
+  confirm_->setVisible(q.confirm.has_value());
+  int i = 0;
+  for (const std::string& option : q.options) {
+    auto* button = new QRadioButton(QString("%1.  %2").arg(i + 1).arg(qs(option)));
+    choice_group_->addButton(button, i++);
+    choices_layout_->addWidget(button);
+  }
+  for (const std::string& item : q.self_check) {
+    self_check_layout_->addWidget(new QCheckBox(qs(item)));
+  }
+  return true;
+}
+
+void PracticeView::choose(int option) {
+  if (QAbstractButton* b = choice_group_->button(option)) b->setChecked(true);
+}
+
+void PracticeView::type_answer(const QString& text) {
+  if (index_ >= 0 && question().kind == lessons::QuestionKind::kExplain) {
+    explanation_->setPlainText(text);
+  } else {
+    number_->setText(text);
+  }
+}
+
+void PracticeView::tick(int item, bool on) {
+  if (QLayoutItem* it = self_check_layout_->itemAt(item)) {
+    if (auto* box = qobject_cast<QCheckBox*>(it->widget())) box->setChecked(on);
+  }
+}
+
+std::optional<lessons::AnswerResult> PracticeView::check() {
+  if (index_ < 0) return std::nullopt;
+  const lessons::Question& q = question();
+  lessons::AnswerResult result;
+  QString given;
+  switch (q.kind) {
+    case lessons::QuestionKind::kChoice:
+      if (choice_group_->checkedId() < 0) {
+        feedback_->setText("Choose an answer first.");
+        return std::nullopt;
+      }
+      result = lessons::check_choice(q, choice_group_->checkedId());
+      given = QString::number(choice_group_->checkedId());
+      break;
+    case lessons::QuestionKind::kNumber:
+      refresh_generated();
+      result = lessons::check_number(q, generated_ ? &*generated_ : nullptr,
+                                     number_->text().toStdString());
+      given = number_->text();
+      break;
+    case lessons::QuestionKind::kExplain: {
+      if (!self_check_->isVisible()) {
+        // First the model answer and the list to tick; the second press marks it.
+        self_check_->show();
+        check_->setText("Mark my ticks");
+        working_->setMarkdown("**Model answer:** " + filled(q.model_answer, std::nullopt) +
+                              "\n\nTick what your explanation did.\n\n" +
+                              filled(q.working, std::nullopt));
+        working_->show();
+        return std::nullopt;
+      }
+      std::vector<bool> ticked;
+      for (int i = 0; i < self_check_layout_->count(); ++i) {
+        auto* box = qobject_cast<QCheckBox*>(self_check_layout_->itemAt(i)->widget());
+        ticked.push_back(box && box->isChecked());
+      }
+      result = lessons::self_marked(q, ticked);
+      given = explanation_->toPlainText();
+      break;
+    }
+  }
+  feedback_->setText(qs(result.feedback));
+  working_->setMarkdown(working_markdown());
+  working_->show();
+  Q_EMIT answered(qs(lesson_->id), qs(q.id), given, result);
+  return result;
+}
+
+QString PracticeView::working_markdown() const {
+  if (index_ < 0) return {};
+  const lessons::Question& q = question();
+  const std::optional<std::string> answer =
+      lessons::answer_text(q, generated_ ? &*generated_ : nullptr);
+  QString out = "**Working**\n\n" + filled(q.working, answer);
+  if (q.kind == lessons::QuestionKind::kExplain) {
+    out = "**Model answer:** " + filled(q.model_answer, answer) + "\n\n" + out;
+  }
+  return out;
+}
+
+void PracticeView::confirm() {
+  if (index_ < 0 || !question().confirm || dispatcher_.busy()) return;
+  confirming_ = true;
+  confirmation_->setText("Running it in the window...");
+  dispatcher_.run(to_lesson_actions(question().confirm->run));
+}
+
+QString PracticeView::feedback() const { return feedback_->text(); }
+QString PracticeView::confirmation() const { return confirmation_->text(); }
+
+}  // namespace servescope::gui

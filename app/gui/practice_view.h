@@ -1,0 +1,88 @@
+// A lesson's practice questions: choose or type an answer (a number may carry its unit), check
+// it, and see the full working; an explain question shows its model answer and a self-check
+// list to tick. A generated question is computed from the loaded model's real configuration,
+// and "Run it" runs it in the window and shows the measured value beside the formula's.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "app/gui/step_view.h"
+#include "app/lessons/answers.h"
+#include "app/lessons/generators.h"
+#include "app/lessons/lesson.h"
+
+class QButtonGroup;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QTextBrowser;
+class QVBoxLayout;
+
+namespace servescope::gui {
+
+class ActionDispatcher;
+
+class PracticeView : public QWidget {
+  Q_OBJECT
+
+ public:
+  PracticeView(ActionDispatcher& dispatcher, StepContext context, QWidget* parent = nullptr);
+
+  void show_lesson(const lessons::Lesson& lesson);
+  bool show_question(int index);
+  int question_index() const { return index_; }
+  // Answering as the learner would: the option index, the typed number, or the ticks.
+  void choose(int option);
+  void type_answer(const QString& text);
+  void tick(int item, bool on);
+  std::optional<lessons::AnswerResult> check();
+  // Runs a generated question's confirmation in the window.
+  void confirm();
+  QString working_markdown() const;
+  QString feedback() const;
+  QString confirmation() const;
+  // Answers given before ("lesson/question" -> right), marked in the question list.
+  void set_answered(std::map<std::string, bool> answered);
+  void mark_answered(const std::string& key, bool correct);
+
+ Q_SIGNALS:
+  void answered(const QString& lesson, const QString& question, const QString& given,
+                const servescope::lessons::AnswerResult& result);
+
+ private:
+  const lessons::Question& question() const;
+  QString filled(const std::string& markdown, const std::optional<std::string>& answer) const;
+  void refresh_generated();
+
+  ActionDispatcher& dispatcher_;
+  StepContext context_;
+  const lessons::Lesson* lesson_ = nullptr;
+  int index_ = -1;
+  std::optional<lessons::GeneratedAnswer> generated_;
+  QString generated_problem_;
+  bool confirming_ = false;
+  std::map<std::string, bool> answered_;
+
+  QListWidget* list_;
+  QTextBrowser* prompt_;
+  QWidget* choices_;
+  QVBoxLayout* choices_layout_;
+  QButtonGroup* choice_group_;
+  QLineEdit* number_;
+  QPlainTextEdit* explanation_;
+  QWidget* self_check_;
+  QVBoxLayout* self_check_layout_;
+  QPushButton* check_;
+  QPushButton* confirm_;
+  QLabel* feedback_;
+  QLabel* confirmation_;
+  QTextBrowser* working_;
+};
+
+}  // namespace servescope::gui

@@ -1,0 +1,306 @@
+#include "app/gui/step_view.h"
+
+#include <QButtonGroup>
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <limits>
+
+#include "app/gui/action_dispatcher.h"
+#include "app/lessons/format.h"
+#include "app/lessons/placeholders.h"
+#include "app/lessons/vocabulary.h"
+
+namespace servescope::gui {
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+QTextBrowser* markdown_view() {
+  auto* view = new QTextBrowser;
+  view->setOpenExternalLinks(true);
+  view->setFrameShape(QFrame::NoFrame);
+  view->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
+  return view;
+}
+
+}  // namespace
+
+StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* parent)
+    : QWidget(parent), dispatcher_(dispatcher), context_(std::move(context)) {
+  auto* column = new QVBoxLayout(this);
+  heading_ = new QLabel;
+  heading_->setObjectName("step-heading");
+  heading_->setWordWrap(true);
+  QFont bold = heading_->font();
+  bold.setBold(true);
+  bold.setPointSizeF(bold.pointSizeF() * 1.2);
+  heading_->setFont(bold);
+  text_ = markdown_view();
+  text_->setObjectName("step-text");
+
+  predict_prompt_ = new QLabel;
+  predict_prompt_->setTextFormat(Qt::MarkdownText);
+  predict_prompt_->setWordWrap(true);
+  choices_ = new QWidget;
+  choices_layout_ = new QVBoxLayout(choices_);
+  choices_layout_->setContentsMargins(12, 0, 0, 0);
+  choice_group_ = new QButtonGroup(this);
+  number_row_ = new QWidget;
+  auto* number_layout = new QHBoxLayout(number_row_);
+  number_layout->setContentsMargins(12, 0, 0, 0);
+  number_ = new QDoubleSpinBox;
+  number_->setObjectName("predict-number");
+  number_->setRange(0.0, 1e15);
+  number_->setDecimals(3);
+  number_->setGroupSeparatorShown(true);
+  number_->setToolTip("Your prediction. Commit to a number before you run the experiment.");
+  number_unit_ = new QLabel;
+  number_layout->addWidget(number_);
+  number_layout->addWidget(number_unit_);
+  number_layout->addStretch(1);
+
+  auto* run_row = new QHBoxLayout;
+  run_ = new QPushButton("Run the experiment");
+  run_->setObjectName("run-step");
+  run_->setToolTip("Runs this step's actions in the window (Ctrl+R)");
+  run_->setShortcut(QKeySequence("Ctrl+R"));
+  cancel_ = new QPushButton("Cancel");
+  cancel_->setToolTip("Stops the experiment; the window keeps what was measured so far");
+  progress_ = new QProgressBar;
+  progress_->setTextVisible(true);
+  run_row->addWidget(run_);
+  run_row->addWidget(cancel_);
+  run_row->addWidget(progress_, 1);
+  status_ = new QLabel;
+  status_->setWordWrap(true);
+
+  observe_model_ = new QStandardItemModel(0, 3, this);
+  observe_model_->setHorizontalHeaderLabels({"Observed", "Measured", "You predicted"});
+  observe_table_ = new QTableView;
+  observe_table_->setObjectName("observe-table");
+  observe_table_->setModel(observe_model_);
+  observe_table_->verticalHeader()->hide();
+  observe_table_->horizontalHeader()->setStretchLastSection(true);
+  observe_table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  observe_table_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+  observe_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  observe_table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+  explain_ = markdown_view();
+  explain_->setObjectName("step-explain");
+
+  column->addWidget(heading_);
+  column->addWidget(text_, 3);
+  column->addWidget(predict_prompt_);
+  column->addWidget(choices_);
+  column->addWidget(number_row_);
+  column->addLayout(run_row);
+  column->addWidget(status_);
+  column->addWidget(observe_table_);
+  column->addWidget(explain_, 3);
+
+  connect(run_, &QPushButton::clicked, this, &StepView::run);
+  connect(cancel_, &QPushButton::clicked, this, &StepView::cancel);
+  connect(&dispatcher_, &ActionDispatcher::progress, this,
+          [this](int done, int total, const QString& what) {
+            if (part_ != Part::kRunning) return;
+            progress_->setRange(0, std::max(total, 1));
+            progress_->setValue(done);
+            progress_->setFormat(done >= total
+                                     ? QString("Done")
+                                     : QString("%1 (%2 of %3)").arg(what).arg(done + 1).arg(total));
+          });
+  connect(&dispatcher_, &ActionDispatcher::notice, this,
+          [this](const QString& text) { status_->setText(text); });
+  connect(&dispatcher_, &ActionDispatcher::finished, this, [this] {
+    if (part_ != Part::kRunning) return;
+    show_observations();
+    Q_EMIT run_finished();
+  });
+  connect(&dispatcher_, &ActionDispatcher::failed, this, [this](const QString& reason) {
+    if (part_ != Part::kRunning) return;
+    part_ = Part::kPredict;
+    status_->setText("The experiment stopped: " + reason);
+    run_->setEnabled(true);
+    cancel_->setEnabled(false);
+    Q_EMIT part_changed(part_);
+  });
+  connect(&dispatcher_, &ActionDispatcher::cancelled, this, [this] {
+    if (part_ != Part::kRunning) return;
+    part_ = Part::kPredict;
+    status_->setText("Cancelled. Run it again when you are ready.");
+    run_->setEnabled(true);
+    cancel_->setEnabled(false);
+    Q_EMIT part_changed(part_);
+  });
+}
+
+QString StepView::filled(const std::string& markdown) const {
+  const lessons::Measurements measured = context_.measured();
+  lessons::FillContext fill;
+  fill.model = context_.model();
+  fill.measured = &measured;
+  return qs(lessons::fill_placeholders(markdown, fill).text);
+}
+
+void StepView::show_step(const lessons::Lesson& lesson, int index) {
+  if (dispatcher_.busy() && part_ == Part::kRunning) dispatcher_.cancel();
+  lesson_ = &lesson;
+  index_ = index;
+  part_ = Part::kPredict;
+  const lessons::Step& step = lesson.steps[static_cast<size_t>(index)];
+  heading_->setText(
+      QString("%1 (step %2 of %3)").arg(qs(step.title)).arg(index + 1).arg(lesson.steps.size()));
+  text_->setMarkdown(filled(step.text));
+
+  for (QAbstractButton* b : choice_group_->buttons()) {
+    choice_group_->removeButton(b);
+    delete b;
+  }
+  const bool has_predict = step.predict.has_value();
+  const bool choice = has_predict && step.predict->kind == lessons::PredictionKind::kChoice;
+  predict_prompt_->setVisible(has_predict);
+  choices_->setVisible(choice);
+  number_row_->setVisible(has_predict && !choice);
+  if (has_predict) {
+    predict_prompt_->setText("**Predict:** " + filled(step.predict->prompt));
+    if (choice) {
+      int i = 0;
+      for (const std::string& option : step.predict->options) {
+        auto* button = new QRadioButton(QString("%1.  %2").arg(i + 1).arg(qs(option)));
+        choice_group_->addButton(button, i++);
+        choices_layout_->addWidget(button);
+      }
+    } else {
+      number_->setValue(0.0);
+      number_unit_->setText(qs(step.predict->unit));
+    }
+  }
+  const bool has_run = !step.run.empty();
+  run_->setText(has_run ? "Run the experiment" : "Show the explanation");
+  run_->setEnabled(true);
+  cancel_->setEnabled(false);
+  cancel_->setVisible(has_run);
+  progress_->setVisible(has_run);
+  progress_->reset();
+  status_->clear();
+  observe_model_->removeRows(0, observe_model_->rowCount());
+  observe_table_->hide();
+  explain_->hide();
+  Q_EMIT part_changed(part_);
+}
+
+std::optional<double> StepView::prediction() const {
+  if (!lesson_) return std::nullopt;
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  if (!step.predict) return std::nullopt;
+  if (step.predict->kind == lessons::PredictionKind::kChoice) {
+    const int id = choice_group_->checkedId();
+    return id >= 0 ? std::optional<double>(id) : std::nullopt;
+  }
+  return number_->value() > 0.0 ? std::optional<double>(number_->value()) : std::nullopt;
+}
+
+void StepView::set_prediction(double value) {
+  if (!lesson_) return;
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  if (!step.predict) return;
+  if (step.predict->kind == lessons::PredictionKind::kNumber) {
+    number_->setValue(value);
+  } else if (QAbstractButton* b = choice_group_->button(static_cast<int>(value))) {
+    b->setChecked(true);
+  }
+}
+
+void StepView::run() {
+  if (!lesson_ || part_ == Part::kRunning) return;
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  if (const std::optional<double> p = prediction()) Q_EMIT predicted(qs(step.id), *p);
+  if (step.run.empty()) {
+    show_observations();
+    return;
+  }
+  part_ = Part::kRunning;
+  run_->setEnabled(false);
+  cancel_->setEnabled(true);
+  status_->setText("Running; the window stays yours meanwhile.");
+  Q_EMIT part_changed(part_);
+  dispatcher_.run(to_lesson_actions(step.run));
+}
+
+void StepView::cancel() { dispatcher_.cancel(); }
+
+void StepView::show_observations() {
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  part_ = Part::kObserve;
+  run_->setEnabled(true);
+  run_->setText(step.run.empty() ? "Show the explanation" : "Run it again");
+  cancel_->setEnabled(false);
+  status_->clear();
+  observe_model_->removeRows(0, observe_model_->rowCount());
+  const std::optional<double> predicted = prediction();
+  QString predicted_text = "-";
+  if (predicted && step.predict) {
+    predicted_text = step.predict->kind == lessons::PredictionKind::kChoice
+                         ? qs(step.predict->options[static_cast<size_t>(*predicted)])
+                         : qs(lessons::format_quantity(*predicted, step.predict->unit));
+  }
+  int row = 0;
+  for (const lessons::Observation& o : step.observe) {
+    const MeasureValue v = dispatcher_.measure(o.measure);
+    const QString measured =
+        v.value ? qs(lessons::format_quantity(*v.value, v.unit.toStdString())) : v.missing;
+    QList<QStandardItem*> items = {new QStandardItem(qs(o.label.empty() ? o.measure : o.label)),
+                                   new QStandardItem(measured),
+                                   new QStandardItem(row == 0 ? predicted_text : QString())};
+    items[1]->setToolTip(qs(lessons::find_measure(o.measure)
+                                ? std::string(lessons::find_measure(o.measure)->help)
+                                : o.measure));
+    observe_model_->appendRow(items);
+    ++row;
+  }
+  observe_table_->setVisible(!step.observe.empty());
+  observe_table_->resizeColumnsToContents();
+  explain_->setMarkdown(explanation_markdown());
+  explain_->setVisible(!step.explain.empty());
+  Q_EMIT part_changed(part_);
+}
+
+QString StepView::explanation_markdown() const {
+  if (!lesson_) return {};
+  return filled(lesson_->steps[static_cast<size_t>(index_)].explain);
+}
+
+QString StepView::part_markdown() const {
+  if (!lesson_) return {};
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  if (part_ == Part::kObserve) {
+    QString out;
+    for (int r = 0; r < observe_model_->rowCount(); ++r) {
+      out += QString("- %1: **%2**\n")
+                 .arg(observe_model_->item(r, 0)->text(), observe_model_->item(r, 1)->text());
+    }
+    return out + "\n" + explanation_markdown();
+  }
+  QString out = filled(step.text);
+  if (step.predict) {
+    out += "\n\n**Predict:** " + filled(step.predict->prompt) + "\n\n";
+    int i = 1;
+    for (const std::string& option : step.predict->options) {
+      out += QString("%1. %2\n").arg(i++).arg(qs(option));
+    }
+  }
+  if (part_ == Part::kRunning) out += "\n\n*Running the experiment...*";
+  return out;
+}
+
+}  // namespace servescope::gui

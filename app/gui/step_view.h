@@ -1,0 +1,89 @@
+// One lesson step, in the order the learner meets it: the text and a prediction to commit to
+// (a choice, or a number with its unit), Run (the step's actions through the dispatcher, with
+// progress and Cancel; the window keeps working), then what was measured beside the prediction
+// and the explanation with the numbers just measured filled in.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <functional>
+#include <optional>
+
+#include "app/lessons/generators.h"
+#include "app/lessons/lesson.h"
+#include "app/lessons/model_facts.h"
+
+class QButtonGroup;
+class QDoubleSpinBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QStandardItemModel;
+class QTableView;
+class QTextBrowser;
+class QVBoxLayout;
+
+namespace servescope::gui {
+
+class ActionDispatcher;
+
+// Where the step's figures come from.
+struct StepContext {
+  std::function<const lessons::ModelFacts*()> model;  // nullptr before a model is loaded
+  std::function<lessons::Measurements()> measured;    // every measure the window has
+};
+
+class StepView : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum class Part { kPredict, kRunning, kObserve };
+
+  StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* parent = nullptr);
+
+  void show_step(const lessons::Lesson& lesson, int index);
+  Part part() const { return part_; }
+  // Runs the experiment (or, with nothing to run, shows the explanation).
+  void run();
+  void cancel();
+  // The learner's prediction: the chosen option's index, or the number; nullopt when none.
+  std::optional<double> prediction() const;
+  void set_prediction(double value);
+  // The current part as Markdown (lecture mode's strip).
+  QString part_markdown() const;
+  QString explanation_markdown() const;
+
+ Q_SIGNALS:
+  void part_changed(servescope::gui::StepView::Part part);
+  void predicted(const QString& step_id, double value);
+  void run_finished();
+
+ private:
+  void show_observations();
+  QString filled(const std::string& markdown) const;
+
+  ActionDispatcher& dispatcher_;
+  StepContext context_;
+  const lessons::Lesson* lesson_ = nullptr;
+  int index_ = 0;
+  Part part_ = Part::kPredict;
+
+  QLabel* heading_;
+  QTextBrowser* text_;
+  QLabel* predict_prompt_;
+  QWidget* choices_;
+  QVBoxLayout* choices_layout_;
+  QButtonGroup* choice_group_;
+  QWidget* number_row_;
+  QDoubleSpinBox* number_;
+  QLabel* number_unit_;
+  QPushButton* run_;
+  QPushButton* cancel_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QTableView* observe_table_;
+  QStandardItemModel* observe_model_;
+  QTextBrowser* explain_;
+};
+
+}  // namespace servescope::gui

@@ -1,0 +1,271 @@
+// The Learn pane and lecture mode on the real window: lecture mode's key map and sizes, practice
+// answers with their working (a generated question against the engine's formula), keyboard-only
+// flashcards on the Leitner boxes, and progress kept across windows, exported and imported.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QDockWidget>
+#include <QFile>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <memory>
+
+#include "app/cli/commands.h"
+#include "app/gui/action_dispatcher.h"
+#include "app/gui/learn_pane.h"
+#include "app/gui/lecture_mode.h"
+#include "app/gui/lesson_ui.h"
+#include "app/gui/main_window.h"
+#include "app/lessons/generators.h"
+#include "app/lessons/model_facts.h"
+#include "tests/app/gui_test_support.h"
+
+namespace servescope::gui {
+namespace {
+
+using testing::app;
+using testing::wait_until;
+
+class LearnFixture : public ::testing::Test {
+ protected:
+  void SetUp() override { open_window(); }
+
+  void open_window() {
+    app();
+    WindowOptions options;
+    options.remember_settings = false;
+    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+    options.cache_folder = cache_.path();
+    options.lessons_folder = QString(SERVESCOPE_LESSONS_DIR);
+    options.progress_folder = progress_.path();
+    window_.reset();
+    window_ = std::make_unique<MainWindow>(options);
+    window_->resize(1400, 900);
+    window_->show();
+    ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
+    QApplication::setActiveWindow(window_.get());
+  }
+
+  LessonUi& ui() { return window_->lessons(); }
+  LearnPane& learn() { return ui().learn(); }
+
+  void key(Qt::Key k) {
+    QTest::keyClick(window_.get(), k);
+    wait_until([] { return false; }, 30);
+  }
+
+  QTemporaryDir cache_;
+  QTemporaryDir progress_;
+  std::unique_ptr<MainWindow> window_;
+};
+
+TEST_F(LearnFixture, TheLearnPaneOffersEveryShippedLessonAndFillsTheModelsNumbers) {
+  EXPECT_GE(learn().lessons().size(), 6u);
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  ASSERT_TRUE(wait_until([&] { return ui().model_facts() != nullptr; }));
+  // Placeholders the lesson text uses are filled with the loaded model's real configuration.
+  learn().open_lesson("kv-cache", 1);
+  EXPECT_FALSE(learn().step_markdown().contains("{{"));
+  EXPECT_FALSE(learn().open_lesson("no-such-lesson", 0));
+}
+
+TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
+  QAction* f11 = ui().lecture().action();
+  EXPECT_EQ(f11->shortcut(), QKeySequence(Qt::Key_F11));
+  EXPECT_FALSE(f11->toolTip().isEmpty());
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  f11->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  EXPECT_FALSE(window_->menuBar()->isVisible());
+  EXPECT_FALSE(ui().dock().isVisible());
+  EXPECT_TRUE(ui().lecture().step_title().contains("(1/"));
+  // Readable from the back of a hall: nothing smaller than 20 pixels.
+  EXPECT_GE(ui().lecture().smallest_font_px(), 20);
+  RecordProperty("smallest_font_px", ui().lecture().smallest_font_px());  // README states it
+  EXPECT_GE(QFontInfo(window_->panels().panel(PanelId::kRoofline)->font()).pixelSize(),
+            LectureMode::kBodyPx - 1);
+
+  // Digits pick the one panel on screen.
+  key(Qt::Key_5);
+  EXPECT_EQ(window_->current_panel(), PanelId::kRoofline);
+  key(Qt::Key_2);
+  EXPECT_EQ(window_->current_panel(), PanelId::kKvCache);
+
+  // Space runs the step's experiment, and again moves on once it has finished.
+  key(Qt::Key_Space);
+  EXPECT_EQ(learn().step_view().part(), StepView::Part::kRunning);
+  ASSERT_TRUE(wait_until([&] { return learn().step_view().part() == StepView::Part::kObserve; }));
+  key(Qt::Key_PageDown);
+  EXPECT_EQ(learn().current_step(), 1);
+  EXPECT_TRUE(ui().lecture().step_title().contains("(2/"));
+  key(Qt::Key_PageUp);
+  EXPECT_EQ(learn().current_step(), 0);
+
+  // M slow motion on and off; P pauses and resumes; S steps once (pausing first).
+  key(Qt::Key_M);
+  EXPECT_EQ(window_->speed(), Speed::kSlowMotion);
+  key(Qt::Key_M);
+  EXPECT_EQ(window_->speed(), Speed::kRealTime);
+  window_->set_max_tokens(300);
+  window_->generate();
+  ASSERT_TRUE(wait_until([&] { return window_->user_request() >= 0; }));
+  key(Qt::Key_P);
+  EXPECT_EQ(window_->speed(), Speed::kSingleStep);
+  const auto steps = [&] { return window_->folder().counts().steps; };
+  ASSERT_TRUE(wait_until([&] { return window_->generating(); }));
+  wait_until([] { return false; }, 200);  // a step already under way is folded
+  const int64_t paused_at = steps();
+  wait_until([] { return false; }, 300);
+  EXPECT_EQ(steps(), paused_at);  // paused: nothing runs
+  key(Qt::Key_S);
+  EXPECT_TRUE(wait_until([&] { return steps() == paused_at + 1; }));
+  key(Qt::Key_P);
+  EXPECT_EQ(window_->speed(), Speed::kRealTime);
+
+  // Esc leaves and gives the controls back.
+  key(Qt::Key_Escape);
+  EXPECT_FALSE(ui().lecture().active());
+  EXPECT_TRUE(window_->menuBar()->isVisible());
+  window_->stop();
+}
+
+TEST_F(LearnFixture, AGeneratedQuestionIsMarkedByTheEnginesFormulaAndShowsItsWorking) {
+  ASSERT_TRUE(wait_until([&] { return ui().model_facts() != nullptr; }));
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  const lessons::Lesson& lesson = *learn().current_lesson();
+  int index = -1;
+  for (size_t i = 0; i < lesson.questions.size(); ++i) {
+    if (lesson.questions[i].generated() && lesson.questions[i].generator == "kv_bytes") {
+      index = static_cast<int>(i);
+    }
+  }
+  ASSERT_GE(index, 0) << "the KV lesson has a generated kv_bytes question";
+  const lessons::GeneratedAnswer expected = lessons::generate_answer(
+      lesson.questions[static_cast<size_t>(index)],
+      lessons::model_facts(std::filesystem::path(cli::default_model_path())));
+
+  PracticeView& practice = learn().practice();
+  ASSERT_TRUE(practice.show_question(index));
+  practice.type_answer(QString::number(expected.value * 1.5, 'f', 0));
+  std::optional<lessons::AnswerResult> wrong = practice.check();
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_FALSE(wrong->correct);
+  EXPECT_FALSE(practice.working_markdown().contains("{{"));  // the working is filled in
+  EXPECT_FALSE(practice.working_markdown().isEmpty());
+
+  practice.type_answer(QString::number(expected.value, 'f', 0) + " bytes");
+  std::optional<lessons::AnswerResult> right = practice.check();
+  ASSERT_TRUE(right.has_value());
+  EXPECT_TRUE(right->correct) << right->feedback;
+  // The answer is recorded in the learner's progress and marked in the question list.
+  ASSERT_FALSE(ui().progress().answers.empty());
+  EXPECT_TRUE(ui().progress().answers.back().correct);
+  EXPECT_TRUE(
+      practice.findChild<QListWidget*>("question-list")->item(index)->text().endsWith("right"));
+
+  // Run it: the engine's measurement equals the formula's answer.
+  if (lesson.questions[static_cast<size_t>(index)].confirm) {
+    practice.confirm();
+    ASSERT_TRUE(wait_until([&] { return practice.confirmation().startsWith("Measured"); }))
+        << practice.confirmation().toStdString();
+    const MeasureValue measured =
+        ui().dispatcher().measure(lesson.questions[static_cast<size_t>(index)].confirm->measure);
+    ASSERT_TRUE(measured.value.has_value());
+    EXPECT_EQ(*measured.value, expected.value);
+  }
+}
+
+TEST_F(LearnFixture, FlashcardsAreReviewedWithTheKeyboardOnTheLeitnerBoxes) {
+  FlashcardView& cards = learn().flashcards();
+  learn().tabs().setCurrentWidget(&cards);
+  cards.setFocus();
+  const lessons::DueCounts before = cards.due();
+  ASSERT_GE(before.due_total, 30);  // every card is new: due, in box 1
+  EXPECT_EQ(before.cards[0], before.due_total);
+
+  const QString first = cards.current_card();
+  QTest::keyClick(&cards, Qt::Key_2);  // no answer before the back was seen
+  EXPECT_EQ(cards.current_card(), first);
+  QTest::keyClick(&cards, Qt::Key_Space);
+  EXPECT_TRUE(cards.back_shown());
+  EXPECT_FALSE(cards.back_text().isEmpty());
+  QTest::keyClick(&cards, Qt::Key_2);  // knew it: box 2, due tomorrow
+  EXPECT_EQ(cards.states().at(first.toStdString()).box, 2);
+  EXPECT_EQ(cards.due().due_total, before.due_total - 1);
+  EXPECT_EQ(cards.due().cards[1], 1);
+
+  const QString second = cards.current_card();
+  QTest::keyClick(&cards, Qt::Key_Space);
+  QTest::keyClick(&cards, Qt::Key_1);  // didn't know: box 1, due again today
+  EXPECT_EQ(cards.states().at(second.toStdString()).box, 1);
+  EXPECT_EQ(cards.due().due_total, before.due_total - 1);
+
+  // Tomorrow the known card is due again.
+  cards.set_today(QDate::currentDate().addDays(1));
+  EXPECT_EQ(cards.due().due[1], 1);
+}
+
+TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport) {
+  // A number prediction is recorded when the learner runs the step.
+  const lessons::Lesson* kv = nullptr;
+  for (const lessons::Lesson* l : learn().lessons()) {
+    if (l->id == "kv-cache") kv = l;
+  }
+  ASSERT_NE(kv, nullptr);
+  int number_step = -1;
+  for (size_t i = 0; i < kv->steps.size(); ++i) {
+    if (kv->steps[i].predict && kv->steps[i].predict->kind == lessons::PredictionKind::kNumber) {
+      number_step = static_cast<int>(i);
+    }
+  }
+  ASSERT_GE(number_step, 0);
+  ASSERT_TRUE(learn().open_lesson("kv-cache", number_step));
+  learn().step_view().set_prediction(500000);
+  learn().step_view().run();
+  learn().step_view().cancel();
+  ASSERT_FALSE(ui().progress().predictions.empty());
+  EXPECT_EQ(ui().progress().predictions.back().value, "500000");
+  // Coming back to the step brings the prediction back.
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  ASSERT_TRUE(learn().open_lesson("kv-cache", number_step));
+  EXPECT_EQ(learn().step_view().prediction(), 500000.0);
+
+  ASSERT_TRUE(learn().open_lesson("batching", 2));
+  learn().flashcards().show_back();
+  learn().flashcards().answer(true);
+  const lessons::Progress saved = ui().progress();
+  ASSERT_EQ(saved.lesson, "batching");
+  ASSERT_TRUE(QFile::exists(progress_.filePath("progress.json")));
+
+  open_window();  // a new session on the same progress folder
+  EXPECT_EQ(ui().progress(), saved);
+  ASSERT_NE(learn().current_lesson(), nullptr);
+  EXPECT_EQ(learn().current_lesson()->id, "batching");
+  EXPECT_EQ(learn().current_step(), 2);
+  EXPECT_EQ(learn().flashcards().states(), saved.cards);
+
+  QTemporaryDir elsewhere;
+  const QString exported = elsewhere.filePath("handed-in.json");
+  ASSERT_TRUE(ui().export_progress(exported));
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  ASSERT_NE(ui().progress(), saved);
+  ASSERT_TRUE(ui().import_progress(exported));
+  EXPECT_EQ(ui().progress(), saved);
+  EXPECT_EQ(learn().current_lesson()->id, "batching");
+
+  // A file that is not progress is refused and changes nothing.
+  QFile junk(elsewhere.filePath("junk.json"));
+  ASSERT_TRUE(junk.open(QIODevice::WriteOnly));
+  junk.write("{not json");
+  junk.close();
+  EXPECT_FALSE(ui().import_progress(junk.fileName()));
+  EXPECT_EQ(ui().progress(), saved);
+  EXPECT_FALSE(learn().notice().isEmpty());
+}
+
+}  // namespace
+}  // namespace servescope::gui
