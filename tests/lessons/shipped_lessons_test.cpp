@@ -144,7 +144,7 @@ TEST(ShippedLessons, KvQuestionsRetainTheTokensTheirAnswersAssume) {
 
     // Greedy, stopping at the end-of-story token as the window does: the run must last.
     m->transformer->set_kv_type(eval::parse_kv_type(run.kv_type));
-    serving::GenerationRequest request;
+    serving::EngineRequest request;
     request.prompt_ids = m->require_tokenizer().encode_with_bos(run.prompt);
     request.max_tokens = run.max_tokens;
     request.sampling.greedy = true;
