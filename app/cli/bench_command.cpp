@@ -23,8 +23,8 @@ namespace {
 
 // The serving engine's KV type from --kv-type (default F16), through the one parser every
 // subcommand uses.
-serving::KvType kv_type_option(const Options& options) {
-  return serving::kv_type_of(eval::parse_kv_type(options.get_or("kv-type", "f16")));
+gguf::GgmlType kv_type_option(const Options& options) {
+  return serving::check_kv_type(eval::parse_kv_type(options.get_or("kv-type", "f16")));
 }
 
 // "MIN:MAX" or "N" (= N:N) for --prompt-tokens and --output-tokens.

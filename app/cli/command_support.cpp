@@ -92,8 +92,8 @@ json float_array(const float* values, size_t n) {
 json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
 // "f32", "f16", "q8_0": the KV type names as the command line spells them.
-std::string kv_type_label(serving::KvType type) {
-  std::string label(serving::kv_type_name(type));
+std::string kv_type_label(gguf::GgmlType type) {
+  std::string label(gguf::type_name(type));
   for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return label;
 }

@@ -47,7 +47,7 @@ nlohmann::json float_array(const float* values, size_t n);
 nlohmann::json finite_or_null(double value);
 
 // "f32", "f16", "q8_0": the KV type names as the command line spells them.
-std::string kv_type_label(serving::KvType type);
+std::string kv_type_label(gguf::GgmlType type);
 
 // Progress on stderr: "evaluate: q8_0 381/1530 positions, perplexity 7.9, mean KL 0.004".
 // On a terminal the line is rewritten in place and ends when a variant is done.

@@ -115,7 +115,7 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   serving::EngineConfig config;
   config.max_batch_size = 1;
   config.token_budget = m->config.context_length;
-  config.kv_type = serving::kv_type_of(m->transformer->kv_type());
+  config.kv_type = serving::check_kv_type(m->transformer->kv_type());
   serving::Engine engine(*m->transformer, model::summarize_weights(m->file).bytes, config,
                          &observer);
   engine.submit(request);

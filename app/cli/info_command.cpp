@@ -17,7 +17,7 @@ namespace {
 // where the type cannot store this model's rows (Q8_0 needs kv_dim a multiple of 32).
 json kv_bytes_per_token_by_type(const model::ModelConfig& c) {
   json bytes = json::object();
-  for (const serving::KvType type : serving::kKvTypes) {
+  for (const gguf::GgmlType type : serving::kKvTypes) {
     const serving::KvLayout layout = serving::kv_layout(c, type);
     try {
       serving::validate(layout);

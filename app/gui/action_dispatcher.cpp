@@ -56,10 +56,10 @@ QVariantMap map_argument(const LessonAction& a) {
   bad(a, "needs a map such as {max_tokens: 100}");
 }
 
-std::optional<serving::KvType> parse_kv_type(const QString& s) {
-  if (s == "f32") return serving::KvType::kF32;
-  if (s == "f16") return serving::KvType::kF16;
-  if (s == "q8_0") return serving::KvType::kQ8_0;
+std::optional<gguf::GgmlType> parse_kv_type(const QString& s) {
+  if (s == "f32") return gguf::GgmlType::F32;
+  if (s == "f16") return gguf::GgmlType::F16;
+  if (s == "q8_0") return gguf::GgmlType::Q8_0;
   return std::nullopt;
 }
 
@@ -394,7 +394,7 @@ ActionDispatcher::Task ActionDispatcher::set_backend(const QString& which) {
 }
 
 ActionDispatcher::Task ActionDispatcher::set_kv_type(const QString& which) {
-  const serving::KvType type = *parse_kv_type(which);
+  const gguf::GgmlType type = *parse_kv_type(which);
   return Task{QString("KV cache in %1").arg(which.toUpper()), [this, type] {
                 const auto& info = window_.engine_info();
                 if (!info) return fail("No model is loaded yet.");

@@ -49,7 +49,7 @@ struct EngineInfo {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  serving::KvType kv_type = serving::KvType::kF16;
+  gguf::GgmlType kv_type = gguf::GgmlType::F16;
   int64_t kv_blocks = 0;
   int64_t block_size = 0;
   uint64_t kv_bytes_per_block = 0;
@@ -108,4 +108,4 @@ Q_DECLARE_METATYPE(servescope::gui::EngineInfo)
 Q_DECLARE_METATYPE(servescope::gui::GeneratedToken)
 Q_DECLARE_METATYPE(servescope::gui::EngineCounters)
 Q_DECLARE_METATYPE(servescope::serving::SamplingParams)
-Q_DECLARE_METATYPE(servescope::serving::KvType)
+Q_DECLARE_METATYPE(servescope::gguf::GgmlType)

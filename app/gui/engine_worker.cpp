@@ -73,7 +73,7 @@ void EngineWorker::register_types() {
   qRegisterMetaType<QVector<GeneratedToken>>();
   qRegisterMetaType<EngineCounters>();
   qRegisterMetaType<serving::SamplingParams>();
-  qRegisterMetaType<serving::KvType>();
+  qRegisterMetaType<gguf::GgmlType>();
   qRegisterMetaType<QuantLabReport>();
   qRegisterMetaType<BatchSweepPoint>();
   qRegisterMetaType<QVector<BatchSweepPoint>>();
@@ -384,7 +384,7 @@ EngineInfo EngineWorker::engine_info() const {
   return info;
 }
 
-void EngineWorker::set_kv_type(serving::KvType type) {
+void EngineWorker::set_kv_type(gguf::GgmlType type) {
   if (type == kv_type_) return;
   kv_type_ = type;
   const bool was_generating = user_request_.has_value();

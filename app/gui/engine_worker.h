@@ -70,7 +70,7 @@ class EngineWorker : public QObject {
   // serving meanwhile, and keeps serving when the write fails (failed() says why).
   void open_timing_model(const servescope::gui::TimingModel& model, const QString& path,
                          servescope::gui::BackendChoice backend);
-  void set_kv_type(servescope::serving::KvType type);
+  void set_kv_type(servescope::gguf::GgmlType type);
   // Re-encodes the loaded model's weights ("f16", "q8_0", "q4_0"; "" for the file as loaded)
   // on a thread of its own with progress; the model in use keeps serving until the new one is
   // ready, then the engine is rebuilt on it.
@@ -142,7 +142,7 @@ class EngineWorker : public QObject {
   QTimer* tick_timer_;
   QString model_path_;
   BackendChoice backend_;
-  serving::KvType kv_type_ = serving::KvType::kF16;
+  gguf::GgmlType kv_type_ = gguf::GgmlType::F16;
   serving::SamplingParams sampling_;
   int max_tokens_ = 200;
   int classmates_ = 0;

@@ -33,16 +33,8 @@ widgets::KvBlockEvent block_event(telemetry::KvEventKind kind) {
 }
 
 // Bytes of one key or value element as the cache stores it (Q8_0: 34 bytes per 32 elements).
-double bytes_per_element(serving::KvType type) {
-  switch (type) {
-    case serving::KvType::kF32:
-      return 4.0;
-    case serving::KvType::kF16:
-      return 2.0;
-    case serving::KvType::kQ8_0:
-      return 34.0 / 32.0;
-  }
-  return 0.0;
+double bytes_per_element(gguf::GgmlType type) {
+  return static_cast<double>(gguf::row_bytes(type, gguf::kQuantBlock)) / gguf::kQuantBlock;
 }
 
 class KvCacheAdapter final : public PanelAdapter {
@@ -71,7 +63,7 @@ class KvCacheAdapter final : public PanelAdapter {
     }
     snapshot.model = {info.n_layers, info.n_kv_heads, info.head_dim,
                       bytes_per_element(info.kv_type),
-                      QString::fromUtf8(serving::kv_type_name(info.kv_type).data())};
+                      QString::fromUtf8(gguf::type_name(info.kv_type).data())};
     for (const KvFillPoint& point : feed.folder.kv_fill()) {
       snapshot.history.push_back(
           {point.retained_tokens, static_cast<double>(point.allocated_bytes)});

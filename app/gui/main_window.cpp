@@ -172,7 +172,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
   // The worker learns the settings before it loads anything.
   const int classmates = classmates_->value();
   const int max_tokens = max_tokens_->value();
-  const auto kv = static_cast<serving::KvType>(kv_picker_->currentData().toInt());
+  const auto kv = static_cast<gguf::GgmlType>(kv_picker_->currentData().toInt());
   const auto speed = static_cast<Speed>(speed_picker_->currentData().toInt());
   QMetaObject::invokeMethod(worker_, [w = worker_, classmates, max_tokens, kv, speed] {
     w->set_classmates(classmates);
@@ -349,7 +349,7 @@ void MainWindow::set_speed(Speed speed) {
   QMetaObject::invokeMethod(worker_, [w = worker_, speed] { w->set_speed(speed); });
 }
 
-void MainWindow::set_kv_type(serving::KvType type) {
+void MainWindow::set_kv_type(gguf::GgmlType type) {
   const int index = kv_picker_->findData(static_cast<int>(type));
   if (index >= 0) kv_picker_->setCurrentIndex(index);
   QMetaObject::invokeMethod(worker_, [w = worker_, type] { w->set_kv_type(type); });

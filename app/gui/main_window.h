@@ -69,7 +69,7 @@ class MainWindow : public QMainWindow {
   void set_max_tokens(int count);
   void set_continuous_classmates(bool continuous);
   void set_speed(Speed speed);
-  void set_kv_type(serving::KvType type);
+  void set_kv_type(gguf::GgmlType type);
   void set_greedy(bool greedy);
   void generate();
   void stop();

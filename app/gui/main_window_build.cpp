@@ -138,14 +138,14 @@ void MainWindow::build_toolbar() {
   kv_picker_->setToolTip(
       "Precision of the keys and values the KV cache stores: F32 (4 bytes), "
       "F16 (2 bytes) or Q8_0 (1.06 bytes per element)");
-  for (const serving::KvType type :
-       {serving::KvType::kF32, serving::KvType::kF16, serving::KvType::kQ8_0}) {
+  for (const gguf::GgmlType type :
+       {gguf::GgmlType::F32, gguf::GgmlType::F16, gguf::GgmlType::Q8_0}) {
     kv_picker_->addItem(kv_type_label(type), static_cast<int>(type));
   }
   kv_picker_->setCurrentIndex(1);
   bar->addWidget(kv_picker_);
   connect(kv_picker_, &QComboBox::activated, this, [this](int index) {
-    set_kv_type(static_cast<serving::KvType>(kv_picker_->itemData(index).toInt()));
+    set_kv_type(static_cast<gguf::GgmlType>(kv_picker_->itemData(index).toInt()));
   });
 
   bar->addWidget(new QLabel("  Classmates "));

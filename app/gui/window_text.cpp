@@ -39,8 +39,8 @@ QString bytes_text(uint64_t bytes) {
                                              QLocale::DataSizeTraditionalFormat);
 }
 
-QString kv_type_label(serving::KvType type) {
-  return QString::fromUtf8(serving::kv_type_name(type).data());
+QString kv_type_label(gguf::GgmlType type) {
+  return QString::fromUtf8(gguf::type_name(type).data());
 }
 
 }  // namespace servescope::gui

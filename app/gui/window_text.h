@@ -31,6 +31,6 @@ QString name_without_note(const QString& name);
 // 17.6 MB, 1.3 kB: sizes in the user's locale.
 QString bytes_text(uint64_t bytes);
 
-QString kv_type_label(serving::KvType type);
+QString kv_type_label(gguf::GgmlType type);
 
 }  // namespace servescope::gui

@@ -107,9 +107,9 @@ class Params {
 
 serving::KvLayout layout_for(const ModelFacts& model, const Params& p) {
   const std::string& type = p.text("kv_type");
-  const serving::KvType kv = type == "f32"   ? serving::KvType::kF32
-                             : type == "f16" ? serving::KvType::kF16
-                                             : serving::KvType::kQ8_0;
+  const gguf::GgmlType kv = type == "f32"   ? gguf::GgmlType::F32
+                            : type == "f16" ? gguf::GgmlType::F16
+                                            : gguf::GgmlType::Q8_0;
   // kv_bytes has no block size: bytes per token do not depend on it.
   const int64_t block_size = p.all().count("block_size") != 0 ? p.integer("block_size") : 16;
   serving::KvLayout layout = serving::kv_layout(model.config, kv, block_size);

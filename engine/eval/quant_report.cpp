@@ -121,7 +121,7 @@ serving::EngineConfig report_load_engine(const QuantReportOptions& options,
                                          gguf::GgmlType kv_type) {
   serving::EngineConfig config;
   config.max_batch_size = options.load_max_batch;
-  config.kv_type = serving::kv_type_of(kv_type);
+  config.kv_type = serving::check_kv_type(kv_type);
   return config;
 }
 
@@ -187,7 +187,7 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
     report.kv_type = weight_type_label(kv_type);
     report.weight_bytes = model::summarize_weights(m.file).bytes;
     report.kv_bytes_per_token =
-        serving::kv_bytes_per_token(serving::kv_layout(config, serving::kv_type_of(kv_type)));
+        serving::kv_bytes_per_token(serving::kv_layout(config, serving::check_kv_type(kv_type)));
     report.memory_bytes = report.weight_bytes +
                           report.kv_bytes_per_token * static_cast<uint64_t>(config.context_length);
     report.greedy_identical_tokens = identical_prefix_length(

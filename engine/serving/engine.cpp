@@ -38,7 +38,7 @@ Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const Eng
             kv_block_count(config, transformer.config())),
       scheduler_(scheduler_config(config, transformer.config()), pool_),
       cache_(model::create_paged_kv_cache(transformer.config(), transformer.backend(),
-                                          kv_ggml_type(config.kv_type),
+                                          config.kv_type,
                                           pool_.blocks_total() * pool_.layout().block_size)),
       epoch_(std::chrono::steady_clock::now()) {
   if (config.finished_history < 0) throw InputError("the finished history cannot be negative");

@@ -43,7 +43,7 @@ namespace servescope::serving {
 struct EngineConfig {
   int64_t max_batch_size = 8;
   int64_t token_budget = 256;  // tokens per step; raised to max_batch_size when below it
-  KvType kv_type = KvType::kF16;
+  gguf::GgmlType kv_type = gguf::GgmlType::F16;
   int64_t block_size = 16;
   // KV capacity in blocks; 0: enough for max_batch_size sequences of the full context.
   int64_t kv_blocks = 0;

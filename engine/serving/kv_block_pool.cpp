@@ -10,39 +10,15 @@ namespace servescope::serving {
 
 using telemetry::KvEventKind;
 
-std::string_view kv_type_name(KvType type) {
-  switch (type) {
-    case KvType::kF32:
-      return "F32";
-    case KvType::kF16:
-      return "F16";
-    case KvType::kQ8_0:
-      return "Q8_0";
-  }
-  return "unknown";
-}
-
-gguf::GgmlType kv_ggml_type(KvType type) {
-  switch (type) {
-    case KvType::kF32:
-      return gguf::GgmlType::F32;
-    case KvType::kF16:
-      return gguf::GgmlType::F16;
-    case KvType::kQ8_0:
-      return gguf::GgmlType::Q8_0;
-  }
-  throw std::logic_error("unknown KvType");
-}
-
-KvType kv_type_of(gguf::GgmlType type) {
-  for (const KvType kv : kKvTypes) {
-    if (kv_ggml_type(kv) == type) return kv;
+gguf::GgmlType check_kv_type(gguf::GgmlType type) {
+  for (const gguf::GgmlType kv : kKvTypes) {
+    if (kv == type) return type;
   }
   throw InputError("the KV cache stores F32, F16 or Q8_0, not " +
                    std::string(gguf::type_name(type)));
 }
 
-KvLayout kv_layout(const model::ModelConfig& config, KvType type, int64_t block_size) {
+KvLayout kv_layout(const model::ModelConfig& config, gguf::GgmlType type, int64_t block_size) {
   return KvLayout{config.n_layers, config.kv_dim(), type, block_size};
 }
 
@@ -50,7 +26,8 @@ void validate(const KvLayout& layout) {
   if (layout.n_layers <= 0) throw InputError("KV cache: the model must have at least one layer");
   if (layout.kv_dim <= 0) throw InputError("KV cache: kv_heads x head_dim must be positive");
   if (layout.block_size <= 0) throw InputError("KV cache: block size must be at least 1 token");
-  if (layout.type == KvType::kQ8_0 && layout.kv_dim % gguf::kQuantBlock != 0) {
+  check_kv_type(layout.type);
+  if (layout.type == gguf::GgmlType::Q8_0 && layout.kv_dim % gguf::kQuantBlock != 0) {
     throw InputError(
         "KV cache: Q8_0 stores rows in blocks of 32 elements, but kv_heads x "
         "head_dim = " +
@@ -59,7 +36,7 @@ void validate(const KvLayout& layout) {
 }
 
 uint64_t kv_row_bytes(const KvLayout& layout) {
-  return gguf::row_bytes(kv_ggml_type(layout.type), layout.kv_dim);
+  return gguf::row_bytes(layout.type, layout.kv_dim);
 }
 
 uint64_t kv_bytes_per_token_per_layer(const KvLayout& layout) { return 2 * kv_row_bytes(layout); }

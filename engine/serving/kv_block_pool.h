@@ -28,25 +28,24 @@ namespace servescope::serving {
 
 using SequenceId = int64_t;
 
-// How keys and values are stored: rows laid out exactly as GGML stores tensors of that type.
-enum class KvType { kF32, kF16, kQ8_0 };
-inline constexpr KvType kKvTypes[] = {KvType::kF32, KvType::kF16, KvType::kQ8_0};
+// The KV cache's element types: rows laid out exactly as GGML stores tensors of that type, so
+// one name (gguf::GgmlType) serves weights and cache alike.
+inline constexpr gguf::GgmlType kKvTypes[] = {gguf::GgmlType::F32, gguf::GgmlType::F16,
+                                              gguf::GgmlType::Q8_0};
 
-std::string_view kv_type_name(KvType type);
-gguf::GgmlType kv_ggml_type(KvType type);
-// The KV type storing elements of a GGML type; InputError for a type the cache cannot hold.
-KvType kv_type_of(gguf::GgmlType type);
+// `type` when the cache can store it (one of kKvTypes); InputError naming them otherwise.
+gguf::GgmlType check_kv_type(gguf::GgmlType type);
 
 // The cache's geometry. Per layer and token the cache holds a key row and a value row of
 // kv_dim = n_kv_heads x head_dim elements each.
 struct KvLayout {
   int64_t n_layers = 0;
   int64_t kv_dim = 0;
-  KvType type = KvType::kF16;
+  gguf::GgmlType type = gguf::GgmlType::F16;
   int64_t block_size = 16;  // tokens per block
 };
 
-KvLayout kv_layout(const model::ModelConfig& config, KvType type, int64_t block_size = 16);
+KvLayout kv_layout(const model::ModelConfig& config, gguf::GgmlType type, int64_t block_size = 16);
 
 // InputError unless layers, kv_dim and block size are positive and, for Q8_0, kv_dim is a
 // multiple of its 32-element block.
@@ -96,7 +95,7 @@ struct KvSequenceUsage {
 // A snapshot of the pool, exact to the byte. Shared blocks count once in the pool totals and
 // once in each sharing sequence's own figures.
 struct KvUsage {
-  KvType type = KvType::kF16;
+  gguf::GgmlType type = gguf::GgmlType::F16;
   int64_t n_layers = 0;
   int64_t block_size = 0;
   int64_t blocks_total = 0;

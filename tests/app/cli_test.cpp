@@ -148,8 +148,8 @@ TEST(Cli, InfoKvBytesEqualTheBlockPools) {
     const servescope::model::ModelConfig config = servescope::model::read_model_config(
         gguf::GgufFile::open(kData + "/models/" + name + ".gguf"));
     ASSERT_EQ(reported.size(), std::size(serving::kKvTypes)) << name;
-    for (const serving::KvType type : serving::kKvTypes) {
-      std::string label(serving::kv_type_name(type));
+    for (const gguf::GgmlType type : serving::kKvTypes) {
+      std::string label(gguf::type_name(type));
       std::transform(label.begin(), label.end(), label.begin(),
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
       const serving::KvBlockPool pool(serving::kv_layout(config, type), 1);

@@ -159,7 +159,7 @@ void run_live(model::Model& m, uint32_t seed, LiveRun& run) {
   const std::vector<int32_t> system_prompt = random_ids(rng, 9, vocab);
   EngineConfig config{.max_batch_size = 4,
                       .token_budget = 24,
-                      .kv_type = KvType::kF32,
+                      .kv_type = gguf::GgmlType::F32,
                       .block_size = 4,
                       .kv_blocks = 14};
   Engine engine(*m.transformer, weight_bytes(m), config, &run.recorder);
@@ -380,7 +380,7 @@ TEST_F(EngineLive, StepTimelineAddsUp) {
 TEST_F(EngineLive, CancelFreesAtOnceAndReportsTheRequest) {
   Recorder recorder;
   Engine engine(*model_->transformer, weight_bytes(*model_),
-                {.max_batch_size = 1, .kv_type = KvType::kF32, .block_size = 4}, &recorder);
+                {.max_batch_size = 1, .kv_type = gguf::GgmlType::F32, .block_size = 4}, &recorder);
   EngineRequest r;
   r.prompt_ids = {1, 2, 3, 4, 5, 6};
   r.max_tokens = 20;
@@ -423,7 +423,8 @@ class CancellingObserver final : public telemetry::Observer {
 
 TEST_F(EngineLive, CancelFromTheObserverLandsAtTheEndOfTheStep) {
   CancellingObserver observer;
-  Engine engine(*model_->transformer, weight_bytes(*model_), {.kv_type = KvType::kF32}, &observer);
+  Engine engine(*model_->transformer, weight_bytes(*model_), {.kv_type = gguf::GgmlType::F32},
+                &observer);
   EngineRequest r;
   r.prompt_ids = {3, 1, 4, 1, 5};
   r.max_tokens = 30;
@@ -438,7 +439,7 @@ TEST_F(EngineLive, CancelFromTheObserverLandsAtTheEndOfTheStep) {
 
 TEST_F(EngineLive, SnapshotCountsLayerBytes) {
   Engine engine(*model_->transformer, weight_bytes(*model_),
-                {.kv_type = KvType::kQ8_0, .block_size = 8, .kv_blocks = 10});
+                {.kv_type = gguf::GgmlType::Q8_0, .block_size = 8, .kv_blocks = 10});
   EngineRequest r;
   r.prompt_ids = std::vector<int32_t>(19, 7);
   r.max_tokens = 2;
@@ -509,7 +510,8 @@ TEST(EngineMemory, TenThousandRequestsLeaveMemoryWhereItStarted) {
   const auto m = load_cpu("llama-f32");
   telemetry::TelemetryQueue queue(4096);
   Engine engine(*m->transformer, weight_bytes(*m),
-                {.max_batch_size = 8, .kv_type = KvType::kF16, .finished_history = 64}, &queue);
+                {.max_batch_size = 8, .kv_type = gguf::GgmlType::F16, .finished_history = 64},
+                &queue);
   std::mt19937 rng(5);
   serve_requests(engine, queue, rng, m->config.vocab_size, 1000);
   const uint64_t before = resident_bytes();

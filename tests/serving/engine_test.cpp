@@ -56,9 +56,9 @@ std::vector<int32_t> random_ids(std::mt19937& rng, int64_t n, int64_t vocab) {
 // The request run alone through the single-sequence forward pass, greedily, with the same KV
 // element type: the reference every batched run must reproduce.
 std::vector<int32_t> greedy_alone(model::Model& m, const std::vector<int32_t>& prompt,
-                                  int64_t max_tokens, KvType kv_type) {
+                                  int64_t max_tokens, gguf::GgmlType kv_type) {
   model::KvCache cache =
-      model::create_kv_cache(m.config, *m.backend, m.config.context_length, kv_ggml_type(kv_type));
+      model::create_kv_cache(m.config, *m.backend, m.config.context_length, kv_type);
   std::vector<int32_t> out;
   std::vector<float> logits = m.transformer->forward(prompt, cache);
   while (true) {
@@ -129,17 +129,19 @@ struct PlannedSequence {
 // value a hair's breadth from a rounding boundary lands one step (2^-11 relative for F16) the
 // other way, which the later layers amplify to about 1e-3 in the logits (1.1e-3 seen): a wrong
 // slot or a leak between sequences moves logits by whole units.
-float logit_tolerance(KvType kv_type) { return kv_type == KvType::kF32 ? 1e-4f : 5e-3f; }
+float logit_tolerance(gguf::GgmlType kv_type) {
+  return kv_type == gguf::GgmlType::F32 ? 1e-4f : 5e-3f;
+}
 
 // Runs the plan as ragged batches over one paged cache with each sequence's positions in
 // scattered slots, and compares every logit row it returns with the same sequence run alone.
 void expect_batched_equals_alone(model::Model& m, const std::vector<PlannedSequence>& plan,
-                                 KvType kv_type, uint32_t seed) {
+                                 gguf::GgmlType kv_type, uint32_t seed) {
   const auto vocab = static_cast<size_t>(m.config.vocab_size);
   std::vector<std::vector<float>> alone;
   for (const PlannedSequence& s : plan) {
-    model::KvCache cache = model::create_kv_cache(m.config, *m.backend, m.config.context_length,
-                                                  kv_ggml_type(kv_type));
+    model::KvCache cache =
+        model::create_kv_cache(m.config, *m.backend, m.config.context_length, kv_type);
     alone.push_back(m.transformer->forward(s.tokens, cache, /*all_positions=*/true));
   }
 
@@ -158,7 +160,7 @@ void expect_batched_equals_alone(model::Model& m, const std::vector<PlannedSeque
     dealt += s.tokens.size();
   }
   model::PagedKvCache cache = model::create_paged_kv_cache(
-      m.config, *m.backend, kv_ggml_type(kv_type), static_cast<int64_t>(permutation.size()));
+      m.config, *m.backend, kv_type, static_cast<int64_t>(permutation.size()));
 
   std::vector<int64_t> done(plan.size(), 0);
   for (size_t step = 0; step < plan.front().chunks.size(); ++step) {
@@ -209,14 +211,14 @@ TEST_P(EngineTest, BatchedForwardEqualsEachSequenceAlone) {
   for (const std::string name : {"llama-f32", "gpt2-f32", "llama-q8_0", "gpt2-q4_0"}) {
     SCOPED_TRACE(name);
     OPEN_OR_SKIP(m, name);
-    expect_batched_equals_alone(*m, mixed_plan(m->config.vocab_size), KvType::kF32, 3);
+    expect_batched_equals_alone(*m, mixed_plan(m->config.vocab_size), gguf::GgmlType::F32, 3);
   }
 }
 
 TEST_P(EngineTest, BatchedForwardEqualsAloneWithQuantisedKv) {
-  for (const KvType kv_type : {KvType::kF16, KvType::kQ8_0}) {
+  for (const gguf::GgmlType kv_type : {gguf::GgmlType::F16, gguf::GgmlType::Q8_0}) {
     for (const std::string name : {"llama-f32", "gpt2-f16"}) {
-      SCOPED_TRACE(name + " KV " + std::string(kv_type_name(kv_type)));
+      SCOPED_TRACE(name + " KV " + std::string(gguf::type_name(kv_type)));
       OPEN_OR_SKIP(m, name);
       expect_batched_equals_alone(*m, mixed_plan(m->config.vocab_size), kv_type, 5);
     }
@@ -227,7 +229,7 @@ TEST_P(EngineTest, SequencesThatWantNoLogitsStillFillTheirCache) {
   OPEN_OR_SKIP(m, "llama-f32");
   std::vector<PlannedSequence> plan = mixed_plan(m->config.vocab_size);
   plan[3].rows = model::LogitRows::kNone;  // kNone everywhere for one sequence ...
-  expect_batched_equals_alone(*m, plan, KvType::kF32, 9);
+  expect_batched_equals_alone(*m, plan, gguf::GgmlType::F32, 9);
 }
 
 // --- the engine -----------------------------------------------------------------------------
@@ -236,7 +238,7 @@ TEST_P(EngineTest, SingleRequestMatchesTheGenerator) {
   OPEN_OR_SKIP(m, "llama-f32");
   std::mt19937 rng(1);
   const std::vector<int32_t> prompt = random_ids(rng, 11, m->config.vocab_size);
-  Engine engine(*m->transformer, weight_bytes(*m), {.kv_type = KvType::kF32});
+  Engine engine(*m->transformer, weight_bytes(*m), {.kv_type = gguf::GgmlType::F32});
   const SequenceId id = engine.submit(greedy_request(prompt, 9));
   engine.run_until_idle();
 
@@ -275,7 +277,7 @@ struct RandomRun {
 
 // Requests arrive at random steps into a pool too small for all of them; some share a prompt
 // prefix. Every request must produce what it produces alone.
-RandomRun run_random_arrivals(model::Model& m, uint32_t seed, KvType kv_type) {
+RandomRun run_random_arrivals(model::Model& m, uint32_t seed, gguf::GgmlType kv_type) {
   std::mt19937 rng(seed);
   const int64_t vocab = m.config.vocab_size;
   const std::vector<int32_t> system_prompt = random_ids(rng, 9, vocab);
@@ -327,7 +329,7 @@ TEST_P(EngineTest, RandomArrivalsGiveEveryRequestItsTokensAlone) {
   OPEN_OR_SKIP(m, "llama-f32");
   RandomRun total;
   for (const uint32_t seed : {1u, 2u, 3u}) {
-    const RandomRun run = run_random_arrivals(*m, seed, KvType::kF32);
+    const RandomRun run = run_random_arrivals(*m, seed, gguf::GgmlType::F32);
     total.preemptions += run.preemptions;
     total.prefix_hit_tokens += run.prefix_hit_tokens;
   }
@@ -338,8 +340,8 @@ TEST_P(EngineTest, RandomArrivalsGiveEveryRequestItsTokensAlone) {
 
 TEST_P(EngineTest, RandomArrivalsOnGpt2WithQuantisedWeightsAndKv) {
   OPEN_OR_SKIP(m, "gpt2-q8_0");
-  run_random_arrivals(*m, 4, KvType::kQ8_0);
-  run_random_arrivals(*m, 5, KvType::kF16);
+  run_random_arrivals(*m, 4, gguf::GgmlType::Q8_0);
+  run_random_arrivals(*m, 5, gguf::GgmlType::F16);
 }
 
 // A seeded sampler per request: its tokens do not depend on who shares its batches.
@@ -349,11 +351,12 @@ TEST_P(EngineTest, SampledTokensDoNotDependOnTheBatch) {
   EngineRequest sampled = greedy_request(random_ids(rng, 6, m->config.vocab_size), 12);
   sampled.sampling = {.greedy = false, .temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .seed = 42};
 
-  Engine alone(*m->transformer, weight_bytes(*m), {.kv_type = KvType::kF32});
+  Engine alone(*m->transformer, weight_bytes(*m), {.kv_type = gguf::GgmlType::F32});
   const SequenceId a = alone.submit(sampled);
   alone.run_until_idle();
 
-  Engine crowded(*m->transformer, weight_bytes(*m), {.max_batch_size = 4, .kv_type = KvType::kF32});
+  Engine crowded(*m->transformer, weight_bytes(*m),
+                 {.max_batch_size = 4, .kv_type = gguf::GgmlType::F32});
   crowded.submit(greedy_request(random_ids(rng, 20, m->config.vocab_size), 5));
   const SequenceId b = crowded.submit(sampled);
   EngineRequest other = sampled;
@@ -368,8 +371,8 @@ TEST_P(EngineTest, PrefixReusePrefillsOnlyTheUncachedTokens) {
   std::mt19937 rng(3);
   const std::vector<int32_t> prompt = random_ids(rng, 13, m->config.vocab_size);
   Recorder recorder;
-  Engine engine(*m->transformer, weight_bytes(*m), {.kv_type = KvType::kF32, .block_size = 4},
-                &recorder);
+  Engine engine(*m->transformer, weight_bytes(*m),
+                {.kv_type = gguf::GgmlType::F32, .block_size = 4}, &recorder);
   const SequenceId first = engine.submit(greedy_request(prompt, 3));
   engine.run_until_idle();
   const size_t steps_before = recorder.steps.size();
@@ -396,7 +399,8 @@ TEST_P(EngineTest, TelemetryCountsWhatRan) {
   std::mt19937 rng(5);
   Recorder recorder;
   Engine engine(*m->transformer, weight_bytes(*m),
-                {.max_batch_size = 3, .token_budget = 16, .kv_type = KvType::kF32}, &recorder);
+                {.max_batch_size = 3, .token_budget = 16, .kv_type = gguf::GgmlType::F32},
+                &recorder);
   const std::vector<int64_t> prompts = {20, 5, 9, 3};
   const std::vector<int64_t> outputs = {4, 7, 1, 5};
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -418,8 +422,8 @@ TEST_P(EngineTest, TelemetryCountsWhatRan) {
     EXPECT_EQ(s.kv_blocks_used + s.kv_blocks_free, engine.pool().blocks_total());
     EXPECT_GT(s.kv_blocks_used, 0);
     // The step's own tokens' embedding rows, not whole tables (step_cost_bytes_test).
-    EXPECT_EQ(s.weight_bytes_read, telemetry::weight_bytes_read(m->config, weight_bytes(*m),
-                                                                s.tokens()));
+    EXPECT_EQ(s.weight_bytes_read,
+              telemetry::weight_bytes_read(m->config, weight_bytes(*m), s.tokens()));
     EXPECT_GT(s.kv_bytes_written, 0u);
     EXPECT_GE(s.kv_bytes_read, s.kv_bytes_written);
     EXPECT_GT(s.flops, 0.0);
@@ -459,7 +463,7 @@ TEST_P(EngineTest, TelemetryCountsWhatRan) {
 TEST_P(EngineTest, BadRequestsAreRefusedAndLeaveTheEngineWorking) {
   OPEN_OR_SKIP(m, "llama-f32");
   Engine engine(*m->transformer, weight_bytes(*m),
-                {.kv_type = KvType::kF32, .block_size = 4, .kv_blocks = 8});
+                {.kv_type = gguf::GgmlType::F32, .block_size = 4, .kv_blocks = 8});
   const int64_t context = m->config.context_length;
   EXPECT_THROW(engine.submit(greedy_request(std::vector<int32_t>(context + 1, 1), 1)), InputError);
   EXPECT_THROW(engine.submit(greedy_request({1, 2, 3}, 0)), InputError);
@@ -490,9 +494,9 @@ TEST_P(EngineTest, StopsAtTheContextAndAtTheStopToken) {
   std::mt19937 rng(9);
   const int64_t context = m->config.context_length;
   const std::vector<int32_t> prompt = random_ids(rng, context - 3, m->config.vocab_size);
-  Engine engine(*m->transformer, weight_bytes(*m), {.kv_type = KvType::kF32});
+  Engine engine(*m->transformer, weight_bytes(*m), {.kv_type = gguf::GgmlType::F32});
   const SequenceId full = engine.submit(greedy_request(prompt, 50));
-  const std::vector<int32_t> expected = greedy_alone(*m, prompt, 50, KvType::kF32);
+  const std::vector<int32_t> expected = greedy_alone(*m, prompt, 50, gguf::GgmlType::F32);
   EngineRequest stopping = greedy_request(prompt, 50);
   stopping.stop_token = expected[1];
   const SequenceId stopped = engine.submit(stopping);
@@ -514,7 +518,7 @@ TEST_P(EngineTest, StepsSayWhetherKernelTimesWereMeasured) {
   for (const bool timestamps : {false, true}) {
     if (vulkan != nullptr) vulkan->set_timestamps(timestamps);
     Recorder recorder;
-    Engine engine(*m->transformer, weight_bytes(*m), {.kv_type = KvType::kF32}, &recorder);
+    Engine engine(*m->transformer, weight_bytes(*m), {.kv_type = gguf::GgmlType::F32}, &recorder);
     engine.submit(greedy_request({1, 2, 3, 4}, 3));
     engine.run_until_idle();
     ASSERT_EQ(recorder.steps.size(), 3u);

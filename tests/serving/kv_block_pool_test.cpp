@@ -42,16 +42,18 @@ model::ModelConfig gpt2_test_config() {
 }
 
 // Bytes per element as the formula in docs/ARCHITECTURE.md uses it; Q8_0 spends 34 bytes per 32.
-double bytes_per_element(KvType type) {
+double bytes_per_element(gguf::GgmlType type) {
   switch (type) {
-    case KvType::kF32:
+    case gguf::GgmlType::F32:
       return 4.0;
-    case KvType::kF16:
+    case gguf::GgmlType::F16:
       return 2.0;
-    case KvType::kQ8_0:
+    case gguf::GgmlType::Q8_0:
       return 34.0 / 32.0;
+    default:
+      ADD_FAILURE() << "not a KV type";
+      return 0.0;
   }
-  return 0.0;
 }
 
 std::vector<int32_t> iota_tokens(int64_t n, int32_t first = 0) {
@@ -62,12 +64,12 @@ std::vector<int32_t> iota_tokens(int64_t n, int32_t first = 0) {
 
 struct ShapeAndType {
   model::ModelConfig config;
-  KvType type;
+  gguf::GgmlType type;
 };
 
 std::ostream& operator<<(std::ostream& os, const ShapeAndType& c) {
   const bool llama = c.config.architecture == model::Architecture::kLlama;
-  return os << (llama ? "llama" : "gpt2") << " " << kv_type_name(c.type);
+  return os << (llama ? "llama" : "gpt2") << " " << gguf::type_name(c.type);
 }
 
 class KvAccountingTest : public ::testing::TestWithParam<ShapeAndType> {};
@@ -124,51 +126,54 @@ TEST_P(KvAccountingTest, BytesFollowTheFormulaWithBlockRounding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BothArchitecturesAllTypes, KvAccountingTest,
-                         ::testing::Values(ShapeAndType{llama_test_config(), KvType::kF32},
-                                           ShapeAndType{llama_test_config(), KvType::kF16},
-                                           ShapeAndType{llama_test_config(), KvType::kQ8_0},
-                                           ShapeAndType{gpt2_test_config(), KvType::kF32},
-                                           ShapeAndType{gpt2_test_config(), KvType::kF16},
-                                           ShapeAndType{gpt2_test_config(), KvType::kQ8_0}));
+                         ::testing::Values(ShapeAndType{llama_test_config(), gguf::GgmlType::F32},
+                                           ShapeAndType{llama_test_config(), gguf::GgmlType::F16},
+                                           ShapeAndType{llama_test_config(), gguf::GgmlType::Q8_0},
+                                           ShapeAndType{gpt2_test_config(), gguf::GgmlType::F32},
+                                           ShapeAndType{gpt2_test_config(), gguf::GgmlType::F16},
+                                           ShapeAndType{gpt2_test_config(), gguf::GgmlType::Q8_0}));
 
 TEST(KvLayout, ExactBytesOfTheTestModels) {
   // (key, value) x 3 layers x row bytes; llama: kv_dim 32; gpt2: kv_dim 64. A Q8_0 row is
   // kv_dim / 32 blocks of 34 bytes.
-  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kF32)), 2u * 3 * 32 * 4);
-  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kF16)), 2u * 3 * 32 * 2);
-  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), KvType::kQ8_0)), 2u * 3 * 34);
-  EXPECT_EQ(kv_bytes_per_token(kv_layout(gpt2_test_config(), KvType::kQ8_0)), 2u * 3 * 2 * 34);
-  EXPECT_EQ(kv_row_bytes(kv_layout(gpt2_test_config(), KvType::kF16)), 128u);
+  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), gguf::GgmlType::F32)),
+            2u * 3 * 32 * 4);
+  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), gguf::GgmlType::F16)),
+            2u * 3 * 32 * 2);
+  EXPECT_EQ(kv_bytes_per_token(kv_layout(llama_test_config(), gguf::GgmlType::Q8_0)), 2u * 3 * 34);
+  EXPECT_EQ(kv_bytes_per_token(kv_layout(gpt2_test_config(), gguf::GgmlType::Q8_0)),
+            2u * 3 * 2 * 34);
+  EXPECT_EQ(kv_row_bytes(kv_layout(gpt2_test_config(), gguf::GgmlType::F16)), 128u);
 }
 
-TEST(KvLayout, KvTypesMapToAndFromTheirGgmlTypes) {
-  EXPECT_EQ(kv_type_of(gguf::GgmlType::F32), KvType::kF32);
-  EXPECT_EQ(kv_type_of(gguf::GgmlType::F16), KvType::kF16);
-  EXPECT_EQ(kv_type_of(gguf::GgmlType::Q8_0), KvType::kQ8_0);
-  for (const KvType type : kKvTypes) EXPECT_EQ(kv_type_of(kv_ggml_type(type)), type);
-  EXPECT_THROW(kv_type_of(gguf::GgmlType::Q4_0), InputError);  // weights only, not the cache
+TEST(KvLayout, TheCacheStoresF32F16AndQ8_0Only) {
+  EXPECT_EQ(check_kv_type(gguf::GgmlType::F32), gguf::GgmlType::F32);
+  EXPECT_EQ(check_kv_type(gguf::GgmlType::F16), gguf::GgmlType::F16);
+  EXPECT_EQ(check_kv_type(gguf::GgmlType::Q8_0), gguf::GgmlType::Q8_0);
+  EXPECT_THROW(check_kv_type(gguf::GgmlType::Q4_0), InputError);  // weights only, not the cache
+  EXPECT_THROW(KvBlockPool(kv_layout(llama_test_config(), gguf::GgmlType::Q4_0), 4), InputError);
 }
 
 TEST(KvLayout, RejectsQ8_0RowsThatAreNotWholeBlocks) {
-  KvLayout layout{2, 48, KvType::kQ8_0, 16};
+  KvLayout layout{2, 48, gguf::GgmlType::Q8_0, 16};
   EXPECT_THROW(validate(layout), InputError);
   EXPECT_THROW(KvBlockPool(layout, 4), InputError);
-  layout.type = KvType::kF16;
+  layout.type = gguf::GgmlType::F16;
   EXPECT_NO_THROW(validate(layout));
-  EXPECT_THROW(KvBlockPool(KvLayout{2, 32, KvType::kF16, 0}, 4), InputError);
-  EXPECT_THROW(KvBlockPool(KvLayout{2, 32, KvType::kF16, 16}, 0), InputError);
+  EXPECT_THROW(KvBlockPool(KvLayout{2, 32, gguf::GgmlType::F16, 0}, 4), InputError);
+  EXPECT_THROW(KvBlockPool(KvLayout{2, 32, gguf::GgmlType::F16, 16}, 0), InputError);
 }
 
 TEST(KvBlockPool, CapacityInBytesKeepsWholeBlocks) {
   // 16 tokens x (key, value) x 3 layers x 32 elements x 2 bytes = 6144 bytes a block
-  const KvLayout layout = kv_layout(llama_test_config(), KvType::kF16);
+  const KvLayout layout = kv_layout(llama_test_config(), gguf::GgmlType::F16);
   ASSERT_EQ(kv_bytes_per_block(layout), 6144u);
   EXPECT_EQ(KvBlockPool::with_capacity_bytes(layout, 3 * 6144 + 6143).blocks_total(), 3);
   EXPECT_THROW(KvBlockPool::with_capacity_bytes(layout, 6143), InputError);
 }
 
 TEST(KvBlockPool, AllocateRespectsCapacityAndAppendNeedsAFreeBlockAtABoundary) {
-  KvBlockPool pool(KvLayout{1, 32, KvType::kF32, 4}, 3);
+  KvBlockPool pool(KvLayout{1, 32, gguf::GgmlType::F32, 4}, 3);
   EXPECT_TRUE(pool.can_allocate(iota_tokens(12)));
   EXPECT_FALSE(pool.can_allocate(iota_tokens(13)));
   pool.allocate(7, iota_tokens(8));
@@ -189,7 +194,7 @@ TEST(KvBlockPool, AllocateRespectsCapacityAndAppendNeedsAFreeBlockAtABoundary) {
 }
 
 TEST(KvBlockPool, ReportsEveryChangeToItsSink) {
-  KvBlockPool pool(KvLayout{1, 32, KvType::kF32, 4}, 4);
+  KvBlockPool pool(KvLayout{1, 32, gguf::GgmlType::F32, 4}, 4);
   std::vector<KvEvent> events;
   pool.set_event_sink([&](const KvEvent& e) { events.push_back(e); });
   pool.allocate(1, iota_tokens(4));

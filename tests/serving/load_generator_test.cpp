@@ -156,7 +156,7 @@ TEST(LoadGenerator, RunServesEveryRequest) {
   const std::vector<SimulatedRequest> requests = make_workload(spec);
   const LoadResult result =
       run_load(*m->transformer, model::summarize_weights(m->file).bytes,
-               {.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8}, requests);
+               {.max_batch_size = 4, .kv_type = gguf::GgmlType::F16, .block_size = 8}, requests);
   int64_t asked = 0;
   int64_t prompt = 0;
   for (const SimulatedRequest& r : requests) {
@@ -195,7 +195,7 @@ TEST(LoadGenerator, StaticBatchingHoldsRequestsUntilTheBatchIsDue) {
   WorkloadSpec spec = small_spec();
   spec.clients = 3;  // fewer than the batch: it never fills, it goes when due
   const std::vector<SimulatedRequest> requests = make_workload(spec);
-  EngineConfig config{.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8};
+  EngineConfig config{.max_batch_size = 4, .kv_type = gguf::GgmlType::F16, .block_size = 8};
   config.batching = BatchingPolicy::kStatic;
   config.batch_wait_ms = 30.0;
   const LoadResult result =
@@ -214,7 +214,7 @@ TEST(LoadGenerator, TheBatchingPolicyChangesBetweenRunsOfOneEngine) {
   auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
                              compute::BackendKind::kCpu);
   Engine engine(*m->transformer, model::summarize_weights(m->file).bytes,
-                {.max_batch_size = 2, .kv_type = KvType::kF16, .block_size = 8});
+                {.max_batch_size = 2, .kv_type = gguf::GgmlType::F16, .block_size = 8});
   EngineRequest request;
   request.prompt_ids = {1, 2, 3};
   request.max_tokens = 2;
@@ -243,7 +243,7 @@ TEST(LoadGenerator, StaticBatchingAdmitsTheNextBatchOnlyWhenTheLastHasFinished) 
   auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
                              compute::BackendKind::kCpu);
   const std::vector<SimulatedRequest> requests = make_workload(small_spec());  // 6 at t = 0
-  EngineConfig config{.max_batch_size = 4, .kv_type = KvType::kF16, .block_size = 8};
+  EngineConfig config{.max_batch_size = 4, .kv_type = gguf::GgmlType::F16, .block_size = 8};
   config.batching = BatchingPolicy::kStatic;
   config.batch_wait_ms = 50.0;  // the first batch is full at once, the second waits for it
   const LoadResult result =

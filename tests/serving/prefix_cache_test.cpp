@@ -54,7 +54,7 @@ TEST(PrefixCache, ChainedHashDependsOnEveryEarlierToken) {
 
 class PrefixPoolTest : public ::testing::Test {
  protected:
-  KvBlockPool pool{KvLayout{2, 32, KvType::kF16, kBlock}, 8};
+  KvBlockPool pool{KvLayout{2, 32, gguf::GgmlType::F16, kBlock}, 8};
 
   // Allocates and marks every token computed, as a finished prefill would.
   int64_t allocate_computed(SequenceId id, const std::vector<int32_t>& tokens) {
@@ -147,7 +147,7 @@ TEST_F(PrefixPoolTest, CanAllocateCountsFreeBlocksTakenByAHit) {
 // not covered by full blocks that an earlier request computed.
 TEST(PrefixReuse, TypingPrefillsOnlyTheUncachedTokens) {
   // Enough blocks that nothing is evicted: the reference cache below never forgets.
-  KvBlockPool pool(KvLayout{2, 32, KvType::kF16, kBlock}, 512);
+  KvBlockPool pool(KvLayout{2, 32, gguf::GgmlType::F16, kBlock}, 512);
   Scheduler scheduler(SchedulerConfig{4, 256, 200}, pool);
   FakeForward forward(pool);
   std::set<std::vector<int32_t>> computed_full_prefixes;  // the reference cache
@@ -184,7 +184,7 @@ TEST(PrefixReuse, TypingPrefillsOnlyTheUncachedTokens) {
 }
 
 TEST(PrefixReuse, AnEditReusesOnlyBlocksBeforeTheFirstChange) {
-  KvBlockPool pool(KvLayout{2, 32, KvType::kF16, kBlock}, 16);
+  KvBlockPool pool(KvLayout{2, 32, gguf::GgmlType::F16, kBlock}, 16);
   Scheduler scheduler(SchedulerConfig{4, 64, 200}, pool);
   FakeForward forward(pool);
   std::vector<int32_t> text = iota_tokens(21);  // 5 full blocks + 1 token

@@ -29,7 +29,9 @@ std::vector<int32_t> iota_tokens(int64_t n, int32_t first = 0) {
   return t;
 }
 
-KvLayout small_layout(int64_t block_size = 4) { return KvLayout{2, 32, KvType::kF16, block_size}; }
+KvLayout small_layout(int64_t block_size = 4) {
+  return KvLayout{2, 32, gguf::GgmlType::F16, block_size};
+}
 
 // Runs steps until every request finished; fails if that takes more than max_steps.
 void run_to_completion(Scheduler& scheduler, FakeForward& forward, int max_steps = 10000) {
@@ -308,7 +310,7 @@ class SchedulerProperty : public ::testing::TestWithParam<PropertyCase> {};
 TEST_P(SchedulerProperty, InvariantsHoldUnderRandomArrivals) {
   const PropertyCase c = GetParam();
   constexpr int64_t kContext = 64;
-  KvBlockPool pool(KvLayout{2, 32, KvType::kQ8_0, c.block_size}, c.blocks);
+  KvBlockPool pool(KvLayout{2, 32, gguf::GgmlType::Q8_0, c.block_size}, c.blocks);
   Scheduler scheduler(SchedulerConfig{c.max_batch_size, c.token_budget, kContext}, pool);
   FakeForward forward(pool);
   std::mt19937 rng(c.seed);

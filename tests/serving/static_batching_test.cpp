@@ -31,7 +31,7 @@ SchedulerConfig static_config(int64_t max_batch, double wait_ms) {
   return c;
 }
 
-KvLayout layout() { return KvLayout{2, 32, KvType::kF16, 4}; }
+KvLayout layout() { return KvLayout{2, 32, gguf::GgmlType::F16, 4}; }
 
 // schedule at now_ms -> fake forward -> complete_step.
 StepBatch step_at(Scheduler& scheduler, FakeForward& forward, double now_ms) {

@@ -82,7 +82,8 @@ class TokenCollector final : public telemetry::Observer {
 std::vector<telemetry::TokenRecord> prefix_tokens(model::Model& m, const Golden& golden,
                                                   const SamplingParams& sampling, int64_t top) {
   TokenCollector collector;
-  Engine engine(*m.transformer, 0, {.max_batch_size = 16, .kv_type = KvType::kF32}, &collector);
+  Engine engine(*m.transformer, 0, {.max_batch_size = 16, .kv_type = gguf::GgmlType::F32},
+                &collector);
   for (size_t k = 1; k <= golden.prompt_ids.size(); ++k) {
     EngineRequest r;
     r.prompt_ids.assign(golden.prompt_ids.begin(), golden.prompt_ids.begin() + k);
@@ -170,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(Golden, TokenProbabilities,
 TEST(TokenProbabilitiesOff, NoRecordsUnlessAsked) {
   auto m = model::load_model(kModels + "llama-f32.gguf", compute::BackendKind::kCpu);
   TokenCollector collector;
-  Engine engine(*m->transformer, 0, {.kv_type = KvType::kF32}, &collector);
+  Engine engine(*m->transformer, 0, {.kv_type = gguf::GgmlType::F32}, &collector);
   EngineRequest quiet;
   quiet.prompt_ids = {1, 2, 3};
   quiet.max_tokens = 4;
