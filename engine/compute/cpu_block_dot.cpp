@@ -279,6 +279,20 @@ struct UnpackQ4_0 {
   }
 };
 
+// Dequantises whole blocks: each element is float(q) * d, as gguf::dequantize_row computes it
+// (one rounding, so the result is the same bit for bit), eight lanes at a time. Prefill's
+// exact path writes every weight tile this way before its sgemm.
+template <class Unpack>
+SERVESCOPE_AVX2 void dequantize_blocks_avx2(const uint8_t* row, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * static_cast<int64_t>(Unpack::kBlockBytes);
+    __m256 w[4];
+    Unpack::unpack(block, w);
+    const __m256 d = _mm256_set1_ps(block_scale(block));
+    for (int g = 0; g < 4; ++g) _mm256_storeu_ps(dst + b * kQuantBlock + g * kLanes, _mm256_mul_ps(w[g], d));
+  }
+}
+
 template <class Unpack, int T>
 SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t x_stride,
                                      int64_t n, float* out, int64_t out_stride) {
@@ -584,6 +598,14 @@ void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, in
 #ifdef SERVESCOPE_X86_SIMD
   if (type == gguf::GgmlType::F16 && cpu_has_avx2()) {
     f16_to_float_avx2(row, dst, n);
+    return;
+  }
+  if (type == gguf::GgmlType::Q8_0 && n % kQuantBlock == 0 && cpu_has_avx2()) {
+    dequantize_blocks_avx2<UnpackQ8_0>(row, dst, n);
+    return;
+  }
+  if (type == gguf::GgmlType::Q4_0 && n % kQuantBlock == 0 && cpu_has_avx2()) {
+    dequantize_blocks_avx2<UnpackQ4_0>(row, dst, n);
     return;
   }
 #endif

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/compute/cpu_backend.h"
+#include "engine/compute/cpu_block_dot.h"
 #include "engine/compute/cpu_thread_pool.h"
 #include "engine/core/error.h"
 
@@ -106,6 +107,21 @@ Weights random_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed)
     gguf::dequantize_row(type, w.bytes.data() + r * stride, w.values.data() + r * cols, cols);
   }
   return w;
+}
+
+// Prefill's exact path dequantises weight tiles with the vector kernel: it must give what the
+// reference decoder gives, bit for bit (float(q) * d is one rounding either way).
+TEST(CpuDequantize, FastRowEqualsTheReferenceDecoderBitForBit) {
+  for (const GgmlType type : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    const Weights w = random_weights(type, 5, 320, 23);
+    std::vector<float> fast(w.values.size());
+    const uint64_t stride = gguf::row_bytes(type, 320);
+    for (int64_t r = 0; r < 5; ++r) {
+      dequantize_row_fast(type, w.bytes.data() + static_cast<uint64_t>(r) * stride,
+                          fast.data() + r * 320, 320);
+    }
+    EXPECT_EQ(fast, w.values) << gguf::type_name(type);
+  }
 }
 
 std::vector<float> product(int threads, GgmlType type, const Weights& w, int64_t rows, int64_t cols,
