@@ -45,6 +45,9 @@ constexpr int64_t kMinTilesPerProduct = 4;
 // Tiny products run on the calling thread: waking a worker costs about as much as this many
 // multiply-adds (a few microseconds), so a chunk of a threaded product gets at least this much.
 constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
+// From this many tokens on, Q8_0/Q4_0 products with 8-bit activations pack the tokens for the
+// 512-bit pair kernel (where the CPU has one); below, the row kernels read them as they are.
+constexpr int64_t kMinTokensForPairKernel = 8;
 
 bool is_float_type(gguf::GgmlType type) {
   return type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16;
@@ -304,9 +307,21 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
   }
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
-  const RowDotInt8Tokens dot = row_dot_int8_tokens_for(w.type);
   float* first_out = row_ptr(out, 0);
   const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
+  const Int8PairKernel pair_kernel = int8_pair_kernel_for(w.type);
+  if (pair_kernel != nullptr && x.rows >= kMinTokensForPairKernel) {
+    // The tokens are packed once per product; the row tiles then read them from cache.
+    const int64_t pairs = (blocks + 1) / 2;
+    packed_x_.resize(static_cast<size_t>(x.rows * pairs));
+    pack_token_pairs(w.type, quantised_x_.data(), blocks, x.rows, w.cols, packed_x_.data());
+    pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
+      pair_kernel(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin,
+                  packed_x_.data(), x.rows, w.cols, first_out + begin, out.row_stride);
+    });
+    return;
+  }
+  const RowDotInt8Tokens dot = row_dot_int8_tokens_for(w.type);
   pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
     dot(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin, quantised_x_.data(),
         blocks, x.rows, w.cols, first_out + begin, out.row_stride);

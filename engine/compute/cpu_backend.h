@@ -89,6 +89,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<CpuThreadPool> pool_;
   bool quantised_activations_ = false;
   std::vector<ActivationBlock> quantised_x_;  // the tokens of the current product, quantised
+  std::vector<TokenBlockPair> packed_x_;      // the same for the pair kernel (many tokens)
   // Per thread: one tile of weight rows, reused across products.
   std::vector<std::vector<float>> dequantize_scratch_;
   // Per thread: one sequence's keys and values, gathered from their slots and dequantised.

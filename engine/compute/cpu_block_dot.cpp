@@ -289,7 +289,8 @@ SERVESCOPE_AVX2 void dequantize_blocks_avx2(const uint8_t* row, float* dst, int6
     __m256 w[4];
     Unpack::unpack(block, w);
     const __m256 d = _mm256_set1_ps(block_scale(block));
-    for (int g = 0; g < 4; ++g) _mm256_storeu_ps(dst + b * kQuantBlock + g * kLanes, _mm256_mul_ps(w[g], d));
+    for (int g = 0; g < 4; ++g)
+      _mm256_storeu_ps(dst + b * kQuantBlock + g * kLanes, _mm256_mul_ps(w[g], d));
   }
 }
 

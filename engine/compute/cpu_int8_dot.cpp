@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -79,6 +80,8 @@ void dot_portable(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
 #ifdef SERVESCOPE_X86_SIMD
 #define SERVESCOPE_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define SERVESCOPE_AVX_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define SERVESCOPE_AVX512_VNNI \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
 // The block's 32 weights as signed bytes in one register.
 template <gguf::GgmlType Type>
@@ -167,12 +170,406 @@ void dot_group(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x
   }
 }
 
+// The many-token kernel (prefill, large batches): tiles of R rows x T tokens, so that each
+// block's weights are unpacked once per T tokens and each token's block loaded once per R rows,
+// and each (row, token) block sum costs one integer dot, one conversion, one scale and one FMA:
+//  - Q4_0 multiplies the stored nibbles (unsigned, weight + 8) with the signed activations and
+//    starts from the token's precomputed offset (-8 x its sums of four), which gives w . q exactly;
+//  - Q8_0 with a dpbusd instruction multiplies q + 128 (unsigned) with the signed weights and
+//    starts from -128 x the weights' sums of four (once per row and block, not per token);
+//  - Q8_0 without one (AVX2's pair products would overflow on q + 128) moves w's sign onto q.
+// Every lane's integer sum equals the row kernel's, and the float steps (scale d_w * d_x, FMA
+// into the even or odd block's sum, the final horizontal sum) are the same, so a token's result
+// is the same bit for bit whichever kernel computed it.
+#define SERVESCOPE_DEFINE_INT8_TILE(NAME, TARGET, DPBUSD, HAS_DPBUSD)                             \
+  template <gguf::GgmlType Type, int R, int T>                                                    \
+  TARGET void NAME(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,            \
+                   int64_t x_stride, int64_t n, float* out, int64_t out_stride) {                 \
+    using Block = typename BlockOf<Type>::Block;                                                  \
+    constexpr bool kQ4 = Type == gguf::GgmlType::Q4_0;                                            \
+    const int64_t blocks = n / kQuantBlock;                                                       \
+    __m256 acc[2][R][T];                                                                          \
+    for (int h = 0; h < 2; ++h) {                                                                 \
+      for (int r = 0; r < R; ++r) {                                                               \
+        for (int t = 0; t < T; ++t) acc[h][r][t] = _mm256_setzero_ps();                           \
+      }                                                                                           \
+    }                                                                                             \
+    for (int64_t b0 = 0; b0 < blocks; b0 += 2) {                                                  \
+      _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {                                       \
+        const int64_t b = b0 + h;                                                                 \
+        if (b == blocks) break;                                                                   \
+        __m256i w[R];                                                                             \
+        __m256i w_extra[R];                                                                       \
+        __m256 d_w[R];                                                                            \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                                     \
+          const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block)); \
+          uint16_t d_bits;                                                                        \
+          std::memcpy(&d_bits, block, sizeof d_bits);                                             \
+          d_w[r] = _mm256_set1_ps(_cvtsh_ss(d_bits));                                             \
+          if constexpr (kQ4) {                                                                    \
+            const __m128i packed = _mm_loadu_si128(                                               \
+                reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));               \
+            const __m128i mask = _mm_set1_epi8(0x0F);                                             \
+            w[r] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask),               \
+                                    _mm_and_si128(packed, mask));                                 \
+            w_extra[r] = w[r];                                                                    \
+          } else {                                                                                \
+            w[r] = _mm256_loadu_si256(                                                            \
+                reinterpret_cast<const __m256i*>(block + offsetof(BlockQ8_0, qs)));               \
+            if constexpr (HAS_DPBUSD) {                                                           \
+              const __m256i zero = _mm256_setzero_si256();                                        \
+              w_extra[r] = _mm256_sub_epi32(                                                      \
+                  zero, DPBUSD(zero, _mm256_set1_epi8(static_cast<char>(0x80)), w[r]));           \
+            } else {                                                                              \
+              w_extra[r] = _mm256_sign_epi8(w[r], w[r]);                                          \
+            }                                                                                     \
+          }                                                                                       \
+        }                                                                                         \
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; ++t) {                                     \
+          const ActivationBlock& xb = x[t * x_stride + b];                                        \
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));          \
+          const __m256 d_x = _mm256_set1_ps(xb.d);                                                \
+          _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                                   \
+            __m256i lanes;                                                                        \
+            if constexpr (kQ4) {                                                                  \
+              lanes = DPBUSD(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.offset)),     \
+                             w[r], q);                                                            \
+            } else if constexpr (HAS_DPBUSD) {                                                    \
+              lanes =                                                                             \
+                  DPBUSD(w_extra[r],                                                              \
+                         _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80))), w[r]);   \
+            } else {                                                                              \
+              lanes =                                                                             \
+                  _mm256_madd_epi16(_mm256_maddubs_epi16(w_extra[r], _mm256_sign_epi8(q, w[r])),  \
+                                    _mm256_set1_epi16(1));                                        \
+            }                                                                                     \
+            acc[h][r][t] = _mm256_fmadd_ps(_mm256_mul_ps(d_w[r], d_x), _mm256_cvtepi32_ps(lanes), \
+                                           acc[h][r][t]);                                         \
+          }                                                                                       \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    for (int r = 0; r < R; ++r) {                                                                 \
+      for (int t = 0; t < T; ++t) {                                                               \
+        out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(acc[0][r][t], acc[1][r][t]));      \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+SERVESCOPE_AVX2 inline __m256i dpbusd_avx2(__m256i src, __m256i u, __m256i s) {
+  return _mm256_add_epi32(src, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+SERVESCOPE_AVX_VNNI inline __m256i dpbusd_vnni(__m256i src, __m256i u, __m256i s) {
+  return _mm256_dpbusd_avx_epi32(src, u, s);
+}
+
+SERVESCOPE_DEFINE_INT8_TILE(tile_avx2, SERVESCOPE_AVX2, dpbusd_avx2, false)
+SERVESCOPE_DEFINE_INT8_TILE(tile_vnni, SERVESCOPE_AVX_VNNI, dpbusd_vnni, true)
+
+// GCC 12's AVX-512 insert/extract intrinsics start from _mm512_undefined_*(), which its
+// (maybe-)uninitialized warnings report inside the header; the values are fully defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// With 512-bit registers a pair of blocks fills one register: lanes 0-7 hold the even block's
+// sums and lanes 8-15 the odd block's, which are exactly the row kernel's two separate sums, so
+// one instruction does the work of two and the results stay the same bit for bit.
+SERVESCOPE_AVX512_VNNI inline __m512i pair_of(__m256i even, __m256i odd) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(even), odd, 1);
+}
+SERVESCOPE_AVX512_VNNI inline __m512 pair_of(float even, float odd) {
+  return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(even), _mm512_set1_ps(odd));
+}
+SERVESCOPE_AVX512_VNNI inline __m256i load_256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// Weights of block `block` (and the next one unless `lone`): the unsigned nibbles (Q4_0) or the
+// signed bytes and -128 x their sums of four (Q8_0), with the scales.
+template <gguf::GgmlType Type>
+SERVESCOPE_AVX512_VNNI inline void weight_pair(const uint8_t* block, bool lone, __m512i& w,
+                                               __m512i& w_extra, __m512& d_w) {
+  using Block = typename BlockOf<Type>::Block;
+  const uint8_t* next = lone ? block : block + sizeof(Block);
+  uint16_t d_bits[2];
+  std::memcpy(&d_bits[0], block, sizeof(uint16_t));
+  std::memcpy(&d_bits[1], next, sizeof(uint16_t));
+  d_w = pair_of(_cvtsh_ss(d_bits[0]), _cvtsh_ss(d_bits[1]));
+  if constexpr (Type == gguf::GgmlType::Q4_0) {
+    const __m256i packed = _mm256_set_m128i(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(next + offsetof(BlockQ4_0, qs))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs))));
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    // [low 0, low 1, high 0, high 1] -> [low 0, high 0, low 1, high 1] (16-byte lanes)
+    const __m512i grouped = pair_of(_mm256_and_si256(packed, mask),
+                                    _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask));
+    w = _mm512_shuffle_i64x2(grouped, grouped, _MM_SHUFFLE(3, 1, 2, 0));
+    w_extra = w;
+  } else {
+    w = pair_of(load_256(block + offsetof(BlockQ8_0, qs)),
+                load_256(next + offsetof(BlockQ8_0, qs)));
+    const __m512i zero = _mm512_setzero_si512();
+    w_extra = _mm512_sub_epi32(
+        zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(static_cast<char>(0x80)), w));
+  }
+}
+
+template <gguf::GgmlType Type, int R, int T>
+SERVESCOPE_AVX512_VNNI void tile_pairs_avx512(const uint8_t* rows, uint64_t row_stride,
+                                              const ActivationBlock* x, int64_t x_stride, int64_t n,
+                                              float* out, int64_t out_stride) {
+  using Block = typename BlockOf<Type>::Block;
+  const int64_t blocks = n / kQuantBlock;
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < blocks; b += 2) {
+    const bool lone = b + 1 == blocks;  // an odd count's last block: only the even lanes
+    const __mmask16 lanes_used = lone ? 0x00FF : 0xFFFF;
+    __m512i w[R];
+    __m512i w_extra[R];
+    __m512 d_w[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      weight_pair<Type>(rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block)), lone, w[r],
+                        w_extra[r], d_w[r]);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const ActivationBlock* xb = x + t * x_stride + b;
+      const ActivationBlock* next = lone ? xb : xb + 1;
+      const __m512i q = pair_of(load_256(xb->qs), load_256(next->qs));
+      const __m512 d_x = pair_of(xb->d, next->d);
+      __m512i token_extra;
+      if constexpr (Type == gguf::GgmlType::Q4_0) {
+        token_extra = pair_of(load_256(xb->offset), load_256(next->offset));
+      } else {
+        token_extra = _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i sums = Type == gguf::GgmlType::Q4_0
+                                 ? _mm512_dpbusd_epi32(token_extra, w[r], q)
+                                 : _mm512_dpbusd_epi32(w_extra[r], token_extra, w[r]);
+        acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(d_w[r], d_x), _mm512_cvtepi32_ps(sums),
+                                          acc[r][t], lanes_used);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      const __m256 even = _mm512_castps512_ps256(acc[r][t]);
+      const __m256 odd = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1));
+      out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(even, odd));
+    }
+  }
+}
+
+// A row's block pair for 512-bit registers, packed once per R-row tile and read for every token.
+struct alignas(64) WeightBlockPair {
+  uint8_t w[2 * kQuantBlock];  // Q4_0: unsigned nibbles in element order; Q8_0: signed bytes
+  int32_t extra[16];           // Q8_0: -128 x the weights' sums of four
+  float d[16];
+};
+
+template <gguf::GgmlType Type>
+SERVESCOPE_AVX512_VNNI void pack_weight_pairs(const uint8_t* row, int64_t blocks,
+                                              WeightBlockPair* out) {
+  using Block = typename BlockOf<Type>::Block;
+  for (int64_t b = 0; b < blocks; b += 2) {
+    WeightBlockPair& pair = out[b / 2];
+    __m512i w;
+    __m512i w_extra;
+    __m512 d_w;
+    weight_pair<Type>(row + b * static_cast<int64_t>(sizeof(Block)), b + 1 == blocks, w, w_extra,
+                      d_w);
+    if (b + 1 == blocks) {  // zero weights and scales in the odd lanes: they add exact zeros
+      w = _mm512_maskz_mov_epi64(0x0F, w);
+      w_extra = _mm512_maskz_mov_epi32(0x00FF, w_extra);
+      d_w = _mm512_maskz_mov_ps(0x00FF, d_w);
+    }
+    _mm512_store_si512(pair.w, w);
+    _mm512_store_si512(pair.extra, w_extra);
+    _mm512_store_ps(pair.d, d_w);
+  }
+}
+
+template <gguf::GgmlType Type, int R, int T>
+SERVESCOPE_AVX512_VNNI void pair_tile(const WeightBlockPair* w, int64_t pairs,
+                                      const TokenBlockPair* x, float* out, int64_t out_stride) {
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512i weights[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) weights[r] = _mm512_load_si512(w[r * pairs + p].w);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const TokenBlockPair& xt = x[t * pairs + p];
+      const __m512i q = _mm512_load_si512(xt.q);
+      const __m512i token_extra = _mm512_load_si512(xt.extra);
+      const __m512 d_x = _mm512_load_ps(xt.d);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i sums = Type == gguf::GgmlType::Q4_0
+                                 ? _mm512_dpbusd_epi32(token_extra, weights[r], q)
+                                 : _mm512_dpbusd_epi32(_mm512_load_si512(w[r * pairs + p].extra),
+                                                       token_extra, weights[r]);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_load_ps(w[r * pairs + p].d), d_x),
+                                    _mm512_cvtepi32_ps(sums), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      const __m256 even = _mm512_castps512_ps256(acc[r][t]);
+      const __m256 odd = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1));
+      out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(even, odd));
+    }
+  }
+}
+
+constexpr int kPairRows = 4;    // rows per tile (their packed pairs stay in L1)
+constexpr int kPairTokens = 4;  // tokens per tile: 16 sums in registers
+
+template <gguf::GgmlType Type, int R>
+void pair_tiles_over_tokens(const WeightBlockPair* w, int64_t pairs, const TokenBlockPair* x,
+                            int64_t tokens, float* out, int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kPairTokens <= tokens; t += kPairTokens) {
+    pair_tile<Type, R, kPairTokens>(w, pairs, x + t * pairs, out + t * out_stride, out_stride);
+  }
+  for (; t < tokens; ++t) {
+    pair_tile<Type, R, 1>(w, pairs, x + t * pairs, out + t * out_stride, out_stride);
+  }
+}
+
+template <gguf::GgmlType Type>
+void dot_pairs(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const TokenBlockPair* x,
+               int64_t tokens, int64_t n, float* out, int64_t out_stride) {
+  const int64_t blocks = n / kQuantBlock;
+  const int64_t pairs = (blocks + 1) / 2;
+  thread_local std::vector<WeightBlockPair> packed;
+  packed.resize(static_cast<size_t>(kPairRows * pairs));
+  for (int64_t r = 0; r < n_rows; r += kPairRows) {
+    const int64_t rows_here = std::min<int64_t>(kPairRows, n_rows - r);
+    for (int64_t i = 0; i < rows_here; ++i) {
+      pack_weight_pairs<Type>(rows + (r + i) * row_stride, blocks, packed.data() + i * pairs);
+    }
+    float* o = out + r;
+    switch (rows_here) {
+      case 4:
+        pair_tiles_over_tokens<Type, 4>(packed.data(), pairs, x, tokens, o, out_stride);
+        break;
+      case 3:
+        pair_tiles_over_tokens<Type, 3>(packed.data(), pairs, x, tokens, o, out_stride);
+        break;
+      case 2:
+        pair_tiles_over_tokens<Type, 2>(packed.data(), pairs, x, tokens, o, out_stride);
+        break;
+      default:
+        pair_tiles_over_tokens<Type, 1>(packed.data(), pairs, x, tokens, o, out_stride);
+    }
+  }
+}
+
+SERVESCOPE_AVX512_VNNI void pack_token_pairs_avx512(bool q4, const ActivationBlock* x,
+                                                    int64_t x_stride, int64_t tokens, int64_t n,
+                                                    TokenBlockPair* out) {
+  const int64_t blocks = n / kQuantBlock;
+  const int64_t pairs = (blocks + 1) / 2;
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t b = 0; b < blocks; b += 2) {
+      const ActivationBlock& even = x[t * x_stride + b];
+      const bool lone = b + 1 == blocks;
+      const ActivationBlock& odd = lone ? even : x[t * x_stride + b + 1];
+      const __mmask16 used = lone ? 0x00FF : 0xFFFF;
+      TokenBlockPair& pair = out[t * pairs + b / 2];
+      const __m512i q = _mm512_maskz_mov_epi32(used, pair_of(load_256(even.qs), load_256(odd.qs)));
+      _mm512_store_si512(pair.q, q);
+      const __m512i extra = q4 ? pair_of(load_256(even.offset), load_256(odd.offset))
+                               : _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
+      _mm512_store_si512(pair.extra, _mm512_maskz_mov_epi32(used, extra));
+      _mm512_store_ps(pair.d, _mm512_maskz_mov_ps(used, pair_of(even.d, odd.d)));
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
+// Tiles of R rows x T tokens over the whole (rows x tokens) range, smaller tiles at the edges.
+template <gguf::GgmlType Type, class Isa>
+void dot_tiles(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const ActivationBlock* x,
+               int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
+  constexpr int R = Isa::kRows;
+  constexpr int T = Isa::kTokens;
+  int64_t r = 0;
+  for (; r + R <= n_rows; r += R) {
+    int64_t t = 0;
+    for (; t + T <= tokens; t += T) {
+      Isa::template tile<Type, R, T>(rows + r * row_stride, row_stride, x + t * x_stride, x_stride,
+                                     n, out + t * out_stride + r, out_stride);
+    }
+    for (; t < tokens; ++t) {
+      Isa::template tile<Type, R, 1>(rows + r * row_stride, row_stride, x + t * x_stride, x_stride,
+                                     n, out + t * out_stride + r, out_stride);
+    }
+  }
+  for (; r < n_rows; ++r) {
+    int64_t t = 0;
+    for (; t + T <= tokens; t += T) {
+      Isa::template tile<Type, 1, T>(rows + r * row_stride, row_stride, x + t * x_stride, x_stride,
+                                     n, out + t * out_stride + r, out_stride);
+    }
+    for (; t < tokens; ++t) {
+      Isa::template tile<Type, 1, 1>(rows + r * row_stride, row_stride, x + t * x_stride, x_stride,
+                                     n, out + t * out_stride + r, out_stride);
+    }
+  }
+}
+
+// Tile shapes by register count: 16 vector registers hold 2 x 2 x 2 sums, 32 hold 2 x 2 x 4.
+struct Avx2Tiles {
+  static constexpr int kRows = 2, kTokens = 2;
+  template <gguf::GgmlType Type, int R, int T>
+  static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
+                   int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
+    tile_avx2<Type, R, T>(rows, row_stride, x, x_stride, n, out, out_stride);
+  }
+};
+struct VnniTiles {
+  static constexpr int kRows = 2, kTokens = 2;
+  template <gguf::GgmlType Type, int R, int T>
+  static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
+                   int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
+    tile_vnni<Type, R, T>(rows, row_stride, x, x_stride, n, out, out_stride);
+  }
+};
+struct Avx512Tiles {
+  static constexpr int kRows = 4, kTokens = 4;
+  template <gguf::GgmlType Type, int R, int T>
+  static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
+                   int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
+    tile_pairs_avx512<Type, R, T>(rows, row_stride, x, x_stride, n, out, out_stride);
+  }
+};
+
 constexpr int kGroup = 4;  // tokens per row pass
 constexpr int kRows = 4;   // rows per pass for the tokens left over (a lone decode token)
+// From this many tokens on, the tile kernel (same results, fewer instructions per block sum).
+constexpr int64_t kMinTokensForTiles = 4;
 
-template <gguf::GgmlType Type, class Dot>
+template <gguf::GgmlType Type, class Dot, class Tiles>
 void dot_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const ActivationBlock* x,
               int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
+  if (tokens >= kMinTokensForTiles) {
+    dot_tiles<Type, Tiles>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
+    return;
+  }
   int64_t t = 0;
   for (; t + kGroup <= tokens; t += kGroup) {
     for (int64_t r = 0; r < n_rows; ++r) {
@@ -198,6 +595,10 @@ bool cpu_has(const char* feature_set) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avxvnni");
   }
+  if (std::strcmp(feature_set, "avx512vnni") == 0) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+  }
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
          __builtin_cpu_supports("f16c");
 }
@@ -210,13 +611,21 @@ struct Int8Kernels {
 const Int8Kernels& int8_kernels() {
   static const Int8Kernels kernels = [] {
 #ifdef SERVESCOPE_X86_SIMD
+    if (cpu_has("avxvnni") && cpu_has("avx512vnni")) {
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniDot, Avx512Tiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, VnniDot, Avx512Tiles>};
+    }
+    if (cpu_has("avx2") && cpu_has("avx512vnni")) {  // AVX-512 VNNI without AVX-VNNI (Zen 4)
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx512Tiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx512Tiles>};
+    }
     if (cpu_has("avxvnni")) {
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniDot>,
-                         dot_rows<gguf::GgmlType::Q4_0, VnniDot>};
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniDot, VnniTiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, VnniDot, VnniTiles>};
     }
     if (cpu_has("avx2")) {
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, MaddubsDot>,
-                         dot_rows<gguf::GgmlType::Q4_0, MaddubsDot>};
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx2Tiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx2Tiles>};
     }
 #endif
     return Int8Kernels{dot_portable<gguf::GgmlType::Q8_0>, dot_portable<gguf::GgmlType::Q4_0>};
@@ -238,6 +647,10 @@ void quantize_activations_portable(const float* x, int64_t n, ActivationBlock* o
     out[b].d = d;
     for (int j = 0; j < kQuantBlock; ++j) {
       out[b].qs[j] = static_cast<int8_t>(std::lrint(xb[j] * inverse));
+    }
+    for (int i = 0; i < kQuantBlock / 4; ++i) {
+      out[b].offset[i] = -8 * (out[b].qs[4 * i] + out[b].qs[4 * i + 1] + out[b].qs[4 * i + 2] +
+                               out[b].qs[4 * i + 3]);
     }
   }
 }
@@ -267,6 +680,11 @@ SERVESCOPE_AVX2 void quantize_activations_avx2(const float* x, int64_t n, Activa
     const __m256i ordered =
         _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs), ordered);
+    const __m256i sums_of_four =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), ordered), _mm256_set1_epi16(1));
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(out[b].offset),
+        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums_of_four, 3)));
   }
 }
 #endif
@@ -282,6 +700,47 @@ void quantize_activations(const float* x, int64_t n, ActivationBlock* out) {
   }
 #endif
   quantize_activations_portable(x, n, out);
+}
+
+std::vector<RowDotInt8Tokens> int8_kernel_variants(gguf::GgmlType type) {
+  const bool q8 = type == gguf::GgmlType::Q8_0;
+  std::vector<RowDotInt8Tokens> variants{q8 ? dot_portable<gguf::GgmlType::Q8_0>
+                                            : dot_portable<gguf::GgmlType::Q4_0>};
+#ifdef SERVESCOPE_X86_SIMD
+  if (cpu_has("avx2")) {
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx2Tiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx2Tiles>);
+  }
+  if (cpu_has("avxvnni")) {
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, VnniDot, VnniTiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, VnniDot, VnniTiles>);
+  }
+  if (cpu_has("avx2") && cpu_has("avx512vnni")) {
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx512Tiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx512Tiles>);
+  }
+#endif
+  return variants;
+}
+
+Int8PairKernel int8_pair_kernel_for(gguf::GgmlType type) {
+#ifdef SERVESCOPE_X86_SIMD
+  static const bool avx512_vnni = cpu_has("avx512vnni");
+  if (avx512_vnni && type == gguf::GgmlType::Q8_0) return dot_pairs<gguf::GgmlType::Q8_0>;
+  if (avx512_vnni && type == gguf::GgmlType::Q4_0) return dot_pairs<gguf::GgmlType::Q4_0>;
+#endif
+  (void)type;
+  return nullptr;
+}
+
+void pack_token_pairs(gguf::GgmlType type, const ActivationBlock* x, int64_t x_stride,
+                      int64_t tokens, int64_t n, TokenBlockPair* out) {
+#ifdef SERVESCOPE_X86_SIMD
+  pack_token_pairs_avx512(type == gguf::GgmlType::Q4_0, x, x_stride, tokens, n, out);
+#else
+  (void)type, (void)x, (void)x_stride, (void)tokens, (void)n, (void)out;
+  std::abort();  // callers check int8_pair_kernel_for
+#endif
 }
 
 bool has_int8_kernel(gguf::GgmlType type) {

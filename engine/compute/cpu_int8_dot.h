@@ -7,15 +7,20 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/gguf/ggml_types.h"
 
 namespace servescope::compute {
 
-// 32 activations as int8 with one float scale: value = q * d.
+// 32 activations as int8 with one float scale: value = q * d. `offset[i]` is -8 times the sum of
+// qs[4i..4i+3]: a Q4_0 weight is its stored nibble minus 8, so sum w * q over a group of four
+// equals (nibbles . q) + offset[i], which lets the many-token kernel multiply the nibbles as
+// unsigned bytes directly (computed once per token instead of once per row and token).
 struct ActivationBlock {
   float d = 0.0f;
   int8_t qs[gguf::kQuantBlock] = {};
+  int32_t offset[gguf::kQuantBlock / 4] = {};
 };
 
 // Quantises n floats (n a multiple of 32) to n / 32 blocks: d = max|x| / 127, q = round(x / d).
@@ -30,7 +35,33 @@ using RowDotInt8Tokens = void (*)(const uint8_t* rows, uint64_t row_stride, int6
                                   int64_t n, float* out, int64_t out_stride);
 // The kernel for Q8_0 or Q4_0 on this CPU (AVX-VNNI, AVX2, or portable).
 RowDotInt8Tokens row_dot_int8_tokens_for(gguf::GgmlType type);
+// Every variant of that kernel this CPU can run, portable first (AVX2, AVX-VNNI, AVX-512 VNNI
+// tiles follow where supported), so tests can hold each against the others.
+std::vector<RowDotInt8Tokens> int8_kernel_variants(gguf::GgmlType type);
 // Whether `type` has an integer kernel (Q8_0, Q4_0).
 bool has_int8_kernel(gguf::GgmlType type);
+
+// Two consecutive blocks of one token laid out for 512-bit registers (the many-token kernel on
+// CPUs with AVX-512 VNNI): bytes 0-31 the even block, 32-63 the odd one (zero past the last
+// block); `extra` is what the weight type's integer dot starts from or multiplies (Q4_0: the
+// blocks' offsets; Q8_0: q + 128 as unsigned bytes); `d` the scales, eight lanes each.
+struct alignas(64) TokenBlockPair {
+  int8_t q[2 * gguf::kQuantBlock];
+  uint8_t extra[2 * gguf::kQuantBlock];
+  float d[16];
+};
+
+// The many-token kernel over packed tokens: out[t * out_stride + r] for rows [0, n_rows) and
+// tokens [0, tokens), with `pairs` = ceil(n / 64) block pairs per token, token t's at
+// x + t * pairs. Each (row, token) result equals row_dot_int8_tokens_for's bit for bit.
+using Int8PairKernel = void (*)(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
+                                const TokenBlockPair* x, int64_t tokens, int64_t n, float* out,
+                                int64_t out_stride);
+// The kernel for Q8_0 or Q4_0, or null where this CPU has no AVX-512 VNNI.
+Int8PairKernel int8_pair_kernel_for(gguf::GgmlType type);
+// Packs `tokens` quantised tokens (token t's n / 32 blocks at x + t * x_stride) for `type`'s
+// pair kernel into out (tokens * ceil(n / 64) pairs).
+void pack_token_pairs(gguf::GgmlType type, const ActivationBlock* x, int64_t x_stride,
+                      int64_t tokens, int64_t n, TokenBlockPair* out);
 
 }  // namespace servescope::compute
