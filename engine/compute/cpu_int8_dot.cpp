@@ -285,6 +285,46 @@ SERVESCOPE_AVX512_VNNI inline __m256i load_256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
+SERVESCOPE_AVX512_VNNI inline __m256 even_plus_odd(__m512 pair_sums) {
+  return _mm256_add_ps(_mm512_castps512_ps256(pair_sums),
+                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pair_sums), 1)));
+}
+
+// horizontal_sum(even_plus_odd(a)) for four registers at once, stored to out[0..3]: the same
+// additions of the same lanes in the same order (halves, then lanes i and i + 2, then 0 and 1),
+// with the four sums' steps side by side in shared registers.
+SERVESCOPE_AVX512_VNNI inline void store_four_sums(__m512 a, __m512 b, __m512 c, __m512 d,
+                                                   float* out) {
+  const __m256 ya = even_plus_odd(a), yb = even_plus_odd(b);
+  const __m256 yc = even_plus_odd(c), yd = even_plus_odd(d);
+  // [a: y_i + y_i+4 (i < 4) | b: same], [c | d]
+  const __m256 ab =
+      _mm256_add_ps(_mm256_permute2f128_ps(ya, yb, 0x20), _mm256_permute2f128_ps(ya, yb, 0x31));
+  const __m256 cd =
+      _mm256_add_ps(_mm256_permute2f128_ps(yc, yd, 0x20), _mm256_permute2f128_ps(yc, yd, 0x31));
+  // [a0+a2, a1+a3, c0+c2, c1+c3 | b0+b2, b1+b3, d0+d2, d1+d3]
+  const __m256 quarters = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                        _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 sums = _mm256_add_ps(quarters, _mm256_movehdup_ps(quarters));  // lanes 0, 4, 2, 6
+  const __m256 ordered = _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 2, 6, 0, 4, 2, 6));
+  _mm_storeu_ps(out, _mm256_castps256_ps128(ordered));
+}
+
+// out[t * out_stride + r] = the sum of all 16 lanes of acc[r][t].
+template <int R, int T>
+SERVESCOPE_AVX512_VNNI inline void store_tile_sums(const __m512 (&acc)[R][T], float* out,
+                                                   int64_t out_stride) {
+  for (int t = 0; t < T; ++t) {
+    if constexpr (R == 4) {
+      store_four_sums(acc[0][t], acc[1][t], acc[2][t], acc[3][t], out + t * out_stride);
+    } else {
+      for (int r = 0; r < R; ++r) {
+        out[t * out_stride + r] = horizontal_sum(even_plus_odd(acc[r][t]));
+      }
+    }
+  }
+}
+
 // Weights of block `block` (and the next one unless `lone`): the unsigned nibbles (Q4_0) or the
 // signed bytes and -128 x their sums of four (Q8_0), with the scales.
 template <gguf::GgmlType Type>
@@ -358,13 +398,7 @@ SERVESCOPE_AVX512_VNNI void tile_pairs_avx512(const uint8_t* rows, uint64_t row_
       }
     }
   }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      const __m256 even = _mm512_castps512_ps256(acc[r][t]);
-      const __m256 odd = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1));
-      out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(even, odd));
-    }
-  }
+  store_tile_sums<R, T>(acc, out, out_stride);
 }
 
 // A row's block pair for 512-bit registers, packed once per R-row tile and read for every token.
@@ -424,13 +458,7 @@ SERVESCOPE_AVX512_VNNI void pair_tile(const WeightBlockPair* w, int64_t pairs,
       }
     }
   }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      const __m256 even = _mm512_castps512_ps256(acc[r][t]);
-      const __m256 odd = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1));
-      out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(even, odd));
-    }
-  }
+  store_tile_sums<R, T>(acc, out, out_stride);
 }
 
 constexpr int kPairRows = 4;    // rows per tile (their packed pairs stay in L1)
