@@ -462,6 +462,18 @@ void CpuBackend::attention(const Tensor& q, const KvStore& store, const Attentio
   });
 }
 
+namespace {
+
+// out[c] += p * v[c], the value half of attention (a prefill's attention spends about half its
+// time here). Also compiled for AVX-512 and AVX2, picked at run time; products and sums stay
+// separate roundings (no contraction into FMAs), so every version gives the same bits.
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off"))) void
+add_scaled(float* out, const float* v, float p, int64_t d) {
+  for (int64_t c = 0; c < d; ++c) out[c] += p * v[c];
+}
+
+}  // namespace
+
 void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                              const AttentionBatch& batch, Tensor& out, Tensor* weights,
                              int64_t begin, int64_t end, AttentionScratch& scratch) {
@@ -524,8 +536,7 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
       for (int64_t t = 0; t < n_keys; ++t) {
         const float p = scores[t] / sum;
         if (captured != nullptr) captured[t] = p;
-        const float* vt = value_row(t) + kv_col;
-        for (int64_t c = 0; c < d; ++c) oh[c] += p * vt[c];
+        add_scaled(oh, value_row(t) + kv_col, p, d);
       }
     }
   }
