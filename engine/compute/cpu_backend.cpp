@@ -467,8 +467,18 @@ namespace {
 // out[c] += p * v[c], the value half of attention (a prefill's attention spends about half its
 // time here). Also compiled for AVX-512 and AVX2, picked at run time; products and sums stay
 // separate roundings (no contraction into FMAs), so every version gives the same bits.
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off"))) void
-add_scaled(float* out, const float* v, float p, int64_t d) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SERVESCOPE_VECTOR_CLONES \
+  __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#elif defined(__x86_64__) && defined(__clang__)
+#define SERVESCOPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SERVESCOPE_VECTOR_CLONES
+#endif
+SERVESCOPE_VECTOR_CLONES void add_scaled(float* out, const float* v, float p, int64_t d) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
   for (int64_t c = 0; c < d; ++c) out[c] += p * v[c];
 }
 
