@@ -186,6 +186,9 @@ std::vector<MeasureSpec> make_measures() {
        "the fitted slope of decode time against weight bytes (size sweep), as bandwidth"},
       {"ttft_ms", "ms", "time to first token of the last request"},
       {"tpot_ms", "ms", "time per output token of the last request"},
+      {"class_tokens_per_s", "tokens/s",
+       "tokens generated for every request (classmates too) from the learner's last request's "
+       "arrival to its last token, per second"},
   };
 }
 

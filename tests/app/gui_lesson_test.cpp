@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <optional>
 
@@ -298,6 +299,41 @@ TEST_F(LessonFixture, TheBatchingLessonsSweepShowsThroughputRisingWithBatchSize)
     best = std::max(best, ratio);
   }
   EXPECT_GT(best, 1.0);
+}
+
+TEST_F(LessonFixture, TheBatchingLessonsWaitingExperimentMeasuresBothPolicies) {
+  // The lesson's two steps as written: continuous, then static with its wait.
+  std::optional<lessons::Step> continuous;
+  std::optional<lessons::Step> static_batches;
+  for (const lessons::Step& step : load_lesson("batching").steps) {
+    for (const lessons::Action& a : step.run) {
+      if (a.name == "set_batch_wait" && !static_batches) static_batches = step;
+    }
+    if (step.id == "waiting-continuous") continuous = step;
+  }
+  ASSERT_TRUE(continuous.has_value());
+  ASSERT_TRUE(static_batches.has_value()) << "no lesson step sets a batch wait";
+  int wait_ms = 0;
+  for (const lessons::Action& a : static_batches->run) {
+    if (a.name == "set_batch_wait") wait_ms = static_cast<int>(a.value.integer);
+  }
+  ASSERT_GT(wait_ms, 0);
+
+  ASSERT_EQ(run(continuous->run), "finished");
+  EXPECT_FALSE(window_->engine_info()->batching.static_batches);
+  const double continuous_ttft = measured("ttft_ms");
+  const double continuous_rate = measured("class_tokens_per_s");
+  ASSERT_EQ(run(static_batches->run), "finished");
+  EXPECT_TRUE(window_->engine_info()->batching.static_batches);
+  EXPECT_EQ(window_->engine_info()->batching.wait_ms, wait_ms);
+  const double static_ttft = measured("ttft_ms");
+  const double static_rate = measured("class_tokens_per_s");
+  // Eight requests never fill 16 places: the learner's request waited the whole wait.
+  EXPECT_GE(static_ttft, wait_ms);
+  EXPECT_GT(static_rate, 0.0);
+  std::cout << "waiting experiment: TTFT continuous " << continuous_ttft << " ms, static "
+            << static_ttft << " ms; class tokens/s continuous " << continuous_rate << ", static "
+            << static_rate << "\n";
 }
 
 TEST_F(LessonFixture, ASizeSweepTimesDecodeOnEachTimingModelAndReturnsToTheModelInUse) {
