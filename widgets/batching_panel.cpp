@@ -246,10 +246,9 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
     painter.save();
     painter.setPen(t.warning);
     const qreal height = QFontMetricsF(painter.font()).height();
-    painter.drawText(QRectF(area.left(), y, area.width(), height), Qt::AlignLeft | Qt::AlignVCenter,
-                     tr("Static batching is %1: the waiting requests start together when the "
-                        "batch fills or the oldest has waited the wait.")
-                         .arg(snapshot_.collecting));
+    painter.drawText(
+        QRectF(area.left(), y, area.width(), height), Qt::AlignLeft | Qt::AlignVCenter,
+        tr("Now %1 (it starts when full or when the wait ends)").arg(snapshot_.collecting));
     painter.restore();
     y += height + 4;
     add_tooltip(QRectF(area.left(), top, area.width(), y - top),

@@ -171,7 +171,10 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     backend = has_vulkan ? BackendChoice{compute::BackendKind::kVulkan, -1}
                          : BackendChoice{compute::BackendKind::kCpu, -1};
   }
+  if (options.quantised_activations) q8_activations = *options.quantised_activations;
   if (q8_activations) backend->quantised_activations = true;
+  if (options.static_batching) batching_picker_->setCurrentIndex(*options.static_batching ? 1 : 0);
+  if (options.batch_wait_ms) batch_wait_->setValue(*options.batch_wait_ms);
   dark_ = dark;
   dark_action_->setChecked(dark);
   backend_ = *backend;

@@ -42,6 +42,10 @@ struct WindowOptions {
   std::optional<QString> model;
   std::optional<BackendChoice> backend;
   std::optional<bool> dark_theme;
+  // Override the remembered batching control parts given, and the CPU backend's activations.
+  std::optional<bool> static_batching;
+  std::optional<int> batch_wait_ms;
+  std::optional<bool> quantised_activations;
   // Where timing models are written: the user's cache folder (QStandardPaths) when not given.
   std::optional<QString> cache_folder;
   // Where the lesson files are: the data folder's lessons/ when not given.
