@@ -219,8 +219,11 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
   clear_tooltips();
   heatmap_ = {};
   if (snapshot_.steps.empty() || snapshot_.slot_count <= 0) {
-    paint_empty_state(painter,
-                      tr("No batches yet: press Generate (and add classmates) to see slots fill."));
+    paint_empty_state(
+        painter,
+        snapshot_.collecting.isEmpty()
+            ? tr("No batches yet: press Generate (and add classmates) to see slots fill.")
+            : tr("%1: %2. No step has run yet.").arg(snapshot_.policy, snapshot_.collecting));
     return;
   }
   if (paint_if_too_small(painter, kMinimumSize)) return;
@@ -238,6 +241,20 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
   add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
               tr("Slots are the places in one batch; mean occupancy is the share of them holding a "
                  "request, averaged over the steps shown."));
+  if (!snapshot_.collecting.isEmpty()) {
+    const qreal top = y;
+    painter.save();
+    painter.setPen(t.warning);
+    const qreal height = QFontMetricsF(painter.font()).height();
+    painter.drawText(
+        QRectF(area.left(), y, area.width(), height), Qt::AlignLeft | Qt::AlignVCenter,
+        tr("Now %1 (it starts when full or when the wait ends)").arg(snapshot_.collecting));
+    painter.restore();
+    y += height + 4;
+    add_tooltip(QRectF(area.left(), top, area.width(), y - top),
+                tr("Measured by the engine: the requests waiting now, the batch's places, and "
+                   "when the oldest request's wait ends."));
+  }
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
                           t) +
        6;

@@ -44,7 +44,8 @@ struct SweepPoint {
 
 struct BatchingSnapshot {
   int32_t slot_count = 0;
-  QString policy;                // "continuous batching", "static batching"
+  QString policy;                // "continuous batching", "static batching, wait 200 ms"
+  QString collecting;            // "collecting a batch: 3 of 16, runs in 120 ms", or empty
   std::vector<BatchStep> steps;  // oldest first
   std::vector<RequestLatency> requests;
   std::vector<SweepPoint> sweep;  // empty until the user presses Sweep

@@ -123,9 +123,10 @@ ActionDispatcher::~ActionDispatcher() { end_waiting(); }
 
 const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
   static const std::vector<std::string_view> names = {
-      "load_model",  "set_backend", "set_kv_type",    "set_classmates", "set_batching",
-      "set_greedy",  "set_prompt",  "set_max_tokens", "generate",       "decode_steps",
-      "batch_sweep", "size_sweep",  "open_panel",     "highlight"};
+      "load_model",   "set_backend",    "set_kv_type",     "set_classmates",
+      "set_batching", "set_batch_wait", "set_activations", "set_greedy",
+      "set_prompt",   "set_max_tokens", "generate",        "decode_steps",
+      "batch_sweep",  "size_sweep",     "open_panel",      "highlight"};
   return names;
 }
 
@@ -257,18 +258,16 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
   }
   if (n == "set_batching") {
     const QString which = text_argument(a);
-    if (which == "continuous")
-      return {now(
-          "Continuous batching", [] {}, this)};
-    if (which == "static") {
-      return {Task{"Static batching", [this] {
-                     fail(
-                         "Static batching is not in this engine yet (it comes with issue 13): "
-                         "the engine batches continuously, so this experiment cannot run as "
-                         "written.");
-                   }}};
+    if (which != "continuous" && which != "static") {
+      bad(a, "is continuous or static, not " + which);
     }
-    bad(a, "is continuous or static, not " + which);
+    return {set_batching(which == "static", std::nullopt)};
+  }
+  if (n == "set_batch_wait") return {set_batching(std::nullopt, int_argument(a, 0, 10000))};
+  if (n == "set_activations") {
+    const QString which = text_argument(a);
+    if (which != "f32" && which != "q8_0") bad(a, "is f32 or q8_0, not " + which);
+    return {set_activations(which == "q8_0")};
   }
   if (n == "set_greedy") {
     const bool greedy = bool_argument(a);
@@ -403,6 +402,49 @@ ActionDispatcher::Task ActionDispatcher::set_kv_type(const QString& which) {
                          [this, type] { return window_.engine_info()->kv_type == type; });
                 fail_on_window_failure();
                 window_.set_kv_type(type);
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_batching(std::optional<bool> static_batches,
+                                                      std::optional<int> wait_ms) {
+  const QString what = static_batches
+                           ? (*static_batches ? "Static batching" : "Continuous batching")
+                           : QString("Batch wait %1 ms").arg(*wait_ms);
+  return Task{what, [this, static_batches, wait_ms] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                BatchingChoice wanted = window_.batching();
+                if (static_batches) wanted.static_batches = *static_batches;
+                if (wait_ms) wanted.wait_ms = *wait_ms;
+                const auto holds = [this, wanted] {
+                  const BatchingChoice& b = window_.engine_info()->batching;
+                  return b.static_batches == wanted.static_batches && b.wait_ms == wanted.wait_ms;
+                };
+                if (holds()) {
+                  window_.set_batching(wanted);  // the controls show it too
+                  return complete();
+                }
+                // Done when the engine reports the policy it now holds.
+                wait_for(&MainWindow::batching_changed, holds);
+                fail_on_window_failure();
+                window_.set_batching(wanted);
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_activations(bool quantised) {
+  return Task{quantised ? "8-bit activations" : "Exact float activations", [this, quantised] {
+                const auto& info = window_.engine_info();
+                if (!info) return fail("No model is loaded yet.");
+                if (info->backend != "cpu") {
+                  return fail(
+                      "Only the CPU backend quantises activations; add set_backend: cpu "
+                      "before set_activations.");
+                }
+                if (info->quantised_activations == quantised) return complete();
+                wait_for(&MainWindow::engine_ready, [this, quantised] {
+                  return window_.engine_info()->quantised_activations == quantised;
+                });
+                fail_on_window_failure();
+                window_.set_quantised_activations(quantised);
               }};
 }
 

@@ -11,6 +11,7 @@
 #include <QVariant>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -93,6 +94,9 @@ class ActionDispatcher : public QObject {
   Task load_model(const QString& which);
   Task set_backend(const QString& which);
   Task set_kv_type(const QString& which);
+  // Either part left unset keeps what the window has.
+  Task set_batching(std::optional<bool> static_batches, std::optional<int> wait_ms);
+  Task set_activations(bool quantised);
   Task generate(std::optional<int> max_tokens);
   Task decode_steps(int steps);
   Task batch_sweep();

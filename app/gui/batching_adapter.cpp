@@ -1,5 +1,6 @@
 // Batching panel: the slots x steps heatmap from each step's batch, latencies per request.
 #include "app/gui/panel_adapter.h"
+#include "app/gui/window_text.h"
 #include "engine/telemetry/records.h"
 #include "widgets/batching_panel.h"
 
@@ -28,11 +29,13 @@ class BatchingAdapter final : public PanelAdapter {
   explicit BatchingAdapter(QWidget* parent) : panel_(new widgets::BatchingPanel(parent)) {}
   widgets::PanelView* view() const override { return panel_; }
   bool has_data() const override { return !panel_->snapshot().steps.empty(); }
+  bool animating() const override { return !panel_->snapshot().collecting.isEmpty(); }
 
   void refresh(const PanelFeed& feed) override {
     widgets::BatchingSnapshot snapshot;
     snapshot.slot_count = static_cast<int32_t>(feed.info.max_batch_size);
-    snapshot.policy = "continuous batching";
+    snapshot.policy = batching_text(feed.info.batching);
+    snapshot.collecting = feed.collecting;
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
       widgets::BatchStep row;
       row.index = step.step_index;

@@ -22,6 +22,25 @@ namespace servescope::gui {
 struct BackendChoice {
   compute::BackendKind kind = compute::BackendKind::kCpu;
   int device = -1;  // Vulkan device index; -1: the best one
+  // CPU only: 8-bit activations with integer dot products for Q8_0 / Q4_0 weights instead of
+  // the exact float path (compute::BackendChoice::quantised_activations); Vulkan ignores it.
+  bool quantised_activations = false;
+};
+
+// How the engine forms batches (serving::BatchingPolicy) and, for static batching, how long
+// the oldest waiting request may wait for the batch to fill.
+struct BatchingChoice {
+  bool static_batches = false;
+  int wait_ms = 0;
+};
+
+// A static batch being collected, as the engine reports it: `waiting` requests of
+// `batch_size` places; it runs `due_in_ms` after the report at the latest (earlier when it
+// fills). waiting == 0: nothing is collecting.
+struct BatchCollecting {
+  int waiting = 0;
+  int batch_size = 0;
+  double due_in_ms = 0.0;
 };
 
 // How fast the engine's thread runs steps while there is work.
@@ -37,9 +56,10 @@ struct EngineInfo {
   QString model_name;
   QString weight_type;  // "" for the file's own weights, else what they were re-encoded to
   QString architecture;
-  QString backend;  // "cpu" or "vulkan"
-  QString device;   // device name (Vulkan) or the CPU
-  QString driver;   // driver version (Vulkan), empty on the CPU
+  QString backend;                     // "cpu" or "vulkan"
+  QString device;                      // device name (Vulkan) or the CPU
+  QString driver;                      // driver version (Vulkan), empty on the CPU
+  bool quantised_activations = false;  // the CPU backend's 8-bit activations are on
   int vulkan_device = -1;
   bool random_weights = false;  // a timing model: its text is meaningless
   int64_t parameters = 0;
@@ -56,6 +76,7 @@ struct EngineInfo {
   uint64_t kv_bytes_per_token = 0;
   uint64_t kv_bytes_total = 0;
   int64_t max_batch_size = 0;
+  BatchingChoice batching;  // as the engine's scheduler holds it
   // Device memory by purpose, from the backend's accounting (0: not reported by the backend).
   uint64_t memory_weights_bytes = 0;
   uint64_t memory_kv_bytes = 0;
@@ -102,6 +123,8 @@ struct BatchSweepPoint {
 }  // namespace servescope::gui
 
 Q_DECLARE_METATYPE(servescope::gui::BackendChoice)
+Q_DECLARE_METATYPE(servescope::gui::BatchingChoice)
+Q_DECLARE_METATYPE(servescope::gui::BatchCollecting)
 Q_DECLARE_METATYPE(servescope::gui::BatchSweepPoint)
 Q_DECLARE_METATYPE(servescope::gui::Speed)
 Q_DECLARE_METATYPE(servescope::gui::EngineInfo)

@@ -3,12 +3,14 @@
 #include <QFileInfo>
 #include <QTimer>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "app/cli/commands.h"
 #include "app/common/data_files.h"
+#include "engine/compute/cpu_backend.h"
 #include "engine/compute/roofs.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/core/error.h"
@@ -49,12 +51,25 @@ QString driver_text(const compute::vulkan::DeviceDescription& d) {
       .arg(VK_API_VERSION_PATCH(d.driver_version));
 }
 
+compute::BackendChoice to_compute_choice(const BackendChoice& backend,
+                                         std::optional<uint32_t> device = std::nullopt) {
+  compute::BackendChoice choice(backend.kind, device);
+  choice.quantised_activations =
+      backend.kind == compute::BackendKind::kCpu && backend.quantised_activations;
+  return choice;
+}
+
+serving::BatchingPolicy policy_of(const BatchingChoice& choice) {
+  return choice.static_batches ? serving::BatchingPolicy::kStatic
+                               : serving::BatchingPolicy::kContinuous;
+}
+
 std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {
   const std::optional<uint32_t> device =
       backend.kind == compute::BackendKind::kVulkan && backend.device >= 0
           ? std::optional<uint32_t>(static_cast<uint32_t>(backend.device))
           : std::nullopt;
-  return model::load_model(path.toStdString(), compute::BackendChoice(backend.kind, device));
+  return model::load_model(path.toStdString(), to_compute_choice(backend, device));
 }
 
 std::string bundled_stories() {
@@ -67,6 +82,8 @@ std::string bundled_stories() {
 
 void EngineWorker::register_types() {
   qRegisterMetaType<BackendChoice>();
+  qRegisterMetaType<BatchingChoice>();
+  qRegisterMetaType<BatchCollecting>();
   qRegisterMetaType<Speed>();
   qRegisterMetaType<EngineInfo>();
   qRegisterMetaType<GeneratedToken>();
@@ -100,6 +117,7 @@ void EngineWorker::drop_engine() {
   classmate_requests_.clear();
   last_prefill_ids_.clear();
   tick_timer_->stop();
+  wait_for_batch();  // a batch that was collecting is no more
   set_running(false);
 }
 
@@ -163,7 +181,7 @@ void EngineWorker::set_weight_type(const QString& type) {
   }
   if (quantise_thread_.joinable()) quantise_thread_.join();  // one at a time
   quantise_thread_ = std::thread([this, type, path = model_path_.toStdString(),
-                                  kind = backend_.kind] {
+                                  backend = to_compute_choice(backend_)] {
     try {
       const gguf::GgufFile source = gguf::GgufFile::open(path);
       const gguf::GgmlType target = eval::parse_weight_type(type.toStdString());
@@ -174,7 +192,7 @@ void EngineWorker::set_weight_type(const QString& type) {
       std::shared_ptr<model::Model> quantised = eval::load_model_from_gguf(
           gguf::GgufFile::from_bytes(writer.to_bytes(),
                                      source.name() + " as " + type.toStdString()),
-          kind);
+          backend);
       QMetaObject::invokeMethod(this, [this, quantised, type] { adopt_model(quantised, type); });
     } catch (const std::exception& error) {
       Q_EMIT failed(QString("Could not quantise the weights to %1: %2").arg(type, error.what()));
@@ -310,6 +328,8 @@ void EngineWorker::rebuild_engine() {
   config.max_batch_size = kMaxBatch;
   config.kv_type = kv_type_;
   config.kv_blocks = kKvBlocks;
+  config.batching = policy_of(batching_);
+  config.batch_wait_ms = batching_.wait_ms;
   queue_ = std::make_shared<telemetry::TelemetryQueue>(1 << 16);
   attention_ = std::make_shared<AttentionMailbox>();
   attention_sample_ = {};
@@ -349,6 +369,9 @@ EngineInfo EngineWorker::engine_info() const {
   } else {
     info.device = roofs_.device.empty() ? QString("CPU") : QString::fromStdString(roofs_.device);
   }
+  if (const auto* cpu = dynamic_cast<const compute::CpuBackend*>(model_->backend.get())) {
+    info.quantised_activations = cpu->quantised_activations();
+  }
   info.cache_gb_per_s = roofs_.in_cache.gb_per_s;
   info.stream_gb_per_s = roofs_.beyond_cache.gb_per_s;
   // The compute roof of the type most of the model's matrices are stored in.
@@ -376,6 +399,7 @@ EngineInfo EngineWorker::engine_info() const {
   info.kv_bytes_per_token = usage.bytes_per_token;
   info.kv_bytes_total = usage.bytes_total;
   info.max_batch_size = engine_->scheduler().config().max_batch_size;
+  info.batching = engine_batching();
   info.bos_id = tokenizer_->vocabulary().bos_id;
   info.eos_id = tokenizer_->vocabulary().eos_id;
   info.tokenizer = tokenizer_;
@@ -390,6 +414,26 @@ void EngineWorker::set_kv_type(gguf::GgmlType type) {
   const bool was_generating = user_request_.has_value();
   rebuild_engine();
   if (was_generating) Q_EMIT generation_finished("KV precision changed");
+}
+
+void EngineWorker::set_batching(BatchingChoice choice) {
+  choice.wait_ms = std::max(0, choice.wait_ms);
+  batching_ = choice;
+  if (!engine_) return;
+  try {
+    engine_->set_batching(policy_of(choice), choice.wait_ms);
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Batching: %1").arg(error.what()));
+    return;
+  }
+  Q_EMIT batching_changed(engine_batching());
+  update_timer();
+}
+
+BatchingChoice EngineWorker::engine_batching() const {
+  const serving::SchedulerConfig& config = engine_->scheduler().config();
+  return BatchingChoice{config.policy == serving::BatchingPolicy::kStatic,
+                        static_cast<int>(std::lround(config.batch_wait_ms))};
 }
 
 void EngineWorker::set_classmates(int count) {
@@ -519,7 +563,7 @@ void EngineWorker::tick() {
 
 bool EngineWorker::run_one_step() {
   try {
-    engine_->step();
+    if (!engine_->step()) return false;  // a static batch is still collecting
   } catch (const std::exception& error) {
     recover_from_step_failure(error);
     return false;
@@ -642,6 +686,7 @@ void EngineWorker::submit_classmate() {
 void EngineWorker::update_timer() {
   const bool work = engine_ && engine_->has_unfinished();
   set_running(work);
+  if (wait_for_batch()) return;
   if (!work || speed_ == Speed::kSingleStep) {
     tick_timer_->stop();
     return;
@@ -650,6 +695,32 @@ void EngineWorker::update_timer() {
   if (!tick_timer_->isActive() || tick_timer_->interval() != interval) {
     tick_timer_->start(interval);
   }
+}
+
+bool EngineWorker::wait_for_batch() {
+  const std::optional<double> due = engine_ ? engine_->batch_due_ms() : std::nullopt;
+  if (!due || !engine_->waiting_for_batch()) {
+    if (collecting_) {
+      collecting_ = false;
+      Q_EMIT batch_collecting({});
+    }
+    return false;
+  }
+  // One tick when the batch falls due (at least 1 ms ahead, so an early wake-up re-arms
+  // instead of spinning); a newcomer that fills the batch re-arms through update_timer().
+  const double due_in_ms = *due - engine_->now_ms();
+  const int delay = std::max(1, static_cast<int>(std::ceil(due_in_ms)));
+  if (speed_ == Speed::kSingleStep) {
+    tick_timer_->stop();  // Step runs the batch once it is due
+  } else {
+    tick_timer_->setTimerType(Qt::PreciseTimer);
+    tick_timer_->start(delay);
+  }
+  collecting_ = true;
+  const auto& config = engine_->scheduler().config();
+  Q_EMIT batch_collecting({static_cast<int>(engine_->scheduler().waiting().size()),
+                           static_cast<int>(config.max_batch_size), std::max(0.0, due_in_ms)});
+  return true;
 }
 
 void EngineWorker::report_memory() {

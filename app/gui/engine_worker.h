@@ -71,6 +71,9 @@ class EngineWorker : public QObject {
   void open_timing_model(const servescope::gui::TimingModel& model, const QString& path,
                          servescope::gui::BackendChoice backend);
   void set_kv_type(servescope::gguf::GgmlType type);
+  // Continuous or static batching from the next batch on (a running static batch still runs
+  // to its end); batching_changed() reports what the engine now holds.
+  void set_batching(servescope::gui::BatchingChoice choice);
   // Re-encodes the loaded model's weights ("f16", "q8_0", "q4_0"; "" for the file as loaded)
   // on a thread of its own with progress; the model in use keeps serving until the new one is
   // ready, then the engine is rebuilt on it.
@@ -117,6 +120,11 @@ class EngineWorker : public QObject {
   // working buffers are allocated as steps need them.
   void memory_measured(quint64 weights, quint64 kv_cache, quint64 working);
   void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
+  // The engine's batching policy after set_batching() (read back from its scheduler).
+  void batching_changed(servescope::gui::BatchingChoice choice);
+  // Static batching: a batch is collecting (waiting > 0) or no longer is (waiting == 0). Sent
+  // when the worker arms its timer for the batch's due time, and once when collecting ends.
+  void batch_collecting(servescope::gui::BatchCollecting state);
 
  private:
   void rebuild_engine();
@@ -132,6 +140,10 @@ class EngineWorker : public QObject {
   void top_up_classmates();
   void submit_classmate();
   void update_timer();
+  // While a static batch collects: sleeps until it is due (a timer, never a busy loop) and
+  // says so. Returns false when no batch is collecting.
+  bool wait_for_batch();
+  BatchingChoice engine_batching() const;
   void set_running(bool running);
   EngineCounters counters() const;
   void report_memory();
@@ -143,6 +155,8 @@ class EngineWorker : public QObject {
   QString model_path_;
   BackendChoice backend_;
   gguf::GgmlType kv_type_ = gguf::GgmlType::F16;
+  BatchingChoice batching_;
+  bool collecting_ = false;  // the last batch_collecting() said a batch was collecting
   serving::SamplingParams sampling_;
   int max_tokens_ = 200;
   int classmates_ = 0;

@@ -8,6 +8,7 @@ namespace {
 
 constexpr int kMaxClients = 32;
 constexpr int kMaxAfterMs = 10 * 60 * 1000;
+constexpr int kMaxBatchWaitMs = 10000;  // the window's batch wait spin box
 
 int whole_number(const std::string& option, const std::string& text, int min, int max) {
   int value = 0;
@@ -24,7 +25,8 @@ int whole_number(const std::string& option, const std::string& text, int min, in
 
 std::string gui_usage() {
   return "usage: servescope [--reset] [--model PATH] [--backend cpu|vulkan] [--device N]\n"
-         "                  [--theme dark|light] [--overlay]\n"
+         "                  [--theme dark|light] [--overlay] [--batching continuous|static]\n"
+         "                  [--batch-wait MS] [--activations f32|q8_0]\n"
          "       servescope --demo PROMPT [--clients 0-32] [--panel "
          "phases|kv|batching|quantisation|roofline|attention]\n"
          "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
@@ -109,6 +111,20 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       }
     } else if (name == "--device") {
       options.device = whole_number(name, value(), 0, 64);
+    } else if (name == "--batching") {
+      const std::string& policy = value();
+      if (policy != "continuous" && policy != "static") {
+        throw GuiUsageError("--batching '" + policy + "': choose continuous or static");
+      }
+      options.static_batching = policy == "static";
+    } else if (name == "--batch-wait") {
+      options.batch_wait_ms = whole_number(name, value(), 0, kMaxBatchWaitMs);
+    } else if (name == "--activations") {
+      const std::string& type = value();
+      if (type != "f32" && type != "q8_0") {
+        throw GuiUsageError("--activations '" + type + "': choose f32 or q8_0");
+      }
+      options.quantised_activations = type == "q8_0";
     } else if (name == "--theme") {
       const std::string& theme = value();
       if (theme == "dark") {

@@ -3,6 +3,7 @@
 //   servescope --demo "Once upon a time" --clients 4 --panel kv --screenshot out.png
 //              --after-ms 4000 [--model P] [--backend cpu|vulkan] [--device N]
 //              [--theme dark|light] [--overlay] [--sweep] [--reset]
+//              [--batching continuous|static] [--batch-wait MS] [--activations f32|q8_0]
 //              [--lesson ID [--step N] [--run] [--learn-tab lesson|practice|flashcards]
 //               [--question N [--answer TEXT]] [--lecture]]
 // or, without a window, the lesson files' check for authors:
@@ -38,8 +39,11 @@ struct GuiOptions {
   std::optional<std::string> backend;  // "cpu" or "vulkan"
   std::optional<int> device;           // Vulkan device index
   std::optional<ThemeChoice> theme;
-  bool overlay = false;  // the frame-time overlay (F12) on from the start
-  bool sweep = false;    // the demo runs the batch-size sweep before it generates
+  std::optional<bool> static_batching;        // --batching continuous|static
+  std::optional<int> batch_wait_ms;           // --batch-wait MS (static batching's wait)
+  std::optional<bool> quantised_activations;  // --activations f32|q8_0 (CPU backend)
+  bool overlay = false;                       // the frame-time overlay (F12) on from the start
+  bool sweep = false;  // the demo runs the batch-size sweep before it generates
   // The demo's lesson view (documentation screenshots): a lesson and step (1-based) in the
   // Learn pane, its experiment run (--run), a tab, a question answered (--question N
   // --answer TEXT: the working shows), lecture mode.

@@ -108,6 +108,9 @@ int main(int argc, char** argv) {
         vulkan ? options.device.value_or(-1) : -1};
   }
   if (options.theme) window_options.dark_theme = *options.theme == ThemeChoice::kDark;
+  window_options.static_batching = options.static_batching;
+  window_options.batch_wait_ms = options.batch_wait_ms;
+  window_options.quantised_activations = options.quantised_activations;
 
   MainWindow window(window_options);
   if (options.demo_prompt) {

@@ -77,6 +77,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   });
   build_actions();
   build_toolbar();
+  build_serving_toolbar();
   build_central();
   build_status_bar();
   build_menus();
@@ -118,6 +119,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
   QString model = QString::fromStdString(cli::default_model_path());
   std::optional<BackendChoice> backend;
   bool dark = false;
+  bool q8_activations = false;  // remembered apart from the backend, which options may name
   if (remember_settings_) {
     QSettings s = settings();
     restoreGeometry(s.value("window/geometry").toByteArray());
@@ -129,6 +131,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     // bundled one.
     const QString remembered = s.value("engine/model", model).toString();
     if (QFileInfo::exists(remembered)) model = remembered;
+    q8_activations = s.value("engine/activations", "f32").toString() == "q8_0";
     if (s.contains("engine/backend")) {
       backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
                                   ? compute::BackendKind::kVulkan
@@ -139,6 +142,8 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     max_tokens_->setValue(s.value("engine/max_tokens", 200).toInt());
     const int kv = kv_picker_->findData(s.value("engine/kv_type", 1).toInt());
     if (kv >= 0) kv_picker_->setCurrentIndex(kv);
+    batching_picker_->setCurrentIndex(s.value("engine/static_batching", false).toBool() ? 1 : 0);
+    batch_wait_->setValue(s.value("engine/batch_wait_ms", 200).toInt());
     const int speed = speed_picker_->findData(s.value("engine/speed", 0).toInt());
     if (speed >= 0) speed_picker_->setCurrentIndex(speed);
     greedy_->setChecked(s.value("sampling/greedy", false).toBool());
@@ -166,20 +171,27 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     backend = has_vulkan ? BackendChoice{compute::BackendKind::kVulkan, -1}
                          : BackendChoice{compute::BackendKind::kCpu, -1};
   }
+  if (options.quantised_activations) q8_activations = *options.quantised_activations;
+  if (q8_activations) backend->quantised_activations = true;
+  if (options.static_batching) batching_picker_->setCurrentIndex(*options.static_batching ? 1 : 0);
+  if (options.batch_wait_ms) batch_wait_->setValue(*options.batch_wait_ms);
   dark_ = dark;
   dark_action_->setChecked(dark);
   backend_ = *backend;
+  update_activations_picker();
   // The worker learns the settings before it loads anything.
   const int classmates = classmates_->value();
   const int max_tokens = max_tokens_->value();
   const auto kv = static_cast<gguf::GgmlType>(kv_picker_->currentData().toInt());
   const auto speed = static_cast<Speed>(speed_picker_->currentData().toInt());
-  QMetaObject::invokeMethod(worker_, [w = worker_, classmates, max_tokens, kv, speed] {
-    w->set_classmates(classmates);
-    w->set_max_tokens(max_tokens);
-    w->set_kv_type(kv);
-    w->set_speed(speed);
-  });
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_, classmates, max_tokens, kv, speed, batching = batching()] {
+        w->set_classmates(classmates);
+        w->set_max_tokens(max_tokens);
+        w->set_kv_type(kv);
+        w->set_speed(speed);
+        w->set_batching(batching);
+      });
   open_model(model);
   fill_model_picker();
 }
@@ -199,6 +211,9 @@ void MainWindow::save_settings() const {
   s.setValue("engine/max_tokens", max_tokens_->value());
   s.setValue("engine/kv_type", kv_picker_->currentData());
   s.setValue("engine/speed", speed_picker_->currentData());
+  s.setValue("engine/static_batching", batching().static_batches);
+  s.setValue("engine/batch_wait_ms", batch_wait_->value());
+  s.setValue("engine/activations", backend_.quantised_activations ? "q8_0" : "f32");
   s.setValue("sampling/greedy", greedy_->isChecked());
   s.setValue("sampling/temperature", temperature_->value());
   s.setValue("sampling/top_k", top_k_->value());
@@ -326,6 +341,7 @@ void MainWindow::open_timing_model(const TimingModel& model) {
 
 void MainWindow::set_backend(const BackendChoice& backend) {
   backend_ = backend;
+  update_activations_picker();
   open_model(model_path_.isEmpty() ? QString::fromStdString(cli::default_model_path())
                                    : model_path_);
 }
@@ -353,6 +369,36 @@ void MainWindow::set_kv_type(gguf::GgmlType type) {
   const int index = kv_picker_->findData(static_cast<int>(type));
   if (index >= 0) kv_picker_->setCurrentIndex(index);
   QMetaObject::invokeMethod(worker_, [w = worker_, type] { w->set_kv_type(type); });
+}
+
+void MainWindow::set_batching(const BatchingChoice& batching) {
+  const QSignalBlocker block(batch_wait_);  // one message to the worker, not two
+  batching_picker_->setCurrentIndex(batching.static_batches ? 1 : 0);
+  batch_wait_->setValue(batching.wait_ms);
+  send_batching();
+}
+
+BatchingChoice MainWindow::batching() const {
+  return BatchingChoice{batching_picker_->currentData().toBool(), batch_wait_->value()};
+}
+
+void MainWindow::send_batching() {
+  QMetaObject::invokeMethod(worker_, [w = worker_, b = batching()] { w->set_batching(b); });
+}
+
+void MainWindow::set_quantised_activations(bool on) {
+  if (backend_.kind != compute::BackendKind::kCpu) {
+    update_activations_picker();
+    return;
+  }
+  BackendChoice backend = backend_;
+  backend.quantised_activations = on;
+  set_backend(backend);
+}
+
+QString MainWindow::collecting_status() const {
+  const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
+  return collecting_text(collecting_, collecting_.due_in_ms - (now - collecting_at_ms_));
 }
 
 void MainWindow::generate() {
@@ -470,8 +516,12 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
     }
   }
   backend_ = info.backend == "vulkan"
-                 ? BackendChoice{compute::BackendKind::kVulkan, backend_.device}
-                 : BackendChoice{compute::BackendKind::kCpu, -1};
+                 ? BackendChoice{compute::BackendKind::kVulkan, backend_.device,
+                                 backend_.quantised_activations}
+                 : BackendChoice{compute::BackendKind::kCpu, -1, info.quantised_activations};
+  update_activations_picker();
+  collecting_ = {};  // a new engine has collected nothing yet
+  collecting_changed_ = true;
   folder_.reset(FoldFacts{info.kv_blocks, info.block_size, info.kv_bytes_per_block});
   batch_sweep_.clear();  // measured on the engine being replaced
   attention_ = {};
@@ -609,9 +659,14 @@ void MainWindow::on_frame() {
     quant_lab_changed_ = false;
     changed |= panel_bit(PanelId::kQuantisation);
   }
-  panels_->refresh(PanelFeed{folder_, *engine_info_, now, &attention_,
-                             quant_lab_ ? &*quant_lab_ : nullptr, &batch_sweep_},
-                   changed);
+  if (collecting_changed_) {
+    collecting_changed_ = false;
+    changed |= panel_bit(PanelId::kBatching);
+  }
+  panels_->refresh(
+      PanelFeed{folder_, *engine_info_, now, &attention_, quant_lab_ ? &*quant_lab_ : nullptr,
+                &batch_sweep_, collecting_status()},
+      changed);
   update_generated_chips();
   if (now - last_status_ms_ >= kStatusEveryMs) {
     last_status_ms_ = now;
@@ -648,7 +703,8 @@ void MainWindow::update_status() {
   const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
   status_device_->setText(info.backend == "vulkan"
                               ? QString("Vulkan on %1 (driver %2)").arg(info.device, info.driver)
-                              : QString("CPU backend (OpenBLAS) on %1").arg(info.device));
+                              : QString("CPU backend (OpenBLAS, %1 activations) on %2")
+                                    .arg(info.quantised_activations ? "Q8_0" : "F32", info.device));
   status_model_->setText(
       QString("%1%2: %3 parameters, %4 of weights")
           .arg(name_without_note(info.model_name),
@@ -658,6 +714,9 @@ void MainWindow::update_status() {
   status_kv_->setText(QString("KV %1: %2 / %3")
                           .arg(kv_type_label(info.kv_type), bytes_text(folder_.kv_bytes_used()),
                                bytes_text(info.kv_bytes_total)));
+  const QString collecting = collecting_status();
+  status_batching_->setText(batching_text(info.batching) +
+                            (collecting.isEmpty() ? QString() : ": " + collecting));
   status_rate_->setText(
       QString("%1 tokens/s").arg(QLocale::system().toString(folder_.tokens_per_s(now), 'f', 0)));
 }

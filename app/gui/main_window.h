@@ -42,6 +42,10 @@ struct WindowOptions {
   std::optional<QString> model;
   std::optional<BackendChoice> backend;
   std::optional<bool> dark_theme;
+  // Override the remembered batching control parts given, and the CPU backend's activations.
+  std::optional<bool> static_batching;
+  std::optional<int> batch_wait_ms;
+  std::optional<bool> quantised_activations;
   // Where timing models are written: the user's cache folder (QStandardPaths) when not given.
   std::optional<QString> cache_folder;
   // Where the lesson files are: the data folder's lessons/ when not given.
@@ -70,6 +74,11 @@ class MainWindow : public QMainWindow {
   void set_continuous_classmates(bool continuous);
   void set_speed(Speed speed);
   void set_kv_type(gguf::GgmlType type);
+  // Continuous or static batching (with its wait), from the next batch on.
+  void set_batching(const BatchingChoice& batching);
+  // CPU backend only: 8-bit activations (true) or the exact float path; the model is reloaded
+  // on a backend built with the option. Ignored on Vulkan.
+  void set_quantised_activations(bool on);
   void set_greedy(bool greedy);
   void generate();
   void stop();
@@ -104,6 +113,13 @@ class MainWindow : public QMainWindow {
   bool sweeping() const { return sweeping_; }
   const std::vector<TimingModel>& timing_models() const { return timing_models_; }
   PanelId current_panel() const;
+  // The batching the window asks for (the engine's own is engine_info()->batching).
+  BatchingChoice batching() const;
+  bool quantised_activations() const { return backend_.quantised_activations; }
+  // The static batch collecting now, as the engine last reported it (waiting 0: none), and
+  // the status bar's text for it.
+  const BatchCollecting& batch_collecting() const { return collecting_; }
+  QString collecting_status() const;
   int classmates() const;
   int max_tokens() const;
   bool dark_theme() const { return dark_; }
@@ -124,6 +140,8 @@ class MainWindow : public QMainWindow {
   void generation_finished(const QString& reason);
   void engine_idle(const servescope::gui::EngineCounters& counters);
   void batch_sweep_finished();
+  void batching_changed(const servescope::gui::BatchingChoice& batching);
+  void batch_collecting_changed(const servescope::gui::BatchCollecting& state);
   void panel_shown(servescope::gui::PanelId panel);
 
  protected:
@@ -136,6 +154,9 @@ class MainWindow : public QMainWindow {
   // Building the window (main_window_build.cpp).
   void build_actions();
   void build_toolbar();
+  void build_serving_toolbar();
+  void send_batching();
+  void update_activations_picker();
   void build_central();
   void build_status_bar();
   void build_menus();
@@ -184,6 +205,9 @@ class MainWindow : public QMainWindow {
   bool memory_changed_ = false;
   uint64_t attention_seen_ = 0;
   bool engine_running_ = false;
+  BatchCollecting collecting_;
+  double collecting_at_ms_ = 0.0;  // clock_ time when collecting_ arrived
+  bool collecting_changed_ = false;
   bool dark_ = false;
   bool high_contrast_ = false;
   bool message_is_error_ = false;
@@ -208,6 +232,9 @@ class MainWindow : public QMainWindow {
   QSpinBox* classmates_ = nullptr;
   QComboBox* speed_picker_ = nullptr;
   QSpinBox* max_tokens_ = nullptr;
+  QComboBox* batching_picker_ = nullptr;
+  QSpinBox* batch_wait_ = nullptr;
+  QComboBox* activations_picker_ = nullptr;
   QPlainTextEdit* prompt_ = nullptr;
   TokenChips* prompt_chips_ = nullptr;
   TokenChips* output_chips_ = nullptr;
@@ -223,6 +250,7 @@ class MainWindow : public QMainWindow {
   QLabel* status_model_ = nullptr;
   QLabel* status_kv_ = nullptr;
   QLabel* status_rate_ = nullptr;
+  QLabel* status_batching_ = nullptr;
   QLabel* status_random_ = nullptr;
 };
 

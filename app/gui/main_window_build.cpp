@@ -185,6 +185,70 @@ void MainWindow::build_toolbar() {
   });
 }
 
+void MainWindow::build_serving_toolbar() {
+  addToolBarBreak();
+  QToolBar* bar = addToolBar("Serving");
+  bar->setObjectName("serving-toolbar");
+  bar->setMovable(false);
+
+  bar->addWidget(new QLabel(" Batching "));
+  batching_picker_ = new QComboBox;
+  batching_picker_->setObjectName("batching-picker");
+  batching_picker_->addItem("continuous", false);
+  batching_picker_->addItem("static", true);
+  batching_picker_->setItemData(
+      0, "Continuous batching: a waiting request joins the running batch at the next step",
+      Qt::ToolTipRole);
+  batching_picker_->setItemData(
+      1,
+      "Static batching: requests wait until the batch is full or the oldest has waited the "
+      "batch wait, then the batch runs to its end with no newcomers",
+      Qt::ToolTipRole);
+  batching_picker_->setToolTip(
+      "How requests form batches: continuous (join at any step) or static (collect a batch, "
+      "then run it to its end). Static batching trades time to first token for fuller "
+      "batches.");
+  bar->addWidget(batching_picker_);
+
+  bar->addWidget(new QLabel("  Batch wait "));
+  batch_wait_ = new QSpinBox;
+  batch_wait_->setObjectName("batch-wait");
+  batch_wait_->setRange(0, 10000);
+  batch_wait_->setSingleStep(50);
+  batch_wait_->setValue(200);
+  batch_wait_->setSuffix(" ms");
+  batch_wait_->setToolTip(
+      "Static batching: the longest the oldest waiting request waits for the batch to fill "
+      "before the batch runs anyway (0: run whoever is waiting at once)");
+  bar->addWidget(batch_wait_);
+  connect(batching_picker_, &QComboBox::activated, this, [this] { send_batching(); });
+  connect(batch_wait_, &QSpinBox::valueChanged, this, [this] { send_batching(); });
+
+  bar->addWidget(new QLabel("  Activations "));
+  activations_picker_ = new QComboBox;
+  activations_picker_->setObjectName("activations-picker");
+  activations_picker_->addItem("F32 (exact)", false);
+  activations_picker_->addItem("Q8_0 (8-bit)", true);
+  bar->addWidget(activations_picker_);
+  connect(activations_picker_, &QComboBox::activated, this, [this](int index) {
+    set_quantised_activations(activations_picker_->itemData(index).toBool());
+  });
+  update_activations_picker();
+}
+
+void MainWindow::update_activations_picker() {
+  const bool cpu = backend_.kind == compute::BackendKind::kCpu;
+  activations_picker_->setEnabled(cpu);
+  activations_picker_->setCurrentIndex(backend_.quantised_activations ? 1 : 0);
+  activations_picker_->setToolTip(
+      cpu ? "CPU backend: F32 multiplies the activations exactly; Q8_0 rounds them to 8 bits "
+            "per block of 32 and takes integer dot products with Q8_0 / Q4_0 weights "
+            "(llama.cpp's method: faster, plus the activations' rounding error). Choose Q8_0 or "
+            "Q4_0 weights to see a difference; the model reloads."
+          : "Only the CPU backend quantises activations; the Vulkan backend always multiplies "
+            "in float. Choose the CPU backend to compare.");
+}
+
 void MainWindow::build_central() {
   auto* left = new QWidget;
   auto* column = new QVBoxLayout(left);
@@ -316,12 +380,17 @@ void MainWindow::build_status_bar() {
   status_kv_->setToolTip("KV cache bytes held by requests now, of the cache's capacity");
   status_rate_ = new QLabel;
   status_rate_->setToolTip("Tokens the engine processed (prefill and decode) in the last second");
+  status_batching_ = new QLabel;
+  status_batching_->setToolTip(
+      "The batching policy the engine runs, and while a static batch collects: how many "
+      "requests wait, of the batch's places, and when it runs at the latest");
   status_random_ = new QLabel;
   status_random_->setToolTip(
       "This model's weights are random (a timing model): its speed and memory are real, its "
       "text is not");
   status_random_->hide();
-  for (QLabel* label : {status_random_, status_device_, status_model_, status_kv_, status_rate_}) {
+  for (QLabel* label : {status_random_, status_device_, status_model_, status_kv_, status_batching_,
+                        status_rate_}) {
     statusBar()->addPermanentWidget(label);
   }
 }
@@ -421,6 +490,19 @@ void MainWindow::connect_worker() {
             statusBar()->showMessage("Batch sweep done", 4000);
             Q_EMIT batch_sweep_finished();
           });
+  connect(worker_, &EngineWorker::batching_changed, this, [this](const BatchingChoice& batching) {
+    if (engine_info_) engine_info_->batching = batching;
+    collecting_changed_ = true;
+    update_status();
+    Q_EMIT batching_changed(batching);
+  });
+  connect(worker_, &EngineWorker::batch_collecting, this, [this](const BatchCollecting& state) {
+    collecting_ = state;
+    collecting_at_ms_ = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
+    collecting_changed_ = true;
+    update_status();
+    Q_EMIT batch_collecting_changed(state);
+  });
   connect(worker_, &EngineWorker::idle, this, [this](const EngineCounters& counters) {
     on_frame();  // fold what the engine reported before saying it is idle
     Q_EMIT engine_idle(counters);

@@ -70,6 +70,23 @@ MeasureValue achieved_gbs(const MeasureInputs& in) {
   return value(bytes / ms / 1e6, "GB/s");
 }
 
+// Tokens every request got (the learner's and the classmates') from the learner's arrival to
+// its last token, per second of that span: the server's throughput while the learner waited
+// and was served, waiting for a batch included.
+MeasureValue class_tokens_per_s(const MeasureInputs& in) {
+  const telemetry::RequestRecord* r = user_record(in);
+  if (!r || r->token_times_ms.empty()) return missing("tokens/s", kGenerateFirst);
+  const double from = r->arrival_ms;
+  const double to = r->token_times_ms.back();
+  int64_t tokens = 0;
+  for (const telemetry::StepRecord& s : in.folder->steps()) {
+    if (s.end_ms <= from || s.end_ms > to) continue;
+    for (const telemetry::BatchEntry& e : s.batch) tokens += e.sampled_token >= 0 ? 1 : 0;
+  }
+  if (to <= from || tokens == 0) return missing("tokens/s", kGenerateFirst);
+  return value(static_cast<double>(tokens) * 1000.0 / (to - from), "tokens/s");
+}
+
 MeasureValue sweep_speedup_8(const MeasureInputs& in) {
   double one = 0.0;
   double eight = 0.0;
@@ -137,6 +154,7 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
        [](const MeasureInputs& in) {
          return from_request(in, "ms", telemetry::time_per_output_token_ms);
        }},
+      {"class_tokens_per_s", class_tokens_per_s},
   };
   return list;
 }

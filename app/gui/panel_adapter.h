@@ -22,6 +22,7 @@ struct PanelFeed {
   const AttentionSample* attention = nullptr;             // the newest capture, if any
   const QuantLabReport* quant_lab = nullptr;              // the loaded model's, once measured
   const QVector<BatchSweepPoint>* batch_sweep = nullptr;  // the last sweep, if any
+  QString collecting;  // "collecting a batch: 3 of 16, runs in 120 ms", or empty
 };
 
 class PanelAdapter {

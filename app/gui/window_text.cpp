@@ -43,4 +43,20 @@ QString kv_type_label(gguf::GgmlType type) {
   return QString::fromUtf8(gguf::type_name(type).data());
 }
 
+QString batching_text(const BatchingChoice& batching) {
+  return batching.static_batches ? QString("static batching, wait %1 ms").arg(batching.wait_ms)
+                                 : QString("continuous batching");
+}
+
+QString collecting_text(const BatchCollecting& state, double remaining_ms) {
+  if (state.waiting <= 0) return {};
+  const QString when = remaining_ms >= 1.0
+                           ? QString("runs in %1 ms").arg(static_cast<int>(remaining_ms + 0.5))
+                           : QString("runs now");
+  return QString("collecting a batch: %1 of %2, %3")
+      .arg(state.waiting)
+      .arg(state.batch_size)
+      .arg(when);
+}
+
 }  // namespace servescope::gui

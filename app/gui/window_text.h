@@ -6,6 +6,7 @@
 #include <Qt>
 #include <cstdint>
 
+#include "app/gui/engine_types.h"
 #include "engine/serving/kv_block_pool.h"
 
 namespace servescope::gui {
@@ -32,5 +33,11 @@ QString name_without_note(const QString& name);
 QString bytes_text(uint64_t bytes);
 
 QString kv_type_label(gguf::GgmlType type);
+
+// "continuous batching" or "static batching, wait 200 ms".
+QString batching_text(const BatchingChoice& batching);
+// "collecting a batch: 3 of 16, runs in 120 ms" (remaining_ms from the engine's due time), or
+// "... runs now" once it is due; empty when nothing is collecting.
+QString collecting_text(const BatchCollecting& state, double remaining_ms);
 
 }  // namespace servescope::gui

@@ -11,6 +11,7 @@ namespace {
 constexpr int64_t kMaxClassmates = 31;  // the window's classmates spin box
 constexpr int64_t kMaxTokens = 4096;
 constexpr int64_t kMaxDecodeSteps = 512;
+constexpr int64_t kMaxBatchWaitMs = 10000;  // the window's batch wait spin box
 
 const std::vector<std::string>& panels_as_strings() {
   static const std::vector<std::string> panels = {"phases",       "kv",       "batching",
@@ -61,7 +62,25 @@ std::vector<ActionSpec> make_actions() {
        {},
        "set_batching: continuous",
        "Continuous batching (admit a request at any step) or static batching (wait to collect "
-       "a batch)."},
+       "a batch, then run it to its end)."},
+      {"set_batch_wait",
+       ArgKind::kInteger,
+       {},
+       0,
+       kMaxBatchWaitMs,
+       {},
+       "set_batch_wait: 200",
+       "Static batching's wait in milliseconds: the longest the oldest waiting request waits "
+       "for the batch to fill."},
+      {"set_activations",
+       ArgKind::kChoice,
+       {"f32", "q8_0"},
+       0,
+       0,
+       {},
+       "set_activations: q8_0",
+       "CPU backend: exact float activations, or 8-bit activations with integer dot products "
+       "for Q8_0 / Q4_0 weights (the model reloads)."},
       {"set_greedy",
        ArgKind::kBool,
        {},
@@ -167,6 +186,9 @@ std::vector<MeasureSpec> make_measures() {
        "the fitted slope of decode time against weight bytes (size sweep), as bandwidth"},
       {"ttft_ms", "ms", "time to first token of the last request"},
       {"tpot_ms", "ms", "time per output token of the last request"},
+      {"class_tokens_per_s", "tokens/s",
+       "tokens generated for every request (classmates too) from the learner's last request's "
+       "arrival to its last token, per second"},
   };
 }
 

@@ -26,6 +26,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int threads = 0, bool quantised_activations = false);
   std::string name() const override { return "cpu"; }
   int threads() const { return pool_->threads(); }
+  bool quantised_activations() const { return quantised_activations_; }
 
   Tensor create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) override;
   KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;

@@ -5,7 +5,7 @@
 namespace servescope::eval {
 
 std::unique_ptr<model::Model> load_model_from_gguf(gguf::GgufFile file,
-                                                   compute::BackendKind backend) {
+                                                   const compute::BackendChoice& backend) {
   auto m =
       std::make_unique<model::Model>(model::Model{std::move(file), {}, nullptr, nullptr, nullptr});
   m->config = model::read_model_config(m->file);

@@ -11,9 +11,10 @@
 
 namespace servescope::eval {
 
-// As model::load_model, for a GgufFile already in hand.
+// As model::load_model, for a GgufFile already in hand (a BackendKind converts to a choice
+// with the defaults; the desktop app passes its activations option).
 std::unique_ptr<model::Model> load_model_from_gguf(gguf::GgufFile file,
-                                                   compute::BackendKind backend);
+                                                   const compute::BackendChoice& backend);
 
 // `source` (F32 or F16) quantised in memory to `target` and loaded; its file name reads
 // "<source name> as q8_0".

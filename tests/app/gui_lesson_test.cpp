@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <optional>
 
@@ -159,11 +160,43 @@ TEST_F(LessonFixture, EveryActionExampleOfTheVocabularyIsAcceptedAndEveryElement
   }
 }
 
-TEST_F(LessonFixture, StaticBatchingSaysItIsNotHereYetInsteadOfRunningSilently) {
-  const QString outcome = run(actions_from_yaml("      - set_batching: static\n"));
-  EXPECT_TRUE(outcome.startsWith("failed: Static batching is not in this engine yet"))
-      << outcome.toStdString();
+TEST_F(LessonFixture, StaticBatchingMakesTheRequestWaitForItsBatchAndTheTtftShowsIt) {
+  constexpr int kWaitMs = 250;
+  int collecting_reports = 0;
+  QObject::connect(window_.get(), &MainWindow::batch_collecting_changed, window_.get(),
+                   [&](const BatchCollecting& state) { collecting_reports += state.waiting > 0; });
+  const QString outcome = run(actions_from_yaml(
+      "      - set_classmates: 3\n      - set_batch_wait: 250\n      - set_batching: static\n"
+      "      - set_greedy: true\n      - generate: {max_tokens: 4}\n"));
+  ASSERT_EQ(outcome, "finished");
+  // The engine itself reports static batching with the lesson's wait.
+  EXPECT_TRUE(window_->engine_info()->batching.static_batches);
+  EXPECT_EQ(window_->engine_info()->batching.wait_ms, kWaitMs);
+  EXPECT_TRUE(window_->batching().static_batches);
+  EXPECT_GE(collecting_reports, 1);
+  // Four requests never fill 16 places: the learner's (the oldest) waited the whole wait, and
+  // the measured TTFT includes it.
+  const telemetry::RequestRecord* user = user_record();
+  ASSERT_NE(user, nullptr);
+  EXPECT_GE(user->first_scheduled_ms - user->arrival_ms, kWaitMs);
+  EXPECT_GE(measured("ttft_ms"), kWaitMs);
+  // Back to continuous: the next request joins at once, with nothing to collect.
   EXPECT_EQ(run(actions_from_yaml("      - set_batching: continuous\n")), "finished");
+  EXPECT_FALSE(window_->engine_info()->batching.static_batches);
+  EXPECT_EQ(window_->engine_info()->batching.wait_ms, kWaitMs);  // the wait is kept
+  EXPECT_EQ(window_->batch_collecting().waiting, 0);
+}
+
+TEST_F(LessonFixture, SetActivationsRebuildsTheCpuBackendWithEightBitActivations) {
+  EXPECT_NE(dispatcher_->check({"set_activations", QString("q4_0")}), QString());
+  ASSERT_EQ(run(actions_from_yaml("      - set_backend: cpu\n      - set_activations: q8_0\n")),
+            "finished");
+  // Read back from the CPU backend the engine runs on, not from the window's wish.
+  EXPECT_TRUE(window_->engine_info()->quantised_activations);
+  EXPECT_TRUE(window_->quantised_activations());
+  ASSERT_EQ(run(actions_from_yaml("      - generate: {max_tokens: 3}\n")), "finished");
+  ASSERT_EQ(run(actions_from_yaml("      - set_activations: f32\n")), "finished");
+  EXPECT_FALSE(window_->engine_info()->quantised_activations);
 }
 
 TEST_F(LessonFixture, ARunCanBeCancelledAndTheWindowStopsGenerating) {
@@ -266,6 +299,41 @@ TEST_F(LessonFixture, TheBatchingLessonsSweepShowsThroughputRisingWithBatchSize)
     best = std::max(best, ratio);
   }
   EXPECT_GT(best, 1.0);
+}
+
+TEST_F(LessonFixture, TheBatchingLessonsWaitingExperimentMeasuresBothPolicies) {
+  // The lesson's two steps as written: continuous, then static with its wait.
+  std::optional<lessons::Step> continuous;
+  std::optional<lessons::Step> static_batches;
+  for (const lessons::Step& step : load_lesson("batching").steps) {
+    for (const lessons::Action& a : step.run) {
+      if (a.name == "set_batch_wait" && !static_batches) static_batches = step;
+    }
+    if (step.id == "waiting-continuous") continuous = step;
+  }
+  ASSERT_TRUE(continuous.has_value());
+  ASSERT_TRUE(static_batches.has_value()) << "no lesson step sets a batch wait";
+  int wait_ms = 0;
+  for (const lessons::Action& a : static_batches->run) {
+    if (a.name == "set_batch_wait") wait_ms = static_cast<int>(a.value.integer);
+  }
+  ASSERT_GT(wait_ms, 0);
+
+  ASSERT_EQ(run(continuous->run), "finished");
+  EXPECT_FALSE(window_->engine_info()->batching.static_batches);
+  const double continuous_ttft = measured("ttft_ms");
+  const double continuous_rate = measured("class_tokens_per_s");
+  ASSERT_EQ(run(static_batches->run), "finished");
+  EXPECT_TRUE(window_->engine_info()->batching.static_batches);
+  EXPECT_EQ(window_->engine_info()->batching.wait_ms, wait_ms);
+  const double static_ttft = measured("ttft_ms");
+  const double static_rate = measured("class_tokens_per_s");
+  // Eight requests never fill 16 places: the learner's request waited the whole wait.
+  EXPECT_GE(static_ttft, wait_ms);
+  EXPECT_GT(static_rate, 0.0);
+  std::cout << "waiting experiment: TTFT continuous " << continuous_ttft << " ms, static "
+            << static_ttft << " ms; class tokens/s continuous " << continuous_rate << ", static "
+            << static_rate << "\n";
 }
 
 TEST_F(LessonFixture, ASizeSweepTimesDecodeOnEachTimingModelAndReturnsToTheModelInUse) {

@@ -21,6 +21,17 @@ TEST(GuiOptions, ParsesTheDemoCommand) {
   EXPECT_EQ(o.theme, ThemeChoice::kDark);
 }
 
+TEST(GuiOptions, ParsesBatchingAndActivations) {
+  const GuiOptions o =
+      parse_gui_options({"--batching", "static", "--batch-wait", "300", "--activations", "q8_0"});
+  EXPECT_EQ(o.static_batching, true);
+  EXPECT_EQ(o.batch_wait_ms, 300);
+  EXPECT_EQ(o.quantised_activations, true);
+  const GuiOptions none = parse_gui_options({});
+  EXPECT_FALSE(none.static_batching.has_value());
+  EXPECT_FALSE(none.quantised_activations.has_value());
+}
+
 TEST(GuiOptions, ParsesCheckLessonsWithAndWithoutAFolder) {
   EXPECT_EQ(parse_gui_options({"--check-lessons"}).check_lessons, "");
   EXPECT_EQ(parse_gui_options({"--check-lessons", "lessons/"}).check_lessons, "lessons/");
@@ -53,6 +64,9 @@ TEST(GuiOptions, RefusesBadInputWithTheOptionAtFault) {
       {{"--demo", "x", "--panel", "everything"}, "--panel"},
       {{"--backend", "cuda"}, "--backend"},
       {{"--theme", "blue"}, "--theme"},
+      {{"--batching", "dynamic"}, "--batching"},
+      {{"--batch-wait", "-1"}, "--batch-wait"},
+      {{"--activations", "q4_0"}, "--activations"},
       {{"--demo"}, "--demo"},
       {{"--clients", "2"}, "--demo"},
       {{"--sweep"}, "--demo"},

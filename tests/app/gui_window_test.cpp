@@ -9,12 +9,14 @@
 #include <QFileInfo>
 #include <QMenu>
 #include <QSettings>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <array>
 #include <fstream>
 
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
+#include "engine/compute/devices.h"
 #include "engine/eval/random_model.h"
 #include "engine/model/model.h"
 #include "tests/app/gui_test_support.h"
@@ -140,6 +142,63 @@ TEST_F(WindowFixture, FontScalingReachesThePanels) {
   const double after = window_->panels().panel(PanelId::kPhases)->font().pointSizeF();
   window_->scale_font(-2);
   EXPECT_NEAR(after / before, 1.15 * 1.15, 0.05);
+}
+
+TEST_F(WindowFixture, TheBatchingControlsSetTheEnginesPolicyAndThePanelSaysABatchCollects) {
+  auto* picker = window_->findChild<QComboBox*>("batching-picker");
+  auto* wait = window_->findChild<QSpinBox*>("batch-wait");
+  ASSERT_NE(picker, nullptr);
+  ASSERT_NE(wait, nullptr);
+  EXPECT_FALSE(picker->toolTip().isEmpty());
+  EXPECT_FALSE(wait->toolTip().isEmpty());
+  wait->setValue(5000);  // long enough to look at the collecting batch
+  picker->setCurrentIndex(1);
+  Q_EMIT picker->activated(1);
+  ASSERT_TRUE(wait_until([&] { return window_->engine_info()->batching.static_batches; }));
+  EXPECT_EQ(window_->engine_info()->batching.wait_ms, 5000);
+
+  std::optional<BatchCollecting> collecting;
+  QObject::connect(window_.get(), &MainWindow::batch_collecting_changed, window_.get(),
+                   [&](const BatchCollecting& state) { collecting = state; });
+  window_->show_panel(PanelId::kBatching);
+  window_->set_classmates(2);
+  window_->set_max_tokens(3);
+  window_->generate();
+  ASSERT_TRUE(wait_until([&] { return collecting.has_value() && collecting->waiting > 0; }));
+  EXPECT_EQ(collecting->waiting, 3);
+  EXPECT_EQ(collecting->batch_size, window_->engine_info()->max_batch_size);
+  EXPECT_TRUE(window_->collecting_status().startsWith("collecting a batch: 3 of 16, runs in"))
+      << window_->collecting_status().toStdString();
+  wait_until([] { return false; }, 100);  // a frame: the panel hears of it
+  const auto* panel =
+      dynamic_cast<const widgets::BatchingPanel*>(window_->panels().panel(PanelId::kBatching));
+  ASSERT_NE(panel, nullptr);
+  EXPECT_TRUE(panel->snapshot().collecting.startsWith("collecting a batch: 3 of 16"));
+  EXPECT_EQ(panel->snapshot().policy, "static batching, wait 5000 ms");
+  EXPECT_TRUE(panel->snapshot().steps.empty());  // nothing ran while it collects
+  window_->stop();
+  ASSERT_TRUE(wait_until([&] { return collecting->waiting == 0 && !window_->generating(); }));
+
+  picker->setCurrentIndex(0);
+  Q_EMIT picker->activated(0);
+  ASSERT_TRUE(wait_until([&] { return !window_->engine_info()->batching.static_batches; }));
+}
+
+TEST_F(WindowFixture, TheActivationsControlRebuildsTheCpuBackendAndIsOffOnVulkan) {
+  auto* picker = window_->findChild<QComboBox*>("activations-picker");
+  ASSERT_NE(picker, nullptr);
+  EXPECT_TRUE(picker->isEnabled());
+  EXPECT_FALSE(window_->engine_info()->quantised_activations);
+  picker->setCurrentIndex(1);
+  Q_EMIT picker->activated(1);
+  ASSERT_TRUE(wait_until([&] { return window_->engine_info()->quantised_activations; }));
+  EXPECT_EQ(window_->engine_info()->backend, "cpu");
+  if (compute::list_devices().vulkan.empty()) GTEST_SKIP() << "no Vulkan device here";
+  window_->set_backend(BackendChoice{compute::BackendKind::kVulkan, -1, true});
+  ASSERT_TRUE(wait_until([&] { return window_->engine_info()->backend == "vulkan"; }));
+  EXPECT_FALSE(picker->isEnabled());
+  EXPECT_TRUE(picker->toolTip().contains("Only the CPU backend"));
+  EXPECT_FALSE(window_->engine_info()->quantised_activations);
 }
 
 TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
@@ -276,20 +335,30 @@ TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
     first.set_classmates(7);
     first.set_dark_theme(true);
     first.set_prompt("Tom had a red ball");
+    first.set_batching({true, 350});
+    first.set_quantised_activations(true);
+    ASSERT_TRUE(wait_until([&] { return first.engine_info()->quantised_activations; }));
     first.close();  // saves
   }
   {
     MainWindow second(options);
     EXPECT_EQ(second.classmates(), 7);
+    EXPECT_TRUE(second.batching().static_batches);
+    EXPECT_EQ(second.batching().wait_ms, 350);
+    EXPECT_TRUE(second.quantised_activations());
     EXPECT_TRUE(second.dark_theme());
     EXPECT_EQ(second.prompt(), "Tom had a red ball");
     ASSERT_TRUE(wait_until([&] { return second.engine_info().has_value(); }));
     EXPECT_EQ(second.engine_info()->backend, "cpu");
+    EXPECT_TRUE(second.engine_info()->quantised_activations);  // the engine was built with them
+    EXPECT_TRUE(second.engine_info()->batching.static_batches);
   }
   MainWindow::forget_settings();
   {
     MainWindow third(options);
     EXPECT_EQ(third.classmates(), 0);
+    EXPECT_FALSE(third.batching().static_batches);
+    EXPECT_FALSE(third.quantised_activations());
     EXPECT_FALSE(third.dark_theme());
     EXPECT_EQ(third.prompt(), "Once upon a time");  // the suggested prompt again
     third.set_dark_theme(false);

@@ -7,7 +7,9 @@
 
 #include <QObject>
 #include <QThread>
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "app/gui/engine_worker.h"
 #include "app/gui/telemetry_folder.h"
@@ -64,6 +66,16 @@ class WorkerFixture : public ::testing::Test {
   // Drains everything the engine reported into the folder.
   void drain_into(TelemetryFolder& folder) { folder.fold(info_->telemetry->drain(), 0.0); }
 
+  // Drains while the generation runs, as the frame timer does, until the engine falls idle.
+  void drain_until_idle(TelemetryFolder& folder) {
+    ASSERT_TRUE(wait_until([&] {
+      drain_into(folder);
+      return finished_.has_value() && idle_.has_value();
+    }));
+    drain_into(folder);
+    ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+  }
+
   QThread thread_;
   EngineWorker* worker_ = nullptr;
   QObject receiver_;
@@ -83,13 +95,7 @@ TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineM
     w.set_max_tokens(20);
     w.generate("Once upon a time");
   });
-  // Drain while it runs, as the frame timer does.
-  ASSERT_TRUE(wait_until([&] {
-    drain_into(folder);
-    return finished_.has_value() && idle_.has_value();
-  }));
-  drain_into(folder);
-  ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+  ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
   const EngineCounters& engine = *idle_;
 
   EXPECT_GT(engine.steps_run, 0);
@@ -134,6 +140,53 @@ TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineM
     ASSERT_EQ(t.top.size(), 5u);
     EXPECT_GE(t.top.front().prob, t.prob);  // the most likely is at least as likely
   }
+}
+
+TEST_F(WorkerFixture, AStaticBatchRunsWhenItsWaitEndsWithOneTimerNotABusyLoop) {
+  load(kTestData + "/models/llama-f32.gguf");
+  constexpr int kWaitMs = 150;
+  std::vector<BatchCollecting> reports;
+  std::optional<BatchingChoice> batching;
+  QObject::connect(worker_, &EngineWorker::batch_collecting, &receiver_,
+                   [&](const BatchCollecting& state) { reports.push_back(state); });
+  QObject::connect(worker_, &EngineWorker::batching_changed, &receiver_,
+                   [&](const BatchingChoice& b) { batching = b; });
+  TelemetryFolder folder;
+  folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
+  on_worker([](EngineWorker& w) {
+    w.set_batching({true, kWaitMs});
+    w.set_classmates(2);
+    w.set_max_tokens(5);
+    w.generate("Once upon a time");
+  });
+  ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+  // The engine holds the policy the worker was given.
+  ASSERT_TRUE(batching.has_value());
+  EXPECT_TRUE(batching->static_batches);
+  EXPECT_EQ(batching->wait_ms, kWaitMs);
+
+  // The batch of three (the user and two classmates, of 16 places) was reported collecting,
+  // then reported done. A busy loop would report on every turn of the loop; the worker arms
+  // one timer for the due time (and re-arms only when it wakes early).
+  ASSERT_GE(reports.size(), 2u);
+  EXPECT_EQ(reports.front().waiting, 3);
+  EXPECT_EQ(reports.front().batch_size, info_->max_batch_size);
+  EXPECT_GT(reports.front().due_in_ms, 0.0);
+  EXPECT_LE(reports.front().due_in_ms, kWaitMs);
+  EXPECT_EQ(reports.back().waiting, 0);
+  EXPECT_LE(reports.size(), 4u);
+
+  // Nobody ran before the batch was released, and then all three started in the same step.
+  ASSERT_FALSE(folder.steps().empty());
+  EXPECT_EQ(folder.steps().front().batch.size(), 3u);
+  EXPECT_EQ(folder.counts().steps, idle_->steps_run);
+  // The oldest request (the user's) waited the whole wait before its first token.
+  ASSERT_FALSE(folder.requests().empty());
+  const auto oldest =
+      std::min_element(folder.requests().begin(), folder.requests().end(),
+                       [](const auto& a, const auto& b) { return a.arrival_ms < b.arrival_ms; });
+  EXPECT_GE(oldest->first_scheduled_ms - oldest->arrival_ms, kWaitMs);
+  EXPECT_GE(telemetry::time_to_first_token_ms(*oldest), kWaitMs);
 }
 
 TEST_F(WorkerFixture, StopCancelsTheUserAndTheClassmates) {
