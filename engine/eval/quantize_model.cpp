@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "engine/core/error.h"
+#include "engine/gguf/gguf_format.h"
 
 namespace servescope::eval {
 
@@ -96,6 +97,8 @@ gguf::GgufWriter quantize_model(const gguf::GgufFile& source, GgmlType target,
   gguf::GgufWriter writer(source.version());
   for (const auto& [key, value] : source.metadata()) writer.set(key, value);
   writer.set("general.file_type", gguf::Value::u32(file_type));
+  writer.set(std::string(gguf::kQuantizationVersionKey),
+             gguf::Value::u32(gguf::kQuantizationVersion));
 
   const auto total = static_cast<int64_t>(source.tensors().size());
   int64_t done = 0;
