@@ -33,7 +33,7 @@ const WeightTypeName& weight_type_entry(GgmlType type) {
                    " cannot be a quantisation target; choose f32, f16, q8_0 or q4_0");
 }
 
-bool is_block_quantised(GgmlType type) { return type == GgmlType::Q8_0 || type == GgmlType::Q4_0; }
+bool is_block_quantised(GgmlType type) { return gguf::block_elements(type) > 1; }
 
 // Refuses sources that are already block-quantised (see quantize_model's comment).
 void check_not_quantised(const gguf::GgufFile& source) {

@@ -150,7 +150,8 @@ struct StepPart {
 
 // Four sequences (rotations of the golden tokens) whose slots are scattered over one shared
 // pool, run in three steps that mix prefill chunks and decode tokens. Each step equals the
-// CPU backend (1e-3; 1e-2 with an F16 cache) and, row for row, each of its sequences run alone on Vulkan (1e-4).
+// CPU backend (1e-3; 1e-2 with an F16 cache) and, row for row, each of its sequences run alone on
+// Vulkan (1e-4).
 TEST_P(VulkanModel, RaggedBatchMatchesCpuAndEachSequenceAlone) {
   using model::LogitRows;
   const Golden golden = read_golden(GetParam());
@@ -265,6 +266,24 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanModel,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// The types only the CPU backend computes (no shaders yet) are refused when the weights are
+// uploaded, in one line naming what Vulkan does load.
+TEST(VulkanWeightTypes, CpuOnlyTypesAreRefusedInOneLine) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  for (const std::string name : {"llama-q4_1", "llama-q5_0", "llama-q5_1", "llama-bf16"}) {
+    try {
+      model::load_model(kModels + name + ".gguf", compute::BackendKind::kVulkan);
+      ADD_FAILURE() << name << " loaded on Vulkan";
+    } catch (const std::exception& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("not supported; supported on Vulkan: F32, F16, Q8_0, Q4_0"),
+                std::string::npos)
+          << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
 
 }  // namespace
 }  // namespace servescope

@@ -75,6 +75,9 @@ WorkgroupCount elementwise_groups(int64_t rows, int64_t cols) {
   return {groups_for(cols, 64), u32(rows), 1};
 }
 
+// The weight types the shaders read (type_suffix's cases).
+constexpr const char* kVulkanTypes = "F32, F16, Q8_0, Q4_0";
+
 std::string type_suffix(gguf::GgmlType type) {
   switch (type) {
     case gguf::GgmlType::F32:
@@ -87,7 +90,8 @@ std::string type_suffix(gguf::GgmlType type) {
       return "q4_0";
     default:
       throw BackendError("Vulkan: weights of type " + std::string(gguf::type_name(type)) +
-                         " are not supported; supported: " + gguf::supported_types_list());
+                         " are not supported; supported on Vulkan: " + kVulkanTypes +
+                         " (the CPU backend loads " + gguf::supported_types_list() + ")");
   }
 }
 
