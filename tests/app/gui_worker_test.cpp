@@ -12,6 +12,7 @@
 #include "app/gui/engine_worker.h"
 #include "app/gui/telemetry_folder.h"
 #include "engine/compute/devices.h"
+#include "engine/gguf/gguf_file.h"
 #include "tests/app/gui_test_support.h"
 
 namespace servescope::gui {
@@ -134,6 +135,17 @@ TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineM
     ASSERT_EQ(t.top.size(), 5u);
     EXPECT_GE(t.top.front().prob, t.prob);  // the most likely is at least as likely
   }
+}
+
+// The model's tooltip lines: what the file's general.* keys say, and only that.
+TEST_F(WorkerFixture, ProvenanceSaysWhatTheFileSays) {
+  const std::string bundled = kTestData + "/../../assets/models/servescope-stories.gguf";
+  const auto file = gguf::GgufFile::open(bundled);
+  load(bundled);
+  EXPECT_TRUE(info_->provenance.contains(
+      "Licence: " + QString::fromStdString(file.find("general.license")->as_string())));
+  EXPECT_TRUE(info_->provenance.contains("Chat template: none"));
+  EXPECT_FALSE(info_->provenance.contains("Author:"));  // the file names none
 }
 
 TEST_F(WorkerFixture, StopCancelsTheUserAndTheClassmates) {

@@ -67,7 +67,9 @@ TEST(MakeModelCli, SameSeedSameFileOtherSeedOtherFile) {
   const std::string shape = "make-model --dim 96 --layers 1 --heads 3 --type q8_0 ";
   ASSERT_EQ(cli(shape + "--seed 9 --out " + a).exit_code, 0);
   ASSERT_EQ(cli(shape + "--seed 9 --out " + b).exit_code, 0);
-  ASSERT_EQ(cli(shape + "--seed 10 --out " + c).exit_code, 0);
+  // A seed of as many digits: the description names the seed, and one more character can move
+  // the tensor data to the next 32-byte boundary.
+  ASSERT_EQ(cli(shape + "--seed 8 --out " + c).exit_code, 0);
   EXPECT_EQ(file_bytes(a), file_bytes(b));
   EXPECT_NE(file_bytes(a), file_bytes(c));
   EXPECT_EQ(file_bytes(a).size(), file_bytes(c).size());
