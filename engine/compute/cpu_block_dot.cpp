@@ -577,47 +577,42 @@ auto kernel_for(const Kernels& kernels, gguf::GgmlType type) {
   std::abort();
 }
 
-// The kernel of a type dot_dequantised serves; null for the others.
-RowDot dequantising_dot_for(gguf::GgmlType type) {
-  switch (type) {
-    case gguf::GgmlType::BF16:
-      return dot_dequantised<gguf::GgmlType::BF16>;
-    case gguf::GgmlType::Q4_1:
-      return dot_dequantised<gguf::GgmlType::Q4_1>;
-    case gguf::GgmlType::Q5_0:
-      return dot_dequantised<gguf::GgmlType::Q5_0>;
-    case gguf::GgmlType::Q5_1:
-      return dot_dequantised<gguf::GgmlType::Q5_1>;
-    default:
-      return nullptr;
-  }
-}
+// The kernels of a type dot_dequantised serves.
+struct DequantisingKernels {
+  RowDot dot = nullptr;  // null: the type has fused kernels (row_dots)
+  RowDotTokens dot_tokens = nullptr;
+};
 
 template <gguf::GgmlType Type>
-RowDotTokens dequantising_dot_tokens() {
-  return dot_tokens_one_by_one<dot_dequantised<Type>>;
+DequantisingKernels dequantising_kernels() {
+  return {dot_dequantised<Type>, dot_tokens_one_by_one<dot_dequantised<Type>>};
+}
+
+DequantisingKernels dequantising_kernels_for(gguf::GgmlType type) {
+  switch (type) {
+    case gguf::GgmlType::BF16:
+      return dequantising_kernels<gguf::GgmlType::BF16>();
+    case gguf::GgmlType::Q4_1:
+      return dequantising_kernels<gguf::GgmlType::Q4_1>();
+    case gguf::GgmlType::Q5_0:
+      return dequantising_kernels<gguf::GgmlType::Q5_0>();
+    case gguf::GgmlType::Q5_1:
+      return dequantising_kernels<gguf::GgmlType::Q5_1>();
+    default:
+      return {};
+  }
 }
 
 }  // namespace
 
 RowDot row_dot_for(gguf::GgmlType type) {
-  if (const RowDot dot = dequantising_dot_for(type)) return dot;
+  if (const RowDot dot = dequantising_kernels_for(type).dot) return dot;
   return kernel_for(row_dots(), type);
 }
 
 RowDotTokens row_dot_tokens_for(gguf::GgmlType type) {
-  switch (type) {
-    case gguf::GgmlType::BF16:
-      return dequantising_dot_tokens<gguf::GgmlType::BF16>();
-    case gguf::GgmlType::Q4_1:
-      return dequantising_dot_tokens<gguf::GgmlType::Q4_1>();
-    case gguf::GgmlType::Q5_0:
-      return dequantising_dot_tokens<gguf::GgmlType::Q5_0>();
-    case gguf::GgmlType::Q5_1:
-      return dequantising_dot_tokens<gguf::GgmlType::Q5_1>();
-    default:
-      return kernel_for(row_dots_tokens(), type);
-  }
+  if (const RowDotTokens dot = dequantising_kernels_for(type).dot_tokens) return dot;
+  return kernel_for(row_dots_tokens(), type);
 }
 
 RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
