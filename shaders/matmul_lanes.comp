@@ -12,7 +12,7 @@
 // different vec4 of the 32-column slice of x, and subgroupShuffle hands it to the others
 // (a register shuffle: the lane index is a constant once the loops are unrolled). Needs a
 // subgroup of at least 8 lanes with shuffle operations (the host checks). Each 32-column
-// slice is one Q8_0/Q4_0 block, dequantised once per row and reused for all kTokens tokens.
+// slice is one block of a block type, dequantised once per row and reused for all kTokens tokens.
 //
 // Workgroups of 64 invocations for prefill, 16 for decode (specialization constant 2; a multiple
 // of the 8 lanes that share a slice): x over token tiles, y over row groups (size * kRows
@@ -46,17 +46,7 @@ void load_x_slice(uint k0) {
 // Columns 4j .. 4j+3 of the slice for token t, from the lane that loaded them.
 vec4 x_part(uint t, uint j) { return subgroupShuffle(x_slice[t], j); }
 
-#if defined(WEIGHT_F32) || defined(WEIGHT_F16)
-// Four consecutive weights of a padded row, `index` in units of 4 elements.
-vec4 load_weights4(uint index) {
-#if defined(WEIGHT_F32)
-  return uintBitsToFloat(weights4.words4[index]);
-#else
-  const uvec2 halves = weights2.words2[index];
-  return vec4(unpackHalf2x16(halves.x), unpackHalf2x16(halves.y));
-#endif
-}
-
+#if defined(WEIGHT_PLAIN)
 void multiply_slice(uint k0) {
   const uint row_stride4 = padded_cols(p.cols) / 4u;
   [[unroll]] for (uint j = 0u; j < kLanes; ++j) {
@@ -73,15 +63,31 @@ void multiply_slice(uint k0) {
 void multiply_slice(uint k0) {
   const uint blocks = p.cols / 32u;
   float scale[kMaxRows];
+  float minimum[kMaxRows];  // Q4_1 / Q5_1: m, times the block's sum of x
+  uint high[kMaxRows];      // Q5_0 / Q5_1: the fifth bits
   uvec4 quants[kMaxRows][kQuantWordsPerBlock / 4u];
   [[unroll]] for (uint i = 0u; i < kRows; ++i) {
     const uint block = rows[i] * blocks + k0 / 32u;
+#if defined(WEIGHT_MIN)
+    const vec2 dm = block_scale_min(block, p.rows, p.cols);
+    scale[i] = dm.x;
+    minimum[i] = dm.y;
+#else
     scale[i] = block_scale(block, p.rows, p.cols);
+    minimum[i] = 0.0;
+#endif
+#if defined(WEIGHT_HIGH_BITS)
+    high[i] = block_high_bits(block, p.rows, p.cols);
+#else
+    high[i] = 0u;
+#endif
     [[unroll]] for (uint u = 0u; u < kQuantWordsPerBlock / 4u; ++u) {
       quants[i][u] = weights4.words4[block * (kQuantWordsPerBlock / 4u) + u];
     }
   }
   float sums[kMaxRows][kMaxTokens];
+  float x_sums[kMaxTokens];
+  [[unroll]] for (uint t = 0u; t < kTokens; ++t) x_sums[t] = 0.0;
   [[unroll]] for (uint i = 0u; i < kRows; ++i) {
     [[unroll]] for (uint t = 0u; t < kTokens; ++t) sums[i][t] = 0.0;
   }
@@ -103,20 +109,21 @@ void multiply_slice(uint k0) {
   // Word c holds elements 4c .. 4c+3 in its low nibbles and 16+4c .. 16+4c+3 in its high.
   [[unroll]] for (uint c = 0u; c < 4u; ++c) {
     vec4 lo[kMaxRows], hi[kMaxRows];
-    [[unroll]] for (uint i = 0u; i < kRows; ++i) {
-      const uint word = quants[i][0][c];
-      lo[i] = vec4(word & 0xfu, (word >> 8) & 0xfu, (word >> 16) & 0xfu, (word >> 24) & 0xfu) - 8.0;
-      hi[i] = vec4((word >> 4) & 0xfu, (word >> 12) & 0xfu, (word >> 20) & 0xfu, word >> 28) - 8.0;
-    }
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) nibble_quads(quants[i][0][c], high[i], c, lo[i], hi[i]);
     [[unroll]] for (uint t = 0u; t < kTokens; ++t) {
       const vec4 x_lo = x_part(t, c);
       const vec4 x_hi = x_part(t, 4u + c);
+#if defined(WEIGHT_MIN)
+      x_sums[t] += dot(x_lo, vec4(1.0)) + dot(x_hi, vec4(1.0));
+#endif
       [[unroll]] for (uint i = 0u; i < kRows; ++i) sums[i][t] += dot(lo[i], x_lo) + dot(hi[i], x_hi);
     }
   }
 #endif
   [[unroll]] for (uint i = 0u; i < kRows; ++i) {
-    [[unroll]] for (uint t = 0u; t < kTokens; ++t) acc[i][t] += scale[i] * sums[i][t];
+    [[unroll]] for (uint t = 0u; t < kTokens; ++t) {
+      acc[i][t] += scale[i] * sums[i][t] + minimum[i] * x_sums[t];
+    }
   }
 }
 #endif

@@ -19,17 +19,6 @@ layout(local_size_x = 16) in;
 
 float acc[kMaxRows][kMaxTokensPerPass];
 
-#if defined(WEIGHT_F32) || defined(WEIGHT_F16)
-// Four consecutive weights of a padded row, `index` in units of 4 elements.
-vec4 load_weights4(uint index) {
-#if defined(WEIGHT_F32)
-  return uintBitsToFloat(weights4.words4[index]);
-#else
-  const uvec2 halves = weights2.words2[index];
-  return vec4(unpackHalf2x16(halves.x), unpackHalf2x16(halves.y));
-#endif
-}
-#endif
 uint x_base4[kMaxTokensPerPass];  // x row of each token of the pass, in vec4 units
 
 void main() {
@@ -45,7 +34,7 @@ void main() {
       [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] = 0.0;
     }
 
-#if defined(WEIGHT_F32) || defined(WEIGHT_F16)
+#if defined(WEIGHT_PLAIN)
     const uint cols4 = p.cols / 4u;
     const uint row_stride4 = padded_cols(p.cols) / 4u;
     // Four vec4 columns per iteration: fewer loop turns per load (loops are costly on CPU
@@ -81,15 +70,31 @@ void main() {
     const uint blocks = p.cols / 32u;
     for (uint blk = 0u; blk < blocks; ++blk) {
       float scale[kMaxRows];
+      float minimum[kMaxRows];  // Q4_1 / Q5_1: m, times the block's sum of x
+      uint high[kMaxRows];      // Q5_0 / Q5_1: the fifth bits
       uvec4 quants[kMaxRows][kQuantWordsPerBlock / 4u];
       [[unroll]] for (uint i = 0u; i < kRows; ++i) {
         const uint block = rows[i] * blocks + blk;
+#if defined(WEIGHT_MIN)
+        const vec2 dm = block_scale_min(block, p.rows, p.cols);
+        scale[i] = dm.x;
+        minimum[i] = dm.y;
+#else
         scale[i] = block_scale(block, p.rows, p.cols);
+        minimum[i] = 0.0;
+#endif
+#if defined(WEIGHT_HIGH_BITS)
+        high[i] = block_high_bits(block, p.rows, p.cols);
+#else
+        high[i] = 0u;
+#endif
         [[unroll]] for (uint u = 0u; u < kQuantWordsPerBlock / 4u; ++u) {
           quants[i][u] = weights4.words4[block * (kQuantWordsPerBlock / 4u) + u];
         }
       }
       float sums[kMaxRows][kMaxTokensPerPass];
+      float x_sums[kMaxTokensPerPass];
+      [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) x_sums[t] = 0.0;
       [[unroll]] for (uint i = 0u; i < kRows; ++i) {
         [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) sums[i][t] = 0.0;
       }
@@ -111,20 +116,21 @@ void main() {
       // Word c holds elements 4c .. 4c+3 in its low nibbles and 16+4c .. 16+4c+3 in its high.
       [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         vec4 lo[kMaxRows], hi[kMaxRows];
-        [[unroll]] for (uint i = 0u; i < kRows; ++i) {
-          const uint word = quants[i][0][c];
-          lo[i] = vec4(word & 0xfu, (word >> 8) & 0xfu, (word >> 16) & 0xfu, (word >> 24) & 0xfu) - 8.0;
-          hi[i] = vec4((word >> 4) & 0xfu, (word >> 12) & 0xfu, (word >> 20) & 0xfu, word >> 28) - 8.0;
-        }
+        [[unroll]] for (uint i = 0u; i < kRows; ++i) nibble_quads(quants[i][0][c], high[i], c, lo[i], hi[i]);
         [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
           const vec4 x_lo = x4[x_base4[t] + blk * 8u + c];
           const vec4 x_hi = x4[x_base4[t] + blk * 8u + 4u + c];
+#if defined(WEIGHT_MIN)
+          x_sums[t] += dot(x_lo, vec4(1.0)) + dot(x_hi, vec4(1.0));
+#endif
           [[unroll]] for (uint i = 0u; i < kRows; ++i) sums[i][t] += dot(lo[i], x_lo) + dot(hi[i], x_hi);
         }
       }
 #endif
       [[unroll]] for (uint i = 0u; i < kRows; ++i) {
-        [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) acc[i][t] += scale[i] * sums[i][t];
+        [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
+          acc[i][t] += scale[i] * sums[i][t] + minimum[i] * x_sums[t];
+        }
       }
     }
 #endif

@@ -5,6 +5,7 @@
 #include "app/cli/command_support.h"
 #include "engine/compute/vulkan/device_probe.h"
 #include "engine/core/error.h"
+#include "engine/model/model_provenance.h"
 #include "engine/serving/kv_block_pool.h"
 
 namespace servescope::cli {
@@ -27,6 +28,22 @@ json kv_bytes_per_token_by_type(const model::ModelConfig& c) {
     }
   }
   return bytes;
+}
+
+// Where the model comes from; null for what the file does not say.
+json provenance_json(const model::ModelProvenance& p) {
+  const auto text_or_null = [](const std::string& text) {
+    return text.empty() ? json(nullptr) : json(text);
+  };
+  return {
+      {"author", text_or_null(p.author)},
+      {"license", text_or_null(p.license)},
+      {"url", text_or_null(p.url)},
+      {"source_url", text_or_null(p.source_url)},
+      {"quantization_version",
+       p.quantization_version ? json(*p.quantization_version) : json(nullptr)},
+      {"chat_template", p.has_chat_template},
+  };
 }
 
 }  // namespace
@@ -58,6 +75,7 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
       {"tensor_types", weights.tensor_types},
       {"kv_bytes_per_token", kv_bytes_per_token_by_type(c)},
   };
+  doc.update(provenance_json(model::read_provenance(m->file)));
   if (c.random_weights) doc["note"] = model::kRandomWeightsNote;
   if (c.architecture == model::Architecture::kLlama)
     doc["rope_freq_base"] = shortest(c.rope_freq_base);

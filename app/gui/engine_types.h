@@ -56,6 +56,9 @@ struct EngineInfo {
   QString model_name;
   QString weight_type;  // "" for the file's own weights, else what they were re-encoded to
   QString architecture;
+  // Where the model comes from, one "Label: value" line per general.* key the file has
+  // (author, licence, URLs, chat template), for the model's tooltip.
+  QString provenance;
   QString backend;                     // "cpu" or "vulkan"
   QString device;                      // device name (Vulkan) or the CPU
   QString driver;                      // driver version (Vulkan), empty on the CPU

@@ -1,6 +1,7 @@
 #include "app/gui/engine_worker.h"
 
 #include <QFileInfo>
+#include <QStringList>
 #include <QTimer>
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "engine/core/error.h"
 #include "engine/eval/quantize_model.h"
 #include "engine/eval/variant_model.h"
+#include "engine/model/model_provenance.h"
 
 namespace servescope::gui {
 namespace {
@@ -347,6 +349,28 @@ void EngineWorker::rebuild_engine() {
   Q_EMIT engine_ready(engine_info());
 }
 
+namespace {
+
+// The file's provenance keys as tooltip lines; keys it lacks are left out.
+QString provenance_text(const model::ModelProvenance& p) {
+  QStringList lines;
+  const auto add = [&](const char* label, const std::string& value) {
+    if (!value.empty()) lines << QString("%1: %2").arg(label, QString::fromStdString(value));
+  };
+  add("Author", p.author);
+  add("Licence", p.license);
+  add("URL", p.url);
+  add("Source", p.source_url);
+  if (p.quantization_version) {
+    lines << QString("Quantisation version: %1").arg(*p.quantization_version);
+  }
+  lines << (p.has_chat_template ? QString("Chat template: included")
+                                : QString("Chat template: none"));
+  return lines.join('\n');
+}
+
+}  // namespace
+
 EngineInfo EngineWorker::engine_info() const {
   EngineInfo info;
   const model::ModelConfig& c = model_->config;
@@ -355,6 +379,7 @@ EngineInfo EngineWorker::engine_info() const {
   info.weight_type = weight_type_;
   info.model_name = QString::fromStdString(c.name.empty() ? model_->file.name() : c.name);
   info.architecture = QString::fromUtf8(model::architecture_name(c.architecture).data());
+  info.provenance = provenance_text(model::read_provenance(model_->file));
   info.backend = QString::fromStdString(model_->backend->name());
   if (const auto* vk = dynamic_cast<const compute::vulkan::VulkanBackend*>(model_->backend.get())) {
     info.device = QString::fromStdString(vk->device().name);

@@ -711,6 +711,9 @@ void MainWindow::update_status() {
                info.weight_type.isEmpty() ? QString() : " as " + info.weight_type.toUpper())
           .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)))
           .arg(bytes_text(info.weight_bytes)));
+  status_model_->setToolTip(
+      QString("The model, its parameter count and the bytes of its weights\n%1")
+          .arg(info.provenance));
   status_kv_->setText(QString("KV %1: %2 / %3")
                           .arg(kv_type_label(info.kv_type), bytes_text(folder_.kv_bytes_used()),
                                bytes_text(info.kv_bytes_total)));

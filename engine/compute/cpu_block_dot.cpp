@@ -1,5 +1,6 @@
 #include "engine/compute/cpu_block_dot.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdlib>
@@ -121,6 +122,23 @@ float dot_q4_0(const uint8_t* row, const float* x, int64_t n) {
     for (int l = 0; l < kLanes; ++l) acc[l] += d * block_sum[l];
   }
   return horizontal_sum(acc);
+}
+
+// The types without a kernel of their own (BF16, Q4_1, Q5_0, Q5_1): dequantise a chunk of the
+// row with GGML's formula (gguf::dequantize_row) into a buffer on the stack, then take the
+// float32 dot product. Slower than the fused kernels, but exactly the values the file holds.
+template <gguf::GgmlType Type>
+float dot_dequantised(const uint8_t* row, const float* x, int64_t n) {
+  constexpr int64_t kChunk = 8 * kQuantBlock;  // whole blocks of every type
+  const int64_t chunk_bytes = kChunk / gguf::block_elements(Type) * gguf::block_bytes(Type);
+  float weights[kChunk];
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; j += kChunk) {
+    const int64_t len = std::min(kChunk, n - j);
+    gguf::dequantize_row(Type, row + j / kChunk * chunk_bytes, weights, len);
+    sum += dot_f32(reinterpret_cast<const uint8_t*>(weights), x + j, len);
+  }
+  return sum;
 }
 
 #ifdef SERVESCOPE_X86_SIMD
@@ -574,11 +592,43 @@ auto kernel_for(const Kernels& kernels, gguf::GgmlType type) {
   std::abort();
 }
 
+// The kernels of a type dot_dequantised serves.
+struct DequantisingKernels {
+  RowDot dot = nullptr;  // null: the type has fused kernels (row_dots)
+  RowDotTokens dot_tokens = nullptr;
+};
+
+template <gguf::GgmlType Type>
+DequantisingKernels dequantising_kernels() {
+  return {dot_dequantised<Type>, dot_tokens_one_by_one<dot_dequantised<Type>>};
+}
+
+DequantisingKernels dequantising_kernels_for(gguf::GgmlType type) {
+  switch (type) {
+    case gguf::GgmlType::BF16:
+      return dequantising_kernels<gguf::GgmlType::BF16>();
+    case gguf::GgmlType::Q4_1:
+      return dequantising_kernels<gguf::GgmlType::Q4_1>();
+    case gguf::GgmlType::Q5_0:
+      return dequantising_kernels<gguf::GgmlType::Q5_0>();
+    case gguf::GgmlType::Q5_1:
+      return dequantising_kernels<gguf::GgmlType::Q5_1>();
+    default:
+      return {};
+  }
+}
+
 }  // namespace
 
-RowDot row_dot_for(gguf::GgmlType type) { return kernel_for(row_dots(), type); }
+RowDot row_dot_for(gguf::GgmlType type) {
+  if (const RowDot dot = dequantising_kernels_for(type).dot) return dot;
+  return kernel_for(row_dots(), type);
+}
 
-RowDotTokens row_dot_tokens_for(gguf::GgmlType type) { return kernel_for(row_dots_tokens(), type); }
+RowDotTokens row_dot_tokens_for(gguf::GgmlType type) {
+  if (const RowDotTokens dot = dequantising_kernels_for(type).dot_tokens) return dot;
+  return kernel_for(row_dots_tokens(), type);
+}
 
 RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
 #ifdef SERVESCOPE_X86_SIMD

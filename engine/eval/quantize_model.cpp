@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "engine/core/error.h"
+#include "engine/gguf/gguf_format.h"
 
 namespace servescope::eval {
 
@@ -32,7 +33,7 @@ const WeightTypeName& weight_type_entry(GgmlType type) {
                    " cannot be a quantisation target; choose f32, f16, q8_0 or q4_0");
 }
 
-bool is_block_quantised(GgmlType type) { return type == GgmlType::Q8_0 || type == GgmlType::Q4_0; }
+bool is_block_quantised(GgmlType type) { return gguf::block_elements(type) > 1; }
 
 // Refuses sources that are already block-quantised (see quantize_model's comment).
 void check_not_quantised(const gguf::GgufFile& source) {
@@ -96,6 +97,8 @@ gguf::GgufWriter quantize_model(const gguf::GgufFile& source, GgmlType target,
   gguf::GgufWriter writer(source.version());
   for (const auto& [key, value] : source.metadata()) writer.set(key, value);
   writer.set("general.file_type", gguf::Value::u32(file_type));
+  writer.set(std::string(gguf::kQuantizationVersionKey),
+             gguf::Value::u32(gguf::kQuantizationVersion));
 
   const auto total = static_cast<int64_t>(source.tensors().size());
   int64_t done = 0;

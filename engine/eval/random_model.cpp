@@ -7,6 +7,7 @@
 
 #include "engine/core/error.h"
 #include "engine/eval/quantize_model.h"
+#include "engine/gguf/gguf_format.h"
 #include "engine/model/model_config.h"
 
 namespace servescope::eval {
@@ -183,6 +184,7 @@ gguf::GgufWriter random_model_writer(const RandomModelSpec& spec,
                         "Tokenizer from " +
                         tokenizer_source.name() + "."));
   writer.set("general.file_type", Value::u32(llama_file_type(spec.type)));
+  writer.set(std::string(gguf::kQuantizationVersionKey), Value::u32(gguf::kQuantizationVersion));
   writer.set(std::string(model::kRandomWeightsKey), Value::boolean(true));
   writer.set("servescope.random_seed", Value::u64(spec.seed));
   writer.set("llama.vocab_size", u32(vocab));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "engine/core/error.h"
 
@@ -48,6 +49,14 @@ BlockLayout layout_of(GgmlType type) {
       return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ8_0))};
     case GgmlType::Q4_0:
       return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ4_0))};
+    case GgmlType::BF16:
+      return {1, 2};
+    case GgmlType::Q4_1:
+      return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ4_1))};
+    case GgmlType::Q5_0:
+      return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ5_0))};
+    case GgmlType::Q5_1:
+      return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ5_1))};
     default:
       break;
   }
@@ -107,6 +116,159 @@ void dequantize_q4_0(const uint8_t* src, float* dst, int64_t blocks) {
   }
 }
 
+// Reads a block struct from unaligned bytes.
+template <class Block>
+Block load_block(const uint8_t* src, int64_t index) {
+  Block block;
+  std::memcpy(&block, src + index * static_cast<int64_t>(sizeof block), sizeof block);
+  return block;
+}
+
+template <class Block>
+void store_block(const Block& block, uint8_t* dst, int64_t index) {
+  std::memcpy(dst + index * static_cast<int64_t>(sizeof block), &block, sizeof block);
+}
+
+void dequantize_q4_1(const uint8_t* src, float* dst, int64_t blocks) {
+  constexpr int kHalf = kQuantBlock / 2;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto block = load_block<BlockQ4_1>(src, b);
+    const float d = fp16_to_fp32(block.d);
+    const float m = fp16_to_fp32(block.m);
+    float* out = dst + b * kQuantBlock;
+    for (int j = 0; j < kHalf; ++j) {
+      out[j] = static_cast<float>(block.qs[j] & 0x0F) * d + m;
+      out[j + kHalf] = static_cast<float>(block.qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+// The 5-bit quants of a Q5_0 / Q5_1 block: low nibbles from qs, bit j of qh on top of quant j.
+void unpack_q5(const uint8_t (&qh)[4], const uint8_t (&qs)[kQuantBlock / 2],
+               int (&q)[kQuantBlock]) {
+  constexpr int kHalf = kQuantBlock / 2;
+  uint32_t high;
+  std::memcpy(&high, qh, sizeof high);  // little-endian, as GGML stores it
+  for (int j = 0; j < kHalf; ++j) {
+    q[j] = (qs[j] & 0x0F) | static_cast<int>(((high >> j) & 1u) << 4);
+    q[j + kHalf] = (qs[j] >> 4) | static_cast<int>(((high >> (j + kHalf)) & 1u) << 4);
+  }
+}
+
+void dequantize_q5_0(const uint8_t* src, float* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto block = load_block<BlockQ5_0>(src, b);
+    const float d = fp16_to_fp32(block.d);
+    int q[kQuantBlock];
+    unpack_q5(block.qh, block.qs, q);
+    for (int j = 0; j < kQuantBlock; ++j)
+      dst[b * kQuantBlock + j] = static_cast<float>(q[j] - 16) * d;
+  }
+}
+
+void dequantize_q5_1(const uint8_t* src, float* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto block = load_block<BlockQ5_1>(src, b);
+    const float d = fp16_to_fp32(block.d);
+    const float m = fp16_to_fp32(block.m);
+    int q[kQuantBlock];
+    unpack_q5(block.qh, block.qs, q);
+    for (int j = 0; j < kQuantBlock; ++j)
+      dst[b * kQuantBlock + j] = static_cast<float>(q[j]) * d + m;
+  }
+}
+
+// Smallest and largest value of a block, as GGML's loops find them.
+std::pair<float, float> block_min_max(const float* x) {
+  float min = std::numeric_limits<float>::max();
+  float max = -std::numeric_limits<float>::max();
+  for (int j = 0; j < kQuantBlock; ++j) {
+    min = std::min(min, x[j]);
+    max = std::max(max, x[j]);
+  }
+  return {min, max};
+}
+
+// The value of largest magnitude (the first one on ties), as GGML's Q4_0 / Q5_0 loops find it.
+float signed_absmax(const float* x) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (int j = 0; j < kQuantBlock; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+// Packs 32 quants of 0..31: low nibbles as Q4_0, the fifth bits into qh (bit j = element j).
+void pack_q5(const int (&q)[kQuantBlock], uint8_t (&qh)[4], uint8_t (&qs)[kQuantBlock / 2]) {
+  constexpr int kHalf = kQuantBlock / 2;
+  uint32_t high = 0;
+  for (int j = 0; j < kHalf; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kHalf] & 0x0F) << 4));
+    high |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
+    high |= static_cast<uint32_t>((q[j + kHalf] >> 4) & 1) << (j + kHalf);
+  }
+  std::memcpy(qh, &high, sizeof high);
+}
+
+// GGML's quantize_row_q4_1_ref: d = (max - min) / 15, q = min(15, trunc((x - min) / d + 0.5)).
+void quantize_q4_1(const float* src, uint8_t* dst, int64_t blocks) {
+  constexpr int kHalf = kQuantBlock / 2;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* x = src + b * kQuantBlock;
+    const auto [min, max] = block_min_max(x);
+    const float d = (max - min) / 15;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    auto quant = [&](float v) {
+      return static_cast<uint8_t>(std::min<int>(15, truncate_to_int8((v - min) * id + 0.5f)));
+    };
+    BlockQ4_1 block;
+    block.d = fp32_to_fp16(d);
+    block.m = fp32_to_fp16(min);
+    for (int j = 0; j < kHalf; ++j) {
+      block.qs[j] = static_cast<uint8_t>(quant(x[j]) | (quant(x[j + kHalf]) << 4));
+    }
+    store_block(block, dst, b);
+  }
+}
+
+// GGML's quantize_row_q5_0_ref: d = m / -16 (m as in Q4_0), q = min(31, trunc(x / d + 16.5)).
+void quantize_q5_0(const float* src, uint8_t* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* x = src + b * kQuantBlock;
+    const float d = signed_absmax(x) / -16;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int q[kQuantBlock];
+    for (int j = 0; j < kQuantBlock; ++j)
+      q[j] = std::clamp<int>(truncate_to_int8(x[j] * id + 16.5f), 0, 31);
+    BlockQ5_0 block;
+    block.d = fp32_to_fp16(d);
+    pack_q5(q, block.qh, block.qs);
+    store_block(block, dst, b);
+  }
+}
+
+// GGML's quantize_row_q5_1_ref: d = (max - min) / 31, q = trunc((x - min) / d + 0.5).
+void quantize_q5_1(const float* src, uint8_t* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* x = src + b * kQuantBlock;
+    const auto [min, max] = block_min_max(x);
+    const float d = (max - min) / 31;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int q[kQuantBlock];
+    for (int j = 0; j < kQuantBlock; ++j)
+      q[j] = std::clamp<int>(truncate_to_int8((x[j] - min) * id + 0.5f), 0, 31);
+    BlockQ5_1 block;
+    block.d = fp32_to_fp16(d);
+    block.m = fp32_to_fp16(min);
+    pack_q5(q, block.qh, block.qs);
+    store_block(block, dst, b);
+  }
+}
+
 // GGML's quantize_row_q8_0_reference: d = max|x| / 127, q = roundf(x / d).
 void quantize_q8_0(const float* src, uint8_t* dst, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b) {
@@ -153,8 +315,19 @@ void quantize_q4_0(const float* src, uint8_t* dst, int64_t blocks) {
 }  // namespace
 
 bool is_supported(GgmlType type) {
-  return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::Q8_0 ||
-         type == GgmlType::Q4_0;
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string_view type_name(GgmlType type) {
@@ -164,7 +337,7 @@ std::string_view type_name(GgmlType type) {
   return "unknown";
 }
 
-std::string supported_types_list() { return "F32, F16, Q8_0, Q4_0"; }
+std::string supported_types_list() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1"; }
 
 int64_t block_elements(GgmlType type) { return layout_of(type).elements; }
 
@@ -222,6 +395,34 @@ uint16_t fp32_to_fp16(float value) {
   return static_cast<uint16_t>(sign | result);
 }
 
+float bf16_to_fp32(uint16_t bf16) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bf16) << 16);
+}
+
+uint16_t fp32_to_bf16(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 64u);
+  return static_cast<uint16_t>((bits + (0x7FFFu + ((bits >> 16) & 1u))) >> 16);
+}
+
+namespace {
+
+// The 16-bit float types (F16, BF16), element by element.
+template <float (*Decode)(uint16_t)>
+void decode_16_bit(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = Decode(load_u16(src + 2 * i));
+}
+
+template <uint16_t (*Encode)(float)>
+void encode_16_bit(const float* src, uint8_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t bits = Encode(src[i]);
+    std::memcpy(dst + 2 * i, &bits, sizeof bits);
+  }
+}
+
+}  // namespace
+
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   const int64_t blocks = block_count(type, n);
   if (n == 0) return;  // src and dst may be null then
@@ -231,13 +432,25 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
       std::memcpy(dst, bytes, static_cast<size_t>(n) * sizeof(float));
       return;
     case GgmlType::F16:
-      for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(load_u16(bytes + 2 * i));
+      decode_16_bit<fp16_to_fp32>(bytes, dst, n);
       return;
     case GgmlType::Q8_0:
       dequantize_q8_0(bytes, dst, blocks);
       return;
     case GgmlType::Q4_0:
       dequantize_q4_0(bytes, dst, blocks);
+      return;
+    case GgmlType::BF16:
+      decode_16_bit<bf16_to_fp32>(bytes, dst, n);
+      return;
+    case GgmlType::Q4_1:
+      dequantize_q4_1(bytes, dst, blocks);
+      return;
+    case GgmlType::Q5_0:
+      dequantize_q5_0(bytes, dst, blocks);
+      return;
+    case GgmlType::Q5_1:
+      dequantize_q5_1(bytes, dst, blocks);
       return;
     default:
       break;
@@ -254,16 +467,25 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
       std::memcpy(bytes, src, static_cast<size_t>(n) * sizeof(float));
       return;
     case GgmlType::F16:
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t half = fp32_to_fp16(src[i]);
-        std::memcpy(bytes + 2 * i, &half, sizeof half);
-      }
+      encode_16_bit<fp32_to_fp16>(src, bytes, n);
       return;
     case GgmlType::Q8_0:
       quantize_q8_0(src, bytes, blocks);
       return;
     case GgmlType::Q4_0:
       quantize_q4_0(src, bytes, blocks);
+      return;
+    case GgmlType::BF16:
+      encode_16_bit<fp32_to_bf16>(src, bytes, n);
+      return;
+    case GgmlType::Q4_1:
+      quantize_q4_1(src, bytes, blocks);
+      return;
+    case GgmlType::Q5_0:
+      quantize_q5_0(src, bytes, blocks);
+      return;
+    case GgmlType::Q5_1:
+      quantize_q5_1(src, bytes, blocks);
       return;
     default:
       break;

@@ -28,7 +28,7 @@ class GgufWriter {
   // Adds a tensor with already encoded bytes. Throws GgufError: kMalformed for a duplicate
   // name, a shape that is not 1..4 positive dims, a row length that is not a multiple of the
   // block size or bytes.size() != row_bytes(type, shape[0]) * rows; kUnsupportedTensorType
-  // for types other than F32, F16, Q8_0, Q4_0.
+  // for types gguf::is_supported refuses.
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> shape,
                   std::vector<uint8_t> bytes);
   // Same, encoding `values` (row-major, shape[0] contiguous) with quantize_row.

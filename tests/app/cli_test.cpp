@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_writer.h"
 #include "engine/model/model_config.h"
 #include "engine/serving/kv_block_pool.h"
 #include "tests/support/cli_runner.h"
@@ -136,6 +138,38 @@ TEST(Cli, InfoReportsSizesAndKvBytes) {
   EXPECT_EQ(doc["kv_bytes_per_token"]["q8_0"], 2 * 2 * 34);
   EXPECT_TRUE(doc["tensor_types"].contains("Q8_0"));
   EXPECT_GT(doc["parameters"].get<int64_t>(), 0);
+}
+
+// info shows the provenance keys llama.cpp's converter writes, and null for those missing.
+TEST(Cli, InfoShowsProvenanceKeys) {
+  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
+  gguf::GgufWriter writer(source.version());
+  for (const auto& [key, value] : source.metadata()) writer.set(key, value);
+  writer.set("general.author", gguf::Value::str("A. Author"));
+  writer.set("general.license", gguf::Value::str("apache-2.0"));
+  writer.set("general.url", gguf::Value::str("https://example.org/model"));
+  writer.set("general.source.url", gguf::Value::str("https://example.org/source"));
+  writer.set("general.quantization_version", gguf::Value::u32(2));
+  writer.set("tokenizer.chat_template", gguf::Value::str("{{ messages }}"));
+  for (const gguf::TensorInfo& t : source.tensors()) {
+    writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  const auto path = std::filesystem::temp_directory_path() / "servescope-provenance-test.gguf";
+  writer.write(path);
+  const json doc = json::parse(cli("info --model " + path.string()).out);
+  std::filesystem::remove(path);
+  EXPECT_EQ(doc["author"], "A. Author");
+  EXPECT_EQ(doc["license"], "apache-2.0");
+  EXPECT_EQ(doc["url"], "https://example.org/model");
+  EXPECT_EQ(doc["source_url"], "https://example.org/source");
+  EXPECT_EQ(doc["quantization_version"], 2);
+  EXPECT_EQ(doc["chat_template"], true);
+
+  const json plain = json::parse(cli("info" + model("llama-f32.gguf")).out);
+  for (const char* key : {"author", "license", "url", "source_url", "quantization_version"}) {
+    EXPECT_TRUE(plain[key].is_null()) << key;
+  }
+  EXPECT_EQ(plain["chat_template"], false);
 }
 
 // info's KV figure is what the serving engine's block pool charges per token, for every KV type

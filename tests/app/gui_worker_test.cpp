@@ -14,6 +14,7 @@
 #include "app/gui/engine_worker.h"
 #include "app/gui/telemetry_folder.h"
 #include "engine/compute/devices.h"
+#include "engine/gguf/gguf_file.h"
 #include "tests/app/gui_test_support.h"
 
 namespace servescope::gui {
@@ -187,6 +188,17 @@ TEST_F(WorkerFixture, AStaticBatchRunsWhenItsWaitEndsWithOneTimerNotABusyLoop) {
                        [](const auto& a, const auto& b) { return a.arrival_ms < b.arrival_ms; });
   EXPECT_GE(oldest->first_scheduled_ms - oldest->arrival_ms, kWaitMs);
   EXPECT_GE(telemetry::time_to_first_token_ms(*oldest), kWaitMs);
+}
+
+// The model's tooltip lines: what the file's general.* keys say, and only that.
+TEST_F(WorkerFixture, ProvenanceSaysWhatTheFileSays) {
+  const std::string bundled = kTestData + "/../../assets/models/servescope-stories.gguf";
+  const auto file = gguf::GgufFile::open(bundled);
+  load(bundled);
+  EXPECT_TRUE(info_->provenance.contains(
+      "Licence: " + QString::fromStdString(file.find("general.license")->as_string())));
+  EXPECT_TRUE(info_->provenance.contains("Chat template: none"));
+  EXPECT_FALSE(info_->provenance.contains("Author:"));  // the file names none
 }
 
 TEST_F(WorkerFixture, StopCancelsTheUserAndTheClassmates) {

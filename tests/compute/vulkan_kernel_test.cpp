@@ -112,11 +112,12 @@ class KernelParity : public testing::Test {
   std::unique_ptr<VulkanBackend> vk_;
 };
 
-constexpr GgmlType kAllTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0};
+constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                                  GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1};
 
 void KernelParity::check_matmul_every_type_and_token_count() {
   for (const GgmlType type : kAllTypes) {
-    const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+    const bool blocks = gguf::block_elements(type) > 1;
     const int64_t rows = 67;
     const int64_t cols = blocks ? 96 : 83;
     const auto bytes = random_weight_bytes(type, rows, cols, 7);
@@ -147,7 +148,7 @@ void KernelParity::check_product_shapes() {
     int64_t rows, float_cols, block_cols;
   };
   for (const GgmlType type : kAllTypes) {
-    const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+    const bool blocks = gguf::block_elements(type) > 1;
     for (const Shape shape : {Shape{300, 200, 160}, Shape{5, 4, 32}}) {
       const int64_t cols = blocks ? shape.block_cols : shape.float_cols;
       const auto bytes = random_weight_bytes(type, shape.rows, cols, 17);
@@ -243,7 +244,7 @@ TEST_F(WithoutSubgroups, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q
 TEST_F(KernelParity, EmbedEveryType) {
   for (const GgmlType type : kAllTypes) {
     const int64_t rows = 53;
-    const int64_t cols = (type == GgmlType::F32 || type == GgmlType::F16) ? 70 : 64;
+    const int64_t cols = gguf::block_elements(type) == 1 ? 70 : 64;
     const auto bytes = random_weight_bytes(type, rows, cols, 3);
     const WeightMatrix t_cpu = cpu_.upload_matrix(type, rows, cols, bytes);
     const WeightMatrix t_vk = vk_->upload_matrix(type, rows, cols, bytes);

@@ -1,5 +1,5 @@
 // Whole models on Vulkan against the CPU backend (and the PyTorch golden data): every test
-// model, both architectures, all four weight types. Logits within 1e-3 at every prompt
+// model, both architectures, every weight type. Logits within 1e-3 at every prompt
 // position, identical greedy continuations, ragged batches over a paged KV cache of every KV
 // type, validation-clean.
 #include <gtest/gtest.h>
@@ -150,7 +150,8 @@ struct StepPart {
 
 // Four sequences (rotations of the golden tokens) whose slots are scattered over one shared
 // pool, run in three steps that mix prefill chunks and decode tokens. Each step equals the
-// CPU backend (1e-3; 1e-2 with an F16 cache) and, row for row, each of its sequences run alone on Vulkan (1e-4).
+// CPU backend (1e-3; 1e-2 with an F16 cache) and, row for row, each of its sequences run alone on
+// Vulkan (1e-4).
 TEST_P(VulkanModel, RaggedBatchMatchesCpuAndEachSequenceAlone) {
   using model::LogitRows;
   const Golden golden = read_golden(GetParam());
@@ -259,7 +260,8 @@ INSTANTIATE_TEST_SUITE_P(F32Goldens, VulkanAttentionCapture,
 INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanModel,
                          testing::Values("llama-f32", "llama-f16", "llama-q8_0", "llama-q4_0",
                                          "llama-tied-f32", "gpt2-f32", "gpt2-f16", "gpt2-q8_0",
-                                         "gpt2-q4_0"),
+                                         "gpt2-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1",
+                                         "llama-bf16"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

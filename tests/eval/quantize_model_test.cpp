@@ -72,8 +72,14 @@ TEST_P(QuantiseTestModel, MetadataCopiedWithTheNewFileType) {
   const auto reference =
       gguf::GgufFile::open(kData + "/models/" + c.family + "-" + c.type + ".gguf");
   const auto ours = quantised(source, parse_weight_type(c.type));
-  ASSERT_EQ(ours.metadata().size(), source.metadata().size());
-  for (size_t i = 0; i < ours.metadata().size(); ++i) {
+  // One key more: general.quantization_version, a uint32 2 as llama.cpp's quantize writes it.
+  ASSERT_EQ(ours.metadata().size(), source.metadata().size() + 1);
+  EXPECT_EQ(source.find("general.quantization_version"), nullptr);
+  const gguf::Value* version = ours.find("general.quantization_version");
+  ASSERT_NE(version, nullptr);
+  EXPECT_EQ(version->type(), gguf::ValueType::kUint32);
+  EXPECT_EQ(version->as_int(), 2);
+  for (size_t i = 0; i < source.metadata().size(); ++i) {
     const auto& [key, value] = ours.metadata()[i];
     EXPECT_EQ(key, source.metadata()[i].first);
     if (key == "general.file_type") {

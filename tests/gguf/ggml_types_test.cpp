@@ -25,9 +25,12 @@ TEST(GgmlTypes, NamesAndSupport) {
   EXPECT_TRUE(is_supported(GgmlType::F16));
   EXPECT_TRUE(is_supported(GgmlType::Q8_0));
   EXPECT_TRUE(is_supported(GgmlType::Q4_0));
-  EXPECT_FALSE(is_supported(GgmlType::Q4_1));
+  EXPECT_TRUE(is_supported(GgmlType::Q4_1));
+  EXPECT_TRUE(is_supported(GgmlType::Q5_0));
+  EXPECT_TRUE(is_supported(GgmlType::Q5_1));
+  EXPECT_TRUE(is_supported(GgmlType::BF16));
   EXPECT_FALSE(is_supported(GgmlType::Q5_K));
-  EXPECT_FALSE(is_supported(GgmlType::BF16));
+  EXPECT_FALSE(is_supported(GgmlType::Q8_1));
 }
 
 TEST(GgmlTypes, BlockSizesMatchGgml) {
@@ -44,6 +47,13 @@ TEST(GgmlTypes, BlockSizesMatchGgml) {
   EXPECT_EQ(row_bytes(GgmlType::Q8_0, 4096), 4096u / 32 * 34);
   EXPECT_EQ(row_bytes(GgmlType::Q4_0, 64), 36u);
   EXPECT_EQ(row_bytes(GgmlType::Q4_0, 0), 0u);
+  // GGML's type_traits: Q4_1 20, Q5_0 22, Q5_1 24 bytes per 32 elements; BF16 2 per element.
+  EXPECT_EQ(row_bytes(GgmlType::Q4_1, 64), 40u);
+  EXPECT_EQ(row_bytes(GgmlType::Q5_0, 64), 44u);
+  EXPECT_EQ(row_bytes(GgmlType::Q5_1, 64), 48u);
+  EXPECT_EQ(row_bytes(GgmlType::BF16, 7), 14u);
+  EXPECT_EQ(block_elements(GgmlType::Q5_1), 32);
+  EXPECT_THROW(row_bytes(GgmlType::Q5_0, 48), GgufError);
 }
 
 TEST(GgmlTypes, RowBytesRejectsBadCounts) {
@@ -190,7 +200,7 @@ TEST(Quantize, RejectsUnsupportedTypesAndPartialBlocks) {
   std::vector<uint8_t> out(256);
   EXPECT_THROW(quantize_row(GgmlType::Q5_K, x.data(), out.data(), 64), GgufError);
   EXPECT_THROW(quantize_row(GgmlType::Q8_0, x.data(), out.data(), 31), GgufError);
-  EXPECT_THROW(dequantize_row(GgmlType::Q4_1, out.data(), x.data(), 32), GgufError);
+  EXPECT_THROW(dequantize_row(GgmlType::Q6_K, out.data(), x.data(), 256), GgufError);
 }
 
 TEST(Quantize, F16AndF32RowsRoundTrip) {

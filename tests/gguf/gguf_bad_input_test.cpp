@@ -164,7 +164,7 @@ TEST(BadInput, UnsupportedTensorTypeMessage) {
   raw.bytes.resize(raw.bytes.size() + 176 * 4);
   EXPECT_EQ(load_error(Kind::kUnsupportedTensorType, raw.bytes, "model.gguf"),
             "model.gguf: tensor blk.3.attn_q.weight has type Q5_K, which ServeScope does not "
-            "load; supported: F32, F16, Q8_0, Q4_0");
+            "load; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1");
 }
 
 TEST(BadInput, UnknownTensorTypeId) {
@@ -172,7 +172,7 @@ TEST(BadInput, UnknownTensorTypeId) {
   overwrite<uint32_t>(file.bytes, file.type_at, 99);
   EXPECT_EQ(load_error(Kind::kUnsupportedTensorType, file.bytes, "model.gguf"),
             "model.gguf: tensor blk.0.w has unknown type id 99, which ServeScope does not "
-            "load; supported: F32, F16, Q8_0, Q4_0");
+            "load; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1");
 }
 
 // The writer refuses bad alignments, so these files are built by hand.

@@ -81,8 +81,8 @@ TEST_P(GoldenModel, CachedDecodingEqualsRecomputing) {
 
   auto cache = model::create_kv_cache(m->config, *m->backend, m->config.context_length);
   const size_t prompt = golden.prompt_ids.size();
-  std::vector<float> step = m->transformer->forward(
-      std::span(sequence).first(prompt), cache);  // prefill, last position
+  std::vector<float> step =
+      m->transformer->forward(std::span(sequence).first(prompt), cache);  // prefill, last position
   for (size_t pos = prompt - 1; pos + 1 < sequence.size(); ++pos) {
     EXPECT_LT(max_abs_difference(step, {recomputed.data() + pos * vocab, vocab}), 1e-4f)
         << "position " << pos;
@@ -108,7 +108,8 @@ TEST_P(GoldenModel, ChunkedPrefillEqualsOneShot) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenModel,
                          testing::Values("llama-f32", "llama-f16", "llama-q8_0", "llama-q4_0",
                                          "llama-tied-f32", "gpt2-f32", "gpt2-f16", "gpt2-q8_0",
-                                         "gpt2-q4_0"),
+                                         "gpt2-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1",
+                                         "llama-bf16"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

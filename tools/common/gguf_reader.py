@@ -17,7 +17,8 @@ _SCALAR_FORMATS = {
     ValueType.INT64: "<q", ValueType.FLOAT64: "<d",
 }
 _BLOCK = {GgmlType.F32: (1, 4), GgmlType.F16: (1, 2), GgmlType.Q8_0: (32, 34),
-          GgmlType.Q4_0: (32, 18)}  # (elements, bytes) per block
+          GgmlType.Q4_0: (32, 18), GgmlType.Q4_1: (32, 20), GgmlType.Q5_0: (32, 22),
+          GgmlType.Q5_1: (32, 24), GgmlType.BF16: (1, 2)}  # (elements, bytes) per block
 
 
 def stored_bytes(ggml_type: GgmlType, n: int) -> int:

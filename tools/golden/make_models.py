@@ -3,7 +3,8 @@
     /usr/bin/python3 tools/golden/make_models.py
 
 writes tests/data/models/<name>.gguf and <name>.json for
-    llama-{f32,f16,q8_0,q4_0}, gpt2-{f32,f16,q8_0,q4_0}, llama-tied-f32.
+    llama-{f32,f16,q8_0,q4_0}, gpt2-{f32,f16,q8_0,q4_0}, llama-tied-f32,
+    llama-{q4_1,q5_0,q5_1,bf16} (the same llama weights; a prompt of their own).
 Re-running produces byte-identical files (fixed seeds, no timestamps).
 
 The golden logits are computed in float64 by tools/golden/reference_models.py from the
@@ -38,9 +39,12 @@ MIN_DISTINCT_GREEDY = 8  # the greedy continuation must not collapse onto a few 
 N_PROMPT_CANDIDATES = 10
 
 WEIGHT_TYPES = {"f32": GgmlType.F32, "f16": GgmlType.F16,
-                "q8_0": GgmlType.Q8_0, "q4_0": GgmlType.Q4_0}
+                "q8_0": GgmlType.Q8_0, "q4_0": GgmlType.Q4_0,
+                "q4_1": GgmlType.Q4_1, "q5_0": GgmlType.Q5_0, "q5_1": GgmlType.Q5_1,
+                "bf16": GgmlType.BF16}
 # general.file_type as llama.cpp writes it (the "mostly" type of the matrices).
-FILE_TYPES = {"f32": 0, "f16": 1, "q8_0": 7, "q4_0": 2}
+FILE_TYPES = {"f32": 0, "f16": 1, "q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9,
+              "bf16": 32}
 
 LLAMA = LlamaConfig(vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=2,
                     ffn_dim=192, context_length=128, rms_eps=1e-5, rope_base=10000.0)
@@ -264,6 +268,9 @@ MODELS = [  # (name prefix, arch, config, weight generator, seed, weight types)
     ("llama", "llama", LLAMA, llama_weights, 1234, ["f32", "f16", "q8_0", "q4_0"]),
     ("gpt2", "gpt2", GPT2, gpt2_weights, 1234, ["f32", "f16", "q8_0", "q4_0"]),
     ("llama-tied", "llama", LLAMA_TIED, llama_weights, 1234, ["f32"]),
+    # The types added later, a family of their own so that the files above (and their shared
+    # prompt) stay as they were: the same float32 weights, their own prompt.
+    ("llama", "llama", LLAMA, llama_weights, 1234, ["q4_1", "q5_0", "q5_1", "bf16"]),
 ]
 
 

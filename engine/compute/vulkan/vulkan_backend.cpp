@@ -85,6 +85,14 @@ std::string type_suffix(gguf::GgmlType type) {
       return "q8_0";
     case gguf::GgmlType::Q4_0:
       return "q4_0";
+    case gguf::GgmlType::BF16:
+      return "bf16";
+    case gguf::GgmlType::Q4_1:
+      return "q4_1";
+    case gguf::GgmlType::Q5_0:
+      return "q5_0";
+    case gguf::GgmlType::Q5_1:
+      return "q5_1";
     default:
       throw BackendError("Vulkan: weights of type " + std::string(gguf::type_name(type)) +
                          " are not supported; supported: " + gguf::supported_types_list());
@@ -220,7 +228,7 @@ constexpr uint32_t kLanesGroupSize = 64;
 // run best. 4 rows per invocation, 2 for matrices of at most 128 rows (e.g. key and value
 // projections), which would leave half of a group of 256 rows idle.
 LanesTile prefill_tile(gguf::GgmlType type, int64_t weight_rows) {
-  const bool quantised = type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0;
+  const bool quantised = gguf::block_elements(type) > 1;
   return {weight_rows <= 2 * kLanesGroupSize ? 2u : 4u, quantised ? 8u : 32u, kLanesGroupSize};
 }
 

@@ -1,8 +1,9 @@
 // The device layout of weight matrices (see shaders/include/weights.glsl): GGML's bytes
 // rearranged at upload so that shaders load them in aligned 16-byte units.
-//   F32, F16     rows padded with zeros to a multiple of 4 elements.
-//   Q8_0, Q4_0   all blocks' quants (32 / 16 bytes each, row-major block order), then all
-//                blocks' fp16 scales.
+//   F32, F16, BF16   rows padded with zeros to a multiple of 4 elements.
+//   block types      all blocks' quants (32 / 16 bytes each, row-major block order), then
+//                    (Q5_0, Q5_1) all blocks' 4 bytes of fifth bits, then all blocks' fp16
+//                    scales (Q4_1, Q5_1: fp16 scale and minimum).
 #pragma once
 
 #include <cstdint>
