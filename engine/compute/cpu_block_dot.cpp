@@ -343,27 +343,35 @@ SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, c
   for (int r = 0; r < 4; ++r) out[r] = horizontal_sum(acc[r][0]);
 }
 
-template <class Unpack>
-void dot_quant_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
-                    int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
+using GroupKernel = void (*)(const uint8_t*, const float*, int64_t, int64_t, float*, int64_t);
+using FourRowsKernel = void (*)(const uint8_t*, uint64_t, const float*, int64_t, float*);
+
+// Many rows against many tokens: groups of G tokens row by row (each row read once per group);
+// the tokens left over (a lone decode token) four rows at a time, then row by row.
+template <int G, GroupKernel Group, FourRowsKernel FourRows, GroupKernel Single>
+void dot_rows_in_groups(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                        int64_t x_stride, int64_t tokens, int64_t n, float* out,
+                        int64_t out_stride) {
   int64_t t = 0;
-  for (; t + kGroup <= tokens; t += kGroup) {
+  for (; t + G <= tokens; t += G) {
     for (int64_t r = 0; r < n_rows; ++r) {
-      dot_quant_group<Unpack, kGroup>(rows + r * row_stride, x + t * x_stride, x_stride, n,
-                                      out + t * out_stride + r, out_stride);
+      Group(rows + r * row_stride, x + t * x_stride, x_stride, n, out + t * out_stride + r,
+            out_stride);
     }
   }
   for (; t < tokens; ++t) {
     const float* xt = x + t * x_stride;
     float* ot = out + t * out_stride;
     int64_t r = 0;
-    for (; r + 4 <= n_rows; r += 4)
-      dot_quant_4rows<Unpack>(rows + r * row_stride, row_stride, xt, n, ot + r);
-    for (; r < n_rows; ++r) dot_quant_group<Unpack, 1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
+    for (; r + 4 <= n_rows; r += 4) FourRows(rows + r * row_stride, row_stride, xt, n, ot + r);
+    for (; r < n_rows; ++r) Single(rows + r * row_stride, xt, 0, n, ot + r, 0);
   }
 }
 
-using GroupKernel = void (*)(const uint8_t*, const float*, int64_t, int64_t, float*, int64_t);
+template <class Unpack>
+constexpr auto dot_quant_rows =
+    dot_rows_in_groups<kGroup, dot_quant_group<Unpack, kGroup>, dot_quant_4rows<Unpack>,
+                       dot_quant_group<Unpack, 1>>;
 
 // AVX-512 versions of the float types: twice the lanes, twice the registers, so groups of
 // twice the tokens. Batched decode of an F32 model is compute bound from a few tokens on.
@@ -463,28 +471,10 @@ SERVESCOPE_AVX512 void dot_float_4rows_avx512(const uint8_t* rows, uint64_t row_
 
 #pragma GCC diagnostic pop
 
-// Groups of kGroup512 tokens row by row; the tokens left over, four rows at a time.
 template <bool Half>
-void dot_float_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
-                           int64_t x_stride, int64_t tokens, int64_t n, float* out,
-                           int64_t out_stride) {
-  int64_t t = 0;
-  for (; t + kGroup512 <= tokens; t += kGroup512) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-      dot_float_group_avx512<Half, kGroup512>(rows + r * row_stride, x + t * x_stride, x_stride, n,
-                                              out + t * out_stride + r, out_stride);
-    }
-  }
-  for (; t < tokens; ++t) {
-    const float* xt = x + t * x_stride;
-    float* ot = out + t * out_stride;
-    int64_t r = 0;
-    for (; r + 4 <= n_rows; r += 4)
-      dot_float_4rows_avx512<Half>(rows + r * row_stride, row_stride, xt, n, ot + r);
-    for (; r < n_rows; ++r)
-      dot_float_group_avx512<Half, 1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
-  }
-}
+constexpr auto dot_float_rows_avx512 =
+    dot_rows_in_groups<kGroup512, dot_float_group_avx512<Half, kGroup512>,
+                       dot_float_4rows_avx512<Half>, dot_float_group_avx512<Half, 1>>;
 
 bool cpu_has_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
