@@ -1,7 +1,9 @@
 #include "app/gui/action_dispatcher.h"
 
 #include <QTimer>
+#include <algorithm>
 #include <stdexcept>
+#include <string_view>
 
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
@@ -34,12 +36,37 @@ QString text_argument(const LessonAction& a) {
   return a.argument.toString();
 }
 
-int int_argument(const LessonAction& a, int low, int high) {
+// A whole number in the range the lesson vocabulary gives it (one range for the lesson
+// validator and the window): the action's own argument, or one of its fields.
+int int_argument(const LessonAction& a, const QVariant& value, int64_t low, int64_t high,
+                 const QString& what) {
   bool ok = false;
-  const int v = a.argument.toInt(&ok);
-  if (!ok || v < low || v > high)
-    bad(a, QString("needs a whole number from %1 to %2").arg(low).arg(high));
+  const int v = value.toInt(&ok);
+  if (!ok || v < low || v > high) {
+    bad(a, QString("%1 a whole number from %2 to %3").arg(what).arg(low).arg(high));
+  }
   return v;
+}
+
+const lessons::ActionSpec& spec_of(const LessonAction& a) {
+  const lessons::ActionSpec* spec = lessons::find_action(a.name.toStdString());
+  if (spec == nullptr) bad(a, "is not an action of the lesson vocabulary");
+  return *spec;
+}
+
+int int_argument(const LessonAction& a) {
+  const lessons::ActionSpec& spec = spec_of(a);
+  return int_argument(a, a.argument, spec.min, spec.max, "needs");
+}
+
+int int_field(const LessonAction& a, const QVariant& value, std::string_view field) {
+  const lessons::ActionSpec& spec = spec_of(a);
+  const auto it = std::find_if(spec.fields.begin(), spec.fields.end(),
+                               [&](const lessons::FieldSpec& f) { return f.name == field; });
+  if (it == spec.fields.end()) bad(a, "has no whole-number field of that name");
+  return int_argument(
+      a, value, it->min, it->max,
+      QString::fromUtf8(field.data(), static_cast<qsizetype>(field.size())) + " is");
 }
 
 bool bool_argument(const LessonAction& a) {
@@ -251,7 +278,7 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     return {set_kv_type(which)};
   }
   if (n == "set_classmates") {
-    const int count = int_argument(a, 0, 32);
+    const int count = int_argument(a);
     return {now(
         QString("%1 classmates").arg(count), [this, count] { window_.set_classmates(count); },
         this)};
@@ -263,7 +290,7 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     }
     return {set_batching(which == "static", std::nullopt)};
   }
-  if (n == "set_batch_wait") return {set_batching(std::nullopt, int_argument(a, 0, 10000))};
+  if (n == "set_batch_wait") return {set_batching(std::nullopt, int_argument(a))};
   if (n == "set_activations") {
     const QString which = text_argument(a);
     if (which != "f32" && which != "q8_0") bad(a, "is f32 or q8_0, not " + which);
@@ -281,7 +308,7 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
         "Typing the prompt", [this, text] { window_.set_prompt(text); }, this)};
   }
   if (n == "set_max_tokens") {
-    const int count = int_argument(a, 1, 4096);
+    const int count = int_argument(a);
     return {now(
         QString("At most %1 tokens").arg(count), [this, count] { window_.set_max_tokens(count); },
         this)};
@@ -290,14 +317,11 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     const QVariantMap m = map_argument(a);
     std::optional<int> max_tokens;
     if (m.contains("max_tokens")) {
-      bool ok = false;
-      const int v = m.value("max_tokens").toInt(&ok);
-      if (!ok || v < 1 || v > 4096) bad(a, "max_tokens is a whole number from 1 to 4096");
-      max_tokens = v;
+      max_tokens = int_field(a, m.value("max_tokens"), "max_tokens");
     }
     return {generate(max_tokens)};
   }
-  if (n == "decode_steps") return {decode_steps(int_argument(a, 1, 1000))};
+  if (n == "decode_steps") return {decode_steps(int_argument(a))};
   if (n == "batch_sweep") return {batch_sweep()};
   if (n == "size_sweep") {
     const QVariantMap m = map_argument(a);

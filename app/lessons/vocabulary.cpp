@@ -8,7 +8,7 @@
 namespace servescope::lessons {
 namespace {
 
-constexpr int64_t kMaxClassmates = 31;  // the window's classmates spin box
+constexpr int64_t kMaxClassmates = 32;  // the window's classmates spin box (EngineWorker)
 constexpr int64_t kMaxTokens = 4096;
 constexpr int64_t kMaxDecodeSteps = 512;
 constexpr int64_t kMaxBatchWaitMs = 10000;  // the window's batch wait spin box

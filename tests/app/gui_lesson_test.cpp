@@ -13,6 +13,7 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/action_dispatcher.h"
+#include "app/gui/engine_worker.h"
 #include "app/gui/main_window.h"
 #include "app/lessons/lesson_loader.h"
 #include "app/lessons/vocabulary.h"
@@ -113,6 +114,14 @@ TEST(LessonVocabulary, TheDispatcherImplementsEveryActionAndTheReaderEveryMeasur
     EXPECT_NE(std::find(measures.begin(), measures.end(), spec.name), measures.end())
         << "measure without an implementation: " << spec.name;
   }
+}
+
+// A lesson may ask for as many classmates as the window offers, and no more.
+TEST(LessonVocabulary, ClassmatesRangeIsTheWorkers) {
+  const lessons::ActionSpec* classmates = lessons::find_action("set_classmates");
+  ASSERT_NE(classmates, nullptr);
+  EXPECT_EQ(classmates->min, 0);
+  EXPECT_EQ(classmates->max, EngineWorker::kMaxClassmates);
 }
 
 TEST(MeasureReader, TheSizeSweepsBandwidthIsTheInverseSlopeOfTimeAgainstBytes) {

@@ -64,7 +64,7 @@ TEST(LessonValidator, EachProblemOfTheSemanticsFixtureNamesItsLine) {
   EXPECT_THAT(at_line(problems, 18), HasSubstr("needs 2 or more options"));
   EXPECT_THAT(at_line(problems, 22),
               HasSubstr("set_kv_type 'q4_0' is not one of f32, f16 or q8_0"));
-  EXPECT_THAT(at_line(problems, 23), HasSubstr("set_classmates 40 is outside 0..31"));
+  EXPECT_THAT(at_line(problems, 23), HasSubstr("set_classmates 40 is outside 0..32"));
   EXPECT_THAT(at_line(problems, 24), HasSubstr("load_model 'timing:7B' is not one of bundled"));
   EXPECT_THAT(at_line(problems, 25), HasSubstr("roofline panel has no element 'retained-bytes'"));
   EXPECT_THAT(at_line(problems, 26), HasSubstr("'3M' is not one of 25M, 100M, 400M or 1B"));
@@ -178,7 +178,7 @@ TEST(LessonSet, CheckLessonsPrintsOneLinePerProblemAndExitsOne) {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   EXPECT_EQ(lines.size(), json["errors"].size());
   const std::string semantics = (kLessonData / "invalid" / "semantics.yaml").string();
-  EXPECT_THAT(lines, testing::Contains(semantics + ":23: set_classmates 40 is outside 0..31"));
+  EXPECT_THAT(lines, testing::Contains(semantics + ":23: set_classmates 40 is outside 0..32"));
   EXPECT_THAT(lines, testing::Contains(testing::HasSubstr("syntax.yaml:")));
 }
 
