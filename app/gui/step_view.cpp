@@ -1,5 +1,6 @@
 #include "app/gui/step_view.h"
 
+#include <QAbstractTextDocumentLayout>
 #include <QButtonGroup>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
@@ -13,6 +14,7 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "app/gui/action_dispatcher.h"
@@ -47,6 +49,13 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   heading_->setFont(bold);
   text_ = markdown_view();
   text_->setObjectName("step-text");
+  // The step's text takes the height it needs, so the prediction sits right under it; a text
+  // taller than the pane scrolls.
+  connect(text_->document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged,
+          text_, [this](const QSizeF& size) {
+            text_->setMaximumHeight(static_cast<int>(std::ceil(size.height())) +
+                                    2 * text_->frameWidth());
+          });
 
   predict_prompt_ = new QLabel;
   predict_prompt_->setTextFormat(Qt::MarkdownText);
@@ -63,6 +72,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   number_->setRange(0.0, 1e15);
   number_->setDecimals(3);
   number_->setGroupSeparatorShown(true);
+  number_->setSpecialValueText("your number");  // 0 is "no prediction yet" (prediction())
   number_->setToolTip("Your prediction. Commit to a number before you run the experiment.");
   number_unit_ = new QLabel;
   number_layout->addWidget(number_);
@@ -107,6 +117,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   column->addWidget(status_);
   column->addWidget(observe_table_);
   column->addWidget(explain_, 3);
+  column->addStretch(1);  // before the run, while the explanation is hidden, space goes below
 
   connect(run_, &QPushButton::clicked, this, &StepView::run);
   connect(cancel_, &QPushButton::clicked, this, &StepView::cancel);
