@@ -22,7 +22,7 @@ for expected in \
     "structure.yaml:2: the lesson's number must be a whole number, got 'two'" \
     "structure.yaml:11: unknown action 'warp_speed'" \
     "structure.yaml:17: key 'title' appears twice" \
-    "semantics.yaml:23: set_classmates 40 is outside 0..31" \
+    "semantics.yaml:23: set_classmates 40 is outside 0..32" \
     "semantics.yaml:39: question 'choice-out-of-range': answer 2 is not an option's index" \
     "semantics.yaml:68: question 'bad-params' working: {{calc.blocks}}"; do
   grep -q "^$dir/$expected" "$err" || fail "stderr lacks '$expected':
