@@ -182,6 +182,7 @@ void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
   done_ = 0;
   busy_ = true;
   started_generation_ = false;
+  started_sweep_ = false;
   QTimer::singleShot(0, this, &ActionDispatcher::next);
 }
 
@@ -200,6 +201,7 @@ void ActionDispatcher::cancel() {
   tasks_.clear();
   busy_ = false;
   if (started_generation_ && window_.generating()) window_.stop();
+  if (started_sweep_ && window_.sweeping()) window_.stop_batch_sweep();
   Q_EMIT cancelled();
 }
 
@@ -551,7 +553,10 @@ ActionDispatcher::Task ActionDispatcher::batch_sweep() {
                   return true;
                 });
                 fail_on_window_failure();
-                if (!window_.sweeping()) window_.sweep_batch_sizes();
+                if (!window_.sweeping()) {
+                  started_sweep_ = true;
+                  window_.sweep_batch_sizes();
+                }
               }};
 }
 

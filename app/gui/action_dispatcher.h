@@ -112,6 +112,7 @@ class ActionDispatcher : public QObject {
   int done_ = 0;
   bool busy_ = false;
   bool started_generation_ = false;
+  bool started_sweep_ = false;  // cancel() stops only a sweep this run started
   std::vector<QMetaObject::Connection> waits_;
   std::function<bool()> poll_condition_;
   QTimer* poll_timer_;

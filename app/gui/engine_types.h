@@ -117,6 +117,9 @@ struct EngineCounters {
 };
 
 // One batch size of a sweep: simulated clients through a fresh engine of that max batch.
+// The batch sweep measures max batch 1, 2, 4, ... 2^(kBatchSweepSizes - 1).
+constexpr int kBatchSweepSizes = 5;
+
 struct BatchSweepPoint {
   int64_t max_batch = 0;
   double tokens_per_s = 0.0;    // output tokens over the run's wall time

@@ -123,12 +123,27 @@ void EngineWorker::drop_engine() {
   set_running(false);
 }
 
+void EngineWorker::request_batch_sweep() {
+  sweep_cancel_requested_ = false;
+  QMetaObject::invokeMethod(this, &EngineWorker::run_batch_sweep, Qt::QueuedConnection);
+}
+
 void EngineWorker::run_batch_sweep() {
-  if (!model_) return;
+  if (!model_) {
+    Q_EMIT batch_sweep_ready({});  // the window is waiting for an answer
+    return;
+  }
   model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
+  // Thrown from run_load's per-step progress callback: the only way to leave a load run
+  // between two steps (its engine is local to run_load and is freed as the stack unwinds).
+  struct SweepCancelled {};
+  const serving::LoadProgress stop_if_cancelled = [this](int64_t, int64_t) {
+    if (sweep_cancel_requested_) throw SweepCancelled{};
+  };
   QVector<BatchSweepPoint> points;
   try {
-    for (int64_t batch = 1; batch <= kMaxBatch; batch *= 2) {
+    for (int size = 0; size < kBatchSweepSizes; ++size) {
+      const int64_t batch = int64_t{1} << size;
       serving::EngineConfig config;
       config.max_batch_size = batch;
       config.kv_type = kv_type_;
@@ -139,11 +154,15 @@ void EngineWorker::run_batch_sweep() {
       spec.seed = 7;
       spec.text_ids = classmate_text_ids_;
       spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
-      const serving::LoadSummary s = serving::run_load(*model_->transformer, weight_bytes_, config,
-                                                       serving::make_workload(spec))
-                                         .summary;
+      const serving::LoadSummary s =
+          serving::run_load(*model_->transformer, weight_bytes_, config,
+                            serving::make_workload(spec), stop_if_cancelled)
+              .summary;
       points.push_back({batch, s.output_tokens_per_s, s.mean_decode_step_ms});
+      Q_EMIT batch_sweep_point(points.back());
     }
+  } catch (const SweepCancelled&) {
+    // The sizes measured so far stand; the one interrupted is dropped.
   } catch (const std::exception& error) {
     Q_EMIT failed(QString("Batch sweep: %1").arg(error.what()));
   }

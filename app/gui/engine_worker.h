@@ -94,7 +94,14 @@ class EngineWorker : public QObject {
   void set_attention_head(int layer, int head);
   // Measures throughput and decode-step time at max batch 1, 2, 4, 8 and 16 (twice as many
   // simulated clients as slots, each on a fresh engine); the live engine waits meanwhile.
+  // batch_sweep_point reports each size as it is measured, batch_sweep_ready all of them.
   void run_batch_sweep();
+  // Thread-safe, called directly from the window's thread: request_batch_sweep queues
+  // run_batch_sweep; cancel_batch_sweep (a flag, since this thread is busy inside the sweep)
+  // stops it within one engine step, and batch_sweep_ready brings the sizes measured so far.
+  // A cancel that comes before the queued sweep starts still counts.
+  void request_batch_sweep();
+  void cancel_batch_sweep() { sweep_cancel_requested_ = true; }
   // Runs the quantisation lab for the loaded model on a thread of its own; quant_lab_ready
   // brings the report.
   void start_quant_lab(const QString& prompt);
@@ -119,6 +126,7 @@ class EngineWorker : public QObject {
   // Device memory by purpose (Vulkan), after the engine's first steps and when it falls idle:
   // working buffers are allocated as steps need them.
   void memory_measured(quint64 weights, quint64 kv_cache, quint64 working);
+  void batch_sweep_point(servescope::gui::BatchSweepPoint point);
   void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
   // The engine's batching policy after set_batching() (read back from its scheduler).
   void batching_changed(servescope::gui::BatchingChoice choice);
@@ -197,6 +205,7 @@ class EngineWorker : public QObject {
   QString timing_path_;
   std::atomic<uint64_t> timing_total_ = 0;
   QTimer* timing_timer_;
+  std::atomic<bool> sweep_cancel_requested_ = false;
   bool shut_down_ = false;
   void adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type);
 };

@@ -415,7 +415,14 @@ void MainWindow::generate() {
 }
 
 void MainWindow::stop() {
-  QMetaObject::invokeMethod(worker_, [w = worker_] { w->stop(); });
+  if (sweeping_) stop_batch_sweep();
+  if (generating_) QMetaObject::invokeMethod(worker_, [w = worker_] { w->stop(); });
+}
+
+void MainWindow::stop_batch_sweep() {
+  if (!sweeping_) return;
+  worker_->cancel_batch_sweep();  // direct: the worker's thread is inside the sweep
+  statusBar()->showMessage("Stopping the batch sweep...");
 }
 
 void MainWindow::step() {
@@ -425,10 +432,12 @@ void MainWindow::step() {
 void MainWindow::sweep_batch_sizes() {
   if (sweeping_) return;
   sweeping_ = true;
+  batch_sweep_.clear();  // points arrive one batch size at a time
+  sweep_changed_ = true;
   update_actions();
-  statusBar()->showMessage("Sweeping batch sizes 1 to 16...");
+  statusBar()->showMessage("Sweeping batch sizes 1 to 16 (Esc stops)...");
   show_panel(PanelId::kBatching);
-  QMetaObject::invokeMethod(worker_, [w = worker_] { w->run_batch_sweep(); });
+  worker_->request_batch_sweep();
 }
 
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
@@ -487,7 +496,7 @@ void MainWindow::send_sampling() {
 void MainWindow::update_actions() {
   const bool ready = engine_info_.has_value();
   generate_action_->setEnabled(ready && !generating_);
-  stop_action_->setEnabled(generating_);
+  stop_action_->setEnabled(generating_ || sweeping_);
   step_action_->setEnabled(ready && engine_running_);
   sweep_action_->setEnabled(ready && !sweeping_);
 }

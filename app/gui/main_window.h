@@ -84,6 +84,9 @@ class MainWindow : public QMainWindow {
   void stop();
   void step();
   void sweep_batch_sizes();
+  // Ends a running batch sweep after the engine step in progress; the sizes measured so far
+  // stay (batch_sweep_finished follows).
+  void stop_batch_sweep();
   void show_panel(PanelId panel);
   void set_dark_theme(bool dark);
   void scale_font(int steps);

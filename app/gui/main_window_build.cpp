@@ -52,7 +52,7 @@ void MainWindow::build_actions() {
 
   stop_action_ = new QAction("Stop", this);
   stop_action_->setShortcut(QKeySequence(Qt::Key_Escape));
-  stop_action_->setToolTip("Stop the generation (Esc)");
+  stop_action_->setToolTip("Stop the generation or the batch sweep (Esc)");
   connect(stop_action_, &QAction::triggered, this, &MainWindow::stop);
 
   step_action_ = new QAction("Step", this);
@@ -481,13 +481,27 @@ void MainWindow::connect_worker() {
             engine_info_->memory_working_bytes = working;
             memory_changed_ = true;
           });
+  connect(worker_, &EngineWorker::batch_sweep_point, this, [this](const BatchSweepPoint& point) {
+    batch_sweep_.push_back(point);
+    sweep_changed_ = true;
+    statusBar()->showMessage(QString("Sweeping batch sizes: max batch %1 measured, %2 tokens/s "
+                                     "(Esc stops)...")
+                                 .arg(point.max_batch)
+                                 .arg(point.tokens_per_s, 0, 'f', 0));
+  });
   connect(worker_, &EngineWorker::batch_sweep_ready, this,
           [this](const QVector<BatchSweepPoint>& points) {
+            const bool complete = points.size() == kBatchSweepSizes;
             batch_sweep_ = points;
             sweeping_ = false;
             sweep_changed_ = true;
             update_actions();
-            statusBar()->showMessage("Batch sweep done", 4000);
+            statusBar()->showMessage(
+                complete ? QString("Batch sweep done")
+                         : QString("Batch sweep stopped after %1 of %2 batch sizes")
+                               .arg(points.size())
+                               .arg(kBatchSweepSizes),
+                4000);
             Q_EMIT batch_sweep_finished();
           });
   connect(worker_, &EngineWorker::batching_changed, this, [this](const BatchingChoice& batching) {

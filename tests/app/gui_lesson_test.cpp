@@ -219,6 +219,16 @@ TEST_F(LessonFixture, ARunCanBeCancelledAndTheWindowStopsGenerating) {
   EXPECT_TRUE(wait_until([&] { return !window_->generating(); }));
 }
 
+TEST_F(LessonFixture, CancellingARunStopsTheBatchSweepItStarted) {
+  outcome_.reset();
+  dispatcher_->run(to_lesson_actions(actions_from_yaml("      - batch_sweep: {}\n")));
+  ASSERT_TRUE(wait_until([&] { return window_->sweeping(); }));
+  dispatcher_->cancel();
+  EXPECT_EQ(outcome_.value_or(""), "cancelled");
+  ASSERT_TRUE(wait_until([&] { return !window_->sweeping(); }));
+  EXPECT_LT(window_->batch_sweep().size(), kBatchSweepSizes);
+}
+
 TEST_F(LessonFixture, GenerateCompletesWhenTheUsersRequestEndsWhileClassmatesGoOn) {
   window_->set_continuous_classmates(true);  // the engine never falls idle
   ASSERT_EQ(run(actions_from_yaml("      - set_classmates: 3\n      - set_greedy: true\n"

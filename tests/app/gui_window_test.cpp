@@ -10,6 +10,7 @@
 #include <QMenu>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <array>
 #include <fstream>
@@ -206,7 +207,8 @@ TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
   const auto* panel =
       dynamic_cast<const widgets::BatchingPanel*>(window_->panels().panel(PanelId::kBatching));
   ASSERT_NE(panel, nullptr);
-  ASSERT_TRUE(wait_until([&] { return !panel->snapshot().sweep.empty(); }));
+  ASSERT_TRUE(wait_until([&] { return !window_->sweeping(); }));
+  wait_until([] { return false; }, 100);  // the frame that draws the last point
   const auto& sweep = panel->snapshot().sweep;
   ASSERT_EQ(sweep.size(), 5u);
   for (size_t i = 0; i < sweep.size(); ++i) {
@@ -215,6 +217,26 @@ TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
     EXPECT_GT(sweep[i].step_latency_ms, 0.0);
   }
   EXPECT_TRUE(window_->message().isEmpty()) << window_->message().toStdString();
+}
+
+TEST_F(WindowFixture, StoppingTheBatchSweepKeepsTheSizesMeasuredSoFar) {
+  window_->sweep_batch_sizes();
+  // Points arrive one batch size at a time; stop (Esc) after the first.
+  ASSERT_TRUE(wait_until([&] { return !window_->batch_sweep().isEmpty(); }));
+  window_->stop();
+  ASSERT_TRUE(wait_until([&] { return !window_->sweeping(); }));
+  const QVector<BatchSweepPoint>& sweep = window_->batch_sweep();
+  ASSERT_GE(sweep.size(), 1);
+  ASSERT_LT(sweep.size(), kBatchSweepSizes);  // stopped before the last size
+  for (int i = 0; i < sweep.size(); ++i) {
+    EXPECT_EQ(sweep[i].max_batch, int64_t{1} << i);
+    EXPECT_GT(sweep[i].tokens_per_s, 0.0);
+  }
+  const QString status = window_->statusBar()->currentMessage();
+  EXPECT_TRUE(status.contains("stopped after")) << status.toStdString();
+  // The live engine serves as before.
+  generate_and_wait(6, 0);
+  EXPECT_EQ(window_->generated_tokens().size(), 6);
 }
 
 TEST_F(WindowFixture, ACorruptModelFileLeavesThePreviousModelServing) {
