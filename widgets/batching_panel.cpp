@@ -218,7 +218,12 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
   painter.setFont(font());
   clear_tooltips();
   heatmap_ = {};
-  if (snapshot_.steps.empty() || snapshot_.slot_count <= 0) {
+  const bool no_live_steps = snapshot_.steps.empty() || snapshot_.slot_count <= 0;
+  if (no_live_steps && !snapshot_.sweep.empty()) {
+    paint_sweep_alone(painter);
+    return;
+  }
+  if (no_live_steps) {
     paint_empty_state(
         painter,
         snapshot_.collecting.isEmpty()
@@ -429,6 +434,25 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
     top += line;
   }
   painter.setFont(font());
+}
+
+// The sweep runs on engines of its own, so it can come before the live engine ran a batch:
+// then the sweep takes the whole panel and a line says where the slots will appear.
+void BatchingPanel::paint_sweep_alone(QPainter& painter) {
+  if (paint_if_too_small(painter, kMinimumSize)) return;
+  const Theme& t = theme();
+  painter.fillRect(rect(), t.background);
+  const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
+  qreal y = area.top();
+  y += chart::draw_heading(painter, area, tr("Batching"), t);
+  const qreal line = QFontMetricsF(painter.font()).height() * 1.4;
+  chart::draw_note(
+      painter, QRectF(area.left(), y, area.width(), line),
+      tr("No live batches yet: press Generate (and add classmates) to see slots fill."), t);
+  y += line + 6;
+  const QRectF sweep(area.left(), y, area.width(), std::max<qreal>(area.bottom() - y, 0));
+  paint_sweep(painter, sweep);
+  mark_element(QStringLiteral("sweep"), sweep);
 }
 
 void BatchingPanel::paint_sweep(QPainter& painter, const QRectF& area) {

@@ -88,6 +88,7 @@ class BatchingPanel : public PanelView {
   void paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area);
   void paint_latencies(QPainter& painter, const QRectF& area);
   void paint_sweep(QPainter& painter, const QRectF& area);
+  void paint_sweep_alone(QPainter& painter);
 
   BatchingSnapshot snapshot_;
   // Heatmap layout of the last paint: x is the step index, y the slot (row 0 at the top).

@@ -496,12 +496,12 @@ void MainWindow::connect_worker() {
             sweeping_ = false;
             sweep_changed_ = true;
             update_actions();
-            statusBar()->showMessage(
-                complete ? QString("Batch sweep done")
-                         : QString("Batch sweep stopped after %1 of %2 batch sizes")
-                               .arg(points.size())
-                               .arg(kBatchSweepSizes),
-                4000);
+            statusBar()->showMessage(complete
+                                         ? QString("Batch sweep done")
+                                         : QString("Batch sweep stopped after %1 of %2 batch sizes")
+                                               .arg(points.size())
+                                               .arg(kBatchSweepSizes),
+                                     4000);
             Q_EMIT batch_sweep_finished();
           });
   connect(worker_, &EngineWorker::batching_changed, this, [this](const BatchingChoice& batching) {

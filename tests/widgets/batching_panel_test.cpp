@@ -62,6 +62,22 @@ TEST(BatchingPanel, EmptySweepAsksForTheSweepButton) {
   EXPECT_TRUE(panel.sweep_note().isEmpty());
 }
 
+TEST(BatchingPanel, ASweepBeforeAnyLiveBatchTakesThePanel) {
+  // The sweep runs on engines of its own: its points can come before the live engine's steps.
+  BatchingPanel panel;
+  panel.resize(900, 600);
+  BatchingSnapshot swept;
+  swept.sweep = {{1, 200.0, 5.0}, {2, 390.0, 5.1}, {4, 680.0, 5.9}};
+  panel.set_snapshot(swept);
+  panel.grab();
+  const QRectF sweep = panel.element_shape("sweep").boundingRect();
+  ASSERT_FALSE(sweep.isEmpty());
+  EXPECT_GT(sweep.width(), 0.9 * 900 - 24);  // the whole width, less the margins
+  EXPECT_TRUE(panel.element_shape("slots").isEmpty());
+  EXPECT_TRUE(panel.tooltip_at(sweep.center() + QPointF(-sweep.width() / 4, 0))
+                  .contains("tokens per second"));
+}
+
 TEST(BatchingPanel, HeatmapCellsShowTheRequestHoldingTheSlot) {
   set_theme(ThemeKind::kLight);
   BatchingPanel panel;
