@@ -710,19 +710,18 @@ void MainWindow::update_status() {
   if (!engine_info_) return;
   const EngineInfo& info = *engine_info_;
   const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
-  status_device_->setText(info.backend == "vulkan"
-                              ? QString("Vulkan on %1 (driver %2)").arg(info.device, info.driver)
-                              : QString("CPU backend (OpenBLAS, %1 activations) on %2")
-                                    .arg(info.quantised_activations ? "Q8_0" : "F32", info.device));
+  status_device_->setText(device_label(info));
+  status_device_->setToolTip(device_tooltip(info));
   status_model_->setText(
-      QString("%1%2: %3 parameters, %4 of weights")
+      QString("%1%2: %3 parameters, %4")
           .arg(name_without_note(info.model_name),
                info.weight_type.isEmpty() ? QString() : " as " + info.weight_type.toUpper())
-          .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)))
+          .arg(count_text(info.parameters))
           .arg(bytes_text(info.weight_bytes)));
   status_model_->setToolTip(
-      QString("The model, its parameter count and the bytes of its weights\n%1")
-          .arg(info.provenance));
+      QString("The model, its parameter count (%1) and the bytes of its weights\n%2")
+          .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)),
+               info.provenance));
   status_kv_->setText(QString("KV %1: %2 / %3")
                           .arg(kv_type_label(info.kv_type), bytes_text(folder_.kv_bytes_used()),
                                bytes_text(info.kv_bytes_total)));

@@ -1,6 +1,8 @@
 #include "app/gui/window_text.h"
 
 #include <QLocale>
+#include <array>
+#include <cmath>
 
 #include "engine/model/model_config.h"
 
@@ -37,6 +39,37 @@ QString name_without_note(const QString& name) {
 QString bytes_text(uint64_t bytes) {
   return QLocale::system().formattedDataSize(static_cast<qint64>(bytes), 1,
                                              QLocale::DataSizeTraditionalFormat);
+}
+
+QString count_text(int64_t count) {
+  static constexpr std::array<std::pair<double, const char*>, 3> kUnits = {
+      {{1e9, "B"}, {1e6, "M"}, {1e3, "k"}}};
+  const double n = static_cast<double>(count);
+  for (const auto& [scale, unit] : kUnits) {
+    if (std::abs(n) >= scale) {
+      const double scaled = n / scale;
+      const int decimals = std::abs(scaled) >= 100 ? 0 : std::abs(scaled) >= 10 ? 1 : 2;
+      return QString("%1 %2").arg(QLocale::system().toString(scaled, 'f', decimals), unit);
+    }
+  }
+  return QLocale::system().toString(static_cast<qlonglong>(count));
+}
+
+QString device_label(const EngineInfo& info) {
+  if (info.backend != "vulkan") {
+    return QString("CPU, %1 activations").arg(info.quantised_activations ? "Q8_0" : "F32");
+  }
+  // "llvmpipe (LLVM 15.0.6, 256 bits)": the name before the details.
+  const qsizetype details = info.device.indexOf(" (");
+  return QString("Vulkan on %1").arg(details > 0 ? info.device.left(details) : info.device);
+}
+
+QString device_tooltip(const EngineInfo& info) {
+  if (info.backend != "vulkan") {
+    return QString("CPU backend (OpenBLAS) on %1, %2 activations")
+        .arg(info.device, info.quantised_activations ? "8-bit (Q8_0)" : "exact float (F32)");
+  }
+  return QString("Vulkan backend on %1\nDriver: %2").arg(info.device, info.driver);
 }
 
 QString kv_type_label(gguf::GgmlType type) {

@@ -34,6 +34,14 @@ QString bytes_text(uint64_t bytes);
 
 QString kv_type_label(gguf::GgmlType type);
 
+// 4.61 M, 1.10 B, 850 k: a count to three significant digits, for the status bar.
+QString count_text(int64_t count);
+
+// The status bar's short device label ("Vulkan on llvmpipe", "CPU, F32 activations") and the
+// tooltip with everything it leaves out (the device's full name, the driver).
+QString device_label(const EngineInfo& info);
+QString device_tooltip(const EngineInfo& info);
+
 // "continuous batching" or "static batching, wait 200 ms".
 QString batching_text(const BatchingChoice& batching);
 // "collecting a batch: 3 of 16, runs in 120 ms" (remaining_ms from the engine's due time), or

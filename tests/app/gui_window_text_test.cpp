@@ -1,0 +1,39 @@
+// The status bar's short labels: what they keep, and what their tooltips add.
+#include <gtest/gtest.h>
+
+#include <QLocale>
+
+#include "app/gui/window_text.h"
+
+namespace servescope::gui {
+namespace {
+
+TEST(WindowText, CountsKeepThreeSignificantDigits) {
+  // The window writes numbers in the user's locale; these expectations are the C locale's.
+  if (QLocale::system().decimalPoint() != QChar('.')) GTEST_SKIP() << "decimal point not '.'";
+  EXPECT_EQ(count_text(4'614'912), "4.61 M");
+  EXPECT_EQ(count_text(1'100'000'000), "1.10 B");
+  EXPECT_EQ(count_text(24'900'000), "24.9 M");
+  EXPECT_EQ(count_text(850'000), "850 k");
+  EXPECT_EQ(count_text(999), "999");
+}
+
+TEST(WindowText, TheDeviceLabelIsShortAndTheTooltipHasTheRest) {
+  EngineInfo vulkan;
+  vulkan.backend = "vulkan";
+  vulkan.device = "llvmpipe (LLVM 15.0.6, 256 bits)";
+  vulkan.driver = "Mesa 22.3.6";
+  EXPECT_EQ(device_label(vulkan), "Vulkan on llvmpipe");
+  EXPECT_TRUE(device_tooltip(vulkan).contains("LLVM 15.0.6, 256 bits"));
+  EXPECT_TRUE(device_tooltip(vulkan).contains("Mesa 22.3.6"));
+
+  EngineInfo cpu;
+  cpu.backend = "cpu";
+  cpu.device = "Intel(R) Xeon(R) Platinum 8488C";
+  cpu.quantised_activations = true;
+  EXPECT_EQ(device_label(cpu), "CPU, Q8_0 activations");
+  EXPECT_TRUE(device_tooltip(cpu).contains("Platinum 8488C"));
+}
+
+}  // namespace
+}  // namespace servescope::gui
