@@ -46,7 +46,13 @@ void load_x_slice(uint k0) {
 // Columns 4j .. 4j+3 of the slice for token t, from the lane that loaded them.
 vec4 x_part(uint t, uint j) { return subgroupShuffle(x_slice[t], j); }
 
-#if defined(WEIGHT_PLAIN)
+#if defined(WEIGHT_KQUANT)
+vec4 slice_x(uint t, uint c) { return x_part(t, c); }
+#define KSLICE_TOKENS kTokens
+#define KSLICE_MAX_TOKENS kMaxTokens
+#include "include/kquant_matmul.glsl"
+void multiply_slice(uint k0) { multiply_kslice(rows, k0 / 32u); }
+#elif defined(WEIGHT_PLAIN)
 void multiply_slice(uint k0) {
   const uint row_stride4 = padded_cols(p.cols) / 4u;
   [[unroll]] for (uint j = 0u; j < kLanes; ++j) {

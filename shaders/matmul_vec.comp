@@ -21,6 +21,14 @@ float acc[kMaxRows][kMaxTokensPerPass];
 
 uint x_base4[kMaxTokensPerPass];  // x row of each token of the pass, in vec4 units
 
+#if defined(WEIGHT_KQUANT)
+uint slice4;  // the current 32-column slice, in vec4 units
+vec4 slice_x(uint t, uint c) { return x4[x_base4[t] + slice4 + c]; }
+#define KSLICE_TOKENS kTokensPerPass
+#define KSLICE_MAX_TOKENS kMaxTokensPerPass
+#include "include/kquant_matmul.glsl"
+#endif
+
 void main() {
   const uint row0 = (linear_workgroup() * 16u + gl_LocalInvocationID.x) * kRows;
   if (row0 >= p.rows) return;
@@ -65,6 +73,11 @@ void main() {
           acc[i][t] += w * x[x_base4[t] * 4u + k];
         }
       }
+    }
+#elif defined(WEIGHT_KQUANT)
+    for (uint slice = 0u; slice < p.cols / 32u; ++slice) {
+      slice4 = slice * 8u;
+      multiply_kslice(rows, slice);
     }
 #else
     const uint blocks = p.cols / 32u;
