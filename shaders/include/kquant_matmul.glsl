@@ -5,14 +5,20 @@
 // Each row's slice is decoded once and serves every token: per 16-element half,
 // acc += (d * scale) * sum(q * x) - (dmin * min) * sum(x).
 
+KSuper supers[kMaxRows];  // each row's current super-block, loaded at its first slice
+
 void multiply_kslice(uint rows_of[kMaxRows], uint slice) {
   const uint slices_per_row = p.cols / 32u;
-  const uint blocks_per_row = p.cols / 256u;
+  if (slice % 8u == 0u) {  // the same for every invocation
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+      supers[i] = load_ksuper(rows_of[i] * (p.cols / 256u) + slice / 8u, p.rows, p.cols);
+    }
+  }
   KSlice q[kMaxRows];
   vec4 factors[kMaxRows];
   [[unroll]] for (uint i = 0u; i < kRows; ++i) {
     q[i] = load_kslice(rows_of[i] * slices_per_row + slice, p.rows, p.cols);
-    factors[i] = slice_factors(rows_of[i] * blocks_per_row + slice / 8u, slice % 8u, p.rows, p.cols);
+    factors[i] = slice_factors(supers[i], slice % 8u);
   }
   float sums[2][kMaxRows][KSLICE_MAX_TOKENS];  // per half: sum of q * x
   float x_sums[2][KSLICE_MAX_TOKENS];           // per half: sum of x (the mins' share)

@@ -151,63 +151,74 @@ vec4 kslice_quad(KSlice q, uint c) {
   return vec4(bytes & 0xffu, (bytes >> 8) & 0xffu, (bytes >> 16) & 0xffu, bytes >> 24) - kKOffset;
 }
 
-// Super-block b's d (x) and dmin (y; 0 for Q3_K and Q6_K).
-vec2 super_block_d(uint b, uint rows, uint cols) {
+// What a row's slices share: their super-block's d (x) and dmin (y; 0 for Q3_K and Q6_K) and
+// its packed scales (kScaleWords words), loaded once for its 8 slices.
+struct KSuper {
+  vec2 d;
+  uvec4 scales;
+};
+
+KSuper load_ksuper(uint b, uint rows, uint cols) {
+  KSuper k;
+  const uint d_at = kd_start(rows, cols);
 #if defined(WEIGHT_KMIN)
-  return unpackHalf2x16(weights.words[kd_start(rows, cols) + b]);
+  k.d = unpackHalf2x16(weights.words[d_at + b]);
 #else
-  return vec2(unpackHalf2x16(weights.words[kd_start(rows, cols) + (b >> 1)])[b & 1u], 0.0);
+  k.d = vec2(unpackHalf2x16(weights.words[d_at + (b >> 1)])[b & 1u], 0.0);
 #endif
+  const uint at = kscales_start(rows, cols) + b * kScaleWords;
+#if defined(WEIGHT_Q2_K) || defined(WEIGHT_Q6_K)
+  k.scales = weights4.words4[at / 4u];  // the planes before are whole 16-byte units
+#else
+  k.scales = uvec4(weights.words[at], weights.words[at + 1u], weights.words[at + 2u], 0u);
+#endif
+  return k;
 }
 
-// Byte k of a super-block's packed scales.
-uint scale_byte(uint words[3], uint k) { return (words[k / 4u] >> (8u * (k % 4u))) & 0xffu; }
+// Byte i of a super-block's packed scales.
+uint scale_byte(KSuper k, uint i) { return (k.scales[i / 4u] >> (8u * (i % 4u))) & 0xffu; }
 
-// The integer scale and min of slice s (0..7) of super-block b: of its first 16 elements in
-// x, y, of its last 16 in z, w (Q4_K, Q5_K: one pair for all 32).
-ivec4 slice_scale_mins(uint b, uint s, uint rows, uint cols) {
-  const uint at = kscales_start(rows, cols) + b * kScaleWords;
+// The integer scale and min of slice s (0..7): of its first 16 elements in x, y, of its last
+// 16 in z, w (Q4_K, Q5_K: one pair for all 32).
+ivec4 slice_scale_mins(KSuper k, uint s) {
 #if defined(WEIGHT_Q4_K) || defined(WEIGHT_Q5_K)
   // GGML's get_scale_min_k4: scales 0-3 and mins 0-3 are the low 6 bits of bytes 0-3 and
   // 4-7; scales and mins 4-7 take 4 bits from bytes 8-11 and their top 2 from bytes 0-7.
-  const uint w[3] = uint[3](weights.words[at], weights.words[at + 1u], weights.words[at + 2u]);
   uint scale, mn;
   if (s < 4u) {
-    scale = scale_byte(w, s) & 63u;
-    mn = scale_byte(w, s + 4u) & 63u;
+    scale = scale_byte(k, s) & 63u;
+    mn = scale_byte(k, s + 4u) & 63u;
   } else {
-    scale = (scale_byte(w, s + 4u) & 0xfu) | ((scale_byte(w, s - 4u) >> 6) << 4);
-    mn = (scale_byte(w, s + 4u) >> 4) | ((scale_byte(w, s) >> 6) << 4);
+    scale = (scale_byte(k, s + 4u) & 0xfu) | ((scale_byte(k, s - 4u) >> 6) << 4);
+    mn = (scale_byte(k, s + 4u) >> 4) | ((scale_byte(k, s) >> 6) << 4);
   }
   return ivec4(scale, mn, scale, mn);
 #elif defined(WEIGHT_Q3_K)
   // Scale i (0..15): its low 4 bits in byte i % 8 (low nibble for i < 8, high for i >= 8),
   // its top 2 bits in byte 8 + i % 4 at bit 2 * (i / 4); stored plus 32.
-  const uint w[3] = uint[3](weights.words[at], weights.words[at + 1u], weights.words[at + 2u]);
   ivec2 scales;
   [[unroll]] for (uint h = 0u; h < 2u; ++h) {
     const uint i = 2u * s + h;
-    const uint low4 = (scale_byte(w, i % 8u) >> (4u * (i / 8u))) & 0xfu;
-    const uint high2 = (scale_byte(w, 8u + i % 4u) >> (2u * (i / 4u))) & 3u;
+    const uint low4 = (scale_byte(k, i % 8u) >> (4u * (i / 8u))) & 0xfu;
+    const uint high2 = (scale_byte(k, 8u + i % 4u) >> (2u * (i / 4u))) & 3u;
     scales[h] = int(low4 | (high2 << 4)) - 32;
   }
   return ivec4(scales.x, 0, scales.y, 0);
 #elif defined(WEIGHT_Q6_K)
-  const int word = int(weights.words[at + s / 2u]);  // int8 scales, two per slice
+  const int word = int(k.scales[s / 2u]);  // int8 scales, two per slice
   const int shift = 16 * int(s & 1u);
   return ivec4(bitfieldExtract(word, shift, 8), 0, bitfieldExtract(word, shift + 8, 8), 0);
-#else  // Q2_K: byte i = scale i in the low nibble, min i in the high one
-  const uint word = weights.words[at + s / 2u] >> (16u * (s & 1u));
+#else  // Q2_K: byte i holds scale i in its low nibble, min i in its high one
+  const uint word = k.scales[s / 2u] >> (16u * (s & 1u));
   return ivec4(word & 0xfu, (word >> 4) & 0xfu, (word >> 8) & 0xfu, (word >> 12) & 0xfu);
 #endif
 }
 
-// What slice s of super-block b multiplies its quants by and subtracts: d * scale (x) and
-// dmin * min (y) for its first 16 elements, z and w for its last 16. Rounded as GGML rounds.
-vec4 slice_factors(uint b, uint s, uint rows, uint cols) {
-  const vec2 d = super_block_d(b, rows, cols);
-  const vec4 sm = vec4(slice_scale_mins(b, s, rows, cols));
-  return vec4(d.x * sm.x, d.y * sm.y, d.x * sm.z, d.y * sm.w);
+// What slice s multiplies its quants by and subtracts: d * scale (x) and dmin * min (y) for
+// its first 16 elements, z and w for its last 16. Rounded as GGML rounds them.
+vec4 slice_factors(KSuper k, uint s) {
+  const vec4 sm = vec4(slice_scale_mins(k, s));
+  return vec4(k.d.x * sm.x, k.d.y * sm.y, k.d.x * sm.z, k.d.y * sm.w);
 }
 #else
 uint quant_words(uint rows, uint cols) { return rows * (cols / 32u) * kQuantWordsPerBlock; }
@@ -267,7 +278,8 @@ float weight_at(uint row, uint k, uint rows, uint cols) {
 #elif defined(WEIGHT_KQUANT)
   const uint e = k % 32u;
   const KSlice q = load_kslice(row * (cols / 32u) + k / 32u, rows, cols);
-  const vec4 f = slice_factors(row * (cols / 256u) + k / 256u, (k / 32u) % 8u, rows, cols);
+  const KSuper super_block = load_ksuper(row * (cols / 256u) + k / 256u, rows, cols);
+  const vec4 f = slice_factors(super_block, (k / 32u) % 8u);
   const vec2 scale_min = e < 16u ? f.xy : f.zw;
   precise const float scaled = scale_min.x * kslice_quad(q, e / 4u)[e % 4u];
   return scaled - scale_min.y;  // rounded, then subtracted: GGML's d1 * q - m1
