@@ -37,7 +37,7 @@ BlockParts block_parts(gguf::GgmlType type) {
 
 // --- K-quants: super-blocks of 256 elements, eight 32-element slices -----------------------
 
-constexpr int kSuperBlock = 256;
+using gguf::kSuperBlock;
 constexpr int kSlice = 32;
 
 // Where a GGML super-block keeps what is copied as it is (weight_layout.h).
