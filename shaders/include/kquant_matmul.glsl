@@ -2,8 +2,8 @@
 // defines KSLICE_TOKENS / KSLICE_MAX_TOKENS (tokens per invocation, and the array bound), has
 // acc[kMaxRows][KSLICE_MAX_TOKENS] and kRows, and defines
 //   vec4 slice_x(uint t, uint c): columns 4c .. 4c+3 of the current slice of token t's x.
-// Each row's slice is decoded once and serves every token: per 16-element half,
-// acc += (d * scale) * sum(q * x) - (dmin * min) * sum(x).
+// Each row's slice is decoded once (to GGML's d * scale * q) and serves every token; the mins
+// come off once per 16-element half: acc -= (dmin * min) * sum(x).
 
 KSuper supers[kMaxRows];  // each row's current super-block, loaded at its first slice
 
@@ -20,31 +20,29 @@ void multiply_kslice(uint rows_of[kMaxRows], uint slice) {
     q[i] = load_kslice(rows_of[i] * slices_per_row + slice, p.rows, p.cols);
     factors[i] = slice_factors(supers[i], slice % 8u);
   }
-  float sums[2][kMaxRows][KSLICE_MAX_TOKENS];  // per half: sum of q * x
-  float x_sums[2][KSLICE_MAX_TOKENS];           // per half: sum of x (the mins' share)
+  float x_sums[2][KSLICE_MAX_TOKENS];  // per half: sum of x (the mins' share)
   [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-    [[unroll]] for (uint t = 0u; t < KSLICE_TOKENS; ++t) {
-      x_sums[h][t] = 0.0;
-      [[unroll]] for (uint i = 0u; i < kRows; ++i) sums[h][i][t] = 0.0;
-    }
+    [[unroll]] for (uint t = 0u; t < KSLICE_TOKENS; ++t) x_sums[h][t] = 0.0;
   }
   [[unroll]] for (uint c = 0u; c < 8u; ++c) {
     const uint h = c / 4u;  // elements 4c .. 4c+3 lie in the first half for c < 4
-    vec4 w[kMaxRows];
-    [[unroll]] for (uint i = 0u; i < kRows; ++i) w[i] = kslice_quad(q[i], c);
+    vec4 w[kMaxRows];       // (d * scale) * q: GGML's dequantised weights, less the min
+    [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+      w[i] = (h == 0u ? factors[i].x : factors[i].z) * kslice_quad(q[i], c);
+    }
     [[unroll]] for (uint t = 0u; t < KSLICE_TOKENS; ++t) {
       const vec4 xv = slice_x(t, c);
 #if defined(WEIGHT_KMIN)
       x_sums[h][t] += dot(xv, vec4(1.0));
 #endif
-      [[unroll]] for (uint i = 0u; i < kRows; ++i) sums[h][i][t] += dot(w[i], xv);
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] += dot(w[i], xv);
     }
   }
+#if defined(WEIGHT_KMIN)
   [[unroll]] for (uint i = 0u; i < kRows; ++i) {
-    const vec4 f = factors[i];
     [[unroll]] for (uint t = 0u; t < KSLICE_TOKENS; ++t) {
-      acc[i][t] += f.x * sums[0][i][t] + f.z * sums[1][i][t] -
-                   (f.y * x_sums[0][t] + f.w * x_sums[1][t]);
+      acc[i][t] -= factors[i].y * x_sums[0][t] + factors[i].w * x_sums[1][t];
     }
   }
+#endif
 }
