@@ -175,8 +175,11 @@ KSuper load_ksuper(uint b, uint rows, uint cols) {
   return k;
 }
 
+// Word i of a vector by selects: a dynamic index would put the vector in memory (lavapipe).
+uint word_of(uvec4 v, uint i) { return i < 2u ? (i == 0u ? v.x : v.y) : (i == 2u ? v.z : v.w); }
+
 // Byte i of a super-block's packed scales.
-uint scale_byte(KSuper k, uint i) { return (k.scales[i / 4u] >> (8u * (i % 4u))) & 0xffu; }
+uint scale_byte(KSuper k, uint i) { return (word_of(k.scales, i / 4u) >> (8u * (i % 4u))) & 0xffu; }
 
 // The integer scale and min of slice s (0..7): of its first 16 elements in x, y, of its last
 // 16 in z, w (Q4_K, Q5_K: one pair for all 32).
@@ -205,11 +208,11 @@ ivec4 slice_scale_mins(KSuper k, uint s) {
   }
   return ivec4(scales.x, 0, scales.y, 0);
 #elif defined(WEIGHT_Q6_K)
-  const int word = int(k.scales[s / 2u]);  // int8 scales, two per slice
+  const int word = int(word_of(k.scales, s / 2u));  // int8 scales, two per slice
   const int shift = 16 * int(s & 1u);
   return ivec4(bitfieldExtract(word, shift, 8), 0, bitfieldExtract(word, shift + 8, 8), 0);
 #else  // Q2_K: byte i holds scale i in its low nibble, min i in its high one
-  const uint word = k.scales[s / 2u] >> (16u * (s & 1u));
+  const uint word = word_of(k.scales, s / 2u) >> (16u * (s & 1u));
   return ivec4(word & 0xfu, (word >> 4) & 0xfu, (word >> 8) & 0xfu, (word >> 12) & 0xfu);
 #endif
 }
