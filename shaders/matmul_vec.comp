@@ -75,9 +75,15 @@ void main() {
       }
     }
 #elif defined(WEIGHT_KQUANT)
-    for (uint slice = 0u; slice < p.cols / 32u; ++slice) {
-      slice4 = slice * 8u;
-      multiply_kslice(rows, slice);
+    for (uint b = 0u; b < p.cols / 256u; ++b) {
+      KSuper supers[kMaxRows];
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+        supers[i] = load_ksuper(rows[i] * (p.cols / 256u) + b, p.rows, p.cols);
+      }
+      for (uint slice = 8u * b; slice < 8u * b + 8u; ++slice) {
+        slice4 = slice * 8u;
+        multiply_kslice(rows, supers, slice);
+      }
     }
 #else
     const uint blocks = p.cols / 32u;
