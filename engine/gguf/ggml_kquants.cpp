@@ -161,12 +161,17 @@ void dequantize_q6_k(const uint8_t* src, float* dst, int64_t blocks) {
 
 namespace {
 
-// round(v) clamped to [lo, hi]; NaN gives lo. Rounds half to even, as numpy's rint does.
-int round_clamped(double v, int lo, int hi) {
-  if (!(v >= lo)) return lo;
-  if (v > hi) return hi;
-  return static_cast<int>(std::nearbyint(v));
+// round(v) clamped to [lo, hi]; NaN gives lo. Rounds half to even, as numpy's rint does:
+// adding and subtracting 1.5 * 2^52 leaves the nearest integer of a small double (the
+// default rounding mode), without the library call nearbyint is on baseline x86-64.
+// Branch-free, so that the search loops vectorise.
+double nearest_in(double v, double lo, double hi) {
+  const double clamped = std::min(hi, std::max(lo, v));  // max(lo, NaN) is lo
+  constexpr double kRound = 0x1.8p52;
+  return (clamped + kRound) - kRound;
 }
+
+int round_clamped(double v, int lo, int hi) { return static_cast<int>(nearest_in(v, lo, hi)); }
 
 // x ~ scale * q + offset with integer q in [qmin, qmax].
 struct Fit {
@@ -174,16 +179,19 @@ struct Fit {
   double offset = 0.0;
 };
 
-// The quant nearest to x under `fit`.
-int quant_for(double x, const Fit& fit, int qmin, int qmax) {
+// The quant nearest to x under `fit` (`inverse` = 1 / fit.scale, or 0 for a zero scale).
+int quant_for(double x, const Fit& fit, double inverse, int qmin, int qmax) {
   if (fit.scale == 0.0) return std::clamp(0, qmin, qmax);
-  return round_clamped((x - fit.offset) / fit.scale, qmin, qmax);
+  return round_clamped((x - fit.offset) * inverse, qmin, qmax);
 }
 
+double inverse_of(double scale) { return scale != 0.0 ? 1.0 / scale : 0.0; }
+
 double squared_error(const float* x, int n, const Fit& fit, int qmin, int qmax) {
+  const double inverse = inverse_of(fit.scale);
   double error = 0.0;
   for (int i = 0; i < n; ++i) {
-    const double q = quant_for(x[i], fit, qmin, qmax);
+    const double q = quant_for(x[i], fit, inverse, qmin, qmax);
     const double diff = fit.scale * q + fit.offset - x[i];
     error += diff * diff;
   }
@@ -207,14 +215,18 @@ Fit fit_with_offset(const float* x, int n, int qmax) {
   if (!(hi > lo)) return {0.0, lo};  // constant sub-block (or NaNs)
   Fit best{(hi - lo) / qmax, lo};
   double best_error = squared_error(x, n, best, 0, qmax);
+  double sx = 0, sxx = 0;
+  for (int i = 0; i < n; ++i) {
+    sx += x[i];
+    sxx += static_cast<double>(x[i]) * x[i];
+  }
   for (int k = -kGridSteps; k <= kGridSteps; ++k) {
     const double inverse = grid_levels(qmax, k) / (hi - lo);
-    double sq = 0, sqq = 0, sx = 0, sqx = 0;
+    double sq = 0, sqq = 0, sqx = 0;
     for (int i = 0; i < n; ++i) {
-      const double q = round_clamped((x[i] - lo) * inverse, 0, qmax);
+      const double q = nearest_in((x[i] - lo) * inverse, 0, qmax);
       sq += q;
       sqq += q * q;
-      sx += x[i];
       sqx += q * x[i];
     }
     const double det = n * sqq - sq * sq;
@@ -223,7 +235,10 @@ Fit fit_with_offset(const float* x, int n, int qmax) {
     fit.offset = (sx - fit.scale * sq) / n;
     if (fit.offset > 0.0) fit = {sqx / sqq, 0.0};  // the offset must stay <= 0
     if (!(fit.scale > 0.0)) continue;
-    const double error = squared_error(x, n, fit, 0, qmax);
+    // sum (scale q + offset - x)^2 over these quants, from the sums (no second pass).
+    const double s = fit.scale;
+    const double o = fit.offset;
+    const double error = s * s * sqq + 2 * s * o * sq - 2 * s * sqx + n * o * o - 2 * o * sx + sxx;
     if (error < best_error) {
       best_error = error;
       best = fit;
@@ -249,17 +264,19 @@ Fit fit_symmetric(const float* x, int n, int qneg) {
   if (max == 0.0) return {};
   Fit best{max / -qneg, 0.0};
   double best_error = squared_error(x, n, best, -qneg, qneg - 1);
+  double sxx = 0;
+  for (int i = 0; i < n; ++i) sxx += static_cast<double>(x[i]) * x[i];
   for (int k = -kGridSteps; k <= kGridSteps; ++k) {
     const double inverse = -grid_levels(qneg, k) / max;
     double sqq = 0, sqx = 0;
     for (int i = 0; i < n; ++i) {
-      const double q = round_clamped(x[i] * inverse, -qneg, qneg - 1);
+      const double q = nearest_in(x[i] * inverse, -qneg, qneg - 1);
       sqq += q * q;
       sqx += q * x[i];
     }
     if (!(sqq > 0.0)) continue;
     const Fit fit{sqx / sqq, 0.0};
-    const double error = squared_error(x, n, fit, -qneg, qneg - 1);
+    const double error = sxx - sqx * sqx / sqq;  // sum (scale q - x)^2 over these quants
     if (error < best_error) {
       best_error = error;
       best = fit;
@@ -301,8 +318,10 @@ WithMin<SubBlocks> quantize_with_min(const float* x, int qmax, int scale_max) {
     // The quants against the stored scale, in float as the dequantiser computes it.
     const Fit stored{static_cast<float>(d) * static_cast<float>(out.scale[i]),
                      -(static_cast<float>(dmin) * static_cast<float>(out.min[i]))};
+    const double inverse = inverse_of(stored.scale);
     for (int l = 0; l < kLen; ++l) {
-      out.q[static_cast<size_t>(s * kLen + l)] = quant_for(x[s * kLen + l], stored, 0, qmax);
+      out.q[static_cast<size_t>(s * kLen + l)] =
+          quant_for(x[s * kLen + l], stored, inverse, 0, qmax);
     }
   }
   return out;
@@ -328,9 +347,10 @@ Symmetric quantize_symmetric(const float* x, int qneg, int scale_neg) {
     const auto i = static_cast<size_t>(s);
     out.scale[i] = d != 0.0 ? round_clamped(scales[i] / d, -scale_neg, scale_neg - 1) : 0;
     const Fit stored{static_cast<float>(d) * static_cast<float>(out.scale[i]), 0.0};
+    const double inverse = inverse_of(stored.scale);
     for (int l = 0; l < kLen; ++l) {
       out.q[static_cast<size_t>(s * kLen + l)] =
-          quant_for(x[s * kLen + l], stored, -qneg, qneg - 1);
+          quant_for(x[s * kLen + l], stored, inverse, -qneg, qneg - 1);
     }
   }
   return out;
