@@ -52,27 +52,30 @@ void pack_q3_scales(const std::array<int, 16>& scale, uint8_t (&packed)[12]) {
   }
 }
 
-// Quant e of a super-block stored as Q2_K / Q3_K do: 2 bits in qs[32 h + l] at bit 2 j, for
-// e = 128 h + 32 j + l.
-int two_bits(const uint8_t (&qs)[kK / 4], int e) {
-  return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-}
-
 }  // namespace
 
 // --- dequantisers ------------------------------------------------------------------------------
 
+// Q2_K / Q3_K walk a super-block as 8 groups of 32 elements (e = 32 g + l, g = 4 h + j) whose
+// 2-bit quants share a byte row of qs and a shift, and whose two halves of 16 are sub-blocks
+// 2 g and 2 g + 1; loops in this order vectorise.
 void dequantize_q2_k(const uint8_t* src, float* dst, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b) {
     const auto block = load_block<BlockQ2_K>(src, b);
     const float d = fp16_to_fp32(block.d);
     const float dmin = fp16_to_fp32(block.dmin);
-    float* y = dst + b * kK;
-    for (int e = 0; e < kK; ++e) {
-      const int packed = block.scales[e / 16];
-      const float dl = d * static_cast<float>(packed & 0x0F);
-      const float ml = dmin * static_cast<float>(packed >> 4);
-      y[e] = dl * static_cast<float>(two_bits(block.qs, e)) - ml;
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = block.qs + 32 * (g / 4);
+      const int shift = 2 * (g % 4);
+      for (int half = 0; half < 2; ++half) {
+        const int packed = block.scales[2 * g + half];
+        const float dl = d * static_cast<float>(packed & 0x0F);
+        const float ml = dmin * static_cast<float>(packed >> 4);
+        float* y = dst + b * kK + 32 * g + 16 * half;
+        for (int l = 0; l < 16; ++l) {
+          y[l] = dl * static_cast<float>((q[16 * half + l] >> shift) & 3) - ml;
+        }
+      }
     }
   }
 }
@@ -81,12 +84,18 @@ void dequantize_q3_k(const uint8_t* src, float* dst, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b) {
     const auto block = load_block<BlockQ3_K>(src, b);
     const float d = fp16_to_fp32(block.d);
-    float* y = dst + b * kK;
-    for (int e = 0; e < kK; ++e) {
-      const float dl = d * static_cast<float>(q3_scale(block.scales, e / 16));
-      const bool high = ((block.hmask[e % 32] >> (e / 32)) & 1) != 0;
-      const int q = two_bits(block.qs, e) - (high ? 0 : 4);
-      y[e] = dl * static_cast<float>(q);
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = block.qs + 32 * (g / 4);
+      const int shift = 2 * (g % 4);
+      for (int half = 0; half < 2; ++half) {
+        const float dl = d * static_cast<float>(q3_scale(block.scales, 2 * g + half));
+        float* y = dst + b * kK + 32 * g + 16 * half;
+        for (int l = 0; l < 16; ++l) {
+          const int i = 16 * half + l;
+          const int high = (block.hmask[i] >> g) & 1;  // clear: subtract 4
+          y[l] = dl * static_cast<float>(((q[i] >> shift) & 3) - 4 * (1 - high));
+        }
+      }
     }
   }
 }
@@ -356,7 +365,7 @@ Symmetric quantize_symmetric(const float* x, int qneg, int scale_neg) {
   return out;
 }
 
-// Stores 2-bit values as Q2_K / Q3_K's qs (see two_bits).
+// Stores 2-bit values as Q2_K / Q3_K's qs: bits 2 j of qs[32 h + l] for e = 128 h + 32 j + l.
 void pack_two_bits(const std::array<int, kK>& values, uint8_t (&qs)[kK / 4]) {
   std::memset(qs, 0, sizeof qs);
   for (int e = 0; e < kK; ++e) {
