@@ -46,7 +46,23 @@ void load_x_slice(uint k0) {
 // Columns 4j .. 4j+3 of the slice for token t, from the lane that loaded them.
 vec4 x_part(uint t, uint j) { return subgroupShuffle(x_slice[t], j); }
 
-#if defined(WEIGHT_PLAIN)
+#if defined(WEIGHT_KQUANT)
+vec4 slice_x(uint t, uint c) { return x_part(t, c); }
+#define KSLICE_TOKENS kTokens
+#define KSLICE_MAX_TOKENS kMaxTokens
+#include "include/kquant_matmul.glsl"
+// A whole super-block (8 slices) of each row, its header loaded once.
+void multiply_super_block(uint b) {
+  KSuper supers[kMaxRows];
+  [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+    supers[i] = load_ksuper(rows[i] * (p.cols / 256u) + b, p.rows, p.cols);
+  }
+  for (uint s = 0u; s < 8u; ++s) {
+    load_x_slice((8u * b + s) * kSliceCols);
+    multiply_kslice(rows, supers, 8u * b + s);
+  }
+}
+#elif defined(WEIGHT_PLAIN)
 void multiply_slice(uint k0) {
   const uint row_stride4 = padded_cols(p.cols) / 4u;
   [[unroll]] for (uint j = 0u; j < kLanes; ++j) {
@@ -150,12 +166,16 @@ void main() {
     [[unroll]] for (uint i = 0u; i < kRows; ++i) acc[i][t] = 0.0;
   }
 
+#if defined(WEIGHT_KQUANT)
+  for (uint b = 0u; b < p.cols / 256u; ++b) multiply_super_block(b);
+#else
   const uint whole_slices_end = p.cols / kSliceCols * kSliceCols;
   for (uint k0 = 0u; k0 < whole_slices_end; k0 += kSliceCols) {
     load_x_slice(k0);
     multiply_slice(k0);
   }
   multiply_tail(whole_slices_end);
+#endif
 
   [[unroll]] for (uint i = 0u; i < kRows; ++i) {
     const uint row = row0 + i;

@@ -21,6 +21,14 @@ float acc[kMaxRows][kMaxTokensPerPass];
 
 uint x_base4[kMaxTokensPerPass];  // x row of each token of the pass, in vec4 units
 
+#if defined(WEIGHT_KQUANT)
+uint slice4;  // the current 32-column slice, in vec4 units
+vec4 slice_x(uint t, uint c) { return x4[x_base4[t] + slice4 + c]; }
+#define KSLICE_TOKENS kTokensPerPass
+#define KSLICE_MAX_TOKENS kMaxTokensPerPass
+#include "include/kquant_matmul.glsl"
+#endif
+
 void main() {
   const uint row0 = (linear_workgroup() * 16u + gl_LocalInvocationID.x) * kRows;
   if (row0 >= p.rows) return;
@@ -64,6 +72,17 @@ void main() {
         [[unroll]] for (uint t = 0u; t < kTokensPerPass; ++t) {
           acc[i][t] += w * x[x_base4[t] * 4u + k];
         }
+      }
+    }
+#elif defined(WEIGHT_KQUANT)
+    for (uint b = 0u; b < p.cols / 256u; ++b) {
+      KSuper supers[kMaxRows];
+      [[unroll]] for (uint i = 0u; i < kRows; ++i) {
+        supers[i] = load_ksuper(rows[i] * (p.cols / 256u) + b, p.rows, p.cols);
+      }
+      for (uint slice = 8u * b; slice < 8u * b + 8u; ++slice) {
+        slice4 = slice * 8u;
+        multiply_kslice(rows, supers, slice);
       }
     }
 #else

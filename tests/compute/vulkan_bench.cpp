@@ -6,7 +6,7 @@
 //
 //   servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe] [--products-only]
 //                           [--baseline] [--attention-only] [--capture-ab] [--spans-ab]
-//                           [--dispatch-cost]
+//                           [--dispatch-cost] [--k-quants]
 // --baseline: on a CPU device, also time the matrix products with matmul_vec (decode, and
 // prefill in passes; VulkanBackendOptions::subgroup_matmul = false), alternating with the
 // current kernels, so the two compare under the same machine load.
@@ -20,6 +20,8 @@
 // interleaved.
 // --dispatch-cost (with --model): a tiny dispatch's cost, the dispatches of a decode step, the
 // step's wall time and the device time inside its kernels (is decode dispatch bound?).
+// --k-quants: the matrix products for Q4_0 and the K-quants Q2_K .. Q6_K instead of F32, F16,
+// Q8_0, Q4_0 (shapes whose inner size is not whole 256-element super-blocks only for Q4_0).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -132,10 +134,12 @@ MatmatResult time_matmat(VulkanBackend& vk, const WeightMatrix& w, VulkanBackend
 // `baseline`: the same device with the previous prefill kernel (CPU devices: matmul_vec in
 // passes of 8 tokens instead of matmul_lanes), or null.
 json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roofs,
-              const std::vector<std::pair<int64_t, int64_t>>& shapes, bool quick) {
+              const std::vector<std::pair<int64_t, int64_t>>& shapes,
+              const std::vector<GgmlType>& types, bool quick) {
   json rows = json::array();
   for (const auto& [out_features, in_features] : shapes) {
-    for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    for (const GgmlType type : types) {
+      if (in_features % gguf::block_elements(type) != 0) continue;
       const auto bytes = random_weight_bytes(type, out_features, in_features);
       const WeightMatrix w = vk.upload_matrix(type, out_features, in_features, bytes);
       std::optional<WeightMatrix> baseline_w;
@@ -466,7 +470,8 @@ json dispatch_cost(const std::string& path, int rounds) {
 int run(int argc, char** argv) {
   std::string model_path;
   bool quick = false, fresh = false, products_only = false, with_baseline = false,
-       attention_only = false, capture_only = false, spans_only = false, dispatch_only = false;
+       attention_only = false, capture_only = false, spans_only = false, dispatch_only = false,
+       k_quants = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc)
       model_path = argv[++i];
@@ -486,10 +491,12 @@ int run(int argc, char** argv) {
       spans_only = true;
     else if (std::strcmp(argv[i], "--dispatch-cost") == 0)
       dispatch_only = true;
+    else if (std::strcmp(argv[i], "--k-quants") == 0)
+      k_quants = true;
     else {
       std::cerr << "usage: servescope-vulkan-bench [--model M.gguf] [--quick] [--fresh-probe]"
                    " [--products-only] [--baseline] [--attention-only] [--capture-ab]"
-                   " [--spans-ab] [--dispatch-cost]\n";
+                   " [--spans-ab] [--dispatch-cost] [--k-quants]\n";
       return 2;
     }
   }
@@ -569,7 +576,11 @@ int run(int argc, char** argv) {
     baseline = std::make_unique<VulkanBackend>(previous);
     doc["baseline"] = "matmul_vec for matvec and matmat (subgroup_matmul = false)";
   }
-  doc["products"] = products(vk, baseline.get(), probed.roofs, shapes, quick);
+  const std::vector<GgmlType> types =
+      k_quants ? std::vector{GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K,
+                             GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}
+               : std::vector{GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0};
+  doc["products"] = products(vk, baseline.get(), probed.roofs, shapes, types, quick);
   if (!model_path.empty() && !products_only) {
     doc["end_to_end"] = {end_to_end(model_path, BackendKind::kVulkan, 128, 64),
                          end_to_end(model_path, BackendKind::kCpu, 128, 64)};

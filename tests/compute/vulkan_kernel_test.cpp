@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -39,6 +41,47 @@ std::vector<uint8_t> random_weight_bytes(GgmlType type, int64_t rows, int64_t co
   std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
     gguf::quantize_row(type, values.data() + r * cols, bytes.data() + r * row_bytes, cols);
+  }
+  return bytes;
+}
+
+// Random super-blocks of a K-quant type: every byte random (all scale, min and quant bit
+// patterns, not only those a quantiser writes) except the fp16 d (and dmin), chosen so that
+// weights stay within +-1 (`span`: the largest |scale * q| of the type).
+std::vector<uint8_t> random_super_blocks(GgmlType type, int64_t blocks, uint32_t seed) {
+  struct DFields {
+    size_t d, dmin;  // offsets; dmin == d where the type has none
+    float span;
+  };
+  DFields fields{};
+  switch (type) {
+    case GgmlType::Q2_K:
+      fields = {offsetof(gguf::BlockQ2_K, d), offsetof(gguf::BlockQ2_K, dmin), 15 * 3};
+      break;
+    case GgmlType::Q3_K:
+      fields = {offsetof(gguf::BlockQ3_K, d), offsetof(gguf::BlockQ3_K, d), 32 * 4};
+      break;
+    case GgmlType::Q4_K:
+      fields = {offsetof(gguf::BlockQ4_K, d), offsetof(gguf::BlockQ4_K, dmin), 63 * 15};
+      break;
+    case GgmlType::Q5_K:
+      fields = {offsetof(gguf::BlockQ5_K, d), offsetof(gguf::BlockQ5_K, dmin), 63 * 31};
+      break;
+    default:
+      fields = {offsetof(gguf::BlockQ6_K, d), offsetof(gguf::BlockQ6_K, d), 128 * 32};
+      break;
+  }
+  const auto block_bytes = static_cast<size_t>(gguf::block_bytes(type));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-1.0f / fields.span, 1.0f / fields.span);
+  std::vector<uint8_t> bytes(block_bytes * static_cast<size_t>(blocks));
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
+  for (size_t b = 0; b < static_cast<size_t>(blocks); ++b) {
+    for (const size_t at : {fields.d, fields.dmin}) {
+      const uint16_t half = gguf::fp32_to_fp16(scale(rng));
+      std::memcpy(bytes.data() + b * block_bytes + at, &half, sizeof half);
+    }
   }
   return bytes;
 }
@@ -81,6 +124,7 @@ class KernelParity : public testing::Test {
                                const AttentionShape& shape, const AttentionBatch& batch,
                                const std::vector<float>& expected_out);
   void check_product_shapes();
+  void check_kquant_products();
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
   Pair random_tensor(int64_t rows, int64_t cols, uint32_t seed, int64_t pad_cols = 0,
@@ -173,21 +217,37 @@ void KernelParity::check_product_shapes() {
 
 TEST_F(KernelParity, MatmulShapes) { check_product_shapes(); }
 
-TEST_F(KernelParity, CpuDevicesRunProductsAsRegisterTiles) {
-  if (vk_->device().type != "cpu") GTEST_SKIP() << "GPUs run matmul_tiled and matmul_vec";
-  const auto bytes = random_weight_bytes(GgmlType::Q8_0, 64, 64, 1);
-  const WeightMatrix w = vk_->upload_matrix(GgmlType::Q8_0, 64, 64, bytes);
-  for (const int64_t tokens : {41, 1}) {  // prefill, decode
-    Pair x = random_tensor(tokens, 64, 2);
-    Pair out = random_tensor(tokens, 64, 3);
-    vk_->matmul(x.vk, w, nullptr, out.vk);
-    vk_->read(out.vk);
-    const StepTimings& step = vk_->last_step_timings();
-    ASSERT_TRUE(step.available);
-    ASSERT_EQ(step.kernels.size(), 1u);
-    EXPECT_EQ(step.kernels[0].kernel, "matmul_lanes_q8_0") << tokens << " tokens";
+constexpr GgmlType kKQuantTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                     GgmlType::Q6_K};
+
+// K-quant products: two super-blocks per row (slices past the first super-block), a row count
+// that fills no group evenly, decode and prefill token counts, x as a column view, a bias.
+// Random super-blocks (every scale, min and quant bit pattern); the same table through embed
+// must give exactly gguf's dequantised values.
+void KernelParity::check_kquant_products() {
+  const int64_t rows = 67;
+  const int64_t cols = 512;
+  for (const GgmlType type : kKQuantTypes) {
+    const auto bytes = random_super_blocks(type, rows * cols / 256, 29);
+    const WeightMatrix w_cpu = cpu_.upload_matrix(type, rows, cols, bytes);
+    const WeightMatrix w_vk = vk_->upload_matrix(type, rows, cols, bytes);
+    Pair bias = random_tensor(1, rows, 31);
+    for (const int64_t n : {1, 3, 9, 41}) {
+      Pair x = random_tensor(n, cols, 500 + static_cast<uint32_t>(n), 5);  // column view
+      Pair out = random_tensor(n, rows, 600, 3);
+      cpu_.matmul(x.cpu, w_cpu, &bias.cpu, out.cpu);
+      vk_->matmul(x.vk, w_vk, &bias.vk, out.vk);
+      expect_close(out, 1e-4f, type_label(type) + " n=" + std::to_string(n));
+    }
+    const std::vector<int32_t> ids = {0, 66, 3, 3, 40};
+    Pair embedded = random_tensor(static_cast<int64_t>(ids.size()), cols, 1, 4);
+    cpu_.embed(w_cpu, ids, embedded.cpu);
+    vk_->embed(w_vk, ids, embedded.vk);
+    expect_close(embedded, 0.0f, "embed " + type_label(type));
   }
 }
+
+TEST_F(KernelParity, KQuantProductsAndEmbed) { check_kquant_products(); }
 
 // Both kernel styles, whichever this device would choose: workgroup tiles (the default on
 // GPUs) and one row per invocation (the default on CPU devices such as lavapipe).
@@ -204,6 +264,7 @@ TEST_F(WorkgroupTiles, PagedAttentionF32) { check_paged_attention(GgmlType::F32)
 TEST_F(WorkgroupTiles, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
 TEST_F(WorkgroupTiles, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
 TEST_F(WorkgroupTiles, MatmulShapes) { check_product_shapes(); }
+TEST_F(WorkgroupTiles, KQuantProductsAndEmbed) { check_kquant_products(); }
 
 class RowPerInvocation : public KernelParity {
  protected:
@@ -220,6 +281,7 @@ TEST_F(RowPerInvocation, PagedAttentionF32) { check_paged_attention(GgmlType::F3
 TEST_F(RowPerInvocation, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
 TEST_F(RowPerInvocation, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
 TEST_F(RowPerInvocation, MatmulShapes) { check_product_shapes(); }
+TEST_F(RowPerInvocation, KQuantProductsAndEmbed) { check_kquant_products(); }
 
 // CPU-style kernels without subgroups (devices whose subgroups are too narrow or cannot
 // shuffle): matmul_vec, prefill in passes of 8 tokens; attention_rows with one invocation per
@@ -237,6 +299,7 @@ TEST_F(WithoutSubgroups, MatmulEveryTypeAndTokenCount) {
   check_matmul_every_type_and_token_count();
 }
 TEST_F(WithoutSubgroups, MatmulShapes) { check_product_shapes(); }
+TEST_F(WithoutSubgroups, KQuantProductsAndEmbed) { check_kquant_products(); }
 TEST_F(WithoutSubgroups, PagedAttentionF32) { check_paged_attention(GgmlType::F32); }
 TEST_F(WithoutSubgroups, PagedAttentionF16) { check_paged_attention(GgmlType::F16); }
 TEST_F(WithoutSubgroups, PagedAttentionQ8_0) { check_paged_attention(GgmlType::Q8_0); }
@@ -741,6 +804,28 @@ TEST_F(SplitWeightsAndStaging, MatmulAndEmbed) {
       expect_close(out, 1e-4f, type_label(type) + " n=" + std::to_string(n));
     }
     const std::vector<int32_t> ids = {44, 0, 3, 30, 2};
+    Pair embedded = random_tensor(5, cols, 4);
+    cpu_.embed(w_cpu, ids, embedded.cpu);
+    vk_->embed(w_vk, ids, embedded.vk);
+    expect_close(embedded, 0.0f, "embed " + type_label(type));
+  }
+}
+
+TEST_F(SplitWeightsAndStaging, KQuantMatmulAndEmbed) {
+  for (const GgmlType type : kKQuantTypes) {
+    const int64_t rows = 21;
+    const int64_t cols = 256;  // 1000 bytes hold 4 (Q6_K) to 11 (Q2_K) rows
+    const auto bytes = random_weight_bytes(type, rows, cols, 41);
+    const WeightMatrix w_cpu = cpu_.upload_matrix(type, rows, cols, bytes);
+    const WeightMatrix w_vk = vk_->upload_matrix(type, rows, cols, bytes);
+    for (const int64_t n : {1, 40}) {
+      Pair x = random_tensor(n, cols, 2, 1);
+      Pair out = random_tensor(n, rows, 3, 2);
+      cpu_.matmul(x.cpu, w_cpu, nullptr, out.cpu);
+      vk_->matmul(x.vk, w_vk, nullptr, out.vk);
+      expect_close(out, 1e-4f, type_label(type) + " n=" + std::to_string(n));
+    }
+    const std::vector<int32_t> ids = {20, 0, 3, 11, 2};
     Pair embedded = random_tensor(5, cols, 4);
     cpu_.embed(w_cpu, ids, embedded.cpu);
     vk_->embed(w_vk, ids, embedded.vk);

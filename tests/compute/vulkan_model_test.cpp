@@ -212,8 +212,14 @@ TEST_P(VulkanModel, RaggedBatchMatchesCpuAndEachSequenceAlone) {
       const float vs_cpu = max_abs_difference(actual, expected);
       // An F16 cache rounds each key and value to 11 bits: where the two backends' float32 sums
       // differ in the last bit, a cached element can round the other way (a 2^-11 relative
-      // step) and move a logit by a few 1e-3 on these random-weight models.
-      EXPECT_LT(vs_cpu, kv_type == gguf::GgmlType::F16 ? 1e-2f : 1e-3f) << "step " << step;
+      // step) and move a logit by a few 1e-3 on these random-weight models. A Q8_0 cache's
+      // step is 1/127 of its block's largest value: one element that rounds the other way
+      // (seen with Q6_K weights, whose products sum in another order on each backend) moves
+      // a logit by up to a few 1e-2. F32 caches hold the backends to 1e-3.
+      const float tolerance = kv_type == gguf::GgmlType::F32   ? 1e-3f
+                              : kv_type == gguf::GgmlType::F16 ? 1e-2f
+                                                               : 5e-2f;
+      EXPECT_LT(vs_cpu, tolerance) << "step " << step;
 
       size_t row = 0;  // of `actual`
       float worst_alone = 0.0f;
@@ -261,7 +267,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanModel,
                          testing::Values("llama-f32", "llama-f16", "llama-q8_0", "llama-q4_0",
                                          "llama-tied-f32", "gpt2-f32", "gpt2-f16", "gpt2-q8_0",
                                          "gpt2-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1",
-                                         "llama-bf16"),
+                                         "llama-bf16", "llama-q2_k", "llama-q3_k", "llama-q4_k",
+                                         "llama-q5_k", "llama-q6_k"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

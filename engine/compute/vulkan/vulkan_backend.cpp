@@ -93,6 +93,16 @@ std::string type_suffix(gguf::GgmlType type) {
       return "q5_0";
     case gguf::GgmlType::Q5_1:
       return "q5_1";
+    case gguf::GgmlType::Q2_K:
+      return "q2_k";
+    case gguf::GgmlType::Q3_K:
+      return "q3_k";
+    case gguf::GgmlType::Q4_K:
+      return "q4_k";
+    case gguf::GgmlType::Q5_K:
+      return "q5_k";
+    case gguf::GgmlType::Q6_K:
+      return "q6_k";
     default:
       throw BackendError("Vulkan: weights of type " + std::string(gguf::type_name(type)) +
                          " are not supported; supported: " + gguf::supported_types_list());
