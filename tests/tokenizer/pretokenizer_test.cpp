@@ -136,6 +136,24 @@ TEST(PreTokenizer, UnknownNameListsTheSupportedOnes) {
   }
 }
 
+TEST(PreTokenizer, ByteLevelTokenizerUsesThePreItsVocabularyNames) {
+  Vocabulary vocab =
+      vocabulary_from_gguf(gguf::GgufFile::open(test::tokenizer_data("gpt2-bpe.gguf")));
+  EXPECT_EQ(vocab.pre, "");                                   // the key is absent: GPT-2's scheme
+  EXPECT_EQ(make_tokenizer(vocab)->encode(" 1").size(), 1u);  // the merge "Ġ 1"
+  vocab.pre = "qwen2";  // a digit is a word of its own: the space cannot merge with it
+  const auto qwen2 = make_tokenizer(vocab);
+  EXPECT_EQ(qwen2->encode(" 1"), (std::vector<int32_t>{' ', '1'}));
+  vocab.pre = "klingon";
+  try {
+    make_tokenizer(vocab);
+    ADD_FAILURE() << "no ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_EQ(e.kind(), ModelError::Kind::kBadTokenizer);
+    EXPECT_THAT(e.what(), HasSubstr("tokenizer vocabulary: tokenizer.ggml.pre is \"klingon\""));
+  }
+}
+
 TEST(Regex, CompiledPatternsAreShared) {
   const auto first = Regex::compile(R"(\p{L}+)");
   EXPECT_EQ(Regex::compile(R"(\p{L}+)").get(), first.get());
