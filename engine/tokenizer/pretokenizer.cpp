@@ -18,22 +18,19 @@ struct Scheme {
 
 // GPT-2's expression. llama.cpp drops its final "|\s+": whitespace it leaves unmatched
 // becomes a piece of its own anyway (see PreTokenizer::split).
-const std::string kGpt2 =
+constexpr char kGpt2[] =
     R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))re";
-const std::string kContractions =
-    R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))re";
-const std::string kLlama3 =
-    kContractions +
+constexpr char kContractions[] = R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))re";
+constexpr char kLlama3Rest[] =
     R"re(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-const std::string kQwen2 =
-    kContractions +
+constexpr char kQwen2Rest[] =
     R"re(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-const std::string kCjk = R"re([一-龥ࠀ-一가-퟿]+)re";
+constexpr char kCjk[] = R"re([一-龥ࠀ-一가-퟿]+)re";
 // Upper-then-lower letter runs; llama.cpp uses this form for tiny_aya and a look-ahead
 // rewrite of it for gpt-4o and tekken (std::regex has no \p{Lu}); PCRE2 takes it as is.
-const std::string kCasedWord =
+constexpr char kCasedWord[] =
     R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)re";
-const std::string kCapitalWord =
+constexpr char kCapitalWord[] =
     R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)re";
 
 const std::vector<Scheme>& schemes() {
@@ -41,10 +38,10 @@ const std::vector<Scheme>& schemes() {
       {"gpt-2", {kGpt2}},
       {"default",
        {R"re([\p{P}\$\+<=>\^~\|]+)re", kGpt2, R"re(\p{N}+)re", R"re([0-9][0-9][0-9])re"}},
-      {"llama-bpe", {kLlama3}},
-      {"qwen2", {kQwen2}},
+      {"llama-bpe", {std::string(kContractions) + kLlama3Rest}},
+      {"qwen2", {std::string(kContractions) + kQwen2Rest}},
       {"qwen35",
-       {kContractions +
+       {std::string(kContractions) +
         R"re(|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
       {"smollm", {R"re(\p{N})re", kGpt2}},
       {"falcon", {R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2, R"re([0-9][0-9][0-9])re"}},
@@ -58,10 +55,11 @@ const std::vector<Scheme>& schemes() {
        {R"re(\p{N}{1,3})re", R"re([一-龥぀-ゟ゠-ヿ]+)re",
         R"re([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
       {"gpt-4o",
-       {kCasedWord + "(?:" + kContractions + ")?|" + kCapitalWord + "(?:" + kContractions + ")?" +
+       {std::string(kCasedWord) + "(?:" + kContractions + ")?|" + kCapitalWord +
+        "(?:" + kContractions + ")?" +
         R"re(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
       {"tekken",
-       {kCasedWord + "|" + kCapitalWord +
+       {std::string(kCasedWord) + "|" + kCapitalWord +
         R"re(|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
   };
   return all;
