@@ -11,14 +11,27 @@
 #include "engine/tokenizer/vocabulary_check.h"
 
 namespace servescope {
+namespace {
+
+bool is_well_formed(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    const utf8::Step step = utf8::next(text, pos);
+    if (step.kind != utf8::Step::Kind::kCharacter) return false;
+    pos += step.length;
+  }
+  return true;
+}
+
+}  // namespace
 
 Tokenizer::Tokenizer(Vocabulary vocabulary, std::string_view source)
     : vocabulary_(checked_vocabulary(std::move(vocabulary), source)) {
   for (int32_t id = 0; id < size(); ++id) {
     const std::string& text = vocabulary_.tokens[id];
-    if (text.empty() ||
-        (type_of(id) != TokenType::kControl && type_of(id) != TokenType::kUserDefined))
-      continue;
+    const bool special =
+        type_of(id) == TokenType::kControl || type_of(id) == TokenType::kUserDefined;
+    // Only whole characters: a match then never cuts the text inside a character.
+    if (!special || text.empty() || !is_well_formed(text)) continue;
     special_by_first_byte_[static_cast<uint8_t>(text[0])].push_back(id);
   }
   for (std::vector<int32_t>& ids : special_by_first_byte_) {

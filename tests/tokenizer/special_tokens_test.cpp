@@ -60,11 +60,12 @@ std::unique_ptr<Tokenizer> hand_made_tokenizer() {
   Vocabulary vocab;
   vocab.model = "llama";
   vocab.add_space_prefix = false;
-  //              0        1    2    3    4    5    6       7        8
-  vocab.tokens = {"<unk>", "a", "b", "<", ">", "x", "<x>", "<x>>", "<n>"};
+  //              0        1    2    3    4    5    6       7        8      9
+  vocab.tokens = {"<unk>", "a", "b", "<", ">", "x", "<x>", "<x>>", "<n>", "\xE6\x97"};
   vocab.types = {TokenType::kUnknown,     TokenType::kNormal,  TokenType::kNormal,
                  TokenType::kNormal,      TokenType::kNormal,  TokenType::kNormal,
-                 TokenType::kUserDefined, TokenType::kControl, TokenType::kNormal};
+                 TokenType::kUserDefined, TokenType::kControl, TokenType::kNormal,
+                 TokenType::kControl};
   vocab.unknown_id = 0;
   return make_tokenizer(vocab);
 }
@@ -77,6 +78,8 @@ TEST(SpecialTokens, UserDefinedAndControlTokensOnlyWhenParsedLongestFirst) {
   EXPECT_EQ(tokenizer->encode("<x>>"), (Ids{3, 5, 4, 4}));
   // A normal token is never matched as a special one ("n" is not a piece: unknown).
   EXPECT_EQ(tokenizer->encode("<n>", SpecialTokens::kParse), (Ids{3, 0, 4}));
+  // A control token that is part of a character (its first two bytes) never matches.
+  EXPECT_EQ(tokenizer->encode("\xE6\x97\xA5", SpecialTokens::kParse), (Ids{0}));
 }
 
 }  // namespace
