@@ -12,7 +12,7 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
       {"info", "architecture, sizes, tensor types, parameters, weight and KV-cache bytes",
        run_info},
-      {"tokenize", "--text T [--no-bos]: token ids and pieces", run_tokenize},
+      {"tokenize", "--text T [--no-bos] [--parse-special]: token ids and pieces", run_tokenize},
       {"logits",
        "--ids 1,2,3 [--all] [--kv-type T]: next-token logits of the last (or every) position",
        run_logits},

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "engine/core/error.h"
-#include "engine/tokenizer/gpt2_pretokenizer.h"
 #include "engine/tokenizer/greedy_merge.h"
 #include "engine/tokenizer/utf8.h"
 
@@ -19,7 +18,8 @@ std::array<char32_t, 256> gpt2_byte_code_points() {
   std::array<char32_t, 256> code_points{};
   char32_t next_stand_in = 0x100;
   for (unsigned byte = 0; byte < 256; ++byte) {
-    const bool printable = (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
+    const bool printable =
+        (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
     code_points[byte] = printable ? char32_t{byte} : next_stand_in++;
   }
   return code_points;
@@ -29,10 +29,18 @@ ModelError bad_tokenizer(std::string_view source, const std::string& what) {
   return ModelError(ModelError::Kind::kBadTokenizer, std::string(source) + ": " + what);
 }
 
+const PreTokenizer& pre_tokenizer_of(const Vocabulary& vocabulary, std::string_view source) {
+  try {
+    return PreTokenizer::named(vocabulary.pre);
+  } catch (const ModelError& e) {
+    throw bad_tokenizer(source, e.what());
+  }
+}
+
 }  // namespace
 
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocabulary vocab, std::string_view source)
-    : Tokenizer(std::move(vocab), source) {
+    : Tokenizer(std::move(vocab), source), pre_tokenizer_(pre_tokenizer_of(vocabulary(), source)) {
   const Vocabulary& checked = vocabulary();  // vocab has been moved into the base
   for (int32_t id = 0; id < size(); ++id) token_ids_.emplace(checked.tokens[id], id);
 
@@ -44,14 +52,16 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocabulary vocab, std::string_view 
     if (!token_ids_.contains(byte_chars_[byte])) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", byte);
-      throw bad_tokenizer(source, "tokenizer.ggml.tokens has no token for byte " + std::string(hex) +
-                                      " (\"" + byte_chars_[byte] + "\"), which byte-level BPE needs");
+      throw bad_tokenizer(source, "tokenizer.ggml.tokens has no token for byte " +
+                                      std::string(hex) + " (\"" + byte_chars_[byte] +
+                                      "\"), which byte-level BPE needs");
     }
   }
 
   for (size_t rank = 0; rank < checked.merges.size(); ++rank) {
     const std::string& merge = checked.merges[rank];
-    const std::string where = "tokenizer.ggml.merges[" + std::to_string(rank) + "] \"" + merge + "\"";
+    const std::string where =
+        "tokenizer.ggml.merges[" + std::to_string(rank) + "] \"" + merge + "\"";
     const size_t space = merge.find(' ');
     if (space == std::string::npos || space == 0 || space + 1 == merge.size() ||
         merge.find(' ', space + 1) != std::string::npos) {
@@ -59,9 +69,11 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocabulary vocab, std::string_view 
     }
     const std::string merged = merge.substr(0, space) + merge.substr(space + 1);
     if (!token_ids_.contains(merged)) {
-      throw bad_tokenizer(source, where + " makes \"" + merged + "\", which is not in tokenizer.ggml.tokens");
+      throw bad_tokenizer(
+          source, where + " makes \"" + merged + "\", which is not in tokenizer.ggml.tokens");
     }
-    merge_ranks_.emplace(merge, static_cast<int32_t>(rank));  // a repeated merge keeps its first rank
+    merge_ranks_.emplace(merge,
+                         static_cast<int32_t>(rank));  // a repeated merge keeps its first rank
   }
 
   // A token's bytes: its characters mapped back through the byte map; characters outside
@@ -72,8 +84,9 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocabulary vocab, std::string_view 
     const std::string& text = checked.tokens[id];
     for (size_t pos = 0; pos < text.size();) {
       const utf8::Step step = utf8::next(text, pos);
-      const auto byte = step.kind == utf8::Step::Kind::kCharacter ? byte_of_code_point.find(step.code_point)
-                                                                  : byte_of_code_point.end();
+      const auto byte = step.kind == utf8::Step::Kind::kCharacter
+                            ? byte_of_code_point.find(step.code_point)
+                            : byte_of_code_point.end();
       if (byte != byte_of_code_point.end()) {
         token_bytes_[id].push_back(static_cast<char>(byte->second));
       } else {
@@ -84,19 +97,23 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocabulary vocab, std::string_view 
   }
 }
 
-std::vector<int32_t> ByteLevelBpeTokenizer::encode(std::string_view text) const {
-  utf8::validate(text);
-  std::vector<int32_t> ids;
-  for (const std::string_view word : split_gpt2_words(text)) encode_word(word, ids);
-  return ids;
+void ByteLevelBpeTokenizer::encode_text(std::string_view text, std::vector<int32_t>& ids) const {
+  for (const std::string_view word : pre_tokenizer_.split(text)) encode_word(word, ids);
 }
 
 void ByteLevelBpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& ids) const {
   std::string spelled;
   for (const char byte : word) spelled += byte_chars_[static_cast<uint8_t>(byte)];
+  if (pre_tokenizer_.ignore_merges()) {
+    if (const auto whole = token_ids_.find(spelled); whole != token_ids_.end()) {
+      ids.push_back(whole->second);
+      return;
+    }
+  }
 
   std::string pair_key;  // reused: "left right"
-  const auto merge_priority = [&](std::string_view left, std::string_view right) -> std::optional<double> {
+  const auto merge_priority = [&](std::string_view left,
+                                  std::string_view right) -> std::optional<double> {
     pair_key.assign(left);
     pair_key += ' ';
     pair_key.append(right);

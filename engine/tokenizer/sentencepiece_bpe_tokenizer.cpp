@@ -72,18 +72,20 @@ SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(Vocabulary vocab, std::stri
   }
 }
 
-std::vector<int32_t> SentencePieceBpeTokenizer::encode(std::string_view text) const {
-  utf8::validate(text);
-  if (text.empty()) return {};
-  std::string normalized = vocabulary().add_space_prefix ? std::string(kSpaceMarker) : std::string();
+void SentencePieceBpeTokenizer::encode_text(std::string_view text,
+                                            std::vector<int32_t>& ids) const {
+  if (text.empty()) return;
+  std::string normalized =
+      vocabulary().add_space_prefix ? std::string(kSpaceMarker) : std::string();
   normalized += replace_all(text, " ", kSpaceMarker);
 
-  const auto merged_piece_score = [this](std::string_view left, std::string_view right) -> std::optional<double> {
-    const auto found = mergeable_pieces_.find(std::string_view(left.data(), left.size() + right.size()));
+  const auto merged_piece_score = [this](std::string_view left,
+                                         std::string_view right) -> std::optional<double> {
+    const auto found =
+        mergeable_pieces_.find(std::string_view(left.data(), left.size() + right.size()));
     if (found == mergeable_pieces_.end()) return std::nullopt;
     return vocabulary().scores[found->second];
   };
-  std::vector<int32_t> ids;
   for (const std::string_view symbol : merge_greedily(normalized, merged_piece_score)) {
     const auto found = mergeable_pieces_.find(symbol);
     if (found != mergeable_pieces_.end()) {
@@ -92,12 +94,13 @@ std::vector<int32_t> SentencePieceBpeTokenizer::encode(std::string_view text) co
       append_byte_fallback(symbol, ids);
     }
   }
-  return ids;
 }
 
 void SentencePieceBpeTokenizer::append_byte_fallback(std::string_view symbol,
                                                      std::vector<int32_t>& ids) const {
-  const auto has_byte_token = [this](char byte) { return byte_tokens_[static_cast<uint8_t>(byte)] >= 0; };
+  const auto has_byte_token = [this](char byte) {
+    return byte_tokens_[static_cast<uint8_t>(byte)] >= 0;
+  };
   bool all_bytes = true;
   for (const char byte : symbol) all_bytes = all_bytes && has_byte_token(byte);
   if (all_bytes) {
@@ -106,7 +109,8 @@ void SentencePieceBpeTokenizer::append_byte_fallback(std::string_view symbol,
   }
   if (vocabulary().unknown_id < 0) {
     char code_point[16];
-    std::snprintf(code_point, sizeof code_point, "U+%04X", static_cast<unsigned>(utf8::next(symbol, 0).code_point));
+    std::snprintf(code_point, sizeof code_point, "U+%04X",
+                  static_cast<unsigned>(utf8::next(symbol, 0).code_point));
     throw InputError(std::string("text has the character ") + code_point +
                      ", which the vocabulary cannot represent (no byte tokens, no unknown token)");
   }
@@ -120,7 +124,8 @@ std::string SentencePieceBpeTokenizer::token_bytes(int32_t id) const {
 
 bool SentencePieceBpeTokenizer::decode_drops_leading_space(int32_t id) const {
   const TokenType type = type_of(id);
-  return vocabulary().add_space_prefix && (type == TokenType::kNormal || type == TokenType::kUserDefined) &&
+  return vocabulary().add_space_prefix &&
+         (type == TokenType::kNormal || type == TokenType::kUserDefined) &&
          vocabulary().tokens[id].starts_with(kSpaceMarker);
 }
 

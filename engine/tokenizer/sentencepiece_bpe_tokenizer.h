@@ -14,13 +14,14 @@ class SentencePieceBpeTokenizer final : public Tokenizer {
  public:
   SentencePieceBpeTokenizer(Vocabulary vocabulary, std::string_view source);
 
-  // Spaces become U+2581 (and one is put in front when add_space_prefix); then adjacent
-  // symbols merge, highest-scoring vocabulary piece first; symbols left that are not pieces
-  // fall back to one <0xNN> token per byte (or the unknown token when there is none).
-  std::vector<int32_t> encode(std::string_view text) const override;
   std::string token_bytes(int32_t id) const override;
 
  protected:
+  // Spaces become U+2581 (and one is put in front when add_space_prefix, as llama.cpp does
+  // for every stretch of text, also one after a parsed special token); then adjacent
+  // symbols merge, highest-scoring vocabulary piece first; symbols left that are not pieces
+  // fall back to one <0xNN> token per byte (or the unknown token when there is none).
+  void encode_text(std::string_view text, std::vector<int32_t>& ids) const override;
   bool decode_drops_leading_space(int32_t id) const override;
 
  private:

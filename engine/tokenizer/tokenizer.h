@@ -1,9 +1,11 @@
 // Tokenizers built from the tokenizer.ggml.* metadata of a GGUF file:
 //   "llama"  SentencePiece BPE with byte fallback (as llama.cpp's SPM tokenizer)
-//   "gpt2"   byte-level BPE with GPT-2's pre-tokenisation pattern
-// Text is UTF-8. Special tokens written in the text (e.g. "<s>") are encoded as plain text.
+//   "gpt2"   byte-level BPE, pre-tokenised as tokenizer.ggml.pre names (pretokenizer.h)
+// Text is UTF-8. Special tokens written in the text (e.g. "<s>") are encoded as plain text
+// unless the caller asks for them to be parsed (SpecialTokens::kParse).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,6 +37,7 @@ struct Vocabulary {
   std::vector<float> scores;
   std::vector<TokenType> types;
   std::vector<std::string> merges;  // gpt2: "left right", highest priority (rank 0) first
+  std::string pre;                  // gpt2: tokenizer.ggml.pre, "" when absent (GPT-2's)
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   int32_t unknown_id = -1;
@@ -50,14 +53,23 @@ struct Vocabulary {
 // type, array lengths disagree, or a token id is out of range.
 Vocabulary vocabulary_from_gguf(const gguf::GgufFile& file);
 
+// What encode() does with the text of a control or user-defined token (e.g. "<|endoftext|>"
+// or "<s>") written in the input: tokenise it as plain text (the safe choice for user text,
+// which must not be able to forge a turn boundary), or match it as that one token (for
+// templates written by the program, as `tokenize --parse-special`). Where special tokens
+// overlap, the longest one starting at the earliest position wins.
+enum class SpecialTokens { kAsText, kParse };
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
   // Token ids of `text`, without BOS. Throws InputError naming the byte offset of invalid UTF-8.
-  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  std::vector<int32_t> encode(std::string_view text,
+                              SpecialTokens special = SpecialTokens::kAsText) const;
   // encode(), preceded by BOS when the vocabulary asks for it (add_bos and a BOS id).
-  std::vector<int32_t> encode_with_bos(std::string_view text) const;
+  std::vector<int32_t> encode_with_bos(std::string_view text,
+                                       SpecialTokens special = SpecialTokens::kAsText) const;
 
   // The raw bytes token `id` stands for in text (control tokens: none; a byte token: one
   // byte, possibly part of a multi-byte character). Throws InputError if id is out of range.
@@ -72,13 +84,19 @@ class Tokenizer {
  protected:
   // Checks the vocabulary (ModelError naming `source` and the key at fault).
   Tokenizer(Vocabulary vocabulary, std::string_view source);
+  // Token ids of plain text (valid UTF-8, no special tokens parsed), appended to `ids`.
+  virtual void encode_text(std::string_view text, std::vector<int32_t>& ids) const = 0;
   void check_id(int32_t id) const;  // InputError if id is not a token of this vocabulary
+  // The special token whose text starts at byte `pos` of `text` (the longest), or -1.
+  int32_t special_token_at(std::string_view text, size_t pos) const;
   TokenType type_of(int32_t id) const { return vocabulary_.types[id]; }
   // Whether decode() drops the first byte (a space) when `id` is the first token with bytes.
   virtual bool decode_drops_leading_space(int32_t id) const;
 
  private:
   Vocabulary vocabulary_;  // validated, scores and types filled in
+  // Control and user-defined tokens by their first byte, longest first (for kParse).
+  std::array<std::vector<int32_t>, 256> special_by_first_byte_;
 };
 
 // The tokenizer that vocabulary.model names ("llama" or "gpt2"). Throws

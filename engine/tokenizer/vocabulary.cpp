@@ -19,6 +19,7 @@ constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 constexpr std::string_view kTypesKey = "tokenizer.ggml.token_type";
 constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
+constexpr std::string_view kPreKey = "tokenizer.ggml.pre";
 constexpr std::string_view kBosKey = "tokenizer.ggml.bos_token_id";
 constexpr std::string_view kEosKey = "tokenizer.ggml.eos_token_id";
 constexpr std::string_view kUnknownKey = "tokenizer.ggml.unknown_token_id";
@@ -190,6 +191,7 @@ Vocabulary vocabulary_from_gguf(const gguf::GgufFile& file) {
   if (vocabulary.model == "gpt2") {
     vocabulary.merges = reader.strings(
         reader.required(kMergesKey, "a gpt2 (byte-level BPE) tokenizer needs its merges"), kMergesKey);
+    if (const Value* pre = file.find(kPreKey)) vocabulary.pre = reader.string(*pre, kPreKey);
   }
   vocabulary.bos_id = reader.token_id(kBosKey);
   vocabulary.eos_id = reader.token_id(kEosKey);

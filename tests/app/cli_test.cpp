@@ -200,6 +200,19 @@ TEST(Cli, TokenizeGivesIdsAndPieces) {
   EXPECT_GT(doc["ids"].size(), 0u);
 }
 
+TEST(Cli, TokenizeParsesSpecialTokensOnlyWhenAsked) {
+  const std::string args =
+      "tokenize" + model("gpt2-f32.gguf") + " --text 'a<|endoftext|>b' --no-bos";
+  const CliRun plain = cli(args);
+  const CliRun parsed = cli(args + " --parse-special");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(parsed.exit_code, 0) << parsed.err;
+  const json plain_pieces = json::parse(plain.out)["pieces"];
+  const json parsed_pieces = json::parse(parsed.out)["pieces"];
+  EXPECT_EQ(std::count(plain_pieces.begin(), plain_pieces.end(), "<|endoftext|>"), 0);
+  EXPECT_EQ(parsed_pieces, json({"a", "<|endoftext|>", "b"}));
+}
+
 // Bad input: non-zero exit, nothing on stdout, one line on stderr that says what is wrong.
 TEST(Cli, BadInputIsAOneLineReason) {
   const std::vector<std::pair<std::string, std::string>> cases = {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "engine/tokenizer/pretokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/tokenizer/test_vocabularies.h"
 
@@ -42,6 +43,25 @@ TEST(LongText, OneLongWord) {
     const auto tokenizer = test::load_golden_tokenizer(name);
     EXPECT_EQ(tokenizer->decode(tokenizer->encode(word)), word) << name;
     EXPECT_EQ(tokenizer->decode(tokenizer->encode(cjk)), cjk) << name;
+  }
+}
+
+// Long runs that make the expressions backtrack (a whitespace run that a non-space ends,
+// letters of both cases, digits) split without PCRE2 giving up, for every scheme.
+TEST(LongText, EverySchemeSplitsLongRuns) {
+  const std::string mixed = [] {
+    std::string s;
+    while (s.size() < 30'000) s += "aB\xC3\xA9\xCC\x81 \t";
+    return s;
+  }();
+  const std::string runs[] = {std::string(30'000, ' ') + "x", std::string(20'000, '\n') + "x",
+                              std::string(30'000, '7'), mixed};
+  for (const std::string& scheme : PreTokenizer::scheme_names()) {
+    for (const std::string& text : runs) {
+      std::string joined;
+      for (const std::string_view piece : PreTokenizer::named(scheme).split(text)) joined += piece;
+      EXPECT_EQ(joined, text) << scheme;
+    }
   }
 }
 

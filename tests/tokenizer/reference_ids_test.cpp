@@ -1,5 +1,6 @@
 // Token ids of the golden vocabularies against independent references: SentencePiece's own
-// encoder for "llama", a straightforward Python byte-level BPE (regex module) for "gpt2".
+// encoder for "llama", a straightforward Python byte-level BPE (regex module) for "gpt2",
+// also with llama 3's and qwen2's pre-tokenisers (tokenizer.ggml.pre "llama-bpe", "qwen2").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@ namespace servescope {
 namespace {
 
 struct GoldenVocabulary {
+  const char* name;
   const char* gguf;
   const char* expected;
 };
@@ -42,15 +44,20 @@ TEST_P(ReferenceIds, DecodeInvertsEncode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, ReferenceIds,
-                         ::testing::Values(GoldenVocabulary{"llama-spm.gguf", "llama-spm-expected.json"},
-                                           GoldenVocabulary{"gpt2-bpe.gguf", "gpt2-bpe-expected.json"}),
-                         [](const ::testing::TestParamInfo<GoldenVocabulary>& param_info) {
-                           return std::string(param_info.param.gguf[0] == 'l' ? "Llama" : "Gpt2");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Golden, ReferenceIds,
+    ::testing::Values(
+        GoldenVocabulary{"Llama", "llama-spm.gguf", "llama-spm-expected.json"},
+        GoldenVocabulary{"Gpt2", "gpt2-bpe.gguf", "gpt2-bpe-expected.json"},
+        GoldenVocabulary{"Gpt2PreLlama3", "llama3-bpe.gguf", "llama3-bpe-expected.json"},
+        GoldenVocabulary{"Gpt2PreQwen2", "qwen2-bpe.gguf", "qwen2-bpe-expected.json"}),
+    [](const ::testing::TestParamInfo<GoldenVocabulary>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 TEST(LlamaTokenizer, LoadsMetadataFromGguf) {
-  const Vocabulary vocab = vocabulary_from_gguf(gguf::GgufFile::open(test::tokenizer_data("llama-spm.gguf")));
+  const Vocabulary vocab =
+      vocabulary_from_gguf(gguf::GgufFile::open(test::tokenizer_data("llama-spm.gguf")));
   EXPECT_EQ(vocab.model, "llama");
   EXPECT_EQ(vocab.tokens.size(), 512u);
   EXPECT_EQ(vocab.tokens[1], "<s>");
@@ -95,11 +102,13 @@ TEST(LlamaTokenizer, CharactersOutsideTheVocabularyFallBackToBytes) {
   const std::vector<int32_t> ids = tokenizer->encode("\xE6\x97\xA5");
   ASSERT_EQ(ids.size(), 4u);
   EXPECT_EQ(tokenizer->piece(ids[0]), "\xE2\x96\x81");
-  EXPECT_EQ(std::vector<int32_t>(ids.begin() + 1, ids.end()), (std::vector<int32_t>{3 + 0xE6, 3 + 0x97, 3 + 0xA5}));
+  EXPECT_EQ(std::vector<int32_t>(ids.begin() + 1, ids.end()),
+            (std::vector<int32_t>{3 + 0xE6, 3 + 0x97, 3 + 0xA5}));
 }
 
 TEST(Gpt2Tokenizer, LoadsMetadataFromGguf) {
-  const Vocabulary vocab = vocabulary_from_gguf(gguf::GgufFile::open(test::tokenizer_data("gpt2-bpe.gguf")));
+  const Vocabulary vocab =
+      vocabulary_from_gguf(gguf::GgufFile::open(test::tokenizer_data("gpt2-bpe.gguf")));
   EXPECT_EQ(vocab.model, "gpt2");
   EXPECT_EQ(vocab.tokens.size(), 512u);
   EXPECT_EQ(vocab.merges.size(), 512u - 257u);
@@ -121,6 +130,40 @@ TEST(Gpt2Tokenizer, BytesDecodeThroughTheByteMap) {
   const std::vector<int32_t> ids = tokenizer->encode("<|endoftext|>");
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 511), 0);
   EXPECT_EQ(tokenizer->decode(ids), "<|endoftext|>");
+}
+
+TEST(Gpt2Tokenizer, PreTokeniserComesFromTheFile) {
+  const auto pre_of = [](const char* name) {
+    return vocabulary_from_gguf(gguf::GgufFile::open(test::tokenizer_data(name))).pre;
+  };
+  EXPECT_EQ(pre_of("gpt2-bpe.gguf"), "");
+  EXPECT_EQ(pre_of("llama3-bpe.gguf"), "llama-bpe");
+  EXPECT_EQ(pre_of("qwen2-bpe.gguf"), "qwen2");
+  // GPT-2 lets a space lead a number (the merge "Ġ 1"); llama 3 keeps digits apart.
+  EXPECT_EQ(test::load_golden_tokenizer("gpt2-bpe.gguf")->encode(" 1").size(), 1u);
+  EXPECT_EQ(test::load_golden_tokenizer("llama3-bpe.gguf")->encode(" 1"),
+            (std::vector<int32_t>{' ', '1'}));
+}
+
+// The golden vocabulary's byte tokens plus "abc", which no merge makes.
+Vocabulary bytes_and_abc(const std::string& pre) {
+  Vocabulary vocab =
+      vocabulary_from_gguf(gguf::GgufFile::open(test::tokenizer_data("gpt2-bpe.gguf")));
+  vocab.tokens.resize(256);
+  vocab.tokens.push_back("abc");
+  vocab.scores.assign(vocab.tokens.size(), 0.0f);
+  vocab.types.assign(vocab.tokens.size(), TokenType::kNormal);
+  vocab.merges.clear();
+  vocab.bos_id = vocab.eos_id = -1;
+  vocab.pre = pre;
+  return vocab;
+}
+
+TEST(Gpt2Tokenizer, LlamaBpeTakesAWordThatIsATokenWhole) {
+  // llama 3's tokenizer.json has "ignore_merges"; dbrx uses the same expression without it.
+  EXPECT_EQ(make_tokenizer(bytes_and_abc("llama-bpe"))->encode("abc"), (std::vector<int32_t>{256}));
+  EXPECT_EQ(make_tokenizer(bytes_and_abc("dbrx"))->encode("abc"),
+            (std::vector<int32_t>{'a', 'b', 'c'}));
 }
 
 TEST(Tokenizers, RejectInvalidUtf8WithTheByteOffset) {

@@ -4,7 +4,12 @@
   llama-spm-expected.json         ids of tricky strings from SentencePiece's own encoder
   gpt2-bpe-expected.json          ids from the straightforward reference below (regex module
                                   for the pattern, GPT-2's rank-based merge loop)
-Cases: hand-picked tricky strings, then 300 random ones (fixed seed) per vocabulary.
+  {llama3,qwen2}-bpe.gguf         the gpt2 vocabulary with tokenizer.ggml.pre "llama-bpe" / "qwen2"
+  {llama3,qwen2}-bpe-expected.json  ids from the same reference with that pre-tokeniser
+                                  (make_pretokenizer_data.py's expressions; llama-bpe also
+                                  ignores merges for a word that is a token, as llama.cpp does)
+Cases: hand-picked tricky strings, then 300 random ones (fixed seed) per vocabulary (100 for
+the llama3 and qwen2 pre-tokenisers).
 
 Each expected file is {"cases": [{"text": ..., "ids": [...]}, ...]}.
 Usage: python3 tools/golden/make_tokenizer_data.py
@@ -18,6 +23,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "common"))
 import tokenizer_vocab as tv  # noqa: E402
+from make_pretokenizer_data import SCHEMES, split  # noqa: E402
 from gguf_writer import GgufWriter  # noqa: E402
 
 COMMON_CASES = [
@@ -56,6 +62,12 @@ GPT2_ONLY_CASES = [
     "\u2581 is a plain character here",
 ]
 
+# Where llama 3's and qwen2's pre-tokenisers differ from GPT-2's.
+PRE_CASES = [
+    "12345 678 9", "IT'S THEY'RE I'M", "a\n\n\nb", "x  \n  y", "tabs\t\tthen\n", "!!!\n\nwow",
+    "'s's's", "3.14159 2024-06-11", "hello, world!\r\n", " ;x", "\u00bdx 1\u00b2",
+]
+
 
 # Pieces random strings are drawn from: words of the training text, characters the
 # vocabularies lack (byte fallback), unusual whitespace and punctuation runs.
@@ -84,10 +96,12 @@ def write_expected(path: pathlib.Path, cases: list[tuple[str, list[int]]]) -> No
 class ReferenceGpt2Tokenizer:
     """GPT-2's encoder as the original encoder.py does it, on our vocabulary."""
 
-    def __init__(self, vocab: dict):
+    def __init__(self, vocab: dict, pre: str = "gpt-2", ignore_merges: bool = False):
         self.ids = {token: i for i, token in enumerate(vocab["tokens"])}
         self.ranks = {tuple(m.split(" ")): r for r, m in enumerate(vocab["merges"])}
         self.byte_map = tv.gpt2_bytes_to_unicode()
+        self.patterns = SCHEMES[pre]
+        self.ignore_merges = ignore_merges
 
     def bpe(self, word: tuple[str, ...]) -> tuple[str, ...]:
         while len(word) > 1:
@@ -108,8 +122,11 @@ class ReferenceGpt2Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         ids = []
-        for word in tv.gpt2_pretokenize(text):
+        for word in split(text, self.patterns):
             spelled = tuple(self.byte_map[b] for b in word.encode("utf-8"))
+            if self.ignore_merges and "".join(spelled) in self.ids:
+                ids.append(self.ids["".join(spelled)])
+                continue
             ids += [self.ids[symbol] for symbol in self.bpe(spelled)]
         return ids
 
@@ -129,6 +146,14 @@ def main() -> None:
     gpt2_texts = COMMON_CASES + GPT2_ONLY_CASES + random_cases(300, seed=2)
     gpt2_cases = [(text, reference.encode(text)) for text in gpt2_texts]
     write_expected(tv.DATA_DIR / "gpt2-bpe-expected.json", gpt2_cases)
+
+    for stem, pre, ignore_merges, seed in (("llama3", "llama-bpe", True, 3), ("qwen2", "qwen2", False, 4)):
+        vocab = dict(tv.gpt2_vocabulary(), pre=pre)
+        write_gguf(tv.DATA_DIR / f"{stem}-bpe.gguf", lambda writer: tv.add_tokenizer(writer, vocab))
+        reference = ReferenceGpt2Tokenizer(vocab, pre, ignore_merges)
+        texts = COMMON_CASES + GPT2_ONLY_CASES + PRE_CASES + random_cases(100, seed=seed)
+        write_expected(tv.DATA_DIR / f"{stem}-bpe-expected.json",
+                       [(text, reference.encode(text)) for text in texts])
     print(f"wrote tokenizer golden data to {tv.DATA_DIR}")
 
 

@@ -216,6 +216,8 @@ def add_tokenizer(writer, vocab: dict) -> None:
     writer.add_array("tokenizer.ggml.token_type", ValueType.INT32, vocab["token_types"])
     if vocab["merges"]:
         writer.add_array("tokenizer.ggml.merges", ValueType.STRING, vocab["merges"])
+    if vocab.get("pre"):
+        writer.add("tokenizer.ggml.pre", ValueType.STRING, vocab["pre"])
     writer.add("tokenizer.ggml.bos_token_id", ValueType.UINT32, vocab["bos_id"])
     writer.add("tokenizer.ggml.eos_token_id", ValueType.UINT32, vocab["eos_id"])
     if vocab["unknown_id"] >= 0:
