@@ -1,6 +1,6 @@
 // The engine against PyTorch: tools/golden/make_models.py wrote small random-weight models of
-// both architectures in every weight type, with float64 reference logits (computed from the
-// dequantised weights the file holds) at every prompt position and a greedy continuation.
+// every architecture (llama and gpt2 in every weight type), with float64 reference logits (computed
+// from the dequantised weights the file holds) at every prompt position and a greedy continuation.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenModel,
                          testing::Values("llama-f32", "llama-f16", "llama-q8_0", "llama-q4_0",
                                          "llama-tied-f32", "gpt2-f32", "gpt2-f16", "gpt2-q8_0",
                                          "gpt2-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1",
-                                         "llama-bf16"),
+                                         "llama-bf16", "qwen2-f32", "llama-ropescale-f32",
+                                         "phi3-f32", "gemma-f32", "gemma2-f32", "gemma3-f32"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
