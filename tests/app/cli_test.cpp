@@ -150,7 +150,7 @@ TEST(Cli, InfoShowsArchitectureSpecifics) {
   EXPECT_EQ(g["rope_mode"], "neox");
   EXPECT_EQ(g["ffn_gate"], "gelu");
   EXPECT_EQ(g["attn_logit_softcap"], 5.0);
-  EXPECT_EQ(g["final_logit_softcap"], 8.0);
+  EXPECT_EQ(g["final_logit_softcap"], 1.5);
   EXPECT_EQ(g["embedding_scale"], 8.0);  // sqrt(64)
   EXPECT_EQ(g["sliding_window"]["window"], 4);
   EXPECT_EQ(g["sliding_window"]["local_layers"], 1);  // layer 0 of 2

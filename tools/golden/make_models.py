@@ -54,8 +54,9 @@ LLAMA = LlamaConfig(vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=2,
 LLAMA_TIED = LlamaConfig(**{**LLAMA.__dict__, "tied_output": True})
 # The llama family's variants: tiny, every difference switched on, and kv_dim a multiple of 32
 # (Q8_0 KV caches). Windows of 4 positions and soft-caps small enough to matter at this scale.
-# gemma2 and gemma3 keep an output matrix of their own: tied to embeddings scaled by sqrt(dim), tiny random
-# weights make every greedy step repeat the last token.
+# gemma2 and gemma3 tie their output to embeddings scaled by sqrt(dim), as llama.cpp requires
+# of gemma2 files: their embeddings are drawn small (EMBEDDING_STD), or the scaled embedding of
+# the last token dominates the residual stream and every greedy step repeats it.
 QWEN2 = FamilyConfig(arch="qwen2", vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=2,
                      ffn_dim=128, context_length=128, rope_base=1000000.0, rope_neox=True,
                      qkv_bias=True, tied_output=True)
@@ -72,13 +73,15 @@ GEMMA = FamilyConfig(arch="gemma", vocab_size=512, dim=64, n_layers=2, n_heads=4
 GEMMA2 = FamilyConfig(arch="gemma2", vocab_size=512, dim=64, n_layers=2, n_heads=4,
                       n_kv_heads=2, ffn_dim=128, context_length=128, head_dim_override=16,
                       rope_neox=True, rope_base_local=10000.0, gelu_gate=True,
-                      embed_scale=True, post_norms=True, attn_softcap=5.0, final_softcap=8.0,
-                      sliding_window=4, swa_pattern=2)
+                      embed_scale=True, post_norms=True, attn_softcap=5.0, final_softcap=1.5,
+                      sliding_window=4, swa_pattern=2, tied_output=True)
 GEMMA3 = FamilyConfig(arch="gemma3", vocab_size=512, dim=32, n_layers=6, n_heads=4,
                       n_kv_heads=2, ffn_dim=64, context_length=128, head_dim_override=16,
                       rope_base=1000000.0, rope_linear_factor=2.0, rope_neox=True,
                       rope_base_local=10000.0, gelu_gate=True, embed_scale=True,
-                      post_norms=True, qk_norm=True, sliding_window=4, swa_pattern=6)
+                      post_norms=True, qk_norm=True, sliding_window=4, swa_pattern=6,
+                      tied_output=True)
+EMBEDDING_STD = {"gemma2": 0.03, "gemma3": 0.08}  # others: 0.3
 GPT2 = Gpt2Config(vocab_size=512, dim=64, n_layers=2, n_heads=4, ffn_dim=256,
                   context_length=128, ln_eps=1e-5)
 
@@ -114,7 +117,8 @@ def family_weights(cfg: FamilyConfig, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     d, hd, f = cfg.dim, cfg.head_dim, cfg.ffn_dim
     q_dim, kv_dim = cfg.n_heads * hd, cfg.n_kv_heads * hd
-    w = {"token_embd.weight": _normal(gen, (cfg.vocab_size, d), 0.3)}
+    embedding_std = EMBEDDING_STD.get(cfg.arch, 0.3)
+    w = {"token_embd.weight": _normal(gen, (cfg.vocab_size, d), embedding_std)}
     if cfg.rope_freq_factors:
         w["rope_freqs.weight"] = np.array(cfg.rope_freq_factors, dtype=np.float32)
     for layer in range(cfg.n_layers):
