@@ -63,13 +63,14 @@ json architecture_specifics(const model::ModelConfig& c) {
   if (c.qk_norm) doc["qk_norm"] = true;
   if (c.attn_softcap > 0.0f) doc["attn_logit_softcap"] = shortest(c.attn_softcap);
   if (c.final_softcap > 0.0f) doc["final_logit_softcap"] = shortest(c.final_softcap);
-  if (c.sliding_window > 0 && c.swa_pattern > 0) {
+  if (c.sliding_window > 0 && (c.swa_pattern > 0 || !c.local_layers.empty())) {
     int64_t local = 0;
     for (int64_t l = 0; l < c.n_layers; ++l) local += c.is_local_layer(l) ? 1 : 0;
-    doc["sliding_window"] = {{"window", c.sliding_window},
-                             {"pattern", c.swa_pattern},
-                             {"local_layers", local},
-                             {"local_rope_freq_base", shortest(c.rope_freq_base_local)}};
+    doc["sliding_window"] = {
+        {"window", c.sliding_window},
+        {"pattern", c.local_layers.empty() ? json(c.swa_pattern) : json("per layer")},
+        {"local_layers", local},
+        {"local_rope_freq_base", shortest(c.rope_freq_base_local)}};
   }
   return doc;
 }

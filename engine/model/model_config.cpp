@@ -99,6 +99,28 @@ void read_rope_scaling(const gguf::GgufFile& file, const std::string& prefix, Mo
   c.rope_freq_factors = file.find_tensor("rope_freqs.weight") != nullptr;
 }
 
+// attention.sliding_window_pattern, as llama.cpp reads it: n (every n-th layer global, the
+// others local) or one bool per layer (true: local).
+void read_window_pattern(const gguf::GgufFile& file, const std::string& key,
+                         const gguf::Value& pattern, ModelConfig& c) {
+  if (pattern.is_integer() && pattern.as_int() >= 1) {
+    c.swa_pattern = pattern.as_int();
+    return;
+  }
+  if (pattern.type() == gguf::ValueType::kArray &&
+      pattern.as_array().element_type == gguf::ValueType::kBool &&
+      static_cast<int64_t>(pattern.as_array().items.size()) == c.n_layers) {
+    for (const gguf::Value& local : pattern.as_array().items)
+      c.local_layers.push_back(local.as_bool());
+    return;
+  }
+  throw ModelError(ModelError::Kind::kUnsupportedArchitecture,
+                   file.name() + ": " + key +
+                       " is not supported; supported: a positive integer (every n-th layer "
+                       "global) or one bool per layer (" +
+                       std::to_string(c.n_layers) + ")");
+}
+
 // What the gemma family adds to llama.
 void read_gemma(const gguf::GgufFile& file, const std::string& prefix, ModelConfig& c) {
   c.gelu_gate = true;
@@ -128,13 +150,7 @@ void read_gemma(const gguf::GgufFile& file, const std::string& prefix, ModelConf
     c.rope_freq_base_local = float_or(file, prefix + "rope.freq_base_swa", 10000.0f);
   }
   if (const gguf::Value* pattern = file.find(prefix + "attention.sliding_window_pattern")) {
-    if (!pattern->is_integer() || pattern->as_int() < 1) {
-      throw ModelError(ModelError::Kind::kUnsupportedArchitecture,
-                       file.name() + ": " + prefix +
-                           "attention.sliding_window_pattern is supported only as a positive "
-                           "integer (every n-th layer global)");
-    }
-    c.swa_pattern = pattern->as_int();
+    read_window_pattern(file, prefix + "attention.sliding_window_pattern", *pattern, c);
   }
 }
 

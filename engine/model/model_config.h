@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/gguf/gguf_file.h"
 
@@ -59,12 +60,15 @@ struct ModelConfig {
   bool qk_norm = false;              // per-head attn_q_norm and attn_k_norm (gemma3)
   int64_t sliding_window = 0;        // > 0: local layers see this many positions
   int64_t swa_pattern = 0;           // local layers: l % swa_pattern < swa_pattern - 1 (0: none)
+  std::vector<bool> local_layers;    // attention.sliding_window_pattern as one bool per layer
   float rope_freq_base_local = 10000.0f;  // RoPE base of local layers (gemma2, gemma3)
 
   // Whether layer l attends through the sliding window (gemma2: even layers; gemma3: five of
   // every six).
   bool is_local_layer(int64_t layer) const {
-    return sliding_window > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1;
+    if (sliding_window <= 0) return false;
+    if (!local_layers.empty()) return local_layers[static_cast<size_t>(layer)];
+    return swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1;
   }
   bool uses_rope() const { return architecture != Architecture::kGpt2; }
   // Bytes of one stored row of the embedding tables (0: unknown). A step gathers only the rows

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/error.h"
+#include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
 
@@ -103,6 +106,63 @@ TEST_P(GoldenModel, ChunkedPrefillEqualsOneShot) {
   m->transformer->forward(ids.subspan(5, 1), chunked);
   const std::vector<float> last = m->transformer->forward(ids.subspan(6), chunked);
   EXPECT_LT(max_abs_difference(last, expected), 1e-4f);
+}
+
+// gemma2-f32 with its metadata changed: `edit` sets keys on a copy; returns the prompt logits.
+std::vector<float> gemma2_logits_with(const std::function<void(gguf::GgufWriter&)>& edit) {
+  const auto source = gguf::GgufFile::open(kModels + "gemma2-f32.gguf");
+  gguf::GgufWriter writer(source.version());
+  for (const auto& [key, value] : source.metadata()) writer.set(key, value);
+  edit(writer);
+  for (const gguf::TensorInfo& t : source.tensors()) {
+    writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string path = testing::TempDir() + "/golden_" + test + ".gguf";
+  writer.write(path);
+  auto m = model::load_model(path, compute::BackendKind::kCpu);
+  auto cache = model::create_kv_cache(m->config, *m->backend, m->config.context_length);
+  return m->transformer->forward(read_golden("gemma2-f32").prompt_ids, cache, true);
+}
+
+gguf::Value layer_flags(std::initializer_list<bool> local) {
+  std::vector<gguf::Value> items;
+  for (const bool flag : local) items.push_back(gguf::Value::boolean(flag));
+  return gguf::Value::array(gguf::ValueType::kBool, std::move(items));
+}
+
+// attention.sliding_window_pattern as one bool per layer (llama.cpp's array form): [local,
+// global] is gemma2's own alternation, [global, global] what a window longer than the context
+// gives, and [global, local] something else again.
+TEST(SlidingWindowPattern, PerLayerFlagsPickTheLocalLayers) {
+  const auto pattern = [](std::initializer_list<bool> local) {
+    return [local](gguf::GgufWriter& w) {
+      w.set("gemma2.attention.sliding_window_pattern", layer_flags(local));
+    };
+  };
+  const std::vector<float> as_stored = gemma2_logits_with([](gguf::GgufWriter&) {});
+  const std::vector<float> no_window = gemma2_logits_with(
+      [](gguf::GgufWriter& w) { w.set("gemma2.attention.sliding_window", gguf::Value::u32(128)); });
+  EXPECT_EQ(gemma2_logits_with(pattern({true, false})), as_stored);
+  EXPECT_EQ(gemma2_logits_with(pattern({false, false})), no_window);
+  const std::vector<float> swapped = gemma2_logits_with(pattern({false, true}));
+  EXPECT_GT(max_abs_difference(swapped, as_stored), 1e-2f);
+  EXPECT_GT(max_abs_difference(swapped, no_window), 1e-2f);
+  EXPECT_GT(max_abs_difference(as_stored, no_window), 1e-2f);
+}
+
+TEST(SlidingWindowPattern, AWrongLengthIsOneLineNamingTheKey) {
+  try {
+    gemma2_logits_with([](gguf::GgufWriter& w) {
+      w.set("gemma2.attention.sliding_window_pattern", layer_flags({true, false, true}));
+    });
+    ADD_FAILURE() << "expected a ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemma2.attention.sliding_window_pattern is not "
+                                         "supported; supported: a positive integer"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenModel,
