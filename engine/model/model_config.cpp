@@ -133,14 +133,16 @@ void read_gemma(const gguf::GgufFile& file, const std::string& prefix, ModelConf
                       (c.architecture == Architecture::kGemma3 && c.n_layers == 62);
   if (is_27b) c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.dim / c.n_heads));
   if (c.architecture == Architecture::kGemma2) {
-    c.attn_softcap = float_or(file, prefix + "attn_logit_softcapping", 0.0f, true);
-    c.final_softcap = float_or(file, prefix + "final_logit_softcapping", 0.0f, true);
+    // Absent keys mean gemma2's own values, as in llama.cpp.
+    c.attn_softcap = float_or(file, prefix + "attn_logit_softcapping", 50.0f, true);
+    c.final_softcap = float_or(file, prefix + "final_logit_softcapping", 30.0f, true);
     c.sliding_window = file.find(prefix + "attention.sliding_window")
                            ? positive_int(file, prefix + "attention.sliding_window")
                            : 4096;
     c.swa_pattern = 2;
     c.rope_freq_base_local = float_or(file, prefix + "rope.freq_base_swa", c.rope_freq_base);
-  } else {  // gemma3
+    c.rope_freq_scale_local = c.rope_freq_scale;
+  } else {  // gemma3: local layers unscaled (rope_freq_scale_local stays 1)
     c.qk_norm = true;
     c.final_softcap = float_or(file, prefix + "final_logit_softcapping", 0.0f, true);
     if (file.find(prefix + "attention.sliding_window")) {

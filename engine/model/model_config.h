@@ -62,6 +62,7 @@ struct ModelConfig {
   int64_t swa_pattern = 0;           // local layers: l % swa_pattern < swa_pattern - 1 (0: none)
   std::vector<bool> local_layers;    // attention.sliding_window_pattern as one bool per layer
   float rope_freq_base_local = 10000.0f;  // RoPE base of local layers (gemma2, gemma3)
+  float rope_freq_scale_local = 1.0f;     // and their linear scale (gemma2: as global layers)
 
   // Whether layer l attends through the sliding window (gemma2: even layers; gemma3: five of
   // every six).

@@ -39,9 +39,9 @@ Transformer::Transformer(ModelConfig config, ModelWeights weights, compute::Back
     compute::RopeSpec rope;
     rope.neox = config_.rope_neox;
     rope.freq_factors = weights_.rope_freq_factors;
-    // Local (sliding-window) layers keep their own base and no position scaling (gemma3).
+    // Local (sliding-window) layers have their own base and scale (gemma3: 10000, unscaled).
     rope.freq_base = local ? config_.rope_freq_base_local : config_.rope_freq_base;
-    rope.freq_scale = local ? 1.0f : config_.rope_freq_scale;
+    rope.freq_scale = local ? config_.rope_freq_scale_local : config_.rope_freq_scale;
     layer_rope_.push_back(std::move(rope));
     compute::AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim};
     shape.scale = config_.attention_scale;

@@ -108,11 +108,15 @@ TEST_P(GoldenModel, ChunkedPrefillEqualsOneShot) {
   EXPECT_LT(max_abs_difference(last, expected), 1e-4f);
 }
 
-// gemma2-f32 with its metadata changed: `edit` sets keys on a copy; returns the prompt logits.
-std::vector<float> gemma2_logits_with(const std::function<void(gguf::GgufWriter&)>& edit) {
+// A copy of gemma2-f32 with the metadata keys `keep` accepts (all by default), then `edit`'s;
+// returns its path.
+std::string gemma2_copy(const std::function<void(gguf::GgufWriter&)>& edit,
+                        const std::function<bool(const std::string&)>& keep = {}) {
   const auto source = gguf::GgufFile::open(kModels + "gemma2-f32.gguf");
   gguf::GgufWriter writer(source.version());
-  for (const auto& [key, value] : source.metadata()) writer.set(key, value);
+  for (const auto& [key, value] : source.metadata()) {
+    if (!keep || keep(key)) writer.set(key, value);
+  }
   edit(writer);
   for (const gguf::TensorInfo& t : source.tensors()) {
     writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
@@ -120,7 +124,12 @@ std::vector<float> gemma2_logits_with(const std::function<void(gguf::GgufWriter&
   const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
   const std::string path = testing::TempDir() + "/golden_" + test + ".gguf";
   writer.write(path);
-  auto m = model::load_model(path, compute::BackendKind::kCpu);
+  return path;
+}
+
+// The prompt logits of gemma2-f32 with its metadata changed by `edit`.
+std::vector<float> gemma2_logits_with(const std::function<void(gguf::GgufWriter&)>& edit) {
+  auto m = model::load_model(gemma2_copy(edit), compute::BackendKind::kCpu);
   auto cache = model::create_kv_cache(m->config, *m->backend, m->config.context_length);
   return m->transformer->forward(read_golden("gemma2-f32").prompt_ids, cache, true);
 }
@@ -149,6 +158,18 @@ TEST(SlidingWindowPattern, PerLayerFlagsPickTheLocalLayers) {
   EXPECT_GT(max_abs_difference(swapped, as_stored), 1e-2f);
   EXPECT_GT(max_abs_difference(swapped, no_window), 1e-2f);
   EXPECT_GT(max_abs_difference(as_stored, no_window), 1e-2f);
+}
+
+// A gemma2 file without soft-capping keys gets gemma2's own 50 and 30, as llama.cpp gives it.
+TEST(Gemma2Defaults, MissingSoftCapsAreGemma2s) {
+  const std::string path = gemma2_copy(
+      [](gguf::GgufWriter&) {},
+      [](const std::string& key) { return key.find("softcapping") == std::string::npos; });
+  const model::ModelConfig c = model::read_model_config(gguf::GgufFile::open(path));
+  EXPECT_EQ(c.attn_softcap, 50.0f);
+  EXPECT_EQ(c.final_softcap, 30.0f);
+  const auto stored = gguf::GgufFile::open(kModels + "gemma2-f32.gguf");
+  EXPECT_EQ(model::read_model_config(stored).final_softcap, 1.5f);  // as the test model says
 }
 
 TEST(SlidingWindowPattern, AWrongLengthIsOneLineNamingTheKey) {
