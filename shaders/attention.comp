@@ -63,10 +63,11 @@ void main() {
 #if defined(CAPTURE_WEIGHTS)
   const uint weights_at = p.weights_offset + (row * p.n_heads + head) * p.weights_stride;
 #endif
+  const uint first = first_key(n_keys);
   float running_max = -1.0 / 0.0;
   float running_sum = 0.0;
   float acc[4] = float[](0.0, 0.0, 0.0, 0.0);
-  for (uint base = 0u; base < n_keys; base += kChunk) {
+  for (uint base = first; base < n_keys; base += kChunk) {
     const uint count = min(kChunk, n_keys - base);
     float chunk_max = -1.0 / 0.0;
     for (uint t = tid; t < count; t += kThreads) {
@@ -74,7 +75,7 @@ void main() {
       chunk_slots[t] = slot;
       float dot_qk = 0.0;
       for (uint c = 0u; c < d; ++c) dot_qk += query[c] * key(slot, kv_col + c);
-      scores[t] = dot_qk * p.scale;
+      scores[t] = capped_score(dot_qk * p.scale);
 #if defined(CAPTURE_WEIGHTS)
       weights[weights_at + base + t] = scores[t];
 #endif
@@ -101,7 +102,8 @@ void main() {
   }
 
 #if defined(CAPTURE_WEIGHTS)
-  for (uint t = tid; t < n_keys; t += kThreads) {
+  for (uint t = tid; t < first; t += kThreads) weights[weights_at + t] = 0.0;
+  for (uint t = first + tid; t < n_keys; t += kThreads) {
     weights[weights_at + t] = exp(weights[weights_at + t] - running_max) / running_sum;
   }
 #endif

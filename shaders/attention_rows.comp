@@ -115,9 +115,10 @@ void main() {
   const bool captures = id / kSplit < pairs;  // lanes past the end repeat the last pair
   const uint weights_at = p.weights_offset + pair * p.weights_stride;  // pair = row * n_heads + head
 #endif
-  for (uint t = part; t < n_keys; t += kSplit) {
+  const uint first = first_key(n_keys);
+  for (uint t = first + part; t < n_keys; t += kSplit) {
     const uint slot = uint(batch[slots_at + t]);
-    const float score = dot_key(slot, kv_col, d4) * p.scale;
+    const float score = capped_score(dot_key(slot, kv_col, d4) * p.scale);
 #if defined(CAPTURE_WEIGHTS)
     if (captures) weights[weights_at + t] = score;
 #endif
@@ -131,7 +132,8 @@ void main() {
   if (kSplit > 1u) merge_parts(d4);
 #if defined(CAPTURE_WEIGHTS)
   if (captures) {
-    for (uint t = part; t < n_keys; t += kSplit) {
+    for (uint t = part; t < first; t += kSplit) weights[weights_at + t] = 0.0;
+    for (uint t = first + part; t < n_keys; t += kSplit) {
       weights[weights_at + t] = exp(weights[weights_at + t] - running_max) / running_sum;
     }
   }

@@ -1,5 +1,6 @@
 #version 450
-// out = x / sqrt(mean(x^2) + eps) * weight, one workgroup per row.
+// out = x / sqrt(mean(x^2) + eps) * weight, one workgroup per row. With groups > 1 (gemma3's
+// per-head norms) each row of the tensor is that many rows of `cols` side by side.
 // Compiled with ADD_RESIDUAL as add_rms_norm: first x += y (the residual add that ends the
 // previous block), then the norm of the sum, in one dispatch instead of two.
 #include "include/common.glsl"
@@ -25,6 +26,7 @@ layout(push_constant) uniform Push {
   float eps;
   uint y_offset;  // ADD_RESIDUAL only
   uint y_stride;
+  uint groups;  // norms per tensor row
 } p;
 
 shared float partial[64];
@@ -46,11 +48,13 @@ float workgroup_sum(float value) {
 void main() {
   const uint row = linear_workgroup();
   if (row >= p.rows) return;
-  const uint in_base = p.x_offset + row * p.x_stride;
+  const uint tensor_row = row / p.groups;
+  const uint group_first = (row % p.groups) * p.cols;
+  const uint in_base = p.x_offset + tensor_row * p.x_stride + group_first;
   float sum_sq = 0.0;
   for (uint c = gl_LocalInvocationID.x; c < p.cols; c += 64u) {
 #if defined(ADD_RESIDUAL)
-    const float v = x[in_base + c] + y[p.y_offset + row * p.y_stride + c];
+    const float v = x[in_base + c] + y[p.y_offset + tensor_row * p.y_stride + group_first + c];
     x[in_base + c] = v;  // read back below by this same invocation
 #else
     const float v = x[in_base + c];
@@ -58,7 +62,7 @@ void main() {
     sum_sq += v * v;
   }
   const float scale = inversesqrt(workgroup_sum(sum_sq) / float(p.cols) + p.eps);
-  const uint out_base = p.out_offset + row * p.out_stride;
+  const uint out_base = p.out_offset + tensor_row * p.out_stride + group_first;
   for (uint c = gl_LocalInvocationID.x; c < p.cols; c += 64u) {
     out_data[out_base + c] = x[in_base + c] * scale * w[p.w_offset + c];
   }

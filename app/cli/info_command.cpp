@@ -46,6 +46,35 @@ json provenance_json(const model::ModelProvenance& p) {
   };
 }
 
+// What the architecture adds to plain llama (or gpt2), where present: only the keys that apply.
+json architecture_specifics(const model::ModelConfig& c) {
+  json doc = json::object();
+  if (!c.uses_rope()) return doc;
+  doc["rope_mode"] = c.rope_neox ? "neox" : "normal";
+  if (c.rope_scaling_factor > 0.0f) {
+    doc["rope_scaling"] = {{"type", "linear"}, {"factor", shortest(c.rope_scaling_factor)}};
+  }
+  if (c.rope_freq_factors) doc["rope_frequency_factors"] = true;
+  if (c.qkv_bias) doc["qkv_bias"] = true;
+  doc["ffn_gate"] = c.gelu_gate ? "gelu" : "silu";
+  if (c.embedding_scale > 0.0f) doc["embedding_scale"] = shortest(c.embedding_scale);
+  if (c.attention_scale > 0.0f) doc["attention_scale"] = shortest(c.attention_scale);
+  if (c.post_norms) doc["post_block_norms"] = true;
+  if (c.qk_norm) doc["qk_norm"] = true;
+  if (c.attn_softcap > 0.0f) doc["attn_logit_softcap"] = shortest(c.attn_softcap);
+  if (c.final_softcap > 0.0f) doc["final_logit_softcap"] = shortest(c.final_softcap);
+  if (c.sliding_window > 0 && (c.swa_pattern > 0 || !c.local_layers.empty())) {
+    int64_t local = 0;
+    for (int64_t l = 0; l < c.n_layers; ++l) local += c.is_local_layer(l) ? 1 : 0;
+    doc["sliding_window"] = {
+        {"window", c.sliding_window},
+        {"pattern", c.local_layers.empty() ? json(c.swa_pattern) : json("per layer")},
+        {"local_layers", local},
+        {"local_rope_freq_base", shortest(c.rope_freq_base_local)}};
+  }
+  return doc;
+}
+
 }  // namespace
 
 int run_info(const std::vector<std::string>& args, std::ostream& out) {
@@ -77,8 +106,9 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
   };
   doc.update(provenance_json(model::read_provenance(m->file)));
   if (c.random_weights) doc["note"] = model::kRandomWeightsNote;
-  if (c.architecture == model::Architecture::kLlama)
-    doc["rope_freq_base"] = shortest(c.rope_freq_base);
+  if (c.uses_rope()) doc["rope_freq_base"] = shortest(c.rope_freq_base);
+  const json specifics = architecture_specifics(c);
+  if (!specifics.empty()) doc["architecture_specifics"] = specifics;
   if (auto* vk = dynamic_cast<compute::vulkan::VulkanBackend*>(m->backend.get())) {
     const auto probed = compute::vulkan::probe_roofs(*vk);  // measured once, then cached
     doc["device"] = {{"name", vk->device().name},

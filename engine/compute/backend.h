@@ -52,11 +52,37 @@ struct WeightMatrix {
   int64_t cols = 0;
 };
 
-// The shape of multi-head attention with grouped-query (GQA) key/value heads.
+// The shape of multi-head attention with grouped-query (GQA) key/value heads, and the
+// architecture's variations on softmax(q k^T / sqrt(head_dim)) v.
 struct AttentionShape {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
+  float scale = 0.0f;    // multiplies q.k; 0: 1 / sqrt(head_dim)
+  float softcap = 0.0f;  // > 0: a score s becomes softcap * tanh(s / softcap) (gemma2)
+  int64_t window = 0;    // > 0: a query at position p sees only keys at p - window < t <= p
+
+  float score_scale() const;
+};
+
+// How RoPE turns a position into angles: pair i of a head of size d turns by
+//   position * freq_scale * freq_base^(-2i/d) / freq_factors[i]
+// (freq_factors empty: all 1). The pairs are (2i, 2i+1) in GGUF's "normal" mode (llama) and
+// (i, i + d/2) in "neox" mode (qwen2, phi3, gemma).
+struct RopeSpec {
+  RopeSpec() = default;
+  // Plain RoPE with this base (implicit: a base alone is the common case).
+  RopeSpec(float base) : freq_base(base) {}  // NOLINT(google-explicit-constructor)
+
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;          // linear scaling: 1 / rope.scaling.factor
+  std::vector<float> freq_factors;  // per pair: llama 3's rope_freqs.weight
+  bool neox = false;
+
+  // The angle of pair i at `position`, in double precision (both backends build their cos/sin
+  // tables from it).
+  double angle(int64_t position, int64_t pair, int64_t head_dim) const;
+  bool operator==(const RopeSpec&) const = default;
 };
 
 // The keys and values of one layer for every sequence of a paged KV cache: `slots` token rows
@@ -119,17 +145,18 @@ class Backend {
                           Tensor& out) = 0;
   // out = x * W^T (+ bias). x: [n x cols], out: [n x rows]. bias may be null.
   virtual void matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) = 0;
-  // Rotates adjacent pairs (2i, 2i+1) of every head of row r by positions[r] * base^(-2i/d)
-  // (GGUF's "normal" RoPE mode), in place.
+  // Rotates the pairs of every head of row r by rope.angle(positions[r], i, head_dim), in
+  // place: adjacent pairs (2i, 2i+1) in GGUF's "normal" mode, (i, i + d/2) in "neox" mode.
   virtual void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
-                    float freq_base) = 0;
+                    const RopeSpec& rope) = 0;
   // Writes row i of keys and of values into slot slots[i] of the store, converted to the
   // store's type (Q8_0 rows are quantised as GGML's reference quantiser does).
   virtual void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                         KvStore& store) = 0;
   // Causal attention of a ragged batch over a paged KV store: softmax(q k^T / sqrt(head_dim)) v
-  // per query head, with grouped-query heads sharing KV heads; keys and values are read from
-  // the slots `batch` gives each row (dequantised from the store's type).
+  // per query head (or with shape's own scale, soft-cap and sliding window), with grouped-query
+  // heads sharing KV heads; keys and values are read from the slots `batch` gives each row
+  // (dequantised from the store's type).
   void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                  const AttentionBatch& batch, Tensor& out) {
     attention(q, store, shape, batch, out, nullptr);
@@ -154,11 +181,20 @@ class Backend {
   // must not share elements (they may be disjoint column views of one fused projection);
   // the Vulkan backend, which rotates both in one dispatch, refuses an overlap (InputError).
   virtual void rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
-                       float freq_base) = 0;
+                       const RopeSpec& rope) = 0;
   // dst row i = src row rows[i] (e.g. gathers a batch's logit rows); dst.rows == rows.size().
   virtual void gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) = 0;
   virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;  // silu(g)*u
   virtual void gelu(Tensor& x) = 0;  // tanh form, in place
+  // out = gelu(gate) * up, GELU in its tanh form (gemma's GeGLU). out may be the gate itself.
+  virtual void gelu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+  // x *= factor, in place (gemma's embeddings times sqrt(dim)).
+  virtual void scale(Tensor& x, float factor) = 0;
+  // x = cap * tanh(x / cap), in place (gemma2's final logit soft-capping); cap > 0.
+  virtual void soft_cap(Tensor& x, float cap) = 0;
+  // RMSNorm of every head_dim-wide group of columns on its own, all with the same weight
+  // [head_dim], in place (gemma3's per-head query and key norms). x.cols % head_dim == 0.
+  virtual void rms_norm_heads(Tensor& x, const Tensor& weight, int64_t head_dim, float eps) = 0;
 
   // --- profiling --------------------------------------------------------------------------
   // Time spent per kernel class (matmul, attention, norm, other) since the previous call,

@@ -362,25 +362,25 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
 }
 
 void CpuBackend::rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
-                              float freq_base) {
+                              const RopeSpec& rope) {
   assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0);
   const int64_t pairs = head_dim / 2;
   RopeTable& table = rope_table_;
-  if (table.head_dim != head_dim || table.freq_base != freq_base) {
-    table = RopeTable{head_dim, freq_base, {}};
-  }
+  if (table.head_dim != head_dim || !(table.spec == rope)) table = RopeTable{head_dim, rope, {}};
   // cos and sin of every (position, pair) angle, computed once per position (a decode step
   // would otherwise take 3 libm calls per pair per layer, twice).
   const int32_t longest =
       positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
   for (auto p = static_cast<int64_t>(table.cos_sin.size()) / (2 * pairs); p <= longest; ++p) {
     for (int64_t i = 0; i < pairs; ++i) {
-      const double theta =
-          double(p) * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
+      const double theta = rope.angle(p, i, head_dim);
       table.cos_sin.push_back(static_cast<float>(std::cos(theta)));
       table.cos_sin.push_back(static_cast<float>(std::sin(theta)));
     }
   }
+  // Normal mode turns (2i, 2i+1), neox mode (i, i + d/2).
+  const int64_t stride = rope.neox ? 1 : 2;
+  const int64_t partner = rope.neox ? pairs : 1;
   for (int64_t r = 0; r < x.rows; ++r) {
     float* row = row_ptr(x, r);
     const float* angles = table.cos_sin.data() + positions[r] * 2 * pairs;
@@ -388,27 +388,27 @@ void CpuBackend::rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32
       const float cos_t = angles[2 * i];
       const float sin_t = angles[2 * i + 1];
       for (int64_t head = 0; head < x.cols / head_dim; ++head) {
-        float* pair = row + head * head_dim + 2 * i;
-        const float a = pair[0];
-        const float b = pair[1];
-        pair[0] = a * cos_t - b * sin_t;
-        pair[1] = a * sin_t + b * cos_t;
+        float* first = row + head * head_dim + stride * i;
+        const float a = first[0];
+        const float b = first[partner];
+        first[0] = a * cos_t - b * sin_t;
+        first[partner] = a * sin_t + b * cos_t;
       }
     }
   }
 }
 
 void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
-                      float freq_base) {
+                      const RopeSpec& rope) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  rotate_pairs(x, head_dim, positions, freq_base);
+  rotate_pairs(x, head_dim, positions, rope);
 }
 
 void CpuBackend::rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
-                         float freq_base) {
+                         const RopeSpec& rope) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  rotate_pairs(q, head_dim, positions, freq_base);
-  rotate_pairs(k, head_dim, positions, freq_base);
+  rotate_pairs(q, head_dim, positions, rope);
+  rotate_pairs(k, head_dim, positions, rope);
 }
 
 void CpuBackend::gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) {
@@ -490,7 +490,8 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
   const int64_t d = shape.head_dim;
   const int64_t kv_dim = store.kv_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const float scale = shape.score_scale();
+  const float softcap = shape.softcap;
   // q.k in SIMD lanes: one running float sum would be a chain of d dependent additions.
   const RowDot dot_f32 = row_dot_for(gguf::GgmlType::F32);
   std::vector<float>& scores = scratch.scores;
@@ -526,24 +527,29 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
       gathered_offset = offset;
     }
     scores.resize(static_cast<size_t>(n_keys));
+    // A sliding window hides the keys more than `window` positions back.
+    const int64_t first = shape.window > 0 ? std::max<int64_t>(0, n_keys - shape.window) : 0;
     for (int64_t h = 0; h < shape.n_heads; ++h) {
       const float* qh = row_ptr(q, i) + h * d;
       const int64_t kv_col = (h / group) * d;
       float max_score = -INFINITY;
-      for (int64_t t = 0; t < n_keys; ++t) {
+      for (int64_t t = first; t < n_keys; ++t) {
         const float* kt = key_row(t) + kv_col;
-        scores[t] = dot_f32(reinterpret_cast<const uint8_t*>(kt), qh, d) * scale;
-        max_score = std::max(max_score, scores[t]);
+        float score = dot_f32(reinterpret_cast<const uint8_t*>(kt), qh, d) * scale;
+        if (softcap > 0.0f) score = softcap * std::tanh(score / softcap);
+        scores[t] = score;
+        max_score = std::max(max_score, score);
       }
       float sum = 0.0f;
-      for (int64_t t = 0; t < n_keys; ++t) {
+      for (int64_t t = first; t < n_keys; ++t) {
         scores[t] = std::exp(scores[t] - max_score);
         sum += scores[t];
       }
       float* oh = row_ptr(out, i) + h * d;
       std::fill(oh, oh + d, 0.0f);
       float* captured = weights != nullptr ? row_ptr(*weights, i * shape.n_heads + h) : nullptr;
-      for (int64_t t = 0; t < n_keys; ++t) {
+      if (captured != nullptr) std::fill(captured, captured + first, 0.0f);
+      for (int64_t t = first; t < n_keys; ++t) {
         const float p = scores[t] / sum;
         if (captured != nullptr) captured[t] = p;
         add_scaled(oh, value_row(t) + kv_col, p, d);
@@ -576,6 +582,46 @@ void CpuBackend::gelu(Tensor& x) {
       const float u = v[c];
       v[c] = 0.5f * u * (1.0f + std::tanh(kSqrt2OverPi * (u + 0.044715f * u * u * u)));
     }
+  }
+}
+
+void CpuBackend::gelu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t r = 0; r < gate.rows; ++r) {
+    const float* g = row_ptr(gate, r);
+    const float* u = row_ptr(up, r);
+    float* o = row_ptr(out, r);
+    for (int64_t c = 0; c < gate.cols; ++c) {
+      const float v = g[c];
+      o[c] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v))) * u[c];
+    }
+  }
+}
+
+void CpuBackend::scale(Tensor& x, float factor) {
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* v = row_ptr(x, r);
+    for (int64_t c = 0; c < x.cols; ++c) v[c] *= factor;
+  }
+}
+
+void CpuBackend::soft_cap(Tensor& x, float cap) {
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
+  assert(cap > 0.0f);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* v = row_ptr(x, r);
+    for (int64_t c = 0; c < x.cols; ++c) v[c] = cap * std::tanh(v[c] / cap);
+  }
+}
+
+void CpuBackend::rms_norm_heads(Tensor& x, const Tensor& weight, int64_t head_dim, float eps) {
+  const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
+  assert(x.cols % head_dim == 0 && weight.cols == head_dim);
+  for (int64_t head = 0; head < x.cols / head_dim; ++head) {
+    Tensor columns = x.columns(head * head_dim, head_dim);
+    rms_norm_rows(columns, weight, eps, columns);
   }
 }
 

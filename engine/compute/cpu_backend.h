@@ -43,7 +43,7 @@ class CpuBackend final : public Backend {
                   Tensor& out) override;
   void matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) override;
   void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
-            float freq_base) override;
+            const RopeSpec& rope) override;
   void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                 KvStore& store) override;
   using Backend::attention;
@@ -55,10 +55,14 @@ class CpuBackend final : public Backend {
   void add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight, const Tensor& bias,
                       float eps, Tensor& out) override;
   void rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
-               float freq_base) override;
+               const RopeSpec& rope) override;
   void gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
+  void gelu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void scale(Tensor& x, float factor) override;
+  void soft_cap(Tensor& x, float cap) override;
+  void rms_norm_heads(Tensor& x, const Tensor& weight, int64_t head_dim, float eps) override;
 
   // Every operation above is timed with the steady clock (two clock reads per call); with
   // spans on, each also appends its span.
@@ -100,16 +104,16 @@ class CpuBackend final : public Backend {
     std::vector<float> scores;
   };
   std::vector<AttentionScratch> attention_scratch_;
-  // RoPE's cos and sin per position and pair, for the last head size and base used.
+  // RoPE's cos and sin per position and pair, for the last head size and RopeSpec used.
   struct RopeTable {
     int64_t head_dim = 0;
-    float freq_base = 0.0f;
+    RopeSpec spec;
     std::vector<float> cos_sin;  // [position][pair][cos, sin]
   };
   RopeTable rope_table_;
   // Rotates each head's pairs of x by its row's position (rope and rope_qk), from rope_table_.
   void rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
-                    float freq_base);
+                    const RopeSpec& rope);
   // Attention of query rows [begin, end), with one thread's scratch.
   void attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                    const AttentionBatch& batch, Tensor& out, Tensor* weights, int64_t begin,

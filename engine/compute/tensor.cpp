@@ -1,4 +1,5 @@
 #include <cassert>
+#include <cmath>
 #include <string>
 
 #include "engine/compute/backend.h"
@@ -20,6 +21,17 @@ Tensor Tensor::row_range(int64_t first, int64_t count) const {
   view.offset = offset + first * row_stride;
   view.rows = count;
   return view;
+}
+
+float AttentionShape::score_scale() const {
+  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+double RopeSpec::angle(int64_t position, int64_t pair, int64_t head_dim) const {
+  const double factor =
+      freq_factors.empty() ? 1.0 : double(freq_factors[static_cast<size_t>(pair)]);
+  return double(position) * double(freq_scale) *
+         std::pow(double(freq_base), -2.0 * double(pair) / double(head_dim)) / factor;
 }
 
 void check_kv_store_shape(gguf::GgmlType type, int64_t slots, int64_t kv_dim) {

@@ -51,11 +51,27 @@ class TensorLoader {
   }
 
   compute::Tensor vector(const std::string& name, int64_t n) const {
+    return backend_.upload_vector(host_vector(name, n));
+  }
+
+  // The vectors named, end to end, as one (qwen2's q, k and v biases for the fused product).
+  compute::Tensor joined_vector(const std::vector<std::pair<std::string, int64_t>>& parts) const {
+    std::vector<float> values;
+    for (const auto& [name, n] : parts) {
+      const std::vector<float> part = host_vector(name, n);
+      values.insert(values.end(), part.begin(), part.end());
+    }
+    return backend_.upload_vector(values);
+  }
+
+  std::vector<float> host_vector(const std::string& name, int64_t n) const {
     const gguf::TensorInfo& info = find(name, {n});
     std::vector<float> values(static_cast<size_t>(n));
     gguf::dequantize_row(info.type, info.data, values.data(), n);
-    return backend_.upload_vector(values);
+    return values;
   }
+
+  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
 
  private:
   const gguf::TensorInfo& find(const std::string& name, std::vector<int64_t> expected) const {
@@ -66,9 +82,8 @@ class TensorLoader {
     }
     if (info->shape != expected) {
       throw ModelError(ModelError::Kind::kBadShape,
-                       file_.name() + ": tensor " + name + " has shape " +
-                           shape_text(info->shape) + " (GGUF order), expected " +
-                           shape_text(expected));
+                       file_.name() + ": tensor " + name + " has shape " + shape_text(info->shape) +
+                           " (GGUF order), expected " + shape_text(expected));
     }
     return *info;
   }
@@ -77,24 +92,46 @@ class TensorLoader {
   compute::Backend& backend_;
 };
 
+// Every architecture but gpt2: llama's layer, with what qwen2, phi3 and gemma add or fuse.
 LayerWeights load_llama_layer(const TensorLoader& load, const ModelConfig& c,
                               const std::string& p) {
   LayerWeights l;
+  const int64_t q_dim = c.n_heads * c.head_dim;
   l.attn_norm = load.vector(p + "attn_norm.weight", c.dim);
-  l.wqkv = load.fused({{p + "attn_q.weight", c.n_heads * c.head_dim},
-                       {p + "attn_k.weight", c.kv_dim()},
-                       {p + "attn_v.weight", c.kv_dim()}},
-                      c.dim);
-  l.wo = load.matrix(p + "attn_output.weight", c.dim, c.n_heads * c.head_dim);
+  if (load.has(p + "attn_qkv.weight")) {  // phi3 stores q | k | v as one matrix
+    l.wqkv = load.fused({{p + "attn_qkv.weight", q_dim + 2 * c.kv_dim()}}, c.dim);
+  } else {
+    l.wqkv = load.fused({{p + "attn_q.weight", q_dim},
+                         {p + "attn_k.weight", c.kv_dim()},
+                         {p + "attn_v.weight", c.kv_dim()}},
+                        c.dim);
+  }
+  if (c.qkv_bias) {
+    l.bqkv = load.joined_vector({{p + "attn_q.bias", q_dim},
+                                 {p + "attn_k.bias", c.kv_dim()},
+                                 {p + "attn_v.bias", c.kv_dim()}});
+  }
+  if (c.qk_norm) {
+    l.q_norm = load.vector(p + "attn_q_norm.weight", c.head_dim);
+    l.k_norm = load.vector(p + "attn_k_norm.weight", c.head_dim);
+  }
+  l.wo = load.matrix(p + "attn_output.weight", c.dim, q_dim);
+  if (c.post_norms) {
+    l.post_attn_norm = load.vector(p + "post_attention_norm.weight", c.dim);
+    l.post_ffn_norm = load.vector(p + "post_ffw_norm.weight", c.dim);
+  }
   l.ffn_norm = load.vector(p + "ffn_norm.weight", c.dim);
-  l.w_gate_up =
-      load.fused({{p + "ffn_gate.weight", c.ffn_dim}, {p + "ffn_up.weight", c.ffn_dim}}, c.dim);
+  if (c.architecture == Architecture::kPhi3) {  // gate | up as one matrix, gate first
+    l.w_gate_up = load.fused({{p + "ffn_up.weight", 2 * c.ffn_dim}}, c.dim);
+  } else {
+    l.w_gate_up =
+        load.fused({{p + "ffn_gate.weight", c.ffn_dim}, {p + "ffn_up.weight", c.ffn_dim}}, c.dim);
+  }
   l.w_down = load.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
   return l;
 }
 
-LayerWeights load_gpt2_layer(const TensorLoader& load, const ModelConfig& c,
-                             const std::string& p) {
+LayerWeights load_gpt2_layer(const TensorLoader& load, const ModelConfig& c, const std::string& p) {
   LayerWeights l;
   l.attn_norm = load.vector(p + "attn_norm.weight", c.dim);
   l.attn_norm_bias = load.vector(p + "attn_norm.bias", c.dim);
@@ -127,6 +164,16 @@ ModelWeights load_weights(const gguf::GgufFile& file, const ModelConfig& c,
   w.output_norm = load.vector("output_norm.weight", c.dim);
   if (gpt2) w.output_norm_bias = load.vector("output_norm.bias", c.dim);
   w.output = c.tied_output ? w.token_embd : load.matrix("output.weight", c.vocab_size, c.dim);
+  if (c.rope_freq_factors) {
+    w.rope_freq_factors = load.host_vector("rope_freqs.weight", c.head_dim / 2);
+    for (const float factor : w.rope_freq_factors) {
+      if (!(factor > 0.0f)) {
+        throw ModelError(ModelError::Kind::kBadShape,
+                         file.name() + ": tensor rope_freqs.weight holds " +
+                             std::to_string(factor) + "; frequency factors must be positive");
+      }
+    }
+  }
   return w;
 }
 

@@ -23,26 +23,31 @@ struct LayerWeights {
   compute::Tensor attn_norm;       // [dim]   RMSNorm (llama) or LayerNorm weight (gpt2)
   compute::Tensor attn_norm_bias;  // [dim]   gpt2 only
   FusedMatrix wqkv;                // [q_dim + 2*kv_dim x dim]     rows q, k, v
-  compute::Tensor bqkv;            // [3*dim]                      gpt2 only
+  compute::Tensor bqkv;            // [q_dim + 2*kv_dim]           gpt2, qwen2
+  compute::Tensor q_norm;          // [head_dim]                   gemma3 only
+  compute::Tensor k_norm;          // [head_dim]                   gemma3 only
   compute::WeightMatrix wo;        // [dim x n_heads*head_dim]
   compute::Tensor bo;              // [dim]                        gpt2 only
+  compute::Tensor post_attn_norm;  // [dim]                        gemma2, gemma3
   // feed-forward
-  compute::Tensor ffn_norm;        // [dim]
-  compute::Tensor ffn_norm_bias;   // [dim]                        gpt2 only
-  FusedMatrix w_gate_up;           // [2*ffn_dim x dim] rows gate, up    llama only (SwiGLU)
-  compute::WeightMatrix w_up;      // [ffn_dim x dim]              gpt2 only
-  compute::Tensor b_up;            // [ffn_dim]                    gpt2 only
-  compute::WeightMatrix w_down;    // [dim x ffn_dim]
-  compute::Tensor b_down;          // [dim]                        gpt2 only
+  compute::Tensor ffn_norm;       // [dim]
+  compute::Tensor ffn_norm_bias;  // [dim]                        gpt2 only
+  FusedMatrix w_gate_up;          // [2*ffn_dim x dim] rows gate, up    gated FFNs (not gpt2)
+  compute::WeightMatrix w_up;     // [ffn_dim x dim]              gpt2 only
+  compute::Tensor b_up;           // [ffn_dim]                    gpt2 only
+  compute::WeightMatrix w_down;   // [dim x ffn_dim]
+  compute::Tensor b_down;         // [dim]                        gpt2 only
+  compute::Tensor post_ffn_norm;  // [dim]                        gemma2, gemma3
 };
 
 struct ModelWeights {
   compute::WeightMatrix token_embd;     // [vocab x dim]
   compute::WeightMatrix position_embd;  // [context x dim]  gpt2 only
   std::vector<LayerWeights> layers;
-  compute::Tensor output_norm;          // [dim]
-  compute::Tensor output_norm_bias;     // [dim]            gpt2 only
-  compute::WeightMatrix output;         // [vocab x dim]    == token_embd when tied
+  compute::Tensor output_norm;           // [dim]
+  compute::Tensor output_norm_bias;      // [dim]            gpt2 only
+  compute::WeightMatrix output;          // [vocab x dim]    == token_embd when tied
+  std::vector<float> rope_freq_factors;  // [head_dim/2]     llama 3's rope_freqs.weight
 };
 
 // Checks every tensor the architecture needs (present, right shape, supported type) and

@@ -33,7 +33,23 @@ KvCache create_kv_cache(const ModelConfig& config, compute::Backend& backend, in
 }
 
 Transformer::Transformer(ModelConfig config, ModelWeights weights, compute::Backend& backend)
-    : config_(std::move(config)), weights_(std::move(weights)), backend_(backend) {}
+    : config_(std::move(config)), weights_(std::move(weights)), backend_(backend) {
+  for (int64_t l = 0; l < config_.n_layers; ++l) {
+    const bool local = config_.is_local_layer(l);
+    compute::RopeSpec rope;
+    rope.neox = config_.rope_neox;
+    rope.freq_factors = weights_.rope_freq_factors;
+    // Local (sliding-window) layers have their own base and scale (gemma3: 10000, unscaled).
+    rope.freq_base = local ? config_.rope_freq_base_local : config_.rope_freq_base;
+    rope.freq_scale = local ? config_.rope_freq_scale_local : config_.rope_freq_scale;
+    layer_rope_.push_back(std::move(rope));
+    compute::AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim};
+    shape.scale = config_.attention_scale;
+    shape.softcap = config_.attn_softcap;
+    shape.window = local ? config_.sliding_window : 0;
+    layer_attention_.push_back(shape);
+  }
+}
 
 void Transformer::set_kv_type(gguf::GgmlType type) {
   compute::check_kv_store_shape(type, 1, config_.kv_dim());
@@ -156,6 +172,7 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
   std::optional<Tensor> residual;
   backend_.set_span_layer(-1);  // embeddings: before the layers
   backend_.embed(weights_.token_embd, tokens, x);
+  if (config_.embedding_scale > 0.0f) backend_.scale(x, config_.embedding_scale);
   if (config_.architecture == Architecture::kGpt2) {
     residual = activation(n, config_.dim);
     backend_.embed(weights_.position_embd, positions, *residual);
@@ -175,11 +192,12 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
     backend_.set_span_layer(static_cast<int64_t>(l));
     Tensor h = activation(n, config_.dim);
     add_norm(x, residual ? &*residual : nullptr, layer.attn_norm, layer.attn_norm_bias, h);
-    const Tensor attended =
-        attention_block(layer, cache.layers[l], h, attention, new_slots, weights);
+    Tensor attended = attention_block(l, cache.layers[l], h, attention, new_slots, weights);
+    if (config_.post_norms) attended = post_norm(attended, layer.post_attn_norm);
     Tensor h_ffn = activation(n, config_.dim);
     add_norm(x, &attended, layer.ffn_norm, layer.ffn_norm_bias, h_ffn);
     residual = feed_forward_block(layer, h_ffn);
+    if (config_.post_norms) residual = post_norm(*residual, layer.post_ffn_norm);
   }
   backend_.set_span_layer(-1);
 
@@ -196,6 +214,7 @@ std::vector<float> Transformer::forward_batch(std::span<const SequenceStep> batc
              weights_.output_norm_bias, normed);
     Tensor out = activation(wanted_x.rows, config_.vocab_size);
     backend_.matmul(normed, weights_.output, nullptr, out);
+    if (config_.final_softcap > 0.0f) backend_.soft_cap(out, config_.final_softcap);
     logits = backend_.read(out);
   }
   collect_captured(captures, sequences, positions);
@@ -225,9 +244,10 @@ Tensor Transformer::rows_of(const Tensor& t, std::span<const int32_t> rows) {
   return gathered;
 }
 
-Tensor Transformer::attention_block(const LayerWeights& layer, compute::KvStore& kv,
-                                    const Tensor& h, const compute::AttentionBatch& batch,
+Tensor Transformer::attention_block(size_t layer_index, compute::KvStore& kv, const Tensor& h,
+                                    const compute::AttentionBatch& batch,
                                     std::span<const int32_t> new_slots, Tensor* weights) {
+  const LayerWeights& layer = weights_.layers[layer_index];
   const int64_t n = h.rows;
   const int64_t q_dim = config_.n_heads * config_.head_dim;
 
@@ -238,15 +258,18 @@ Tensor Transformer::attention_block(const LayerWeights& layer, compute::KvStore&
   Tensor q = qkv.columns(0, q_dim);
   Tensor k = qkv.columns(q_dim, kv_dim);
   const Tensor v = qkv.columns(q_dim + kv_dim, kv_dim);
-  if (config_.architecture == Architecture::kLlama) {
-    backend_.rope_qk(q, k, config_.head_dim, batch.positions, config_.rope_freq_base);
+  if (config_.qk_norm) {  // gemma3: each head's query and key RMS-normed before RoPE
+    backend_.rms_norm_heads(q, layer.q_norm, config_.head_dim, config_.norm_eps);
+    backend_.rms_norm_heads(k, layer.k_norm, config_.head_dim, config_.norm_eps);
+  }
+  if (config_.uses_rope()) {
+    backend_.rope_qk(q, k, config_.head_dim, batch.positions, layer_rope_[layer_index]);
   }
 
   // The new tokens' keys and values join the cache; each query attends over its own sequence.
   backend_.store_kv(k, v, new_slots, kv);
   Tensor attended = activation(n, q_dim);
-  const compute::AttentionShape shape{config_.n_heads, config_.n_kv_heads, config_.head_dim};
-  backend_.attention(q, kv, shape, batch, attended, weights);
+  backend_.attention(q, kv, layer_attention_[layer_index], batch, attended, weights);
 
   Tensor out = activation(n, config_.dim);
   backend_.matmul(attended, layer.wo, layer.bo.buffer ? &layer.bo : nullptr, out);
@@ -256,11 +279,17 @@ Tensor Transformer::attention_block(const LayerWeights& layer, compute::KvStore&
 Tensor Transformer::feed_forward_block(const LayerWeights& layer, const Tensor& h) {
   const int64_t n = h.rows;
   Tensor hidden;
-  if (config_.architecture == Architecture::kLlama) {  // SwiGLU: silu(h Wg) * (h Wu)
+  if (config_.architecture != Architecture::kGpt2) {
+    // SwiGLU: silu(h Wg) * (h Wu); gemma's GeGLU takes gelu of the gate instead.
     Tensor gate_up = activation(n, 2 * config_.ffn_dim);
     project(h, layer.w_gate_up, nullptr, gate_up);
-    hidden = gate_up.columns(0, config_.ffn_dim);  // silu_mul overwrites the gate in place
-    backend_.silu_mul(hidden, gate_up.columns(config_.ffn_dim, config_.ffn_dim), hidden);
+    hidden = gate_up.columns(0, config_.ffn_dim);  // the gate is overwritten in place
+    const Tensor up = gate_up.columns(config_.ffn_dim, config_.ffn_dim);
+    if (config_.gelu_gate) {
+      backend_.gelu_mul(hidden, up, hidden);
+    } else {
+      backend_.silu_mul(hidden, up, hidden);
+    }
   } else {  // GELU MLP
     hidden = activation(n, config_.ffn_dim);
     backend_.matmul(h, layer.w_up, &layer.b_up, hidden);
@@ -283,9 +312,15 @@ void Transformer::project(const Tensor& x, const FusedMatrix& w, const Tensor* b
   }
 }
 
+Tensor Transformer::post_norm(const Tensor& block_out, const Tensor& weight) {
+  Tensor normed = activation(block_out.rows, block_out.cols);
+  backend_.rms_norm(block_out, weight, config_.norm_eps, normed);
+  return normed;
+}
+
 void Transformer::add_norm(Tensor& x, const Tensor* residual, const Tensor& weight,
                            const Tensor& bias, Tensor& out) {
-  const bool llama = config_.architecture == Architecture::kLlama;
+  const bool llama = config_.architecture != Architecture::kGpt2;  // RMSNorm
   if (residual == nullptr) {
     if (llama) {
       backend_.rms_norm(x, weight, config_.norm_eps, out);

@@ -106,7 +106,7 @@ class Transformer {
   // The blocks read the normalised residual stream h and return their output; the caller adds
   // it to the residual stream together with the next norm (add_norm), which the Vulkan backend
   // runs as one kernel. weights: where attention writes its softmax weights (a capture), or null.
-  compute::Tensor attention_block(const LayerWeights& layer, compute::KvStore& kv,
+  compute::Tensor attention_block(size_t layer_index, compute::KvStore& kv,
                                   const compute::Tensor& h, const compute::AttentionBatch& batch,
                                   std::span<const int32_t> new_slots, compute::Tensor* weights);
   bool captures_layer(int64_t layer) const;
@@ -115,6 +115,8 @@ class Transformer {
                         const std::vector<int32_t>& sequences,
                         const std::vector<int32_t>& positions);
   compute::Tensor feed_forward_block(const LayerWeights& layer, const compute::Tensor& h);
+  // gemma2/gemma3: a block's output normed on its own before it joins the residual stream.
+  compute::Tensor post_norm(const compute::Tensor& block_out, const compute::Tensor& weight);
   // out = x * W^T (+ bias) for the parts of W side by side: one product per part.
   void project(const compute::Tensor& x, const FusedMatrix& w, const compute::Tensor* bias,
                compute::Tensor& out);
@@ -131,6 +133,9 @@ class Transformer {
 
   ModelConfig config_;
   ModelWeights weights_;
+  // Per layer: its RoPE and attention variant (local layers differ in gemma2 and gemma3).
+  std::vector<compute::RopeSpec> layer_rope_;
+  std::vector<compute::AttentionShape> layer_attention_;
   compute::Backend& backend_;
   gguf::GgmlType kv_type_ = gguf::GgmlType::F32;
   std::optional<AttentionCapture> capture_;

@@ -7,7 +7,8 @@ namespace servescope::telemetry {
 int64_t matmul_parameters_per_layer(const model::ModelConfig& c) {
   const int64_t q_dim = c.n_heads * c.head_dim;
   const int64_t attention = c.dim * (q_dim + 2 * c.kv_dim()) + q_dim * c.dim;
-  const int64_t ffn_matrices = c.architecture == model::Architecture::kLlama ? 3 : 2;
+  const int64_t ffn_matrices =
+      c.architecture == model::Architecture::kGpt2 ? 2 : 3;  // gated FFNs: 3
   return attention + ffn_matrices * c.dim * c.ffn_dim;
 }
 

@@ -140,6 +140,31 @@ TEST(Cli, InfoReportsSizesAndKvBytes) {
   EXPECT_GT(doc["parameters"].get<int64_t>(), 0);
 }
 
+// info shows what an architecture adds: gemma2's soft-caps and sliding window, qwen2's biases.
+TEST(Cli, InfoShowsArchitectureSpecifics) {
+  const CliRun gemma2 = cli("info" + model("gemma2-f32.gguf"));
+  ASSERT_EQ(gemma2.exit_code, 0) << gemma2.err;
+  const json doc = json::parse(gemma2.out);
+  EXPECT_EQ(doc["architecture"], "gemma2");
+  const json& g = doc["architecture_specifics"];
+  EXPECT_EQ(g["rope_mode"], "neox");
+  EXPECT_EQ(g["ffn_gate"], "gelu");
+  EXPECT_EQ(g["attn_logit_softcap"], 5.0);
+  EXPECT_EQ(g["final_logit_softcap"], 1.5);
+  EXPECT_EQ(g["embedding_scale"], 8.0);  // sqrt(64)
+  EXPECT_EQ(g["sliding_window"]["window"], 4);
+  EXPECT_EQ(g["sliding_window"]["local_layers"], 1);  // layer 0 of 2
+  EXPECT_EQ(g["post_block_norms"], true);
+
+  const json qwen2 = json::parse(cli("info" + model("qwen2-f32.gguf")).out);
+  EXPECT_EQ(qwen2["architecture_specifics"]["qkv_bias"], true);
+  EXPECT_FALSE(qwen2["architecture_specifics"].contains("sliding_window"));
+  const json scaled = json::parse(cli("info" + model("llama-ropescale-f32.gguf")).out);
+  EXPECT_EQ(scaled["architecture_specifics"]["rope_scaling"]["factor"], 2.0);
+  EXPECT_EQ(scaled["architecture_specifics"]["rope_frequency_factors"], true);
+  EXPECT_EQ(scaled["architecture_specifics"]["rope_mode"], "normal");
+}
+
 // info shows the provenance keys llama.cpp's converter writes, and null for those missing.
 TEST(Cli, InfoShowsProvenanceKeys) {
   const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");

@@ -343,6 +343,27 @@ TEST_F(KernelParity, Norms) {
   }
 }
 
+// Per-head RMSNorm (gemma3's q and k norms), in place on a column view of a wider tensor, as
+// the queries of a fused q|k|v projection are; the columns beside it stay as they were.
+TEST_F(KernelParity, PerHeadNorms) {
+  for (const int64_t head_dim : {16, 70, 256}) {
+    Pair qkv = random_tensor(5, 4 * head_dim, 1, 0, 3.0f);
+    Pair q{qkv.cpu.columns(head_dim, 3 * head_dim), qkv.vk.columns(head_dim, 3 * head_dim)};
+    Pair weight = random_tensor(1, head_dim, 2);
+    cpu_.rms_norm_heads(q.cpu, weight.cpu, head_dim, 1e-6f);
+    vk_->rms_norm_heads(q.vk, weight.vk, head_dim, 1e-6f);
+    expect_close(qkv, 1e-5f, "rms_norm_heads head_dim=" + std::to_string(head_dim));
+    // Against the plain norm of one head's columns.
+    Pair head = random_tensor(5, head_dim, 3);
+    Pair one_head_norm = random_tensor(5, head_dim, 4);
+    const std::vector<float> before = cpu_.read(head.cpu);
+    cpu_.rms_norm(head.cpu, weight.cpu, 1e-6f, one_head_norm.cpu);
+    cpu_.rms_norm_heads(head.cpu, weight.cpu, head_dim, 1e-6f);
+    EXPECT_EQ(cpu_.read(head.cpu), cpu_.read(one_head_norm.cpu));
+    EXPECT_NE(cpu_.read(head.cpu), before);
+  }
+}
+
 // The residual add fused into the norm (add_rms_norm / add_layer_norm): the normalised output
 // and the updated residual, against the CPU backend's plain add followed by the norm, on column
 // views with their own offsets and strides.
@@ -436,6 +457,45 @@ TEST_F(KernelParity, RopeAtLargePositions) {
   }
 }
 
+// Neox pairs (qwen2, phi3, gemma), linear position scaling and llama 3's per-pair frequency
+// factors, alone and together.
+TEST_F(KernelParity, RopeModesAndScaling) {
+  const int64_t head_dim = 16;
+  RopeSpec factors(500000.0f);
+  factors.freq_factors = {1.0f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, 8.0f};
+  RopeSpec linear(10000.0f);
+  linear.freq_scale = 0.25f;
+  RopeSpec all = factors;
+  all.freq_scale = 0.5f;
+  all.neox = true;
+  RopeSpec neox(1000000.0f);
+  neox.neox = true;
+  const std::vector<int32_t> positions = {0, 3, 100, 3000, 7};
+  for (const RopeSpec& spec : {neox, linear, factors, all}) {
+    Pair qk = random_tensor(5, 5 * head_dim, 11, 3);
+    Pair q{qk.cpu.columns(0, 3 * head_dim), qk.vk.columns(0, 3 * head_dim)};
+    Pair k{qk.cpu.columns(3 * head_dim, 2 * head_dim), qk.vk.columns(3 * head_dim, 2 * head_dim)};
+    const std::vector<float> before = cpu_.read(qk.cpu);
+    cpu_.rope_qk(q.cpu, k.cpu, head_dim, positions, spec);
+    vk_->rope_qk(q.vk, k.vk, head_dim, positions, spec);
+    expect_close(qk, 1e-5f, "rope_qk neox=" + std::to_string(spec.neox));
+    Pair x = random_tensor(5, 2 * head_dim, 12);
+    cpu_.rope(x.cpu, head_dim, positions, spec);
+    vk_->rope(x.vk, head_dim, positions, spec);
+    expect_close(x, 1e-5f, "rope neox=" + std::to_string(spec.neox));
+    EXPECT_NE(cpu_.read(qk.cpu), before);
+  }
+  // Neox rotates element i with i + d/2: position 1, pair 0 turns by 1 radian (base^0).
+  Pair one = random_tensor(1, head_dim, 13);
+  const std::vector<float> v = cpu_.read(one.cpu);
+  const std::vector<int32_t> at_one = {1};
+  cpu_.rope(one.cpu, head_dim, at_one, neox);
+  const std::vector<float> turned = cpu_.read(one.cpu);
+  const auto half = static_cast<size_t>(head_dim / 2);
+  EXPECT_NEAR(turned[0], v[0] * std::cos(1.0f) - v[half] * std::sin(1.0f), 1e-6f);
+  EXPECT_NEAR(turned[half], v[0] * std::sin(1.0f) + v[half] * std::cos(1.0f), 1e-6f);
+}
+
 TEST_F(KernelParity, ElementwiseOperations) {
   Pair x = random_tensor(5, 77, 1, 2, 20.0f);  // large values: GELU must not overflow to NaN
   Pair y = random_tensor(5, 77, 2, 5);
@@ -450,6 +510,19 @@ TEST_F(KernelParity, ElementwiseOperations) {
   cpu_.silu_mul(gate.cpu, up.cpu, gate.cpu);  // in place, as the transformer does
   vk_->silu_mul(gate.vk, up.vk, gate.vk);
   expect_close(gate, 1e-4f, "silu_mul");
+  Pair gelu_gate = random_tensor(5, 77, 5, 2, 30.0f);
+  cpu_.gelu_mul(gelu_gate.cpu, up.cpu, gelu_gate.cpu);
+  vk_->gelu_mul(gelu_gate.vk, up.vk, gelu_gate.vk);
+  expect_close(gelu_gate, 1e-4f, "gelu_mul");
+  Pair scaled = random_tensor(5, 77, 6, 3);
+  cpu_.scale(scaled.cpu, 8.0f);
+  vk_->scale(scaled.vk, 8.0f);
+  expect_close(scaled, 1e-6f, "scale");
+  Pair capped = random_tensor(5, 77, 7, 1, 100.0f);  // far past the cap: tanh saturates
+  cpu_.soft_cap(capped.cpu, 30.0f);
+  vk_->soft_cap(capped.vk, 30.0f);
+  expect_close(capped, 1e-4f, "soft_cap");
+  for (const float value : vk_->read(capped.vk)) EXPECT_LE(std::abs(value), 30.0f);
 }
 
 // Rows in any order (and repeated) from a column view into another view, e.g. a batch's logit
@@ -485,9 +558,15 @@ struct PagedCase {
   std::vector<SequencePlan> sequences;
   bool adjacent_slots = false;  // slots 0, 1, 2, ... (else a random permutation)
   bool fused_qkv = false;       // keys and values are column views of one tensor (gpt2)
+  // The architectures' variations (gemma2, gemma3): AttentionShape's scale, softcap, window.
+  float scale = 0.0f;
+  float softcap = 0.0f;
+  int64_t window = 0;
   std::string label() const {
     std::string s = "heads=" + std::to_string(n_heads) + "/" + std::to_string(n_kv_heads) +
-                    " d=" + std::to_string(head_dim) + " seqs=";
+                    " d=" + std::to_string(head_dim) + " scale=" + std::to_string(scale) +
+                    " softcap=" + std::to_string(softcap) + " window=" + std::to_string(window) +
+                    " seqs=";
     for (const auto& q : sequences)
       s += std::to_string(q.start) + "+" + std::to_string(q.added) + " ";
     return s;
@@ -506,6 +585,11 @@ const std::vector<PagedCase>& paged_cases() {
       {8, 4, 64, {{0, 70}}},
       {4, 2, 16, {{0, 40}, {3, 2}, {1, 1}}, true},  // Q8_0 rows of 34 bytes, adjacent slots
       {4, 1, 32, {{7, 1}, {0, 4}, {19, 1}, {2, 6}}, false, true},
+      // Soft-capped scores and sliding windows: a window inside the first chunk, one that
+      // starts past a 256-key chunk boundary, and a window longer than some contexts.
+      {4, 2, 16, {{0, 40}, {3, 2}, {1, 1}}, false, false, 0.3f, 1.5f, 7},
+      {6, 2, 32, {{0, 13}, {5, 1}, {300, 1}}, false, false, 0.0f, 2.0f, 100},
+      {2, 1, 64, {{9, 1}, {0, 6}}, false, true, 0.0f, 0.0f, 4},
   };
   return cases;
 }
@@ -618,7 +702,7 @@ void KernelParity::check_paged_attention(GgmlType kv_type) {
     const int64_t q_pad = seed % 2 == 0 ? 0 : 5;  // dense (vec4) and unaligned column views
     Pair q = random_tensor(rows, c.n_heads * c.head_dim, seed++, q_pad, 2.0f);
     Pair out = random_tensor(rows, c.n_heads * c.head_dim, seed++, q_pad == 0 ? 0 : 1);
-    const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
+    const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, c.scale, c.softcap, c.window};
     cpu_.attention(q.cpu, cpu_store, shape, batch, out.cpu);
     vk_->attention(q.vk, vk_store, shape, batch, out.vk);
     worst = std::max(worst, expect_close(out, 1e-4f, "attention"));

@@ -100,15 +100,23 @@ TEST_P(VulkanModel, GreedyContinuationMatchesCpu) {
 // layer norm, the q|k|v product, one rope for q and k, store_kv, attention, the output
 // product, add+norm, the gate|up product, silu_mul and the down product; add+norm and the
 // logits product. Before q|k|v and gate|up were fused a llama layer took 13 (29 for the
-// 2-layer test models, now 23). GPT-2 adds the position embedding and has 9 per layer.
+// 2-layer test models, now 23). GPT-2 adds the position embedding and has 9 per layer. The
+// llama family's variants add: gemma's embedding scale, gemma2's final soft-cap, two post-block
+// norms per layer (gemma2, gemma3) and two per-head q/k norms per layer (gemma3).
 TEST_P(VulkanModel, DecodeStepDispatches) {
   const Golden golden = read_golden(GetParam());
   auto cache = model::create_kv_cache(vk_->config, *vk_->backend, vk_->config.context_length);
   vk_->transformer->forward(golden.prompt_ids, cache, false);
   vk_->transformer->forward(std::span(golden.greedy_ids).first(1), cache, false);
   const auto layers = static_cast<uint32_t>(vk_->config.n_layers);
-  const bool llama = vk_->config.architecture == model::Architecture::kLlama;
-  EXPECT_EQ(vk_backend_->last_step_timings().dispatches, llama ? 3 + 10 * layers : 4 + 9 * layers);
+  const model::ModelConfig& c = vk_->config;
+  uint32_t expected = 4 + 9 * layers;  // gpt2
+  if (c.architecture != model::Architecture::kGpt2) {
+    expected = 3 + 10 * layers + (c.embedding_scale > 0.0f ? 1 : 0) +
+               (c.final_softcap > 0.0f ? 1 : 0) + layers * (c.post_norms ? 2 : 0) +
+               layers * (c.qk_norm ? 2 : 0);
+  }
+  EXPECT_EQ(vk_backend_->last_step_timings().dispatches, expected);
 }
 
 TEST_P(VulkanModel, CachedDecodingAndChunkedPrefillMatchCpu) {
@@ -268,7 +276,9 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanModel,
                                          "llama-tied-f32", "gpt2-f32", "gpt2-f16", "gpt2-q8_0",
                                          "gpt2-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1",
                                          "llama-bf16", "llama-q2_k", "llama-q3_k", "llama-q4_k",
-                                         "llama-q5_k", "llama-q6_k"),
+                                         "llama-q5_k", "llama-q6_k", "qwen2-f32",
+                                         "llama-ropescale-f32", "phi3-f32", "gemma-f32",
+                                         "gemma2-f32", "gemma3-f32"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -1,11 +1,14 @@
 // The engine against PyTorch: tools/golden/make_models.py wrote small random-weight models of
-// both architectures in every weight type, with float64 reference logits (computed from the
-// dequantised weights the file holds) at every prompt position and a greedy continuation.
+// every architecture (llama and gpt2 in every weight type), with float64 reference logits (computed
+// from the dequantised weights the file holds) at every prompt position and a greedy continuation.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/error.h"
+#include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
 
@@ -105,12 +108,92 @@ TEST_P(GoldenModel, ChunkedPrefillEqualsOneShot) {
   EXPECT_LT(max_abs_difference(last, expected), 1e-4f);
 }
 
+// A copy of gemma2-f32 with the metadata keys `keep` accepts (all by default), then `edit`'s;
+// returns its path.
+std::string gemma2_copy(const std::function<void(gguf::GgufWriter&)>& edit,
+                        const std::function<bool(const std::string&)>& keep = {}) {
+  const auto source = gguf::GgufFile::open(kModels + "gemma2-f32.gguf");
+  gguf::GgufWriter writer(source.version());
+  for (const auto& [key, value] : source.metadata()) {
+    if (!keep || keep(key)) writer.set(key, value);
+  }
+  edit(writer);
+  for (const gguf::TensorInfo& t : source.tensors()) {
+    writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string path = testing::TempDir() + "/golden_" + test + ".gguf";
+  writer.write(path);
+  return path;
+}
+
+// The prompt logits of gemma2-f32 with its metadata changed by `edit`.
+std::vector<float> gemma2_logits_with(const std::function<void(gguf::GgufWriter&)>& edit) {
+  auto m = model::load_model(gemma2_copy(edit), compute::BackendKind::kCpu);
+  auto cache = model::create_kv_cache(m->config, *m->backend, m->config.context_length);
+  return m->transformer->forward(read_golden("gemma2-f32").prompt_ids, cache, true);
+}
+
+gguf::Value layer_flags(std::initializer_list<bool> local) {
+  std::vector<gguf::Value> items;
+  for (const bool flag : local) items.push_back(gguf::Value::boolean(flag));
+  return gguf::Value::array(gguf::ValueType::kBool, std::move(items));
+}
+
+// attention.sliding_window_pattern as one bool per layer (llama.cpp's array form): [local,
+// global] is gemma2's own alternation, [global, global] what a window longer than the context
+// gives, and [global, local] something else again.
+TEST(SlidingWindowPattern, PerLayerFlagsPickTheLocalLayers) {
+  const auto pattern = [](std::initializer_list<bool> local) {
+    return [local](gguf::GgufWriter& w) {
+      w.set("gemma2.attention.sliding_window_pattern", layer_flags(local));
+    };
+  };
+  const std::vector<float> as_stored = gemma2_logits_with([](gguf::GgufWriter&) {});
+  const std::vector<float> no_window = gemma2_logits_with(
+      [](gguf::GgufWriter& w) { w.set("gemma2.attention.sliding_window", gguf::Value::u32(128)); });
+  EXPECT_EQ(gemma2_logits_with(pattern({true, false})), as_stored);
+  EXPECT_EQ(gemma2_logits_with(pattern({false, false})), no_window);
+  const std::vector<float> swapped = gemma2_logits_with(pattern({false, true}));
+  EXPECT_GT(max_abs_difference(swapped, as_stored), 1e-2f);
+  EXPECT_GT(max_abs_difference(swapped, no_window), 1e-2f);
+  EXPECT_GT(max_abs_difference(as_stored, no_window), 1e-2f);
+}
+
+// A gemma2 file without soft-capping keys gets gemma2's own 50 and 30, as llama.cpp gives it.
+TEST(Gemma2Defaults, MissingSoftCapsAreGemma2s) {
+  const std::string path = gemma2_copy(
+      [](gguf::GgufWriter&) {},
+      [](const std::string& key) { return key.find("softcapping") == std::string::npos; });
+  const model::ModelConfig c = model::read_model_config(gguf::GgufFile::open(path));
+  EXPECT_EQ(c.attn_softcap, 50.0f);
+  EXPECT_EQ(c.final_softcap, 30.0f);
+  const auto stored = gguf::GgufFile::open(kModels + "gemma2-f32.gguf");
+  EXPECT_EQ(model::read_model_config(stored).final_softcap, 1.5f);  // as the test model says
+}
+
+TEST(SlidingWindowPattern, AWrongLengthIsOneLineNamingTheKey) {
+  try {
+    gemma2_logits_with([](gguf::GgufWriter& w) {
+      w.set("gemma2.attention.sliding_window_pattern", layer_flags({true, false, true}));
+    });
+    ADD_FAILURE() << "expected a ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemma2.attention.sliding_window_pattern is not "
+                                         "supported; supported: a positive integer"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenModel,
                          testing::Values("llama-f32", "llama-f16", "llama-q8_0", "llama-q4_0",
                                          "llama-tied-f32", "gpt2-f32", "gpt2-f16", "gpt2-q8_0",
                                          "gpt2-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1",
                                          "llama-bf16", "llama-q2_k", "llama-q3_k", "llama-q4_k",
-                                         "llama-q5_k", "llama-q6_k"),
+                                         "llama-q5_k", "llama-q6_k", "qwen2-f32",
+                                         "llama-ropescale-f32", "phi3-f32", "gemma-f32",
+                                         "gemma2-f32", "gemma3-f32"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -11,16 +11,18 @@ namespace {
 using gguf::Value;
 
 // A tiny but complete llama model (dim 32, one layer), so each test can break one thing.
-// attn_k and ffn_up are stored as `odd_type`; the weights are exact in F16.
-gguf::GgufWriter tiny_llama(gguf::GgmlType odd_type = gguf::GgmlType::F32) {
+// attn_k and ffn_up are stored as `odd_type`; the weights are exact in F16. With another
+// `arch`, the same tensors under that architecture's keys (to break what it adds).
+gguf::GgufWriter tiny_llama(gguf::GgmlType odd_type = gguf::GgmlType::F32,
+                            const std::string& arch = "llama") {
   gguf::GgufWriter w;
-  w.set("general.architecture", Value::str("llama"));
-  w.set("llama.context_length", Value::u32(16));
-  w.set("llama.embedding_length", Value::u32(32));
-  w.set("llama.block_count", Value::u32(1));
-  w.set("llama.feed_forward_length", Value::u32(64));
-  w.set("llama.attention.head_count", Value::u32(4));
-  w.set("llama.attention.head_count_kv", Value::u32(2));
+  w.set("general.architecture", Value::str(arch));
+  w.set(arch + ".context_length", Value::u32(16));
+  w.set(arch + ".embedding_length", Value::u32(32));
+  w.set(arch + ".block_count", Value::u32(1));
+  w.set(arch + ".feed_forward_length", Value::u32(64));
+  w.set(arch + ".attention.head_count", Value::u32(4));
+  w.set(arch + ".attention.head_count_kv", Value::u32(2));
   const auto matrix = [&](const std::string& name, int64_t rows, int64_t cols,
                           gguf::GgmlType type = gguf::GgmlType::F32) {
     std::vector<float> values(static_cast<size_t>(rows * cols));
@@ -91,8 +93,51 @@ TEST(ModelErrors, ProjectionsOfMixedTypesRunPartByPart) {
 TEST(ModelErrors, UnsupportedArchitectureIsNamed) {
   auto w = tiny_llama();
   w.set("general.architecture", Value::str("mamba"));
-  EXPECT_NE(load_error(w, ModelError::Kind::kUnsupportedArchitecture)
-                .find("architecture 'mamba' is not supported; supported: llama, gpt2"),
+  const std::string message = load_error(w, ModelError::Kind::kUnsupportedArchitecture);
+  EXPECT_NE(message.find("architecture 'mamba' is not supported; supported: llama, gpt2, qwen2, "
+                         "phi3, gemma, gemma2, gemma3"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << "one line";
+}
+
+// A metadata value ServeScope cannot run is one line naming the key, the value and what is
+// supported.
+TEST(ModelErrors, UnsupportedRopeScalingIsNamed) {
+  auto w = tiny_llama();
+  w.set("llama.rope.scaling.type", Value::str("yarn"));
+  const std::string message = load_error(w, ModelError::Kind::kUnsupportedArchitecture);
+  EXPECT_NE(message.find("llama.rope.scaling.type 'yarn' is not supported; supported: none, "
+                         "linear"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << "one line";
+}
+
+TEST(ModelErrors, Phi3LongContextRopeFactorsAreRefused) {
+  auto w = tiny_llama(gguf::GgmlType::F32, "phi3");
+  w.add_tensor_f32("rope_factors_long.weight", gguf::GgmlType::F32, {4},
+                   std::vector<float>{1.0f, 1.0f, 2.0f, 4.0f});
+  const std::string message = load_error(w, ModelError::Kind::kUnsupportedArchitecture);
+  EXPECT_NE(message.find("rope_factors_long/short) are not supported"), std::string::npos)
+      << message;
+}
+
+// What an architecture adds must be there: qwen2's biases, gemma3's per-head norms.
+TEST(ModelErrors, MissingArchitectureTensorsAreNamed) {
+  EXPECT_NE(load_error(tiny_llama(gguf::GgmlType::F32, "qwen2"), ModelError::Kind::kMissingTensor)
+                .find("tensor blk.0.attn_q.bias is missing"),
+            std::string::npos);
+  EXPECT_NE(load_error(tiny_llama(gguf::GgmlType::F32, "gemma3"), ModelError::Kind::kMissingTensor)
+                .find("tensor blk.0.attn_q_norm.weight is missing"),
+            std::string::npos);
+}
+
+TEST(ModelErrors, NonPositiveRopeFrequencyFactorsAreRefused) {
+  auto w = tiny_llama();
+  w.add_tensor_f32("rope_freqs.weight", gguf::GgmlType::F32, {4},
+                   std::vector<float>{1.0f, 0.0f, 2.0f, 4.0f});
+  EXPECT_NE(load_error(w, ModelError::Kind::kBadShape).find("rope_freqs.weight holds 0"),
             std::string::npos);
 }
 

@@ -7,6 +7,8 @@ writes tests/data/models/<name>.gguf and <name>.json for
     llama-{q4_1,q5_0,q5_1,bf16} (the same llama weights; a prompt of their own),
     llama-{q2_k,q3_k,q4_k,q5_k,q6_k} (a llama of dim 256 and ffn 256: K-quant rows must be
     whole super-blocks of 256).
+    qwen2-f32, llama-ropescale-f32, phi3-f32, gemma-f32, gemma2-f32, gemma3-f32 (the llama
+    family's variants, each with its own weights and prompt).
 Re-running produces byte-identical files (fixed seeds, no timestamps).
 
 The golden logits are computed in float64 by tools/golden/reference_models.py from the
@@ -30,7 +32,8 @@ for p in (HERE, ROOT / "tools" / "common", ROOT):
 from gguf_reader import read_gguf_raw  # noqa: E402
 from gguf_reader import read_gguf_raw  # noqa: E402
 from gguf_writer import GgmlType, GgufWriter, ValueType, dequantize  # noqa: E402
-from reference_models import Gpt2Config, LlamaConfig, greedy_generate, forward  # noqa: E402
+from reference_models import (FamilyConfig, Gpt2Config, LlamaConfig,  # noqa: E402
+                              forward, greedy_generate)
 from tokenizer_vocab import add_gpt2_tokenizer, add_llama_tokenizer  # noqa: E402
 
 OUT_DIR = ROOT / "tests" / "data" / "models"
@@ -56,6 +59,36 @@ LLAMA = LlamaConfig(vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=2,
                     ffn_dim=192, context_length=128, rms_eps=1e-5, rope_base=10000.0)
 LLAMA_TIED = LlamaConfig(**{**LLAMA.__dict__, "tied_output": True})
 LLAMA_K = LlamaConfig(**{**LLAMA.__dict__, "dim": 256, "ffn_dim": 256})
+# The llama family's variants: tiny, every difference switched on, and kv_dim a multiple of 32
+# (Q8_0 KV caches). Windows of 4 positions and soft-caps small enough to matter at this scale.
+# gemma2 and gemma3 tie their output to embeddings scaled by sqrt(dim), as llama.cpp requires
+# of gemma2 files: their embeddings are drawn small (EMBEDDING_STD), or the scaled embedding of
+# the last token dominates the residual stream and every greedy step repeats it.
+QWEN2 = FamilyConfig(arch="qwen2", vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=2,
+                     ffn_dim=128, context_length=128, rope_base=1000000.0, rope_neox=True,
+                     qkv_bias=True, tied_output=True)
+LLAMA_ROPESCALE = FamilyConfig(
+    arch="llama", vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=128,
+    context_length=128, rope_base=500000.0, rope_linear_factor=2.0,
+    rope_freq_factors=(1.0, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0))
+PHI3 = FamilyConfig(arch="phi3", vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=4,
+                    ffn_dim=128, context_length=128, rms_eps=1e-5, rope_neox=True,
+                    fused_qkv=True, fused_gate_up=True)
+GEMMA = FamilyConfig(arch="gemma", vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=1,
+                     ffn_dim=128, context_length=128, head_dim_override=32, rope_neox=True,
+                     gelu_gate=True, embed_scale=True, tied_output=True)
+GEMMA2 = FamilyConfig(arch="gemma2", vocab_size=512, dim=64, n_layers=2, n_heads=4,
+                      n_kv_heads=2, ffn_dim=128, context_length=128, head_dim_override=16,
+                      rope_neox=True, rope_base_local=10000.0, gelu_gate=True,
+                      embed_scale=True, post_norms=True, attn_softcap=5.0, final_softcap=1.5,
+                      sliding_window=4, swa_pattern=2, tied_output=True)
+GEMMA3 = FamilyConfig(arch="gemma3", vocab_size=512, dim=32, n_layers=6, n_heads=4,
+                      n_kv_heads=2, ffn_dim=64, context_length=128, head_dim_override=16,
+                      rope_base=1000000.0, rope_linear_factor=2.0, rope_neox=True,
+                      rope_base_local=10000.0, gelu_gate=True, embed_scale=True,
+                      post_norms=True, qk_norm=True, sliding_window=4, swa_pattern=6,
+                      tied_output=True)
+EMBEDDING_STD = {"gemma2": 0.03, "gemma3": 0.08}  # others: 0.3
 GPT2 = Gpt2Config(vocab_size=512, dim=64, n_layers=2, n_heads=4, ffn_dim=256,
                   context_length=128, ln_eps=1e-5)
 
@@ -90,6 +123,71 @@ def llama_weights(cfg: LlamaConfig, seed: int) -> dict:
     return w
 
 
+def family_weights(cfg: FamilyConfig, seed: int) -> dict:
+    gen = torch.Generator().manual_seed(seed)
+    d, hd, f = cfg.dim, cfg.head_dim, cfg.ffn_dim
+    q_dim, kv_dim = cfg.n_heads * hd, cfg.n_kv_heads * hd
+    embedding_std = EMBEDDING_STD.get(cfg.arch, 0.3)
+    w = {"token_embd.weight": _normal(gen, (cfg.vocab_size, d), embedding_std)}
+    if cfg.rope_freq_factors:
+        w["rope_freqs.weight"] = np.array(cfg.rope_freq_factors, dtype=np.float32)
+    for layer in range(cfg.n_layers):
+        p = f"blk.{layer}."
+        w[p + "attn_norm.weight"] = _normal(gen, (d,), 0.1, mean=1.0)
+        if cfg.fused_qkv:
+            w[p + "attn_qkv.weight"] = _normal(gen, (q_dim + 2 * kv_dim, d), 0.3)
+        else:
+            w[p + "attn_q.weight"] = _normal(gen, (q_dim, d), 0.3)
+            w[p + "attn_k.weight"] = _normal(gen, (kv_dim, d), 0.3)
+            w[p + "attn_v.weight"] = _normal(gen, (kv_dim, d), 0.2)
+        if cfg.qkv_bias:
+            w[p + "attn_q.bias"] = _normal(gen, (q_dim,), 0.2)
+            w[p + "attn_k.bias"] = _normal(gen, (kv_dim,), 0.2)
+            w[p + "attn_v.bias"] = _normal(gen, (kv_dim,), 0.2)
+        if cfg.qk_norm:
+            w[p + "attn_q_norm.weight"] = _normal(gen, (hd,), 0.1, mean=1.0)
+            w[p + "attn_k_norm.weight"] = _normal(gen, (hd,), 0.1, mean=1.0)
+        w[p + "attn_output.weight"] = _normal(gen, (d, q_dim), 0.2)
+        if cfg.post_norms:
+            w[p + "post_attention_norm.weight"] = _normal(gen, (d,), 0.1, mean=1.0)
+        w[p + "ffn_norm.weight"] = _normal(gen, (d,), 0.1, mean=1.0)
+        if cfg.fused_gate_up:
+            w[p + "ffn_up.weight"] = _normal(gen, (2 * f, d), 0.2)
+        else:
+            w[p + "ffn_gate.weight"] = _normal(gen, (f, d), 0.2)
+            w[p + "ffn_up.weight"] = _normal(gen, (f, d), 0.2)
+        w[p + "ffn_down.weight"] = _normal(gen, (d, f), 0.2)
+        if cfg.post_norms:
+            w[p + "post_ffw_norm.weight"] = _normal(gen, (d,), 0.1, mean=1.0)
+    w["output_norm.weight"] = _normal(gen, (d,), 0.1, mean=1.0)
+    if not cfg.tied_output:
+        w["output.weight"] = _normal(gen, (cfg.vocab_size, d), 0.3)
+    return w
+
+
+def add_family_hparams(writer: GgufWriter, cfg: FamilyConfig) -> None:
+    """The keys llama.cpp's converter writes for each variant."""
+    a, u32, f32 = cfg.arch, ValueType.UINT32, ValueType.FLOAT32
+    writer.add(f"{a}.attention.head_count_kv", u32, cfg.n_kv_heads)
+    writer.add(f"{a}.rope.dimension_count", u32, cfg.head_dim)
+    writer.add(f"{a}.attention.layer_norm_rms_epsilon", f32, cfg.rms_eps)
+    writer.add(f"{a}.rope.freq_base", f32, cfg.rope_base)
+    if cfg.head_dim_override:
+        writer.add(f"{a}.attention.key_length", u32, cfg.head_dim)
+        writer.add(f"{a}.attention.value_length", u32, cfg.head_dim)
+    if cfg.rope_linear_factor:
+        writer.add(f"{a}.rope.scaling.type", ValueType.STRING, "linear")
+        writer.add(f"{a}.rope.scaling.factor", f32, cfg.rope_linear_factor)
+    if cfg.attn_softcap:
+        writer.add(f"{a}.attn_logit_softcapping", f32, cfg.attn_softcap)
+    if cfg.final_softcap:
+        writer.add(f"{a}.final_logit_softcapping", f32, cfg.final_softcap)
+    if cfg.sliding_window:
+        writer.add(f"{a}.attention.sliding_window", u32, cfg.sliding_window)
+    if cfg.arch == "gemma2" and cfg.rope_base_local != cfg.rope_base:
+        writer.add(f"{a}.rope.freq_base_swa", f32, cfg.rope_base_local)
+
+
 def gpt2_weights(cfg: Gpt2Config, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     d, f = cfg.dim, cfg.ffn_dim
@@ -118,7 +216,10 @@ def gpt2_weights(cfg: Gpt2Config, seed: int) -> dict:
 # GGUF files
 
 def add_hparams(writer: GgufWriter, cfg, name: str, weight_type: str) -> None:
-    arch = "llama" if isinstance(cfg, LlamaConfig) else "gpt2"
+    if isinstance(cfg, FamilyConfig):
+        arch = cfg.arch
+    else:
+        arch = "llama" if isinstance(cfg, LlamaConfig) else "gpt2"
     writer.add("general.architecture", ValueType.STRING, arch)
     writer.add("general.name", ValueType.STRING, f"servescope-test-{name}")
     writer.add("general.file_type", ValueType.UINT32, FILE_TYPES[weight_type])
@@ -128,7 +229,9 @@ def add_hparams(writer: GgufWriter, cfg, name: str, weight_type: str) -> None:
     writer.add(f"{arch}.block_count", u32, cfg.n_layers)
     writer.add(f"{arch}.feed_forward_length", u32, cfg.ffn_dim)
     writer.add(f"{arch}.attention.head_count", u32, cfg.n_heads)
-    if arch == "llama":
+    if isinstance(cfg, FamilyConfig):
+        add_family_hparams(writer, cfg)
+    elif arch == "llama":
         writer.add("llama.attention.head_count_kv", u32, cfg.n_kv_heads)
         writer.add("llama.rope.dimension_count", u32, cfg.head_dim)
         writer.add("llama.attention.layer_norm_rms_epsilon", ValueType.FLOAT32, cfg.rms_eps)
@@ -149,7 +252,7 @@ def build_model(cfg, float_weights: dict, name: str, weight_type: str):
     """Returns (writer, stored weights as float64 torch tensors, tokenizer metadata dict)."""
     writer = GgufWriter()
     add_hparams(writer, cfg, name, weight_type)
-    if isinstance(cfg, LlamaConfig):
+    if isinstance(cfg, (LlamaConfig, FamilyConfig)):
         add_llama_tokenizer(writer)
     else:
         add_gpt2_tokenizer(writer)
@@ -283,6 +386,13 @@ MODELS = [  # (name prefix, arch, config, weight generator, seed, weight types)
     # prompt) stay as they were: the same float32 weights, their own prompt.
     ("llama", "llama", LLAMA, llama_weights, 1234, ["q4_1", "q5_0", "q5_1", "bf16"]),
     ("llama", "llama", LLAMA_K, llama_weights, 1234, list(K_TYPES)),
+    # The llama family's variants.
+    ("qwen2", "qwen2", QWEN2, family_weights, 2001, ["f32"]),
+    ("llama-ropescale", "llama", LLAMA_ROPESCALE, family_weights, 2002, ["f32"]),
+    ("phi3", "phi3", PHI3, family_weights, 2003, ["f32"]),
+    ("gemma", "gemma", GEMMA, family_weights, 2004, ["f32"]),
+    ("gemma2", "gemma2", GEMMA2, family_weights, 2005, ["f32"]),
+    ("gemma3", "gemma3", GEMMA3, family_weights, 2006, ["f32"]),
 ]
 
 
@@ -291,7 +401,10 @@ def main() -> None:
     check_building_blocks()
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     written = []
+    only = set(sys.argv[1:])  # optional: the name prefixes to (re)make
     for prefix, arch, cfg, make_weights, seed, types in MODELS:
+        if only and prefix not in only:
+            continue
         float_weights = make_weights(cfg, seed)
         variants = []
         for wt in types:
@@ -301,7 +414,7 @@ def main() -> None:
 
         # One prompt per family, shared by all its weight types: of N_PROMPT_CANDIDATES
         # deterministic candidates, the well-posed one with the largest smallest margin.
-        candidates = prompt_candidates(variants[0][4], seed, bos=(arch == "llama"))
+        candidates = prompt_candidates(variants[0][4], seed, bos=(arch != "gpt2"))
         best = None
         for attempt in range(N_PROMPT_CANDIDATES):
             prompt = next(candidates)

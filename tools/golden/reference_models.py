@@ -1,4 +1,4 @@
-"""PyTorch reference forward passes for the two architectures ServeScope serves.
+"""PyTorch reference forward passes for the architectures ServeScope serves.
 
 These are "the truth" the C++ engine is tested against, so they are written as plain,
 readable functions with no cleverness and no dependency on any engine code.
@@ -49,6 +49,47 @@ class Gpt2Config:
         return self.dim // self.n_heads
 
 
+@dataclass(frozen=True)
+class FamilyConfig:
+    """The llama family's variants (qwen2, phi3, gemma, gemma2, gemma3, llama with RoPE
+    scaling), each difference a named field with llama's value as default."""
+    arch: str                # general.architecture
+    vocab_size: int
+    dim: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    ffn_dim: int
+    context_length: int
+    head_dim_override: int = 0  # attention.key_length (gemma); 0: dim // n_heads
+    rms_eps: float = 1e-6
+    rope_base: float = 10000.0
+    rope_neox: bool = False       # pairs (i, i + hd/2) instead of (2i, 2i+1)
+    rope_linear_factor: float = 0.0   # rope.scaling.type linear: positions / factor
+    rope_freq_factors: tuple = ()     # llama 3's rope_freqs.weight (per pair divisor)
+    rope_base_local: float = 10000.0  # local layers (gemma2: = rope_base; gemma3: 10000)
+    qkv_bias: bool = False        # qwen2
+    fused_qkv: bool = False       # phi3: attn_qkv.weight
+    fused_gate_up: bool = False   # phi3: ffn_up.weight holds gate | up
+    gelu_gate: bool = False       # gemma: gelu(gate) * up
+    embed_scale: bool = False     # gemma: embeddings * sqrt(dim)
+    post_norms: bool = False      # gemma2/3: post_attention_norm, post_ffw_norm
+    qk_norm: bool = False         # gemma3: per-head RMSNorm of q and k
+    attn_softcap: float = 0.0     # gemma2
+    final_softcap: float = 0.0    # gemma2
+    sliding_window: int = 0       # local layers see this many positions
+    swa_pattern: int = 0          # layer l is local when l % pattern < pattern - 1
+    tied_output: bool = False
+
+    @property
+    def head_dim(self) -> int:
+        return self.head_dim_override or self.dim // self.n_heads
+
+    def is_local(self, layer: int) -> bool:
+        return (self.sliding_window > 0 and self.swa_pattern > 0
+                and layer % self.swa_pattern < self.swa_pattern - 1)
+
+
 # ----------------------------------------------------------------------------------------
 # Building blocks
 
@@ -94,6 +135,62 @@ def rope_normal(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.
     out[..., 0::2] = even * cos - odd * sin
     out[..., 1::2] = even * sin + odd * cos
     return out
+
+
+def rope_angles(positions: torch.Tensor, head_dim: int, base: float, dtype,
+                position_scale: float = 1.0, freq_factors=()) -> torch.Tensor:
+    """[T, hd/2] angles pos * position_scale * base^(-2i/hd) / freq_factors[i]."""
+    i = torch.arange(head_dim // 2, dtype=dtype)
+    inv_freq = base ** (-2.0 * i / head_dim)
+    if len(freq_factors):
+        inv_freq = inv_freq / torch.tensor(freq_factors, dtype=dtype)
+    return positions.to(dtype)[:, None] * position_scale * inv_freq[None, :]
+
+
+def rope_neox(x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+    """GGML "neox" RoPE on x [T, n_heads, hd]: element i pairs with i + hd/2 (HF's
+    rotate_half), turned by angle[:, i]."""
+    half = x.shape[-1] // 2
+    cos = torch.cos(angle)[:, None, :]
+    sin = torch.sin(angle)[:, None, :]
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+def rope_pairs(x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+    """GGML "normal" RoPE with given angles [T, hd/2]: adjacent pairs (2i, 2i+1)."""
+    cos = torch.cos(angle)[:, None, :]
+    sin = torch.sin(angle)[:, None, :]
+    even, odd = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = even * sin + odd * cos
+    return out
+
+
+def soft_cap(x: torch.Tensor, cap: float) -> torch.Tensor:
+    return cap * torch.tanh(x / cap)
+
+
+def general_attention(q, k, v, scale: float, softcap: float = 0.0, window: int = 0,
+                      record: list | None = None) -> torch.Tensor:
+    """Causal softmax attention with a score scale, optional soft-capping of the scaled scores
+    and an optional sliding window (query t sees keys t - window < s <= t).
+    q, k, v [T, H, hd] (k, v expanded for GQA); returns [T, H*hd]."""
+    seq_len, n_heads, head_dim = q.shape
+    scores = torch.einsum("qhd,khd->hqk", q, k) * scale
+    if softcap > 0:
+        scores = soft_cap(scores, softcap)
+    qpos = torch.arange(seq_len)[:, None]
+    kpos = torch.arange(seq_len)[None, :]
+    hidden = kpos > qpos
+    if window > 0:
+        hidden = hidden | (qpos - kpos >= window)
+    scores = scores.masked_fill(hidden, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    if record is not None:
+        record.append(probs)
+    return torch.einsum("hqk,khd->qhd", probs, v).reshape(seq_len, n_heads * head_dim)
 
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -181,9 +278,83 @@ def gpt2_forward(w: dict, cfg: Gpt2Config, ids: list[int], record: list | None =
     return x @ w["token_embd.weight"].T
 
 
+def family_forward(w: dict, cfg: FamilyConfig, ids: list[int], record: list | None = None,
+                   kv_round=None) -> torch.Tensor:
+    """Logits [len(ids), vocab] for the llama family's variants, as llama.cpp runs them
+    (gemma's norm weights are stored with the +1 already added by the converter)."""
+    seq_len = len(ids)
+    hd = cfg.head_dim
+    q_dim, kv_dim = cfg.n_heads * hd, cfg.n_kv_heads * hd
+    positions = torch.arange(seq_len)
+    group = cfg.n_heads // cfg.n_kv_heads
+    dtype = w["token_embd.weight"].dtype
+
+    x = w["token_embd.weight"][torch.tensor(ids)]
+    if cfg.embed_scale:
+        x = x * math.sqrt(cfg.dim)
+    for layer in range(cfg.n_layers):
+        p = f"blk.{layer}."
+        local = cfg.is_local(layer)
+        h = rms_norm(x, w[p + "attn_norm.weight"], cfg.rms_eps)
+        if cfg.fused_qkv:
+            qkv = h @ w[p + "attn_qkv.weight"].T
+            q, k, v = qkv[:, :q_dim], qkv[:, q_dim:q_dim + kv_dim], qkv[:, q_dim + kv_dim:]
+        else:
+            q = h @ w[p + "attn_q.weight"].T
+            k = h @ w[p + "attn_k.weight"].T
+            v = h @ w[p + "attn_v.weight"].T
+        if cfg.qkv_bias:
+            q = q + w[p + "attn_q.bias"]
+            k = k + w[p + "attn_k.bias"]
+            v = v + w[p + "attn_v.bias"]
+        q = q.reshape(seq_len, cfg.n_heads, hd)
+        k = k.reshape(seq_len, cfg.n_kv_heads, hd)
+        v = v.reshape(seq_len, cfg.n_kv_heads, hd)
+        if cfg.qk_norm:
+            q = rms_norm(q, w[p + "attn_q_norm.weight"], cfg.rms_eps)
+            k = rms_norm(k, w[p + "attn_k_norm.weight"], cfg.rms_eps)
+        base = cfg.rope_base_local if local else cfg.rope_base
+        scale = 1.0 / cfg.rope_linear_factor if cfg.rope_linear_factor and not local else 1.0
+        angle = rope_angles(positions, hd, base, dtype, scale, cfg.rope_freq_factors)
+        rotate = rope_neox if cfg.rope_neox else rope_pairs
+        q, k = rotate(q, angle), rotate(k, angle)
+        if kv_round is not None:
+            k, v = kv_round(k), kv_round(v)
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+        attn = general_attention(q, k, v, 1.0 / math.sqrt(hd), cfg.attn_softcap,
+                                 cfg.sliding_window if local else 0, record)
+        out = attn @ w[p + "attn_output.weight"].T
+        if cfg.post_norms:
+            out = rms_norm(out, w[p + "post_attention_norm.weight"], cfg.rms_eps)
+        x = x + out
+
+        h = rms_norm(x, w[p + "ffn_norm.weight"], cfg.rms_eps)
+        if cfg.fused_gate_up:
+            gate_up = h @ w[p + "ffn_up.weight"].T
+            gate, up = gate_up[:, :cfg.ffn_dim], gate_up[:, cfg.ffn_dim:]
+        else:
+            gate = h @ w[p + "ffn_gate.weight"].T
+            up = h @ w[p + "ffn_up.weight"].T
+        act = gelu_tanh(gate) if cfg.gelu_gate else silu(gate)
+        out = (act * up) @ w[p + "ffn_down.weight"].T
+        if cfg.post_norms:
+            out = rms_norm(out, w[p + "post_ffw_norm.weight"], cfg.rms_eps)
+        x = x + out
+
+    x = rms_norm(x, w["output_norm.weight"], cfg.rms_eps)
+    out_weight = w["token_embd.weight"] if cfg.tied_output else w["output.weight"]
+    logits = x @ out_weight.T
+    if cfg.final_softcap > 0:
+        logits = soft_cap(logits, cfg.final_softcap)
+    return logits
+
+
 def forward(w: dict, cfg, ids: list[int], record: list | None = None,
             kv_round=None) -> torch.Tensor:
     """Dispatch on the config type."""
+    if isinstance(cfg, FamilyConfig):
+        return family_forward(w, cfg, ids, record, kv_round)
     if isinstance(cfg, LlamaConfig):
         return llama_forward(w, cfg, ids, record, kv_round)
     if isinstance(cfg, Gpt2Config):

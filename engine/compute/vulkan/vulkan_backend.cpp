@@ -118,6 +118,7 @@ struct RmsNormPush {
   uint32_t rows, cols, x_offset, x_stride, w_offset, out_offset, out_stride;
   float eps;
   uint32_t y_offset, y_stride;  // add_rms_norm only
+  uint32_t groups;              // norms per row (rms_norm_heads)
 };
 struct LayerNormPush {
   uint32_t rows, cols, x_offset, x_stride, w_offset, b_offset, out_offset, out_stride;
@@ -141,7 +142,7 @@ struct MatmulPush {
 };
 struct RopePush {
   uint32_t rows, pairs_per_head, pairs_per_row0, x0_offset, x0_stride, pairs_per_row1, x1_offset,
-      x1_stride;
+      x1_stride, neox;
 };
 struct GatherPush {
   uint32_t rows, cols, src_offset, src_stride, dst_offset, dst_stride;
@@ -155,6 +156,10 @@ struct SiluMulPush {
 struct GeluPush {
   uint32_t rows, cols, x_offset, x_stride;
 };
+struct ScalePush {  // scale, soft_cap
+  uint32_t rows, cols, x_offset, x_stride;
+  float value;
+};
 struct StoreKvPush {
   uint32_t rows, kv_dim, keys_offset, keys_stride, values_offset, values_stride;
 };
@@ -163,6 +168,8 @@ struct AttentionPush {  // shaders/include/attention_push.glsl
   float scale;
   uint32_t n_heads, n_queries, positions_at, context_offsets_at, slot_map_at, weights_offset,
       weights_stride;
+  float softcap;
+  uint32_t window;
 };
 struct ProbeFlopsPush {
   uint32_t iterations;
@@ -178,27 +185,29 @@ constexpr bool is_words(size_t count) {
          sizeof(Push) == 4 * count;
 }
 static_assert(is_words<EmbedPush>(6) && offsetof(EmbedPush, chunk_rows) == 5 * 4, "embed.comp");
-static_assert(is_words<RmsNormPush>(10) && offsetof(RmsNormPush, eps) == 7 * 4 &&
-                  offsetof(RmsNormPush, y_stride) == 9 * 4,
+static_assert(is_words<RmsNormPush>(11) && offsetof(RmsNormPush, eps) == 7 * 4 &&
+                  offsetof(RmsNormPush, groups) == 10 * 4,
               "rms_norm.comp");
 static_assert(is_words<LayerNormPush>(11) && offsetof(LayerNormPush, eps) == 8 * 4 &&
                   offsetof(LayerNormPush, y_stride) == 10 * 4,
               "layer_norm.comp");
 static_assert(is_words<MatmulPush>(9) && offsetof(MatmulPush, has_bias) == 8 * 4,
               "include/matmul_push.glsl");
-static_assert(is_words<RopePush>(8) && offsetof(RopePush, x1_stride) == 7 * 4, "rope.comp");
+static_assert(is_words<RopePush>(9) && offsetof(RopePush, neox) == 8 * 4, "rope.comp");
 static_assert(is_words<GatherPush>(6) && offsetof(GatherPush, dst_stride) == 5 * 4,
               "gather_rows.comp");
 static_assert(is_words<TwoViewPush>(6) && offsetof(TwoViewPush, b_stride) == 5 * 4, "add.comp");
 static_assert(is_words<SiluMulPush>(8) && offsetof(SiluMulPush, out_stride) == 7 * 4,
               "silu_mul.comp");
 static_assert(is_words<GeluPush>(4) && offsetof(GeluPush, x_stride) == 3 * 4, "gelu.comp");
+static_assert(is_words<ScalePush>(5) && offsetof(ScalePush, value) == 4 * 4, "scale.comp");
 static_assert(is_words<StoreKvPush>(6) && offsetof(StoreKvPush, values_stride) == 5 * 4,
               "store_kv.comp");
 static_assert(is_words<ProbeFlopsPush>(2) && offsetof(ProbeFlopsPush, seed) == 1 * 4,
               "probe_flops.comp");
-static_assert(is_words<AttentionPush>(15) && offsetof(AttentionPush, scale) == 7 * 4 &&
-                  offsetof(AttentionPush, weights_stride) == 14 * 4,
+static_assert(is_words<AttentionPush>(17) && offsetof(AttentionPush, scale) == 7 * 4 &&
+                  offsetof(AttentionPush, softcap) == 15 * 4 &&
+                  offsetof(AttentionPush, window) == 16 * 4,
               "include/attention_push.glsl");
 
 // Push constants of one weight chunk's product: the chunk's rows are output columns
@@ -423,7 +432,7 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight
     const std::pair<const char*, uint32_t> common[] = {
         {"rms_norm", 3}, {"add_rms_norm", 4}, {"layer_norm", 4}, {"add_layer_norm", 5},
         {"rope", 3},     {"gather_rows", 3},  {"add", 2},        {"silu_mul", 3},
-        {"gelu", 1}};
+        {"gelu", 1},     {"gelu_mul", 3},     {"scale", 1},      {"soft_cap", 1}};
     for (const auto& [name, bindings] : common)
       prepared.push_back(&pipelines_->get(name, bindings));
   }
@@ -579,11 +588,12 @@ void VulkanBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& weigh
 }
 
 void VulkanBackend::record_rms_norm(const Tensor& x, const Tensor* y, const Tensor& weight,
-                                    float eps, Tensor& out) {
-  assert(x.rows == out.rows && x.cols == out.cols && weight.cols == x.cols);
+                                    float eps, Tensor& out, int64_t groups) {
+  assert(x.rows == out.rows && x.cols == out.cols && weight.cols * groups == x.cols);
   assert(y == nullptr || (y->rows == x.rows && y->cols == x.cols));
-  const RmsNormPush push{u32(x.rows),
-                         u32(x.cols),
+  const uint32_t norms = u32(x.rows * groups);
+  const RmsNormPush push{norms,
+                         u32(weight.cols),
                          u32(x.offset),
                          u32(x.row_stride),
                          u32(weight.offset),
@@ -591,14 +601,20 @@ void VulkanBackend::record_rms_norm(const Tensor& x, const Tensor* y, const Tens
                          u32(out.row_stride),
                          eps,
                          y != nullptr ? u32(y->offset) : 0u,
-                         y != nullptr ? u32(y->row_stride) : 0u};
+                         y != nullptr ? u32(y->row_stride) : 0u,
+                         u32(groups)};
   if (y != nullptr) {
     dispatch("add_rms_norm", {bind(x), bind(weight), bind(out), bind(*y)}, &push, sizeof push,
-             linear_groups(u32(x.rows)), KernelClass::kNorm);
+             linear_groups(norms), KernelClass::kNorm);
   } else {
     dispatch("rms_norm", {bind(x), bind(weight), bind(out)}, &push, sizeof push,
-             linear_groups(u32(x.rows)), KernelClass::kNorm);
+             linear_groups(norms), KernelClass::kNorm);
   }
+}
+
+void VulkanBackend::rms_norm_heads(Tensor& x, const Tensor& weight, int64_t head_dim, float eps) {
+  assert(weight.cols == head_dim && x.cols % head_dim == 0);
+  record_rms_norm(x, nullptr, weight, eps, x, x.cols / head_dim);
 }
 
 void VulkanBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
@@ -693,31 +709,30 @@ void VulkanBackend::record_lanes_matmul(const Tensor& x, const WeightMatrix& w, 
 }
 
 void VulkanBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
-                         float freq_base) {
+                         const RopeSpec& rope) {
   assert(static_cast<int64_t>(positions.size()) == x.rows && x.cols % head_dim == 0 &&
          head_dim % 2 == 0);
-  record_rope(x, nullptr, head_dim, positions, freq_base);
+  record_rope(x, nullptr, head_dim, positions, rope);
 }
 
 void VulkanBackend::rope_qk(Tensor& q, Tensor& k, int64_t head_dim,
-                            std::span<const int32_t> positions, float freq_base) {
+                            std::span<const int32_t> positions, const RopeSpec& rope) {
   assert(static_cast<int64_t>(positions.size()) == q.rows && q.rows == k.rows &&
          q.cols % head_dim == 0 && k.cols % head_dim == 0 && head_dim % 2 == 0);
   // One dispatch rotates both, so they must not share an element (it would turn twice at once).
   if (!disjoint_views(q, k)) {
     throw InputError("rope_qk: the queries and keys overlap; rope them one at a time");
   }
-  record_rope(q, &k, head_dim, positions, freq_base);
+  record_rope(q, &k, head_dim, positions, rope);
 }
 
 void VulkanBackend::record_rope(const Tensor& x0, const Tensor* x1, int64_t head_dim,
-                                std::span<const int32_t> positions, float freq_base) {
+                                std::span<const int32_t> positions, const RopeSpec& rope) {
   const int64_t half = head_dim / 2;
   std::vector<float> table(static_cast<size_t>(x0.rows * half * 2));
   for (int64_t r = 0; r < x0.rows; ++r) {
     for (int64_t i = 0; i < half; ++i) {
-      const double theta =
-          positions[r] * std::pow(double(freq_base), -2.0 * double(i) / double(head_dim));
+      const double theta = rope.angle(positions[r], i, head_dim);
       table[static_cast<size_t>((r * half + i) * 2)] = static_cast<float>(std::cos(theta));
       table[static_cast<size_t>((r * half + i) * 2 + 1)] = static_cast<float>(std::sin(theta));
     }
@@ -728,7 +743,8 @@ void VulkanBackend::record_rope(const Tensor& x0, const Tensor* x1, int64_t head
   const RopePush push{u32(x0.rows),       u32(half),
                       u32(x0.cols / 2),   u32(x0.offset),
                       u32(x0.row_stride), u32(second.cols / 2),
-                      u32(second.offset), u32(second.row_stride)};
+                      u32(second.offset), u32(second.row_stride),
+                      rope.neox ? 1u : 0u};
   WorkgroupCount groups = elementwise_groups(x0.rows, std::max(x0.cols, second.cols) / 2);
   groups.z = x1 != nullptr ? 2 : 1;
   dispatch("rope", {bind(x0), table_buffer, bind(second)}, &push, sizeof push, groups,
@@ -820,14 +836,16 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
                            u32(q.row_stride),
                            u32(out.offset),
                            u32(out.row_stride),
-                           1.0f / std::sqrt(static_cast<float>(shape.head_dim)),
+                           shape.score_scale(),
                            u32(shape.n_heads),
                            n,
                            0,  // upload_batch: positions, context offsets, slot map
                            n,
                            2 * n,
                            weights != nullptr ? u32(weights->offset) : 0u,
-                           weights != nullptr ? u32(weights->row_stride) : 0u};
+                           weights != nullptr ? u32(weights->row_stride) : 0u,
+                           shape.softcap,
+                           u32(std::max<int64_t>(shape.window, 0))};
   const BufferRange batch_range = upload_batch(batch);
   const BufferRange keys = range_of(allocation_of(store.keys));
   const BufferRange values = range_of(allocation_of(store.values));
@@ -863,17 +881,39 @@ void VulkanBackend::add(Tensor& x, const Tensor& y) {
 }
 
 void VulkanBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  record_gated("silu_mul", gate, up, out);
+}
+
+void VulkanBackend::record_gated(const std::string& shader, const Tensor& gate, const Tensor& up,
+                                 Tensor& out) {
   assert(gate.rows == up.rows && gate.cols == up.cols && out.rows == gate.rows &&
          out.cols == gate.cols);
   const SiluMulPush push{u32(gate.rows), u32(gate.cols),     u32(gate.offset), u32(gate.row_stride),
                          u32(up.offset), u32(up.row_stride), u32(out.offset),  u32(out.row_stride)};
-  dispatch("silu_mul", {bind(gate), bind(up), bind(out)}, &push, sizeof push,
+  dispatch(shader, {bind(gate), bind(up), bind(out)}, &push, sizeof push,
            elementwise_groups(gate.rows, gate.cols), KernelClass::kOther);
 }
 
 void VulkanBackend::gelu(Tensor& x) {
   const GeluPush push{u32(x.rows), u32(x.cols), u32(x.offset), u32(x.row_stride)};
   dispatch("gelu", {bind(x)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
+           KernelClass::kOther);
+}
+
+void VulkanBackend::gelu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  record_gated("gelu_mul", gate, up, out);
+}
+
+void VulkanBackend::scale(Tensor& x, float factor) { record_scale("scale", x, factor); }
+
+void VulkanBackend::soft_cap(Tensor& x, float cap) {
+  assert(cap > 0.0f);
+  record_scale("soft_cap", x, cap);
+}
+
+void VulkanBackend::record_scale(const std::string& shader, Tensor& x, float value) {
+  const ScalePush push{u32(x.rows), u32(x.cols), u32(x.offset), u32(x.row_stride), value};
+  dispatch(shader, {bind(x)}, &push, sizeof push, elementwise_groups(x.rows, x.cols),
            KernelClass::kOther);
 }
 

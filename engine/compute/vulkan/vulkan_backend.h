@@ -86,7 +86,7 @@ class VulkanBackend final : public Backend {
                   Tensor& out) override;
   void matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) override;
   void rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
-            float freq_base) override;
+            const RopeSpec& rope) override;
   KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;
   void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                 KvStore& store) override;
@@ -100,10 +100,14 @@ class VulkanBackend final : public Backend {
                       float eps, Tensor& out) override;
   // One dispatch for both (InputError if q and k share elements).
   void rope_qk(Tensor& q, Tensor& k, int64_t head_dim, std::span<const int32_t> positions,
-               float freq_base) override;
+               const RopeSpec& rope) override;
   void gather_rows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void gelu(Tensor& x) override;
+  void gelu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void scale(Tensor& x, float factor) override;
+  void soft_cap(Tensor& x, float cap) override;
+  void rms_norm_heads(Tensor& x, const Tensor& weight, int64_t head_dim, float eps) override;
 
   // Runs the probe kernels now (a fraction of a second); see device_probe.h for the cache.
   // Timestamps are on while it runs, then as `timestamps_after` (default: as configured).
@@ -145,13 +149,18 @@ class VulkanBackend final : public Backend {
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
                 std::initializer_list<uint32_t> constants = {});
   // y == nullptr: the plain norm; else the residual add fused into it (x += y first).
+  // groups > 1: each row of x is that many norms of x.cols / groups columns (rms_norm_heads).
   void record_rms_norm(const Tensor& x, const Tensor* y, const Tensor& weight, float eps,
-                       Tensor& out);
+                       Tensor& out, int64_t groups = 1);
   void record_layer_norm(const Tensor& x, const Tensor* y, const Tensor& weight, const Tensor& bias,
                          float eps, Tensor& out);
+  // silu_mul or gelu_mul (same push constants, same bindings).
+  void record_gated(const std::string& shader, const Tensor& gate, const Tensor& up, Tensor& out);
+  // scale or soft_cap of x in place by `value`.
+  void record_scale(const std::string& shader, Tensor& x, float value);
   // One dispatch ropes x0 and, when not null, x1 (workgroup z).
   void record_rope(const Tensor& x0, const Tensor* x1, int64_t head_dim,
-                   std::span<const int32_t> positions, float freq_base);
+                   std::span<const int32_t> positions, const RopeSpec& rope);
   // x itself if its offset and row stride are multiples of 4 (vec4 loads), else a copy that is.
   Tensor vec4_aligned(const Tensor& x);
   // Milliseconds of one dispatch run alone as a step (GPU time, or wall time without timestamps).
