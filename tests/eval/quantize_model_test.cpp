@@ -4,6 +4,7 @@
 #include "engine/eval/quantize_model.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -276,7 +277,8 @@ std::vector<float> prompt_logits(const std::string& path) {
 
 const std::vector<float>& f32_logits() {
   static const std::vector<float> logits = [] {
-    const std::string path = ::testing::TempDir() + "/quantize_k_source_f32.gguf";
+    const std::string path =
+        ::testing::TempDir() + "/quantize_k_source_f32." + std::to_string(getpid()) + ".gguf";
     k_source_writer().write(path);
     std::vector<float> values = prompt_logits(path);
     std::filesystem::remove(path);
@@ -296,7 +298,8 @@ struct Quantised {
 const Quantised& quantised_k_source(const std::string& label) {
   static std::map<std::string, Quantised> done;
   if (const auto it = done.find(label); it != done.end()) return it->second;
-  const std::string path = ::testing::TempDir() + "/quantize_k_source_" + label + ".gguf";
+  const std::string path = ::testing::TempDir() + "/quantize_k_source_" + label + "." +
+                           std::to_string(getpid()) + ".gguf";
   quantize_model(k_source(), parse_quantize_scheme(label)).write(path);
   Quantised result;
   {

@@ -1,5 +1,6 @@
 // Models that cannot run give a ModelError naming the file and what is wrong.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_writer.h"
@@ -66,7 +67,7 @@ std::string load_error(const gguf::GgufWriter& writer, ModelError::Kind expected
 }
 
 TEST(ModelErrors, TinyModelLoadsAndRuns) {
-  const auto path = testing::TempDir() + "/tiny.gguf";
+  const auto path = testing::TempDir() + "/tiny." + std::to_string(getpid()) + ".gguf";
   tiny_llama().write(path);
   auto m = model::load_model(path, compute::BackendKind::kCpu);
   EXPECT_TRUE(m->config.tied_output);
@@ -79,8 +80,8 @@ TEST(ModelErrors, TinyModelLoadsAndRuns) {
 TEST(ModelErrors, ProjectionsOfMixedTypesRunPartByPart) {
   std::vector<std::vector<float>> logits;
   for (const gguf::GgmlType odd_type : {gguf::GgmlType::F32, gguf::GgmlType::F16}) {
-    const auto path =
-        testing::TempDir() + "/tiny_" + std::string(gguf::type_name(odd_type)) + ".gguf";
+    const auto path = testing::TempDir() + "/tiny_" + std::string(gguf::type_name(odd_type)) + "." +
+                      std::to_string(getpid()) + ".gguf";
     tiny_llama(odd_type).write(path);
     auto m = model::load_model(path, compute::BackendKind::kCpu);
     auto cache = model::create_kv_cache(m->config, *m->backend, 16);
@@ -163,7 +164,7 @@ TEST(ModelErrors, WrongShapeIsNamed) {
 }
 
 TEST(ModelErrors, BadInputTokensAndLengthAreInputErrors) {
-  const auto path = testing::TempDir() + "/tiny_input.gguf";
+  const auto path = testing::TempDir() + "/tiny_input." + std::to_string(getpid()) + ".gguf";
   tiny_llama().write(path);
   auto m = model::load_model(path, compute::BackendKind::kCpu);
   auto cache = model::create_kv_cache(m->config, *m->backend, 16);
