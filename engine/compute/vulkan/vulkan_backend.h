@@ -28,8 +28,10 @@ enum class KernelStyle {
 
 struct VulkanBackendOptions {
   ContextOptions context;
-  // Largest byte range bound to one shader binding; 0 = the device's maxStorageBufferRange.
-  // Weights larger than this are split into chunks of whole rows (tests set it small).
+  // Largest byte range bound to one shader binding; 0 = the device's maxStorageBufferRange
+  // (or, as a test hook, SERVESCOPE_VULKAN_MAX_BINDING_BYTES from the environment). Weights
+  // larger than this are split into chunks of whole rows, KV stores into up to 4 parts of whole
+  // slots per side (tests set it small to exercise both on tiny models).
   uint64_t max_binding_bytes = 0;
   // false: never map device memory, use staging copies as on a discrete GPU.
   bool map_device_memory = true;
@@ -144,6 +146,9 @@ class VulkanBackend final : public Backend {
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
                 std::initializer_list<uint32_t> constants = {});
+  void dispatch(const std::string& shader, std::span<const BufferRange> bindings, const void* push,
+                uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
+                std::span<const uint32_t> constants);
   // y == nullptr: the plain norm; else the residual add fused into it (x += y first).
   void record_rms_norm(const Tensor& x, const Tensor* y, const Tensor& weight, float eps,
                        Tensor& out);
