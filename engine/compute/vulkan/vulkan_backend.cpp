@@ -46,7 +46,7 @@ struct KvSideStorage final : Buffer {
   std::vector<std::unique_ptr<OwnedAllocation>> parts;
 };
 
-constexpr int64_t kKvMaxParts = 4;  // bindings per side in the _split kernels (kv_parts.glsl)
+constexpr uint32_t kKvMaxParts = 4;  // bindings per side in the _split kernels (kv_parts.glsl)
 
 const KvSideStorage& kv_side(const std::shared_ptr<Buffer>& buffer) {
   assert(buffer);
@@ -480,24 +480,34 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight
   run_on_no_work(prepared);
 }
 
-void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type) {
-  if (std::find(kv_pipelines_ready_.begin(), kv_pipelines_ready_.end(), kv_type) !=
+void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type, uint32_t part_slots) {
+  const std::pair<gguf::GgmlType, uint32_t> key{kv_type, part_slots};
+  if (std::find(kv_pipelines_ready_.begin(), kv_pipelines_ready_.end(), key) !=
       kv_pipelines_ready_.end()) {
     return;
   }
-  kv_pipelines_ready_.push_back(kv_type);
-  const std::string suffix = type_suffix(kv_type);
-  std::vector<const Pipeline*> prepared = {&pipelines_->get("store_kv_" + suffix, 5)};
+  kv_pipelines_ready_.push_back(key);
+  // As store_kv and attention dispatch them: a split store's kernels have 6 more bindings and
+  // its slots per part as their last specialization constant.
+  const bool split = part_slots > 0;
+  const std::string suffix = (split ? "split_" : "") + type_suffix(kv_type);
+  const uint32_t extra = split ? 2 * (kKvMaxParts - 1) : 0;
+  const auto with_parts = [&](std::vector<uint32_t> constants) {
+    if (split) constants.push_back(part_slots);
+    return constants;
+  };
+  std::vector<const Pipeline*> prepared = {
+      &pipelines_->get("store_kv_" + suffix, 5 + extra, with_parts({}))};
   if (workgroup_tiles_) {
-    prepared.push_back(&pipelines_->get("attention_" + suffix, 5));
+    prepared.push_back(&pipelines_->get("attention_" + suffix, 5 + extra, with_parts({})));
   } else {
     for (const uint32_t group_size : {1u, 2u, 4u, 8u}) {
       prepared.push_back(
-          &pipelines_->get("attention_rows_" + suffix, 5, std::array{group_size, 1u}));
+          &pipelines_->get("attention_rows_" + suffix, 5 + extra, with_parts({group_size, 1u})));
     }
     if (lanes_kernel_) {
-      prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5,
-                                          std::array{kAttentionSplit, kAttentionSplit}));
+      prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5 + extra,
+                                          with_parts({kAttentionSplit, kAttentionSplit})));
     }
   }
   run_on_no_work(prepared);
@@ -509,7 +519,8 @@ void VulkanBackend::run_on_no_work(std::span<const Pipeline* const> prepared) {
   // once, and the zeroed scratch makes attention.comp's one key an empty dot product.
   const Tensor scratch = create_tensor(1, 64, BufferPurpose::kScratch);
   const BufferRange any = bind(scratch);
-  const std::array<BufferRange, 8> bindings{any, any, any, any, any, any, any, any};
+  std::array<BufferRange, 12> bindings;  // the most a kernel has: attention of a split store
+  bindings.fill(any);
   std::array<uint32_t, kPushConstantBytes / 4> push{};
   push[1] = 1;
   for (const Pipeline* pipeline : prepared) {
@@ -828,7 +839,7 @@ KvStore VulkanBackend::create_kv_store(gguf::GgmlType type, int64_t slots, int64
         " of the device's largest storage bindings (" + std::to_string(max_binding_bytes_) +
         " bytes each); use fewer KV slots or a smaller KV type (f16, q8_0)");
   }
-  prepare_kv_pipelines(type);
+  prepare_kv_pipelines(type, parts > 1 ? static_cast<uint32_t>(part_slots) : 0);
   auto zeroed_side = [&] {
     auto side = std::make_shared<KvSideStorage>();
     side->part_slots = part_slots;

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "engine/compute/backend.h"
 #include "engine/compute/vulkan/command_recorder.h"
@@ -166,8 +168,9 @@ class VulkanBackend final : public Backend {
   // this type and row count, so that the first step does not pay for shader compilation
   // (tens of ms per pipeline on lavapipe).
   void prepare_pipelines(gguf::GgmlType weight_type, int64_t weight_rows);
-  // The same for a KV store's type (store_kv and attention), when the store is created.
-  void prepare_kv_pipelines(gguf::GgmlType kv_type);
+  // The same for a KV store's type (store_kv and attention), when the store is created;
+  // part_slots > 0: the _split kernels of a store in parts of that many slots.
+  void prepare_kv_pipelines(gguf::GgmlType kv_type, uint32_t part_slots);
   void run_on_no_work(std::span<const Pipeline* const> pipelines);
   // Prefill products on CPU devices: matmul_lanes register tiles (see the shader).
   void record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out,
@@ -189,7 +192,8 @@ class VulkanBackend final : public Backend {
   // CPU-style prefill with matmul_lanes: needs subgroups of >= 8 lanes that can shuffle.
   bool lanes_kernel_ = false;
   bool common_pipelines_ready_ = false;
-  std::vector<gguf::GgmlType> kv_pipelines_ready_;  // KV types whose kernels are prepared
+  // KV types (and slots per part, 0 unsplit) whose kernels are prepared.
+  std::vector<std::pair<gguf::GgmlType, uint32_t>> kv_pipelines_ready_;
   bool timestamps_by_default_ = true;
 };
 
