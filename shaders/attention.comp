@@ -17,6 +17,7 @@ layout(std430, binding = 3) readonly buffer Batch { int batch[]; };
 layout(std430, binding = 4) writeonly buffer Out { float out_data[]; };
 #define KV_KEYS_BINDING 1
 #define KV_VALUES_BINDING 2
+#define KV_PART_SLOTS_ID 0  // _split variants (kv_parts.glsl)
 #if defined(CAPTURE_WEIGHTS)
 // The scaled scores as they are computed, turned into softmax weights once the final maximum
 // and sum are known; each thread rewrites only the entries it wrote.
@@ -24,6 +25,11 @@ layout(std430, binding = 5) buffer Weights { float weights[]; };
 #endif
 
 #include "include/attention_push.glsl"
+#if defined(CAPTURE_WEIGHTS)
+#define KV_EXTRA_BINDING 6
+#else
+#define KV_EXTRA_BINDING 5
+#endif
 #include "include/kv_read.glsl"
 
 shared float query[kMaxHeadDim];

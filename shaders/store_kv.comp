@@ -16,8 +16,22 @@ layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Keys { float keys[]; };
 layout(std430, binding = 1) readonly buffer Values { float values[]; };
 layout(std430, binding = 2) readonly buffer Slots { int slots[]; };
+#define KV_PART_SLOTS_ID 0
+#define KV_EXTRA_BINDING 5
+#include "include/kv_parts.glsl"
+#if defined(KV_SPLIT)
+layout(std430, binding = 3) buffer KeyStore0 { uint key_words0[]; };
+layout(std430, binding = KV_EXTRA_BINDING) buffer KeyStore1 { uint key_words1[]; };
+layout(std430, binding = KV_EXTRA_BINDING + 1) buffer KeyStore2 { uint key_words2[]; };
+layout(std430, binding = KV_EXTRA_BINDING + 2) buffer KeyStore3 { uint key_words3[]; };
+layout(std430, binding = 4) buffer ValueStore0 { uint value_words0[]; };
+layout(std430, binding = KV_EXTRA_BINDING + 3) buffer ValueStore1 { uint value_words1[]; };
+layout(std430, binding = KV_EXTRA_BINDING + 4) buffer ValueStore2 { uint value_words2[]; };
+layout(std430, binding = KV_EXTRA_BINDING + 5) buffer ValueStore3 { uint value_words3[]; };
+#else
 layout(std430, binding = 3) buffer KeyStore { uint key_words[]; };
 layout(std430, binding = 4) buffer ValueStore { uint value_words[]; };
+#endif
 
 layout(push_constant) uniform Push {
   uint rows;
@@ -37,20 +51,28 @@ float source(uint row, uint col) {
                         : values[p.values_offset + row * p.values_stride + col];
 }
 
+uint store_part = 0u;  // the part of the store this invocation's slot is in (kv_parts.glsl)
+
+#define PUT_WORD(ARRAY) ARRAY[word] = bits
 void put_word(uint word, uint bits) {
-  if (writing_keys()) key_words[word] = bits; else value_words[word] = bits;
+  if (writing_keys()) {
+    KV_ON_PART(store_part, key_words, PUT_WORD)
+  } else {
+    KV_ON_PART(store_part, value_words, PUT_WORD)
+  }
 }
 
 // Sets the 16 bits of half `half_index` of the store, leaving the other half of its word.
+#define PUT_HALF(ARRAY)                             \
+  atomicAnd(ARRAY[word], ~(0xFFFFu << shift)); \
+  atomicOr(ARRAY[word], bits << shift)
 void put_half(uint half_index, uint bits) {
   const uint word = half_index >> 1;
   const uint shift = (half_index & 1u) * 16u;
   if (writing_keys()) {
-    atomicAnd(key_words[word], ~(0xFFFFu << shift));
-    atomicOr(key_words[word], bits << shift);
+    KV_ON_PART(store_part, key_words, PUT_HALF)
   } else {
-    atomicAnd(value_words[word], ~(0xFFFFu << shift));
-    atomicOr(value_words[word], bits << shift);
+    KV_ON_PART(store_part, value_words, PUT_HALF)
   }
 }
 
@@ -119,7 +141,8 @@ void main() {
   if (id >= p.rows * blocks_per_row) return;
   const uint row = id / blocks_per_row;
   const uint block = id % blocks_per_row;
-  const uint slot = uint(slots[row]);
+  store_part = kv_part(uint(slots[row]));
+  const uint slot = kv_row(uint(slots[row]));  // its row in that part
   const uint first = block * kBlock;
   const uint count = min(kBlock, p.kv_dim - first);
 

@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "app/cli/command_support.h"
+#include "engine/eval/evaluator.h"
 
 namespace servescope::cli {
 
@@ -13,8 +14,9 @@ int run_logits(const std::vector<std::string>& args, std::ostream& out) {
   const auto m = open_model(options);
   const std::vector<int32_t> ids = parse_id_list(*options.get("ids"));
   model::KvCache cache = m->transformer->new_cache(static_cast<int64_t>(ids.size()));
-  const bool all = options.has("all");
-  const std::vector<float> logits = m->transformer->forward(ids, cache, all);
+  // Every position: in passes where the logits would not fit one backend binding.
+  const std::vector<float> logits = options.has("all") ? eval::chunk_logits(*m->transformer, ids)
+                                                       : m->transformer->forward(ids, cache, false);
   const auto vocab = static_cast<size_t>(m->config.vocab_size);
   json rows = json::array();
   for (size_t r = 0; r < logits.size() / vocab; ++r) {

@@ -77,7 +77,7 @@ json shape_json(const eval::RandomModelShape& s) {
 
 int run_make_model(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(args, {{"model", "params", "dim", "layers", "ffn", "heads", "kv-heads",
-                                "context", "type", "seed", "out"},
+                                "context", "type", "seed", "vocab", "out"},
                                {}});
   if (!options.has("out")) throw UsageError("make-model needs --out OUT.gguf");
   eval::RandomModelSpec spec;
@@ -85,6 +85,7 @@ int run_make_model(const std::vector<std::string>& args, std::ostream& out) {
   spec.type = eval::parse_weight_type(options.get_or("type", "f32"));
   if (options.get_int("seed", 1) < 0) throw UsageError("--seed needs an integer >= 0");
   spec.seed = static_cast<uint64_t>(options.get_int("seed", 1));
+  if (options.has("vocab")) spec.vocab_size = positive(options, "vocab", 0);
   eval::validate_shape(spec.shape, spec.type);
 
   const std::filesystem::path tokenizer_path = options.get_or("model", default_model_path());
@@ -140,7 +141,7 @@ void write_random_model(const eval::RandomModelSpec& spec,
   check_output_path(out, tokenizer_path);
   const gguf::GgufFile tokenizer_source = gguf::GgufFile::open(tokenizer_path);
   const gguf::GgufWriter writer = eval::random_model_writer(spec, tokenizer_source);
-  const int64_t vocab = model::read_model_config(tokenizer_source).vocab_size;
+  const int64_t vocab = eval::random_model_vocab(spec, tokenizer_source);
   check_disk_space(out, eval::random_model_weight_bytes(spec.shape, vocab, spec.type) +
                             (uint64_t{1} << 20));  // + metadata and padding
   if (before_write) before_write();
@@ -150,9 +151,10 @@ void write_random_model(const eval::RandomModelSpec& spec,
 Subcommand make_model_subcommand() {
   return {"make-model",
           "(--params 25M|100M|400M|1B | --dim D --layers L [--heads H] [--kv-heads K] [--ffn F]) "
-          "[--context N] [--type f32|f16|q8_0|q4_0] [--seed S] --out OUT.gguf: a llama model "
-          "of that size with random weights and the model's tokenizer, for timing only (its "
-          "text is meaningless); presets as dim/layers/heads/kv-heads/ffn: " +
+          "[--context N] [--type f32|f16|q8_0|q4_0] [--seed S] [--vocab N] --out OUT.gguf: a llama "
+          "model of that size with random weights and the model's tokenizer (--vocab: padded "
+          "with unused tokens to N), for timing only (its text is meaningless); presets as "
+          "dim/layers/heads/kv-heads/ffn: " +
               preset_shapes(),
           run_make_model};
 }

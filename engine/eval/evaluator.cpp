@@ -41,9 +41,21 @@ int64_t scored_positions(const std::vector<std::vector<int32_t>>& chunks) {
   return n;
 }
 
-std::vector<float> chunk_logits(model::Transformer& transformer, std::span<const int32_t> chunk) {
+std::vector<float> chunk_logits(model::Transformer& transformer, std::span<const int32_t> chunk,
+                                int64_t max_logit_bytes) {
   model::KvCache cache = transformer.new_cache(static_cast<int64_t>(chunk.size()));
-  return transformer.forward(chunk, cache, /*all_positions=*/true);
+  const int64_t vocab = transformer.config().vocab_size;
+  const auto piece = static_cast<size_t>(
+      std::max<int64_t>(1, max_logit_bytes / (vocab * static_cast<int64_t>(sizeof(float)))));
+  if (chunk.size() <= piece) return transformer.forward(chunk, cache, /*all_positions=*/true);
+  std::vector<float> logits;
+  logits.reserve(chunk.size() * static_cast<size_t>(vocab));
+  for (size_t start = 0; start < chunk.size(); start += piece) {
+    const std::vector<float> part = transformer.forward(
+        chunk.subspan(start, std::min(piece, chunk.size() - start)), cache, true);
+    logits.insert(logits.end(), part.begin(), part.end());
+  }
+  return logits;
 }
 
 QualityEvaluator::QualityEvaluator(std::vector<std::vector<int32_t>> chunks,

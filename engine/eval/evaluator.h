@@ -30,8 +30,13 @@ std::vector<std::vector<int32_t>> split_into_chunks(std::span<const int32_t> tex
 // Tokens predicted in the chunks: each chunk's length - 1.
 int64_t scored_positions(const std::vector<std::vector<int32_t>>& chunks);
 
-// Logits of every position of one chunk ([tokens x vocab], row-major), from a fresh cache.
-std::vector<float> chunk_logits(model::Transformer& transformer, std::span<const int32_t> chunk);
+// Logits of every position of one chunk ([tokens x vocab], row-major), from a fresh cache. A
+// chunk whose logits exceed kMaxLogitBytesPerPass runs as consecutive passes over the same
+// cache: a backend holds an activation in one binding (lavapipe: 128 MiB), and 512 positions
+// of a 128k-token vocabulary are 263 MB of logits.
+constexpr int64_t kMaxLogitBytesPerPass = int64_t{64} << 20;
+std::vector<float> chunk_logits(model::Transformer& transformer, std::span<const int32_t> chunk,
+                                int64_t max_logit_bytes = kMaxLogitBytesPerPass);
 
 // A snapshot after each chunk: how far the run is and the measures so far.
 struct EvalProgress {

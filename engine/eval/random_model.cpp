@@ -116,7 +116,46 @@ int64_t vocab_of(const gguf::GgufFile& source) {
   return static_cast<int64_t>(std::get<gguf::Array>(tokens->data).items.size());
 }
 
+// The tokenizer's arrays padded to `vocab` tokens with unused ones ("<unused_N>", score 0,
+// type unused); token types are written even where the source left them out (then normal).
+void pad_vocabulary(gguf::GgufWriter& writer, const gguf::GgufFile& source, int64_t vocab) {
+  const auto source_vocab = static_cast<size_t>(vocab_of(source));
+  const auto padded = static_cast<size_t>(vocab);
+  if (padded == source_vocab) return;
+  std::vector<Value> tokens =
+      std::get<gguf::Array>(source.find("tokenizer.ggml.tokens")->data).items;
+  for (size_t id = source_vocab; id < padded; ++id)
+    tokens.push_back(Value::str("<unused_" + std::to_string(id) + ">"));
+  writer.set("tokenizer.ggml.tokens", Value::array(gguf::ValueType::kString, std::move(tokens)));
+  constexpr int32_t kNormalType = 1, kUnusedType = 5;  // llama.cpp's token types
+  const auto padded_array = [&](const char* key, gguf::ValueType type, Value original, Value pad) {
+    std::vector<Value> items;
+    if (const Value* found = source.find(key)) {
+      items = std::get<gguf::Array>(found->data).items;
+    } else {
+      items.assign(source_vocab, original);
+    }
+    items.resize(padded, pad);
+    writer.set(key, Value::array(type, std::move(items)));
+  };
+  if (source.find("tokenizer.ggml.scores") != nullptr) {
+    padded_array("tokenizer.ggml.scores", gguf::ValueType::kFloat32, Value::f32(0.0f),
+                 Value::f32(0.0f));
+  }
+  padded_array("tokenizer.ggml.token_type", gguf::ValueType::kInt32, Value::i32(kNormalType),
+               Value::i32(kUnusedType));
+}
+
 }  // namespace
+
+int64_t random_model_vocab(const RandomModelSpec& spec, const gguf::GgufFile& tokenizer_source) {
+  const int64_t source_vocab = vocab_of(tokenizer_source);
+  if (spec.vocab_size == 0) return source_vocab;
+  require(spec.vocab_size >= source_vocab && spec.vocab_size <= (int64_t{1} << 20),
+          "the vocabulary (" + std::to_string(spec.vocab_size) + ") must hold the tokenizer's " +
+              std::to_string(source_vocab) + " tokens and be at most 1048576");
+  return spec.vocab_size;
+}
 
 std::span<const RandomModelPreset> random_model_presets() { return kPresets; }
 
@@ -171,7 +210,7 @@ gguf::GgufWriter random_model_writer(const RandomModelSpec& spec,
                                      const gguf::GgufFile& tokenizer_source) {
   const RandomModelShape& s = spec.shape;
   validate_shape(s, spec.type);
-  const int64_t vocab = vocab_of(tokenizer_source);
+  const int64_t vocab = random_model_vocab(spec, tokenizer_source);
   const auto u32 = [](int64_t v) { return Value::u32(static_cast<uint32_t>(v)); };
 
   gguf::GgufWriter writer;
@@ -200,6 +239,7 @@ gguf::GgufWriter random_model_writer(const RandomModelSpec& spec,
   for (const auto& [key, value] : tokenizer_source.metadata()) {
     if (key.starts_with("tokenizer.")) writer.set(key, value);
   }
+  pad_vocabulary(writer, tokenizer_source, vocab);
 
   // Each tensor has its own stream, seeded by (seed, index): identical seeds, identical files.
   uint64_t seed_state = spec.seed;

@@ -57,7 +57,15 @@ struct RandomModelSpec {
   gguf::GgmlType type = gguf::GgmlType::F32;  // of the matrices; norms stay F32
   uint64_t seed = 1;
   std::string label;  // in general.name: "servescope-random-<label>"
+  // 0: the tokenizer's vocabulary. Larger: the tokenizer's tokens followed by unused ones
+  // ("<unused_N>", token type unused: they never come out of encoding and decode to no text),
+  // so that embedding and output matrices of a large vocabulary can be timed.
+  int64_t vocab_size = 0;
 };
+
+// The vocabulary the model of `spec` has with tokenizer `tokenizer_source`; InputError when
+// spec.vocab_size is smaller than the tokenizer's or above 1M tokens.
+int64_t random_model_vocab(const RandomModelSpec& spec, const gguf::GgufFile& tokenizer_source);
 
 // A writer for the model: llama metadata for `spec`, the tokenizer metadata (tokenizer.*) of
 // `tokenizer_source`, model::kRandomWeightsKey = true, and every tensor streamed: its values

@@ -870,6 +870,7 @@ class SplitWeightsAndStaging : public KernelParity {
     o.map_device_memory = false;
     return o;
   }
+  void check_split_kv_store();
 };
 
 TEST_F(SplitWeightsAndStaging, MatmulAndEmbed) {
@@ -917,27 +918,75 @@ TEST_F(SplitWeightsAndStaging, KQuantMatmulAndEmbed) {
   }
 }
 
-// A KV store must fit one binding (1000 bytes here); smaller ones work through staging copies.
-TEST_F(SplitWeightsAndStaging, PagedKvStore) {
-  EXPECT_THROW(vk_->create_kv_store(GgmlType::F32, 10, 32), BackendError);  // 1280 bytes
+// A KV store larger than one binding (1000 bytes here) is split into parts of whole slots,
+// up to 4 per side; with more it is refused. Each type's store is 3 parts, the slots of both
+// sequences are scattered over all of them, and what attention reads and store_kv writes
+// matches the CPU backend byte for byte (through staging copies: memory is unmapped here).
+void SplitWeightsAndStaging::check_split_kv_store() {
+  EXPECT_THROW(vk_->create_kv_store(GgmlType::F32, 40, 32), BackendError);  // 6 parts of 7 slots
   const AttentionShape shape{2, 1, 32};
-  const AttentionBatch batch{{0, 1, 0}, {0, 0, 2}, {3, 0, 5}};
-  const std::vector<int32_t> slots = {3, 0, 5};
-  for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
-    KvStore cpu_store = cpu_.create_kv_store(type, 6, 32);
-    KvStore vk_store = vk_->create_kv_store(type, 6, 32);
-    Pair k = random_tensor(3, 32, 1), v = random_tensor(3, 32, 2), q = random_tensor(3, 64, 3);
-    Pair out = random_tensor(3, 64, 4);
-    cpu_.store_kv(k.cpu, v.cpu, slots, cpu_store);
-    vk_->store_kv(k.vk, v.vk, slots, vk_store);
+  // Slots per store: 3 parts of 7 (F32, 128-byte rows), 15 (F16) or 29 (Q8_0) slots.
+  for (const auto& [type, store_slots] :
+       {std::pair{GgmlType::F32, 20}, std::pair{GgmlType::F16, 40},
+        std::pair{GgmlType::Q8_0, 80}}) {
+    SCOPED_TRACE(type_label(type));
+    std::vector<int32_t> free_slots(static_cast<size_t>(store_slots));
+    std::iota(free_slots.begin(), free_slots.end(), 0);
+    std::shuffle(free_slots.begin(), free_slots.end(), std::mt19937(store_slots));
+    // Sequence a: a prefill of 3/5 of the store; sequence b: its last token decodes after the
+    // rest of it was stored in an earlier step.
+    const auto prefill = static_cast<size_t>(store_slots * 3 / 5);
+    AttentionBatch batch;
+    batch.slot_map = free_slots;
+    for (size_t t = 0; t < prefill; ++t) {
+      batch.positions.push_back(static_cast<int32_t>(t));
+      batch.context_offsets.push_back(0);
+    }
+    batch.positions.push_back(static_cast<int32_t>(free_slots.size() - prefill - 1));
+    batch.context_offsets.push_back(static_cast<int32_t>(prefill));
+    const std::span<const int32_t> all(free_slots);
+    const std::span<const int32_t> earlier = all.subspan(prefill, all.size() - prefill - 1);
+    std::vector<int32_t> now(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(prefill));
+    now.push_back(all.back());
+
+    KvStore cpu_store = cpu_.create_kv_store(type, store_slots, 32);
+    KvStore vk_store = vk_->create_kv_store(type, store_slots, 32);
+    std::vector<uint8_t> expected_keys(gguf::row_bytes(type, 32) *
+                                       static_cast<uint64_t>(store_slots));
+    std::vector<uint8_t> expected_values = expected_keys;
+    uint32_t seed = 1;
+    for (const std::span<const int32_t> slots : {earlier, std::span<const int32_t>(now)}) {
+      const auto n = static_cast<int64_t>(slots.size());
+      Pair k = random_tensor(n, 32, seed++, 0, 2.0f), v = random_tensor(n, 32, seed++);
+      cpu_.store_kv(k.cpu, v.cpu, slots, cpu_store);
+      vk_->store_kv(k.vk, v.vk, slots, vk_store);
+      expect_stored(expected_keys, type, 32, cpu_.read(k.cpu), slots);
+      expect_stored(expected_values, type, 32, cpu_.read(v.cpu), slots);
+    }
+    EXPECT_TRUE(vk_->read_kv_bytes(vk_store, false) == expected_keys);
+    EXPECT_TRUE(vk_->read_kv_bytes(vk_store, true) == expected_values);
+
+    const auto rows = static_cast<int64_t>(now.size());
+    Pair q = random_tensor(rows, 64, seed++, 0, 2.0f), out = random_tensor(rows, 64, seed++);
     cpu_.attention(q.cpu, cpu_store, shape, batch, out.cpu);
     vk_->attention(q.vk, vk_store, shape, batch, out.vk);
-    expect_close(out, 1e-4f, type_label(type));
-    std::vector<uint8_t> expected(gguf::row_bytes(type, 32) * 6);
-    expect_stored(expected, type, 32, cpu_.read(k.cpu), slots);
-    EXPECT_TRUE(vk_->read_kv_bytes(vk_store, false) == expected) << type_label(type);
+    expect_close(out, 1e-4f, "attention");
+    check_attention_capture(q, cpu_store, vk_store, shape, batch, cpu_.read(out.cpu));
   }
 }
+
+TEST_F(SplitWeightsAndStaging, PagedKvStore) { check_split_kv_store(); }
+
+// The same split store with the GPU kernels (attention.comp).
+class SplitKvStoreWorkgroupTiles : public SplitWeightsAndStaging {
+ protected:
+  VulkanBackendOptions options() override {
+    VulkanBackendOptions o = SplitWeightsAndStaging::options();
+    o.kernel_style = KernelStyle::kWorkgroupTiles;
+    return o;
+  }
+};
+TEST_F(SplitKvStoreWorkgroupTiles, PagedKvStore) { check_split_kv_store(); }
 
 // The probe measures positive roofs once, then the cache answers for the same device.
 TEST_F(KernelParity, DeviceProbeIsCachedPerDevice) {

@@ -136,6 +136,20 @@ TEST(QualityEvaluator, StreamsProgressAfterEveryChunk) {
   EXPECT_EQ(seen[5].positions_total, 300);
 }
 
+// A chunk whose logits would not fit one pass runs as passes over one cache (here 6 positions'
+// logits per pass): the same logits, within float rounding, as one pass of the whole chunk.
+TEST(ChunkLogits, PassesOfAFewPositionsEqualOnePass) {
+  const nlohmann::json c = perplexity_case("llama-f32.gguf");
+  const auto m = load("llama-f32.gguf");
+  const std::vector<int32_t> chunk = chunks_of(c).front();
+  const int64_t row_bytes = m->config.vocab_size * static_cast<int64_t>(sizeof(float));
+  const std::vector<float> whole = chunk_logits(*m->transformer, chunk);
+  const std::vector<float> in_passes = chunk_logits(*m->transformer, chunk, 6 * row_bytes);
+  ASSERT_EQ(whole.size(), chunk.size() * static_cast<size_t>(m->config.vocab_size));
+  ASSERT_EQ(in_passes.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(in_passes[i], whole[i], 1e-4f) << i;
+}
+
 TEST(QualityEvaluator, CompareNeedsABaseline) {
   const auto m = load("llama-f32.gguf");
   QualityEvaluator evaluator(split_into_chunks(std::vector<int32_t>{5, 6, 7}, 128, 1));

@@ -179,6 +179,33 @@ TEST(RandomModel, RefusesShapesThatCannotBeBuilt) {
   EXPECT_THROW(random_model_preset("2B"), InputError);
 }
 
+// --vocab: the bundled tokenizer's tokens, then unused ones up to the size asked; the tokenizer
+// still loads and encodes as the bundled one does, an unused token decodes to no text, and the
+// embedding and output matrices have a row per token. Smaller than the tokenizer: refused.
+TEST(RandomModel, PaddedVocabularyKeepsTheTokenizer) {
+  RandomModelSpec spec{small_shape(), GgmlType::Q4_0, 3, "test"};
+  spec.vocab_size = 3000;
+  const std::string path = testing_support::per_test_path("random_model_vocab_", ".gguf");
+  random_model_writer(spec, bundled()).write(path);
+  const auto padded = model::load_model(path, compute::BackendKind::kCpu);
+  const auto original = model::load_model(kBundled, compute::BackendKind::kCpu);
+  EXPECT_EQ(padded->config.vocab_size, 3000);
+  EXPECT_EQ(padded->require_tokenizer().size(), 3000);
+  const std::string text = "Once upon a time, a little dog found 3 red balls!";
+  EXPECT_EQ(padded->require_tokenizer().encode_with_bos(text),
+            original->require_tokenizer().encode_with_bos(text));
+  EXPECT_EQ(padded->require_tokenizer().piece(2999), "<unused_2999>");
+  EXPECT_EQ(padded->require_tokenizer().token_bytes(2999), "");
+  for (const char* name : {"token_embd.weight", "output.weight"}) {
+    ASSERT_NE(padded->file.find_tensor(name), nullptr) << name;
+    EXPECT_EQ(padded->file.find_tensor(name)->rows(), 3000) << name;
+  }
+  EXPECT_EQ(model::summarize_weights(padded->file).parameters, parameter_count(spec.shape, 3000));
+  std::filesystem::remove(path);
+  spec.vocab_size = 1000;
+  EXPECT_THROW(random_model_writer(spec, bundled()), InputError);
+}
+
 // The made model runs: logits are finite and spread (not all equal) for every position, on the
 // CPU and, where a device exists, on Vulkan, and the two backends agree.
 std::vector<float> logits_of(const std::string& path, compute::BackendKind backend) {

@@ -1,9 +1,11 @@
 // Writes a few small valid GGUF files as the fuzzer's seed corpus: make_gguf_seeds DIR.
 #include <cstdio>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/gguf/ggml_types.h"
 #include "engine/gguf/gguf_writer.h"
 
 using namespace servescope::gguf;
@@ -41,6 +43,20 @@ GgufWriter every_tensor_type() {
   return writer;
 }
 
+// One tensor of two blocks per type the reader loads, whichever types those are (the list grows
+// with the library: Q4_1, Q5_0, Q5_1, BF16, the K-quants' 256-element super-blocks).
+GgufWriter every_supported_type() {
+  GgufWriter writer(3);
+  for (uint32_t id = 0; id < 64; ++id) {
+    const auto type = static_cast<GgmlType>(id);
+    if (!servescope::gguf::is_supported(type)) continue;
+    const int64_t block = servescope::gguf::block_elements(type);
+    writer.add_tensor_f32("t" + std::to_string(id), type, {block, 2},
+                          ramp(static_cast<size_t>(2 * block)));
+  }
+  return writer;
+}
+
 GgufWriter tiny_model() {
   GgufWriter writer(3);
   writer.set("general.architecture", Value::str("llama"));
@@ -63,6 +79,7 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(dir);
     metadata_only().write(dir / "metadata_only.gguf");
     every_tensor_type().write(dir / "every_tensor_type.gguf");
+    every_supported_type().write(dir / "every_supported_type.gguf");
     tiny_model().write(dir / "tiny_model.gguf");
     GgufWriter().write(dir / "empty_v3.gguf");
   } catch (const servescope::Error& error) {

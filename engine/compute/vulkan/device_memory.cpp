@@ -150,7 +150,8 @@ Allocation DeviceMemory::allocate(VkDeviceSize size, BufferPurpose purpose) {
   if (size > limit) {
     throw BackendError("Vulkan: a buffer of " + std::to_string(size) +
                        " bytes exceeds the device's largest storage binding (" +
-                       std::to_string(limit) + " bytes)");
+                       std::to_string(limit) +
+                       " bytes; run fewer tokens per step, or use --backend cpu)");
   }
   // Every range is a multiple of the alignment, so every offset stays aligned.
   const VkDeviceSize rounded = align_up(std::max<VkDeviceSize>(size, 1), alignment_);

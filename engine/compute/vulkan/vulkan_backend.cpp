@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <type_traits>
@@ -35,6 +36,48 @@ struct WeightChunk {
 struct WeightStorage final : Buffer {
   std::vector<WeightChunk> chunks;
 };
+
+// One side (keys or values) of a KV store: parts of `part_slots` whole rows (the last part may
+// hold fewer), each within one shader binding. A store that fits one binding has one part and
+// runs the kernels it always ran; more parts run the _split kernels
+// (shaders/include/kv_parts.glsl).
+struct KvSideStorage final : Buffer {
+  int64_t part_slots = 0;
+  std::vector<std::unique_ptr<OwnedAllocation>> parts;
+};
+
+constexpr uint32_t kKvMaxParts = 4;  // bindings per side in the _split kernels (kv_parts.glsl)
+
+const KvSideStorage& kv_side(const std::shared_ptr<Buffer>& buffer) {
+  assert(buffer);
+  return static_cast<const KvSideStorage&>(*buffer);
+}
+
+// A store's bindings as its kernels declare them: part 0 of keys and of values where an unsplit
+// store is bound, and for a split store `extra`, parts 1..3 of keys then of values (part 0
+// again for parts it does not have), bound after the kernel's other buffers.
+struct KvBindings {
+  BufferRange keys;
+  BufferRange values;
+  std::vector<BufferRange> extra;  // empty for a store of one part
+  uint32_t part_slots = 0;
+};
+
+KvBindings kv_bindings(const KvStore& store) {
+  const KvSideStorage& keys = kv_side(store.keys);
+  const KvSideStorage& values = kv_side(store.values);
+  KvBindings result{range_of(keys.parts.front()->get()),
+                    range_of(values.parts.front()->get()),
+                    {},
+                    static_cast<uint32_t>(keys.part_slots)};
+  if (keys.parts.size() == 1) return result;
+  for (const KvSideStorage* side : {&keys, &values}) {
+    for (size_t part = 1; part < static_cast<size_t>(kKvMaxParts); ++part) {
+      result.extra.push_back(range_of(side->parts[part < side->parts.size() ? part : 0]->get()));
+    }
+  }
+  return result;
+}
 
 const Allocation& allocation_of(const std::shared_ptr<Buffer>& buffer) {
   assert(buffer);
@@ -283,6 +326,17 @@ std::span<const uint8_t> as_bytes(std::span<const int32_t> ints) {
   return {reinterpret_cast<const uint8_t*>(ints.data()), ints.size_bytes()};
 }
 
+// Test hook: SERVESCOPE_VULKAN_MAX_BINDING_BYTES=N acts as VulkanBackendOptions::max_binding_bytes
+// = N where the options leave it 0, so that whole-model runs (the CLI included) split weights
+// and KV stores as on a device whose bindings hold N bytes. 0 when unset or not a number.
+uint64_t max_binding_bytes_from_environment() {
+  const char* text = std::getenv("SERVESCOPE_VULKAN_MAX_BINDING_BYTES");
+  if (text == nullptr) return 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  return end != text && *end == '\0' ? value : 0;
+}
+
 void check_slot(int64_t slot, const KvStore& store) {
   if (slot < 0 || slot >= store.slots) {
     throw InputError("KV slot " + std::to_string(slot) + " is outside the store (0.." +
@@ -325,9 +379,9 @@ VulkanBackend::VulkanBackend(const VulkanBackendOptions& options)
   lanes_kernel_ = !workgroup_tiles_ && options.subgroup_matmul &&
                   subgroups_fit_lanes_kernel(context_->physical_device());
   const uint64_t device_limit = context_->properties().limits.maxStorageBufferRange;
-  max_binding_bytes_ = options.max_binding_bytes == 0
-                           ? device_limit
-                           : std::min<uint64_t>(options.max_binding_bytes, device_limit);
+  const uint64_t asked = options.max_binding_bytes != 0 ? options.max_binding_bytes
+                                                        : max_binding_bytes_from_environment();
+  max_binding_bytes_ = asked == 0 ? device_limit : std::min<uint64_t>(asked, device_limit);
 }
 
 VulkanBackend::~VulkanBackend() {
@@ -343,10 +397,16 @@ void VulkanBackend::finish() { recorder_->submit_and_wait(); }
 void VulkanBackend::dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                              const void* push, uint32_t push_bytes, WorkgroupCount groups,
                              KernelClass kind, std::initializer_list<uint32_t> constants) {
-  const Pipeline& pipeline = pipelines_->get(shader, static_cast<uint32_t>(bindings.size()),
-                                             std::span(constants.begin(), constants.size()));
-  recorder_->dispatch(pipeline, std::span(bindings.begin(), bindings.size()), push, push_bytes,
-                      groups, kind);
+  dispatch(shader, std::span(bindings.begin(), bindings.size()), push, push_bytes, groups, kind,
+           std::span(constants.begin(), constants.size()));
+}
+
+void VulkanBackend::dispatch(const std::string& shader, std::span<const BufferRange> bindings,
+                             const void* push, uint32_t push_bytes, WorkgroupCount groups,
+                             KernelClass kind, std::span<const uint32_t> constants) {
+  const Pipeline& pipeline =
+      pipelines_->get(shader, static_cast<uint32_t>(bindings.size()), constants);
+  recorder_->dispatch(pipeline, bindings, push, push_bytes, groups, kind);
 }
 
 // --- memory -------------------------------------------------------------------------------
@@ -439,24 +499,34 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight
   run_on_no_work(prepared);
 }
 
-void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type) {
-  if (std::find(kv_pipelines_ready_.begin(), kv_pipelines_ready_.end(), kv_type) !=
+void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type, uint32_t part_slots) {
+  const std::pair<gguf::GgmlType, uint32_t> key{kv_type, part_slots};
+  if (std::find(kv_pipelines_ready_.begin(), kv_pipelines_ready_.end(), key) !=
       kv_pipelines_ready_.end()) {
     return;
   }
-  kv_pipelines_ready_.push_back(kv_type);
-  const std::string suffix = type_suffix(kv_type);
-  std::vector<const Pipeline*> prepared = {&pipelines_->get("store_kv_" + suffix, 5)};
+  kv_pipelines_ready_.push_back(key);
+  // As store_kv and attention dispatch them: a split store's kernels have 6 more bindings and
+  // its slots per part as their last specialization constant.
+  const bool split = part_slots > 0;
+  const std::string suffix = (split ? "split_" : "") + type_suffix(kv_type);
+  const uint32_t extra = split ? 2 * (kKvMaxParts - 1) : 0;
+  const auto with_parts = [&](std::vector<uint32_t> constants) {
+    if (split) constants.push_back(part_slots);
+    return constants;
+  };
+  std::vector<const Pipeline*> prepared = {
+      &pipelines_->get("store_kv_" + suffix, 5 + extra, with_parts({}))};
   if (workgroup_tiles_) {
-    prepared.push_back(&pipelines_->get("attention_" + suffix, 5));
+    prepared.push_back(&pipelines_->get("attention_" + suffix, 5 + extra, with_parts({})));
   } else {
     for (const uint32_t group_size : {1u, 2u, 4u, 8u}) {
       prepared.push_back(
-          &pipelines_->get("attention_rows_" + suffix, 5, std::array{group_size, 1u}));
+          &pipelines_->get("attention_rows_" + suffix, 5 + extra, with_parts({group_size, 1u})));
     }
     if (lanes_kernel_) {
-      prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5,
-                                          std::array{kAttentionSplit, kAttentionSplit}));
+      prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5 + extra,
+                                          with_parts({kAttentionSplit, kAttentionSplit})));
     }
   }
   run_on_no_work(prepared);
@@ -468,7 +538,8 @@ void VulkanBackend::run_on_no_work(std::span<const Pipeline* const> prepared) {
   // once, and the zeroed scratch makes attention.comp's one key an empty dot product.
   const Tensor scratch = create_tensor(1, 64, BufferPurpose::kScratch);
   const BufferRange any = bind(scratch);
-  const std::array<BufferRange, 8> bindings{any, any, any, any, any, any, any, any};
+  std::array<BufferRange, 12> bindings;  // the most a kernel has: attention of a split store
+  bindings.fill(any);
   std::array<uint32_t, kPushConstantBytes / 4> push{};
   push[1] = 1;
   for (const Pipeline* pipeline : prepared) {
@@ -521,10 +592,16 @@ std::vector<float> VulkanBackend::read(const Tensor& src) {
 }
 
 std::vector<uint8_t> VulkanBackend::read_kv_bytes(const KvStore& store, bool values) {
-  std::vector<uint8_t> out(gguf::row_bytes(store.type, store.kv_dim) *
-                           static_cast<uint64_t>(store.slots));
-  const VkBufferCopy region{0, 0, out.size()};
-  read_regions(allocation_of(values ? store.values : store.keys), out, std::span(&region, 1));
+  const uint64_t row_bytes = gguf::row_bytes(store.type, store.kv_dim);
+  std::vector<uint8_t> out(row_bytes * static_cast<uint64_t>(store.slots));
+  const KvSideStorage& side = kv_side(values ? store.values : store.keys);
+  const uint64_t part_bytes = row_bytes * static_cast<uint64_t>(side.part_slots);
+  for (size_t part = 0; part < side.parts.size(); ++part) {
+    const std::span<uint8_t> dst = std::span(out).subspan(
+        part * part_bytes, std::min<uint64_t>(part_bytes, out.size() - part * part_bytes));
+    const VkBufferCopy region{0, 0, dst.size()};
+    read_regions(side.parts[part]->get(), dst, std::span(&region, 1));
+  }
   return out;
 }
 
@@ -770,20 +847,34 @@ KvStore VulkanBackend::create_kv_store(gguf::GgmlType type, int64_t slots, int64
   check_kv_store_shape(type, slots, kv_dim);
   const uint64_t row_bytes = gguf::row_bytes(type, kv_dim);
   // Whole 16 bytes: the shaders read F32 and F16 stores as vec4 / uvec2 entries.
-  const uint64_t bytes = (row_bytes * static_cast<uint64_t>(slots) + 15) / 16 * 16;
-  if (bytes > max_binding_bytes_) {
-    throw BackendError("Vulkan: a KV store of " + std::to_string(slots) + " slots x " +
-                       std::to_string(row_bytes) + " bytes per layer (" + std::to_string(bytes) +
-                       " bytes for keys, as many for values) is larger than the device's largest "
-                       "storage binding (" +
-                       std::to_string(max_binding_bytes_) +
-                       " bytes); use fewer KV slots or a smaller KV type (f16, q8_0)");
+  const auto part_bytes = [&](int64_t part_slots) {
+    return (row_bytes * static_cast<uint64_t>(part_slots) + 15) / 16 * 16;
+  };
+  // As many slots per part as one binding holds: all of them when the store fits one.
+  int64_t part_slots = slots;
+  if (part_bytes(slots) > max_binding_bytes_) {
+    part_slots = static_cast<int64_t>(max_binding_bytes_ / row_bytes);
+    while (part_slots > 0 && part_bytes(part_slots) > max_binding_bytes_) --part_slots;
   }
-  prepare_kv_pipelines(type);
+  const int64_t parts = part_slots > 0 ? (slots + part_slots - 1) / part_slots : 0;
+  if (parts == 0 || parts > kKvMaxParts) {
+    throw BackendError(
+        "Vulkan: a KV store of " + std::to_string(slots) + " slots x " + std::to_string(row_bytes) +
+        " bytes per layer (" + std::to_string(part_bytes(slots)) +
+        " bytes for keys, as many for values) is larger than " + std::to_string(kKvMaxParts) +
+        " of the device's largest storage bindings (" + std::to_string(max_binding_bytes_) +
+        " bytes each); use fewer KV slots or a smaller KV type (f16, q8_0)");
+  }
+  prepare_kv_pipelines(type, parts > 1 ? static_cast<uint32_t>(part_slots) : 0);
   auto zeroed_side = [&] {
-    auto side = std::make_shared<TensorStorage>(
-        device_memory_, device_memory_->allocate(bytes, BufferPurpose::kKvCache));
-    recorder_->fill_zero(range_of(side->storage.get()));
+    auto side = std::make_shared<KvSideStorage>();
+    side->part_slots = part_slots;
+    for (int64_t first = 0; first < slots; first += part_slots) {
+      const int64_t rows = std::min(part_slots, slots - first);
+      side->parts.push_back(std::make_unique<OwnedAllocation>(
+          device_memory_, device_memory_->allocate(part_bytes(rows), BufferPurpose::kKvCache)));
+      recorder_->fill_zero(range_of(side->parts.back()->get()));
+    }
     return side;
   };
   return KvStore{zeroed_side(), zeroed_side(), type, slots, kv_dim};
@@ -809,10 +900,15 @@ void VulkanBackend::store_kv(const Tensor& keys, const Tensor& values,
   const int64_t blocks = keys.rows * ((store.kv_dim + kStoreKvBlock - 1) / kStoreKvBlock);
   WorkgroupCount groups = linear_groups(groups_for(blocks, 64));
   groups.z = 2;  // keys, values
-  dispatch("store_kv_" + type_suffix(store.type),
-           {bind(keys), bind(values), recorder_->upload_reused(as_bytes(slots)),
-            range_of(allocation_of(store.keys)), range_of(allocation_of(store.values))},
-           &push, sizeof push, groups, KernelClass::kAttention);
+  const KvBindings kv = kv_bindings(store);
+  std::vector<BufferRange> bindings = {
+      bind(keys), bind(values), recorder_->upload_reused(as_bytes(slots)), kv.keys, kv.values};
+  bindings.insert(bindings.end(), kv.extra.begin(), kv.extra.end());
+  const bool split = !kv.extra.empty();
+  const std::array<uint32_t, 1> constants{kv.part_slots};
+  dispatch(std::string(split ? "store_kv_split_" : "store_kv_") + type_suffix(store.type), bindings,
+           &push, sizeof push, groups, KernelClass::kAttention,
+           std::span(constants).first(split ? 1 : 0));
 }
 
 void VulkanBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
@@ -847,14 +943,15 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
                            shape.softcap,
                            u32(std::max<int64_t>(shape.window, 0))};
   const BufferRange batch_range = upload_batch(batch);
-  const BufferRange keys = range_of(allocation_of(store.keys));
-  const BufferRange values = range_of(allocation_of(store.values));
-  // A capture binds the weights as a sixth buffer of the capture variant of the kernel.
-  const std::initializer_list<BufferRange> plain{bind(q), keys, values, batch_range, bind(out)};
-  const std::initializer_list<BufferRange> capturing{
-      bind(q), keys, values, batch_range, bind(out), weights != nullptr ? bind(*weights) : keys};
-  const std::initializer_list<BufferRange>& bindings = weights != nullptr ? capturing : plain;
-  const std::string suffix = (weights != nullptr ? "capture_" : "") + type_suffix(store.type);
+  const KvBindings kv = kv_bindings(store);
+  // A capture binds the weights as a sixth buffer of the capture variant of the kernel; a
+  // split store its further parts after those.
+  std::vector<BufferRange> bindings = {bind(q), kv.keys, kv.values, batch_range, bind(out)};
+  if (weights != nullptr) bindings.push_back(bind(*weights));
+  bindings.insert(bindings.end(), kv.extra.begin(), kv.extra.end());
+  const bool split_store = !kv.extra.empty();
+  const std::string suffix = std::string(weights != nullptr ? "capture_" : "") +
+                             (split_store ? "split_" : "") + type_suffix(store.type);
   const bool rows_kernel =
       !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) && vec4_view(out);
   if (rows_kernel) {
@@ -862,14 +959,16 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
     // Lanes per pair: 8 needs subgroups of >= 8 lanes that shuffle (as matmul_lanes does).
     const uint32_t split = lanes_kernel_ && pairs < kAttentionSplitBelowPairs ? kAttentionSplit : 1;
     const uint32_t group_size = split > 1 ? kAttentionSplit : attention_rows_group_size(pairs);
+    const std::array<uint32_t, 3> constants{group_size, split, kv.part_slots};
     dispatch("attention_rows_" + suffix, bindings, &push, sizeof push,
              linear_groups(groups_for(pairs * split, group_size)), KernelClass::kAttention,
-             {group_size, split});
+             std::span(constants).first(split_store ? 3 : 2));
     return;
   }
   if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query rows in one step");
+  const std::array<uint32_t, 1> constants{kv.part_slots};
   dispatch("attention_" + suffix, bindings, &push, sizeof push, {u32(shape.n_heads), n, 1},
-           KernelClass::kAttention);
+           KernelClass::kAttention, std::span(constants).first(split_store ? 1 : 0));
 }
 
 void VulkanBackend::add(Tensor& x, const Tensor& y) {

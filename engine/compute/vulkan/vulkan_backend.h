@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "engine/compute/backend.h"
 #include "engine/compute/vulkan/command_recorder.h"
@@ -28,8 +30,10 @@ enum class KernelStyle {
 
 struct VulkanBackendOptions {
   ContextOptions context;
-  // Largest byte range bound to one shader binding; 0 = the device's maxStorageBufferRange.
-  // Weights larger than this are split into chunks of whole rows (tests set it small).
+  // Largest byte range bound to one shader binding; 0 = the device's maxStorageBufferRange
+  // (or, as a test hook, SERVESCOPE_VULKAN_MAX_BINDING_BYTES from the environment). Weights
+  // larger than this are split into chunks of whole rows, KV stores into up to 4 parts of whole
+  // slots per side (tests set it small to exercise both on tiny models).
   uint64_t max_binding_bytes = 0;
   // false: never map device memory, use staging copies as on a discrete GPU.
   bool map_device_memory = true;
@@ -148,6 +152,9 @@ class VulkanBackend final : public Backend {
   void dispatch(const std::string& shader, std::initializer_list<BufferRange> bindings,
                 const void* push, uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
                 std::initializer_list<uint32_t> constants = {});
+  void dispatch(const std::string& shader, std::span<const BufferRange> bindings, const void* push,
+                uint32_t push_bytes, WorkgroupCount groups, KernelClass kind,
+                std::span<const uint32_t> constants);
   // y == nullptr: the plain norm; else the residual add fused into it (x += y first).
   // groups > 1: each row of x is that many norms of x.cols / groups columns (rms_norm_heads).
   void record_rms_norm(const Tensor& x, const Tensor* y, const Tensor& weight, float eps,
@@ -170,8 +177,9 @@ class VulkanBackend final : public Backend {
   // this type and row count, so that the first step does not pay for shader compilation
   // (tens of ms per pipeline on lavapipe).
   void prepare_pipelines(gguf::GgmlType weight_type, int64_t weight_rows);
-  // The same for a KV store's type (store_kv and attention), when the store is created.
-  void prepare_kv_pipelines(gguf::GgmlType kv_type);
+  // The same for a KV store's type (store_kv and attention), when the store is created;
+  // part_slots > 0: the _split kernels of a store in parts of that many slots.
+  void prepare_kv_pipelines(gguf::GgmlType kv_type, uint32_t part_slots);
   void run_on_no_work(std::span<const Pipeline* const> pipelines);
   // Prefill products on CPU devices: matmul_lanes register tiles (see the shader).
   void record_lanes_matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out,
@@ -193,7 +201,8 @@ class VulkanBackend final : public Backend {
   // CPU-style prefill with matmul_lanes: needs subgroups of >= 8 lanes that can shuffle.
   bool lanes_kernel_ = false;
   bool common_pipelines_ready_ = false;
-  std::vector<gguf::GgmlType> kv_pipelines_ready_;  // KV types whose kernels are prepared
+  // KV types (and slots per part, 0 unsplit) whose kernels are prepared.
+  std::vector<std::pair<gguf::GgmlType, uint32_t>> kv_pipelines_ready_;
   bool timestamps_by_default_ = true;
 };
 
