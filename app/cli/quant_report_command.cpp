@@ -36,6 +36,8 @@ json variant_json(const eval::VariantReport& v, const std::string& load) {
   return {{"type", v.type},
           {"kv_type", v.kv_type},
           {"weight_bytes", v.weight_bytes},
+          {"bits_per_weight", v.bits_per_weight},
+          {"tensor_types", v.tensor_types},
           {"weight_bytes_ratio", v.weight_bytes_ratio},
           {"kv_bytes_per_token", v.kv_bytes_per_token},
           {"memory_bytes", v.memory_bytes},

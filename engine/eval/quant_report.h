@@ -7,13 +7,17 @@
 // variant is a pair (weight type, KV type), and the baseline is F32 weights with an F32 cache.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/compute/backend.h"
+#include "engine/core/error.h"
 #include "engine/eval/evaluator.h"
 #include "engine/eval/tensor_error.h"
 #include "engine/gguf/gguf_file.h"
@@ -21,6 +25,21 @@
 #include "engine/serving/request_cost.h"
 
 namespace servescope::eval {
+
+// Where a report run is: the stage in words and the share of the whole run's work done.
+struct ReportProgress {
+  std::string stage;  // "quality of q4_0", "speed, round 2 of 5", "under load, round 1 of 3"
+  int64_t done = 0;   // work items (a chunk scored, a timed run) done of total
+  int64_t total = 0;
+};
+using ReportProgressCallback = std::function<void(const ReportProgress&)>;
+
+// Thrown by run_quant_report when QuantReportOptions::cancel was set: the run stopped at the
+// next chunk or timed run, and nothing of it is reported.
+class ReportCancelled : public Error {
+ public:
+  ReportCancelled() : Error("quant-report was cancelled") {}
+};
 
 struct QuantReportOptions {
   std::vector<gguf::GgmlType> types = {gguf::GgmlType::F32, gguf::GgmlType::F16,
@@ -55,6 +74,10 @@ struct QuantReportOptions {
   double max_kl = std::numeric_limits<double>::infinity();
   double max_tpot_ms = std::numeric_limits<double>::infinity();
   double min_speedup = 0.0;
+  // For an application: every stage and work item (quantising, each chunk scored, each timed
+  // run), and a flag it may set from another thread to stop the run early.
+  ReportProgressCallback on_stage;
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // One limit of the accept-only-if rule applied to one variant.
@@ -74,6 +97,9 @@ struct VariantReport {
   std::string type;             // weights: "q8_0"
   std::string kv_type = "f32";  // KV cache elements
   uint64_t weight_bytes = 0;
+  int64_t parameters = 0;                       // elements of every tensor
+  double bits_per_weight = 0.0;                 // 8 x weight_bytes / parameters
+  std::map<std::string, int64_t> tensor_types;  // type name -> tensors stored in it
   uint64_t kv_bytes_per_token = 0;
   uint64_t memory_bytes = 0;  // weights + KV cache of one full context (context_length tokens)
   std::vector<LayerError> weight_error;  // per layer, quantised against the source values
@@ -98,6 +124,9 @@ struct QuantReport {
   VariantReport baseline;      // F32
   std::vector<VariantReport> variants;
 };
+
+// The weight types run_quant_report can quantise to (the targets of quantize_model), F32 first.
+std::vector<gguf::GgmlType> quantisation_targets();
 
 // The fixed load of the options, as the load generator and the engine take it (prompts from
 // options.text_ids, else random ids below vocab_size).

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -130,6 +132,65 @@ TEST(QuantReport, OnTheLlamaTestModel) {
     EXPECT_DOUBLE_EQ(v->cost.device_seconds_per_request,
                      v->load.wall_s / static_cast<double>(options.load_clients));
     EXPECT_FALSE(v->cost.price_per_request.has_value());
+  }
+}
+
+// Bits per weight from the tensor table of the Python-quantised file: 8 x bytes / elements.
+TEST(QuantReport, ReportsBitsPerWeightAndTensorTypes) {
+  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
+  QuantReportOptions options = golden_text_options();
+  options.types = {GgmlType::Q8_0};
+  options.max_chunks = 1;
+  const QuantReport report = run_quant_report(source, options);
+  const model::WeightSummary q8 =
+      model::summarize_weights(gguf::GgufFile::open(kData + "/models/llama-q8_0.gguf"));
+  const VariantReport& v = report.variants[0];
+  EXPECT_EQ(v.parameters, q8.parameters);
+  EXPECT_DOUBLE_EQ(v.bits_per_weight,
+                   8.0 * static_cast<double>(q8.bytes) / static_cast<double>(q8.parameters));
+  EXPECT_EQ(v.tensor_types, q8.tensor_types);
+  EXPECT_DOUBLE_EQ(report.baseline.bits_per_weight, 32.0);
+}
+
+// Progress counts up to its total, stage by stage; a cancel flag set while the run is under
+// way stops it with ReportCancelled at the next work item.
+TEST(QuantReport, StreamsProgressAndStopsWhenCancelled) {
+  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
+  QuantReportOptions options = golden_text_options();
+  options.types = {GgmlType::Q4_0};
+  options.max_chunks = 1;
+  std::vector<ReportProgress> seen;
+  options.on_stage = [&](const ReportProgress& p) { seen.push_back(p); };
+  run_quant_report(source, options);
+  ASSERT_FALSE(seen.empty());
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].done, seen[i - 1].done);
+  EXPECT_EQ(seen.back().done, seen.back().total);
+  EXPECT_EQ(seen.front().stage, "quality of f32");
+  EXPECT_NE(std::find_if(seen.begin(), seen.end(),
+                         [](const ReportProgress& p) { return p.stage == "quantising to q4_0"; }),
+            seen.end());
+
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  int64_t items_after_cancel = 0;
+  options.on_stage = [&](const ReportProgress& p) {
+    if (cancel) ++items_after_cancel;
+    if (p.stage == "quantising to q4_0") cancel = true;
+  };
+  EXPECT_THROW(run_quant_report(source, options), ReportCancelled);
+  EXPECT_EQ(items_after_cancel, 0);
+}
+
+// Every target is one quantize_model writes (F32 first); the loaded-only types are not.
+TEST(QuantReport, OffersTheTypesQuantizeModelWrites) {
+  const std::vector<GgmlType> targets = quantisation_targets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.front(), GgmlType::F32);
+  for (const GgmlType type : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    EXPECT_NE(std::find(targets.begin(), targets.end(), type), targets.end());
+  }
+  for (const GgmlType type : targets) {
+    EXPECT_EQ(parse_weight_type(weight_type_label(type)), type);
   }
 }
 
