@@ -118,6 +118,8 @@ class MainWindow : public QMainWindow {
   const QStringList& quant_types() const { return quant_types_; }
   void compare_quantisation(const QStringList& types);
   void cancel_quantisation();
+  // Shows the Quantisation panel's block tab on this type; false when it has no such block.
+  bool show_quant_block(const QString& type);
   const std::vector<TimingModel>& timing_models() const { return timing_models_; }
   PanelId current_panel() const;
   // The batching the window asks for (the engine's own is engine_info()->batching).

@@ -474,6 +474,13 @@ void MainWindow::compare_quantisation(const QStringList& types) {
   });
 }
 
+bool MainWindow::show_quant_block(const QString& type) {
+  show_panel(PanelId::kQuantisation);
+  auto* panel =
+      qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation));
+  return panel != nullptr && panel->show_block(type);
+}
+
 void MainWindow::cancel_quantisation() {
   worker_->cancel_quant_lab();  // a flag: safe from this thread while the lab runs
 }

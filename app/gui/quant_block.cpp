@@ -305,6 +305,16 @@ const gguf::TensorInfo& block_tensor(const gguf::GgufFile& file, GgmlType type) 
 
 bool has_block_picture(GgmlType type) { return describer(type) != nullptr; }
 
+std::vector<std::string> block_picture_types() {
+  std::vector<std::string> names;
+  for (const Picture& p : kPictures) {
+    if (describer(p.type) != nullptr) {
+      names.push_back(QString::fromLatin1(gguf::type_name(p.type)).toLower().toStdString());
+    }
+  }
+  return names;
+}
+
 QuantBlockSnapshot quant_block(const gguf::GgufFile& file, GgmlType type) {
   const Describe describe = describer(type);
   if (describe == nullptr) {

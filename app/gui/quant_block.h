@@ -4,6 +4,7 @@
 // decoded values are the engine's decoder's (gguf::dequantize_row). Nothing is made up.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "engine/gguf/ggml_types.h"
@@ -20,6 +21,10 @@ bool has_block_picture(gguf::GgmlType type);
 // blk.0.ffn_down.weight when its rows are whole blocks of `type`, else the first matrix whose
 // rows are. InputError when no tensor can take the type or the type has no picture.
 widgets::QuantBlockSnapshot quant_block(const gguf::GgufFile& file, gguf::GgmlType type);
+
+// The lower-case names of the types with a picture ("q8_0", ..., "q4_0"), from the most bits
+// per weight to the fewest.
+std::vector<std::string> block_picture_types();
 
 // The block picture of every type that has one and that some matrix of the file can take, from
 // 8 bits per weight down.
