@@ -124,12 +124,13 @@ float dot_q4_0(const uint8_t* row, const float* x, int64_t n) {
   return horizontal_sum(acc);
 }
 
-// The types without a kernel of their own (BF16, Q4_1, Q5_0, Q5_1): dequantise a chunk of the
-// row with GGML's formula (gguf::dequantize_row) into a buffer on the stack, then take the
-// float32 dot product. Slower than the fused kernels, but exactly the values the file holds.
+// The types without a kernel of their own (BF16, Q4_1, Q5_0, Q5_1, the K-quants): dequantise a
+// chunk of the row with GGML's formula (gguf::dequantize_row) into a buffer on the stack, then
+// take the float32 dot product. Slower than the fused kernels, but exactly the values the file
+// holds.
 template <gguf::GgmlType Type>
 float dot_dequantised(const uint8_t* row, const float* x, int64_t n) {
-  constexpr int64_t kChunk = 8 * kQuantBlock;  // whole blocks of every type
+  constexpr int64_t kChunk = gguf::kSuperBlock;  // whole blocks of every type
   const int64_t chunk_bytes = kChunk / gguf::block_elements(Type) * gguf::block_bytes(Type);
   float weights[kChunk];
   float sum = 0.0f;
@@ -603,6 +604,16 @@ DequantisingKernels dequantising_kernels_for(gguf::GgmlType type) {
       return dequantising_kernels<gguf::GgmlType::Q5_0>();
     case gguf::GgmlType::Q5_1:
       return dequantising_kernels<gguf::GgmlType::Q5_1>();
+    case gguf::GgmlType::Q2_K:
+      return dequantising_kernels<gguf::GgmlType::Q2_K>();
+    case gguf::GgmlType::Q3_K:
+      return dequantising_kernels<gguf::GgmlType::Q3_K>();
+    case gguf::GgmlType::Q4_K:
+      return dequantising_kernels<gguf::GgmlType::Q4_K>();
+    case gguf::GgmlType::Q5_K:
+      return dequantising_kernels<gguf::GgmlType::Q5_K>();
+    case gguf::GgmlType::Q6_K:
+      return dequantising_kernels<gguf::GgmlType::Q6_K>();
     default:
       return {};
   }

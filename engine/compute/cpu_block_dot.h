@@ -12,7 +12,8 @@ namespace servescope::compute {
 // A kernel computing sum_j W[j] * x[j] over the n elements of a row stored in one type.
 using RowDot = float (*)(const uint8_t* row, const float* x, int64_t n);
 // The kernel for `type` (any gguf::is_supported type) on this CPU: picked once per product, not
-// per row. BF16, Q4_1, Q5_0 and Q5_1 dequantise a chunk of the row, then take a float dot.
+// per row. BF16, Q4_1, Q5_0, Q5_1 and the K-quants dequantise a chunk of the row, then take a
+// float dot.
 RowDot row_dot_for(gguf::GgmlType type);
 
 // One weight row against several tokens: out[t * out_stride] = sum_j W[j] * x[t * x_stride + j]

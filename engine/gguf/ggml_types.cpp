@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "engine/core/error.h"
+#include "engine/gguf/block_io.h"
+#include "engine/gguf/ggml_kquants.h"
 
 namespace servescope::gguf {
 namespace {
@@ -57,6 +59,16 @@ BlockLayout layout_of(GgmlType type) {
       return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ5_0))};
     case GgmlType::Q5_1:
       return {kQuantBlock, static_cast<int64_t>(sizeof(BlockQ5_1))};
+    case GgmlType::Q2_K:
+      return {kSuperBlock, static_cast<int64_t>(sizeof(BlockQ2_K))};
+    case GgmlType::Q3_K:
+      return {kSuperBlock, static_cast<int64_t>(sizeof(BlockQ3_K))};
+    case GgmlType::Q4_K:
+      return {kSuperBlock, static_cast<int64_t>(sizeof(BlockQ4_K))};
+    case GgmlType::Q5_K:
+      return {kSuperBlock, static_cast<int64_t>(sizeof(BlockQ5_K))};
+    case GgmlType::Q6_K:
+      return {kSuperBlock, static_cast<int64_t>(sizeof(BlockQ6_K))};
     default:
       break;
   }
@@ -114,19 +126,6 @@ void dequantize_q4_0(const uint8_t* src, float* dst, int64_t blocks) {
       out[j + kHalf] = static_cast<float>((block.qs[j] >> 4) - 8) * d;
     }
   }
-}
-
-// Reads a block struct from unaligned bytes.
-template <class Block>
-Block load_block(const uint8_t* src, int64_t index) {
-  Block block;
-  std::memcpy(&block, src + index * static_cast<int64_t>(sizeof block), sizeof block);
-  return block;
-}
-
-template <class Block>
-void store_block(const Block& block, uint8_t* dst, int64_t index) {
-  std::memcpy(dst + index * static_cast<int64_t>(sizeof block), &block, sizeof block);
 }
 
 void dequantize_q4_1(const uint8_t* src, float* dst, int64_t blocks) {
@@ -324,6 +323,11 @@ bool is_supported(GgmlType type) {
     case GgmlType::Q4_1:
     case GgmlType::Q5_0:
     case GgmlType::Q5_1:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
       return true;
     default:
       return false;
@@ -337,7 +341,9 @@ std::string_view type_name(GgmlType type) {
   return "unknown";
 }
 
-std::string supported_types_list() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1"; }
+std::string supported_types_list() {
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
+}
 
 int64_t block_elements(GgmlType type) { return layout_of(type).elements; }
 
@@ -452,6 +458,21 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
     case GgmlType::Q5_1:
       dequantize_q5_1(bytes, dst, blocks);
       return;
+    case GgmlType::Q2_K:
+      kquants::dequantize_q2_k(bytes, dst, blocks);
+      return;
+    case GgmlType::Q3_K:
+      kquants::dequantize_q3_k(bytes, dst, blocks);
+      return;
+    case GgmlType::Q4_K:
+      kquants::dequantize_q4_k(bytes, dst, blocks);
+      return;
+    case GgmlType::Q5_K:
+      kquants::dequantize_q5_k(bytes, dst, blocks);
+      return;
+    case GgmlType::Q6_K:
+      kquants::dequantize_q6_k(bytes, dst, blocks);
+      return;
     default:
       break;
   }
@@ -486,6 +507,21 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
       return;
     case GgmlType::Q5_1:
       quantize_q5_1(src, bytes, blocks);
+      return;
+    case GgmlType::Q2_K:
+      kquants::quantize_q2_k(src, bytes, blocks);
+      return;
+    case GgmlType::Q3_K:
+      kquants::quantize_q3_k(src, bytes, blocks);
+      return;
+    case GgmlType::Q4_K:
+      kquants::quantize_q4_k(src, bytes, blocks);
+      return;
+    case GgmlType::Q5_K:
+      kquants::quantize_q5_k(src, bytes, blocks);
+      return;
+    case GgmlType::Q6_K:
+      kquants::quantize_q6_k(src, bytes, blocks);
       return;
     default:
       break;

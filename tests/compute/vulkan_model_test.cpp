@@ -268,5 +268,24 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanModel,
                            return name;
                          });
 
+// The K-quants load on the CPU but have no Vulkan shaders yet: refused when the weights are
+// uploaded, in one line naming what Vulkan does load.
+TEST(VulkanWeightTypes, KQuantsAreRefusedInOneLine) {
+  SERVESCOPE_SKIP_WITHOUT_VULKAN();
+  for (const std::string name : {"llama-q2_k", "llama-q4_k", "llama-q6_k"}) {
+    try {
+      model::load_model(kModels + name + ".gguf", compute::BackendKind::kVulkan);
+      ADD_FAILURE() << name << " loaded on Vulkan";
+    } catch (const std::exception& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("are not supported; supported on Vulkan: F32, F16, BF16, Q8_0, "
+                             "Q4_0, Q4_1, Q5_0, Q5_1"),
+                std::string::npos)
+          << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace servescope

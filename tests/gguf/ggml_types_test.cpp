@@ -29,7 +29,13 @@ TEST(GgmlTypes, NamesAndSupport) {
   EXPECT_TRUE(is_supported(GgmlType::Q5_0));
   EXPECT_TRUE(is_supported(GgmlType::Q5_1));
   EXPECT_TRUE(is_supported(GgmlType::BF16));
-  EXPECT_FALSE(is_supported(GgmlType::Q5_K));
+  EXPECT_TRUE(is_supported(GgmlType::Q2_K));
+  EXPECT_TRUE(is_supported(GgmlType::Q3_K));
+  EXPECT_TRUE(is_supported(GgmlType::Q4_K));
+  EXPECT_TRUE(is_supported(GgmlType::Q5_K));
+  EXPECT_TRUE(is_supported(GgmlType::Q6_K));
+  EXPECT_FALSE(is_supported(GgmlType::Q8_K));
+  EXPECT_FALSE(is_supported(GgmlType::IQ4_XS));
   EXPECT_FALSE(is_supported(GgmlType::Q8_1));
 }
 
@@ -54,14 +60,22 @@ TEST(GgmlTypes, BlockSizesMatchGgml) {
   EXPECT_EQ(row_bytes(GgmlType::BF16, 7), 14u);
   EXPECT_EQ(block_elements(GgmlType::Q5_1), 32);
   EXPECT_THROW(row_bytes(GgmlType::Q5_0, 48), GgufError);
+  // GGML's type_traits: 256 elements per super-block, 84 / 110 / 144 / 176 / 210 bytes.
+  EXPECT_EQ(block_elements(GgmlType::Q4_K), 256);
+  EXPECT_EQ(row_bytes(GgmlType::Q2_K, 512), 168u);
+  EXPECT_EQ(row_bytes(GgmlType::Q3_K, 256), 110u);
+  EXPECT_EQ(row_bytes(GgmlType::Q4_K, 256), 144u);
+  EXPECT_EQ(row_bytes(GgmlType::Q5_K, 256), 176u);
+  EXPECT_EQ(row_bytes(GgmlType::Q6_K, 768), 630u);
+  EXPECT_THROW(row_bytes(GgmlType::Q4_K, 672), GgufError);  // rows must be whole super-blocks
 }
 
 TEST(GgmlTypes, RowBytesRejectsBadCounts) {
   EXPECT_THROW(row_bytes(GgmlType::Q8_0, 33), GgufError);
   EXPECT_THROW(row_bytes(GgmlType::F32, -1), GgufError);
   EXPECT_THROW(row_bytes(GgmlType::F32, std::numeric_limits<int64_t>::max()), GgufError);
-  EXPECT_THROW(row_bytes(GgmlType::Q5_K, 256), GgufError);
-  EXPECT_THROW(block_bytes(GgmlType::Q6_K), GgufError);
+  EXPECT_THROW(row_bytes(GgmlType::IQ4_XS, 256), GgufError);
+  EXPECT_THROW(block_bytes(GgmlType::Q8_K), GgufError);
 }
 
 TEST(Fp16, KnownValuesToFloat) {
@@ -200,7 +214,8 @@ TEST(Quantize, RejectsUnsupportedTypesAndPartialBlocks) {
   std::vector<uint8_t> out(256);
   EXPECT_THROW(quantize_row(GgmlType::Q5_K, x.data(), out.data(), 64), GgufError);
   EXPECT_THROW(quantize_row(GgmlType::Q8_0, x.data(), out.data(), 31), GgufError);
-  EXPECT_THROW(dequantize_row(GgmlType::Q6_K, out.data(), x.data(), 256), GgufError);
+  EXPECT_THROW(dequantize_row(GgmlType::IQ4_XS, out.data(), x.data(), 256), GgufError);
+  EXPECT_THROW(dequantize_row(GgmlType::Q6_K, out.data(), x.data(), 64), GgufError);
 }
 
 TEST(Quantize, F16AndF32RowsRoundTrip) {

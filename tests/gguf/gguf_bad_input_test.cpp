@@ -157,14 +157,15 @@ TEST(BadInput, TensorOutOfBounds) {
 }
 
 TEST(BadInput, UnsupportedTensorTypeMessage) {
-  // Q5_K: 256 elements per 176-byte block.
+  // IQ4_XS: 256 elements per 136-byte block.
   RawBytes raw;
   raw.header(3, 1, 0).str("blk.3.attn_q.weight").u32(2).u64(256).u64(4);
-  raw.u32(static_cast<uint32_t>(GgmlType::Q5_K)).u64(0).pad_to(32);
-  raw.bytes.resize(raw.bytes.size() + 176 * 4);
+  raw.u32(static_cast<uint32_t>(GgmlType::IQ4_XS)).u64(0).pad_to(32);
+  raw.bytes.resize(raw.bytes.size() + 136 * 4);
   EXPECT_EQ(load_error(Kind::kUnsupportedTensorType, raw.bytes, "model.gguf"),
-            "model.gguf: tensor blk.3.attn_q.weight has type Q5_K, which ServeScope does not "
-            "load; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1");
+            "model.gguf: tensor blk.3.attn_q.weight has type IQ4_XS, which ServeScope does not "
+            "load; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, "
+            "Q5_K, Q6_K");
 }
 
 TEST(BadInput, UnknownTensorTypeId) {
@@ -172,7 +173,8 @@ TEST(BadInput, UnknownTensorTypeId) {
   overwrite<uint32_t>(file.bytes, file.type_at, 99);
   EXPECT_EQ(load_error(Kind::kUnsupportedTensorType, file.bytes, "model.gguf"),
             "model.gguf: tensor blk.0.w has unknown type id 99, which ServeScope does not "
-            "load; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1");
+            "load; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, "
+            "Q5_K, Q6_K");
 }
 
 // The writer refuses bad alignments, so these files are built by hand.

@@ -206,7 +206,7 @@ TEST(Writer, RejectsInvalidInput) {
     writer.add_tensor("w", GgmlType::F32, {1, 1, 1, 1, 1}, {0, 0, 0, 0});
   });
   expect_gguf_error(GgufError::Kind::kUnsupportedTensorType, [&] {
-    writer.add_tensor("w", GgmlType::Q5_K, {256}, std::vector<uint8_t>(176));
+    writer.add_tensor("w", GgmlType::IQ4_XS, {256}, std::vector<uint8_t>(136));
   });
   expect_gguf_error(GgufError::Kind::kMalformed, [&] {
     writer.add_tensor_f32("w", GgmlType::F32, {4}, std::vector<float>{1, 2, 3});

@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenModel,
                          testing::Values("llama-f32", "llama-f16", "llama-q8_0", "llama-q4_0",
                                          "llama-tied-f32", "gpt2-f32", "gpt2-f16", "gpt2-q8_0",
                                          "gpt2-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1",
-                                         "llama-bf16"),
+                                         "llama-bf16", "llama-q2_k", "llama-q3_k", "llama-q4_k",
+                                         "llama-q5_k", "llama-q6_k"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -18,7 +18,9 @@ _SCALAR_FORMATS = {
 }
 _BLOCK = {GgmlType.F32: (1, 4), GgmlType.F16: (1, 2), GgmlType.Q8_0: (32, 34),
           GgmlType.Q4_0: (32, 18), GgmlType.Q4_1: (32, 20), GgmlType.Q5_0: (32, 22),
-          GgmlType.Q5_1: (32, 24), GgmlType.BF16: (1, 2)}  # (elements, bytes) per block
+          GgmlType.Q5_1: (32, 24), GgmlType.BF16: (1, 2),
+          GgmlType.Q2_K: (256, 84), GgmlType.Q3_K: (256, 110), GgmlType.Q4_K: (256, 144),
+          GgmlType.Q5_K: (256, 176), GgmlType.Q6_K: (256, 210)}  # (elements, bytes) per block
 
 
 def stored_bytes(ggml_type: GgmlType, n: int) -> int:

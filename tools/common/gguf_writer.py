@@ -12,11 +12,14 @@ second implementation. Quantisation follows GGML's reference quantisers exactly:
   Q5_1: block of 32, fp16 d = (max-min)/31, fp16 m = min, q = int((x-min)/d + 0.5),
         bits stored as Q5_0; value = q*d + m                             (24 bytes/block)
   BF16: the top 16 bits of the float32, rounded to nearest even; NaNs quieted
+  Q2_K .. Q6_K: super-blocks of 256, see kquants.py (layouts, and its own quantiser)
 """
 import enum
 import struct
 
 import numpy as np
+
+import kquants
 
 GGUF_MAGIC = b"GGUF"
 GGUF_VERSION = 3
@@ -47,6 +50,11 @@ class GgmlType(enum.IntEnum):
     Q5_0 = 6
     Q5_1 = 7
     Q8_0 = 8
+    Q2_K = 10
+    Q3_K = 11
+    Q4_K = 12
+    Q5_K = 13
+    Q6_K = 14
     BF16 = 30
 
 
@@ -171,6 +179,9 @@ def encode_bf16(x: np.ndarray) -> bytes:
     return out.tobytes()
 
 
+_K_TYPES = (GgmlType.Q2_K, GgmlType.Q3_K, GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K)
+
+
 def _nibbles(qs: np.ndarray) -> np.ndarray:
     return np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.int32)
 
@@ -213,6 +224,8 @@ def dequantize(data: bytes, ggml_type: GgmlType, n: int) -> np.ndarray:
                                        ("qs", "u1", QK // 2)], count=n // QK)
         q = (_nibbles(b["qs"]) | _high_bits(b["qh"])).astype(_F32)
         return (q * b["d"].astype(_F32)[:, None] + b["m"].astype(_F32)[:, None]).reshape(-1)
+    if ggml_type in _K_TYPES:
+        return kquants.dequantize(data, ggml_type.name, n)
     raise ValueError(f"unsupported type {ggml_type}")
 
 
@@ -224,6 +237,10 @@ def encode_tensor(array: np.ndarray, ggml_type: GgmlType) -> bytes:
         return flat.astype("<f2").tobytes()
     if ggml_type == GgmlType.BF16:
         return encode_bf16(flat)
+    if ggml_type in _K_TYPES:
+        if array.shape[-1] % kquants.QK_K != 0:
+            raise ValueError(f"row length {array.shape[-1]} is not a multiple of {kquants.QK_K}")
+        return kquants.quantize(flat, ggml_type.name)
     if array.shape[-1] % QK != 0:
         raise ValueError(f"row length {array.shape[-1]} is not a multiple of {QK}")
     if ggml_type == GgmlType.Q8_0:

@@ -4,7 +4,9 @@
 
 writes tests/data/models/<name>.gguf and <name>.json for
     llama-{f32,f16,q8_0,q4_0}, gpt2-{f32,f16,q8_0,q4_0}, llama-tied-f32,
-    llama-{q4_1,q5_0,q5_1,bf16} (the same llama weights; a prompt of their own).
+    llama-{q4_1,q5_0,q5_1,bf16} (the same llama weights; a prompt of their own),
+    llama-{q2_k,q3_k,q4_k,q5_k,q6_k} (a llama of dim 256 and ffn 256: K-quant rows must be
+    whole super-blocks of 256).
 Re-running produces byte-identical files (fixed seeds, no timestamps).
 
 The golden logits are computed in float64 by tools/golden/reference_models.py from the
@@ -41,14 +43,19 @@ N_PROMPT_CANDIDATES = 10
 WEIGHT_TYPES = {"f32": GgmlType.F32, "f16": GgmlType.F16,
                 "q8_0": GgmlType.Q8_0, "q4_0": GgmlType.Q4_0,
                 "q4_1": GgmlType.Q4_1, "q5_0": GgmlType.Q5_0, "q5_1": GgmlType.Q5_1,
-                "bf16": GgmlType.BF16}
+                "bf16": GgmlType.BF16,
+                "q2_k": GgmlType.Q2_K, "q3_k": GgmlType.Q3_K, "q4_k": GgmlType.Q4_K,
+                "q5_k": GgmlType.Q5_K, "q6_k": GgmlType.Q6_K}
+K_TYPES = ("q2_k", "q3_k", "q4_k", "q5_k", "q6_k")
 # general.file_type as llama.cpp writes it (the "mostly" type of the matrices).
+# A file of one K type is llama.cpp's "_S" (small) variant of it, whose default type it is.
 FILE_TYPES = {"f32": 0, "f16": 1, "q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9,
-              "bf16": 32}
+              "bf16": 32, "q2_k": 10, "q3_k": 11, "q4_k": 14, "q5_k": 16, "q6_k": 18}
 
 LLAMA = LlamaConfig(vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=2,
                     ffn_dim=192, context_length=128, rms_eps=1e-5, rope_base=10000.0)
 LLAMA_TIED = LlamaConfig(**{**LLAMA.__dict__, "tied_output": True})
+LLAMA_K = LlamaConfig(**{**LLAMA.__dict__, "dim": 256, "ffn_dim": 256})
 GPT2 = Gpt2Config(vocab_size=512, dim=64, n_layers=2, n_heads=4, ffn_dim=256,
                   context_length=128, ln_eps=1e-5)
 
@@ -63,20 +70,23 @@ def _normal(gen: torch.Generator, shape, std: float, mean: float = 0.0) -> np.nd
 def llama_weights(cfg: LlamaConfig, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     d, hd, f = cfg.dim, cfg.head_dim, cfg.ffn_dim
-    w = {"token_embd.weight": _normal(gen, (cfg.vocab_size, d), 0.3)}
+    # Matrix stds are for dim 64; wider models scale them by sqrt(64 / dim) so that activations
+    # (and the float32-vs-float64 gap of the reference) stay the same size. 1.0 at dim 64.
+    s = (64 / d) ** 0.5
+    w = {"token_embd.weight": _normal(gen, (cfg.vocab_size, d), 0.3 * s)}
     for layer in range(cfg.n_layers):
         p = f"blk.{layer}."
         w[p + "attn_norm.weight"] = _normal(gen, (d,), 0.1, mean=1.0)
-        w[p + "attn_q.weight"] = _normal(gen, (cfg.n_heads * hd, d), 0.3)
-        w[p + "attn_k.weight"] = _normal(gen, (cfg.n_kv_heads * hd, d), 0.3)
-        w[p + "attn_v.weight"] = _normal(gen, (cfg.n_kv_heads * hd, d), 0.2)
-        w[p + "attn_output.weight"] = _normal(gen, (d, cfg.n_heads * hd), 0.2)
+        w[p + "attn_q.weight"] = _normal(gen, (cfg.n_heads * hd, d), 0.3 * s)
+        w[p + "attn_k.weight"] = _normal(gen, (cfg.n_kv_heads * hd, d), 0.3 * s)
+        w[p + "attn_v.weight"] = _normal(gen, (cfg.n_kv_heads * hd, d), 0.2 * s)
+        w[p + "attn_output.weight"] = _normal(gen, (d, cfg.n_heads * hd), 0.2 * s)
         w[p + "ffn_norm.weight"] = _normal(gen, (d,), 0.1, mean=1.0)
-        w[p + "ffn_gate.weight"] = _normal(gen, (f, d), 0.2)
-        w[p + "ffn_up.weight"] = _normal(gen, (f, d), 0.2)
-        w[p + "ffn_down.weight"] = _normal(gen, (d, f), 0.2)
+        w[p + "ffn_gate.weight"] = _normal(gen, (f, d), 0.2 * s)
+        w[p + "ffn_up.weight"] = _normal(gen, (f, d), 0.2 * s)
+        w[p + "ffn_down.weight"] = _normal(gen, (d, f), 0.2 * s)
     w["output_norm.weight"] = _normal(gen, (d,), 0.1, mean=1.0)
-    w["output.weight"] = _normal(gen, (cfg.vocab_size, d), 0.3)
+    w["output.weight"] = _normal(gen, (cfg.vocab_size, d), 0.3 * s)
     return w
 
 
@@ -129,7 +139,8 @@ def add_hparams(writer: GgufWriter, cfg, name: str, weight_type: str) -> None:
 
 def tensor_type(array: np.ndarray, weight_type: str) -> GgmlType:
     """The chosen type for 2-D matrices whose rows are whole blocks; F32 for norms, biases."""
-    if array.ndim == 2 and array.shape[1] % 32 == 0:
+    block = 256 if weight_type in K_TYPES else 32
+    if array.ndim == 2 and array.shape[1] % block == 0:
         return WEIGHT_TYPES[weight_type]
     return GgmlType.F32
 
@@ -271,6 +282,7 @@ MODELS = [  # (name prefix, arch, config, weight generator, seed, weight types)
     # The types added later, a family of their own so that the files above (and their shared
     # prompt) stay as they were: the same float32 weights, their own prompt.
     ("llama", "llama", LLAMA, llama_weights, 1234, ["q4_1", "q5_0", "q5_1", "bf16"]),
+    ("llama", "llama", LLAMA_K, llama_weights, 1234, list(K_TYPES)),
 ]
 
 

@@ -94,8 +94,10 @@ std::string type_suffix(gguf::GgmlType type) {
     case gguf::GgmlType::Q5_1:
       return "q5_1";
     default:
+      // The K-quants load on the CPU but have no shaders yet.
       throw BackendError("Vulkan: weights of type " + std::string(gguf::type_name(type)) +
-                         " are not supported; supported: " + gguf::supported_types_list());
+                         " are not supported; supported on Vulkan: F32, F16, BF16, Q8_0, Q4_0, "
+                         "Q4_1, Q5_0, Q5_1");
   }
 }
 
