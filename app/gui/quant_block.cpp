@@ -109,8 +109,6 @@ void describe_q5_1(const uint8_t* p, QuantBlockSnapshot& b) {
 // scale (and min) times the super-block's fp16 d (and dmin). Layouts and decoding as GGML's
 // block_q*_K and dequantize_row_q*_K.
 
-constexpr int kSuperBlock = 256;
-
 // A sub-block of `count` elements from `first` with stored integers scale_q and min_q; its
 // effective scale and min are computed in float, as GGML's decoder does (d * sc).
 void add_sub_block(QuantBlockSnapshot& b, int first, int count, int scale_q, int min_q) {
@@ -146,7 +144,7 @@ void describe_q4_k(const uint8_t* p, QuantBlockSnapshot& b) {
     add_sub_block(b, 32 * j, 32, sc, m);
   }
   const uint8_t* qs = p + 16;
-  b.quants.resize(kSuperBlock);
+  b.quants.resize(gguf::kSuperBlock);
   for (int i = 0; i < 4; ++i) {
     for (int l = 0; l < 32; ++l) {
       b.quants[64 * i + l] = qs[32 * i + l] & 0x0F;
@@ -173,7 +171,7 @@ void describe_q5_k(const uint8_t* p, QuantBlockSnapshot& b) {
   }
   const uint8_t* qh = p + 16;
   const uint8_t* qs = p + 48;
-  b.quants.resize(kSuperBlock);
+  b.quants.resize(gguf::kSuperBlock);
   for (int i = 0; i < 4; ++i) {
     for (int l = 0; l < 32; ++l) {
       b.quants[64 * i + l] = (qs[32 * i + l] & 0x0F) + 16 * ((qh[l] >> (2 * i)) & 1);
@@ -193,7 +191,7 @@ void describe_q6_k(const uint8_t* p, QuantBlockSnapshot& b) {
   set_d(b, p + 208);
   set_quants(b, 6, -32, 31);
   for (int j = 0; j < 16; ++j) add_sub_block(b, 16 * j, 16, static_cast<int8_t>(p[192 + j]), 0);
-  b.quants.resize(kSuperBlock);
+  b.quants.resize(gguf::kSuperBlock);
   for (int n = 0; n < 2; ++n) {
     const uint8_t* ql = p + 64 * n;
     const uint8_t* qh = p + 128 + 32 * n;
@@ -228,7 +226,7 @@ void describe_q2_k(const uint8_t* p, QuantBlockSnapshot& b) {
   set_m(b, p + 82);
   set_quants(b, 2, 0, 3);
   for (int j = 0; j < 16; ++j) add_sub_block(b, 16 * j, 16, p[j] & 0x0F, p[j] >> 4);
-  for (int e = 0; e < kSuperBlock; ++e) b.quants.push_back(two_bits(p + 16, e));
+  for (int e = 0; e < gguf::kSuperBlock; ++e) b.quants.push_back(two_bits(p + 16, e));
   b.formula = QStringLiteral("x = (d \u00b7 scale) \u00b7 q \u2212 (dmin \u00b7 min)");
 }
 
@@ -254,7 +252,7 @@ void describe_q3_k(const uint8_t* p, QuantBlockSnapshot& b) {
   int8_t scales[16];
   std::memcpy(scales, aux, sizeof scales);
   for (int j = 0; j < 16; ++j) add_sub_block(b, 16 * j, 16, scales[j] - 32, 0);
-  for (int e = 0; e < kSuperBlock; ++e) {
+  for (int e = 0; e < gguf::kSuperBlock; ++e) {
     const int mask_bit = (p[e % 32] >> (e / 32)) & 1;
     b.quants.push_back(two_bits(p + 32, e) - (mask_bit != 0 ? 0 : 4));
   }

@@ -5,8 +5,10 @@
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
@@ -52,15 +54,29 @@ StoredScales stored_scales(GgmlType type, const std::vector<uint8_t>& bytes) {
       return {as_block<gguf::BlockQ5_0>(bytes).d, std::nullopt};
     case GgmlType::Q5_1:
       return {as_block<gguf::BlockQ5_1>(bytes).d, as_block<gguf::BlockQ5_1>(bytes).m};
+    case GgmlType::Q2_K:
+      return {as_block<gguf::BlockQ2_K>(bytes).d, as_block<gguf::BlockQ2_K>(bytes).dmin};
+    case GgmlType::Q3_K:
+      return {as_block<gguf::BlockQ3_K>(bytes).d, std::nullopt};
+    case GgmlType::Q4_K:
+      return {as_block<gguf::BlockQ4_K>(bytes).d, as_block<gguf::BlockQ4_K>(bytes).dmin};
+    case GgmlType::Q5_K:
+      return {as_block<gguf::BlockQ5_K>(bytes).d, as_block<gguf::BlockQ5_K>(bytes).dmin};
+    case GgmlType::Q6_K:
+      return {as_block<gguf::BlockQ6_K>(bytes).d, std::nullopt};
     default:
       ADD_FAILURE() << "no struct for " << gguf::type_name(type);
       return {};
   }
 }
 
+constexpr GgmlType kKQuants[] = {GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q4_K, GgmlType::Q3_K,
+                                 GgmlType::Q2_K};
+
 GgmlType type_of(const widgets::QuantBlockSnapshot& b) {
   for (const GgmlType t :
-       {GgmlType::Q8_0, GgmlType::Q5_1, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q4_0}) {
+       {GgmlType::Q8_0, GgmlType::Q5_1, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q4_0,
+        GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q4_K, GgmlType::Q3_K, GgmlType::Q2_K}) {
     if (b.type == QString::fromLatin1(gguf::type_name(t)).toLower()) return t;
   }
   return GgmlType::F32;
@@ -97,7 +113,7 @@ TEST(QuantBlockPicture, EveryNumberIsTheEnginesEncodingOfTheModel) {
   for (const widgets::QuantBlockSnapshot& b : blocks) {
     SCOPED_TRACE(b.type.toStdString());
     const GgmlType type = type_of(b);
-    if (type == GgmlType::F32) continue;  // the K-quants have their own test
+    if (!b.sub_blocks.empty()) continue;  // the K-quants have their own test
     EXPECT_EQ(b.tensor, "blk.0.ffn_down.weight");
     const EngineBlock e = engine_block(file, b.tensor.toStdString(), type);
     ASSERT_EQ(b.originals.size(), e.originals.size());
@@ -126,6 +142,56 @@ TEST(QuantBlockPicture, EveryNumberIsTheEnginesEncodingOfTheModel) {
   }
 }
 
+// A K-quant super-block: 256 elements in sub-blocks of 16 or 32, each with its own scale (and
+// min) whose stored integer times the super-block's fp16 d (and dmin) decodes the engine's
+// values; d and dmin are the engine struct's.
+TEST(QuantBlockPicture, KQuantSuperBlocksAreTheEnginesEncoding) {
+  const auto file = gguf::GgufFile::open(cli::default_model_path());
+  const std::vector<widgets::QuantBlockSnapshot> blocks = quant_blocks(file);
+  int k_blocks = 0;
+  for (const widgets::QuantBlockSnapshot& b : blocks) {
+    const GgmlType type = type_of(b);
+    if (std::find(std::begin(kKQuants), std::end(kKQuants), type) == std::end(kKQuants)) continue;
+    SCOPED_TRACE(b.type.toStdString());
+    ++k_blocks;
+    const EngineBlock e = engine_block(file, b.tensor.toStdString(), type);
+    ASSERT_EQ(b.originals.size(), 256u);
+    ASSERT_EQ(e.originals.size(), 256u);
+    const StoredScales stored = stored_scales(type, e.bytes);
+    EXPECT_EQ(b.d_bits, stored.d);
+    EXPECT_EQ(b.d, gguf::fp16_to_fp32(stored.d));
+    EXPECT_EQ(b.has_min, stored.m.has_value());
+    if (stored.m) {
+      EXPECT_EQ(b.m_bits, *stored.m);
+      EXPECT_EQ(b.m, gguf::fp16_to_fp32(*stored.m));
+    }
+    const size_t sub_size = type == GgmlType::Q4_K || type == GgmlType::Q5_K ? 32 : 16;
+    ASSERT_EQ(b.sub_blocks.size(), 256 / sub_size);
+    if (type == GgmlType::Q6_K) {  // its scales are plain int8s in the struct
+      const auto block = as_block<gguf::BlockQ6_K>(e.bytes);
+      for (size_t j = 0; j < 16; ++j) EXPECT_EQ(b.sub_blocks[j].scale_q, block.scales[j]) << j;
+    }
+    for (size_t j = 0; j < b.sub_blocks.size(); ++j) {
+      const widgets::QuantSubBlock& sub = b.sub_blocks[j];
+      EXPECT_EQ(sub.first, static_cast<int>(j * sub_size));
+      EXPECT_EQ(sub.count, static_cast<int>(sub_size));
+      EXPECT_EQ(sub.scale, gguf::fp16_to_fp32(stored.d) * static_cast<float>(sub.scale_q));
+      for (int i = sub.first; i < sub.first + sub.count; ++i) {
+        const auto at = static_cast<size_t>(i);
+        EXPECT_EQ(b.originals[at], e.originals[at]);
+        EXPECT_EQ(b.reconstructed[at], e.decoded[at]);
+        EXPECT_GE(b.quants[at], b.quant_min);
+        EXPECT_LE(b.quants[at], b.quant_max);
+        EXPECT_EQ(static_cast<float>(sub.scale) * static_cast<float>(b.quants[at]) -
+                      static_cast<float>(sub.min),
+                  e.decoded[at])
+            << i;
+      }
+    }
+  }
+  EXPECT_EQ(k_blocks, 5);
+}
+
 // The panel's block tab paints the stored fp16 scale (and min) of the engine's block.
 TEST(QuantBlockPicture, ThePanelShowsTheBlocksOwnScale) {
   const auto file = gguf::GgufFile::open(cli::default_model_path());
@@ -137,17 +203,21 @@ TEST(QuantBlockPicture, ThePanelShowsTheBlocksOwnScale) {
   for (const widgets::QuantBlockSnapshot& b : s.blocks) {
     SCOPED_TRACE(b.type.toStdString());
     const GgmlType type = type_of(b);
-    if (type == GgmlType::F32) continue;
+    ASSERT_NE(type, GgmlType::F32);
     ASSERT_TRUE(panel.show_block(b.type));
     (void)panel.grab();
     const StoredScales stored =
         stored_scales(type, engine_block(file, b.tensor.toStdString(), type).bytes);
     const QStringList texts = panel.block_view().painted_texts();
-    EXPECT_TRUE(texts.contains(
-        widgets::QuantBlockView::fp16_text("d", gguf::fp16_to_fp32(stored.d), stored.d)));
+    const bool k_quant = !b.sub_blocks.empty();
+    EXPECT_TRUE(texts.contains(widgets::QuantBlockView::fp16_text(
+        k_quant ? "super-block d" : "d", gguf::fp16_to_fp32(stored.d), stored.d)));
     if (stored.m) {
-      EXPECT_TRUE(texts.contains(
-          widgets::QuantBlockView::fp16_text("m", gguf::fp16_to_fp32(*stored.m), *stored.m)));
+      EXPECT_TRUE(texts.contains(widgets::QuantBlockView::fp16_text(
+          k_quant ? "dmin" : "m", gguf::fp16_to_fp32(*stored.m), *stored.m)));
+    }
+    for (const widgets::QuantSubBlock& sub : b.sub_blocks) {  // each sub-block's stored scale
+      EXPECT_TRUE(texts.contains(QString::number(sub.scale_q))) << sub.first;
     }
   }
 }
