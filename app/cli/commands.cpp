@@ -34,7 +34,9 @@ const std::vector<Subcommand>& subcommands() {
        "prompt through the serving engine (--top: each token's probability, its sampling "
        "probability and the K most likely alternatives)",
        run_generate},
-      {"quantize", "--type f32|f16|q8_0|q4_0 --out OUT.gguf: re-encode the model's matrices",
+      {"quantize",
+       "--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|q5_k_m "
+       "--out OUT.gguf: re-encode the model's matrices (q4_k_m / q5_k_m: llama.cpp's mixes)",
        run_quantize},
       make_model_subcommand(),
       {"perplexity",

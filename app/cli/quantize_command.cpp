@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "app/cli/command_support.h"
 #include "app/cli/commands.h"
@@ -29,26 +30,33 @@ eval::QuantizeProgress stderr_progress() {
 int run_quantize(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(args, {{"model", "type", "out"}, {}});
   if (!options.has("type") || !options.has("out")) {
-    throw UsageError("quantize needs --type f32|f16|q8_0|q4_0 and --out OUT.gguf");
+    throw UsageError(
+        "quantize needs --type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|"
+        "q4_k_m|q5_k_m and --out OUT.gguf");
   }
   const std::filesystem::path in = options.get_or("model", default_model_path());
   const std::filesystem::path out_path = *options.get("out");
-  const gguf::GgmlType type = eval::parse_weight_type(*options.get("type"));
+  const eval::QuantizeScheme scheme = eval::parse_quantize_scheme(*options.get("type"));
   check_output_path(out_path, in);
   const gguf::GgufFile source = gguf::GgufFile::open(in);
   write_via_partial(out_path, [&](const std::filesystem::path& partial) {
-    eval::quantize_model(source, type, stderr_progress()).write(partial);
+    eval::quantize_model(source, scheme, stderr_progress()).write(partial);
   });
 
   const gguf::GgufFile written = gguf::GgufFile::open(out_path);  // read back: it must load
   int64_t converted = 0;
-  for (const gguf::TensorInfo& t : written.tensors()) converted += t.type == type ? 1 : 0;
+  std::map<std::string, int64_t> per_type;  // the mix a recipe (or a row fallback) made
+  for (const gguf::TensorInfo& t : written.tensors()) {
+    converted += t.type == scheme.type ? 1 : 0;
+    ++per_type[std::string(gguf::type_name(t.type))];
+  }
   out << json{{"input", in.string()},
               {"output", out_path.string()},
-              {"type", eval::weight_type_label(type)},
-              {"file_type", eval::llama_file_type(type)},
+              {"type", eval::scheme_label(scheme)},
+              {"file_type", eval::scheme_file_type(scheme)},
               {"tensors", written.tensors().size()},
               {"tensors_of_type", converted},
+              {"tensor_types", per_type},
               {"input_weight_bytes", model::summarize_weights(source).bytes},
               {"output_weight_bytes", model::summarize_weights(written).bytes},
               {"output_file_bytes", written.file_size()}}

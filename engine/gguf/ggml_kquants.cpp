@@ -52,27 +52,30 @@ void pack_q3_scales(const std::array<int, 16>& scale, uint8_t (&packed)[12]) {
   }
 }
 
-// Quant e of a super-block stored as Q2_K / Q3_K do: 2 bits in qs[32 h + l] at bit 2 j, for
-// e = 128 h + 32 j + l.
-int two_bits(const uint8_t (&qs)[kK / 4], int e) {
-  return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-}
-
 }  // namespace
 
 // --- dequantisers ------------------------------------------------------------------------------
 
+// Q2_K / Q3_K walk a super-block as 8 groups of 32 elements (e = 32 g + l, g = 4 h + j) whose
+// 2-bit quants share a byte row of qs and a shift, and whose two halves of 16 are sub-blocks
+// 2 g and 2 g + 1; loops in this order vectorise.
 void dequantize_q2_k(const uint8_t* src, float* dst, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b) {
     const auto block = load_block<BlockQ2_K>(src, b);
     const float d = fp16_to_fp32(block.d);
     const float dmin = fp16_to_fp32(block.dmin);
-    float* y = dst + b * kK;
-    for (int e = 0; e < kK; ++e) {
-      const int packed = block.scales[e / 16];
-      const float dl = d * static_cast<float>(packed & 0x0F);
-      const float ml = dmin * static_cast<float>(packed >> 4);
-      y[e] = dl * static_cast<float>(two_bits(block.qs, e)) - ml;
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = block.qs + 32 * (g / 4);
+      const int shift = 2 * (g % 4);
+      for (int half = 0; half < 2; ++half) {
+        const int packed = block.scales[2 * g + half];
+        const float dl = d * static_cast<float>(packed & 0x0F);
+        const float ml = dmin * static_cast<float>(packed >> 4);
+        float* y = dst + b * kK + 32 * g + 16 * half;
+        for (int l = 0; l < 16; ++l) {
+          y[l] = dl * static_cast<float>((q[16 * half + l] >> shift) & 3) - ml;
+        }
+      }
     }
   }
 }
@@ -81,12 +84,18 @@ void dequantize_q3_k(const uint8_t* src, float* dst, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b) {
     const auto block = load_block<BlockQ3_K>(src, b);
     const float d = fp16_to_fp32(block.d);
-    float* y = dst + b * kK;
-    for (int e = 0; e < kK; ++e) {
-      const float dl = d * static_cast<float>(q3_scale(block.scales, e / 16));
-      const bool high = ((block.hmask[e % 32] >> (e / 32)) & 1) != 0;
-      const int q = two_bits(block.qs, e) - (high ? 0 : 4);
-      y[e] = dl * static_cast<float>(q);
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = block.qs + 32 * (g / 4);
+      const int shift = 2 * (g % 4);
+      for (int half = 0; half < 2; ++half) {
+        const float dl = d * static_cast<float>(q3_scale(block.scales, 2 * g + half));
+        float* y = dst + b * kK + 32 * g + 16 * half;
+        for (int l = 0; l < 16; ++l) {
+          const int i = 16 * half + l;
+          const int high = (block.hmask[i] >> g) & 1;  // clear: subtract 4
+          y[l] = dl * static_cast<float>(((q[i] >> shift) & 3) - 4 * (1 - high));
+        }
+      }
     }
   }
 }
@@ -161,12 +170,17 @@ void dequantize_q6_k(const uint8_t* src, float* dst, int64_t blocks) {
 
 namespace {
 
-// round(v) clamped to [lo, hi]; NaN gives lo. Rounds half to even, as numpy's rint does.
-int round_clamped(double v, int lo, int hi) {
-  if (!(v >= lo)) return lo;
-  if (v > hi) return hi;
-  return static_cast<int>(std::nearbyint(v));
+// round(v) clamped to [lo, hi]; NaN gives lo. Rounds half to even, as numpy's rint does:
+// adding and subtracting 1.5 * 2^52 leaves the nearest integer of a small double (the
+// default rounding mode), without the library call nearbyint is on baseline x86-64.
+// Branch-free, so that the search loops vectorise.
+double nearest_in(double v, double lo, double hi) {
+  const double clamped = std::min(hi, std::max(lo, v));  // max(lo, NaN) is lo
+  constexpr double kRound = 0x1.8p52;
+  return (clamped + kRound) - kRound;
 }
+
+int round_clamped(double v, int lo, int hi) { return static_cast<int>(nearest_in(v, lo, hi)); }
 
 // x ~ scale * q + offset with integer q in [qmin, qmax].
 struct Fit {
@@ -174,16 +188,19 @@ struct Fit {
   double offset = 0.0;
 };
 
-// The quant nearest to x under `fit`.
-int quant_for(double x, const Fit& fit, int qmin, int qmax) {
+// The quant nearest to x under `fit` (`inverse` = 1 / fit.scale, or 0 for a zero scale).
+int quant_for(double x, const Fit& fit, double inverse, int qmin, int qmax) {
   if (fit.scale == 0.0) return std::clamp(0, qmin, qmax);
-  return round_clamped((x - fit.offset) / fit.scale, qmin, qmax);
+  return round_clamped((x - fit.offset) * inverse, qmin, qmax);
 }
 
+double inverse_of(double scale) { return scale != 0.0 ? 1.0 / scale : 0.0; }
+
 double squared_error(const float* x, int n, const Fit& fit, int qmin, int qmax) {
+  const double inverse = inverse_of(fit.scale);
   double error = 0.0;
   for (int i = 0; i < n; ++i) {
-    const double q = quant_for(x[i], fit, qmin, qmax);
+    const double q = quant_for(x[i], fit, inverse, qmin, qmax);
     const double diff = fit.scale * q + fit.offset - x[i];
     error += diff * diff;
   }
@@ -207,14 +224,18 @@ Fit fit_with_offset(const float* x, int n, int qmax) {
   if (!(hi > lo)) return {0.0, lo};  // constant sub-block (or NaNs)
   Fit best{(hi - lo) / qmax, lo};
   double best_error = squared_error(x, n, best, 0, qmax);
+  double sx = 0, sxx = 0;
+  for (int i = 0; i < n; ++i) {
+    sx += x[i];
+    sxx += static_cast<double>(x[i]) * x[i];
+  }
   for (int k = -kGridSteps; k <= kGridSteps; ++k) {
     const double inverse = grid_levels(qmax, k) / (hi - lo);
-    double sq = 0, sqq = 0, sx = 0, sqx = 0;
+    double sq = 0, sqq = 0, sqx = 0;
     for (int i = 0; i < n; ++i) {
-      const double q = round_clamped((x[i] - lo) * inverse, 0, qmax);
+      const double q = nearest_in((x[i] - lo) * inverse, 0, qmax);
       sq += q;
       sqq += q * q;
-      sx += x[i];
       sqx += q * x[i];
     }
     const double det = n * sqq - sq * sq;
@@ -223,7 +244,10 @@ Fit fit_with_offset(const float* x, int n, int qmax) {
     fit.offset = (sx - fit.scale * sq) / n;
     if (fit.offset > 0.0) fit = {sqx / sqq, 0.0};  // the offset must stay <= 0
     if (!(fit.scale > 0.0)) continue;
-    const double error = squared_error(x, n, fit, 0, qmax);
+    // sum (scale q + offset - x)^2 over these quants, from the sums (no second pass).
+    const double s = fit.scale;
+    const double o = fit.offset;
+    const double error = s * s * sqq + 2 * s * o * sq - 2 * s * sqx + n * o * o - 2 * o * sx + sxx;
     if (error < best_error) {
       best_error = error;
       best = fit;
@@ -249,17 +273,19 @@ Fit fit_symmetric(const float* x, int n, int qneg) {
   if (max == 0.0) return {};
   Fit best{max / -qneg, 0.0};
   double best_error = squared_error(x, n, best, -qneg, qneg - 1);
+  double sxx = 0;
+  for (int i = 0; i < n; ++i) sxx += static_cast<double>(x[i]) * x[i];
   for (int k = -kGridSteps; k <= kGridSteps; ++k) {
     const double inverse = -grid_levels(qneg, k) / max;
     double sqq = 0, sqx = 0;
     for (int i = 0; i < n; ++i) {
-      const double q = round_clamped(x[i] * inverse, -qneg, qneg - 1);
+      const double q = nearest_in(x[i] * inverse, -qneg, qneg - 1);
       sqq += q * q;
       sqx += q * x[i];
     }
     if (!(sqq > 0.0)) continue;
     const Fit fit{sqx / sqq, 0.0};
-    const double error = squared_error(x, n, fit, -qneg, qneg - 1);
+    const double error = sxx - sqx * sqx / sqq;  // sum (scale q - x)^2 over these quants
     if (error < best_error) {
       best_error = error;
       best = fit;
@@ -301,8 +327,10 @@ WithMin<SubBlocks> quantize_with_min(const float* x, int qmax, int scale_max) {
     // The quants against the stored scale, in float as the dequantiser computes it.
     const Fit stored{static_cast<float>(d) * static_cast<float>(out.scale[i]),
                      -(static_cast<float>(dmin) * static_cast<float>(out.min[i]))};
+    const double inverse = inverse_of(stored.scale);
     for (int l = 0; l < kLen; ++l) {
-      out.q[static_cast<size_t>(s * kLen + l)] = quant_for(x[s * kLen + l], stored, 0, qmax);
+      out.q[static_cast<size_t>(s * kLen + l)] =
+          quant_for(x[s * kLen + l], stored, inverse, 0, qmax);
     }
   }
   return out;
@@ -328,15 +356,16 @@ Symmetric quantize_symmetric(const float* x, int qneg, int scale_neg) {
     const auto i = static_cast<size_t>(s);
     out.scale[i] = d != 0.0 ? round_clamped(scales[i] / d, -scale_neg, scale_neg - 1) : 0;
     const Fit stored{static_cast<float>(d) * static_cast<float>(out.scale[i]), 0.0};
+    const double inverse = inverse_of(stored.scale);
     for (int l = 0; l < kLen; ++l) {
       out.q[static_cast<size_t>(s * kLen + l)] =
-          quant_for(x[s * kLen + l], stored, -qneg, qneg - 1);
+          quant_for(x[s * kLen + l], stored, inverse, -qneg, qneg - 1);
     }
   }
   return out;
 }
 
-// Stores 2-bit values as Q2_K / Q3_K's qs (see two_bits).
+// Stores 2-bit values as Q2_K / Q3_K's qs: bits 2 j of qs[32 h + l] for e = 128 h + 32 j + l.
 void pack_two_bits(const std::array<int, kK>& values, uint8_t (&qs)[kK / 4]) {
   std::memset(qs, 0, sizeof qs);
   for (int e = 0; e < kK; ++e) {

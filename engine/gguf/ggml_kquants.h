@@ -16,8 +16,8 @@ void dequantize_q5_k(const uint8_t* src, float* dst, int64_t blocks);
 void dequantize_q6_k(const uint8_t* src, float* dst, int64_t blocks);
 
 // Each encodes `blocks` super-blocks. Per sub-block, a small grid of candidate scales around
-// the range-filling one, each refined by a least-squares fit of scale (and minimum) to the
-// rounded quants, keeps the lowest squared error; the sub-block scales (and minimums) are then
+// the range-filling one, each refined by a least-squares fit of scale (and minimum) to its
+// rounded quants, keeps the lowest squared error (of those quants); the sub-block scales (and minimums) are then
 // rounded to the type's integer width against the super-block's fp16 d (and dmin), and the
 // quants are recomputed with the scales as stored. Not llama.cpp's bytes (its search also
 // weights elements by x^2), but a mean squared error of the same size.

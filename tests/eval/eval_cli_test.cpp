@@ -49,12 +49,32 @@ TEST(QuantizeCli, WritesTheSameTensorsAsThePythonQuantiser) {
   std::filesystem::remove(out);
 }
 
+// The mixed recipe on the dim-64 llama: no row is a whole super-block, so every matrix takes
+// llama.cpp's 32-block fallback (output Q8_0; Q4_K -> Q5_0; the use_more_bits layer's attn_v
+// and ffn_down Q6_K -> Q8_0), and the file still loads and runs.
+TEST(QuantizeCli, Q4_K_MRecipeWithFallbacks) {
+  const std::string out = temp_path(".gguf");
+  const CliRun run =
+      cli("quantize --model " + kModels + "llama-f32.gguf --type q4_k_m --out " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["type"], "q4_k_m");
+  EXPECT_EQ(doc["file_type"], 15);
+  EXPECT_EQ(doc["tensors"], 21);
+  // 2 layers x (q, k, gate, up, output, and layer 0's v and down) = 12 Q5_0; output.weight,
+  // blk.1.attn_v and blk.1.ffn_down Q8_0; 5 norms F32; token_embd Q5_0 too.
+  EXPECT_EQ(doc["tensor_types"], (json{{"F32", 5}, {"Q5_0", 13}, {"Q8_0", 3}}));
+  const CliRun logits = cli("logits --model " + out + " --ids 1,2,3");
+  EXPECT_EQ(logits.exit_code, 0) << logits.err;
+  std::filesystem::remove(out);
+}
+
 TEST(QuantizeCli, BadInputIsAOneLineReason) {
   const std::string in = kModels + "llama-f32.gguf";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"quantize --model " + kModels + "llama-q8_0.gguf --type q4_0 --out " + temp_path(".gguf"),
        "already quantised"},
-      {"quantize --model " + in + " --type q5_k --out " + temp_path(".gguf"), "q8_0, q4_0"},
+      {"quantize --model " + in + " --type iq4_xs --out " + temp_path(".gguf"), "q4_k_m, q5_k_m"},
       {"quantize --model " + in + " --type q8_0 --out /nonexistent-dir/x.gguf", "does not exist"},
       {"quantize --model " + in + " --type q8_0 --out " + in, "is the input file"},
       {"quantize --model " + in + " --type q8_0", "needs --type"},

@@ -34,7 +34,8 @@ to float32; Q6_K computes (d*scale)*q. The dequantisers below do the same in flo
 The quantisers are a plain least-squares search (not llama.cpp's x^2-weighted one): per
 sub-block, 21 candidate inverse scales between levels-1 and levels+1 steps over the range, each
 followed by a least-squares fit of scale (and offset <= 0) to its rounded quants; the fit with
-the smallest squared error wins. The sub-block scales (mins) are then rounded against the
+the smallest squared error (of those quants, from the sums) wins, against the range-filling
+scale's error. The sub-block scales (mins) are then rounded against the
 super-block's fp16 d (dmin) = largest / 63 (Q2_K: 15; Q3_K: value of largest magnitude / -32;
 Q6_K: / -128) and the quants recomputed with the scales as stored.
 """
@@ -189,11 +190,12 @@ def _fit_with_offset(x: np.ndarray, qmax: int):
     best_s = np.where(live, span / qmax, 0.0)
     best_o = lo.copy()
     best_e = _requant_error(x, best_s, best_o, 0, qmax)
+    sx, sxx = x.sum(axis=1), (x * x).sum(axis=1)
     for g in _GRID:
         inverse = (qmax + g) / safe_span
         q = np.clip(np.rint((x - lo[:, None]) * inverse[:, None]), 0, qmax)
         sq, sqq = q.sum(axis=1), (q * q).sum(axis=1)
-        sx, sqx = x.sum(axis=1), (q * x).sum(axis=1)
+        sqx = (q * x).sum(axis=1)
         det = n * sqq - sq * sq
         ok = live & (det > 0)
         safe_det = np.where(ok, det, 1.0)
@@ -203,7 +205,8 @@ def _fit_with_offset(x: np.ndarray, qmax: int):
         s = np.where(refit, sqx / np.where(sqq > 0, sqq, 1.0), s)
         o = np.where(refit, 0.0, o)
         ok &= s > 0
-        e = _requant_error(x, np.where(ok, s, 0.0), o, 0, qmax)
+        # The squared error of these quants under (s, o), from the sums.
+        e = s * s * sqq + 2 * s * o * sq - 2 * s * sqx + n * o * o - 2 * o * sx + sxx
         better = ok & (e < best_e)
         best_s, best_o, best_e = (np.where(better, s, best_s), np.where(better, o, best_o),
                                   np.where(better, e, best_e))
@@ -223,13 +226,15 @@ def _fit_symmetric(x: np.ndarray, qneg: int):
     zero = np.zeros(x.shape[0])
     best_s = np.where(live, m / -qneg, 0.0)
     best_e = _requant_error(x, best_s, zero, -qneg, qneg - 1)
+    sxx = (x * x).sum(axis=1)
     for g in _GRID:
         inverse = -(qneg + g) / safe_m
         q = np.clip(np.rint(x * inverse[:, None]), -qneg, qneg - 1)
         sqq, sqx = (q * q).sum(axis=1), (q * x).sum(axis=1)
         ok = live & (sqq > 0)
-        s = np.where(ok, sqx / np.where(sqq > 0, sqq, 1.0), 0.0)
-        e = _requant_error(x, s, zero, -qneg, qneg - 1)
+        safe_sqq = np.where(sqq > 0, sqq, 1.0)
+        s = np.where(ok, sqx / safe_sqq, 0.0)
+        e = sxx - sqx * sqx / safe_sqq  # the squared error of these quants under s
         better = ok & (e < best_e)
         best_s, best_e = np.where(better, s, best_s), np.where(better, e, best_e)
     return best_s
