@@ -68,7 +68,7 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   ro.types.clear();
   std::stringstream list(options.get_or("types", "f32,f16,q8_0,q4_0"));
   for (std::string item; std::getline(list, item, ',');)
-    ro.types.push_back(eval::parse_weight_type(item));
+    ro.types.push_back(eval::parse_quantize_scheme(item));
   ro.kv_types.clear();
   std::stringstream kv_list(options.get_or("kv-types", "f32"));
   for (std::string item; std::getline(kv_list, item, ',');)

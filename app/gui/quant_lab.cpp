@@ -43,7 +43,7 @@ eval::QuantReportOptions lab_options(const Tokenizer& tokenizer, const std::stri
                                      const std::vector<std::string>& types) {
   eval::QuantReportOptions options;
   options.types.clear();
-  for (const std::string& type : types) options.types.push_back(eval::parse_weight_type(type));
+  for (const std::string& type : types) options.types.push_back(eval::parse_quantize_scheme(type));
   options.text_ids = tokenizer.encode(text);
   options.bos_id = tokenizer.vocabulary().bos_id;
   options.max_chunks = 1;
@@ -66,6 +66,13 @@ std::vector<std::string> lab_type_choices() {
                    [&](gguf::GgmlType a, gguf::GgmlType b) { return bits(a) > bits(b); });
   std::vector<std::string> choices;
   for (const gguf::GgmlType type : types) choices.push_back(eval::weight_type_label(type));
+  // A mixed recipe beside its base type (q4_k_m after q4_k).
+  for (const eval::QuantizeScheme& scheme : eval::quantisation_schemes()) {
+    if (scheme.recipe == eval::QuantRecipe::kPure) continue;
+    const auto base =
+        std::find(choices.begin(), choices.end(), eval::weight_type_label(scheme.type));
+    choices.insert(base == choices.end() ? base : base + 1, eval::scheme_label(scheme));
+  }
   return choices;
 }
 

@@ -167,6 +167,18 @@ std::vector<gguf::GgmlType> quantisation_targets() {
   return targets;
 }
 
+std::vector<QuantizeScheme> quantisation_schemes() {
+  std::vector<QuantizeScheme> schemes;
+  for (const gguf::GgmlType type : quantisation_targets()) schemes.push_back({type});
+  for (const char* recipe : {"q4_k_m", "q5_k_m"}) {
+    try {
+      schemes.push_back(parse_quantize_scheme(recipe));
+    } catch (const InputError&) {  // a build without the recipe
+    }
+  }
+  return schemes;
+}
+
 serving::WorkloadSpec report_load(const QuantReportOptions& options, int32_t vocab_size) {
   serving::WorkloadSpec spec;
   spec.clients = options.load_clients;
@@ -278,16 +290,16 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   // Quality, one variant after another; every model stays loaded for the speed rounds.
   std::vector<std::unique_ptr<model::Model>> variant_models;
   std::vector<std::pair<model::Model*, gguf::GgmlType>> runs;  // per report.variants entry
-  for (const gguf::GgmlType type : options.types) {
-    tracker.stage("quantising to " + weight_type_label(type));
-    variant_models.push_back(load_quantised_variant(source, type, options.backend));
+  for (const QuantizeScheme& scheme : options.types) {
+    tracker.stage("quantising to " + scheme_label(scheme));
+    variant_models.push_back(load_quantised_variant(source, scheme, options.backend));
     tracker.item();
     model::Model& variant = *variant_models.back();
     const std::vector<LayerError> weight_error =
-        summarize_by_layer(measure_quantisation_error(source, type));
+        summarize_by_layer(measure_quantisation_error(source, scheme));
     for (const gguf::GgmlType kv_type : options.kv_types) {
       VariantReport v;
-      v.type = weight_type_label(type);
+      v.type = scheme_label(scheme);
       const std::string label = options.kv_types.size() > 1 ? v.type + " kv " + v.kv_type : v.type;
       tracker.stage("quality of " + label);
       describe(variant, kv_type, v);

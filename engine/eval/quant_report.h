@@ -19,6 +19,7 @@
 #include "engine/compute/backend.h"
 #include "engine/core/error.h"
 #include "engine/eval/evaluator.h"
+#include "engine/eval/quantize_model.h"
 #include "engine/eval/tensor_error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/serving/load_generator.h"
@@ -42,8 +43,9 @@ class ReportCancelled : public Error {
 };
 
 struct QuantReportOptions {
-  std::vector<gguf::GgmlType> types = {gguf::GgmlType::F32, gguf::GgmlType::F16,
-                                       gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0};
+  // Weight types (pure) or mixed recipes (q4_k_m), each a variant.
+  std::vector<QuantizeScheme> types = {
+      {gguf::GgmlType::F32}, {gguf::GgmlType::F16}, {gguf::GgmlType::Q8_0}, {gguf::GgmlType::Q4_0}};
   std::vector<gguf::GgmlType> kv_types = {gguf::GgmlType::F32};  // F32, F16 or Q8_0
   compute::BackendKind backend = compute::BackendKind::kCpu;
   std::vector<int32_t> text_ids;  // the evaluation text, tokenised without BOS
@@ -94,7 +96,7 @@ struct Verdict {
 };
 
 struct VariantReport {
-  std::string type;             // weights: "q8_0"
+  std::string type;             // weights: "q8_0", or a recipe: "q4_k_m"
   std::string kv_type = "f32";  // KV cache elements
   uint64_t weight_bytes = 0;
   int64_t parameters = 0;                       // elements of every tensor
@@ -127,6 +129,8 @@ struct QuantReport {
 
 // The weight types run_quant_report can quantise to (the targets of quantize_model), F32 first.
 std::vector<gguf::GgmlType> quantisation_targets();
+// Every scheme it can compare: each target type (pure), then the mixed recipes (q4_k_m, ...).
+std::vector<QuantizeScheme> quantisation_schemes();
 
 // The fixed load of the options, as the load generator and the engine take it (prompts from
 // options.text_ids, else random ids below vocab_size).

@@ -235,7 +235,7 @@ TEST(QuantisationAdapter, ShowsQuantReportsLoadAndVerdict) {
   lab.serial = 1;
   lab.options.text_ids = all["cases"][0]["text_ids"].get<std::vector<int32_t>>();
   lab.options.bos_id = 1;
-  lab.options.types = {GgmlType::Q8_0, GgmlType::Q4_0};
+  lab.options.types = {{GgmlType::Q8_0}, {GgmlType::Q4_0}};
   lab.options.max_chunks = 1;
   lab.options.timing_repeats = 1;
   lab.options.timing_decode_tokens = 4;
