@@ -88,7 +88,7 @@ QString QuantVariantModel::header_text(int column) const {
     case kSize:
       return tr("Size\n(MB)");
     case kBitsPerWeight:
-      return tr("Bits per\nweight");
+      return tr("Bits/\nweight");
     case kMeanKl:
       return tr("Mean KL\n(nats)");
     case kTop1:
@@ -98,12 +98,11 @@ QString QuantVariantModel::header_text(int column) const {
     case kSpeedup:
       return tr("Speed-up\n(x)");
     case kTtft:
-      return tr("TTFT p50/p99\n(ms)");
+      return tr("TTFT (ms)\np50 / p99");
     case kTpot:
-      return tr("TPOT p50/p99\n(ms)");
+      return tr("TPOT (ms)\np50 / p99");
     case kCost:
-      return cost_unit_.isEmpty() ? tr("Cost per\nrequest")
-                                  : tr("Cost per\nrequest (%1)").arg(cost_unit_);
+      return cost_unit_.isEmpty() ? tr("Cost per\nrequest") : tr("Cost\n(%1)").arg(cost_unit_);
     case kVerdict:
       return tr("Verdict");
     default:

@@ -62,14 +62,14 @@ TEST(QuantVariantModel, HasOneRowPerVariantAndNamedColumns) {
   const QStringList expected = {"Weights",
                                 "KV\ncache",
                                 "Size\n(MB)",
-                                "Bits per\nweight",
+                                "Bits/\nweight",
                                 "Mean KL\n(nats)",
                                 "Top-1\n(%)",
                                 "Decode\n(tok/s)",
                                 "Speed-up\n(x)",
-                                "TTFT p50/p99\n(ms)",
-                                "TPOT p50/p99\n(ms)",
-                                "Cost per\nrequest (device ms)",
+                                "TTFT (ms)\np50 / p99",
+                                "TPOT (ms)\np50 / p99",
+                                "Cost\n(device ms)",
                                 "Verdict"};
   EXPECT_EQ(headers, expected);
   EXPECT_EQ(model.index(2, QuantVariantModel::kWeights).data().toString(), "q8_0");
