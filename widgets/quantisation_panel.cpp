@@ -180,19 +180,26 @@ QLayout* QuantisationPanel::build_run_row() {
   progress_->setMaximumWidth(160);
   status_ = new QLabel(this);
   status_->setObjectName(QStringLiteral("muted"));
-  status_->setWordWrap(true);
+  status_->setMinimumWidth(40);  // one line, elided by its width; the whole text in its tooltip
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   connect(compare_, &QPushButton::clicked, this,
           [this] { emit compare_requested(checked_types()); });
   connect(cancel_, &QPushButton::clicked, this, [this] { emit cancel_requested(); });
-  auto* row = new QHBoxLayout;
-  row->addWidget(label, 0, Qt::AlignTop);
-  row->addLayout(type_grid_);
-  row->addSpacing(8);
-  row->addWidget(compare_, 0, Qt::AlignTop);
-  row->addWidget(cancel_, 0, Qt::AlignTop);
-  row->addWidget(progress_, 0, Qt::AlignVCenter);
-  row->addWidget(status_, 1);
-  return row;
+  // Label, buttons, progress and status on one line; the type boxes in a grid under it.
+  auto* top = new QHBoxLayout;
+  top->addWidget(label);
+  top->addWidget(compare_);
+  top->addWidget(cancel_);
+  top->addWidget(progress_);
+  top->addWidget(status_, 1);
+  auto* boxes = new QHBoxLayout;
+  boxes->addLayout(type_grid_);
+  boxes->addStretch(1);
+  auto* rows = new QVBoxLayout;
+  rows->setSpacing(2);
+  rows->addLayout(top);
+  rows->addLayout(boxes);
+  return rows;
 }
 
 void QuantisationPanel::set_snapshot(QuantisationSnapshot snapshot) {
@@ -210,6 +217,12 @@ void QuantisationPanel::set_snapshot(QuantisationSnapshot snapshot) {
   show_run();
   model_->set_variants(snapshot_.variants, snapshot_.cost_unit, snapshot_.judge);
   model_->set_limits(limits());
+  // One KV type for every row (the lab's case): its column says nothing.
+  bool one_kv_type = true;
+  for (const QuantVariantRow& row : snapshot_.variants) {
+    one_kv_type = one_kv_type && row.kv_type == snapshot_.variants.front().kv_type;
+  }
+  table_->setColumnHidden(QuantVariantModel::kKvCache, one_kv_type);
   block_->set_type(block_type_->currentText());
   // A handful of variants: the table takes the rows it needs, the charts the rest.
   table_->resizeRowsToContents();
@@ -230,7 +243,7 @@ void QuantisationPanel::set_snapshot(QuantisationSnapshot snapshot) {
 void QuantisationPanel::show_type_choices() {
   for (QCheckBox* box : type_boxes_) delete box;
   type_boxes_.clear();
-  constexpr int kColumns = 7;
+  constexpr int kColumns = 8;
   for (const QString& type : snapshot_.type_choices) {
     auto* box = new QCheckBox(type, this);
     box->setObjectName(QStringLiteral("type-") + type);
@@ -269,8 +282,10 @@ void QuantisationPanel::show_run() {
   } else if (!snapshot_.load.isEmpty()) {
     text = tr("Latency and cost under the fixed load: %1").arg(snapshot_.load);
   }
-  status_->setText(text);
   status_->setToolTip(text);
+  status_->setText(
+      status_->fontMetrics().elidedText(text, Qt::ElideRight, std::max(40, status_->width())));
+  status_text_ = text;
 }
 
 QStringList QuantisationPanel::checked_types() const {
@@ -338,6 +353,8 @@ QString QuantisationPanel::title() const { return tr("Quantisation"); }
 QSize QuantisationPanel::minimumSizeHint() const { return kMinimumSize; }
 
 void QuantisationPanel::resizeEvent(QResizeEvent* event) {
+  status_->setText(status_->fontMetrics().elidedText(status_text_, Qt::ElideRight,
+                                                     std::max(40, status_->width())));
   // Too small for its parts: they give way to the message asking for room.
   show_controls(*this, width() >= kMinimumSize.width() && height() >= kMinimumSize.height());
   PanelView::resizeEvent(event);

@@ -65,6 +65,7 @@ class QuantisationPanel : public PanelView {
   QPushButton* cancel_control() const { return cancel_; }
   QProgressBar* progress_control() const { return progress_; }
   QLabel* status_control() const { return status_; }
+  QString status_text() const { return status_text_; }
   // The tabs: 0 error per layer, 1 inside a block; the block type shown in the block tab.
   QTabWidget* tabs_control() const { return tabs_; }
   QComboBox* block_type_control() const { return block_type_; }
@@ -110,6 +111,7 @@ class QuantisationPanel : public PanelView {
   QPushButton* cancel_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* status_ = nullptr;
+  QString status_text_;  // the status label's whole text (the label elides it)
   QTabWidget* tabs_ = nullptr;
   QComboBox* block_type_ = nullptr;
   QuantBlockView* block_ = nullptr;

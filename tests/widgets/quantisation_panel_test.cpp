@@ -204,7 +204,7 @@ TEST(QuantisationPanel, ChoosesVariantsAndFollowsARun) {
   EXPECT_TRUE(panel.cancel_control()->isEnabled());
   EXPECT_FALSE(panel.type_control("q4_0")->isEnabled());
   EXPECT_EQ(panel.progress_control()->value(), 250);
-  EXPECT_TRUE(panel.status_control()->text().contains("quality of q5_1 (25%)"));
+  EXPECT_TRUE(panel.status_text().contains("quality of q5_1 (25%)"));
   EXPECT_EQ(panel.variant_model().rowCount(), 6);  // the results shown stay meanwhile
   panel.cancel_control()->click();
   EXPECT_EQ(cancels, 1);
@@ -212,7 +212,7 @@ TEST(QuantisationPanel, ChoosesVariantsAndFollowsARun) {
   panel.set_run_state({false, QString(), 0.0, QStringLiteral("cancelled")});
   EXPECT_TRUE(panel.compare_control()->isEnabled());
   EXPECT_FALSE(panel.cancel_control()->isEnabled());
-  EXPECT_EQ(panel.status_control()->text(), "cancelled");
+  EXPECT_EQ(panel.status_text(), "cancelled");
 }
 
 // The block tab paints the block's own numbers: its scale and min with their fp16 bits, the
