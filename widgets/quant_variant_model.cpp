@@ -14,36 +14,46 @@ const char* const kHeaderTips[QuantVariantModel::kColumnCount] = {
     QT_TRANSLATE_NOOP("QuantVariantModel", "Element type the weights are stored in."),
     QT_TRANSLATE_NOOP("QuantVariantModel", "Element type the key-value cache is stored in."),
     QT_TRANSLATE_NOOP("QuantVariantModel",
-                      "Memory for the weights plus a full context's KV cache, in megabytes."),
-    QT_TRANSLATE_NOOP("QuantVariantModel", "Prompt tokens processed per second in prefill."),
-    QT_TRANSLATE_NOOP("QuantVariantModel", "Tokens generated per second in decode."),
+                      "Size of the weights in megabytes (the verdict's memory adds a full "
+                      "context's KV cache)."),
     QT_TRANSLATE_NOOP("QuantVariantModel",
-                      "Decode tokens per second relative to the baseline (above 1 is faster)."),
-    QT_TRANSLATE_NOOP("QuantVariantModel",
-                      "Time for one request from submission to its last token."),
-    QT_TRANSLATE_NOOP("QuantVariantModel", "What one request costs on this device."),
-    QT_TRANSLATE_NOOP("QuantVariantModel",
-                      "Perplexity on the evaluation text: lower means the model predicts it "
-                      "better."),
+                      "Bits each weight takes on average: 8 x bytes / parameters, scales and "
+                      "the tensors kept in F32 included."),
     QT_TRANSLATE_NOOP("QuantVariantModel",
                       "Mean KL divergence (nats) of the next-token distributions from the "
                       "baseline's: 0 means identical."),
     QT_TRANSLATE_NOOP("QuantVariantModel",
                       "Share of positions where the most likely next token equals the "
                       "baseline's."),
+    QT_TRANSLATE_NOOP("QuantVariantModel", "Tokens generated per second by one request alone."),
     QT_TRANSLATE_NOOP("QuantVariantModel",
-                      "Accept when mean KL and decode speed-up meet your limits and memory is "
-                      "smaller than the baseline's."),
+                      "Decode tokens per second relative to the baseline (above 1 is faster)."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Time to first token under the fixed load, median / 99th percentile."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Time per output token under the fixed load, median / 99th percentile."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Device time one request occupies under the fixed load (the run's wall "
+                      "time over its requests)."),
+    QT_TRANSLATE_NOOP("QuantVariantModel",
+                      "Accept when mean KL, p99 TPOT and decode speed-up meet your limits and "
+                      "memory is smaller than the baseline's (quant-report's rule)."),
 };
+
+QString pair_text(double p50, double p99) {
+  return QStringLiteral("%1 / %2").arg(chart::format_number(p50), chart::format_number(p99));
+}
 
 }  // namespace
 
 QuantVariantModel::QuantVariantModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void QuantVariantModel::set_variants(std::vector<QuantVariantRow> variants, QString cost_unit) {
+void QuantVariantModel::set_variants(std::vector<QuantVariantRow> variants, QString cost_unit,
+                                     QuantJudge judge) {
   beginResetModel();
   variants_ = std::move(variants);
   cost_unit_ = std::move(cost_unit);
+  judge_ = std::move(judge);
   endResetModel();
   emit headerDataChanged(Qt::Horizontal, kCost, kCost);
 }
@@ -57,8 +67,8 @@ void QuantVariantModel::set_limits(const QuantLimits& limits) {
 
 QuantVerdict QuantVariantModel::verdict(int row) const {
   const QuantVariantRow* base = baseline_of(variants_);
-  if (row < 0 || row >= rowCount() || base == &variants_[row]) return {};
-  return judge_variant(variants_[row], *base, limits_);
+  if (!judge_ || row < 0 || row >= rowCount() || base == &variants_[row]) return {};
+  return judge_(row, limits_);
 }
 
 int QuantVariantModel::rowCount(const QModelIndex& parent) const {
@@ -75,24 +85,24 @@ QString QuantVariantModel::header_text(int column) const {
       return tr("Weights");
     case kKvCache:
       return tr("KV\ncache");
-    case kMemory:
-      return tr("Memory\n(MB)");
-    case kPrefill:
-      return tr("Prefill\n(tok/s)");
-    case kDecode:
-      return tr("Decode\n(tok/s)");
-    case kSpeedup:
-      return tr("Speed-up\n(x)");
-    case kLatency:
-      return tr("Latency\n(ms)");
-    case kCost:
-      return cost_unit_.isEmpty() ? tr("Cost") : tr("Cost\n(%1)").arg(cost_unit_);
-    case kPerplexity:
-      return tr("Perplexity");
+    case kSize:
+      return tr("Size\n(MB)");
+    case kBitsPerWeight:
+      return tr("Bits/\nweight");
     case kMeanKl:
       return tr("Mean KL\n(nats)");
     case kTop1:
       return tr("Top-1\n(%)");
+    case kDecode:
+      return tr("Decode\n(tok/s)");
+    case kSpeedup:
+      return tr("Speed-up\n(x)");
+    case kTtft:
+      return tr("TTFT (ms)\np50 / p99");
+    case kTpot:
+      return tr("TPOT (ms)\np50 / p99");
+    case kCost:
+      return cost_unit_.isEmpty() ? tr("Cost per\nrequest") : tr("Cost\n(%1)").arg(cost_unit_);
     case kVerdict:
       return tr("Verdict");
     default:
@@ -107,26 +117,27 @@ QString QuantVariantModel::cell_text(const QuantVariantRow& row, int column, int
       return row.weight_type;
     case kKvCache:
       return row.kv_type;
-    case kMemory:
-      return chart::format_number(row.memory_mb);
-    case kPrefill:
-      return chart::format_number(row.prefill_tokens_per_s);
-    case kDecode:
-      return chart::format_number(row.decode_tokens_per_s);
-    case kSpeedup:
-      return QString::number(decode_speedup(row, *base), 'f', 2);
-    case kLatency:
-      return chart::format_number(row.latency_ms);
-    case kCost:
-      return chart::format_number(row.cost_per_request);
-    case kPerplexity:
-      return QString::number(row.perplexity, 'f', 3);
+    case kSize:
+      return chart::format_number(row.weight_mb);
+    case kBitsPerWeight:
+      return QString::number(row.bits_per_weight, 'f', 2);
     case kMeanKl:
       return QString::number(row.mean_kl, 'g', 3);
     case kTop1:
       return QString::number(100.0 * row.top1_agreement, 'f', 1);
+    case kDecode:
+      return chart::format_number(row.decode_tokens_per_s);
+    case kSpeedup:
+      return QString::number(decode_speedup(row, *base), 'f', 2);
+    case kTtft:
+      return pair_text(row.ttft_p50_ms, row.ttft_p99_ms);
+    case kTpot:
+      return pair_text(row.tpot_p50_ms, row.tpot_p99_ms);
+    case kCost:
+      return chart::format_number(row.cost_per_request);
     case kVerdict: {
       if (base == &row) return tr("baseline");
+      if (!judged()) return QStringLiteral("\u2014");
       return verdict(row_index).accepted ? tr("accept") : tr("reject");
     }
     default:
@@ -145,7 +156,7 @@ QVariant QuantVariantModel::data(const QModelIndex& index, int role) const {
                  ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
                  : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ToolTipRole: {
-      if (index.column() == kVerdict && !row.baseline && baseline_of(variants_) != &row) {
+      if (index.column() == kVerdict && judged() && baseline_of(variants_) != &row) {
         const QuantVerdict v = verdict(index.row());
         return v.accepted ? tr("Accepted: within every limit.")
                           : tr("Rejected: %1.").arg(v.reasons.join(QStringLiteral("; ")));
@@ -153,7 +164,7 @@ QVariant QuantVariantModel::data(const QModelIndex& index, int role) const {
       return tr(kHeaderTips[index.column()]);
     }
     case Qt::ForegroundRole: {
-      if (index.column() != kVerdict || baseline_of(variants_) == &row) return {};
+      if (index.column() != kVerdict || !judged() || baseline_of(variants_) == &row) return {};
       // Accept in bluish green, reject in vermillion (Okabe-Ito), the word saying it too.
       return verdict(index.row()).accepted ? theme().series(2) : theme().series(5);
     }
@@ -173,15 +184,17 @@ QVariant QuantVariantModel::headerData(int section, Qt::Orientation orientation,
 
 QString QuantVariantModel::csv() const {
   QString out = QStringLiteral(
-      "weights,kv_cache,memory_mb,prefill_tokens_per_s,decode_tokens_per_s,decode_speedup,"
-      "latency_ms,cost_per_request,perplexity,mean_kl,top1_agreement,verdict\n");
+      "weights,kv_cache,weight_mb,bits_per_weight,memory_mb,prefill_tokens_per_s,"
+      "decode_tokens_per_s,decode_speedup,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,"
+      "cost_per_request,perplexity,mean_kl,top1_agreement,verdict\n");
   const QuantVariantRow* base = baseline_of(variants_);
   for (int i = 0; i < rowCount(); ++i) {
     const QuantVariantRow& r = variants_[i];
     QStringList fields = {csv_field(r.weight_type), csv_field(r.kv_type)};
-    for (const double v :
-         {r.memory_mb, r.prefill_tokens_per_s, r.decode_tokens_per_s, decode_speedup(r, *base),
-          r.latency_ms, r.cost_per_request, r.perplexity, r.mean_kl, r.top1_agreement}) {
+    for (const double v : {r.weight_mb, r.bits_per_weight, r.memory_mb, r.prefill_tokens_per_s,
+                           r.decode_tokens_per_s, decode_speedup(r, *base), r.ttft_p50_ms,
+                           r.ttft_p99_ms, r.tpot_p50_ms, r.tpot_p99_ms, r.cost_per_request,
+                           r.perplexity, r.mean_kl, r.top1_agreement}) {
       fields << QString::number(v, 'g', 9);
     }
     fields << cell_text(r, kVerdict, i);

@@ -16,27 +16,30 @@ class QuantVariantModel : public QAbstractTableModel {
   enum Column {
     kWeights,
     kKvCache,
-    kMemory,
-    kPrefill,
-    kDecode,
-    kSpeedup,
-    kLatency,
-    kCost,
-    kPerplexity,
+    kSize,
+    kBitsPerWeight,
     kMeanKl,
     kTop1,
+    kDecode,
+    kSpeedup,
+    kTtft,
+    kTpot,
+    kCost,
     kVerdict,
     kColumnCount
   };
 
   explicit QuantVariantModel(QObject* parent = nullptr);
 
-  void set_variants(std::vector<QuantVariantRow> variants, QString cost_unit);
+  // judge: the accept-only-if rule (QuantJudge); rows are not judged without one.
+  void set_variants(std::vector<QuantVariantRow> variants, QString cost_unit, QuantJudge judge);
   void set_limits(const QuantLimits& limits);  // re-judges every row
   const QuantLimits& limits() const { return limits_; }
   const std::vector<QuantVariantRow>& variants() const { return variants_; }
-  // The verdict of row `row` under the current limits; the baseline is never judged.
+  // The verdict of row `row` under the current limits; the baseline is never judged, and no
+  // row is without a rule (rejected, no reasons).
   QuantVerdict verdict(int row) const;
+  bool judged() const { return static_cast<bool>(judge_); }
 
   int rowCount(const QModelIndex& parent = QModelIndex()) const override;
   int columnCount(const QModelIndex& parent = QModelIndex()) const override;
@@ -53,6 +56,7 @@ class QuantVariantModel : public QAbstractTableModel {
 
   std::vector<QuantVariantRow> variants_;
   QString cost_unit_;
+  QuantJudge judge_;
   QuantLimits limits_;
 };
 

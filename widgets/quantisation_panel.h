@@ -1,22 +1,32 @@
 // The quantisation panel: what a lower precision costs in accuracy and buys in memory and
-// speed, measured against the baseline. Four parts: the error histogram of one tensor, SQNR per
-// layer for weights and KV cache, the variant table judged under limits the user sets, and one
-// prompt continued by the baseline and a variant with the first divergent token marked.
+// speed, measured against the baseline. Its parts: two tabs (the error histogram of one tensor
+// with SQNR per layer for weights and KV cache; one block of the weights as each block type
+// stores it), the variants to compare with the run's progress and a Cancel button, the variant
+// table judged under limits the user sets, and one prompt continued by the baseline and a
+// variant with the first divergent token marked.
 #pragma once
 
 #include <QString>
+#include <vector>
 
 #include "widgets/panel_view.h"
 #include "widgets/quantisation_snapshot.h"
 
 class QCheckBox;
+class QComboBox;
 class QDoubleSpinBox;
+class QGridLayout;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
 class QTableView;
 
 namespace servescope::widgets {
 
 class ContinuationView;
 class ErrorHistogramView;
+class QuantBlockView;
 class QuantVariantModel;
 class SqnrBarsView;
 
@@ -27,6 +37,8 @@ class QuantisationPanel : public PanelView {
   explicit QuantisationPanel(QWidget* parent = nullptr);
 
   void set_snapshot(QuantisationSnapshot snapshot);
+  // Progress of a run alone (the results shown stay as they are).
+  void set_run_state(const QuantRunState& run);
   const QuantisationSnapshot& snapshot() const { return snapshot_; }
 
   QString title() const override;
@@ -44,14 +56,32 @@ class QuantisationPanel : public PanelView {
   QDoubleSpinBox* max_kl_control() const { return max_kl_; }
   QCheckBox* max_kl_enabled_control() const { return max_kl_enabled_; }
   QDoubleSpinBox* min_speedup_control() const { return min_speedup_; }
+  QCheckBox* max_tpot_enabled_control() const { return max_tpot_enabled_; }
+  QDoubleSpinBox* max_tpot_control() const { return max_tpot_; }
+  // The variant choice: one box per type in the snapshot's type_choices.
+  QStringList checked_types() const;
+  QCheckBox* type_control(const QString& type) const;
+  QPushButton* compare_control() const { return compare_; }
+  QPushButton* cancel_control() const { return cancel_; }
+  QProgressBar* progress_control() const { return progress_; }
+  QLabel* status_control() const { return status_; }
+  QString status_text() const { return status_text_; }
+  // The tabs: 0 error per layer, 1 inside a block; the block type shown in the block tab.
+  QTabWidget* tabs_control() const { return tabs_; }
+  QComboBox* block_type_control() const { return block_type_; }
+  bool show_block(const QString& type);  // false when the snapshot has no block of that type
+  const QuantBlockView& block_view() const { return *block_; }
   const ErrorHistogramView& histogram_view() const { return *histogram_; }
   const SqnrBarsView& sqnr_view() const { return *sqnr_; }
   const ContinuationView& continuation_view() const { return *continuation_; }
 
  Q_SIGNALS:
-  // The user changed a limit; the table's verdicts already follow. max_kl is infinity when
-  // the KL limit is off.
-  void limits_changed(double max_kl, double min_speedup);
+  // The user changed a limit; the table's verdicts already follow. max_kl and max_tpot_ms are
+  // infinity when their limit is off.
+  void limits_changed(double max_kl, double max_tpot_ms, double min_speedup);
+  // Compare: run the comparison of these weight types against the baseline.
+  void compare_requested(const QStringList& types);
+  void cancel_requested();
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -59,8 +89,13 @@ class QuantisationPanel : public PanelView {
 
  private:
   void show_limits(const QuantLimits& limits);
+  void show_type_choices();
+  void show_run();
   void on_limits_edited();
   void follow_theme();
+  QWidget* build_error_page();
+  QWidget* build_block_page();
+  QLayout* build_run_row();
 
   QuantisationSnapshot snapshot_;
   QuantVariantModel* model_ = nullptr;
@@ -68,6 +103,18 @@ class QuantisationPanel : public PanelView {
   QCheckBox* max_kl_enabled_ = nullptr;
   QDoubleSpinBox* max_kl_ = nullptr;
   QDoubleSpinBox* min_speedup_ = nullptr;
+  QCheckBox* max_tpot_enabled_ = nullptr;
+  QDoubleSpinBox* max_tpot_ = nullptr;
+  QGridLayout* type_grid_ = nullptr;
+  std::vector<QCheckBox*> type_boxes_;
+  QPushButton* compare_ = nullptr;
+  QPushButton* cancel_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* status_ = nullptr;
+  QString status_text_;  // the status label's whole text (the label elides it)
+  QTabWidget* tabs_ = nullptr;
+  QComboBox* block_type_ = nullptr;
+  QuantBlockView* block_ = nullptr;
   ErrorHistogramView* histogram_ = nullptr;
   SqnrBarsView* sqnr_ = nullptr;
   ContinuationView* continuation_ = nullptr;

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "widgets/chart_painting.h"
-
 namespace servescope::widgets {
 
 const QuantVariantRow* baseline_of(const std::vector<QuantVariantRow>& variants) {
@@ -17,29 +15,6 @@ double decode_speedup(const QuantVariantRow& variant, const QuantVariantRow& bas
   return baseline.decode_tokens_per_s > 0.0
              ? variant.decode_tokens_per_s / baseline.decode_tokens_per_s
              : 0.0;
-}
-
-QuantVerdict judge_variant(const QuantVariantRow& variant, const QuantVariantRow& baseline,
-                           const QuantLimits& limits) {
-  QuantVerdict verdict;
-  if (!(variant.mean_kl <= limits.max_kl)) {
-    verdict.reasons << QStringLiteral("mean KL %1 exceeds the limit %2")
-                           .arg(chart::format_number(variant.mean_kl),
-                                chart::format_number(limits.max_kl));
-  }
-  const double speedup = decode_speedup(variant, baseline);
-  if (speedup < limits.min_speedup) {
-    verdict.reasons << QStringLiteral("decode speed-up %1x is below the limit %2x")
-                           .arg(chart::format_number(speedup),
-                                chart::format_number(limits.min_speedup));
-  }
-  if (variant.memory_mb >= baseline.memory_mb) {
-    verdict.reasons << QStringLiteral("memory %1 MB is not smaller than the baseline's %2 MB")
-                           .arg(chart::format_number(variant.memory_mb),
-                                chart::format_number(baseline.memory_mb));
-  }
-  verdict.accepted = verdict.reasons.isEmpty();
-  return verdict;
 }
 
 int64_t first_divergent_token(const TokenContinuation& a, const TokenContinuation& b) {

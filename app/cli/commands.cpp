@@ -48,10 +48,12 @@ const std::vector<Subcommand>& subcommands() {
        "(RMSE, max, relative, SQNR, histogram)",
        run_weight_error},
       {"quant-report",
-       "[--types f32,f16,q8_0,q4_0] [--kv-types f32,f16,q8_0] [--text-file PATH] "
+       "[--types f32,f16,bf16,q8_0,q6_k,q5_1,q5_0,q5_k,q5_k_m,q4_1,q4_0,q4_k,q4_k_m,q3_k,q2_k] "
+       "[--kv-types f32,f16,q8_0] [--text-file PATH] "
        "[--max-chunks N] [--max-kl X] [--max-tpot-ms Y] [--min-speedup Z] [--greedy-tokens N] "
        "[--price-per-hour P]: quality, memory, speed, latency and cost per request under a "
-       "fixed load of each weight type and KV cache type against F32, with a verdict per limit",
+       "fixed load of each weight type (or q4_k_m / q5_k_m recipe) and KV cache type against F32, "
+       "with bits per weight and a verdict per limit",
        run_quant_report},
       {"kv-error",
        "--kv-type f16|q8_0 (--prompt T | --text-file PATH): per layer, RMSE, max error and "

@@ -36,6 +36,8 @@ json variant_json(const eval::VariantReport& v, const std::string& load) {
   return {{"type", v.type},
           {"kv_type", v.kv_type},
           {"weight_bytes", v.weight_bytes},
+          {"bits_per_weight", v.bits_per_weight},
+          {"tensor_types", v.tensor_types},
           {"weight_bytes_ratio", v.weight_bytes_ratio},
           {"kv_bytes_per_token", v.kv_bytes_per_token},
           {"memory_bytes", v.memory_bytes},
@@ -66,7 +68,7 @@ int run_quant_report(const std::vector<std::string>& args, std::ostream& out) {
   ro.types.clear();
   std::stringstream list(options.get_or("types", "f32,f16,q8_0,q4_0"));
   for (std::string item; std::getline(list, item, ',');)
-    ro.types.push_back(eval::parse_weight_type(item));
+    ro.types.push_back(eval::parse_quantize_scheme(item));
   ro.kv_types.clear();
   std::stringstream kv_list(options.get_or("kv-types", "f32"));
   for (std::string item; std::getline(kv_list, item, ',');)

@@ -30,6 +30,7 @@ void DemoRunner::start() {
   window_.set_continuous_classmates(!plan_.lesson);
   window_.set_prompt(plan_.prompt);
   if (plan_.sweep) window_.sweep_batch_sizes();  // the engine's thread runs it, then generates
+  if (plan_.quant_types) window_.compare_quantisation(*plan_.quant_types);
   if (plan_.panel) window_.show_panel(*plan_.panel);
   if (plan_.lesson) {
     if (!show_lesson()) return;
@@ -44,6 +45,10 @@ void DemoRunner::start() {
 void DemoRunner::finish() {
   if (!plan_.screenshot) {
     QApplication::exit(0);
+    return;
+  }
+  if (plan_.quant_block && !window_.show_quant_block(*plan_.quant_block)) {
+    fail(QStringLiteral("the quantisation lab has no %1 block yet").arg(*plan_.quant_block));
     return;
   }
   const QPixmap shot = window_.grab();

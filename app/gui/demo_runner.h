@@ -5,6 +5,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <optional>
 
 #include "app/gui/panel_id.h"
@@ -29,6 +30,8 @@ struct DemoPlan {
   std::optional<int> question;
   std::optional<QString> answer;
   bool lecture = false;
+  std::optional<QStringList> quant_types;  // the quantisation lab compares these
+  std::optional<QString> quant_block;      // its block tab shows this type in the screenshot
 };
 
 class DemoRunner : public QObject {

@@ -106,6 +106,7 @@ EngineWorker::EngineWorker(QObject* parent)
 }
 
 EngineWorker::~EngineWorker() {
+  lab_cancel_ = true;  // a long comparison stops at its next step instead of holding the exit
   if (lab_thread_.joinable()) lab_thread_.join();
   if (quantise_thread_.joinable()) quantise_thread_.join();
   if (timing_thread_.joinable()) timing_thread_.join();
@@ -171,19 +172,40 @@ void EngineWorker::run_batch_sweep() {
   Q_EMIT batch_sweep_ready(points);
 }
 
-void EngineWorker::start_quant_lab(const QString& prompt) {
+void EngineWorker::start_quant_lab(const QString& prompt, const QStringList& types) {
   if (!model_ || !tokenizer_) return;
-  if (lab_thread_.joinable()) lab_thread_.join();  // one lab at a time
+  lab_cancel_ = true;  // one lab at a time: the newest request wins
+  if (lab_thread_.joinable()) lab_thread_.join();
+  lab_cancel_ = false;
+  std::vector<std::string> chosen;
+  for (const QString& type : types) chosen.push_back(type.toStdString());
+  Q_EMIT quant_lab_progress(true, QStringLiteral("starting"), 0.0, QString());
   lab_thread_ = std::thread([this, path = model_path_.toStdString(), tokenizer = tokenizer_,
-                             text = stories_, prompt = prompt.toStdString()] {
+                             text = stories_, prompt = prompt.toStdString(), chosen] {
+    QuantLabControl control;
+    control.on_quick_parts = [this](const QuantLabReport& quick) { Q_EMIT quant_lab_ready(quick); };
+    control.on_stage = [this](const eval::ReportProgress& p) {
+      Q_EMIT quant_lab_progress(
+          true, QString::fromStdString(p.stage),
+          p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0.0,
+          QString());
+    };
+    control.cancel = &lab_cancel_;
     QuantLabReport report;
     try {
-      report = run_quant_lab(path, *tokenizer, prompt, text);
+      report = run_quant_lab(path, *tokenizer, prompt, text, chosen, control);
+    } catch (const eval::ReportCancelled&) {
+      Q_EMIT quant_lab_progress(false, QString(), 0.0, QStringLiteral("cancelled"));
+      return;
     } catch (const std::exception& error) {
       report.model_path = path;
+      report.complete = true;
       report.problems.push_back(error.what());
     }
     Q_EMIT quant_lab_ready(report);  // queued to the GUI thread
+    Q_EMIT quant_lab_progress(
+        false, QString(), 1.0,
+        report.problems.empty() ? QString() : QString::fromStdString(report.problems.front()));
   });
 }
 

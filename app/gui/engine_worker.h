@@ -102,12 +102,16 @@ class EngineWorker : public QObject {
   // A cancel that comes before the queued sweep starts still counts.
   void request_batch_sweep();
   void cancel_batch_sweep() { sweep_cancel_requested_ = true; }
-  // Runs the quantisation lab for the loaded model on a thread of its own; quant_lab_ready
-  // brings the report.
-  void start_quant_lab(const QString& prompt);
+  // Runs the quantisation lab for the loaded model on a thread of its own, comparing these
+  // weight types with F32 (a lab still running is cancelled first). quant_lab_ready brings
+  // the quick parts, then the whole report; quant_lab_progress follows the comparison.
+  void start_quant_lab(const QString& prompt, const QStringList& types);
   // Test hook: on a Vulkan backend, the step submitted after `steps` more reports the device
   // lost (VK_ERROR_DEVICE_LOST), as a GPU reset or a driver crash would.
   void simulate_device_loss_after(int steps);
+  // Stops a running quantisation lab at its next step (quant_lab_progress says "cancelled").
+  // Thread-safe: it only sets a flag, so the GUI thread may call it directly.
+  void cancel_quant_lab() { lab_cancel_ = true; }
   // Frees the engine on this thread; call (blocking-queued) before the thread ends.
   void shutdown();
 
@@ -120,6 +124,10 @@ class EngineWorker : public QObject {
   void running_changed(bool running);
   void idle(servescope::gui::EngineCounters counters);
   void quant_lab_ready(servescope::gui::QuantLabReport report);
+  // The comparison's stage and share done; running false when it ended, with `outcome`
+  // "cancelled", a problem, or empty when it finished.
+  void quant_lab_progress(bool running, const QString& stage, double fraction,
+                          const QString& outcome);
   void weight_progress(int done, int total, const QString& type);
   // Bytes of a timing model written so far, of about `total`; written == total when done.
   void timing_model_progress(quint64 written, quint64 total, const QString& path);
@@ -197,6 +205,7 @@ class EngineWorker : public QObject {
   int64_t requests_finished_ = 0;
   bool running_ = false;
   std::thread lab_thread_;
+  std::atomic<bool> lab_cancel_ = false;
   std::thread quantise_thread_;
   QString weight_type_;  // "" while the file's own weights are in use
   // The timing model being written: its thread, file, expected bytes, and a timer polling

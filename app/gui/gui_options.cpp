@@ -1,7 +1,12 @@
 #include "app/gui/gui_options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <sstream>
+
+#include "app/gui/quant_block.h"
+#include "app/gui/quant_lab.h"
 
 namespace servescope::gui {
 namespace {
@@ -21,6 +26,12 @@ int whole_number(const std::string& option, const std::string& text, int min, in
   return value;
 }
 
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
 }  // namespace
 
 std::string gui_usage() {
@@ -35,6 +46,8 @@ std::string gui_usage() {
          "                  [--lesson ID [--step N] [--run] [--learn-tab "
          "lesson|practice|flashcards]\n"
          "                   [--question N [--answer TEXT]] [--lecture]]\n"
+         "                  [--quant-types f16,q8_0,... (the lab's variants)] "
+         "[--quant-block TYPE (its block tab)]\n"
          "       servescope --check-lessons [DIR]   (no window: validate lesson files)\n";
 }
 
@@ -63,6 +76,23 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       options.step = whole_number(name, value(), 1, 99);
     } else if (name == "--run") {
       options.run_step = true;
+    } else if (name == "--quant-types") {
+      options.quant_types = value();
+      const std::vector<std::string> offered = lab_type_choices();
+      std::stringstream list(*options.quant_types);
+      for (std::string type; std::getline(list, type, ',');) {
+        if (std::find(offered.begin(), offered.end(), type) == offered.end()) {
+          throw GuiUsageError("--quant-types: '" + type + "' is not one of " +
+                              join(offered, ", "));
+        }
+      }
+    } else if (name == "--quant-block") {
+      options.quant_block = value();
+      const std::vector<std::string> offered = block_picture_types();
+      if (std::find(offered.begin(), offered.end(), *options.quant_block) == offered.end()) {
+        throw GuiUsageError("--quant-block '" + *options.quant_block + "': choose one of " +
+                            join(offered, ", "));
+      }
     } else if (name == "--learn-tab") {
       options.learn_tab = value();
       if (*options.learn_tab != "lesson" && *options.learn_tab != "practice" &&
@@ -139,10 +169,12 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     }
   }
   const bool demo_only = options.clients > 0 || options.panel || options.screenshot ||
-                         options.sweep || options.lesson || options.lecture;
+                         options.sweep || options.lesson || options.lecture ||
+                         options.quant_types || options.quant_block;
   if (demo_only && !options.demo_prompt) {
     throw GuiUsageError(
-        "--clients, --panel, --screenshot, --sweep, --lesson and --lecture need --demo PROMPT");
+        "--clients, --panel, --screenshot, --sweep, --lesson, --lecture, --quant-types and "
+        "--quant-block need --demo PROMPT");
   }
   const bool lesson_only = options.step != 1 || options.run_step || options.learn_tab ||
                            options.question || options.answer;

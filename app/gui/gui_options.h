@@ -6,6 +6,7 @@
 //              [--batching continuous|static] [--batch-wait MS] [--activations f32|q8_0]
 //              [--lesson ID [--step N] [--run] [--learn-tab lesson|practice|flashcards]
 //               [--question N [--answer TEXT]] [--lecture]]
+//              [--quant-types f16,q8_0,...] [--quant-block q4_1]
 // or, without a window, the lesson files' check for authors:
 //   servescope --check-lessons [DIR]
 #pragma once
@@ -54,6 +55,10 @@ struct GuiOptions {
   std::optional<int> question;
   std::optional<std::string> answer;
   bool lecture = false;
+  // The demo's quantisation lab: the weight types it compares (comma-separated) and the block
+  // type its "Inside a block" tab shows in the screenshot.
+  std::optional<std::string> quant_types;
+  std::optional<std::string> quant_block;
   // --check-lessons [DIR]: validate the lesson files and exit; empty: the data folder's lessons.
   std::optional<std::string> check_lessons;
 };

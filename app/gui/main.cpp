@@ -133,6 +133,10 @@ int main(int argc, char** argv) {
     plan.question = options.question;
     plan.answer = text(options.answer);
     plan.lecture = options.lecture;
+    if (options.quant_types) {
+      plan.quant_types = QString::fromStdString(*options.quant_types).split(',');
+    }
+    plan.quant_block = text(options.quant_block);
     new DemoRunner(window, plan);  // owned by the window
   }
   window.show_overlay(options.overlay);

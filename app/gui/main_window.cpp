@@ -91,6 +91,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   worker_->moveToThread(engine_thread_.get());
   connect(engine_thread_.get(), &QThread::finished, worker_, &QObject::deleteLater);
   connect_worker();
+  connect_quantisation_panel();
   engine_thread_->start();
 
   frame_timer_ = new QTimer(this);
@@ -132,6 +133,9 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     const QString remembered = s.value("engine/model", model).toString();
     if (QFileInfo::exists(remembered)) model = remembered;
     q8_activations = s.value("engine/activations", "f32").toString() == "q8_0";
+    if (s.contains("quantisation/types")) {
+      quant_types_ = s.value("quantisation/types").toStringList();
+    }
     if (s.contains("engine/backend")) {
       backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
                                   ? compute::BackendKind::kVulkan
@@ -214,6 +218,7 @@ void MainWindow::save_settings() const {
   s.setValue("engine/static_batching", batching().static_batches);
   s.setValue("engine/batch_wait_ms", batch_wait_->value());
   s.setValue("engine/activations", backend_.quantised_activations ? "q8_0" : "f32");
+  s.setValue("quantisation/types", quant_types_);
   s.setValue("sampling/greedy", greedy_->isChecked());
   s.setValue("sampling/temperature", temperature_->value());
   s.setValue("sampling/top_k", top_k_->value());
@@ -520,8 +525,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
           "for the Quantisation panel.",
           false);
     } else {
-      QMetaObject::invokeMethod(
-          worker_, [w = worker_, prompt = prompt_->toPlainText()] { w->start_quant_lab(prompt); });
+      compare_quantisation(quant_types_);
     }
   }
   backend_ = info.backend == "vulkan"
@@ -674,7 +678,7 @@ void MainWindow::on_frame() {
   }
   panels_->refresh(
       PanelFeed{folder_, *engine_info_, now, &attention_, quant_lab_ ? &*quant_lab_ : nullptr,
-                &batch_sweep_, collecting_status()},
+                &quant_run_, quant_types_, &batch_sweep_, collecting_status()},
       changed);
   update_generated_chips();
   if (now - last_status_ms_ >= kStatusEveryMs) {

@@ -114,6 +114,15 @@ class MainWindow : public QMainWindow {
   // The last batch-size sweep (empty before one finished, or after the engine was rebuilt).
   const QVector<BatchSweepPoint>& batch_sweep() const { return batch_sweep_; }
   bool sweeping() const { return sweeping_; }
+  // The quantisation lab: its last report, the comparison running now (or how the last one
+  // ended), and the weight types it compares; compare_quantisation() runs it again on others.
+  const std::optional<QuantLabReport>& quant_lab() const { return quant_lab_; }
+  const widgets::QuantRunState& quant_run() const { return quant_run_; }
+  const QStringList& quant_types() const { return quant_types_; }
+  void compare_quantisation(const QStringList& types);
+  void cancel_quantisation();
+  // Shows the Quantisation panel's block tab on this type; false when it has no such block.
+  bool show_quant_block(const QString& type);
   const std::vector<TimingModel>& timing_models() const { return timing_models_; }
   PanelId current_panel() const;
   // The batching the window asks for (the engine's own is engine_info()->batching).
@@ -164,6 +173,7 @@ class MainWindow : public QMainWindow {
   void build_status_bar();
   void build_menus();
   void connect_worker();
+  void connect_quantisation_panel();
   void restore_settings(const WindowOptions& options);
   void save_settings() const;
   void fill_backend_picker();
@@ -202,6 +212,8 @@ class MainWindow : public QMainWindow {
   AttentionSample attention_;
   std::optional<QuantLabReport> quant_lab_;
   bool quant_lab_changed_ = false;
+  widgets::QuantRunState quant_run_;
+  QStringList quant_types_;
   QVector<BatchSweepPoint> batch_sweep_;
   bool sweeping_ = false;
   bool sweep_changed_ = false;

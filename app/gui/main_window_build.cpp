@@ -39,6 +39,7 @@
 #include "app/gui/window_text.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
+#include "widgets/quantisation_panel.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
@@ -437,6 +438,53 @@ void MainWindow::build_menus() {
   });
 }
 
+void MainWindow::connect_quantisation_panel() {
+  // The lab compares what the user chose last (only types this build can still write), else
+  // the defaults.
+  const std::vector<std::string> offered = lab_type_choices();
+  QStringList chosen;
+  for (const QString& type : quant_types_) {
+    if (std::find(offered.begin(), offered.end(), type.toStdString()) != offered.end()) {
+      chosen << type;
+    }
+  }
+  if (chosen.isEmpty()) {
+    for (const std::string& type : default_lab_types()) chosen << QString::fromStdString(type);
+  }
+  quant_types_ = chosen;
+  auto* panel = qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation));
+  connect(panel, &widgets::QuantisationPanel::compare_requested, this,
+          &MainWindow::compare_quantisation);
+  connect(panel, &widgets::QuantisationPanel::cancel_requested, this,
+          &MainWindow::cancel_quantisation);
+  connect(worker_, &EngineWorker::quant_lab_progress, this,
+          [this](bool running, const QString& stage, double fraction, const QString& outcome) {
+            quant_run_ = {running, stage, fraction, outcome};
+            quant_lab_changed_ = true;
+          });
+}
+
+void MainWindow::compare_quantisation(const QStringList& types) {
+  if (!engine_info_ || engine_info_->random_weights || types.isEmpty()) return;
+  quant_types_ = types;
+  quant_run_ = {true, QStringLiteral("starting"), 0.0, QString()};
+  quant_lab_changed_ = true;
+  QMetaObject::invokeMethod(worker_, [w = worker_, prompt = prompt_->toPlainText(), types] {
+    w->start_quant_lab(prompt, types);
+  });
+}
+
+bool MainWindow::show_quant_block(const QString& type) {
+  show_panel(PanelId::kQuantisation);
+  auto* panel =
+      qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation));
+  return panel != nullptr && panel->show_block(type);
+}
+
+void MainWindow::cancel_quantisation() {
+  worker_->cancel_quant_lab();  // a flag: safe from this thread while the lab runs
+}
+
 void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::engine_ready, this, &MainWindow::on_engine_ready);
   connect(worker_, &EngineWorker::failed, this, &MainWindow::on_failed);
@@ -459,7 +507,9 @@ void MainWindow::connect_worker() {
   });
   connect(worker_, &EngineWorker::quant_lab_ready, this, [this](const QuantLabReport& report) {
     if (!engine_info_ || report.model_path != engine_info_->model_path.toStdString()) return;
+    const int64_t serial = quant_lab_ ? quant_lab_->serial + 1 : 1;
     quant_lab_ = report;
+    quant_lab_->serial = serial;
     quant_lab_changed_ = true;
   });
   connect(worker_, &EngineWorker::weight_progress, this,

@@ -21,6 +21,8 @@ struct PanelFeed {
   double now_ms = 0.0;                                    // the consumer's clock (the folder's)
   const AttentionSample* attention = nullptr;             // the newest capture, if any
   const QuantLabReport* quant_lab = nullptr;              // the loaded model's, once measured
+  const widgets::QuantRunState* quant_run = nullptr;      // its comparison now
+  QStringList quant_types;                                // the weight types it compares
   const QVector<BatchSweepPoint>* batch_sweep = nullptr;  // the last sweep, if any
   QString collecting;  // "collecting a batch: 3 of 16, runs in 120 ms", or empty
 };

@@ -1,8 +1,12 @@
 #include "app/gui/quant_lab.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "app/cli/command_support.h"
+#include "app/gui/quant_block.h"
 #include "engine/eval/kv_error.h"
+#include "engine/eval/quantize_model.h"
 #include "engine/eval/variant_model.h"
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
@@ -33,38 +37,81 @@ std::vector<int32_t> continue_greedily(model::Transformer& transformer,
   return serving::generate(transformer, request).generated_ids;
 }
 
+// The comparison's shape: quant-report's fixed load, a shorter text and fewer timing rounds
+// than the command line's defaults, so a learner waits seconds, not minutes.
+eval::QuantReportOptions lab_options(const Tokenizer& tokenizer, const std::string& text,
+                                     const std::vector<std::string>& types) {
+  eval::QuantReportOptions options;
+  options.types.clear();
+  for (const std::string& type : types) options.types.push_back(eval::parse_quantize_scheme(type));
+  options.text_ids = tokenizer.encode(text);
+  options.bos_id = tokenizer.vocabulary().bos_id;
+  options.max_chunks = 1;
+  options.timing_repeats = 2;
+  options.greedy_tokens = 16;
+  options.load_repeats = 2;
+  return options;
+}
+
 }  // namespace
 
+std::vector<std::string> lab_type_choices() {
+  std::vector<gguf::GgmlType> types = eval::quantisation_targets();
+  std::erase(types, gguf::GgmlType::F32);
+  // From the most bits per weight to the fewest, as a learner reads a precision ladder.
+  const auto bits = [](gguf::GgmlType t) {
+    return static_cast<double>(gguf::block_bytes(t)) / static_cast<double>(gguf::block_elements(t));
+  };
+  std::stable_sort(types.begin(), types.end(),
+                   [&](gguf::GgmlType a, gguf::GgmlType b) { return bits(a) > bits(b); });
+  std::vector<std::string> choices;
+  for (const gguf::GgmlType type : types) choices.push_back(eval::weight_type_label(type));
+  // A mixed recipe beside its base type (q4_k_m after q4_k).
+  for (const eval::QuantizeScheme& scheme : eval::quantisation_schemes()) {
+    if (scheme.recipe == eval::QuantRecipe::kPure) continue;
+    const auto base =
+        std::find(choices.begin(), choices.end(), eval::weight_type_label(scheme.type));
+    choices.insert(base == choices.end() ? base : base + 1, eval::scheme_label(scheme));
+  }
+  return choices;
+}
+
+std::vector<std::string> default_lab_types() {
+  std::vector<std::string> chosen;
+  const std::vector<std::string> offered = lab_type_choices();
+  // High, middle and low precision: what 16, 8 and 4 bits cost and buy.
+  for (const char* type : {"f16", "q8_0", "q4_k_m", "q4_0"}) {
+    if (std::find(offered.begin(), offered.end(), type) != offered.end()) chosen.push_back(type);
+  }
+  return chosen;
+}
+
 QuantLabReport run_quant_lab(const std::string& model_path, const Tokenizer& tokenizer,
-                             const std::string& prompt, const std::string& text) {
+                             const std::string& prompt, const std::string& text,
+                             const std::vector<std::string>& types,
+                             const QuantLabControl& control) {
   QuantLabReport lab;
   lab.model_path = model_path;
   lab.prompt = prompt;
+  lab.types = types;
   const auto attempt = [&lab](const std::string& part, const auto& measure) {
     try {
       measure();
+    } catch (const eval::ReportCancelled&) {
+      throw;  // the caller's stop, not a problem of the model
     } catch (const std::exception& error) {
       lab.problems.push_back(part + ": " + error.what());
     }
   };
   const gguf::GgufFile file = gguf::GgufFile::open(model_path);
   const std::vector<int32_t> prompt_ids = tokenizer.encode_with_bos(prompt);
+  attempt("block pictures", [&] { lab.blocks = quant_blocks(file); });
 
   attempt("weight error", [&] {
     const std::vector<eval::TensorError> errors =
         eval::measure_quantisation_error(file, kWeightType);
     if (!errors.empty()) lab.tensor = chosen_tensor(errors);
     lab.weight_layers = eval::summarize_by_layer(errors);
-  });
-  attempt("variants", [&] {
-    eval::QuantReportOptions options;
-    options.types = {gguf::GgmlType::F16, gguf::GgmlType::Q8_0, kWeightType};  // against F32
-    options.text_ids = tokenizer.encode(text);
-    options.bos_id = tokenizer.vocabulary().bos_id;
-    options.max_chunks = 1;
-    options.timing_repeats = 2;
-    options.greedy_tokens = 16;
-    lab.report = eval::run_quant_report(file, options);
   });
   attempt("KV cache error", [&] {
     const auto m =
@@ -83,6 +130,21 @@ QuantLabReport run_quant_lab(const std::string& model_path, const Tokenizer& tok
         eval::load_quantised_variant(file, kWeightType, compute::BackendKind::kCpu);
     lab.variant_ids = continue_greedily(*variant->transformer, prompt_ids);
   });
+  if (control.on_quick_parts) control.on_quick_parts(lab);
+
+  attempt("variants", [&] {
+    lab.options = lab_options(tokenizer, text, types);
+    lab.options.on_stage = control.on_stage;
+    lab.options.cancel = control.cancel;
+    const model::ModelConfig config = model::read_model_config(file);
+    lab.load = cli::load_description(
+        eval::report_load(lab.options, static_cast<int32_t>(config.vocab_size)),
+        eval::report_load_engine(lab.options, gguf::GgmlType::F32));
+    lab.report = eval::run_quant_report(file, lab.options);
+  });
+  lab.options.on_stage = {};  // the report outlives the caller's callbacks
+  lab.options.cancel = nullptr;
+  lab.complete = true;
   return lab;
 }
 

@@ -1,4 +1,9 @@
-// Quantisation panel: the quantisation lab's report for the loaded model.
+// Quantisation panel: the quantisation lab's report for the loaded model. Latency and cost are
+// quant-report's own, measured under its fixed load; verdicts are quant-report's rule
+// (eval::judge) applied to the user's limits.
+#include <limits>
+#include <memory>
+
 #include "app/gui/panel_adapter.h"
 #include "app/gui/token_display.h"
 #include "widgets/quantisation_panel.h"
@@ -8,26 +13,44 @@ namespace {
 
 QString text(const std::string& s) { return QString::fromStdString(s); }
 
-widgets::QuantVariantRow variant_row(const eval::VariantReport& v, bool baseline,
-                                     const eval::QuantReportOptions& timing) {
+widgets::QuantVariantRow variant_row(const eval::VariantReport& v, bool baseline) {
   widgets::QuantVariantRow row;
   row.weight_type = text(v.type);
   row.kv_type = text(v.kv_type);
   row.baseline = baseline;
+  row.weight_mb = static_cast<double>(v.weight_bytes) / 1e6;
+  row.bits_per_weight = v.bits_per_weight;
   row.memory_mb = static_cast<double>(v.memory_bytes) / 1e6;
   row.prefill_tokens_per_s = v.prefill_tokens_per_s;
   row.decode_tokens_per_s = v.decode_tokens_per_s;
-  // One request of the timing run's shape, end to end: its prefill, then its decode tokens.
-  if (v.prefill_tokens_per_s > 0.0 && v.decode_tokens_per_s > 0.0) {
-    row.latency_ms =
-        1000.0 * (static_cast<double>(timing.timing_prompt_tokens) / v.prefill_tokens_per_s +
-                  static_cast<double>(timing.timing_decode_tokens) / v.decode_tokens_per_s);
-  }
-  row.cost_per_request = row.latency_ms;  // device time the request occupies, alone
+  row.ttft_p50_ms = v.load.ttft_ms.p50;
+  row.ttft_p99_ms = v.load.ttft_ms.p99;
+  row.tpot_p50_ms = v.load.tpot_ms.p50;
+  row.tpot_p99_ms = v.load.tpot_ms.p99;
+  row.cost_per_request = 1000.0 * v.cost.device_seconds_per_request;
   row.perplexity = v.quality.perplexity;
   row.mean_kl = v.quality.vs_baseline.mean_kl;
   row.top1_agreement = v.quality.vs_baseline.top1_agreement;
   return row;
+}
+
+// quant-report's verdict for a row (0: the baseline, then the variants) under the user's
+// limits.
+widgets::QuantJudge report_judge(const eval::QuantReport& report) {
+  return [report = std::make_shared<const eval::QuantReport>(report)](
+             int row, const widgets::QuantLimits& limits) {
+    widgets::QuantVerdict out;
+    if (row < 1 || static_cast<size_t>(row) > report->variants.size()) return out;
+    eval::QuantReportOptions options;
+    options.max_kl = limits.max_kl;
+    options.max_tpot_ms = limits.max_tpot_ms;
+    options.min_speedup = limits.min_speedup;
+    const eval::Verdict verdict =
+        eval::judge(report->variants[static_cast<size_t>(row - 1)], report->baseline, options);
+    out.accepted = verdict.accepted;
+    for (const std::string& reason : verdict.reasons) out.reasons << text(reason);
+    return out;
+  };
 }
 
 widgets::TokenContinuation continuation(const QString& label, const std::vector<int32_t>& ids,
@@ -51,14 +74,16 @@ widgets::QuantisationSnapshot snapshot_of(const QuantLabReport& lab, const Token
   for (const KvLayerSqnr& layer : lab.kv_layers) {
     s.kv_sqnr.push_back({QString("blk.%1").arg(layer.layer), layer.sqnr_db});
   }
-  const eval::QuantReportOptions timing;  // the lab's timing shape is the report's default
   if (!lab.report.baseline.type.empty()) {
-    s.variants.push_back(variant_row(lab.report.baseline, true, timing));
+    s.variants.push_back(variant_row(lab.report.baseline, true));
     for (const eval::VariantReport& v : lab.report.variants) {
-      s.variants.push_back(variant_row(v, false, timing));
+      s.variants.push_back(variant_row(v, false));
     }
+    s.judge = report_judge(lab.report);
   }
   s.cost_unit = "device ms";
+  s.load = text(lab.load);
+  s.blocks = lab.blocks;
   s.prompt = text(lab.prompt);
   s.baseline_continuation = continuation("as loaded", lab.baseline_ids, tokenizer);
   s.variant_continuation =
@@ -70,18 +95,34 @@ class QuantisationAdapter final : public PanelAdapter {
  public:
   explicit QuantisationAdapter(QWidget* parent) : panel_(new widgets::QuantisationPanel(parent)) {}
   widgets::PanelView* view() const override { return panel_; }
-  bool has_data() const override { return !panel_->snapshot().variants.empty(); }
+  bool has_data() const override {
+    return !panel_->snapshot().variants.empty() || !panel_->snapshot().blocks.empty();
+  }
 
   void refresh(const PanelFeed& feed) override {
-    if (feed.quant_lab == nullptr || !feed.info.tokenizer) {
-      panel_->set_snapshot({});
+    const widgets::QuantRunState run = feed.quant_run ? *feed.quant_run : widgets::QuantRunState{};
+    const int64_t serial = feed.quant_lab ? feed.quant_lab->serial : 0;
+    if (serial == shown_serial_ && feed.quant_types == shown_types_ && serial != 0) {
+      panel_->set_run_state(run);  // the results shown stay: only the run moved on
       return;
     }
-    panel_->set_snapshot(snapshot_of(*feed.quant_lab, *feed.info.tokenizer));
+    widgets::QuantisationSnapshot s;
+    if (feed.quant_lab != nullptr && feed.info.tokenizer) {
+      s = snapshot_of(*feed.quant_lab, *feed.info.tokenizer);
+    }
+    for (const std::string& type : lab_type_choices()) s.type_choices << text(type);
+    s.chosen_types = feed.quant_types;
+    s.run = run;
+    s.limits.max_kl = 0.05;  // a start the learner moves: KL alone, as quant-report's examples
+    panel_->set_snapshot(std::move(s));
+    shown_serial_ = serial;
+    shown_types_ = feed.quant_types;
   }
 
  private:
   widgets::QuantisationPanel* panel_;
+  int64_t shown_serial_ = 0;
+  QStringList shown_types_;
 };
 
 }  // namespace

@@ -29,6 +29,32 @@ std::vector<int32_t> text_prompt(const QuantReportOptions& options, int64_t n) {
   return prompt;
 }
 
+// Counts the run's work items for QuantReportOptions::on_stage and stops the run (throwing
+// ReportCancelled) at the next item once QuantReportOptions::cancel is set.
+class RunTracker {
+ public:
+  RunTracker(const QuantReportOptions& options, int64_t total) : options_(options) {
+    progress_.total = total;
+  }
+  void stage(std::string name) {
+    check();
+    progress_.stage = std::move(name);
+    if (options_.on_stage) options_.on_stage(progress_);
+  }
+  void item() {
+    check();
+    progress_.done = std::min(progress_.done + 1, progress_.total);
+    if (options_.on_stage) options_.on_stage(progress_);
+  }
+
+ private:
+  void check() const {
+    if (options_.cancel != nullptr && options_.cancel->load()) throw ReportCancelled();
+  }
+  const QuantReportOptions& options_;
+  ReportProgress progress_;
+};
+
 // A model and the KV type it runs with: one row of the report to time.
 struct TimedVariant {
   model::Model* model = nullptr;
@@ -40,7 +66,8 @@ struct TimedVariant {
 // after one untimed run each that warms caches and scratch buffers. The runs go round-robin
 // over the variants, so a change in the machine's load (other programs) hits every variant
 // alike and the speed-ups stay comparable.
-void measure_speeds(const std::vector<TimedVariant>& variants, const QuantReportOptions& options) {
+void measure_speeds(const std::vector<TimedVariant>& variants, const QuantReportOptions& options,
+                    RunTracker& tracker) {
   if (variants.empty()) return;
   serving::EngineRequest request;
   const int64_t context = variants.front().model->config.context_length;
@@ -51,7 +78,11 @@ void measure_speeds(const std::vector<TimedVariant>& variants, const QuantReport
   request.stop_token = -1;
   const int64_t rounds = 1 + std::max<int64_t>(1, options.timing_repeats);  // first: warm-up
   for (int64_t round = 0; round < rounds; ++round) {
+    tracker.stage(round == 0 ? std::string("speed, warm-up")
+                             : "speed, round " + std::to_string(round) + " of " +
+                                   std::to_string(rounds - 1));
     for (const TimedVariant& v : variants) {
+      tracker.item();
       v.model->transformer->set_kv_type(v.kv_type);
       const serving::GenerationResult result = serving::generate(*v.model->transformer, request);
       if (round == 0) continue;
@@ -68,9 +99,13 @@ void measure_speeds(const std::vector<TimedVariant>& variants, const QuantReport
 // variants like the speed runs, keeping each variant's run with the shortest wall time: a
 // burst of other work on the machine should not decide a verdict.
 void measure_under_load(const std::vector<TimedVariant>& variants,
-                        const QuantReportOptions& options) {
-  for (int64_t round = 0; round < std::max<int64_t>(1, options.load_repeats); ++round) {
+                        const QuantReportOptions& options, RunTracker& tracker) {
+  const int64_t rounds = std::max<int64_t>(1, options.load_repeats);
+  for (int64_t round = 0; round < rounds; ++round) {
+    tracker.stage("under load, round " + std::to_string(round + 1) + " of " +
+                  std::to_string(rounds));
     for (const TimedVariant& v : variants) {
+      tracker.item();
       const serving::EngineConfig config = report_load_engine(options, v.kv_type);
       v.model->transformer->set_kv_type(v.kv_type);
       const std::vector<serving::SimulatedRequest> requests = serving::make_workload(
@@ -105,7 +140,44 @@ double ratio(double numerator, double denominator) {
   return denominator > 0.0 ? numerator / denominator : 0.0;
 }
 
+// Work items of a whole run, for the progress fraction: per model (the baseline and each
+// variant) its greedy continuation and its chunks, then the timed runs of every round.
+int64_t run_items(const QuantReportOptions& options, int64_t chunks) {
+  const auto models = static_cast<int64_t>(1 + options.types.size() * options.kv_types.size());
+  const int64_t speed_rounds = 1 + std::max<int64_t>(1, options.timing_repeats);
+  const int64_t load_rounds = std::max<int64_t>(1, options.load_repeats);
+  return models * (1 + chunks + speed_rounds + load_rounds) +
+         static_cast<int64_t>(options.types.size());
+}
+
 }  // namespace
+
+std::vector<gguf::GgmlType> quantisation_targets() {
+  std::vector<gguf::GgmlType> targets;
+  for (uint32_t id = 0; id <= static_cast<uint32_t>(gguf::GgmlType::BF16); ++id) {
+    const auto type = static_cast<gguf::GgmlType>(id);
+    if (!gguf::is_supported(type)) continue;
+    try {
+      llama_file_type(type);  // refuses the types quantize_model cannot write
+    } catch (const InputError&) {
+      continue;
+    }
+    targets.push_back(type);
+  }
+  return targets;
+}
+
+std::vector<QuantizeScheme> quantisation_schemes() {
+  std::vector<QuantizeScheme> schemes;
+  for (const gguf::GgmlType type : quantisation_targets()) schemes.push_back({type});
+  for (const char* recipe : {"q4_k_m", "q5_k_m"}) {
+    try {
+      schemes.push_back(parse_quantize_scheme(recipe));
+    } catch (const InputError&) {  // a build without the recipe
+    }
+  }
+  return schemes;
+}
 
 serving::WorkloadSpec report_load(const QuantReportOptions& options, int32_t vocab_size) {
   serving::WorkloadSpec spec;
@@ -176,7 +248,12 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
       options.text_ids, config.context_length, options.bos_id, options.max_chunks);
   const int64_t text_positions = scored_positions(chunks);
   cut_to_memory_budget(chunks, config.vocab_size, options.max_baseline_bytes);
-  QualityEvaluator evaluator(std::move(chunks), on_progress);
+  RunTracker tracker(options, run_items(options, static_cast<int64_t>(chunks.size())));
+  QualityEvaluator evaluator(std::move(chunks), [&](const EvalProgress& progress) {
+    if (on_progress) on_progress(progress);
+    tracker.item();
+  });
+  tracker.stage("quality of f32");
   const std::vector<int32_t> greedy_prompt = text_prompt(options, options.greedy_prompt_tokens);
   const std::vector<int32_t> baseline_greedy =
       greedy_continuation(*baseline_model->transformer, greedy_prompt, options.greedy_tokens);
@@ -185,13 +262,19 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   auto describe = [&](model::Model& m, gguf::GgmlType kv_type, VariantReport& report) {
     m.transformer->set_kv_type(kv_type);
     report.kv_type = weight_type_label(kv_type);
-    report.weight_bytes = model::summarize_weights(m.file).bytes;
+    const model::WeightSummary weights = model::summarize_weights(m.file);
+    report.weight_bytes = weights.bytes;
+    report.parameters = weights.parameters;
+    report.bits_per_weight =
+        ratio(8.0 * static_cast<double>(weights.bytes), static_cast<double>(weights.parameters));
+    report.tensor_types = weights.tensor_types;
     report.kv_bytes_per_token =
         serving::kv_bytes_per_token(serving::kv_layout(config, serving::check_kv_type(kv_type)));
     report.memory_bytes = report.weight_bytes +
                           report.kv_bytes_per_token * static_cast<uint64_t>(config.context_length);
     report.greedy_identical_tokens = identical_prefix_length(
         baseline_greedy, greedy_continuation(*m.transformer, greedy_prompt, options.greedy_tokens));
+    tracker.item();
   };
 
   QuantReport report;
@@ -207,17 +290,20 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   // Quality, one variant after another; every model stays loaded for the speed rounds.
   std::vector<std::unique_ptr<model::Model>> variant_models;
   std::vector<std::pair<model::Model*, gguf::GgmlType>> runs;  // per report.variants entry
-  for (const gguf::GgmlType type : options.types) {
-    variant_models.push_back(load_quantised_variant(source, type, options.backend));
+  for (const QuantizeScheme& scheme : options.types) {
+    tracker.stage("quantising to " + scheme_label(scheme));
+    variant_models.push_back(load_quantised_variant(source, scheme, options.backend));
+    tracker.item();
     model::Model& variant = *variant_models.back();
     const std::vector<LayerError> weight_error =
-        summarize_by_layer(measure_quantisation_error(source, type));
+        summarize_by_layer(measure_quantisation_error(source, scheme));
     for (const gguf::GgmlType kv_type : options.kv_types) {
       VariantReport v;
-      v.type = weight_type_label(type);
+      v.type = scheme_label(scheme);
+      const std::string label = options.kv_types.size() > 1 ? v.type + " kv " + v.kv_type : v.type;
+      tracker.stage("quality of " + label);
       describe(variant, kv_type, v);
       v.weight_error = weight_error;
-      const std::string label = options.kv_types.size() > 1 ? v.type + " kv " + v.kv_type : v.type;
       v.quality = evaluator.compare(*variant.transformer, label);
       report.variants.push_back(std::move(v));
       runs.emplace_back(&variant, kv_type);
@@ -228,8 +314,8 @@ QuantReport run_quant_report(const gguf::GgufFile& source, const QuantReportOpti
   for (size_t i = 0; i < runs.size(); ++i) {
     timed.push_back({runs[i].first, runs[i].second, &report.variants[i]});
   }
-  measure_speeds(timed, options);
-  measure_under_load(timed, options);
+  measure_speeds(timed, options, tracker);
+  measure_under_load(timed, options, tracker);
 
   for (VariantReport& v : report.variants) {
     v.weight_bytes_ratio = ratio(static_cast<double>(v.weight_bytes),

@@ -7,14 +7,19 @@
 // variant is a pair (weight type, KV type), and the baseline is F32 weights with an F32 cache.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/compute/backend.h"
+#include "engine/core/error.h"
 #include "engine/eval/evaluator.h"
+#include "engine/eval/quantize_model.h"
 #include "engine/eval/tensor_error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/serving/load_generator.h"
@@ -22,9 +27,25 @@
 
 namespace servescope::eval {
 
+// Where a report run is: the stage in words and the share of the whole run's work done.
+struct ReportProgress {
+  std::string stage;  // "quality of q4_0", "speed, round 2 of 5", "under load, round 1 of 3"
+  int64_t done = 0;   // work items (a chunk scored, a timed run) done of total
+  int64_t total = 0;
+};
+using ReportProgressCallback = std::function<void(const ReportProgress&)>;
+
+// Thrown by run_quant_report when QuantReportOptions::cancel was set: the run stopped at the
+// next chunk or timed run, and nothing of it is reported.
+class ReportCancelled : public Error {
+ public:
+  ReportCancelled() : Error("quant-report was cancelled") {}
+};
+
 struct QuantReportOptions {
-  std::vector<gguf::GgmlType> types = {gguf::GgmlType::F32, gguf::GgmlType::F16,
-                                       gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0};
+  // Weight types (pure) or mixed recipes (q4_k_m), each a variant.
+  std::vector<QuantizeScheme> types = {
+      {gguf::GgmlType::F32}, {gguf::GgmlType::F16}, {gguf::GgmlType::Q8_0}, {gguf::GgmlType::Q4_0}};
   std::vector<gguf::GgmlType> kv_types = {gguf::GgmlType::F32};  // F32, F16 or Q8_0
   compute::BackendKind backend = compute::BackendKind::kCpu;
   std::vector<int32_t> text_ids;  // the evaluation text, tokenised without BOS
@@ -55,6 +76,10 @@ struct QuantReportOptions {
   double max_kl = std::numeric_limits<double>::infinity();
   double max_tpot_ms = std::numeric_limits<double>::infinity();
   double min_speedup = 0.0;
+  // For an application: every stage and work item (quantising, each chunk scored, each timed
+  // run), and a flag it may set from another thread to stop the run early.
+  ReportProgressCallback on_stage;
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // One limit of the accept-only-if rule applied to one variant.
@@ -71,9 +96,12 @@ struct Verdict {
 };
 
 struct VariantReport {
-  std::string type;             // weights: "q8_0"
+  std::string type;             // weights: "q8_0", or a recipe: "q4_k_m"
   std::string kv_type = "f32";  // KV cache elements
   uint64_t weight_bytes = 0;
+  int64_t parameters = 0;                       // elements of every tensor
+  double bits_per_weight = 0.0;                 // 8 x weight_bytes / parameters
+  std::map<std::string, int64_t> tensor_types;  // type name -> tensors stored in it
   uint64_t kv_bytes_per_token = 0;
   uint64_t memory_bytes = 0;  // weights + KV cache of one full context (context_length tokens)
   std::vector<LayerError> weight_error;  // per layer, quantised against the source values
@@ -98,6 +126,11 @@ struct QuantReport {
   VariantReport baseline;      // F32
   std::vector<VariantReport> variants;
 };
+
+// The weight types run_quant_report can quantise to (the targets of quantize_model), F32 first.
+std::vector<gguf::GgmlType> quantisation_targets();
+// Every scheme it can compare: each target type (pure), then the mixed recipes (q4_k_m, ...).
+std::vector<QuantizeScheme> quantisation_schemes();
 
 // The fixed load of the options, as the load generator and the engine take it (prompts from
 // options.text_ids, else random ids below vocab_size).

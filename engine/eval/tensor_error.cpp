@@ -126,9 +126,17 @@ std::vector<LayerError> summarize_by_layer(const std::vector<TensorError>& tenso
 std::vector<TensorError> measure_quantisation_error(const gguf::GgufFile& source,
                                                     gguf::GgmlType target,
                                                     const std::vector<double>& bin_edges) {
+  return measure_quantisation_error(source, QuantizeScheme{target, QuantRecipe::kPure}, bin_edges);
+}
+
+std::vector<TensorError> measure_quantisation_error(const gguf::GgufFile& source,
+                                                    const QuantizeScheme& scheme,
+                                                    const std::vector<double>& bin_edges) {
   std::vector<TensorError> out;
-  for (const gguf::TensorInfo& tensor : source.tensors()) {
-    const gguf::GgmlType type = takes_target_type(tensor, target) ? target : gguf::GgmlType::F32;
+  const std::vector<gguf::GgmlType> types = tensor_types(source, scheme);
+  for (size_t i = 0; i < source.tensors().size(); ++i) {
+    const gguf::TensorInfo& tensor = source.tensors()[i];
+    const gguf::GgmlType type = types[i];
     const std::vector<float> original = dequantize_tensor(tensor);
     const std::vector<float> quantised = round_trip(type, original);
     out.push_back(measure_tensor_error(tensor.name, type, original, quantised, bin_edges));

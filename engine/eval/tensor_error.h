@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/eval/quantize_model.h"
 #include "engine/gguf/ggml_types.h"
 #include "engine/gguf/gguf_file.h"
 
@@ -65,6 +66,10 @@ std::vector<LayerError> summarize_by_layer(const std::vector<TensorError>& tenso
 // dequantised and compared with the source values.
 std::vector<TensorError> measure_quantisation_error(
     const gguf::GgufFile& source, gguf::GgmlType target,
+    const std::vector<double>& bin_edges = default_error_bin_edges());
+// The same for a scheme: every tensor in the type quantize_model gives it (tensor_types).
+std::vector<TensorError> measure_quantisation_error(
+    const gguf::GgufFile& source, const QuantizeScheme& scheme,
     const std::vector<double>& bin_edges = default_error_bin_edges());
 
 }  // namespace servescope::eval

@@ -19,10 +19,15 @@ std::unique_ptr<model::Model> load_model_from_gguf(gguf::GgufFile file,
 std::unique_ptr<model::Model> load_quantised_variant(const gguf::GgufFile& source,
                                                      gguf::GgmlType target,
                                                      compute::BackendKind backend) {
-  const gguf::GgufWriter writer = quantize_model(source, target);
+  return load_quantised_variant(source, QuantizeScheme{target, QuantRecipe::kPure}, backend);
+}
+
+std::unique_ptr<model::Model> load_quantised_variant(const gguf::GgufFile& source,
+                                                     const QuantizeScheme& scheme,
+                                                     compute::BackendKind backend) {
+  const gguf::GgufWriter writer = quantize_model(source, scheme);
   return load_model_from_gguf(
-      gguf::GgufFile::from_bytes(writer.to_bytes(),
-                                 source.name() + " as " + weight_type_label(target)),
+      gguf::GgufFile::from_bytes(writer.to_bytes(), source.name() + " as " + scheme_label(scheme)),
       backend);
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "engine/compute/backend.h"
+#include "engine/eval/quantize_model.h"
 #include "engine/gguf/ggml_types.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
@@ -20,6 +21,10 @@ std::unique_ptr<model::Model> load_model_from_gguf(gguf::GgufFile file,
 // "<source name> as q8_0".
 std::unique_ptr<model::Model> load_quantised_variant(const gguf::GgufFile& source,
                                                      gguf::GgmlType target,
+                                                     compute::BackendKind backend);
+// The same for a scheme (a pure type or a mixed recipe such as q4_k_m): "... as q4_k_m".
+std::unique_ptr<model::Model> load_quantised_variant(const gguf::GgufFile& source,
+                                                     const QuantizeScheme& scheme,
                                                      compute::BackendKind backend);
 
 }  // namespace servescope::eval

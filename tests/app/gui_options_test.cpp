@@ -58,6 +58,13 @@ TEST(GuiOptions, EveryPanelHasAName) {
   }
 }
 
+TEST(GuiOptions, ReadsTheQuantisationLabsDemoOptions) {
+  const GuiOptions o =
+      parse_gui_options({"--demo", "x", "--quant-types", "q8_0,q4_0", "--quant-block", "q4_1"});
+  EXPECT_EQ(o.quant_types, "q8_0,q4_0");
+  EXPECT_EQ(o.quant_block, "q4_1");
+}
+
 TEST(GuiOptions, RefusesBadInputWithTheOptionAtFault) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--demo", "x", "--clients", "33"}, "--clients"},
@@ -79,6 +86,9 @@ TEST(GuiOptions, RefusesBadInputWithTheOptionAtFault) {
       {{"--demo", "x", "--lesson", "kv-cache", "--step", "0"}, "--step"},
       {{"--demo", "x", "--lesson", "kv-cache", "--learn-tab", "quiz"}, "--learn-tab"},
       {{"--demo", "x", "--lesson", "kv-cache", "--answer", "3"}, "--question"},
+      {{"--demo", "x", "--quant-types", "q8_0,q9_9"}, "--quant-types"},
+      {{"--demo", "x", "--quant-block", "f16"}, "--quant-block"},
+      {{"--quant-block", "q4_0"}, "--demo"},
   };
   for (const auto& [args, fault] : cases) {
     try {

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
@@ -86,7 +89,7 @@ QuantReportOptions golden_text_options() {
   QuantReportOptions options;
   options.text_ids = all["cases"][0]["text_ids"].get<std::vector<int32_t>>();  // llama
   options.bos_id = 1;
-  options.types = {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_0};
+  options.types = {{GgmlType::F32}, {GgmlType::Q8_0}, {GgmlType::Q4_0}};
   options.greedy_tokens = 12;
   options.timing_repeats = 1;
   options.timing_decode_tokens = 4;
@@ -133,10 +136,92 @@ TEST(QuantReport, OnTheLlamaTestModel) {
   }
 }
 
+// Bits per weight from the tensor table of the Python-quantised file: 8 x bytes / elements.
+TEST(QuantReport, ReportsBitsPerWeightAndTensorTypes) {
+  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
+  QuantReportOptions options = golden_text_options();
+  options.types = {{GgmlType::Q8_0}};
+  options.max_chunks = 1;
+  const QuantReport report = run_quant_report(source, options);
+  const model::WeightSummary q8 =
+      model::summarize_weights(gguf::GgufFile::open(kData + "/models/llama-q8_0.gguf"));
+  const VariantReport& v = report.variants[0];
+  EXPECT_EQ(v.parameters, q8.parameters);
+  EXPECT_DOUBLE_EQ(v.bits_per_weight,
+                   8.0 * static_cast<double>(q8.bytes) / static_cast<double>(q8.parameters));
+  EXPECT_EQ(v.tensor_types, q8.tensor_types);
+  EXPECT_DOUBLE_EQ(report.baseline.bits_per_weight, 32.0);
+}
+
+// A mixed recipe is a variant like a type: named by its label, its tensors in the types
+// quantize_model's recipe gives them.
+TEST(QuantReport, ComparesAMixedRecipe) {
+  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
+  QuantReportOptions options = golden_text_options();
+  options.types = {parse_quantize_scheme("q4_k_m")};
+  options.max_chunks = 1;
+  const QuantReport report = run_quant_report(source, options);
+  ASSERT_EQ(report.variants.size(), 1u);
+  const VariantReport& v = report.variants[0];
+  EXPECT_EQ(v.type, "q4_k_m");
+  std::map<std::string, int64_t> expected;
+  for (const GgmlType t : tensor_types(source, parse_quantize_scheme("q4_k_m"))) {
+    ++expected[std::string(gguf::type_name(t))];
+  }
+  EXPECT_EQ(v.tensor_types, expected);
+  EXPECT_LT(v.bits_per_weight, 8.0);
+  const std::vector<QuantizeScheme> schemes = quantisation_schemes();
+  EXPECT_NE(std::find_if(schemes.begin(), schemes.end(),
+                         [](const QuantizeScheme& s) { return scheme_label(s) == "q4_k_m"; }),
+            schemes.end());
+}
+
+// Progress counts up to its total, stage by stage; a cancel flag set while the run is under
+// way stops it with ReportCancelled at the next work item.
+TEST(QuantReport, StreamsProgressAndStopsWhenCancelled) {
+  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
+  QuantReportOptions options = golden_text_options();
+  options.types = {{GgmlType::Q4_0}};
+  options.max_chunks = 1;
+  std::vector<ReportProgress> seen;
+  options.on_stage = [&](const ReportProgress& p) { seen.push_back(p); };
+  run_quant_report(source, options);
+  ASSERT_FALSE(seen.empty());
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].done, seen[i - 1].done);
+  EXPECT_EQ(seen.back().done, seen.back().total);
+  EXPECT_EQ(seen.front().stage, "quality of f32");
+  EXPECT_NE(std::find_if(seen.begin(), seen.end(),
+                         [](const ReportProgress& p) { return p.stage == "quantising to q4_0"; }),
+            seen.end());
+
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  int64_t items_after_cancel = 0;
+  options.on_stage = [&](const ReportProgress& p) {
+    if (cancel) ++items_after_cancel;
+    if (p.stage == "quantising to q4_0") cancel = true;
+  };
+  EXPECT_THROW(run_quant_report(source, options), ReportCancelled);
+  EXPECT_EQ(items_after_cancel, 0);
+}
+
+// Every target is one quantize_model writes (F32 first); the loaded-only types are not.
+TEST(QuantReport, OffersTheTypesQuantizeModelWrites) {
+  const std::vector<GgmlType> targets = quantisation_targets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.front(), GgmlType::F32);
+  for (const GgmlType type : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    EXPECT_NE(std::find(targets.begin(), targets.end(), type), targets.end());
+  }
+  for (const GgmlType type : targets) {
+    EXPECT_EQ(parse_weight_type(weight_type_label(type)), type);
+  }
+}
+
 TEST(QuantReport, CutsALongTextToTheMemoryBudget) {
   const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
   QuantReportOptions options = golden_text_options();
-  options.types = {GgmlType::Q8_0};
+  options.types = {{GgmlType::Q8_0}};
   options.max_baseline_bytes = 200 * 512 * sizeof(float);  // room for one 127-position chunk
   const QuantReport report = run_quant_report(source, options);
   EXPECT_EQ(report.positions, 127);
@@ -155,7 +240,7 @@ TEST(QuantReport, Q8_0HasLowerKlThanQ4_0OnTheDefaultModel) {
   QuantReportOptions options;
   options.text_ids = m->require_tokenizer().encode(text);
   options.bos_id = m->require_tokenizer().vocabulary().bos_id;
-  options.types = {GgmlType::Q8_0, GgmlType::Q4_0};
+  options.types = {{GgmlType::Q8_0}, {GgmlType::Q4_0}};
   options.max_chunks = 4;
   options.timing_repeats = 1;
   const QuantReport report = run_quant_report(source, options);

@@ -4,10 +4,15 @@
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTabWidget>
 #include <cmath>
 #include <limits>
 
 #include "tests/widgets/synthetic_model_snapshots.h"
+#include "widgets/quant_block_view.h"
 #include "widgets/quant_variant_model.h"
 #include "widgets/quantisation_charts.h"
 
@@ -22,33 +27,8 @@ QuantVariantRow row(double memory_mb, double decode_tokens_per_s, double mean_kl
   return r;
 }
 
-TEST(QuantVerdict, AcceptsOnlyWithinEveryLimit) {
+TEST(QuantSpeedup, IsDecodeTokensOverTheBaselines) {
   const QuantVariantRow baseline = row(20.0, 500.0, 0.0);
-  const QuantLimits limits{0.05, 1.5};
-  // 750 / 500 = 1.5x exactly, KL at the limit, half the memory: accepted (limits inclusive).
-  EXPECT_TRUE(judge_variant(row(10.0, 750.0, 0.05), baseline, limits).accepted);
-  // One failed limit each; each gives exactly one reason.
-  const QuantVerdict too_far = judge_variant(row(10.0, 750.0, 0.0501), baseline, limits);
-  EXPECT_FALSE(too_far.accepted);
-  ASSERT_EQ(too_far.reasons.size(), 1);
-  EXPECT_TRUE(too_far.reasons[0].contains(QStringLiteral("mean KL")));
-  const QuantVerdict too_slow = judge_variant(row(10.0, 745.0, 0.01), baseline, limits);
-  EXPECT_FALSE(too_slow.accepted);
-  ASSERT_EQ(too_slow.reasons.size(), 1);
-  EXPECT_TRUE(too_slow.reasons[0].contains(QStringLiteral("1.49x")));
-  const QuantVerdict no_saving = judge_variant(row(20.0, 900.0, 0.01), baseline, limits);
-  EXPECT_FALSE(no_saving.accepted);
-  ASSERT_EQ(no_saving.reasons.size(), 1);
-  EXPECT_TRUE(no_saving.reasons[0].contains(QStringLiteral("memory")));
-  // All three at once.
-  EXPECT_EQ(judge_variant(row(25.0, 400.0, 0.2), baseline, limits).reasons.size(), 3);
-}
-
-TEST(QuantVerdict, NoLimitsStillRequireAMemorySaving) {
-  const QuantVariantRow baseline = row(20.0, 500.0, 0.0);
-  const QuantLimits none;  // KL unlimited, speed-up 0
-  EXPECT_TRUE(judge_variant(row(3.0, 100.0, 7.5), baseline, none).accepted);
-  EXPECT_FALSE(judge_variant(row(20.0, 1000.0, 0.0), baseline, none).accepted);
   EXPECT_DOUBLE_EQ(decode_speedup(row(3.0, 1250.0, 0.0), baseline), 2.5);
   EXPECT_DOUBLE_EQ(decode_speedup(row(3.0, 1250.0, 0.0), row(20.0, 0.0, 0.0)), 0.0);
 }
@@ -71,7 +51,7 @@ TEST(QuantDivergence, FirstDifferingTokenByIdThenByPiece) {
 TEST(QuantVariantModel, HasOneRowPerVariantAndNamedColumns) {
   QuantVariantModel model;
   const QuantisationSnapshot s = testing::synthetic_quantisation();
-  model.set_variants(s.variants, s.cost_unit);
+  model.set_variants(s.variants, s.cost_unit, s.judge);
   EXPECT_EQ(model.rowCount(), 6);
   EXPECT_EQ(model.columnCount(), 12);
   QStringList headers;
@@ -79,23 +59,68 @@ TEST(QuantVariantModel, HasOneRowPerVariantAndNamedColumns) {
     headers << model.headerData(c, Qt::Horizontal).toString();
     EXPECT_FALSE(model.headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString().isEmpty()) << c;
   }
-  const QStringList expected = {"Weights",          "KV\ncache",       "Memory\n(MB)",
-                                "Prefill\n(tok/s)", "Decode\n(tok/s)", "Speed-up\n(x)",
-                                "Latency\n(ms)",    "Cost\n(GB·ms)",   "Perplexity",
-                                "Mean KL\n(nats)",  "Top-1\n(%)",      "Verdict"};
+  const QStringList expected = {"Weights",
+                                "KV\ncache",
+                                "Size\n(MB)",
+                                "Bits/\nweight",
+                                "Mean KL\n(nats)",
+                                "Top-1\n(%)",
+                                "Decode\n(tok/s)",
+                                "Speed-up\n(x)",
+                                "TTFT (ms)\np50 / p99",
+                                "TPOT (ms)\np50 / p99",
+                                "Cost\n(device ms)",
+                                "Verdict"};
   EXPECT_EQ(headers, expected);
   EXPECT_EQ(model.index(2, QuantVariantModel::kWeights).data().toString(), "q8_0");
   EXPECT_EQ(model.index(2, QuantVariantModel::kKvCache).data().toString(), "f32");
+  EXPECT_EQ(model.index(2, QuantVariantModel::kBitsPerWeight).data().toString(), "8.51");
+  // The load's own percentiles and cost, as measured (no latency computed from speeds).
+  EXPECT_EQ(model.index(2, QuantVariantModel::kTtft).data().toString(), "95 / 160");
+  EXPECT_EQ(model.index(2, QuantVariantModel::kTpot).data().toString(), "3.20 / 5.50");
+  EXPECT_EQ(model.index(2, QuantVariantModel::kCost).data().toString(), "16.3");
   // 1558 / 556 decode tokens per second.
   EXPECT_EQ(model.index(2, QuantVariantModel::kSpeedup).data().toString(), "2.80");
   EXPECT_EQ(model.index(2, QuantVariantModel::kTop1).data().toString(), "99.1");
   EXPECT_EQ(model.index(0, QuantVariantModel::kVerdict).data().toString(), "baseline");
 }
 
+TEST(QuantVariantModel, WithoutARuleNoRowIsJudged) {
+  QuantVariantModel model;
+  const QuantisationSnapshot s = testing::synthetic_quantisation();
+  model.set_variants(s.variants, s.cost_unit, {});
+  EXPECT_FALSE(model.judged());
+  EXPECT_EQ(model.index(0, QuantVariantModel::kVerdict).data().toString(), "baseline");
+  EXPECT_EQ(model.index(2, QuantVariantModel::kVerdict).data().toString(), "\u2014");
+  EXPECT_FALSE(model.verdict(2).accepted);
+}
+
+// The model asks the snapshot's rule with the row and the limits now set, and shows its answer.
+TEST(QuantVariantModel, AsksTheRuleWithTheCurrentLimits) {
+  QuantVariantModel model;
+  std::vector<std::pair<int, QuantLimits>> asked;
+  model.set_variants(testing::synthetic_quantisation().variants, QString(),
+                     [&](int row, const QuantLimits& limits) {
+                       asked.emplace_back(row, limits);
+                       return QuantVerdict{row == 3, {QStringLiteral("because")}};
+                     });
+  model.set_limits({0.5, 7.0, 1.1});
+  EXPECT_EQ(model.index(3, QuantVariantModel::kVerdict).data().toString(), "accept");
+  EXPECT_EQ(model.index(4, QuantVariantModel::kVerdict).data().toString(), "reject");
+  EXPECT_EQ(model.index(4, QuantVariantModel::kVerdict).data(Qt::ToolTipRole).toString(),
+            "Rejected: because.");
+  ASSERT_FALSE(asked.empty());
+  EXPECT_EQ(asked.back().first, 4);
+  EXPECT_DOUBLE_EQ(asked.back().second.max_kl, 0.5);
+  EXPECT_DOUBLE_EQ(asked.back().second.max_tpot_ms, 7.0);
+  EXPECT_DOUBLE_EQ(asked.back().second.min_speedup, 1.1);
+  for (const auto& [row, limits] : asked) EXPECT_NE(row, 0);  // the baseline is never judged
+}
+
 TEST(QuantVariantModel, VerdictsFollowTheLimits) {
   QuantVariantModel model;
   const QuantisationSnapshot s = testing::synthetic_quantisation();
-  model.set_variants(s.variants, s.cost_unit);
+  model.set_variants(s.variants, s.cost_unit, s.judge);
   auto verdicts = [&] {
     QStringList v;
     for (int r = 0; r < model.rowCount(); ++r) {
@@ -103,11 +128,12 @@ TEST(QuantVariantModel, VerdictsFollowTheLimits) {
     }
     return v;
   };
-  model.set_limits({0.05, 1.2});
+  constexpr double kOff = std::numeric_limits<double>::infinity();
+  model.set_limits({0.05, kOff, 1.2});
   EXPECT_EQ(verdicts(),
             (QStringList{"baseline", "accept", "accept", "accept", "accept", "accept"}));
   // Mean KL of the Q4_0 rows is 0.0472 and 0.0481; speed-ups 1.78, 2.80, 2.66, 2.20, 2.32.
-  model.set_limits({0.01, 2.5});
+  model.set_limits({0.01, kOff, 2.5});
   EXPECT_EQ(verdicts(),
             (QStringList{"baseline", "reject", "accept", "accept", "reject", "reject"}));
   EXPECT_TRUE(model.index(1, QuantVariantModel::kVerdict)
@@ -119,9 +145,13 @@ TEST(QuantVariantModel, VerdictsFollowTheLimits) {
 TEST(QuantisationPanel, UserLimitsRejudgeTheTableAndSignal) {
   QuantisationPanel panel;
   panel.set_snapshot(testing::synthetic_quantisation());
-  std::vector<std::pair<double, double>> signalled;
+  std::vector<std::pair<double, double>> signalled;  // max KL, min speed-up
+  std::vector<double> tpot_signalled;
   QObject::connect(&panel, &QuantisationPanel::limits_changed,
-                   [&](double kl, double speedup) { signalled.emplace_back(kl, speedup); });
+                   [&](double kl, double tpot, double speedup) {
+                     signalled.emplace_back(kl, speedup);
+                     tpot_signalled.push_back(tpot);
+                   });
   EXPECT_TRUE(panel.max_kl_enabled_control()->isChecked());
   EXPECT_DOUBLE_EQ(panel.max_kl_control()->value(), 0.05);
   EXPECT_DOUBLE_EQ(panel.min_speedup_control()->value(), 1.2);
@@ -142,6 +172,79 @@ TEST(QuantisationPanel, UserLimitsRejudgeTheTableAndSignal) {
   panel.min_speedup_control()->setValue(3.0);
   EXPECT_FALSE(panel.variant_model().verdict(2).accepted);  // 2.80x < 3
   EXPECT_DOUBLE_EQ(panel.limits().min_speedup, 3.0);
+  panel.min_speedup_control()->setValue(0.0);
+
+  EXPECT_TRUE(std::isinf(tpot_signalled.back()));  // off until checked
+  panel.max_tpot_enabled_control()->setChecked(true);
+  panel.max_tpot_control()->setValue(6.0);
+  EXPECT_DOUBLE_EQ(tpot_signalled.back(), 6.0);
+  EXPECT_TRUE(panel.variant_model().verdict(2).accepted);   // p99 5.5 ms
+  EXPECT_FALSE(panel.variant_model().verdict(4).accepted);  // p99 6.8 ms
+}
+
+// The variant choice: a box per offered type, checked as chosen; Compare sends the checked
+// ones; while a run goes the boxes and Compare wait and Cancel and the progress show.
+TEST(QuantisationPanel, ChoosesVariantsAndFollowsARun) {
+  QuantisationPanel panel;
+  panel.set_snapshot(testing::synthetic_quantisation());
+  EXPECT_EQ(panel.checked_types(), (QStringList{"f16", "q8_0", "q4_0"}));
+  ASSERT_NE(panel.type_control("q5_1"), nullptr);
+  panel.type_control("q5_1")->setChecked(true);
+  panel.type_control("f16")->setChecked(false);
+  QStringList requested;
+  int cancels = 0;
+  QObject::connect(&panel, &QuantisationPanel::compare_requested,
+                   [&](const QStringList& types) { requested = types; });
+  QObject::connect(&panel, &QuantisationPanel::cancel_requested, [&] { ++cancels; });
+  panel.compare_control()->click();
+  EXPECT_EQ(requested, (QStringList{"q8_0", "q5_1", "q4_0"}));  // in the offered order
+
+  panel.set_run_state({true, QStringLiteral("quality of q5_1"), 0.25, QString()});
+  EXPECT_FALSE(panel.compare_control()->isEnabled());
+  EXPECT_TRUE(panel.cancel_control()->isEnabled());
+  EXPECT_FALSE(panel.type_control("q4_0")->isEnabled());
+  EXPECT_EQ(panel.progress_control()->value(), 250);
+  EXPECT_TRUE(panel.status_text().contains("quality of q5_1 (25%)"));
+  EXPECT_EQ(panel.variant_model().rowCount(), 6);  // the results shown stay meanwhile
+  panel.cancel_control()->click();
+  EXPECT_EQ(cancels, 1);
+
+  panel.set_run_state({false, QString(), 0.0, QStringLiteral("cancelled")});
+  EXPECT_TRUE(panel.compare_control()->isEnabled());
+  EXPECT_FALSE(panel.cancel_control()->isEnabled());
+  EXPECT_EQ(panel.status_text(), "cancelled");
+}
+
+// The block tab paints the block's own numbers: its scale and min with their fp16 bits, the
+// formula, every quant, and the error of the block it computes from the values.
+TEST(QuantisationPanel, BlockPicturePaintsTheBlocksNumbers) {
+  QuantisationPanel panel;
+  panel.resize(1200, 800);
+  const QuantisationSnapshot s = testing::synthetic_quantisation();
+  panel.set_snapshot(s);
+  ASSERT_TRUE(panel.show_block("q4_1"));
+  EXPECT_FALSE(panel.show_block("q9_9"));
+  (void)panel.grab();
+  const QuantBlockSnapshot& b = s.blocks.front();
+  ASSERT_EQ(panel.block_view().block(), &panel.snapshot().blocks.front());
+  const QStringList texts = panel.block_view().painted_texts();
+  EXPECT_TRUE(texts.contains(QuantBlockView::fp16_text("d", b.d, b.d_bits)));
+  EXPECT_TRUE(texts.contains(QuantBlockView::fp16_text("m", b.m, b.m_bits)));
+  EXPECT_TRUE(
+      texts.contains(QStringLiteral("d = %1 (fp16 0x1a0f)").arg(QString::number(b.d, 'g', 5))));
+  EXPECT_TRUE(texts.contains(QStringLiteral("20 bytes for 32 weights: 5.00 bits per weight")));
+  EXPECT_TRUE(texts.contains(b.formula));
+  for (const int q : b.quants) EXPECT_TRUE(texts.contains(QString::number(q))) << q;
+  double squared = 0.0;
+  double largest = 0.0;
+  for (size_t i = 0; i < b.originals.size(); ++i) {
+    const double e = b.reconstructed[i] - b.originals[i];
+    squared += e * e;
+    largest = std::max(largest, std::abs(e));
+  }
+  EXPECT_TRUE(texts.contains(QStringLiteral("This block's error: RMSE %1 \u00b7 max |error| %2")
+                                 .arg(QuantBlockView::format_value(std::sqrt(squared / 32)),
+                                      QuantBlockView::format_value(largest))));
 }
 
 TEST(QuantisationPanel, MarksTheFirstDivergentTokenInBothRows) {
@@ -185,9 +288,14 @@ TEST(QuantisationPanel, CsvHoldsEveryNumberInLongForm) {
   panel.set_snapshot(s);
   const QStringList lines = panel.csv().split('\n', Qt::SkipEmptyParts);
   EXPECT_EQ(lines[0], QStringLiteral("part,item,quantity,value,unit"));
-  // 6 variants x 10 quantities, 19 bins, 7 + 6 layers, 2 x 18 tokens with piece and id.
-  EXPECT_EQ(lines.size(), 1 + 60 + 19 + 13 + 72);
+  // 6 variants x 15 quantities, the shown block's d, m and 32 x 3 element numbers, 19 bins,
+  // 7 + 6 layers, 2 x 18 tokens with piece and id.
+  EXPECT_EQ(lines.size(), 1 + 90 + 98 + 19 + 13 + 72);
   EXPECT_TRUE(lines.contains(QStringLiteral("variant,f32 weights / f32 KV,memory,19.77,MB")));
+  EXPECT_TRUE(lines.contains(QStringLiteral("variant,q8_0 weights / f32 KV,TPOT p99,5.5,ms")));
+  EXPECT_TRUE(
+      lines.contains(QStringLiteral("block,blk.0.ffn_down.weight q4_1 row 0 from column 0,d,%1,")
+                         .arg(QString::number(s.blocks.front().d, 'g', 9))));
   EXPECT_TRUE(lines.contains(QStringLiteral("variant,q8_0 weights / f32 KV,decode,1558,tokens/s")));
   EXPECT_TRUE(lines.contains(QStringLiteral("variant,q4_0 weights / q8_0 KV,verdict,accept,")));
   EXPECT_TRUE(lines.contains(QStringLiteral("variant,f32 weights / f32 KV,verdict,baseline,")));
@@ -235,11 +343,11 @@ TEST(QuantisationPanel, TooSmallAsksForRoomInsteadOfSqueezingItsParts) {
   panel.set_snapshot(testing::synthetic_quantisation());
   panel.resize(200, 150);
   EXPECT_EQ(panel.grab().size(), QSize(200, 150) * panel.devicePixelRatio());
-  EXPECT_TRUE(panel.histogram_view().isHidden());
+  EXPECT_TRUE(panel.tabs_control()->isHidden());
   EXPECT_TRUE(panel.max_kl_control()->isHidden());
   panel.resize(panel.minimumSizeHint());
   (void)panel.grab();
-  EXPECT_FALSE(panel.histogram_view().isHidden());
+  EXPECT_FALSE(panel.tabs_control()->isHidden());
   EXPECT_FALSE(panel.max_kl_control()->isHidden());
 }
 
