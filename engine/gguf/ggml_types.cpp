@@ -221,7 +221,8 @@ void quantize_q4_1(const float* src, uint8_t* dst, int64_t blocks) {
     const auto [min, max] = block_min_max(x);
     const float d = (max - min) / 15;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    auto quant = [&](float v) {
+    // min = min: clang 14 (the fuzz preset) cannot capture a structured binding implicitly.
+    auto quant = [&, min = min](float v) {
       return static_cast<uint8_t>(std::min<int>(15, truncate_to_int8((v - min) * id + 0.5f)));
     };
     BlockQ4_1 block;
