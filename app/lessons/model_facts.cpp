@@ -20,13 +20,15 @@ ModelFacts model_facts(const gguf::GgufFile& file) {
     if (facts.weight_type.empty()) facts.weight_type = type;
     if (facts.weight_type != type) facts.weight_type = "mixed";
   }
+  // Each tensor in the type quantize would store it in (fallbacks included), so a lesson's
+  // size matches the file the window writes.
   for (const std::string& label : weight_type_names()) {
-    const gguf::GgmlType target = eval::parse_weight_type(label);
+    const std::vector<gguf::GgmlType> types =
+        eval::tensor_types(file, eval::parse_quantize_scheme(label));
     uint64_t bytes = 0;
-    for (const gguf::TensorInfo& tensor : file.tensors()) {
-      const gguf::GgmlType type =
-          eval::takes_target_type(tensor, target) ? target : gguf::GgmlType::F32;
-      bytes += gguf::row_bytes(type, tensor.shape.at(0)) * static_cast<uint64_t>(tensor.rows());
+    for (size_t i = 0; i < file.tensors().size(); ++i) {
+      const gguf::TensorInfo& tensor = file.tensors()[i];
+      bytes += gguf::row_bytes(types[i], tensor.shape.at(0)) * static_cast<uint64_t>(tensor.rows());
     }
     facts.weight_bytes_by_type[label] = bytes;
   }
