@@ -11,6 +11,7 @@
 #include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
+#include "tests/support/test_models.h"
 
 namespace servescope {
 namespace {
@@ -187,17 +188,9 @@ TEST(SlidingWindowPattern, AWrongLengthIsOneLineNamingTheKey) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenModel,
-                         testing::Values("llama-f32", "llama-f16", "llama-q8_0", "llama-q4_0",
-                                         "llama-tied-f32", "gpt2-f32", "gpt2-f16", "gpt2-q8_0",
-                                         "gpt2-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1",
-                                         "llama-bf16", "llama-q2_k", "llama-q3_k", "llama-q4_k",
-                                         "llama-q5_k", "llama-q6_k", "qwen2-f32",
-                                         "llama-ropescale-f32", "phi3-f32", "gemma-f32",
-                                         "gemma2-f32", "gemma3-f32"),
+                         testing::ValuesIn(testing_support::test_model_names()),
                          [](const auto& param_info) {
-                           std::string name = param_info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
+                           return testing_support::test_model_param_name(param_info.param);
                          });
 
 }  // namespace
