@@ -72,6 +72,9 @@ struct EngineInfo {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
+  int64_t vocab_size = 0;
+  int64_t ffn_dim = 0;
+  QString tensor_types;  // "F32 11, Q4_K 29, Q6_K 3": how many tensors the file stores per type
   gguf::GgmlType kv_type = gguf::GgmlType::F16;
   int64_t kv_blocks = 0;
   int64_t block_size = 0;

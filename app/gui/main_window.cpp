@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
@@ -422,6 +423,15 @@ void MainWindow::generate() {
 void MainWindow::stop() {
   if (sweeping_) stop_batch_sweep();
   if (generating_) QMetaObject::invokeMethod(worker_, [w = worker_] { w->stop(); });
+}
+
+void MainWindow::show_model_details() {
+  if (!engine_info_) return;
+  QMessageBox box(QMessageBox::NoIcon, "Model details", model_details_html(*engine_info_),
+                  QMessageBox::Close, this);
+  box.setTextFormat(Qt::RichText);
+  box.setTextInteractionFlags(Qt::TextSelectableByMouse);
+  box.exec();
 }
 
 void MainWindow::stop_batch_sweep() {

@@ -87,6 +87,8 @@ class MainWindow : public QMainWindow {
   // Ends a running batch sweep after the engine step in progress; the sizes measured so far
   // stay (batch_sweep_finished follows).
   void stop_batch_sweep();
+  // File > Model details (Ctrl+I): the loaded model's facts and provenance in a dialog.
+  void show_model_details();
   void show_panel(PanelId panel);
   void set_dark_theme(bool dark);
   void scale_font(int steps);

@@ -406,6 +406,10 @@ void MainWindow::build_menus() {
   });
   open->setShortcut(QKeySequence::Open);
   add_timing_models(file->addMenu(kTimingGroup));
+  QAction* details = file->addAction("Model details...", this, &MainWindow::show_model_details);
+  details->setShortcut(QKeySequence("Ctrl+I"));
+  details->setToolTip(
+      "The loaded model's shape, tensor types and sizes, and where it comes from (Ctrl+I)");
   file->addSeparator();
   file->addAction("Quit", QKeySequence::Quit, this, &QWidget::close);
 
@@ -476,8 +480,7 @@ void MainWindow::compare_quantisation(const QStringList& types) {
 
 bool MainWindow::show_quant_block(const QString& type) {
   show_panel(PanelId::kQuantisation);
-  auto* panel =
-      qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation));
+  auto* panel = qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation));
   return panel != nullptr && panel->show_block(type);
 }
 

@@ -1,5 +1,6 @@
 #include "app/gui/window_text.h"
 
+#include <QList>
 #include <QLocale>
 #include <array>
 #include <cmath>
@@ -70,6 +71,42 @@ QString device_tooltip(const EngineInfo& info) {
         .arg(info.device, info.quantised_activations ? "8-bit (Q8_0)" : "exact float (F32)");
   }
   return QString("Vulkan backend on %1\nDriver: %2").arg(info.device, info.driver);
+}
+
+QString model_details_html(const EngineInfo& info) {
+  const QLocale locale = QLocale::system();
+  const auto number = [&](int64_t n) { return locale.toString(static_cast<qlonglong>(n)); };
+  QList<std::pair<QString, QString>> rows = {
+      {"Name", name_without_note(info.model_name)},
+      {"File", info.model_path},
+      {"Architecture", info.architecture},
+      {"Parameters", number(info.parameters)},
+      {"Weights", bytes_text(info.weight_bytes) +
+                      (info.weight_type.isEmpty()
+                           ? QString()
+                           : QString(" (re-encoded as %1)").arg(info.weight_type.toUpper()))},
+      {"Tensors per type", info.tensor_types},
+      {"Layers", QString("%1 (%2 heads, %3 KV heads of %4)")
+                     .arg(number(info.n_layers), number(info.n_heads), number(info.n_kv_heads),
+                          number(info.head_dim))},
+      {"Feed-forward size", number(info.ffn_dim)},
+      {"Vocabulary", QString("%1 tokens").arg(number(info.vocab_size))},
+      {"Context", QString("%1 tokens").arg(number(info.context_length))},
+      {"KV cache per token",
+       QString("%1 as %2").arg(bytes_text(info.kv_bytes_per_token), kv_type_label(info.kv_type))},
+  };
+  // "Author: ..." lines, as the file's general.* keys give them.
+  for (const QString& line : info.provenance.split('\n', Qt::SkipEmptyParts)) {
+    const qsizetype colon = line.indexOf(": ");
+    if (colon > 0) rows.push_back({line.left(colon), line.mid(colon + 2)});
+  }
+  if (info.random_weights) rows.push_back({"Note", random_weights_note_text()});
+  QString html = "<table cellspacing='4'>";
+  for (const auto& [label, value] : rows) {
+    html += QString("<tr><td><b>%1</b></td><td>%2</td></tr>")
+                .arg(label.toHtmlEscaped(), value.toHtmlEscaped());
+  }
+  return html + "</table>";
 }
 
 QString kv_type_label(gguf::GgmlType type) {

@@ -34,6 +34,10 @@ QString bytes_text(uint64_t bytes);
 
 QString kv_type_label(gguf::GgmlType type);
 
+// File > Model details: the loaded model's shape, tensor types, sizes and where it comes from
+// (its general.* keys), as an HTML table of label and value rows.
+QString model_details_html(const EngineInfo& info);
+
 // 4.61 M, 1.10 B, 850 k: a count to three significant digits, for the status bar.
 QString count_text(int64_t count);
 

@@ -72,6 +72,10 @@ class WindowFixture : public ::testing::Test {
 TEST_F(WindowFixture, OpensTheBundledModelWithTheSuggestedPrompt) {
   EXPECT_EQ(window_->engine_info()->model_path.toStdString(), cli::default_model_path());
   EXPECT_EQ(window_->engine_info()->backend, "cpu");
+  // File > Model details reads the file's own figures: all 48 tensors of the bundled model are
+  // F32 (assets/models/README.md).
+  EXPECT_EQ(window_->engine_info()->tensor_types, "F32 48");
+  EXPECT_EQ(window_->engine_info()->vocab_size, window_->engine_info()->tokenizer->size());
   // The prompt's tokens are shown as soon as the model is there: BOS and "Once upon a time".
   ASSERT_EQ(window_->prompt_tokens().size(), 5);
   EXPECT_EQ(window_->prompt_tokens().front().text, "<s>");

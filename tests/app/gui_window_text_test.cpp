@@ -35,5 +35,22 @@ TEST(WindowText, TheDeviceLabelIsShortAndTheTooltipHasTheRest) {
   EXPECT_TRUE(device_tooltip(cpu).contains("Platinum 8488C"));
 }
 
+TEST(WindowText, ModelDetailsListTheFactsAndTheFilesOwnProvenance) {
+  EngineInfo info;
+  info.model_name = "tiny";
+  info.architecture = "gemma2";
+  info.tensor_types = "F32 11, Q4_K 29";
+  info.provenance = "Author: Ada & Co\nLicence: <CC-BY>\nChat template: none";
+  info.random_weights = true;
+  const QString html = model_details_html(info);
+  EXPECT_TRUE(html.contains("<b>Architecture</b></td><td>gemma2<")) << html.toStdString();
+  EXPECT_TRUE(html.contains("F32 11, Q4_K 29"));
+  // Each provenance line is a row of its own, its text escaped.
+  EXPECT_TRUE(html.contains("<b>Author</b></td><td>Ada &amp; Co<"));
+  EXPECT_TRUE(html.contains("<b>Licence</b></td><td>&lt;CC-BY&gt;<"));
+  EXPECT_TRUE(html.contains("<b>Chat template</b></td><td>none<"));
+  EXPECT_TRUE(html.contains(random_weights_note_text().toHtmlEscaped()));
+}
+
 }  // namespace
 }  // namespace servescope::gui

@@ -88,9 +88,8 @@ void split_quants(gguf::GgmlType type, const uint8_t* block, uint8_t* low, uint8
         const int qs = type == gguf::GgmlType::Q4_K ? 16 : 48;
         const uint8_t byte = block[qs + 32 * (e / 64) + l];
         low[e] = static_cast<uint8_t>(e % 64 < 32 ? byte & 0xf : byte >> 4);
-        high[e] = type == gguf::GgmlType::Q5_K
-                      ? static_cast<uint8_t>((block[16 + l] >> (e / 32)) & 1)
-                      : 0;
+        high[e] = static_cast<uint8_t>(
+            type == gguf::GgmlType::Q5_K ? (block[16 + l] >> (e / 32)) & 1 : 0);
         break;
       }
       case gguf::GgmlType::Q6_K: {  // ql at 0, qh at 128 (bits 2q of byte 32 * half + l)
