@@ -45,20 +45,17 @@ int run_quantize(const std::vector<std::string>& args, std::ostream& out) {
 
   const gguf::GgufFile written = gguf::GgufFile::open(out_path);  // read back: it must load
   int64_t converted = 0;
-  std::map<std::string, int64_t> per_type;  // the mix a recipe (or a row fallback) made
-  for (const gguf::TensorInfo& t : written.tensors()) {
-    converted += t.type == scheme.type ? 1 : 0;
-    ++per_type[std::string(gguf::type_name(t.type))];
-  }
+  for (const gguf::TensorInfo& t : written.tensors()) converted += t.type == scheme.type ? 1 : 0;
+  const model::WeightSummary output = model::summarize_weights(written);
   out << json{{"input", in.string()},
               {"output", out_path.string()},
               {"type", eval::scheme_label(scheme)},
               {"file_type", eval::scheme_file_type(scheme)},
               {"tensors", written.tensors().size()},
               {"tensors_of_type", converted},
-              {"tensor_types", per_type},
+              {"tensor_types", output.tensor_types},  // the mix a recipe or fallbacks made
               {"input_weight_bytes", model::summarize_weights(source).bytes},
-              {"output_weight_bytes", model::summarize_weights(written).bytes},
+              {"output_weight_bytes", output.bytes},
               {"output_file_bytes", written.file_size()}}
              .dump(2)
       << "\n";

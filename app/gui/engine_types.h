@@ -74,7 +74,7 @@ struct EngineInfo {
   int64_t head_dim = 0;
   int64_t vocab_size = 0;
   int64_t ffn_dim = 0;
-  QString tensor_types;  // "F32 11, Q4_K 29, Q6_K 3": how many tensors the file stores per type
+  QString tensor_types;  // "F32 11, Q4_K 29, Q6_K 3": tensors per type (summarize_weights)
   gguf::GgmlType kv_type = gguf::GgmlType::F16;
   int64_t kv_blocks = 0;
   int64_t block_size = 0;

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 
 #include "app/cli/commands.h"
@@ -411,17 +410,6 @@ QString provenance_text(const model::ModelProvenance& p) {
   return lines.join('\n');
 }
 
-// "F32 11, Q4_K 29, Q6_K 3": tensors per type, in the order of GGML's type ids.
-QString tensor_type_counts(const gguf::GgufFile& file) {
-  std::map<gguf::GgmlType, int> counts;
-  for (const gguf::TensorInfo& tensor : file.tensors()) ++counts[tensor.type];
-  QStringList parts;
-  for (const auto& [type, count] : counts) {
-    parts << QString("%1 %2").arg(QString::fromUtf8(gguf::type_name(type).data())).arg(count);
-  }
-  return parts.join(", ");
-}
-
 }  // namespace
 
 EngineInfo EngineWorker::engine_info() const {
@@ -471,7 +459,11 @@ EngineInfo EngineWorker::engine_info() const {
   info.head_dim = c.head_dim;
   info.vocab_size = c.vocab_size;
   info.ffn_dim = c.ffn_dim;
-  info.tensor_types = tensor_type_counts(model_->file);
+  QStringList per_type;  // "F32 11, Q4_K 29"
+  for (const auto& [type, count] : weights.tensor_types) {
+    per_type << QString("%1 %2").arg(QString::fromStdString(type)).arg(count);
+  }
+  info.tensor_types = per_type.join(", ");
   const serving::KvUsage usage = engine_->kv_usage();
   info.kv_type = usage.type;
   info.kv_blocks = usage.blocks_total;
