@@ -211,22 +211,36 @@ void QuantBlockView::paint_values(QPainter& painter, const QRectF& area,
     add_tip(row_rect(0),
             tr("q: the integer each element is stored as (%1 bits)").arg(b.quant_bits));
   } else {
-    row_label(0, tr("scale"));
-    row_label(1, tr("= d \u00d7"));
-    if (b.has_min) {
-      row_label(2, tr("min"));
-      row_label(3, tr("= dmin \u00d7"));
+    // One row per stored number (and the scale or min it makes). A row whose values are wider
+    // than a sub-block (16 sub-blocks on a narrow panel) is left to the sub-blocks' tooltips.
+    std::vector<QStringList> rows(b.has_min ? 4 : 2);
+    for (const QuantSubBlock& sub : b.sub_blocks) {
+      rows[0] << QString::number(sub.scale_q);
+      rows[1] << short_value(sub.scale);
+      if (b.has_min) {
+        rows[2] << QString::number(sub.min_q);
+        rows[3] << short_value(sub.min);
+      }
+    }
+    const QStringList labels = {tr("scale"), tr("= d \u00d7"), tr("min"), tr("= dmin \u00d7")};
+    for (size_t row = 0; row < rows.size(); ++row) {
+      const bool fits = std::all_of(rows[row].begin(), rows[row].end(), [&](const QString& v) {
+        return sm.horizontalAdvance(v) <= b.sub_blocks.front().count * slot - 2;
+      });
+      if (!fits) continue;
+      row_label(static_cast<int>(row), labels[static_cast<qsizetype>(row)]);
+      painter.setPen(row % 2 == 0 ? t.text : t.muted_text);
+      for (size_t i = 0; i < b.sub_blocks.size(); ++i) {
+        const QuantSubBlock& sub = b.sub_blocks[i];
+        text(painter,
+             QRectF(plot.left() + sub.first * slot, row_rect(static_cast<int>(row)).top(),
+                    sub.count * slot, sm.height()),
+             Qt::AlignCenter, rows[row][static_cast<qsizetype>(i)]);
+      }
     }
     for (const QuantSubBlock& sub : b.sub_blocks) {
       const double left = plot.left() + sub.first * slot;
       const double width = sub.count * slot;
-      QStringList cells = {QString::number(sub.scale_q), short_value(sub.scale)};
-      if (b.has_min) cells << QString::number(sub.min_q) << short_value(sub.min);
-      for (int row = 0; row < cells.size(); ++row) {
-        painter.setPen(row % 2 == 0 ? t.text : t.muted_text);
-        text(painter, QRectF(left, row_rect(row).top(), width, sm.height()), Qt::AlignCenter,
-             cells[row]);
-      }
       add_tip(QRectF(left, rest.top(), width, rows_height + plot.height()),
               b.has_min
                   ? tr("Sub-block of elements %1\u2013%2: scale %3 = d \u00d7 %4, min %5 = dmin "
