@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_panel_dot.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute {
@@ -48,10 +49,6 @@ constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
 // From this many tokens on, Q8_0/Q4_0 products with 8-bit activations pack the tokens for the
 // 512-bit pair kernel (where the CPU has one); below, the row kernels read them as they are.
 constexpr int64_t kMinTokensForPairKernel = 8;
-
-bool is_float_type(gguf::GgmlType type) {
-  return type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16;
-}
 
 double& time_of(telemetry::KernelTimes& times, telemetry::KernelKind kind) {
   switch (kind) {
@@ -187,7 +184,11 @@ WeightMatrix CpuBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int64_
                                        std::span<const uint8_t> data) {
   assert(data.size() == gguf::row_bytes(type, cols) * static_cast<uint64_t>(rows));
   auto buffer = std::make_shared<CpuBuffer>();
-  buffer->bytes.assign(data.begin(), data.end());
+  if (stored_in_panels(type)) {
+    buffer->bytes = pack_panels(type, rows, cols, data.data());
+  } else {
+    buffer->bytes.assign(data.begin(), data.end());
+  }
   return WeightMatrix{buffer, type, rows, cols};
 }
 
@@ -224,8 +225,12 @@ void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, 
       throw InputError("token id " + std::to_string(ids[i]) + " is outside the table of " +
                        std::to_string(table.rows) + " rows");
     }
-    gguf::dequantize_row(table.type, weight_row(table, ids[i]),
-                         row_ptr(out, static_cast<int64_t>(i)), table.cols);
+    float* dst = row_ptr(out, static_cast<int64_t>(i));
+    if (stored_in_panels(table.type)) {
+      panel_row(table.type, host(table.buffer).bytes.data(), table.rows, table.cols, ids[i], dst);
+    } else {
+      gguf::dequantize_row(table.type, weight_row(table, ids[i]), dst, table.cols);
+    }
   }
 }
 
@@ -261,8 +266,13 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
   if (quantised_activations_ && has_int8_kernel(w.type)) {
     matmul_on_int8_rows(x, w, out);
-  } else if (x.rows <=
-             (is_float_type(w.type) ? kMaxRowsForFloatRowKernels : kMaxRowsForRowKernels)) {
+  } else if (stored_in_panels(w.type)) {
+    if (x.rows <= kMaxRowsForPanelKernels) {
+      matmul_on_panels(x, w, out);
+    } else {
+      matmul_on_panel_blocks(x, w, out);
+    }
+  } else if (x.rows <= kMaxRowsForRowKernels) {
     matmul_on_rows(x, w, out);
   } else {
     matmul_on_tiles(x, w, out);
@@ -294,6 +304,47 @@ void CpuBackend::matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& 
     for (int64_t r = begin; r < end; ++r) {
       dot(rows + static_cast<uint64_t>(r) * stride, in, x.row_stride, x.rows, w.cols, first_out + r,
           out.row_stride);
+    }
+  });
+}
+
+void CpuBackend::matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  if (x.rows == 0 || w.cols == 0) return;
+  const PanelKernel kernel = panel_kernel_for(w.type);
+  const uint8_t* panels = host(w.buffer).bytes.data();
+  const PanelLayout layout = panel_layout(w.type, w.rows, w.cols);
+  // Whole blocks per chunk where the work allows (a block's panels go four at a time).
+  constexpr int64_t kPanelsPerBlock = kPanelBlockRows / kPanelRows;
+  const int64_t grain =
+      std::max<int64_t>(kPanelsPerBlock, kMultiplyAddsPerChunk / (kPanelRows * w.cols * x.rows) /
+                                             kPanelsPerBlock * kPanelsPerBlock);
+  pool_->parallel_for(layout.panels(), grain, [&](int64_t begin, int64_t end, int /*thread*/) {
+    kernel(panels, w.rows, w.cols, begin, end, row_ptr(x, 0), x.row_stride, x.rows, row_ptr(out, 0),
+           out.row_stride);
+  });
+}
+
+void CpuBackend::matmul_on_panel_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  const PanelLayout layout = panel_layout(w.type, w.rows, w.cols);
+  const uint8_t* panels = host(w.buffer).bytes.data();
+  pool_->parallel_for(layout.blocks(), 1, [&](int64_t first, int64_t end, int thread) {
+    std::vector<float>& scratch = dequantize_scratch_[static_cast<size_t>(thread)];
+    for (int64_t b = first; b < end; ++b) {
+      const int64_t r0 = b * kPanelBlockRows;
+      const int64_t rows = std::min(kPanelBlockRows, w.rows - r0);
+      const int64_t width = layout.block_width(b);
+      const uint8_t* block = panels + layout.block_offset(b);
+      const float* tile = reinterpret_cast<const float*>(block);
+      if (w.type == gguf::GgmlType::F16) {
+        scratch.resize(static_cast<size_t>(width * w.cols));
+        dequantize_row_fast(w.type, block, scratch.data(), width * w.cols);
+        tile = scratch.data();
+      }
+      // out[:, r0:r0+rows] = x * block, the block being [cols x width] row-major.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(x.rows),
+                  static_cast<blasint>(rows), static_cast<blasint>(w.cols), 1.0f, row_ptr(x, 0),
+                  static_cast<blasint>(x.row_stride), tile, static_cast<blasint>(width), 0.0f,
+                  row_ptr(out, 0) + r0, static_cast<blasint>(out.row_stride));
     }
   });
 }

@@ -85,9 +85,13 @@ class CpuBackend final : public Backend {
   // with `bench --sweep` (load 3-4): at 32 tokens OpenBLAS's sgemm beat the F32 row kernel by
   // 13% (matmul 2.88 against 3.32 ms a step), while the Q8_0/Q4_0 row kernels beat
   // dequantising for sgemm by 10-30% at 16 and 32 tokens.
-  static constexpr int64_t kMaxRowsForFloatRowKernels = 16;
+  static constexpr int64_t kMaxRowsForPanelKernels = 32;
   static constexpr int64_t kMaxRowsForRowKernels = 32;
   void matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  // F32 / F16 weights, stored in panels (cpu_panel_dot.h): the panel kernel up to
+  // kMaxRowsForPanelKernels tokens, else sgemm on each block of 64 rows.
+  void matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  void matmul_on_panel_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 

@@ -1,0 +1,367 @@
+#include "engine/compute/cpu_panel_dot.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SERVESCOPE_X86_SIMD 1
+#endif
+
+namespace servescope::compute {
+namespace {
+
+constexpr int64_t kPanelsPerBlock = kPanelBlockRows / kPanelRows;
+
+// One micro-kernel: P consecutive panels of one block (column c of panel p at
+// w + (c * ld + 16 p) elements) against T tokens; writes the first `valid` of the P x 16 rows.
+using Micro = void (*)(const uint8_t* w, int64_t ld, int64_t n, const float* x, int64_t x_stride,
+                       float* out, int64_t out_stride, int64_t valid);
+
+template <bool Half>
+constexpr int64_t kElementBytes = Half ? 2 : 4;
+
+template <bool Half>
+float weight_value(const uint8_t* p) {
+  if constexpr (Half) {
+    uint16_t h;
+    std::memcpy(&h, p, sizeof h);
+    return gguf::fp16_to_fp32(h);
+  } else {
+    float v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+}
+
+// The portable variant: the same fused multiply-add per lane (std::fma rounds once, as the
+// vector instructions do), so it gives the vector variants' bits.
+template <bool Half, int P, int T>
+void micro_portable(const uint8_t* w, int64_t ld, int64_t n, const float* x, int64_t x_stride,
+                    float* out, int64_t out_stride, int64_t valid) {
+  float acc[P][T][kPanelRows] = {};
+  for (int64_t c = 0; c < n; ++c) {
+    for (int p = 0; p < P; ++p) {
+      const uint8_t* column = w + (c * ld + p * kPanelRows) * kElementBytes<Half>;
+      float weights[kPanelRows];
+      for (int l = 0; l < kPanelRows; ++l) {
+        weights[l] = weight_value<Half>(column + l * kElementBytes<Half>);
+      }
+      for (int t = 0; t < T; ++t) {
+        const float xt = x[t * x_stride + c];
+        for (int l = 0; l < kPanelRows; ++l) acc[p][t][l] = std::fma(weights[l], xt, acc[p][t][l]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int64_t r = 0; r < valid; ++r) out[t * out_stride + r] = acc[r / 16][t][r % 16];
+  }
+}
+
+// Kernel tables: Micro for P panels and T = 1 .. G tokens.
+template <int G>
+using MicroRow = std::array<Micro, G>;
+
+template <bool Half, int P, size_t... Ts>
+constexpr MicroRow<sizeof...(Ts)> portable_row(std::index_sequence<Ts...>) {
+  return {&micro_portable<Half, P, static_cast<int>(Ts) + 1>...};
+}
+
+#ifdef SERVESCOPE_X86_SIMD
+#define SERVESCOPE_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define SERVESCOPE_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+// GCC 12's own AVX-512 intrinsics (cvtph) start from _mm512_undefined values, which its
+// uninitialised-use warnings flag inside the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+template <bool Half>
+SERVESCOPE_AVX512 inline __m512 load_panel16(const uint8_t* p) {
+  if constexpr (Half) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  } else {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
+  }
+}
+
+// AVX-512: one register per panel and token.
+template <bool Half, int P, int T>
+SERVESCOPE_AVX512 void micro_avx512(const uint8_t* w, int64_t ld, int64_t n, const float* x,
+                                    int64_t x_stride, float* out, int64_t out_stride,
+                                    int64_t valid) {
+  __m512 acc[P][T];
+  for (int p = 0; p < P; ++p) {
+    for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
+  }
+  const int64_t column_bytes = ld * kElementBytes<Half>;
+  for (int64_t c = 0; c < n; ++c) {
+    const uint8_t* column = w + c * column_bytes;
+    __m512 weights[P];
+    for (int p = 0; p < P; ++p) {
+      weights[p] = load_panel16<Half>(column + p * kPanelRows * kElementBytes<Half>);
+      // In a register: else the compiler folds the load into every token's FMA, and the loads
+      // (two per cycle), not the FMAs, set the pace.
+      asm("" : "+v"(weights[p]));
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m512 xt = _mm512_set1_ps(x[t * x_stride + c]);
+      for (int p = 0; p < P; ++p) acc[p][t] = _mm512_fmadd_ps(weights[p], xt, acc[p][t]);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    const int64_t lanes = std::clamp<int64_t>(valid - p * kPanelRows, 0, kPanelRows);
+    const auto mask = static_cast<__mmask16>((uint32_t{1} << lanes) - 1);
+    for (int t = 0; t < T; ++t) {
+      _mm512_mask_storeu_ps(out + t * out_stride + p * kPanelRows, mask, acc[p][t]);
+    }
+  }
+}
+
+template <bool Half>
+SERVESCOPE_AVX2 inline __m256 load_panel8(const uint8_t* p) {
+  if constexpr (Half) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  }
+}
+
+// AVX2: a panel's 16 rows as two registers of 8.
+template <bool Half, int P, int T>
+SERVESCOPE_AVX2 void micro_avx2(const uint8_t* w, int64_t ld, int64_t n, const float* x,
+                                int64_t x_stride, float* out, int64_t out_stride, int64_t valid) {
+  constexpr int kHalves = 2 * P;
+  constexpr int64_t kHalfBytes = 8 * kElementBytes<Half>;
+  __m256 acc[kHalves][T];
+  for (int h = 0; h < kHalves; ++h) {
+    for (int t = 0; t < T; ++t) acc[h][t] = _mm256_setzero_ps();
+  }
+  const int64_t column_bytes = ld * kElementBytes<Half>;
+  for (int64_t c = 0; c < n; ++c) {
+    const uint8_t* column = w + c * column_bytes;
+    __m256 weights[kHalves];
+    for (int h = 0; h < kHalves; ++h) {
+      weights[h] = load_panel8<Half>(column + h * kHalfBytes);
+      asm("" : "+x"(weights[h]));  // in a register, as in micro_avx512
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m256 xt = _mm256_set1_ps(x[t * x_stride + c]);
+      for (int h = 0; h < kHalves; ++h) acc[h][t] = _mm256_fmadd_ps(weights[h], xt, acc[h][t]);
+    }
+  }
+  for (int h = 0; h < kHalves; ++h) {
+    const int64_t lanes = std::clamp<int64_t>(valid - h * 8, 0, 8);
+    for (int t = 0; t < T; ++t) {
+      float* o = out + t * out_stride + h * 8;
+      if (lanes == 8) {
+        _mm256_storeu_ps(o, acc[h][t]);
+      } else if (lanes > 0) {
+        alignas(32) float sums[8];
+        _mm256_store_ps(sums, acc[h][t]);
+        std::copy(sums, sums + lanes, o);
+      }
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
+template <bool Half, int P, size_t... Ts>
+constexpr MicroRow<sizeof...(Ts)> avx512_row(std::index_sequence<Ts...>) {
+  return {&micro_avx512<Half, P, static_cast<int>(Ts) + 1>...};
+}
+template <bool Half, int P, size_t... Ts>
+constexpr MicroRow<sizeof...(Ts)> avx2_row(std::index_sequence<Ts...>) {
+  return {&micro_avx2<Half, P, static_cast<int>(Ts) + 1>...};
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+}
+bool cpu_has_avx512() {
+  static const bool has = cpu_has_avx2() && __builtin_cpu_supports("avx512f");
+  return has;
+}
+#endif
+
+// A variant: micro-kernels for groups of up to G tokens, over `wide` panels at once (chosen by
+// the group's size: fewer tokens, more panels, so that enough independent sums hide the FMA
+// latency) and over one panel (a block's last panels).
+template <int G>
+struct Variant {
+  // wide_panels[T - 1]: how many panels a group of T tokens takes at once (1, 2 or 4).
+  std::array<int, G> wide_panels;
+  std::array<MicroRow<G>, 3> micro;  // by panels: 1, 2, 4
+};
+
+template <int G>
+Micro micro_for(const Variant<G>& v, int64_t panels, int64_t tokens) {
+  const int index = panels == 4 ? 2 : static_cast<int>(panels) - 1;
+  return v.micro[static_cast<size_t>(index)][static_cast<size_t>(tokens - 1)];
+}
+
+template <int G>
+void panel_product(const Variant<G>& v, int64_t element_bytes, const uint8_t* panels, int64_t rows,
+                   int64_t cols, int64_t first_panel, int64_t end_panel, const float* x,
+                   int64_t x_stride, int64_t tokens, float* out, int64_t out_stride) {
+  if (tokens <= 0) return;
+  const PanelLayout layout{rows, cols, element_bytes};
+  // Groups of nearly equal size (17 tokens: 6, 6, 5), so that no lone token is left over for a
+  // latency-bound chain of its own.
+  const int64_t groups = (tokens + G - 1) / G;
+  const int64_t largest = (tokens + groups - 1) / groups;
+  const int64_t wide = v.wide_panels[static_cast<size_t>(largest - 1)];
+  for (int64_t p = first_panel; p < end_panel;) {
+    const int64_t block = p / kPanelsPerBlock;
+    const int64_t width = layout.block_width(block);
+    const int64_t block_end = std::min(end_panel, block * kPanelsPerBlock + width / kPanelRows);
+    const uint8_t* base = panels + layout.block_offset(block);
+    while (p < block_end) {
+      const int64_t step = p + wide <= block_end ? wide : 1;
+      const int64_t row0 = p * kPanelRows;
+      const uint8_t* w = base + (row0 - block * kPanelBlockRows) * element_bytes;
+      const int64_t valid = std::min(step * kPanelRows, rows - row0);
+      // The panels' weights stay in L1 while every group of tokens streams past.
+      for (int64_t g = 0, t = 0; g < groups; ++g) {
+        const int64_t group = tokens / groups + (g < tokens % groups ? 1 : 0);
+        micro_for(v, step, group)(w, width, cols, x + t * x_stride, x_stride,
+                                  out + t * out_stride + row0, out_stride, valid);
+        t += group;
+      }
+      p += step;
+    }
+  }
+}
+
+constexpr int kPortableGroup = 4;
+template <bool Half>
+const Variant<kPortableGroup> kPortable{
+    {1, 1, 1, 1},
+    {portable_row<Half, 1>(std::make_index_sequence<kPortableGroup>()),
+     portable_row<Half, 2>(std::make_index_sequence<kPortableGroup>()),
+     portable_row<Half, 4>(std::make_index_sequence<kPortableGroup>())}};
+
+template <bool Half>
+void panel_product_portable(const uint8_t* panels, int64_t rows, int64_t cols, int64_t first_panel,
+                            int64_t end_panel, const float* x, int64_t x_stride, int64_t tokens,
+                            float* out, int64_t out_stride) {
+  panel_product(kPortable<Half>, kElementBytes<Half>, panels, rows, cols, first_panel, end_panel, x,
+                x_stride, tokens, out, out_stride);
+}
+
+#ifdef SERVESCOPE_X86_SIMD
+// AVX-512 (32 registers): 1-4 tokens over 4 panels (4-16 sums), 5-8 over 2 (10-16 sums).
+constexpr int kAvx512Group = 8;
+template <bool Half>
+const Variant<kAvx512Group> kAvx512{
+    {4, 4, 4, 4, 2, 2, 2, 2},
+    {avx512_row<Half, 1>(std::make_index_sequence<kAvx512Group>()),
+     avx512_row<Half, 2>(std::make_index_sequence<kAvx512Group>()),
+     avx512_row<Half, 4>(std::make_index_sequence<kAvx512Group>())}};
+
+// AVX2 (16 registers, a panel is two): 1 token over 4 panels (8 sums), 2 over 2, 3-4 over 1.
+constexpr int kAvx2Group = 4;
+template <bool Half>
+const Variant<kAvx2Group> kAvx2{{4, 2, 1, 1},
+                                {avx2_row<Half, 1>(std::make_index_sequence<kAvx2Group>()),
+                                 avx2_row<Half, 2>(std::make_index_sequence<kAvx2Group>()),
+                                 avx2_row<Half, 4>(std::make_index_sequence<kAvx2Group>())}};
+
+template <bool Half>
+void panel_product_avx512(const uint8_t* panels, int64_t rows, int64_t cols, int64_t first_panel,
+                          int64_t end_panel, const float* x, int64_t x_stride, int64_t tokens,
+                          float* out, int64_t out_stride) {
+  panel_product(kAvx512<Half>, kElementBytes<Half>, panels, rows, cols, first_panel, end_panel, x,
+                x_stride, tokens, out, out_stride);
+}
+
+template <bool Half>
+void panel_product_avx2(const uint8_t* panels, int64_t rows, int64_t cols, int64_t first_panel,
+                        int64_t end_panel, const float* x, int64_t x_stride, int64_t tokens,
+                        float* out, int64_t out_stride) {
+  panel_product(kAvx2<Half>, kElementBytes<Half>, panels, rows, cols, first_panel, end_panel, x,
+                x_stride, tokens, out, out_stride);
+}
+#endif
+
+template <bool Half>
+std::vector<PanelKernel> variants() {
+  std::vector<PanelKernel> all{panel_product_portable<Half>};
+#ifdef SERVESCOPE_X86_SIMD
+  if (cpu_has_avx2()) all.push_back(panel_product_avx2<Half>);
+  if (cpu_has_avx512()) all.push_back(panel_product_avx512<Half>);
+#endif
+  return all;
+}
+
+}  // namespace
+
+bool stored_in_panels(gguf::GgmlType type) {
+  return type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16;
+}
+
+int64_t PanelLayout::block_width(int64_t b) const {
+  const int64_t left = rows - b * kPanelBlockRows;
+  return std::min(kPanelBlockRows, (left + kPanelRows - 1) / kPanelRows * kPanelRows);
+}
+
+uint64_t PanelLayout::bytes() const {
+  return blocks() == 0
+             ? 0
+             : block_offset(blocks() - 1) +
+                   static_cast<uint64_t>(block_width(blocks() - 1) * cols * element_bytes);
+}
+
+PanelLayout panel_layout(gguf::GgmlType type, int64_t rows, int64_t cols) {
+  return PanelLayout{rows, cols, type == gguf::GgmlType::F16 ? 2 : 4};
+}
+
+std::vector<uint8_t> pack_panels(gguf::GgmlType type, int64_t rows, int64_t cols,
+                                 const uint8_t* row_major) {
+  const PanelLayout layout = panel_layout(type, rows, cols);
+  const auto element = static_cast<size_t>(layout.element_bytes);
+  std::vector<uint8_t> packed(layout.bytes(), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t block = r / kPanelBlockRows;
+    const int64_t width = layout.block_width(block);
+    uint8_t* dst = packed.data() + layout.block_offset(block) +
+                   static_cast<uint64_t>(r - block * kPanelBlockRows) * element;
+    const uint8_t* src = row_major + static_cast<uint64_t>(r * cols) * element;
+    for (int64_t c = 0; c < cols; ++c) {
+      std::memcpy(dst + static_cast<uint64_t>(c * width) * element, src + c * element, element);
+    }
+  }
+  return packed;
+}
+
+void panel_row(gguf::GgmlType type, const uint8_t* panels, int64_t rows, int64_t cols, int64_t r,
+               float* dst) {
+  const PanelLayout layout = panel_layout(type, rows, cols);
+  const int64_t block = r / kPanelBlockRows;
+  const int64_t width = layout.block_width(block);
+  const uint8_t* src = panels + layout.block_offset(block) +
+                       static_cast<uint64_t>((r - block * kPanelBlockRows) * layout.element_bytes);
+  const uint64_t stride = static_cast<uint64_t>(width * layout.element_bytes);
+  for (int64_t c = 0; c < cols; ++c) {
+    dst[c] = type == gguf::GgmlType::F16 ? weight_value<true>(src + c * stride)
+                                         : weight_value<false>(src + c * stride);
+  }
+}
+
+PanelKernel panel_kernel_for(gguf::GgmlType type) {
+  static const PanelKernel f32 = variants<false>().back();
+  static const PanelKernel f16 = variants<true>().back();
+  return type == gguf::GgmlType::F16 ? f16 : f32;
+}
+
+std::vector<PanelKernel> panel_kernel_variants(gguf::GgmlType type) {
+  return type == gguf::GgmlType::F16 ? variants<true>() : variants<false>();
+}
+
+}  // namespace servescope::compute
