@@ -16,6 +16,7 @@
 #include "engine/compute/cpu_int8_dot.h"
 #include "engine/compute/cpu_thread_pool.h"
 #include "engine/core/error.h"
+#include "tests/support/random_weights.h"
 
 namespace servescope::compute {
 namespace {
@@ -88,27 +89,8 @@ TEST(CpuThreadPool, RejectsZeroThreads) {
   EXPECT_GE(CpuThreadPool::default_threads(), 1);
 }
 
-// Random weights [rows x cols] of `type`, as stored, and the float values they decode to.
-struct Weights {
-  std::vector<uint8_t> bytes;
-  std::vector<float> values;
-};
-
-Weights random_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 0.5f);
-  std::vector<float> source(static_cast<size_t>(rows * cols));
-  for (float& v : source) v = normal(rng);
-  Weights w;
-  const uint64_t stride = gguf::row_bytes(type, cols);
-  w.bytes.resize(stride * static_cast<uint64_t>(rows));
-  w.values.resize(source.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    gguf::quantize_row(type, source.data() + r * cols, w.bytes.data() + r * stride, cols);
-    gguf::dequantize_row(type, w.bytes.data() + r * stride, w.values.data() + r * cols, cols);
-  }
-  return w;
-}
+using testing_support::random_weights;
+using testing_support::Weights;
 
 // Prefill's exact path dequantises weight tiles with the vector kernel: it must give what the
 // reference decoder gives, bit for bit (float(q) * d is one rounding either way).
@@ -184,8 +166,7 @@ TEST_P(CpuThreadedMatmul, SameForOneTwoThreeThreadsAndMatchesDoubleReference) {
 }
 
 // A token's result does not depend on how many other tokens share the weight read (up to the
-// BLAS switch: 16 tokens for F32/F16, 32 for the block types): batched decode gives each
-// sequence what decoding it alone gives.
+// BLAS switch at 32 tokens): batched decode gives each sequence what decoding it alone gives.
 TEST_P(CpuThreadedMatmul, BatchedRowsEqualTheSingleTokenProduct) {
   const GgmlType type = GetParam();
   const int64_t rows = 97;
@@ -193,7 +174,7 @@ TEST_P(CpuThreadedMatmul, BatchedRowsEqualTheSingleTokenProduct) {
   const Weights w = random_weights(type, rows, cols, 3);
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const int64_t tokens = type == GgmlType::F32 || type == GgmlType::F16 ? 16 : 32;
+  const int64_t tokens = 32;
   std::vector<float> x(static_cast<size_t>(tokens * cols));
   for (float& v : x) v = normal(rng);
   const std::vector<float> batched = product(2, type, w, rows, cols, x, tokens);
