@@ -32,6 +32,15 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
   return host(w.buffer).bytes.data() + row * gguf::row_bytes(w.type, w.cols);
 }
 
+// Row `row` of a weight matrix as float32, whichever way it is stored (an embedding look-up).
+void read_weight_row(const WeightMatrix& w, int64_t row, float* dst) {
+  if (stored_in_panels(w.type)) {
+    panel_row(w.type, host(w.buffer).bytes.data(), w.rows, w.cols, row, dst);
+  } else {
+    gguf::dequantize_row(w.type, weight_row(w, row), dst, w.cols);
+  }
+}
+
 // Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
 constexpr int64_t kTileElements = 1 << 16;
 
@@ -225,12 +234,7 @@ void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, 
       throw InputError("token id " + std::to_string(ids[i]) + " is outside the table of " +
                        std::to_string(table.rows) + " rows");
     }
-    float* dst = row_ptr(out, static_cast<int64_t>(i));
-    if (stored_in_panels(table.type)) {
-      panel_row(table.type, host(table.buffer).bytes.data(), table.rows, table.cols, ids[i], dst);
-    } else {
-      gguf::dequantize_row(table.type, weight_row(table, ids[i]), dst, table.cols);
-    }
+    read_weight_row(table, ids[i], row_ptr(out, static_cast<int64_t>(i)));
   }
 }
 
@@ -393,16 +397,12 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
     for (int64_t tile_index = first_tile; tile_index < end_tile; ++tile_index) {
       const int64_t r0 = tile_index * tile_rows;
       const int64_t rows = std::min(tile_rows, w.rows - r0);
-      const float* tile;
-      if (w.type == gguf::GgmlType::F32) {
-        tile = reinterpret_cast<const float*>(weight_row(w, r0));
-      } else {
-        scratch.resize(static_cast<size_t>(rows * w.cols));
-        for (int64_t r = 0; r < rows; ++r) {
-          dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
-        }
-        tile = scratch.data();
+      // (F32 and F16 are stored in panels: matmul_on_panel_blocks.)
+      scratch.resize(static_cast<size_t>(rows * w.cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
       }
+      const float* tile = scratch.data();
       // out[:, r0:r0+rows] = x * tile^T
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n),
                   static_cast<blasint>(rows), static_cast<blasint>(w.cols), 1.0f, row_ptr(x, 0),
