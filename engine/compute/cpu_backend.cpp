@@ -271,11 +271,7 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
   if (quantised_activations_ && has_int8_kernel(w.type)) {
     matmul_on_int8_rows(x, w, out);
   } else if (stored_in_panels(w.type)) {
-    if (x.rows <= kMaxRowsForPanelKernels) {
-      matmul_on_panels(x, w, out);
-    } else {
-      matmul_on_panel_blocks(x, w, out);
-    }
+    matmul_on_panels(x, w, out);
   } else if (x.rows <= kMaxRowsForRowKernels) {
     matmul_on_rows(x, w, out);
   } else {
@@ -325,31 +321,6 @@ void CpuBackend::matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor
   pool_->parallel_for(layout.panels(), grain, [&](int64_t begin, int64_t end, int /*thread*/) {
     kernel(panels, w.rows, w.cols, begin, end, row_ptr(x, 0), x.row_stride, x.rows, row_ptr(out, 0),
            out.row_stride);
-  });
-}
-
-void CpuBackend::matmul_on_panel_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out) {
-  const PanelLayout layout = panel_layout(w.type, w.rows, w.cols);
-  const uint8_t* panels = host(w.buffer).bytes.data();
-  pool_->parallel_for(layout.blocks(), 1, [&](int64_t first, int64_t end, int thread) {
-    std::vector<float>& scratch = dequantize_scratch_[static_cast<size_t>(thread)];
-    for (int64_t b = first; b < end; ++b) {
-      const int64_t r0 = b * kPanelBlockRows;
-      const int64_t rows = std::min(kPanelBlockRows, w.rows - r0);
-      const int64_t width = layout.block_width(b);
-      const uint8_t* block = panels + layout.block_offset(b);
-      const float* tile = reinterpret_cast<const float*>(block);
-      if (w.type == gguf::GgmlType::F16) {
-        scratch.resize(static_cast<size_t>(width * w.cols));
-        dequantize_row_fast(w.type, block, scratch.data(), width * w.cols);
-        tile = scratch.data();
-      }
-      // out[:, r0:r0+rows] = x * block, the block being [cols x width] row-major.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(x.rows),
-                  static_cast<blasint>(rows), static_cast<blasint>(w.cols), 1.0f, row_ptr(x, 0),
-                  static_cast<blasint>(x.row_stride), tile, static_cast<blasint>(width), 0.0f,
-                  row_ptr(out, 0) + r0, static_cast<blasint>(out.row_stride));
-    }
   });
 }
 

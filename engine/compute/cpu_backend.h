@@ -1,11 +1,11 @@
 // The CPU reference backend: plain loops for the element-wise work, OpenBLAS for matrix
 // products over many tokens. Quantised weights stay quantised in memory; F32 and F16 weights are
 // repacked at upload into panels of 16 rows interleaved by column (cpu_panel_dot.h). A product
-// over up to 32 tokens (decode, and decode of a batch) reads the stored weights once for all
-// tokens: the panel kernel for F32/F16, dot products on the stored rows for the block types; a
-// product over more tokens (prefill) hands BLAS the panels' 64-row blocks (F32 in place) or a
-// dequantised tile of weight rows. Both are exact with respect to the dequantised weights up to
-// float summation order.
+// with F32/F16 weights runs the panel kernel at every token count; with the block types, a
+// product over up to 32 tokens (decode, and decode of a batch) takes dot products on the stored
+// rows, each weight row read once for all tokens, and one over more tokens (prefill)
+// dequantises a tile of weight rows at a time into float32 and hands it to BLAS. All are exact
+// with respect to the dequantised weights up to float summation order.
 //
 // Products are split by weight rows over a persistent thread pool (`threads`, default the
 // physical cores); OpenBLAS itself runs single-threaded inside each tile, so the two never
@@ -82,19 +82,16 @@ class CpuBackend final : public Backend {
   };
 
  private:
-  // Up to this many tokens, products run on the stored weights (each weight byte read once for
-  // all tokens); more tokens amortise dequantising a tile for BLAS. Measured
-  // (`servescope-cpu-products-bench`, 1 thread, best of 200, load 2): the F32 panel kernel
-  // beats sgemm on the blocks by 12-20% from 17 to 32 tokens (246 against 304 us a layer at
-  // 32), and with `bench --sweep` (load 3-4) the Q8_0/Q4_0 row kernels beat dequantising for
+  // Up to this many tokens, products with block-type weights run on the stored rows (each
+  // weight byte read once for all tokens); more tokens amortise dequantising a tile for BLAS.
+  // Measured with `bench --sweep` (load 3-4): the Q8_0/Q4_0 row kernels beat dequantising for
   // sgemm by 10-30% at 16 and 32 tokens.
-  static constexpr int64_t kMaxRowsForPanelKernels = 32;
   static constexpr int64_t kMaxRowsForRowKernels = 32;
   void matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
-  // F32 / F16 weights, stored in panels (cpu_panel_dot.h): the panel kernel up to
-  // kMaxRowsForPanelKernels tokens, else sgemm on each block of 64 rows.
+  // F32 / F16 weights, stored in panels (cpu_panel_dot.h): the panel kernel at every token
+  // count. It beats OpenBLAS's sgemm on the same blocks at 17..256 tokens too, by 12-20%
+  // (`servescope-cpu-products-bench`, 1 thread: 1010 against 1207 us a layer at 128 tokens).
   void matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor& out);
-  void matmul_on_panel_blocks(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 

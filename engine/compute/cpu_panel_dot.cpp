@@ -19,7 +19,7 @@ constexpr int64_t kPanelsPerBlock = kPanelBlockRows / kPanelRows;
 // One micro-kernel: P consecutive panels of one block (column c of panel p at
 // w + (c * ld + 16 p) elements) against T tokens; writes the first `valid` of the P x 16 rows.
 using Micro = void (*)(const uint8_t* w, int64_t ld, int64_t n, const float* x, int64_t x_stride,
-                       float* out, int64_t out_stride, int64_t valid);
+                       float* out, int64_t out_stride, int64_t valid, bool prefetch);
 
 template <bool Half>
 constexpr int64_t kElementBytes = Half ? 2 : 4;
@@ -41,7 +41,7 @@ float weight_value(const uint8_t* p) {
 // vector instructions do), so it gives the vector variants' bits.
 template <bool Half, int P, int T>
 void micro_portable(const uint8_t* w, int64_t ld, int64_t n, const float* x, int64_t x_stride,
-                    float* out, int64_t out_stride, int64_t valid) {
+                    float* out, int64_t out_stride, int64_t valid, bool /*prefetch*/) {
   float acc[P][T][kPanelRows] = {};
   for (int64_t c = 0; c < n; ++c) {
     for (int p = 0; p < P; ++p) {
@@ -79,6 +79,20 @@ constexpr MicroRow<sizeof...(Ts)> portable_row(std::index_sequence<Ts...>) {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+// A block is one sequential stream of weights, and a lone token's chains take 4 cycles a
+// column: a core's hardware prefetch alone does not keep enough reads in flight to stream a
+// model from main memory at the rate the FMAs could take it. (The address may lie past the
+// matrix: a prefetch never faults.)
+constexpr int64_t kPrefetchColumns = 64;
+template <bool Half, int P>
+inline void prefetch_ahead(const uint8_t* column, int64_t column_bytes) {
+  const uint8_t* ahead = column + kPrefetchColumns * column_bytes;
+  for (int p = 0; p < P; p += (Half ? 2 : 1)) {
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + p * kPanelRows * kElementBytes<Half>),
+                 _MM_HINT_T0);
+  }
+}
+
 template <bool Half>
 SERVESCOPE_AVX512 inline __m512 load_panel16(const uint8_t* p) {
   if constexpr (Half) {
@@ -91,8 +105,8 @@ SERVESCOPE_AVX512 inline __m512 load_panel16(const uint8_t* p) {
 // AVX-512: one register per panel and token.
 template <bool Half, int P, int T>
 SERVESCOPE_AVX512 void micro_avx512(const uint8_t* w, int64_t ld, int64_t n, const float* x,
-                                    int64_t x_stride, float* out, int64_t out_stride,
-                                    int64_t valid) {
+                                    int64_t x_stride, float* out, int64_t out_stride, int64_t valid,
+                                    bool prefetch) {
   __m512 acc[P][T];
   for (int p = 0; p < P; ++p) {
     for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
@@ -100,6 +114,7 @@ SERVESCOPE_AVX512 void micro_avx512(const uint8_t* w, int64_t ld, int64_t n, con
   const int64_t column_bytes = ld * kElementBytes<Half>;
   for (int64_t c = 0; c < n; ++c) {
     const uint8_t* column = w + c * column_bytes;
+    if (prefetch) prefetch_ahead<Half, P>(column, column_bytes);
     __m512 weights[P];
     for (int p = 0; p < P; ++p) {
       weights[p] = load_panel16<Half>(column + p * kPanelRows * kElementBytes<Half>);
@@ -133,7 +148,8 @@ SERVESCOPE_AVX2 inline __m256 load_panel8(const uint8_t* p) {
 // AVX2: a panel's 16 rows as two registers of 8.
 template <bool Half, int P, int T>
 SERVESCOPE_AVX2 void micro_avx2(const uint8_t* w, int64_t ld, int64_t n, const float* x,
-                                int64_t x_stride, float* out, int64_t out_stride, int64_t valid) {
+                                int64_t x_stride, float* out, int64_t out_stride, int64_t valid,
+                                bool prefetch) {
   constexpr int kHalves = 2 * P;
   constexpr int64_t kHalfBytes = 8 * kElementBytes<Half>;
   __m256 acc[kHalves][T];
@@ -143,6 +159,7 @@ SERVESCOPE_AVX2 void micro_avx2(const uint8_t* w, int64_t ld, int64_t n, const f
   const int64_t column_bytes = ld * kElementBytes<Half>;
   for (int64_t c = 0; c < n; ++c) {
     const uint8_t* column = w + c * column_bytes;
+    if (prefetch) prefetch_ahead<Half, P>(column, column_bytes);
     __m256 weights[kHalves];
     for (int h = 0; h < kHalves; ++h) {
       weights[h] = load_panel8<Half>(column + h * kHalfBytes);
@@ -230,8 +247,9 @@ void panel_product(const Variant<G>& v, int64_t element_bytes, const uint8_t* pa
       // The panels' weights stay in L1 while every group of tokens streams past.
       for (int64_t g = 0, t = 0; g < groups; ++g) {
         const int64_t group = tokens / groups + (g < tokens % groups ? 1 : 0);
+        // Only the first group reads the panels from memory; the others find them in cache.
         micro_for(v, step, group)(w, width, cols, x + t * x_stride, x_stride,
-                                  out + t * out_stride + row0, out_stride, valid);
+                                  out + t * out_stride + row0, out_stride, valid, g == 0);
         t += group;
       }
       p += step;

@@ -82,9 +82,9 @@ int main(int argc, char** argv) {
   const int64_t shapes[][2] = {{512, 256}, {256, 256}, {1344, 256}, {256, 672}};
   std::printf("threads %d, tokens %lld, best of %d\n", options.threads,
               static_cast<long long>(options.tokens), options.reps);
-  for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_0}) {
+  for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
     for (const bool int8 : {false, true}) {
-      if (int8 && type == GgmlType::F32) continue;
+      if (int8 && (type == GgmlType::F32 || type == GgmlType::F16)) continue;
       CpuBackend backend(options.threads, int8);
       double total_us = 0.0;
       double flops = 0.0;
