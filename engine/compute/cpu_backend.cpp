@@ -313,11 +313,13 @@ void CpuBackend::matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor
   const PanelKernel kernel = panel_kernel_for(w.type);
   const uint8_t* panels = host(w.buffer).bytes.data();
   const PanelLayout layout = panel_layout(w.type, w.rows, w.cols);
-  // Whole blocks per chunk where the work allows (a block's panels go four at a time).
+  // Whole blocks per chunk (a block's panels go four at a time), two for a lone token (which
+  // streams two blocks at once).
   constexpr int64_t kPanelsPerBlock = kPanelBlockRows / kPanelRows;
+  const int64_t min_panels = (x.rows == 1 ? 2 : 1) * kPanelsPerBlock;
   const int64_t grain =
-      std::max<int64_t>(kPanelsPerBlock, kMultiplyAddsPerChunk / (kPanelRows * w.cols * x.rows) /
-                                             kPanelsPerBlock * kPanelsPerBlock);
+      std::max<int64_t>(min_panels, kMultiplyAddsPerChunk / (kPanelRows * w.cols * x.rows) /
+                                        kPanelsPerBlock * kPanelsPerBlock);
   pool_->parallel_for(layout.panels(), grain, [&](int64_t begin, int64_t end, int /*thread*/) {
     kernel(panels, w.rows, w.cols, begin, end, row_ptr(x, 0), x.row_stride, x.rows, row_ptr(out, 0),
            out.row_stride);

@@ -136,6 +136,40 @@ SERVESCOPE_AVX512 void micro_avx512(const uint8_t* w, int64_t ld, int64_t n, con
   }
 }
 
+// A lone token over two whole blocks at once (each sum exactly micro_avx512's): twice the
+// chains, and two streams of weights in flight instead of one, which a batch-1 decode reading
+// from the last-level cache or memory needs.
+template <bool Half>
+SERVESCOPE_AVX512 void lone_token_two_blocks_avx512(const uint8_t* w, int64_t n, const float* x,
+                                                    float* out, int64_t valid) {
+  constexpr int kPanels = static_cast<int>(kPanelsPerBlock);
+  constexpr int64_t kColumnBytes = kPanelBlockRows * kElementBytes<Half>;
+  const int64_t block_bytes = n * kColumnBytes;
+  __m512 acc[2][kPanels];
+  for (auto& block : acc) {
+    for (auto& a : block) a = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    const __m512 xc = _mm512_set1_ps(x[c]);
+    for (int b = 0; b < 2; ++b) {
+      const uint8_t* column = w + b * block_bytes + c * kColumnBytes;
+      prefetch_ahead<Half, kPanels>(column, kColumnBytes);
+      for (int p = 0; p < kPanels; ++p) {
+        acc[b][p] = _mm512_fmadd_ps(
+            load_panel16<Half>(column + p * kPanelRows * kElementBytes<Half>), xc, acc[b][p]);
+      }
+    }
+  }
+  for (int b = 0; b < 2; ++b) {
+    for (int p = 0; p < kPanels; ++p) {
+      const int64_t first = b * kPanelBlockRows + p * kPanelRows;
+      const int64_t lanes = std::clamp<int64_t>(valid - first, 0, kPanelRows);
+      const auto mask = static_cast<__mmask16>((uint32_t{1} << lanes) - 1);
+      _mm512_mask_storeu_ps(out + first, mask, acc[b][p]);
+    }
+  }
+}
+
 template <bool Half>
 SERVESCOPE_AVX2 inline __m256 load_panel8(const uint8_t* p) {
   if constexpr (Half) {
@@ -210,11 +244,16 @@ bool cpu_has_avx512() {
 // A variant: micro-kernels for groups of up to G tokens, over `wide` panels at once (chosen by
 // the group's size: fewer tokens, more panels, so that enough independent sums hide the FMA
 // latency) and over one panel (a block's last panels).
+// A lone token over two whole blocks (w: the first; out: its first row; valid rows of 128).
+using LoneTokenTwoBlocks = void (*)(const uint8_t* w, int64_t n, const float* x, float* out,
+                                    int64_t valid);
+
 template <int G>
 struct Variant {
   // wide_panels[T - 1]: how many panels a group of T tokens takes at once (1, 2 or 4).
   std::array<int, G> wide_panels;
   std::array<MicroRow<G>, 3> micro;  // by panels: 1, 2, 4
+  LoneTokenTwoBlocks two_blocks = nullptr;
 };
 
 template <int G>
@@ -236,6 +275,14 @@ void panel_product(const Variant<G>& v, int64_t element_bytes, const uint8_t* pa
   const int64_t wide = v.wide_panels[static_cast<size_t>(largest - 1)];
   for (int64_t p = first_panel; p < end_panel;) {
     const int64_t block = p / kPanelsPerBlock;
+    if (tokens == 1 && v.two_blocks != nullptr && p % kPanelsPerBlock == 0 &&
+        p + 2 * kPanelsPerBlock <= end_panel && layout.block_width(block + 1) == kPanelBlockRows) {
+      const int64_t row0 = p * kPanelRows;
+      v.two_blocks(panels + layout.block_offset(block), cols, x, out + row0,
+                   std::min(2 * kPanelBlockRows, rows - row0));
+      p += 2 * kPanelsPerBlock;
+      continue;
+    }
     const int64_t width = layout.block_width(block);
     const int64_t block_end = std::min(end_panel, block * kPanelsPerBlock + width / kPanelRows);
     const uint8_t* base = panels + layout.block_offset(block);
@@ -277,11 +324,11 @@ void panel_product_portable(const uint8_t* panels, int64_t rows, int64_t cols, i
 // AVX-512 (32 registers): 1-4 tokens over 4 panels (4-16 sums), 5-8 over 2 (10-16 sums).
 constexpr int kAvx512Group = 8;
 template <bool Half>
-const Variant<kAvx512Group> kAvx512{
-    {4, 4, 4, 4, 2, 2, 2, 2},
-    {avx512_row<Half, 1>(std::make_index_sequence<kAvx512Group>()),
-     avx512_row<Half, 2>(std::make_index_sequence<kAvx512Group>()),
-     avx512_row<Half, 4>(std::make_index_sequence<kAvx512Group>())}};
+const Variant<kAvx512Group> kAvx512{{4, 4, 4, 4, 2, 2, 2, 2},
+                                    {avx512_row<Half, 1>(std::make_index_sequence<kAvx512Group>()),
+                                     avx512_row<Half, 2>(std::make_index_sequence<kAvx512Group>()),
+                                     avx512_row<Half, 4>(std::make_index_sequence<kAvx512Group>())},
+                                    lone_token_two_blocks_avx512<Half>};
 
 // AVX2 (16 registers, a panel is two): 1 token over 4 panels (8 sums), 2 over 2, 3-4 over 1.
 constexpr int kAvx2Group = 4;

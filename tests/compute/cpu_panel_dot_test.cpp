@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -82,14 +83,19 @@ TEST_P(PanelDot, EveryVariantGivesEachTokenTheBitsOfItsFmaChainInAnyBatchAndSpli
     const int64_t panels = panel_layout(type, rows, cols).panels();
     for (size_t v = 0; v < variants.size(); ++v) {
       for (int64_t tokens = 1; tokens <= kMaxTokens; ++tokens) {
+        const std::vector<float> want(expected.begin(), expected.begin() + tokens * rows);
+        std::vector<float> out(static_cast<size_t>(tokens * rows), NAN);
+        variants[v](packed.data(), rows, cols, 0, panels, x.data(), cols, tokens, out.data(), rows);
+        ASSERT_EQ(out, want) << "variant " << v << " rows " << rows << " cols " << cols
+                             << " tokens " << tokens;
         // Split the panels in two at a point that moves with the token count (as threads do).
         const int64_t split = tokens % (panels + 1);
-        std::vector<float> out(static_cast<size_t>(tokens * rows), NAN);
+        std::fill(out.begin(), out.end(), NAN);
         variants[v](packed.data(), rows, cols, 0, split, x.data(), cols, tokens, out.data(), rows);
         variants[v](packed.data(), rows, cols, split, panels, x.data(), cols, tokens, out.data(),
                     rows);
-        ASSERT_EQ(out, std::vector<float>(expected.begin(), expected.begin() + tokens * rows))
-            << "variant " << v << " rows " << rows << " cols " << cols << " tokens " << tokens;
+        ASSERT_EQ(out, want) << "variant " << v << " rows " << rows << " cols " << cols
+                             << " tokens " << tokens << " split at panel " << split;
       }
     }
   }
