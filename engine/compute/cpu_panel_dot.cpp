@@ -241,12 +241,14 @@ bool cpu_has_avx512() {
 }
 #endif
 
-// A variant: micro-kernels for groups of up to G tokens, over `wide` panels at once (chosen by
-// the group's size: fewer tokens, more panels, so that enough independent sums hide the FMA
-// latency) and over one panel (a block's last panels).
 // A lone token over two whole blocks (w: the first; out: its first row; valid rows of 128).
 using LoneTokenTwoBlocks = void (*)(const uint8_t* w, int64_t n, const float* x, float* out,
                                     int64_t valid);
+
+// A variant: micro-kernels for groups of up to G tokens, over `wide` panels at once (chosen by
+// the group's size: fewer tokens, more panels, so that enough independent sums hide the FMA
+// latency) and over one panel (a block's last panels); where it has one, a lone token's kernel
+// over two blocks.
 
 template <int G>
 struct Variant {
