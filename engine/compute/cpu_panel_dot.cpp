@@ -79,10 +79,10 @@ constexpr MicroRow<sizeof...(Ts)> portable_row(std::index_sequence<Ts...>) {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// A block is one sequential stream of weights, and a lone token's chains take 4 cycles a
-// column: a core's hardware prefetch alone does not keep enough reads in flight to stream a
-// model from main memory at the rate the FMAs could take it. (The address may lie past the
-// matrix: a prefetch never faults.)
+// A block is one sequential stream of weights, and a few tokens' chains take 4 cycles a
+// column: a core's hardware prefetch alone does not keep enough reads in flight on one stream
+// to read a model from main memory at the rate the FMAs could take it. (The address may lie
+// past the matrix: a prefetch never faults.)
 constexpr int64_t kPrefetchColumns = 64;
 template <bool Half, int P>
 inline void prefetch_ahead(const uint8_t* column, int64_t column_bytes) {
@@ -138,7 +138,8 @@ SERVESCOPE_AVX512 void micro_avx512(const uint8_t* w, int64_t ld, int64_t n, con
 
 // A lone token over two whole blocks at once (each sum exactly micro_avx512's): twice the
 // chains, and two streams of weights in flight instead of one, which a batch-1 decode reading
-// from the last-level cache or memory needs.
+// from the last-level cache or memory needs. The hardware prefetchers keep up with two streams
+// (software prefetching here measured slower: it pushed the weights out of L1).
 template <bool Half>
 SERVESCOPE_AVX512 void lone_token_two_blocks_avx512(const uint8_t* w, int64_t n, const float* x,
                                                     float* out, int64_t valid) {
@@ -153,7 +154,6 @@ SERVESCOPE_AVX512 void lone_token_two_blocks_avx512(const uint8_t* w, int64_t n,
     const __m512 xc = _mm512_set1_ps(x[c]);
     for (int b = 0; b < 2; ++b) {
       const uint8_t* column = w + b * block_bytes + c * kColumnBytes;
-      prefetch_ahead<Half, kPanels>(column, kColumnBytes);
       for (int p = 0; p < kPanels; ++p) {
         acc[b][p] = _mm512_fmadd_ps(
             load_panel16<Half>(column + p * kPanelRows * kElementBytes<Half>), xc, acc[b][p]);
