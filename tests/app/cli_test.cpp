@@ -179,9 +179,9 @@ TEST(Cli, InfoShowsProvenanceKeys) {
   for (const gguf::TensorInfo& t : source.tensors()) {
     writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
   }
-  const auto path = std::filesystem::temp_directory_path() / "servescope-provenance-test.gguf";
+  const std::string path = servescope::testing_support::per_test_path("provenance_", ".gguf");
   writer.write(path);
-  const json doc = json::parse(cli("info --model " + path.string()).out);
+  const json doc = json::parse(cli("info --model " + path).out);
   std::filesystem::remove(path);
   EXPECT_EQ(doc["author"], "A. Author");
   EXPECT_EQ(doc["license"], "apache-2.0");
