@@ -511,7 +511,7 @@ void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::quant_lab_ready, this, [this](const QuantLabReport& report) {
     if (!engine_info_ || report.model_path != engine_info_->model_path.toStdString()) return;
     const int64_t serial = quant_lab_ ? quant_lab_->serial + 1 : 1;
-    quant_lab_ = report;
+    quant_lab_ = quant_lab_ ? with_last_comparison(report, *quant_lab_) : report;
     quant_lab_->serial = serial;
     quant_lab_changed_ = true;
   });

@@ -65,6 +65,11 @@ QuantLabReport run_quant_lab(const std::string& model_path, const Tokenizer& tok
                              const std::vector<std::string>& types,
                              const QuantLabControl& control = {});
 
+// A new run's quick parts arrive long before its comparison: until that is complete the last
+// comparison (its table, load and verdicts) stays on show, as the lab's Cancel promises.
+// Returns `quick` with `last`'s comparison where `quick` has none of its own.
+QuantLabReport with_last_comparison(QuantLabReport quick, const QuantLabReport& last);
+
 }  // namespace servescope::gui
 
 Q_DECLARE_METATYPE(servescope::gui::QuantLabReport)
