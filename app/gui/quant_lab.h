@@ -57,6 +57,8 @@ struct QuantLabControl {
 // compares unless the user chose others.
 std::vector<std::string> lab_type_choices();
 std::vector<std::string> default_lab_types();
+// The limits the lab starts from (a learner moves them): KL alone, as quant-report's examples.
+widgets::QuantLimits default_lab_limits();
 
 // text: the evaluation text (tokenised without BOS); prompt: continued by both models;
 // types: weight type labels to compare (InputError for one quant-report cannot write).
