@@ -527,6 +527,134 @@ SERVESCOPE_AVX512_VNNI void pack_token_pairs_avx512(bool q4, const ActivationBlo
   }
 }
 
+// A lone token (decode, or each token of a batch below kMinTokensForTiles) against the rows as
+// they are stored: the token's block pairs are packed once per call (lone_token_pairs), so per
+// row and pair of blocks what is left is the weights' unpacking, one integer dot (three for
+// Q8_0), one conversion and one FMA; the block scales of two rows are converted and multiplied
+// by the token's scales in one register. Every lane takes tile_pairs_avx512's steps (the same
+// integer sums, scale products, FMAs and final sum), so the results are the same bit for bit.
+template <gguf::GgmlType Type>
+SERVESCOPE_AVX512_VNNI inline __m512i lone_weight_pair(const uint8_t* block, const uint8_t* next) {
+  if constexpr (Type == gguf::GgmlType::Q4_0) {
+    const __m256i packed = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(next + offsetof(BlockQ4_0, qs))), 1);
+    // [even, even, odd, odd] (16-byte lanes), the second and fourth shifted to their high
+    // nibbles: [low 0, high 0, low 1, high 1] once masked.
+    const __m512i wide = _mm512_castsi256_si512(packed);
+    const __m512i twice = _mm512_shuffle_i64x2(wide, wide, _MM_SHUFFLE(1, 1, 0, 0));
+    const __m512i shifted = _mm512_mask_srli_epi16(twice, 0xFF00FF00u, twice, 4);
+    return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+  } else {
+    return pair_of(load_256(block + offsetof(BlockQ8_0, qs)),
+                   load_256(next + offsetof(BlockQ8_0, qs)));
+  }
+}
+
+// The integer sums of a row's block pair with the token's: as tile_pairs_avx512 takes them.
+template <gguf::GgmlType Type>
+SERVESCOPE_AVX512_VNNI inline __m512i lone_pair_sums(__m512i w, __m512i q, __m512i token_extra) {
+  if constexpr (Type == gguf::GgmlType::Q4_0) {
+    return _mm512_dpbusd_epi32(token_extra, w, q);
+  } else {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i w_extra = _mm512_sub_epi32(
+        zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(static_cast<char>(0x80)), w));
+    return _mm512_dpbusd_epi32(w_extra, token_extra, w);
+  }
+}
+
+// Two rows' scale products d_w * d_x for a block pair, as [even x8, odd x8] each.
+SERVESCOPE_AVX512_VNNI inline void lone_scales(const uint8_t* block0, const uint8_t* next0,
+                                               const uint8_t* block1, const uint8_t* next1,
+                                               __m128 d_x, __m512& s0, __m512& s1) {
+  uint16_t h[4];
+  std::memcpy(&h[0], block0, sizeof(uint16_t));
+  std::memcpy(&h[1], next0, sizeof(uint16_t));
+  std::memcpy(&h[2], block1, sizeof(uint16_t));
+  std::memcpy(&h[3], next1, sizeof(uint16_t));
+  int64_t bits;
+  std::memcpy(&bits, h, sizeof bits);
+  const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(bits)), d_x);
+  const __m512 wide = _mm512_castps128_ps512(d);
+  s0 = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                             wide);
+  s1 = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
+                             wide);
+}
+
+// Rows [0, R) (R = 1, 2 or 4) against one packed token: x[p] its block pairs, d_x[4p..4p+3] the
+// pair's scales as even, odd, even, odd.
+template <gguf::GgmlType Type, int R>
+SERVESCOPE_AVX512_VNNI void lone_token_tile(const uint8_t* rows, uint64_t row_stride,
+                                            const TokenBlockPair* x, const float* d_x,
+                                            int64_t blocks, float* out) {
+  using Block = typename BlockOf<Type>::Block;
+  __m512 acc[R][1];
+  for (int r = 0; r < R; ++r) acc[r][0] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; b += 2) {
+    const bool lone = b + 1 == blocks;  // an odd count's last block: only the even lanes
+    const __mmask16 lanes_used = lone ? 0x00FF : 0xFFFF;
+    const TokenBlockPair& xp = x[b / 2];
+    const __m512i q = _mm512_load_si512(xp.q);
+    const __m512i token_extra = _mm512_load_si512(xp.extra);
+    const __m128 d_x4 = _mm_load_ps(d_x + 2 * b);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r += 2) {
+      const uint8_t* block0 = rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block));
+      const uint8_t* block1 = R == 1 ? block0 : block0 + row_stride;
+      const uint8_t* next0 = lone ? block0 : block0 + sizeof(Block);
+      const uint8_t* next1 = lone ? block1 : block1 + sizeof(Block);
+      __m512 s0;
+      __m512 s1;
+      lone_scales(block0, next0, block1, next1, d_x4, s0, s1);
+      const __m512i sums0 =
+          lone_pair_sums<Type>(lone_weight_pair<Type>(block0, next0), q, token_extra);
+      acc[r][0] = _mm512_mask3_fmadd_ps(s0, _mm512_cvtepi32_ps(sums0), acc[r][0], lanes_used);
+      if constexpr (R > 1) {
+        const __m512i sums1 =
+            lone_pair_sums<Type>(lone_weight_pair<Type>(block1, next1), q, token_extra);
+        acc[r + 1][0] =
+            _mm512_mask3_fmadd_ps(s1, _mm512_cvtepi32_ps(sums1), acc[r + 1][0], lanes_used);
+      }
+    }
+  }
+  store_tile_sums<R, 1>(acc, out, 0);
+}
+
+// Each of `tokens` tokens alone over rows [0, n_rows): packed, then four rows at a time.
+template <gguf::GgmlType Type>
+void lone_tokens_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
+                        const ActivationBlock* x, int64_t x_stride, int64_t tokens, int64_t n,
+                        float* out, int64_t out_stride) {
+  const int64_t blocks = n / kQuantBlock;
+  const int64_t pairs = (blocks + 1) / 2;
+  thread_local std::vector<TokenBlockPair> packed;
+  thread_local std::vector<float> d_x;
+  packed.resize(static_cast<size_t>(pairs));
+  d_x.resize(static_cast<size_t>(4 * pairs));
+  for (int64_t t = 0; t < tokens; ++t) {
+    pack_token_pairs_avx512(Type == gguf::GgmlType::Q4_0, x + t * x_stride, 0, 1, n, packed.data());
+    for (int64_t p = 0; p < pairs; ++p) {
+      const float even = packed[static_cast<size_t>(p)].d[0];
+      const float odd = packed[static_cast<size_t>(p)].d[8];
+      const float four[4] = {even, odd, even, odd};
+      std::memcpy(d_x.data() + 4 * p, four, sizeof four);
+    }
+    float* o = out + t * out_stride;
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) {
+      lone_token_tile<Type, 4>(rows + r * row_stride, row_stride, packed.data(), d_x.data(), blocks,
+                               o + r);
+    }
+    for (; r < n_rows; ++r) {
+      lone_token_tile<Type, 1>(rows + r * row_stride, row_stride, packed.data(), d_x.data(), blocks,
+                               o + r);
+    }
+  }
+}
+
 #pragma GCC diagnostic pop
 
 // Tiles of R rows x T tokens over the whole (rows x tokens) range, smaller tiles at the edges.
@@ -564,6 +692,7 @@ void dot_tiles(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const A
 // (8 sums) beat 2 x 2, 2 x 3 and 4 x 1 by 5-40%; the 512-bit kernel holds 4 x 4 block pairs.
 struct Avx2Tiles {
   static constexpr int kRows = 1, kTokens = 4;
+  static constexpr bool kLoneTokenKernel = false;  // a lone token takes dot_group's four rows
   template <gguf::GgmlType Type, int R, int T>
   static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
@@ -572,6 +701,7 @@ struct Avx2Tiles {
 };
 struct VnniTiles {
   static constexpr int kRows = 1, kTokens = 4;
+  static constexpr bool kLoneTokenKernel = false;
   template <gguf::GgmlType Type, int R, int T>
   static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
@@ -580,6 +710,7 @@ struct VnniTiles {
 };
 struct Avx512Tiles {
   static constexpr int kRows = 4, kTokens = 4;
+  static constexpr bool kLoneTokenKernel = true;  // lone_tokens_avx512
   template <gguf::GgmlType Type, int R, int T>
   static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
@@ -597,6 +728,10 @@ void dot_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const Ac
               int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
   if (tokens >= kMinTokensForTiles) {
     dot_tiles<Type, Tiles>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
+    return;
+  }
+  if constexpr (Tiles::kLoneTokenKernel) {
+    lone_tokens_avx512<Type>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
     return;
   }
   int64_t t = 0;
