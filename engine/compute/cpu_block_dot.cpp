@@ -168,6 +168,15 @@ SERVESCOPE_AVX2 float block_scale(const uint8_t* block) {
   return _cvtsh_ss(d);
 }
 
+// The same value from the half-precision table (fp16_table: exact conversions too): in the dot
+// kernels a scalar load that the broadcast then reads from memory, where a conversion and a
+// register broadcast would take two more slots of the shuffle port the weights' unpacking needs.
+inline float block_scale(const float* table, const uint8_t* block) {
+  uint16_t d;
+  std::memcpy(&d, block, sizeof d);
+  return table[d];
+}
+
 SERVESCOPE_AVX2 void f16_to_float_avx2(const uint8_t* src, float* dst, int64_t n) {
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -316,13 +325,14 @@ SERVESCOPE_AVX2 void dequantize_blocks_avx2(const uint8_t* row, float* dst, int6
 template <class Unpack, int T>
 SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t x_stride,
                                      int64_t n, float* out, int64_t out_stride) {
+  const float* table = fp16_table();
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
     const uint8_t* block = row + b * static_cast<int64_t>(Unpack::kBlockBytes);
     __m256 w[4];
     Unpack::unpack(block, w);
-    accumulate_block<T>(w, block_scale(block), x + b * kQuantBlock, x_stride, acc);
+    accumulate_block<T>(w, block_scale(table, block), x + b * kQuantBlock, x_stride, acc);
   }
   for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
 }
@@ -331,6 +341,7 @@ SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t
 template <class Unpack>
 SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, const float* x,
                                      int64_t n, float* out) {
+  const float* table = fp16_table();
   __m256 acc[4][1];
   for (auto& a : acc) a[0] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
@@ -338,7 +349,7 @@ SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, c
       const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Unpack::kBlockBytes);
       __m256 w[4];
       Unpack::unpack(block, w);
-      accumulate_block<1>(w, block_scale(block), x + b * kQuantBlock, 0, acc[r]);
+      accumulate_block<1>(w, block_scale(table, block), x + b * kQuantBlock, 0, acc[r]);
     }
   }
   for (int r = 0; r < 4; ++r) out[r] = horizontal_sum(acc[r][0]);
@@ -373,6 +384,120 @@ template <class Unpack>
 constexpr auto dot_quant_rows =
     dot_rows_in_groups<kGroup, dot_quant_group<Unpack, kGroup>, dot_quant_4rows<Unpack>,
                        dot_quant_group<Unpack, 1>>;
+
+// AVX-512 for a lone token's Q8_0 and Q4_0 rows: two rows side by side in one 512-bit register
+// (lanes 0-7 row A, 8-15 row B), each lane taking exactly accumulate_block's steps (the same
+// products, FMAs and block-scale FMA in the same order, the same final sum), so the results
+// are dot_quant_4rows' bit for bit with half the arithmetic instructions. Q4_0's nibbles become
+// floats by a 16-entry table look-up (one permute per 16 weights, no conversion).
+#define SERVESCOPE_AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// Rows A's and B's blocks as four registers: w[g] = [A's elements 8g..8g+7 | B's].
+struct UnpackQ8_0Pair {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  SERVESCOPE_AVX512_QUANT static void unpack(const uint8_t* a, const uint8_t* b, __m512 (&w)[4]) {
+    for (int half = 0; half < 2; ++half) {
+      const size_t at = offsetof(BlockQ8_0, qs) + 16 * static_cast<size_t>(half);
+      const __m128i qa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + at));
+      const __m128i qb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + at));
+      w[2 * half] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(qa, qb)));
+      w[2 * half + 1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpackhi_epi64(qa, qb)));
+    }
+  }
+};
+struct UnpackQ4_0Pair {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  SERVESCOPE_AVX512_QUANT static void unpack(const uint8_t* a, const uint8_t* b, __m512 (&w)[4]) {
+    // float(i - 8) at index i: the permute reads only an index's low four bits.
+    const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
+                                        0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+    const __m128i pa =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + offsetof(BlockQ4_0, qs)));
+    const __m128i pb =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + offsetof(BlockQ4_0, qs)));
+    const __m512i first = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(pa, pb));   // bytes 0..7
+    const __m512i second = _mm512_cvtepu8_epi32(_mm_unpackhi_epi64(pa, pb));  // bytes 8..15
+    w[0] = _mm512_permutexvar_ps(first, table);  // low nibbles: elements 0..15
+    w[1] = _mm512_permutexvar_ps(second, table);
+    w[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(first, 4), table);  // high: 16..31
+    w[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(second, 4), table);
+  }
+};
+
+// [A's block scale x8 | B's x8], both broadcast from the half-precision table in memory.
+SERVESCOPE_AVX512_QUANT inline __m512 block_scale_pair(const float* table, const uint8_t* a,
+                                                       const uint8_t* b) {
+  return _mm512_mask_mov_ps(_mm512_set1_ps(block_scale(table, a)), 0xFF00,
+                            _mm512_set1_ps(block_scale(table, b)));
+}
+
+// 2 * Pairs rows against one token, each row's sum as dot_quant_group<Unpack, 1> takes it.
+template <class Pair, int Pairs>
+SERVESCOPE_AVX512_QUANT void dot_quant_pairs_avx512(const uint8_t* rows, uint64_t row_stride,
+                                                    const float* x, int64_t n, float* out) {
+  const float* table = fp16_table();
+  __m512 acc[Pairs];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    __m512 xg[4];
+    for (int g = 0; g < 4; ++g) {
+      const __m256d eight = _mm256_castps_pd(_mm256_loadu_ps(x + b * kQuantBlock + g * kLanes));
+      xg[g] = _mm512_castpd_ps(_mm512_broadcast_f64x4(eight));  // the same 8 for rows A and B
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < Pairs; ++p) {
+      const uint8_t* a = rows + 2 * p * row_stride + b * static_cast<int64_t>(Pair::kBlockBytes);
+      const uint8_t* other = a + row_stride;
+      __m512 w[4];
+      Pair::unpack(a, other, w);
+      __m512 sum = _mm512_mul_ps(w[0], xg[0]);
+      sum = _mm512_fmadd_ps(w[1], xg[1], sum);
+      sum = _mm512_fmadd_ps(w[2], xg[2], sum);
+      sum = _mm512_fmadd_ps(w[3], xg[3], sum);
+      acc[p] = _mm512_fmadd_ps(block_scale_pair(table, a, other), sum, acc[p]);
+    }
+  }
+  for (int p = 0; p < Pairs; ++p) {
+    out[2 * p] = horizontal_sum(_mm512_castps512_ps256(acc[p]));
+    out[2 * p + 1] =
+        horizontal_sum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
+  }
+}
+#pragma GCC diagnostic pop
+
+// Groups of four tokens row by row (the AVX2 group kernel); each token left over eight rows at a
+// time, then two, then one.
+template <class Unpack, class Pair>
+void dot_quant_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                           int64_t x_stride, int64_t tokens, int64_t n, float* out,
+                           int64_t out_stride) {
+  const int64_t grouped = tokens / kGroup * kGroup;
+  dot_rows_in_groups<kGroup, dot_quant_group<Unpack, kGroup>, dot_quant_4rows<Unpack>,
+                     dot_quant_group<Unpack, 1>>(rows, row_stride, n_rows, x, x_stride, grouped, n,
+                                                 out, out_stride);
+  for (int64_t t = grouped; t < tokens; ++t) {
+    const float* xt = x + t * x_stride;
+    float* ot = out + t * out_stride;
+    int64_t r = 0;
+    for (; r + 8 <= n_rows; r += 8) {
+      dot_quant_pairs_avx512<Pair, 4>(rows + r * row_stride, row_stride, xt, n, ot + r);
+    }
+    for (; r + 2 <= n_rows; r += 2) {
+      dot_quant_pairs_avx512<Pair, 1>(rows + r * row_stride, row_stride, xt, n, ot + r);
+    }
+    for (; r < n_rows; ++r) dot_quant_group<Unpack, 1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
+  }
+}
+
+bool cpu_has_avx512_bw() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return has;
+}
 
 // AVX-512 versions of the float types: twice the lanes, twice the registers, so groups of
 // twice the tokens. Batched decode of an F32 model is compute bound from a few tokens on.
@@ -637,13 +762,35 @@ RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
     if (type == gguf::GgmlType::F32) return dot_float_rows_avx512<false>;
     if (type == gguf::GgmlType::F16) return dot_float_rows_avx512<true>;
   }
-  if (cpu_has_avx2()) {
-    if (type == gguf::GgmlType::Q8_0) return dot_quant_rows<UnpackQ8_0>;
-    if (type == gguf::GgmlType::Q4_0) return dot_quant_rows<UnpackQ4_0>;
+  if (type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0) {
+    // The last variant is the widest this CPU runs; picked once per type.
+    const auto last = [](gguf::GgmlType t) -> RowsDotTokens {
+      const std::vector<RowsDotTokens> variants = quant_rows_kernel_variants(t);
+      return variants.empty() ? nullptr : variants.back();
+    };
+    static const RowsDotTokens q8 = last(gguf::GgmlType::Q8_0);
+    static const RowsDotTokens q4 = last(gguf::GgmlType::Q4_0);
+    return type == gguf::GgmlType::Q8_0 ? q8 : q4;
   }
 #endif
   (void)type;
   return nullptr;
+}
+
+std::vector<RowsDotTokens> quant_rows_kernel_variants(gguf::GgmlType type) {
+  std::vector<RowsDotTokens> variants;
+#ifdef SERVESCOPE_X86_SIMD
+  const bool q8 = type == gguf::GgmlType::Q8_0;
+  if ((q8 || type == gguf::GgmlType::Q4_0) && cpu_has_avx2()) {
+    variants.push_back(q8 ? dot_quant_rows<UnpackQ8_0> : dot_quant_rows<UnpackQ4_0>);
+    if (cpu_has_avx512_bw()) {
+      variants.push_back(q8 ? dot_quant_rows_avx512<UnpackQ8_0, UnpackQ8_0Pair>
+                            : dot_quant_rows_avx512<UnpackQ4_0, UnpackQ4_0Pair>);
+    }
+  }
+#endif
+  (void)type;
+  return variants;
 }
 
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
