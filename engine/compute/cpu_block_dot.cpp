@@ -395,10 +395,18 @@ constexpr auto dot_quant_rows =
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+// 8 bytes of row A then 8 of row B in one register: B's come in by a masked load (a merge on
+// any vector port), not by a shuffle on the port the conversions need.
+SERVESCOPE_AVX512_QUANT inline __m128i eight_and_eight(const uint8_t* a, const uint8_t* b) {
+  const __m128i low = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a));
+  return _mm_mask_loadu_epi64(low, 0x2, b - 8);  // only the high 8 bytes are read: b[0..7]
+}
+
 // Rows A's and B's blocks as four registers: w[g] = [A's elements 8g..8g+7 | B's].
 struct UnpackQ8_0Pair {
   static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
   SERVESCOPE_AVX512_QUANT static void unpack(const uint8_t* a, const uint8_t* b, __m512 (&w)[4]) {
+    // Here 16-byte loads and one shuffle per 16 weights measured faster than masked loads.
     for (int half = 0; half < 2; ++half) {
       const size_t at = offsetof(BlockQ8_0, qs) + 16 * static_cast<size_t>(half);
       const __m128i qa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + at));
@@ -414,12 +422,9 @@ struct UnpackQ4_0Pair {
     // float(i - 8) at index i: the permute reads only an index's low four bits.
     const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
                                         0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
-    const __m128i pa =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + offsetof(BlockQ4_0, qs)));
-    const __m128i pb =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + offsetof(BlockQ4_0, qs)));
-    const __m512i first = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(pa, pb));   // bytes 0..7
-    const __m512i second = _mm512_cvtepu8_epi32(_mm_unpackhi_epi64(pa, pb));  // bytes 8..15
+    const size_t at = offsetof(BlockQ4_0, qs);
+    const __m512i first = _mm512_cvtepu8_epi32(eight_and_eight(a + at, b + at));  // bytes 0..7
+    const __m512i second = _mm512_cvtepu8_epi32(eight_and_eight(a + at + 8, b + at + 8));
     w[0] = _mm512_permutexvar_ps(first, table);  // low nibbles: elements 0..15
     w[1] = _mm512_permutexvar_ps(second, table);
     w[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(first, 4), table);  // high: 16..31
