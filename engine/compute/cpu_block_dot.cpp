@@ -798,6 +798,8 @@ std::vector<RowsDotTokens> quant_rows_kernel_variants(gguf::GgmlType type) {
   return variants;
 }
 
+const float* fp16_to_float_table() { return fp16_table(); }
+
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
 #ifdef SERVESCOPE_X86_SIMD
   if (type == gguf::GgmlType::F16 && cpu_has_avx2()) {

@@ -38,6 +38,10 @@ RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type);
 // is the one picked), so tests can hold each against the others bit for bit; empty without AVX2.
 std::vector<RowsDotTokens> quant_rows_kernel_variants(gguf::GgmlType type);
 
+// Every half-precision value as float (2^16 entries, exact conversions): block kernels look their
+// scales up here, a load that a broadcast reads from memory, instead of converting in registers.
+const float* fp16_to_float_table();
+
 // gguf::dequantize_row, with the hardware's half-precision conversion where it has one (the
 // CPU reads F16 KV-cache rows this way in every decode step).
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n);

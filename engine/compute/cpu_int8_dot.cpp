@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/compute/cpu_block_dot.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define SERVESCOPE_X86_SIMD 1
@@ -528,11 +530,11 @@ SERVESCOPE_AVX512_VNNI void pack_token_pairs_avx512(bool q4, const ActivationBlo
 }
 
 // A lone token (decode, or each token of a batch below kMinTokensForTiles) against the rows as
-// they are stored: the token's block pairs are packed once per call (lone_token_pairs), so per
-// row and pair of blocks what is left is the weights' unpacking, one integer dot (three for
-// Q8_0), one conversion and one FMA; the block scales of two rows are converted and multiplied
-// by the token's scales in one register. Every lane takes tile_pairs_avx512's steps (the same
-// integer sums, scale products, FMAs and final sum), so the results are the same bit for bit.
+// they are stored: the token's block pairs are packed once per call (lone_tokens_avx512), so
+// per row and pair of blocks what is left is the weights' unpacking, one integer dot (three for
+// Q8_0), one conversion, one scale product and one FMA. Every lane takes tile_pairs_avx512's
+// steps (the same integer sums, scale products, FMAs and final sum), so the results are the
+// same bit for bit.
 template <gguf::GgmlType Type>
 SERVESCOPE_AVX512_VNNI inline __m512i lone_weight_pair(const uint8_t* block, const uint8_t* next) {
   if constexpr (Type == gguf::GgmlType::Q4_0) {
@@ -565,32 +567,25 @@ SERVESCOPE_AVX512_VNNI inline __m512i lone_pair_sums(__m512i w, __m512i q, __m51
   }
 }
 
-// Two rows' scale products d_w * d_x for a block pair, as [even x8, odd x8] each.
-SERVESCOPE_AVX512_VNNI inline void lone_scales(const uint8_t* block0, const uint8_t* next0,
-                                               const uint8_t* block1, const uint8_t* next1,
-                                               __m128 d_x, __m512& s0, __m512& s1) {
-  uint16_t h[4];
-  std::memcpy(&h[0], block0, sizeof(uint16_t));
-  std::memcpy(&h[1], next0, sizeof(uint16_t));
-  std::memcpy(&h[2], block1, sizeof(uint16_t));
-  std::memcpy(&h[3], next1, sizeof(uint16_t));
-  int64_t bits;
-  std::memcpy(&bits, h, sizeof bits);
-  const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(bits)), d_x);
-  const __m512 wide = _mm512_castps128_ps512(d);
-  s0 = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                             wide);
-  s1 = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
-                             wide);
+// A row's scale products d_w * d_x for a block pair, [even x8, odd x8]: the weights' scales
+// broadcast from the half-precision table (loads, no conversion or shuffle), times the token's.
+SERVESCOPE_AVX512_VNNI inline __m512 lone_scales(const float* table, const uint8_t* block,
+                                                 const uint8_t* next, __m512 d_x) {
+  uint16_t even;
+  uint16_t odd;
+  std::memcpy(&even, block, sizeof even);
+  std::memcpy(&odd, next, sizeof odd);
+  const __m512 d_w =
+      _mm512_mask_mov_ps(_mm512_set1_ps(table[even]), 0xFF00, _mm512_set1_ps(table[odd]));
+  return _mm512_mul_ps(d_w, d_x);
 }
 
-// Rows [0, R) (R = 1, 2 or 4) against one packed token: x[p] its block pairs, d_x[4p..4p+3] the
-// pair's scales as even, odd, even, odd.
+// Rows [0, R) against one packed token (x[p]: its block pairs).
 template <gguf::GgmlType Type, int R>
 SERVESCOPE_AVX512_VNNI void lone_token_tile(const uint8_t* rows, uint64_t row_stride,
-                                            const TokenBlockPair* x, const float* d_x,
-                                            int64_t blocks, float* out) {
+                                            const TokenBlockPair* x, int64_t blocks, float* out) {
   using Block = typename BlockOf<Type>::Block;
+  const float* table = fp16_to_float_table();
   __m512 acc[R][1];
   for (int r = 0; r < R; ++r) acc[r][0] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; b += 2) {
@@ -599,25 +594,15 @@ SERVESCOPE_AVX512_VNNI void lone_token_tile(const uint8_t* rows, uint64_t row_st
     const TokenBlockPair& xp = x[b / 2];
     const __m512i q = _mm512_load_si512(xp.q);
     const __m512i token_extra = _mm512_load_si512(xp.extra);
-    const __m128 d_x4 = _mm_load_ps(d_x + 2 * b);
+    const __m512 d_x = _mm512_load_ps(xp.d);
 #pragma GCC unroll 4
-    for (int r = 0; r < R; r += 2) {
-      const uint8_t* block0 = rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block));
-      const uint8_t* block1 = R == 1 ? block0 : block0 + row_stride;
-      const uint8_t* next0 = lone ? block0 : block0 + sizeof(Block);
-      const uint8_t* next1 = lone ? block1 : block1 + sizeof(Block);
-      __m512 s0;
-      __m512 s1;
-      lone_scales(block0, next0, block1, next1, d_x4, s0, s1);
-      const __m512i sums0 =
-          lone_pair_sums<Type>(lone_weight_pair<Type>(block0, next0), q, token_extra);
-      acc[r][0] = _mm512_mask3_fmadd_ps(s0, _mm512_cvtepi32_ps(sums0), acc[r][0], lanes_used);
-      if constexpr (R > 1) {
-        const __m512i sums1 =
-            lone_pair_sums<Type>(lone_weight_pair<Type>(block1, next1), q, token_extra);
-        acc[r + 1][0] =
-            _mm512_mask3_fmadd_ps(s1, _mm512_cvtepi32_ps(sums1), acc[r + 1][0], lanes_used);
-      }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block));
+      const uint8_t* next = lone ? block : block + sizeof(Block);
+      const __m512i sums =
+          lone_pair_sums<Type>(lone_weight_pair<Type>(block, next), q, token_extra);
+      acc[r][0] = _mm512_mask3_fmadd_ps(lone_scales(table, block, next, d_x),
+                                        _mm512_cvtepi32_ps(sums), acc[r][0], lanes_used);
     }
   }
   store_tile_sums<R, 1>(acc, out, 0);
@@ -631,26 +616,16 @@ void lone_tokens_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows
   const int64_t blocks = n / kQuantBlock;
   const int64_t pairs = (blocks + 1) / 2;
   thread_local std::vector<TokenBlockPair> packed;
-  thread_local std::vector<float> d_x;
   packed.resize(static_cast<size_t>(pairs));
-  d_x.resize(static_cast<size_t>(4 * pairs));
   for (int64_t t = 0; t < tokens; ++t) {
     pack_token_pairs_avx512(Type == gguf::GgmlType::Q4_0, x + t * x_stride, 0, 1, n, packed.data());
-    for (int64_t p = 0; p < pairs; ++p) {
-      const float even = packed[static_cast<size_t>(p)].d[0];
-      const float odd = packed[static_cast<size_t>(p)].d[8];
-      const float four[4] = {even, odd, even, odd};
-      std::memcpy(d_x.data() + 4 * p, four, sizeof four);
-    }
     float* o = out + t * out_stride;
     int64_t r = 0;
     for (; r + 4 <= n_rows; r += 4) {
-      lone_token_tile<Type, 4>(rows + r * row_stride, row_stride, packed.data(), d_x.data(), blocks,
-                               o + r);
+      lone_token_tile<Type, 4>(rows + r * row_stride, row_stride, packed.data(), blocks, o + r);
     }
     for (; r < n_rows; ++r) {
-      lone_token_tile<Type, 1>(rows + r * row_stride, row_stride, packed.data(), d_x.data(), blocks,
-                               o + r);
+      lone_token_tile<Type, 1>(rows + r * row_stride, row_stride, packed.data(), blocks, o + r);
     }
   }
 }
