@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "engine/compute/cpu_block_dot.h"
@@ -85,91 +84,10 @@ void dot_portable(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
 #define SERVESCOPE_AVX512_VNNI \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
-// The block's 32 weights as signed bytes in one register.
-template <gguf::GgmlType Type>
-SERVESCOPE_AVX2 inline __m256i load_weights(const uint8_t* block);
-template <>
-SERVESCOPE_AVX2 inline __m256i load_weights<gguf::GgmlType::Q8_0>(const uint8_t* block) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ8_0, qs)));
-}
-template <>
-SERVESCOPE_AVX2 inline __m256i load_weights<gguf::GgmlType::Q4_0>(const uint8_t* block) {
-  const __m128i packed =
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
-  const __m128i low = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
-  const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F));
-  return _mm256_sub_epi8(_mm256_set_m128i(high, low), _mm256_set1_epi8(8));
-}
-
-// Eight int32 partial sums of w * x over a block. Both products take unsigned x signed bytes,
-// so |w| multiplies x with w's sign moved onto it (|w| <= 127: no overflow).
-struct MaddubsDot {
-  SERVESCOPE_AVX2 static __m256i dot(__m256i abs_w, __m256i signed_x) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, signed_x), _mm256_set1_epi16(1));
-  }
-};
-struct VnniDot {
-  SERVESCOPE_AVX_VNNI static __m256i dot(__m256i abs_w, __m256i signed_x) {
-    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), abs_w, signed_x);
-  }
-};
-
 SERVESCOPE_AVX2 inline float horizontal_sum(__m256 v) {
   const __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
-}
-
-// R rows x T tokens: each block's weights are unpacked once per row, then per token one
-// integer dot and one FMA of the combined scale; every (row, token) sum is taken in the same
-// order whatever R and T are. Defined once per instruction set (a function may not inline code
-// compiled for more features than its own), hence the macro.
-#define SERVESCOPE_DEFINE_DOT_GROUP(NAME, TARGET)                                                 \
-  template <gguf::GgmlType Type, class Dot, int R, int T>                                         \
-  TARGET void NAME(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x,             \
-                   int64_t x_stride, int64_t n, float* out, int64_t out_stride) {                 \
-    using Block = typename BlockOf<Type>::Block;                                                  \
-    /* Even and odd blocks go to separate sums: one chain of dependent FMAs per (row, token)      \
-       would limit a lone token to one block per FMA latency. */                                  \
-    __m256 acc[2][R][T];                                                                          \
-    for (int r = 0; r < R; ++r) {                                                                 \
-      for (int t = 0; t < T; ++t) acc[0][r][t] = acc[1][r][t] = _mm256_setzero_ps();              \
-    }                                                                                             \
-    for (int64_t b = 0; b < n / kQuantBlock; ++b) {                                               \
-      for (int r = 0; r < R; ++r) {                                                               \
-        const uint8_t* block = row + r * row_stride + b * static_cast<int64_t>(sizeof(Block));    \
-        const __m256i w = load_weights<Type>(block);                                              \
-        const __m256i abs_w = _mm256_sign_epi8(w, w);                                             \
-        uint16_t d_bits;                                                                          \
-        std::memcpy(&d_bits, block, sizeof d_bits);                                               \
-        const float d_w = _cvtsh_ss(d_bits);                                                      \
-        __m256(&sum)[T] = acc[b & 1][r];                                                          \
-        for (int t = 0; t < T; ++t) {                                                             \
-          const ActivationBlock& xb = x[t * x_stride + b];                                        \
-          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));          \
-          const __m256i sums = Dot::dot(abs_w, _mm256_sign_epi8(q, w));                           \
-          sum[t] = _mm256_fmadd_ps(_mm256_set1_ps(d_w * xb.d), _mm256_cvtepi32_ps(sums), sum[t]); \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-    for (int r = 0; r < R; ++r) {                                                                 \
-      for (int t = 0; t < T; ++t) {                                                               \
-        out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(acc[0][r][t], acc[1][r][t]));      \
-      }                                                                                           \
-    }                                                                                             \
-  }
-
-SERVESCOPE_DEFINE_DOT_GROUP(dot_group_avx2, SERVESCOPE_AVX2)
-SERVESCOPE_DEFINE_DOT_GROUP(dot_group_vnni, SERVESCOPE_AVX_VNNI)
-
-template <gguf::GgmlType Type, class Dot, int R, int T>
-void dot_group(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x, int64_t x_stride,
-               int64_t n, float* out, int64_t out_stride) {
-  if constexpr (std::is_same_v<Dot, VnniDot>) {
-    dot_group_vnni<Type, Dot, R, T>(row, row_stride, x, x_stride, n, out, out_stride);
-  } else {
-    dot_group_avx2<Type, Dot, R, T>(row, row_stride, x, x_stride, n, out, out_stride);
-  }
 }
 
 // The many-token kernel (prefill, large batches): tiles of R rows x T tokens, so that each
@@ -190,6 +108,7 @@ void dot_group(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x
     using Block = typename BlockOf<Type>::Block;                                                  \
     constexpr bool kQ4 = Type == gguf::GgmlType::Q4_0;                                            \
     const int64_t blocks = n / kQuantBlock;                                                       \
+    const float* half_to_float = fp16_to_float_table();                                           \
     __m256 acc[2][R][T];                                                                          \
     for (int h = 0; h < 2; ++h) {                                                                 \
       for (int r = 0; r < R; ++r) {                                                               \
@@ -207,7 +126,7 @@ void dot_group(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x
           const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block)); \
           uint16_t d_bits;                                                                        \
           std::memcpy(&d_bits, block, sizeof d_bits);                                             \
-          d_w[r] = _mm256_set1_ps(_cvtsh_ss(d_bits));                                             \
+          d_w[r] = _mm256_set1_ps(half_to_float[d_bits]); /* a broadcast load, no convert */      \
           if constexpr (kQ4) {                                                                    \
             const __m128i packed = _mm_loadu_si128(                                               \
                 reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));               \
@@ -667,7 +586,7 @@ void dot_tiles(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const A
 // (8 sums) beat 2 x 2, 2 x 3 and 4 x 1 by 5-40%; the 512-bit kernel holds 4 x 4 block pairs.
 struct Avx2Tiles {
   static constexpr int kRows = 1, kTokens = 4;
-  static constexpr bool kLoneTokenKernel = false;  // a lone token takes dot_group's four rows
+  static constexpr bool kLoneTokenKernel = false;  // a lone token takes kRows x 1 tiles
   template <gguf::GgmlType Type, int R, int T>
   static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
@@ -693,12 +612,11 @@ struct Avx512Tiles {
   }
 };
 
-constexpr int kGroup = 4;  // tokens per row pass
-constexpr int kRows = 4;   // rows per pass for the tokens left over (a lone decode token)
+constexpr int kRows = 4;  // rows per pass for the tokens left over (a lone decode token)
 // From this many tokens on, the tile kernel (same results, fewer instructions per block sum).
 constexpr int64_t kMinTokensForTiles = 4;
 
-template <gguf::GgmlType Type, class Dot, class Tiles>
+template <gguf::GgmlType Type, class Tiles>
 void dot_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const ActivationBlock* x,
               int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
   if (tokens >= kMinTokensForTiles) {
@@ -709,22 +627,17 @@ void dot_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const Ac
     lone_tokens_avx512<Type>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
     return;
   }
-  int64_t t = 0;
-  for (; t + kGroup <= tokens; t += kGroup) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-      dot_group<Type, Dot, 1, kGroup>(rows + r * row_stride, row_stride, x + t * x_stride, x_stride,
-                                      n, out + t * out_stride + r, out_stride);
-    }
-  }
-  for (; t < tokens; ++t) {
+  // Each token alone, four rows at a time: the tile kernel's unsigned nibbles and offsets (Q4_0)
+  // take fewer instructions per block than moving signs.
+  for (int64_t t = 0; t < tokens; ++t) {
     int64_t r = 0;
     for (; r + kRows <= n_rows; r += kRows) {
-      dot_group<Type, Dot, kRows, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0, n,
-                                     out + t * out_stride + r, 0);
+      Tiles::template tile<Type, kRows, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0,
+                                           n, out + t * out_stride + r, 0);
     }
     for (; r < n_rows; ++r) {
-      dot_group<Type, Dot, 1, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0, n,
-                                 out + t * out_stride + r, 0);
+      Tiles::template tile<Type, 1, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0, n,
+                                       out + t * out_stride + r, 0);
     }
   }
 }
@@ -750,21 +663,17 @@ struct Int8Kernels {
 const Int8Kernels& int8_kernels() {
   static const Int8Kernels kernels = [] {
 #ifdef SERVESCOPE_X86_SIMD
-    if (cpu_has("avxvnni") && cpu_has("avx512vnni")) {
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniDot, Avx512Tiles>,
-                         dot_rows<gguf::GgmlType::Q4_0, VnniDot, Avx512Tiles>};
-    }
-    if (cpu_has("avx2") && cpu_has("avx512vnni")) {  // AVX-512 VNNI without AVX-VNNI (Zen 4)
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx512Tiles>,
-                         dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx512Tiles>};
+    if (cpu_has("avx2") && cpu_has("avx512vnni")) {  // with or without AVX-VNNI (Zen 4)
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, Avx512Tiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, Avx512Tiles>};
     }
     if (cpu_has("avxvnni")) {
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniDot, VnniTiles>,
-                         dot_rows<gguf::GgmlType::Q4_0, VnniDot, VnniTiles>};
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniTiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, VnniTiles>};
     }
     if (cpu_has("avx2")) {
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx2Tiles>,
-                         dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx2Tiles>};
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, Avx2Tiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, Avx2Tiles>};
     }
 #endif
     return Int8Kernels{dot_portable<gguf::GgmlType::Q8_0>, dot_portable<gguf::GgmlType::Q4_0>};
@@ -847,16 +756,16 @@ std::vector<RowDotInt8Tokens> int8_kernel_variants(gguf::GgmlType type) {
                                             : dot_portable<gguf::GgmlType::Q4_0>};
 #ifdef SERVESCOPE_X86_SIMD
   if (cpu_has("avx2")) {
-    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx2Tiles>
-                          : dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx2Tiles>);
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, Avx2Tiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, Avx2Tiles>);
   }
   if (cpu_has("avxvnni")) {
-    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, VnniDot, VnniTiles>
-                          : dot_rows<gguf::GgmlType::Q4_0, VnniDot, VnniTiles>);
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, VnniTiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, VnniTiles>);
   }
   if (cpu_has("avx2") && cpu_has("avx512vnni")) {
-    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx512Tiles>
-                          : dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx512Tiles>);
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, Avx512Tiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, Avx512Tiles>);
   }
 #endif
   return variants;
