@@ -395,6 +395,12 @@ constexpr auto dot_quant_rows =
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+inline int64_t load_u64(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 // 8 bytes of row A then 8 of row B in one register: B's come in by a masked load (a merge on
 // any vector port), not by a shuffle on the port the conversions need.
 SERVESCOPE_AVX512_QUANT inline __m128i eight_and_eight(const uint8_t* a, const uint8_t* b) {
@@ -471,19 +477,106 @@ SERVESCOPE_AVX512_QUANT void dot_quant_pairs_avx512(const uint8_t* rows, uint64_
         horizontal_sum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
   }
 }
+// Eight tokens against one row: two tokens side by side per register (lanes 0-7 token 2p,
+// 8-15 token 2p + 1), the row's converted weights the same in both halves; each lane takes
+// accumulate_block's steps, so each token gets what the lone-token kernels give it. `x` is
+// pack_token_pairs_f32's layout.
+struct UnpackQ8_0Twice {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  SERVESCOPE_AVX512_QUANT static void unpack(const uint8_t* block, __m512 (&w)[4]) {
+    const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
+    for (int g = 0; g < 4; ++g) {
+      const __m128i eight = _mm_set1_epi64x(load_u64(qs + g * kLanes));
+      w[g] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(eight));
+    }
+  }
+};
+struct UnpackQ4_0Twice {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  SERVESCOPE_AVX512_QUANT static void unpack(const uint8_t* block, __m512 (&w)[4]) {
+    const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
+                                        0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+    const uint8_t* qs = block + offsetof(BlockQ4_0, qs);
+    const __m512i first = _mm512_cvtepu8_epi32(_mm_set1_epi64x(load_u64(qs)));
+    const __m512i second = _mm512_cvtepu8_epi32(_mm_set1_epi64x(load_u64(qs + 8)));
+    w[0] = _mm512_permutexvar_ps(first, table);
+    w[1] = _mm512_permutexvar_ps(second, table);
+    w[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(first, 4), table);
+    w[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(second, 4), table);
+  }
+};
+
+constexpr int kTokenPairs = 4;  // eight tokens per row pass
+
+template <class Twice>
+SERVESCOPE_AVX512_QUANT void dot_quant_group8_avx512(const uint8_t* row, const float* x, int64_t n,
+                                                     float* out, int64_t out_stride) {
+  const float* table = fp16_table();
+  __m512 acc[kTokenPairs];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * static_cast<int64_t>(Twice::kBlockBytes);
+    __m512 w[4];
+    Twice::unpack(block, w);
+    const __m512 d = _mm512_set1_ps(block_scale(table, block));
+    const float* xb = x + b * 4 * kTokenPairs * 16;
+#pragma GCC unroll 4
+    for (int p = 0; p < kTokenPairs; ++p) {
+      __m512 sum = _mm512_mul_ps(w[0], _mm512_loadu_ps(xb + (0 * kTokenPairs + p) * 16));
+      sum = _mm512_fmadd_ps(w[1], _mm512_loadu_ps(xb + (1 * kTokenPairs + p) * 16), sum);
+      sum = _mm512_fmadd_ps(w[2], _mm512_loadu_ps(xb + (2 * kTokenPairs + p) * 16), sum);
+      sum = _mm512_fmadd_ps(w[3], _mm512_loadu_ps(xb + (3 * kTokenPairs + p) * 16), sum);
+      acc[p] = _mm512_fmadd_ps(d, sum, acc[p]);
+    }
+  }
+  for (int p = 0; p < kTokenPairs; ++p) {
+    out[2 * p * out_stride] = horizontal_sum(_mm512_castps512_ps256(acc[p]));
+    out[(2 * p + 1) * out_stride] =
+        horizontal_sum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
+  }
+}
 #pragma GCC diagnostic pop
 
-// Groups of four tokens row by row (the AVX2 group kernel); each token left over eight rows at a
-// time, then two, then one.
-template <class Unpack, class Pair>
+// Eight tokens laid out for dot_quant_group8_avx512: per block b, weight group g and token pair
+// p, 16 floats [token 2p's elements 32b+8g .. +7 | token 2p+1's].
+void pack_token_pairs_f32(const float* x, int64_t x_stride, int64_t n, float* out) {
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    for (int g = 0; g < 4; ++g) {
+      for (int p = 0; p < kTokenPairs; ++p) {
+        float* dst = out + ((b * 4 + g) * kTokenPairs + p) * 16;
+        const int64_t at = b * kQuantBlock + g * kLanes;
+        std::memcpy(dst, x + 2 * p * x_stride + at, sizeof(float) * kLanes);
+        std::memcpy(dst + kLanes, x + (2 * p + 1) * x_stride + at, sizeof(float) * kLanes);
+      }
+    }
+  }
+}
+
+// Groups of eight tokens row by row (two per register), then of four (the AVX2 group kernel);
+// each token left over eight rows at a time, then two, then one.
+template <class Unpack, class Pair, class Twice>
 void dot_quant_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
                            int64_t x_stride, int64_t tokens, int64_t n, float* out,
                            int64_t out_stride) {
-  const int64_t grouped = tokens / kGroup * kGroup;
+  constexpr int64_t kEight = 2 * kTokenPairs;
+  int64_t t = 0;
+  if (tokens >= kEight) {
+    thread_local std::vector<float> packed;
+    packed.resize(static_cast<size_t>(n * kEight));
+    for (; t + kEight <= tokens; t += kEight) {
+      pack_token_pairs_f32(x + t * x_stride, x_stride, n, packed.data());
+      for (int64_t r = 0; r < n_rows; ++r) {
+        dot_quant_group8_avx512<Twice>(rows + r * row_stride, packed.data(), n,
+                                       out + t * out_stride + r, out_stride);
+      }
+    }
+  }
+  const int64_t grouped = t + (tokens - t) / kGroup * kGroup;
   dot_rows_in_groups<kGroup, dot_quant_group<Unpack, kGroup>, dot_quant_4rows<Unpack>,
-                     dot_quant_group<Unpack, 1>>(rows, row_stride, n_rows, x, x_stride, grouped, n,
-                                                 out, out_stride);
-  for (int64_t t = grouped; t < tokens; ++t) {
+                     dot_quant_group<Unpack, 1>>(rows, row_stride, n_rows, x + t * x_stride,
+                                                 x_stride, grouped - t, n, out + t * out_stride,
+                                                 out_stride);
+  for (t = grouped; t < tokens; ++t) {
     const float* xt = x + t * x_stride;
     float* ot = out + t * out_stride;
     int64_t r = 0;
@@ -789,8 +882,8 @@ std::vector<RowsDotTokens> quant_rows_kernel_variants(gguf::GgmlType type) {
   if ((q8 || type == gguf::GgmlType::Q4_0) && cpu_has_avx2()) {
     variants.push_back(q8 ? dot_quant_rows<UnpackQ8_0> : dot_quant_rows<UnpackQ4_0>);
     if (cpu_has_avx512_bw()) {
-      variants.push_back(q8 ? dot_quant_rows_avx512<UnpackQ8_0, UnpackQ8_0Pair>
-                            : dot_quant_rows_avx512<UnpackQ4_0, UnpackQ4_0Pair>);
+      variants.push_back(q8 ? dot_quant_rows_avx512<UnpackQ8_0, UnpackQ8_0Pair, UnpackQ8_0Twice>
+                            : dot_quant_rows_avx512<UnpackQ4_0, UnpackQ4_0Pair, UnpackQ4_0Twice>);
     }
   }
 #endif
