@@ -249,14 +249,15 @@ SERVESCOPE_AVX512_VNNI inline void store_tile_sums(const __m512 (&acc)[R][T], fl
 // Weights of block `block` (and the next one unless `lone`): the unsigned nibbles (Q4_0) or the
 // signed bytes and -128 x their sums of four (Q8_0), with the scales.
 template <gguf::GgmlType Type>
-SERVESCOPE_AVX512_VNNI inline void weight_pair(const uint8_t* block, bool lone, __m512i& w,
-                                               __m512i& w_extra, __m512& d_w) {
+SERVESCOPE_AVX512_VNNI inline void weight_pair(const float* half_to_float, const uint8_t* block,
+                                               bool lone, __m512i& w, __m512i& w_extra,
+                                               __m512& d_w) {
   using Block = typename BlockOf<Type>::Block;
   const uint8_t* next = lone ? block : block + sizeof(Block);
   uint16_t d_bits[2];
   std::memcpy(&d_bits[0], block, sizeof(uint16_t));
   std::memcpy(&d_bits[1], next, sizeof(uint16_t));
-  d_w = pair_of(_cvtsh_ss(d_bits[0]), _cvtsh_ss(d_bits[1]));
+  d_w = pair_of(half_to_float[d_bits[0]], half_to_float[d_bits[1]]);  // broadcast loads
   if constexpr (Type == gguf::GgmlType::Q4_0) {
     const __m256i packed = _mm256_set_m128i(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(next + offsetof(BlockQ4_0, qs))),
@@ -281,6 +282,7 @@ SERVESCOPE_AVX512_VNNI void tile_pairs_avx512(const uint8_t* rows, uint64_t row_
                                               const ActivationBlock* x, int64_t x_stride, int64_t n,
                                               float* out, int64_t out_stride) {
   using Block = typename BlockOf<Type>::Block;
+  const float* half_to_float = fp16_to_float_table();
   const int64_t blocks = n / kQuantBlock;
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
@@ -294,7 +296,8 @@ SERVESCOPE_AVX512_VNNI void tile_pairs_avx512(const uint8_t* rows, uint64_t row_
     __m512 d_w[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      weight_pair<Type>(rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block)), lone, w[r],
+      weight_pair<Type>(half_to_float,
+                        rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block)), lone, w[r],
                         w_extra[r], d_w[r]);
     }
 #pragma GCC unroll 8
@@ -333,13 +336,14 @@ template <gguf::GgmlType Type>
 SERVESCOPE_AVX512_VNNI void pack_weight_pairs(const uint8_t* row, int64_t blocks,
                                               WeightBlockPair* out) {
   using Block = typename BlockOf<Type>::Block;
+  const float* half_to_float = fp16_to_float_table();
   for (int64_t b = 0; b < blocks; b += 2) {
     WeightBlockPair& pair = out[b / 2];
     __m512i w;
     __m512i w_extra;
     __m512 d_w;
-    weight_pair<Type>(row + b * static_cast<int64_t>(sizeof(Block)), b + 1 == blocks, w, w_extra,
-                      d_w);
+    weight_pair<Type>(half_to_float, row + b * static_cast<int64_t>(sizeof(Block)), b + 1 == blocks,
+                      w, w_extra, d_w);
     if (b + 1 == blocks) {  // zero weights and scales in the odd lanes: they add exact zeros
       w = _mm512_maskz_mov_epi64(0x0F, w);
       w_extra = _mm512_maskz_mov_epi32(0x00FF, w_extra);
