@@ -583,6 +583,9 @@ SERVESCOPE_AVX512_QUANT void dot_q8_0_tile_avx512(const uint8_t* rows, uint64_t 
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+      if constexpr (R > 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);
+      }
       const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
       const __m512 low = _mm512_cvtepi32_ps(
           _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs))));
