@@ -347,6 +347,7 @@ SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, c
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
     for (int r = 0; r < 4; ++r) {
       const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Unpack::kBlockBytes);
+      _mm_prefetch(reinterpret_cast<const char*>(block + 4 * row_stride), _MM_HINT_T0);
       __m256 w[4];
       Unpack::unpack(block, w);
       accumulate_block<1>(w, block_scale(table, block), x + b * kQuantBlock, 0, acc[r]);
@@ -404,6 +405,9 @@ SERVESCOPE_AVX2 void dot_q8_0_tile(const uint8_t* rows, uint64_t row_stride, con
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+      if constexpr (R > 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);
+      }
       __m256 w[4];
       UnpackQ8_0::unpack(block, w);
       const __m256 d = _mm256_set1_ps(block_scale(table, block));
@@ -501,6 +505,9 @@ SERVESCOPE_AVX512_QUANT void dot_quant_pairs_avx512(const uint8_t* rows, uint64_
     for (int p = 0; p < Pairs; ++p) {
       const uint8_t* a = rows + 2 * p * row_stride + b * static_cast<int64_t>(Pair::kBlockBytes);
       const uint8_t* other = a + row_stride;
+      // The next group of rows' block: a decode's weights come from beyond L2.
+      _mm_prefetch(reinterpret_cast<const char*>(a + 2 * Pairs * row_stride), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(other + 2 * Pairs * row_stride), _MM_HINT_T0);
       __m512 w[4];
       Pair::unpack(a, other, w);
       __m512 sum = _mm512_mul_ps(w[0], xg[0]);

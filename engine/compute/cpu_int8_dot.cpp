@@ -127,6 +127,9 @@ SERVESCOPE_AVX2 inline float horizontal_sum(__m256 v) {
           uint16_t d_bits;                                                                        \
           std::memcpy(&d_bits, block, sizeof d_bits);                                             \
           d_w[r] = _mm256_set1_ps(half_to_float[d_bits]); /* a broadcast load, no convert */      \
+          if constexpr (R > 1) { /* a lone token's rows: fetch the next group's block early */    \
+            _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);     \
+          }                                                                                       \
           if constexpr (kQ4) {                                                                    \
             const __m128i packed = _mm_loadu_si128(                                               \
                 reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));               \
@@ -522,6 +525,11 @@ SERVESCOPE_AVX512_VNNI void lone_token_tile(const uint8_t* rows, uint64_t row_st
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block));
       const uint8_t* next = lone ? block : block + sizeof(Block);
+      if constexpr (R > 1) {  // the next group of rows' pair: a decode's weights come from L3
+        _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(next + R * row_stride + sizeof(Block) - 1),
+                     _MM_HINT_T0);
+      }
       const __m512i sums =
           lone_pair_sums<Type>(lone_weight_pair<Type>(block, next), q, token_extra);
       acc[r][0] = _mm512_mask3_fmadd_ps(lone_scales(table, block, next, d_x),
