@@ -263,22 +263,6 @@ SERVESCOPE_AVX2 void dot_f16_group(const uint8_t* row, const float* x, int64_t x
   }
 }
 
-// The block types: per block, the 32 weights as four registers of floats, then per token four
-// FMAs into the block's sum and one FMA of the block scale into the token's total.
-template <int T>
-SERVESCOPE_AVX2 void accumulate_block(const __m256 (&w)[4], float scale, const float* xb,
-                                      int64_t x_stride, __m256 (&acc)[T]) {
-  const __m256 d = _mm256_set1_ps(scale);
-  for (int t = 0; t < T; ++t) {
-    const float* xt = xb + t * x_stride;
-    __m256 sum = _mm256_mul_ps(w[0], _mm256_loadu_ps(xt));
-    sum = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xt + kLanes), sum);
-    sum = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xt + 2 * kLanes), sum);
-    sum = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xt + 3 * kLanes), sum);
-    acc[t] = _mm256_fmadd_ps(d, sum, acc[t]);
-  }
-}
-
 // A block's 32 weights as four registers of floats.
 struct UnpackQ8_0 {
   static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
@@ -322,40 +306,6 @@ SERVESCOPE_AVX2 void dequantize_blocks_avx2(const uint8_t* row, float* dst, int6
   }
 }
 
-template <class Unpack, int T>
-SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t x_stride,
-                                     int64_t n, float* out, int64_t out_stride) {
-  const float* table = fp16_table();
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(Unpack::kBlockBytes);
-    __m256 w[4];
-    Unpack::unpack(block, w);
-    accumulate_block<T>(w, block_scale(table, block), x + b * kQuantBlock, x_stride, acc);
-  }
-  for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
-}
-
-// Four rows against one token (four independent FMA chains), each sum as dot_quant_group's.
-template <class Unpack>
-SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, const float* x,
-                                     int64_t n, float* out) {
-  const float* table = fp16_table();
-  __m256 acc[4][1];
-  for (auto& a : acc) a[0] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    for (int r = 0; r < 4; ++r) {
-      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Unpack::kBlockBytes);
-      _mm_prefetch(reinterpret_cast<const char*>(block + 4 * row_stride), _MM_HINT_T0);
-      __m256 w[4];
-      Unpack::unpack(block, w);
-      accumulate_block<1>(w, block_scale(table, block), x + b * kQuantBlock, 0, acc[r]);
-    }
-  }
-  for (int r = 0; r < 4; ++r) out[r] = horizontal_sum(acc[r][0]);
-}
-
 using GroupKernel = void (*)(const uint8_t*, const float*, int64_t, int64_t, float*, int64_t);
 using FourRowsKernel = void (*)(const uint8_t*, uint64_t, const float*, int64_t, float*);
 
@@ -381,21 +331,18 @@ void dot_rows_in_groups(const uint8_t* rows, uint64_t row_stride, int64_t n_rows
   }
 }
 
-template <class Unpack>
-constexpr auto dot_quant_rows =
-    dot_rows_in_groups<kGroup, dot_quant_group<Unpack, kGroup>, dot_quant_4rows<Unpack>,
-                       dot_quant_group<Unpack, 1>>;
-
-// Q8_0's exact kernels take an order of their own, cheaper for signed bytes with 512-bit
-// registers than Q4_0's four groups of eight: lane l of 16 sums elements l and l + 16 of a block
-// (a product, then an FMA), then adds block scale x that into the lane's total by an FMA; the 16
+// Q8_0's and Q4_0's exact kernels: lane l of 16 sums elements l and l + 16 of a block (a
+// product, then an FMA), then adds block scale x that into the lane's total by an FMA; the 16
 // totals are added as lane l + lane l + 8, then the eight in order (horizontal_sum). AVX2 holds
-// lanes 0-7 and 8-15 in two registers, AVX-512 in one (elements 0..15 and 16..31 widened
-// straight from memory); every Q8_0 kernel takes these steps, so every variant gives a token the
-// same bits.
-template <int R, int T>
-SERVESCOPE_AVX2 void dot_q8_0_tile(const uint8_t* rows, uint64_t row_stride, const float* x,
-                                   int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
+// lanes 0-7 and 8-15 in two registers; AVX-512 in one, widening a row's 16 bytes (Q8_0: elements
+// 0..15 and 16..31; Q4_0: both nibbles of each) straight from memory, one row or token per
+// register. Every kernel of a type takes these steps, so every variant gives a token the same
+// bits; block scales are broadcast from the half-precision table (loads, not conversions on the
+// shuffle port). A lone token's kernels fetch the next row group's blocks ahead: a decode reads
+// its weights from beyond L2.
+template <class Unpack, int R, int T>
+SERVESCOPE_AVX2 void dot_quant_tile(const uint8_t* rows, uint64_t row_stride, const float* x,
+                                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
   const float* table = fp16_table();
   __m256 acc[R][T][2];
   for (int r = 0; r < R; ++r) {
@@ -404,12 +351,12 @@ SERVESCOPE_AVX2 void dot_q8_0_tile(const uint8_t* rows, uint64_t row_stride, con
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Unpack::kBlockBytes);
       if constexpr (R > 1) {
         _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);
       }
-      __m256 w[4];
-      UnpackQ8_0::unpack(block, w);
+      __m256 w[4];  // elements 0..7, 8..15, 16..23, 24..31
+      Unpack::unpack(block, w);
       const __m256 d = _mm256_set1_ps(block_scale(table, block));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
@@ -429,158 +376,54 @@ SERVESCOPE_AVX2 void dot_q8_0_tile(const uint8_t* rows, uint64_t row_stride, con
   }
 }
 
-template <int T>
-SERVESCOPE_AVX2 void dot_q8_0_group(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
-                                    float* out, int64_t out_stride) {
-  dot_q8_0_tile<1, T>(row, 0, x, x_stride, n, out, out_stride);
+template <class Unpack, int T>
+SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t x_stride,
+                                     int64_t n, float* out, int64_t out_stride) {
+  dot_quant_tile<Unpack, 1, T>(row, 0, x, x_stride, n, out, out_stride);
 }
-SERVESCOPE_AVX2 void dot_q8_0_4rows(const uint8_t* rows, uint64_t row_stride, const float* x,
-                                    int64_t n, float* out) {
-  dot_q8_0_tile<4, 1>(rows, row_stride, x, 0, n, out, 0);
+template <class Unpack>
+SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, const float* x,
+                                     int64_t n, float* out) {
+  dot_quant_tile<Unpack, 4, 1>(rows, row_stride, x, 0, n, out, 0);
 }
-constexpr auto dot_q8_0_rows =
-    dot_rows_in_groups<kGroup, dot_q8_0_group<kGroup>, dot_q8_0_4rows, dot_q8_0_group<1>>;
+template <class Unpack>
+constexpr auto dot_quant_rows =
+    dot_rows_in_groups<kGroup, dot_quant_group<Unpack, kGroup>, dot_quant_4rows<Unpack>,
+                       dot_quant_group<Unpack, 1>>;
 
-// AVX-512 for a lone token's Q8_0 and Q4_0 rows: two rows side by side in one 512-bit register
-// (lanes 0-7 row A, 8-15 row B), each lane taking exactly accumulate_block's steps (the same
-// products, FMAs and block-scale FMA in the same order, the same final sum), so the results
-// are dot_quant_4rows' bit for bit with half the arithmetic instructions. Q4_0's nibbles become
-// floats by a 16-entry table look-up (one permute per 16 weights, no conversion).
 #define SERVESCOPE_AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-inline int64_t load_u64(const uint8_t* p) {
-  int64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-// 8 bytes of row A then 8 of row B in one register: B's come in by a masked load (a merge on
-// any vector port), not by a shuffle on the port the conversions need.
-SERVESCOPE_AVX512_QUANT inline __m128i eight_and_eight(const uint8_t* a, const uint8_t* b) {
-  const __m128i low = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a));
-  return _mm_mask_loadu_epi64(low, 0x2, b - 8);  // only the high 8 bytes are read: b[0..7]
-}
-
-// Rows A's and B's blocks as four registers: w[g] = [A's elements 8g..8g+7 | B's].
-struct UnpackQ4_0Pair {
+// A block's elements 0..15 and 16..31 as two registers of floats.
+struct WidenQ8_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  SERVESCOPE_AVX512_QUANT static void widen(const uint8_t* block, __m512& low, __m512& high) {
+    const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
+    low = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs))));
+    high = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16))));
+  }
+};
+struct WidenQ4_0 {
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
-  SERVESCOPE_AVX512_QUANT static void unpack(const uint8_t* a, const uint8_t* b, __m512 (&w)[4]) {
-    // float(i - 8) at index i: the permute reads only an index's low four bits.
+  SERVESCOPE_AVX512_QUANT static void widen(const uint8_t* block, __m512& low, __m512& high) {
+    // float(i - 8) at index i: the permute reads only an index's low four bits, the low nibble.
     const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
                                         0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
-    const size_t at = offsetof(BlockQ4_0, qs);
-    const __m512i first = _mm512_cvtepu8_epi32(eight_and_eight(a + at, b + at));  // bytes 0..7
-    const __m512i second = _mm512_cvtepu8_epi32(eight_and_eight(a + at + 8, b + at + 8));
-    w[0] = _mm512_permutexvar_ps(first, table);  // low nibbles: elements 0..15
-    w[1] = _mm512_permutexvar_ps(second, table);
-    w[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(first, 4), table);  // high: 16..31
-    w[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(second, 4), table);
+    const __m512i bytes = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs))));
+    low = _mm512_permutexvar_ps(bytes, table);
+    high = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table);
   }
 };
 
-// [A's block scale x8 | B's x8], both broadcast from the half-precision table in memory.
-SERVESCOPE_AVX512_QUANT inline __m512 block_scale_pair(const float* table, const uint8_t* a,
-                                                       const uint8_t* b) {
-  return _mm512_mask_mov_ps(_mm512_set1_ps(block_scale(table, a)), 0xFF00,
-                            _mm512_set1_ps(block_scale(table, b)));
-}
-
-// 2 * Pairs rows against one token, each row's sum as dot_quant_group<Unpack, 1> takes it.
-template <class Pair, int Pairs>
-SERVESCOPE_AVX512_QUANT void dot_quant_pairs_avx512(const uint8_t* rows, uint64_t row_stride,
-                                                    const float* x, int64_t n, float* out) {
-  const float* table = fp16_table();
-  __m512 acc[Pairs];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    __m512 xg[4];
-    for (int g = 0; g < 4; ++g) {
-      const __m256d eight = _mm256_castps_pd(_mm256_loadu_ps(x + b * kQuantBlock + g * kLanes));
-      xg[g] = _mm512_castpd_ps(_mm512_broadcast_f64x4(eight));  // the same 8 for rows A and B
-    }
-#pragma GCC unroll 4
-    for (int p = 0; p < Pairs; ++p) {
-      const uint8_t* a = rows + 2 * p * row_stride + b * static_cast<int64_t>(Pair::kBlockBytes);
-      const uint8_t* other = a + row_stride;
-      // The next group of rows' block: a decode's weights come from beyond L2.
-      _mm_prefetch(reinterpret_cast<const char*>(a + 2 * Pairs * row_stride), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(other + 2 * Pairs * row_stride), _MM_HINT_T0);
-      __m512 w[4];
-      Pair::unpack(a, other, w);
-      __m512 sum = _mm512_mul_ps(w[0], xg[0]);
-      sum = _mm512_fmadd_ps(w[1], xg[1], sum);
-      sum = _mm512_fmadd_ps(w[2], xg[2], sum);
-      sum = _mm512_fmadd_ps(w[3], xg[3], sum);
-      acc[p] = _mm512_fmadd_ps(block_scale_pair(table, a, other), sum, acc[p]);
-    }
-  }
-  for (int p = 0; p < Pairs; ++p) {
-    out[2 * p] = horizontal_sum(_mm512_castps512_ps256(acc[p]));
-    out[2 * p + 1] =
-        horizontal_sum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
-  }
-}
-// Eight tokens against one row: two tokens side by side per register (lanes 0-7 token 2p,
-// 8-15 token 2p + 1), the row's converted weights the same in both halves; each lane takes
-// accumulate_block's steps, so each token gets what the lone-token kernels give it. `x` is
-// pack_token_pairs_f32's layout.
-struct UnpackQ4_0Twice {
-  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
-  SERVESCOPE_AVX512_QUANT static void unpack(const uint8_t* block, __m512 (&w)[4]) {
-    const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
-                                        0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
-    const uint8_t* qs = block + offsetof(BlockQ4_0, qs);
-    const __m512i first = _mm512_cvtepu8_epi32(_mm_set1_epi64x(load_u64(qs)));
-    const __m512i second = _mm512_cvtepu8_epi32(_mm_set1_epi64x(load_u64(qs + 8)));
-    w[0] = _mm512_permutexvar_ps(first, table);
-    w[1] = _mm512_permutexvar_ps(second, table);
-    w[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(first, 4), table);
-    w[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(second, 4), table);
-  }
-};
-
-constexpr int kTokenPairs = 4;  // eight tokens per row pass
-
-template <class Twice>
-SERVESCOPE_AVX512_QUANT void dot_quant_group8_avx512(const uint8_t* row, const float* x, int64_t n,
-                                                     float* out, int64_t out_stride) {
-  const float* table = fp16_table();
-  __m512 acc[kTokenPairs];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(Twice::kBlockBytes);
-    __m512 w[4];
-    Twice::unpack(block, w);
-    const __m512 d = _mm512_set1_ps(block_scale(table, block));
-    const float* xb = x + b * 4 * kTokenPairs * 16;
-#pragma GCC unroll 4
-    for (int p = 0; p < kTokenPairs; ++p) {
-      __m512 sum = _mm512_mul_ps(w[0], _mm512_loadu_ps(xb + (0 * kTokenPairs + p) * 16));
-      sum = _mm512_fmadd_ps(w[1], _mm512_loadu_ps(xb + (1 * kTokenPairs + p) * 16), sum);
-      sum = _mm512_fmadd_ps(w[2], _mm512_loadu_ps(xb + (2 * kTokenPairs + p) * 16), sum);
-      sum = _mm512_fmadd_ps(w[3], _mm512_loadu_ps(xb + (3 * kTokenPairs + p) * 16), sum);
-      acc[p] = _mm512_fmadd_ps(d, sum, acc[p]);
-    }
-  }
-  for (int p = 0; p < kTokenPairs; ++p) {
-    out[2 * p * out_stride] = horizontal_sum(_mm512_castps512_ps256(acc[p]));
-    out[(2 * p + 1) * out_stride] =
-        horizontal_sum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
-  }
-}
-#pragma GCC diagnostic pop
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// Q8_0 (its own order, above) with 512-bit registers: R rows x T tokens.
-template <int R, int T>
-SERVESCOPE_AVX512_QUANT void dot_q8_0_tile_avx512(const uint8_t* rows, uint64_t row_stride,
-                                                  const float* x, int64_t x_stride, int64_t n,
-                                                  float* out, int64_t out_stride) {
+template <class Widen, int R, int T>
+SERVESCOPE_AVX512_QUANT void dot_quant_tile_avx512(const uint8_t* rows, uint64_t row_stride,
+                                                   const float* x, int64_t x_stride, int64_t n,
+                                                   float* out, int64_t out_stride) {
   const float* table = fp16_table();
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
@@ -589,15 +432,13 @@ SERVESCOPE_AVX512_QUANT void dot_q8_0_tile_avx512(const uint8_t* rows, uint64_t 
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Widen::kBlockBytes);
       if constexpr (R > 1) {
         _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);
       }
-      const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
-      const __m512 low = _mm512_cvtepi32_ps(
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs))));
-      const __m512 high = _mm512_cvtepi32_ps(
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16))));
+      __m512 low;
+      __m512 high;
+      Widen::widen(block, low, high);
       const __m512 d = _mm512_set1_ps(block_scale(table, block));
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
@@ -610,103 +451,44 @@ SERVESCOPE_AVX512_QUANT void dot_q8_0_tile_avx512(const uint8_t* rows, uint64_t 
   }
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) {
-      const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1));
+      const __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1));
       out[t * out_stride + r] =
-          horizontal_sum(_mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), high));
+          horizontal_sum(_mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), upper));
     }
   }
 }
-
-template <int T>
-void dot_q8_0_group_avx512(const uint8_t* row, const float* x, int64_t x_stride, int64_t n,
-                           float* out, int64_t out_stride) {
-  dot_q8_0_tile_avx512<1, T>(row, 0, x, x_stride, n, out, out_stride);
-}
-void dot_q8_0_8rows_avx512(const uint8_t* rows, uint64_t row_stride, const float* x, int64_t n,
-                           float* out) {
-  dot_q8_0_tile_avx512<8, 1>(rows, row_stride, x, 0, n, out, 0);
-}
+#pragma GCC diagnostic pop
 
 // Groups of eight tokens row by row, then of four; each token left over eight rows at a time.
-void dot_q8_0_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
-                          int64_t x_stride, int64_t tokens, int64_t n, float* out,
-                          int64_t out_stride) {
+template <class Widen>
+void dot_quant_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                           int64_t x_stride, int64_t tokens, int64_t n, float* out,
+                           int64_t out_stride) {
   constexpr int64_t kEight = 8;
   const int64_t eights = tokens / kEight * kEight;
   for (int64_t t = 0; t < eights; t += kEight) {
     for (int64_t r = 0; r < n_rows; ++r) {
-      dot_q8_0_group_avx512<kEight>(rows + r * row_stride, x + t * x_stride, x_stride, n,
-                                    out + t * out_stride + r, out_stride);
+      dot_quant_tile_avx512<Widen, 1, kEight>(rows + r * row_stride, 0, x + t * x_stride, x_stride,
+                                              n, out + t * out_stride + r, out_stride);
     }
   }
   const int64_t fours = eights + (tokens - eights) / kGroup * kGroup;
   for (int64_t t = eights; t < fours; t += kGroup) {
     for (int64_t r = 0; r < n_rows; ++r) {
-      dot_q8_0_group_avx512<kGroup>(rows + r * row_stride, x + t * x_stride, x_stride, n,
-                                    out + t * out_stride + r, out_stride);
+      dot_quant_tile_avx512<Widen, 1, kGroup>(rows + r * row_stride, 0, x + t * x_stride, x_stride,
+                                              n, out + t * out_stride + r, out_stride);
     }
   }
   for (int64_t t = fours; t < tokens; ++t) {
     const float* xt = x + t * x_stride;
     float* ot = out + t * out_stride;
     int64_t r = 0;
-    for (; r + 8 <= n_rows; r += 8)
-      dot_q8_0_8rows_avx512(rows + r * row_stride, row_stride, xt, n, ot + r);
-    for (; r < n_rows; ++r) dot_q8_0_group_avx512<1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
-  }
-}
-#pragma GCC diagnostic pop
-
-// Eight tokens laid out for dot_quant_group8_avx512: per block b, weight group g and token pair
-// p, 16 floats [token 2p's elements 32b+8g .. +7 | token 2p+1's].
-void pack_token_pairs_f32(const float* x, int64_t x_stride, int64_t n, float* out) {
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    for (int g = 0; g < 4; ++g) {
-      for (int p = 0; p < kTokenPairs; ++p) {
-        float* dst = out + ((b * 4 + g) * kTokenPairs + p) * 16;
-        const int64_t at = b * kQuantBlock + g * kLanes;
-        std::memcpy(dst, x + 2 * p * x_stride + at, sizeof(float) * kLanes);
-        std::memcpy(dst + kLanes, x + (2 * p + 1) * x_stride + at, sizeof(float) * kLanes);
-      }
-    }
-  }
-}
-
-// Groups of eight tokens row by row (two per register), then of four (the AVX2 group kernel);
-// each token left over eight rows at a time, then two, then one.
-template <class Unpack, class Pair, class Twice>
-void dot_quant_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
-                           int64_t x_stride, int64_t tokens, int64_t n, float* out,
-                           int64_t out_stride) {
-  constexpr int64_t kEight = 2 * kTokenPairs;
-  int64_t t = 0;
-  if (tokens >= kEight) {
-    thread_local std::vector<float> packed;
-    packed.resize(static_cast<size_t>(n * kEight));
-    for (; t + kEight <= tokens; t += kEight) {
-      pack_token_pairs_f32(x + t * x_stride, x_stride, n, packed.data());
-      for (int64_t r = 0; r < n_rows; ++r) {
-        dot_quant_group8_avx512<Twice>(rows + r * row_stride, packed.data(), n,
-                                       out + t * out_stride + r, out_stride);
-      }
-    }
-  }
-  const int64_t grouped = t + (tokens - t) / kGroup * kGroup;
-  dot_rows_in_groups<kGroup, dot_quant_group<Unpack, kGroup>, dot_quant_4rows<Unpack>,
-                     dot_quant_group<Unpack, 1>>(rows, row_stride, n_rows, x + t * x_stride,
-                                                 x_stride, grouped - t, n, out + t * out_stride,
-                                                 out_stride);
-  for (t = grouped; t < tokens; ++t) {
-    const float* xt = x + t * x_stride;
-    float* ot = out + t * out_stride;
-    int64_t r = 0;
     for (; r + 8 <= n_rows; r += 8) {
-      dot_quant_pairs_avx512<Pair, 4>(rows + r * row_stride, row_stride, xt, n, ot + r);
+      dot_quant_tile_avx512<Widen, 8, 1>(rows + r * row_stride, row_stride, xt, 0, n, ot + r, 0);
     }
-    for (; r + 2 <= n_rows; r += 2) {
-      dot_quant_pairs_avx512<Pair, 1>(rows + r * row_stride, row_stride, xt, n, ot + r);
+    for (; r < n_rows; ++r) {
+      dot_quant_tile_avx512<Widen, 1, 1>(rows + r * row_stride, 0, xt, 0, n, ot + r, 0);
     }
-    for (; r < n_rows; ++r) dot_quant_group<Unpack, 1>(rows + r * row_stride, xt, 0, n, ot + r, 0);
   }
 }
 
@@ -874,7 +656,8 @@ const RowDotsTokens& row_dots_tokens() {
     if (cpu_has_avx2()) {
       RowDotsTokens avx2{dot_tokens_in_groups<kGroup, dot_f32_group<kGroup>, dot_f32_group<1>>,
                          dot_tokens_in_groups<kGroup, dot_f16_group<kGroup>, dot_f16_group<1>>,
-                         dot_tokens_in_groups<kGroup, dot_q8_0_group<kGroup>, dot_q8_0_group<1>>,
+                         dot_tokens_in_groups<kGroup, dot_quant_group<UnpackQ8_0, kGroup>,
+                                              dot_quant_group<UnpackQ8_0, 1>>,
                          dot_tokens_in_groups<kGroup, dot_quant_group<UnpackQ4_0, kGroup>,
                                               dot_quant_group<UnpackQ4_0, 1>>};
       if (cpu_has_avx512()) {
@@ -896,7 +679,8 @@ const RowDots& row_dots() {
   static const RowDots dots = [] {
 #ifdef SERVESCOPE_X86_SIMD
     if (cpu_has_avx2()) {
-      return RowDots{dot_f32, dot_one_token<dot_f16_group<1>>, dot_one_token<dot_q8_0_group<1>>,
+      return RowDots{dot_f32, dot_one_token<dot_f16_group<1>>,
+                     dot_one_token<dot_quant_group<UnpackQ8_0, 1>>,
                      dot_one_token<dot_quant_group<UnpackQ4_0, 1>>};
     }
 #endif
@@ -998,10 +782,9 @@ std::vector<RowsDotTokens> quant_rows_kernel_variants(gguf::GgmlType type) {
 #ifdef SERVESCOPE_X86_SIMD
   const bool q8 = type == gguf::GgmlType::Q8_0;
   if ((q8 || type == gguf::GgmlType::Q4_0) && cpu_has_avx2()) {
-    variants.push_back(q8 ? dot_q8_0_rows : dot_quant_rows<UnpackQ4_0>);
+    variants.push_back(q8 ? dot_quant_rows<UnpackQ8_0> : dot_quant_rows<UnpackQ4_0>);
     if (cpu_has_avx512_bw()) {
-      variants.push_back(q8 ? dot_q8_0_rows_avx512
-                            : dot_quant_rows_avx512<UnpackQ4_0, UnpackQ4_0Pair, UnpackQ4_0Twice>);
+      variants.push_back(q8 ? dot_quant_rows_avx512<WidenQ8_0> : dot_quant_rows_avx512<WidenQ4_0>);
     }
   }
 #endif
