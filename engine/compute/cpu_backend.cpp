@@ -45,6 +45,9 @@ constexpr int64_t kMinTilesPerProduct = 4;
 // Tiny products run on the calling thread: waking a worker costs about as much as this many
 // multiply-adds (a few microseconds), so a chunk of a threaded product gets at least this much.
 constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
+// Elementwise operations (norms, RoPE, SiLU, adds) give a thread at least this many elements:
+// a decode step's few rows stay on the caller, a prefill's rows split over the pool.
+constexpr int64_t kElementsPerChunk = int64_t{1} << 13;
 // From this many tokens on, Q8_0/Q4_0 products with 8-bit activations pack the tokens for the
 // 512-bit pair kernel (where the CPU has one); below, the row kernels read them as they are.
 constexpr int64_t kMinTokensForPairKernel = 8;
@@ -139,6 +142,13 @@ void add_rows(Tensor& x, const Tensor& y) {
 
 }  // namespace
 
+template <class Body>
+void CpuBackend::on_row_ranges(int64_t rows, int64_t cols, Body&& body) {
+  const int64_t grain = std::max<int64_t>(1, kElementsPerChunk / std::max<int64_t>(1, cols));
+  pool_->parallel_for(rows, grain,
+                      [&](int64_t begin, int64_t end, int /*thread*/) { body(begin, end); });
+}
+
 CpuBackend::CpuBackend(int threads, bool quantised_activations)
     : quantised_activations_(quantised_activations) {
   if (threads < 0) {
@@ -219,25 +229,35 @@ std::vector<uint8_t> CpuBackend::read_kv_bytes(const KvStore& store, bool values
 void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   assert(out.rows == static_cast<int64_t>(ids.size()) && out.cols == table.cols);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= table.rows) {
-      throw InputError("token id " + std::to_string(ids[i]) + " is outside the table of " +
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= table.rows) {
+      throw InputError("token id " + std::to_string(id) + " is outside the table of " +
                        std::to_string(table.rows) + " rows");
     }
-    gguf::dequantize_row(table.type, weight_row(table, ids[i]),
-                         row_ptr(out, static_cast<int64_t>(i)), table.cols);
   }
+  on_row_ranges(out.rows, out.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      gguf::dequantize_row(table.type, weight_row(table, ids[static_cast<size_t>(i)]),
+                           row_ptr(out, i), table.cols);
+    }
+  });
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  rms_norm_rows(x, weight, eps, out);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor out_rows = out.row_range(begin, end - begin);
+    rms_norm_rows(x.row_range(begin, end - begin), weight, eps, out_rows);
+  });
 }
 
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  layer_norm_rows(x, weight, bias, eps, out);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor out_rows = out.row_range(begin, end - begin);
+    layer_norm_rows(x.row_range(begin, end - begin), weight, bias, eps, out_rows);
+  });
 }
 
 // The fusions are the plain operations one after the other, timed as one operation of the
@@ -245,15 +265,23 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor&
 void CpuBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& weight, float eps,
                               Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  add_rows(x, y);
-  rms_norm_rows(x, weight, eps, out);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor x_rows = x.row_range(begin, end - begin);
+    Tensor out_rows = out.row_range(begin, end - begin);
+    add_rows(x_rows, y.row_range(begin, end - begin));
+    rms_norm_rows(x_rows, weight, eps, out_rows);
+  });
 }
 
 void CpuBackend::add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight,
                                 const Tensor& bias, float eps, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  add_rows(x, y);
-  layer_norm_rows(x, weight, bias, eps, out);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor x_rows = x.row_range(begin, end - begin);
+    Tensor out_rows = out.row_range(begin, end - begin);
+    add_rows(x_rows, y.row_range(begin, end - begin));
+    layer_norm_rows(x_rows, weight, bias, eps, out_rows);
+  });
 }
 
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
@@ -269,10 +297,12 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
   }
   if (bias != nullptr) {
     const float* b = row_ptr(*bias, 0);
-    for (int64_t r = 0; r < out.rows; ++r) {
-      float* o = row_ptr(out, r);
-      for (int64_t c = 0; c < out.cols; ++c) o[c] += b[c];
-    }
+    on_row_ranges(out.rows, out.cols, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        float* o = row_ptr(out, r);
+        for (int64_t c = 0; c < out.cols; ++c) o[c] += b[c];
+      }
+    });
   }
 }
 
@@ -381,21 +411,23 @@ void CpuBackend::rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32
   // Normal mode turns (2i, 2i+1), neox mode (i, i + d/2).
   const int64_t stride = rope.neox ? 1 : 2;
   const int64_t partner = rope.neox ? pairs : 1;
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* row = row_ptr(x, r);
-    const float* angles = table.cos_sin.data() + positions[r] * 2 * pairs;
-    for (int64_t i = 0; i < pairs; ++i) {
-      const float cos_t = angles[2 * i];
-      const float sin_t = angles[2 * i + 1];
-      for (int64_t head = 0; head < x.cols / head_dim; ++head) {
-        float* first = row + head * head_dim + stride * i;
-        const float a = first[0];
-        const float b = first[partner];
-        first[0] = a * cos_t - b * sin_t;
-        first[partner] = a * sin_t + b * cos_t;
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = row_ptr(x, r);
+      const float* angles = table.cos_sin.data() + positions[static_cast<size_t>(r)] * 2 * pairs;
+      for (int64_t i = 0; i < pairs; ++i) {
+        const float cos_t = angles[2 * i];
+        const float sin_t = angles[2 * i + 1];
+        for (int64_t head = 0; head < x.cols / head_dim; ++head) {
+          float* first = row + head * head_dim + stride * i;
+          const float a = first[0];
+          const float b = first[partner];
+          first[0] = a * cos_t - b * sin_t;
+          first[partner] = a * sin_t + b * cos_t;
+        }
       }
     }
-  }
+  });
 }
 
 void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
@@ -426,14 +458,17 @@ void CpuBackend::store_kv(const Tensor& keys, const Tensor& values, std::span<co
   const ScopedTimer timer(profile_, telemetry::KernelKind::kAttention);
   assert(keys.rows == static_cast<int64_t>(slots.size()) && keys.cols == store.kv_dim);
   const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
-  for (int64_t r = 0; r < keys.rows; ++r) {
-    const auto slot = static_cast<uint64_t>(slots[static_cast<size_t>(r)]);
-    assert(slot < static_cast<uint64_t>(store.slots));
-    gguf::quantize_row(store.type, row_ptr(keys, r), host(store.keys).bytes.data() + slot * stride,
-                       store.kv_dim);
-    gguf::quantize_row(store.type, row_ptr(values, r),
-                       host(store.values).bytes.data() + slot * stride, store.kv_dim);
-  }
+  // New tokens have distinct slots, so rows can be stored from different threads.
+  on_row_ranges(keys.rows, 2 * keys.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const auto slot = static_cast<uint64_t>(slots[static_cast<size_t>(r)]);
+      assert(slot < static_cast<uint64_t>(store.slots));
+      gguf::quantize_row(store.type, row_ptr(keys, r),
+                         host(store.keys).bytes.data() + slot * stride, store.kv_dim);
+      gguf::quantize_row(store.type, row_ptr(values, r),
+                         host(store.values).bytes.data() + slot * stride, store.kv_dim);
+    }
+  });
 }
 
 namespace {
@@ -560,69 +595,85 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
 
 void CpuBackend::add(Tensor& x, const Tensor& y) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  add_rows(x, y);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor x_rows = x.row_range(begin, end - begin);
+    add_rows(x_rows, y.row_range(begin, end - begin));
+  });
 }
 
 void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  for (int64_t r = 0; r < gate.rows; ++r) {
-    const float* g = row_ptr(gate, r);
-    const float* u = row_ptr(up, r);
-    float* o = row_ptr(out, r);
-    for (int64_t c = 0; c < gate.cols; ++c) o[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
-  }
+  on_row_ranges(gate.rows, gate.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* g = row_ptr(gate, r);
+      const float* u = row_ptr(up, r);
+      float* o = row_ptr(out, r);
+      for (int64_t c = 0; c < gate.cols; ++c) o[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+    }
+  });
 }
 
 void CpuBackend::gelu(Tensor& x) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* v = row_ptr(x, r);
-    for (int64_t c = 0; c < x.cols; ++c) {
-      const float u = v[c];
-      v[c] = 0.5f * u * (1.0f + std::tanh(kSqrt2OverPi * (u + 0.044715f * u * u * u)));
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* v = row_ptr(x, r);
+      for (int64_t c = 0; c < x.cols; ++c) {
+        const float u = v[c];
+        v[c] = 0.5f * u * (1.0f + std::tanh(kSqrt2OverPi * (u + 0.044715f * u * u * u)));
+      }
     }
-  }
+  });
 }
 
 void CpuBackend::gelu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t r = 0; r < gate.rows; ++r) {
-    const float* g = row_ptr(gate, r);
-    const float* u = row_ptr(up, r);
-    float* o = row_ptr(out, r);
-    for (int64_t c = 0; c < gate.cols; ++c) {
-      const float v = g[c];
-      o[c] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v))) * u[c];
+  on_row_ranges(gate.rows, gate.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* g = row_ptr(gate, r);
+      const float* u = row_ptr(up, r);
+      float* o = row_ptr(out, r);
+      for (int64_t c = 0; c < gate.cols; ++c) {
+        const float v = g[c];
+        o[c] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v))) * u[c];
+      }
     }
-  }
+  });
 }
 
 void CpuBackend::scale(Tensor& x, float factor) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* v = row_ptr(x, r);
-    for (int64_t c = 0; c < x.cols; ++c) v[c] *= factor;
-  }
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* v = row_ptr(x, r);
+      for (int64_t c = 0; c < x.cols; ++c) v[c] *= factor;
+    }
+  });
 }
 
 void CpuBackend::soft_cap(Tensor& x, float cap) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   assert(cap > 0.0f);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* v = row_ptr(x, r);
-    for (int64_t c = 0; c < x.cols; ++c) v[c] = cap * std::tanh(v[c] / cap);
-  }
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* v = row_ptr(x, r);
+      for (int64_t c = 0; c < x.cols; ++c) v[c] = cap * std::tanh(v[c] / cap);
+    }
+  });
 }
 
 void CpuBackend::rms_norm_heads(Tensor& x, const Tensor& weight, int64_t head_dim, float eps) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
   assert(x.cols % head_dim == 0 && weight.cols == head_dim);
-  for (int64_t head = 0; head < x.cols / head_dim; ++head) {
-    Tensor columns = x.columns(head * head_dim, head_dim);
-    rms_norm_rows(columns, weight, eps, columns);
-  }
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    const Tensor rows = x.row_range(begin, end - begin);
+    for (int64_t head = 0; head < x.cols / head_dim; ++head) {
+      Tensor columns = rows.columns(head * head_dim, head_dim);
+      rms_norm_rows(columns, weight, eps, columns);
+    }
+  });
 }
 
 }  // namespace servescope::compute

@@ -114,6 +114,11 @@ class CpuBackend final : public Backend {
   // Rotates each head's pairs of x by its row's position (rope and rope_qk), from rope_table_.
   void rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
                     const RopeSpec& rope);
+  // body(begin, end) over row ranges covering [0, rows), split over the pool when there is
+  // enough work (prefill's many tokens), on the calling thread otherwise (decode). Every row is
+  // computed whole on one thread, so elementwise results do not depend on the split.
+  template <class Body>
+  void on_row_ranges(int64_t rows, int64_t cols, Body&& body);
   // Attention of query rows [begin, end), with one thread's scratch.
   void attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                    const AttentionBatch& batch, Tensor& out, Tensor* weights, int64_t begin,
