@@ -486,15 +486,156 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
 
 }  // namespace
 
+namespace {
+
+// A sequence with at least this many new query rows (prefill) takes the tiled attention; fewer
+// (decode) the row-by-row one.
+constexpr int64_t kMinRowsForTiledAttention = 8;
+
+// Whether one KV head's columns of a stored row can be converted on their own: whole blocks.
+bool kv_head_is_separable(const KvStore& store, int64_t head_dim) {
+  return store.type != gguf::GgmlType::Q8_0 || head_dim % gguf::kQuantBlock == 0;
+}
+
+}  // namespace
+
 void CpuBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                            const AttentionBatch& batch, Tensor& out, Tensor* weights) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kAttention);
-  // Query rows are independent (each reads only its own sequence's context), so they split
-  // over the threads; rows of one sequence mostly land on one thread and share its gather.
-  pool_->parallel_for(q.rows, 1, [&](int64_t begin, int64_t end, int thread) {
-    attend_rows(q, store, shape, batch, out, weights, begin, end,
-                attention_scratch_[static_cast<size_t>(thread)]);
-  });
+  // The work of this call: per-row work (decode's rows, all heads) and tiles of a prefill's
+  // rows (one KV head each); each item is computed whole on one thread, so the split over
+  // threads changes no result. A sequence's run of many rows (prefill) is cut into tiles in
+  // fixed places counted from the run's start (not from the thread count or the batch).
+  struct AttentionWork {
+    std::vector<std::pair<int64_t, int64_t>> row_ranges;
+    std::vector<AttentionTile> tiles;
+  };
+  AttentionWork work;
+  const bool separable = kv_head_is_separable(store, shape.head_dim);
+  for (int64_t begin = 0; begin < q.rows;) {
+    int64_t end = begin + 1;
+    const int32_t offset = batch.context_offsets[static_cast<size_t>(begin)];
+    while (end < q.rows && batch.context_offsets[static_cast<size_t>(end)] == offset) ++end;
+    if (separable && end - begin >= kMinRowsForTiledAttention) {
+      for (int64_t first = begin; first < end; first += kAttentionTileRows) {
+        for (int64_t g = 0; g < shape.n_kv_heads; ++g) {
+          work.tiles.push_back({first, std::min(end, first + kAttentionTileRows), g});
+        }
+      }
+    } else {
+      work.row_ranges.emplace_back(begin, end);
+    }
+    begin = end;
+  }
+  if (work.tiles.empty()) {
+    // Query rows are independent (each reads only its own sequence's context), so they split
+    // over the threads; rows of one sequence mostly land on one thread and share its gather.
+    pool_->parallel_for(q.rows, 1, [&](int64_t begin, int64_t end, int thread) {
+      attend_rows(q, store, shape, batch, out, weights, begin, end,
+                  attention_scratch_[static_cast<size_t>(thread)]);
+    });
+    return;
+  }
+  // A tile costs about its rows' context lengths: the latest (longest) first, so that the short
+  // ones fill the gaps at the end.
+  std::sort(work.tiles.begin(), work.tiles.end(),
+            [&](const AttentionTile& a, const AttentionTile& b) {
+              const int32_t pa = batch.positions[static_cast<size_t>(a.end - 1)];
+              const int32_t pb = batch.positions[static_cast<size_t>(b.end - 1)];
+              return pa != pb ? pa > pb
+                              : (a.begin != b.begin ? a.begin < b.begin : a.kv_head < b.kv_head);
+            });
+  const auto ranges = static_cast<int64_t>(work.row_ranges.size());
+  pool_->parallel_for(ranges + static_cast<int64_t>(work.tiles.size()), 1,
+                      [&](int64_t begin, int64_t end, int thread) {
+                        AttentionScratch& scratch = attention_scratch_[static_cast<size_t>(thread)];
+                        for (int64_t item = begin; item < end; ++item) {
+                          if (item < ranges) {
+                            const auto [first, last] = work.row_ranges[static_cast<size_t>(item)];
+                            attend_rows(q, store, shape, batch, out, weights, first, last, scratch);
+                          } else {
+                            attend_tile(q, store, shape, batch, out, weights,
+                                        work.tiles[static_cast<size_t>(item - ranges)], scratch);
+                          }
+                        }
+                      });
+}
+
+void CpuBackend::attend_tile(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                             const AttentionBatch& batch, Tensor& out, Tensor* weights,
+                             const AttentionTile& tile, AttentionScratch& scratch) {
+  const int64_t d = shape.head_dim;
+  const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
+  const float scale = shape.score_scale();
+  const float softcap = shape.softcap;
+  const int64_t rows = tile.end - tile.begin;
+  const auto n_keys_of = [&](int64_t i) {  // causal: positions 0 ..= the row's own
+    return int64_t{batch.positions[static_cast<size_t>(i)]} + 1;
+  };
+  const auto first_key_of = [&](int64_t i) {  // a sliding window hides the keys further back
+    return shape.window > 0 ? std::max<int64_t>(0, n_keys_of(i) - shape.window) : 0;
+  };
+  // The tile's keys: from the first any row sees to the last any row sees.
+  int64_t key_begin = first_key_of(tile.begin);
+  int64_t key_end = n_keys_of(tile.begin);
+  for (int64_t i = tile.begin + 1; i < tile.end; ++i) {
+    key_begin = std::min(key_begin, first_key_of(i));
+    key_end = std::max(key_end, n_keys_of(i));
+  }
+  const int64_t keys = key_end - key_begin;
+  // This KV head's keys and values, gathered from their slots into [keys x d] and converted.
+  const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
+  const uint64_t head_offset = gguf::row_bytes(store.type, tile.kv_head * d);
+  const int32_t* slots =
+      batch.slot_map.data() + batch.context_offsets[static_cast<size_t>(tile.begin)];
+  scratch.keys.resize(static_cast<size_t>(keys * d));
+  scratch.values.resize(static_cast<size_t>(keys * d));
+  for (int64_t t = 0; t < keys; ++t) {
+    const uint64_t at = static_cast<uint64_t>(slots[key_begin + t]) * stride + head_offset;
+    dequantize_row_fast(store.type, host(store.keys).bytes.data() + at, scratch.keys.data() + t * d,
+                        d);
+    dequantize_row_fast(store.type, host(store.values).bytes.data() + at,
+                        scratch.values.data() + t * d, d);
+  }
+  std::vector<float>& p = scratch.scores;  // [rows x keys]: scores, then probabilities
+  p.resize(static_cast<size_t>(rows * keys));
+  for (int64_t h = tile.kv_head * group; h < (tile.kv_head + 1) * group; ++h) {
+    // scores = scale * Q_h K^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
+                static_cast<blasint>(keys), static_cast<blasint>(d), scale,
+                row_ptr(q, tile.begin) + h * d, static_cast<blasint>(q.row_stride),
+                scratch.keys.data(), static_cast<blasint>(d), 0.0f, p.data(),
+                static_cast<blasint>(keys));
+    for (int64_t i = tile.begin; i < tile.end; ++i) {
+      float* row = p.data() + (i - tile.begin) * keys;
+      // The row's keys are [lo, hi) of the tile's; the others get probability 0.
+      const int64_t lo = first_key_of(i) - key_begin;
+      const int64_t hi = n_keys_of(i) - key_begin;
+      float max_score = -INFINITY;
+      for (int64_t t = lo; t < hi; ++t) {
+        if (softcap > 0.0f) row[t] = softcap * std::tanh(row[t] / softcap);
+        max_score = std::max(max_score, row[t]);
+      }
+      float sum = 0.0f;
+      for (int64_t t = lo; t < hi; ++t) {
+        row[t] = std::exp(row[t] - max_score);
+        sum += row[t];
+      }
+      std::fill(row, row + lo, 0.0f);
+      std::fill(row + hi, row + keys, 0.0f);
+      for (int64_t t = lo; t < hi; ++t) row[t] /= sum;
+      if (weights != nullptr) {
+        float* captured = row_ptr(*weights, i * shape.n_heads + h);
+        std::fill(captured, captured + key_begin + lo, 0.0f);
+        std::copy(row + lo, row + hi, captured + key_begin + lo);
+      }
+    }
+    // out_h = P V
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows),
+                static_cast<blasint>(d), static_cast<blasint>(keys), 1.0f, p.data(),
+                static_cast<blasint>(keys), scratch.values.data(), static_cast<blasint>(d), 0.0f,
+                row_ptr(out, tile.begin) + h * d, static_cast<blasint>(out.row_stride));
+  }
 }
 
 namespace {

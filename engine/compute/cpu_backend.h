@@ -119,6 +119,18 @@ class CpuBackend final : public Backend {
   // computed whole on one thread, so elementwise results do not depend on the split.
   template <class Body>
   void on_row_ranges(int64_t rows, int64_t cols, Body&& body);
+  // Prefill's attention: one sequence's query rows [begin, end) (a tile of at most
+  // kAttentionTileRows) for the query heads of KV head kv_head, as two small products per head
+  // (scores = Q K^T, out = P V) with the softmax between them.
+  struct AttentionTile {
+    int64_t begin = 0;
+    int64_t end = 0;
+    int64_t kv_head = 0;
+  };
+  static constexpr int64_t kAttentionTileRows = 16;
+  void attend_tile(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                   const AttentionBatch& batch, Tensor& out, Tensor* weights,
+                   const AttentionTile& tile, AttentionScratch& scratch);
   // Attention of query rows [begin, end), with one thread's scratch.
   void attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                    const AttentionBatch& batch, Tensor& out, Tensor* weights, int64_t begin,
