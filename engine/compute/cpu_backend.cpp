@@ -7,18 +7,69 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute {
+
+// Activation memory a step frees is reused by the next: the same shapes come back every layer
+// and step, so a prefill does not page-fault and clear fresh pages for each intermediate
+// tensor (as a first, cold forward pass otherwise does). Buffers hand their floats back when
+// they die, possibly after the backend, so the recycler is shared with them.
+class ActivationRecycler {
+ public:
+  // Zeroed floats of size n, from a freed vector big enough (but not wastefully) if any.
+  std::vector<float> take(size_t n) {
+    std::vector<float> floats;
+    {
+      const std::lock_guard lock(mutex_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        const size_t capacity = it->capacity();
+        if (capacity >= n && capacity <= 2 * n + 1024 &&
+            (best == free_.end() || capacity < best->capacity())) {
+          best = it;
+        }
+      }
+      if (best != free_.end()) {
+        floats = std::move(*best);
+        free_.erase(best);
+        held_ -= floats.capacity();
+      }
+    }
+    floats.assign(n, 0.0f);
+    return floats;
+  }
+  void give(std::vector<float>&& floats) {
+    const std::lock_guard lock(mutex_);
+    if (floats.capacity() == 0 || held_ + floats.capacity() > kMaxHeldFloats) return;
+    held_ += floats.capacity();
+    free_.push_back(std::move(floats));
+  }
+
+ private:
+  static constexpr size_t kMaxHeldFloats = size_t{16} << 20;  // 64 MiB
+  std::mutex mutex_;
+  std::vector<std::vector<float>> free_;
+  size_t held_ = 0;
+};
+
 namespace {
 
 // Host memory: floats for activations, raw GGML bytes for weights.
 struct CpuBuffer final : Buffer {
   std::vector<float> floats;
   std::vector<uint8_t> bytes;
+  std::shared_ptr<ActivationRecycler> recycler;  // activations: where the floats go back
+  CpuBuffer() = default;
+  CpuBuffer(const CpuBuffer&) = delete;
+  CpuBuffer& operator=(const CpuBuffer&) = delete;
+  ~CpuBuffer() override {
+    if (recycler != nullptr) recycler->give(std::move(floats));
+  }
 };
 
 CpuBuffer& host(const std::shared_ptr<Buffer>& buffer) { return static_cast<CpuBuffer&>(*buffer); }
@@ -157,11 +208,27 @@ CpuBackend::CpuBackend(int threads, bool quantised_activations)
   }
   pool_ =
       std::make_unique<CpuThreadPool>(threads == 0 ? CpuThreadPool::default_threads() : threads);
-  dequantize_scratch_.resize(static_cast<size_t>(pool_->threads()));
+  recycler_ = std::make_shared<ActivationRecycler>();
+  // Sized for the largest tile now, at load, rather than grown inside the first prefill.
+  dequantize_scratch_.assign(static_cast<size_t>(pool_->threads()),
+                             std::vector<float>(static_cast<size_t>(kTileElements)));
   attention_scratch_.resize(static_cast<size_t>(pool_->threads()));
   // The pool splits products; OpenBLAS threads on top of it would oversubscribe the cores.
   openblas_set_num_threads(1);
   if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+  warm_up_blas();
+}
+
+void CpuBackend::warm_up_blas() {
+  // OpenBLAS takes its packing buffers from the OS on a thread's first sgemm; one small product
+  // per thread here, at load, keeps those page faults out of the first prefill.
+  constexpr int64_t n = 64;
+  const std::vector<float> ones(static_cast<size_t>(n * n), 1.0f);
+  pool_->parallel_for(pool_->threads(), 1, [&](int64_t, int64_t, int /*thread*/) {
+    std::vector<float> product(static_cast<size_t>(n * n));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, ones.data(), n, ones.data(),
+                n, 0.0f, product.data(), n);
+  });
 }
 
 telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(profile_.times, {}); }
@@ -176,9 +243,15 @@ std::vector<telemetry::KernelSpan> CpuBackend::take_kernel_spans() {
   return std::exchange(profile_.spans, {});
 }
 
-Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose /*purpose*/) {
+Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) {
   auto buffer = std::make_shared<CpuBuffer>();
-  buffer->floats.assign(static_cast<size_t>(rows * cols), 0.0f);
+  const auto n = static_cast<size_t>(rows * cols);
+  if (purpose == BufferPurpose::kActivations) {
+    buffer->floats = recycler_->take(n);
+    buffer->recycler = recycler_;
+  } else {
+    buffer->floats.assign(n, 0.0f);
+  }
   return Tensor{buffer, 0, rows, cols, cols};
 }
 

@@ -18,6 +18,8 @@
 
 namespace servescope::compute {
 
+class ActivationRecycler;  // cpu_backend.cpp
+
 class CpuBackend final : public Backend {
  public:
   // threads: 0 for CpuThreadPool::default_threads(); InputError below 0. quantised_activations:
@@ -91,7 +93,11 @@ class CpuBackend final : public Backend {
   void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 
+  void warm_up_blas();
+
   std::unique_ptr<CpuThreadPool> pool_;
+  // Freed activation memory, reused by the next tensors of the same size.
+  std::shared_ptr<ActivationRecycler> recycler_;
   bool quantised_activations_ = false;
   std::vector<ActivationBlock> quantised_x_;  // the tokens of the current product, quantised
   std::vector<TokenBlockPair> packed_x_;      // the same for the pair kernel (many tokens)
