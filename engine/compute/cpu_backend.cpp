@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <chrono>
 #include <cmath>
@@ -80,6 +81,73 @@ float* row_ptr(const Tensor& t, int64_t row) {
 
 const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
   return host(w.buffer).bytes.data() + row * gguf::row_bytes(w.type, w.cols);
+}
+
+// Loops compiled also for AVX-512 and AVX2, picked at run time; products and sums stay
+// separate roundings (no contraction into FMAs), so every version gives the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SERVESCOPE_VECTOR_CLONES \
+  __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#define SERVESCOPE_LANE_INLINE __attribute__((always_inline, optimize("fp-contract=off")))
+#elif defined(__x86_64__) && defined(__clang__)
+#define SERVESCOPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define SERVESCOPE_LANE_INLINE __attribute__((always_inline))
+#else
+#define SERVESCOPE_VECTOR_CLONES
+#define SERVESCOPE_LANE_INLINE
+#endif
+
+// e^x in plain float operations that vectorise inside the clones' loops (Cephes' expf:
+// x = k ln2 + r, a degree-6 polynomial in r, 2^k from the exponent bits; within 2 ulp of
+// std::exp), rounding k by adding 1.5 * 2^23, so every version gives the same bits. x is
+// clamped to [-87, 88]: e^-87 stands in for anything smaller.
+SERVESCOPE_LANE_INLINE inline float exp_lanes(float x) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  x = std::min(std::max(x, -87.0f), 88.0f);
+  const float k = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  return y * std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
+}
+
+// o = silu(g) * u = g / (1 + e^-g) * u over n elements.
+SERVESCOPE_VECTOR_CLONES void silu_mul_row(const float* g, const float* u, float* o, int64_t n) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  for (int64_t c = 0; c < n; ++c) o[c] = g[c] / (1.0f + exp_lanes(-g[c])) * u[c];
+}
+
+// row[t] = e^(row[t] - max) for t < n; returns their sum, taken in 16 partial sums in a fixed
+// order (the same whatever the vector width).
+SERVESCOPE_VECTOR_CLONES float exp_shifted_sum(float* row, int64_t n, float max) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  constexpr int64_t kLanes = 16;
+  float partial[kLanes] = {};
+  int64_t t = 0;
+  for (; t + kLanes <= n; t += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      row[t + j] = exp_lanes(row[t + j] - max);
+      partial[j] += row[t + j];
+    }
+  }
+  float sum = 0.0f;
+  for (const float p : partial) sum += p;
+  for (; t < n; ++t) {
+    row[t] = exp_lanes(row[t] - max);
+    sum += row[t];
+  }
+  return sum;
 }
 
 // Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
@@ -689,11 +757,7 @@ void CpuBackend::attend_tile(const Tensor& q, const KvStore& store, const Attent
         if (softcap > 0.0f) row[t] = softcap * std::tanh(row[t] / softcap);
         max_score = std::max(max_score, row[t]);
       }
-      float sum = 0.0f;
-      for (int64_t t = lo; t < hi; ++t) {
-        row[t] = std::exp(row[t] - max_score);
-        sum += row[t];
-      }
+      const float sum = exp_shifted_sum(row + lo, hi - lo, max_score);
       std::fill(row, row + lo, 0.0f);
       std::fill(row + hi, row + keys, 0.0f);
       for (int64_t t = lo; t < hi; ++t) row[t] /= sum;
@@ -714,16 +778,7 @@ void CpuBackend::attend_tile(const Tensor& q, const KvStore& store, const Attent
 namespace {
 
 // out[c] += p * v[c], the value half of attention (a prefill's attention spends about half its
-// time here). Also compiled for AVX-512 and AVX2, picked at run time; products and sums stay
-// separate roundings (no contraction into FMAs), so every version gives the same bits.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SERVESCOPE_VECTOR_CLONES \
-  __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
-#elif defined(__x86_64__) && defined(__clang__)
-#define SERVESCOPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define SERVESCOPE_VECTOR_CLONES
-#endif
+// time here).
 SERVESCOPE_VECTOR_CLONES void add_scaled(float* out, const float* v, float p, int64_t d) {
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -822,7 +877,7 @@ void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
       const float* g = row_ptr(gate, r);
       const float* u = row_ptr(up, r);
       float* o = row_ptr(out, r);
-      for (int64_t c = 0; c < gate.cols; ++c) o[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+      silu_mul_row(g, u, o, gate.cols);
     }
   });
 }
