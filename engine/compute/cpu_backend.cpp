@@ -501,12 +501,15 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
 
 void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   const int64_t n = x.rows;
-  // At least kMinTilesPerProduct tiles (of whole 16-row strips), so that every product has
-  // work for the threads; tiles do not depend on the thread count, so neither does any result.
-  const int64_t split_rows = (w.rows + kMinTilesPerProduct - 1) / kMinTilesPerProduct;
+  // At least kMinTilesPerProduct tiles, as many more as keep a tile within kTileElements, all
+  // of about the same size (whole 16-row strips), so that threads finish together (1344 rows:
+  // six of 224, not five of 256 and one of 64); tiles do not depend on the thread count, so
+  // neither does any result.
+  const int64_t max_rows = std::max<int64_t>(1, kTileElements / w.cols);
+  const int64_t wanted_tiles = std::max(kMinTilesPerProduct, (w.rows + max_rows - 1) / max_rows);
+  const int64_t even_rows = (w.rows + wanted_tiles - 1) / wanted_tiles;
   const int64_t tile_rows =
-      std::max<int64_t>(1, std::min({w.rows, kTileElements / w.cols,
-                                     std::max<int64_t>(16, (split_rows + 15) / 16 * 16)}));
+      std::max<int64_t>(1, std::min(w.rows, std::max<int64_t>(16, (even_rows + 15) / 16 * 16)));
   const int64_t tiles = (w.rows + tile_rows - 1) / tile_rows;
   pool_->parallel_for(tiles, 1, [&](int64_t first_tile, int64_t end_tile, int thread) {
     std::vector<float>& scratch = dequantize_scratch_[static_cast<size_t>(thread)];
