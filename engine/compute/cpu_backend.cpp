@@ -545,12 +545,32 @@ void CpuBackend::rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32
   // would otherwise take 3 libm calls per pair per layer, twice).
   const int32_t longest =
       positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
-  for (auto p = static_cast<int64_t>(table.cos_sin.size()) / (2 * pairs); p <= longest; ++p) {
+  // New positions are filled in parallel (a first prefill's cos and sin cost as much as its
+  // RoPE), the power of each pair taken once.
+  const auto known = static_cast<int64_t>(table.cos_sin.size()) / (2 * pairs);
+  if (longest >= known) {
+    // RopeSpec::angle(p, i, head_dim), the same operations in the same order.
+    std::vector<double> power(static_cast<size_t>(pairs));
+    std::vector<double> factor(static_cast<size_t>(pairs), 1.0);
     for (int64_t i = 0; i < pairs; ++i) {
-      const double theta = rope.angle(p, i, head_dim);
-      table.cos_sin.push_back(static_cast<float>(std::cos(theta)));
-      table.cos_sin.push_back(static_cast<float>(std::sin(theta)));
+      power[static_cast<size_t>(i)] =
+          std::pow(double(rope.freq_base), -2.0 * double(i) / double(head_dim));
+      if (!rope.freq_factors.empty()) {
+        factor[static_cast<size_t>(i)] = double(rope.freq_factors[static_cast<size_t>(i)]);
+      }
     }
+    table.cos_sin.resize(static_cast<size_t>((longest + 1) * 2 * pairs));
+    on_row_ranges(longest + 1 - known, 16 * pairs, [&](int64_t begin, int64_t end) {
+      for (int64_t p = known + begin; p < known + end; ++p) {
+        for (int64_t i = 0; i < pairs; ++i) {
+          const double theta = double(p) * double(rope.freq_scale) * power[static_cast<size_t>(i)] /
+                               factor[static_cast<size_t>(i)];
+          float* cos_sin = table.cos_sin.data() + (p * pairs + i) * 2;
+          cos_sin[0] = static_cast<float>(std::cos(theta));
+          cos_sin[1] = static_cast<float>(std::sin(theta));
+        }
+      }
+    });
   }
   // Normal mode turns (2i, 2i+1), neox mode (i, i + d/2).
   const int64_t stride = rope.neox ? 1 : 2;
