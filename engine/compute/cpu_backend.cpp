@@ -18,11 +18,14 @@ namespace servescope::compute {
 
 // Activation memory a step frees is reused by the next: the same shapes come back every layer
 // and step, so a prefill does not page-fault and clear fresh pages for each intermediate
-// tensor (as a first, cold forward pass otherwise does). Buffers hand their floats back when
-// they die, possibly after the backend, so the recycler is shared with them.
+// tensor (as a first, cold forward pass otherwise does). Activations are written before they
+// are read (as on the Vulkan backend, which does not clear them either), so reused memory is
+// not cleared again: that would be a serial pass over megabytes per prefill layer. Buffers
+// hand their floats back when they die, possibly after the backend, so the recycler is
+// shared with them.
 class ActivationRecycler {
  public:
-  // Zeroed floats of size n, from a freed vector big enough (but not wastefully) if any.
+  // n floats: a freed vector big enough (but not wastefully) as it is, else fresh zeros.
   std::vector<float> take(size_t n) {
     std::vector<float> floats;
     {
@@ -41,7 +44,7 @@ class ActivationRecycler {
         held_ -= floats.capacity();
       }
     }
-    floats.assign(n, 0.0f);
+    floats.resize(n);
     return floats;
   }
   void give(std::vector<float>&& floats) {
@@ -473,9 +476,11 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
   if (x.rows == 0 || w.cols == 0) return;
   const int64_t blocks = w.cols / gguf::kQuantBlock;  // Q8_0 / Q4_0 rows are whole blocks
   quantised_x_.resize(static_cast<size_t>(x.rows * blocks));
-  for (int64_t t = 0; t < x.rows; ++t) {
-    quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
-  }
+  on_row_ranges(x.rows, w.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
+    }
+  });
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
   float* first_out = row_ptr(out, 0);
