@@ -291,14 +291,17 @@ CpuBackend::CpuBackend(int threads, bool quantised_activations)
 }
 
 void CpuBackend::warm_up_blas() {
-  // OpenBLAS takes its packing buffers from the OS on a thread's first sgemm; one small product
-  // per thread here, at load, keeps those page faults out of the first prefill.
-  constexpr int64_t n = 64;
-  const std::vector<float> ones(static_cast<size_t>(n * n), 1.0f);
+  // OpenBLAS takes its packing buffers from the OS on a thread's first sgemm and touches their
+  // pages as products of a prefill's size first fill them; one such product per thread here
+  // (128 tokens x 128 rows x 512, ~0.1 ms), at load, keeps those page faults out of the first
+  // prefill.
+  constexpr int64_t n = 128;
+  constexpr int64_t k = 512;
+  const std::vector<float> ones(static_cast<size_t>(n * k), 1.0f);
   pool_->parallel_for(pool_->threads(), 1, [&](int64_t, int64_t, int /*thread*/) {
     std::vector<float> product(static_cast<size_t>(n * n));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, ones.data(), n, ones.data(),
-                n, 0.0f, product.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0f, ones.data(), k, ones.data(),
+                k, 0.0f, product.data(), n);
   });
 }
 
