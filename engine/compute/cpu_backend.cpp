@@ -108,7 +108,8 @@ SERVESCOPE_LANE_INLINE inline float exp_lanes(float x) {
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #endif
-  x = std::min(std::max(x, -87.0f), 88.0f);
+  x = x > -87.0f ? x : -87.0f;  // (NaN too: no undefined conversion to int below)
+  x = x < 88.0f ? x : 88.0f;
   const float k = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
   const float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
   float y = 1.9875691500e-4f;
@@ -150,6 +151,24 @@ SERVESCOPE_VECTOR_CLONES float exp_shifted_sum(float* row, int64_t n, float max)
     row[t] = exp_lanes(row[t] - max);
     sum += row[t];
   }
+  return sum;
+}
+
+// The sum of squares of n floats in double precision, in 8 partial sums in a fixed order (the
+// same whatever the vector width): one running sum would be a chain of n dependent additions.
+SERVESCOPE_VECTOR_CLONES double sum_of_squares(const float* in, int64_t n) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  constexpr int64_t kLanes = 8;
+  double partial[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) partial[j] += double(in[c + j]) * double(in[c + j]);
+  }
+  double sum = 0.0;
+  for (const double p : partial) sum += p;
+  for (; c < n; ++c) sum += double(in[c]) * double(in[c]);
   return sum;
 }
 
@@ -225,8 +244,7 @@ void rms_norm_rows(const Tensor& x, const Tensor& weight, float eps, Tensor& out
   for (int64_t r = 0; r < x.rows; ++r) {
     const float* in = row_ptr(x, r);
     float* o = row_ptr(out, r);
-    double sum_sq = 0.0;
-    for (int64_t c = 0; c < x.cols; ++c) sum_sq += double(in[c]) * in[c];
+    const double sum_sq = sum_of_squares(in, x.cols);
     const float scale = static_cast<float>(1.0 / std::sqrt(sum_sq / double(x.cols) + eps));
     for (int64_t c = 0; c < x.cols; ++c) o[c] = in[c] * scale * w[c];
   }
