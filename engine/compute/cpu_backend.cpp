@@ -3,12 +3,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
@@ -33,7 +35,7 @@ class ActivationRecycler {
       auto best = free_.end();
       for (auto it = free_.begin(); it != free_.end(); ++it) {
         const size_t capacity = it->capacity();
-        if (capacity >= n && capacity <= 2 * n + 1024 &&
+        if (capacity >= n && capacity <= 4 * n + 1024 &&
             (best == free_.end() || capacity < best->capacity())) {
           best = it;
         }
@@ -310,13 +312,20 @@ CpuBackend::CpuBackend(int threads, bool quantised_activations)
 
 void CpuBackend::warm_up_blas() {
   // OpenBLAS takes its packing buffers from the OS on a thread's first sgemm and touches their
-  // pages as products of a prefill's size first fill them; one such product per thread here
-  // (128 tokens x 128 rows x 512, ~0.1 ms), at load, keeps those page faults out of the first
-  // prefill.
+  // pages as products of a prefill's size first fill them; one such product on every thread
+  // here (128 tokens x 128 rows x 512, ~0.1 ms), at load, keeps those page faults out of the
+  // first prefill. Each chunk waits (up to 20 ms) until every thread has one, so a worker not
+  // yet running does not leave its chunk to the caller.
   constexpr int64_t n = 128;
   constexpr int64_t k = 512;
   const std::vector<float> ones(static_cast<size_t>(n * k), 1.0f);
+  std::atomic<int> started{0};
   pool_->parallel_for(pool_->threads(), 1, [&](int64_t, int64_t, int /*thread*/) {
+    started.fetch_add(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    while (started.load() < pool_->threads() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
     std::vector<float> product(static_cast<size_t>(n * n));
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0f, ones.data(), k, ones.data(),
                 k, 0.0f, product.data(), n);
