@@ -314,7 +314,7 @@ void CpuBackend::warm_up_blas() {
   // OpenBLAS takes its packing buffers from the OS on a thread's first sgemm and touches their
   // pages as products of a prefill's size first fill them; one such product on every thread
   // here (128 tokens x 128 rows x 512, ~0.1 ms), at load, keeps those page faults out of the
-  // first prefill. Each chunk waits (up to 20 ms) until every thread has one, so a worker not
+  // first prefill. Each chunk waits (up to 10 ms) until every thread has one, so a worker not
   // yet running does not leave its chunk to the caller.
   constexpr int64_t n = 128;
   constexpr int64_t k = 512;
@@ -322,7 +322,7 @@ void CpuBackend::warm_up_blas() {
   std::atomic<int> started{0};
   pool_->parallel_for(pool_->threads(), 1, [&](int64_t, int64_t, int /*thread*/) {
     started.fetch_add(1);
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
     while (started.load() < pool_->threads() && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::yield();
     }
