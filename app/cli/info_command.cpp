@@ -7,6 +7,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model_provenance.h"
 #include "engine/serving/kv_block_pool.h"
+#include "engine/tokenizer/pretokenizer.h"
 
 namespace servescope::cli {
 
@@ -123,6 +124,11 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
                         {"bos_id", v.bos_id},
                         {"eos_id", v.eos_id},
                         {"add_bos", v.add_bos}};
+    if (v.model == "gpt2") {
+      // The file's tokenizer.ggml.pre (null when absent) and the scheme it names.
+      doc["tokenizer"]["pre"] = v.pre.empty() ? json(nullptr) : json(v.pre);
+      doc["tokenizer"]["pre_scheme"] = PreTokenizer::named(v.pre).name();
+    }
   }
   out << doc.dump(2) << "\n";
   return 0;

@@ -62,6 +62,35 @@ int64_t bundled_vocab_size() {
 
 QSettings settings() { return QSettings("ServeScope", "servescope"); }
 
+// A quantisation limit in the settings: its number, or "off" (infinity: no limit).
+QString limit_text(double limit) {
+  return std::isfinite(limit) ? QString::number(limit, 'g', 17) : QStringLiteral("off");
+}
+
+double limit_from(const QSettings& s, const QString& key, double fallback) {
+  const QString text = s.value(key).toString();
+  if (text == "off") return std::numeric_limits<double>::infinity();
+  bool ok = false;
+  const double value = text.toDouble(&ok);
+  return ok && value >= 0.0 ? value : fallback;
+}
+
+widgets::QuantLimits restore_quant_limits(const QSettings& s) {
+  const widgets::QuantLimits defaults = default_lab_limits();
+  widgets::QuantLimits limits;
+  limits.max_kl = limit_from(s, "quantisation/max_kl", defaults.max_kl);
+  limits.max_tpot_ms = limit_from(s, "quantisation/max_tpot_ms", defaults.max_tpot_ms);
+  limits.min_speedup = limit_from(s, "quantisation/min_speedup", defaults.min_speedup);
+  if (!std::isfinite(limits.min_speedup)) limits.min_speedup = defaults.min_speedup;
+  return limits;
+}
+
+void save_quant_limits(QSettings& s, const widgets::QuantLimits& limits) {
+  s.setValue("quantisation/max_kl", limit_text(limits.max_kl));
+  s.setValue("quantisation/max_tpot_ms", limit_text(limits.max_tpot_ms));
+  s.setValue("quantisation/min_speedup", limit_text(limits.min_speedup));
+}
+
 }  // namespace
 
 MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
@@ -137,6 +166,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     if (s.contains("quantisation/types")) {
       quant_types_ = s.value("quantisation/types").toStringList();
     }
+    quant_limits_ = restore_quant_limits(s);
     if (s.contains("engine/backend")) {
       backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
                                   ? compute::BackendKind::kVulkan
@@ -220,6 +250,7 @@ void MainWindow::save_settings() const {
   s.setValue("engine/batch_wait_ms", batch_wait_->value());
   s.setValue("engine/activations", backend_.quantised_activations ? "q8_0" : "f32");
   s.setValue("quantisation/types", quant_types_);
+  save_quant_limits(s, quant_limits_);
   s.setValue("sampling/greedy", greedy_->isChecked());
   s.setValue("sampling/temperature", temperature_->value());
   s.setValue("sampling/top_k", top_k_->value());
@@ -688,7 +719,7 @@ void MainWindow::on_frame() {
   }
   panels_->refresh(
       PanelFeed{folder_, *engine_info_, now, &attention_, quant_lab_ ? &*quant_lab_ : nullptr,
-                &quant_run_, quant_types_, &batch_sweep_, collecting_status()},
+                &quant_run_, quant_types_, &batch_sweep_, collecting_status(), &quant_limits_},
       changed);
   update_generated_chips();
   if (now - last_status_ms_ >= kStatusEveryMs) {

@@ -121,6 +121,7 @@ class MainWindow : public QMainWindow {
   const std::optional<QuantLabReport>& quant_lab() const { return quant_lab_; }
   const widgets::QuantRunState& quant_run() const { return quant_run_; }
   const QStringList& quant_types() const { return quant_types_; }
+  const widgets::QuantLimits& quant_limits() const { return quant_limits_; }
   void compare_quantisation(const QStringList& types);
   void cancel_quantisation();
   // Shows the Quantisation panel's block tab on this type; false when it has no such block.
@@ -216,6 +217,7 @@ class MainWindow : public QMainWindow {
   bool quant_lab_changed_ = false;
   widgets::QuantRunState quant_run_;
   QStringList quant_types_;
+  widgets::QuantLimits quant_limits_ = default_lab_limits();  // the lab's accept-only-if rule
   QVector<BatchSweepPoint> batch_sweep_;
   bool sweeping_ = false;
   bool sweep_changed_ = false;

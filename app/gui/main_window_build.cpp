@@ -461,6 +461,10 @@ void MainWindow::connect_quantisation_panel() {
           &MainWindow::compare_quantisation);
   connect(panel, &widgets::QuantisationPanel::cancel_requested, this,
           &MainWindow::cancel_quantisation);
+  connect(panel, &widgets::QuantisationPanel::limits_changed, this,
+          [this](double max_kl, double max_tpot_ms, double min_speedup) {
+            quant_limits_ = {max_kl, max_tpot_ms, min_speedup};  // remembered with the settings
+          });
   connect(worker_, &EngineWorker::quant_lab_progress, this,
           [this](bool running, const QString& stage, double fraction, const QString& outcome) {
             quant_run_ = {running, stage, fraction, outcome};
@@ -511,7 +515,7 @@ void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::quant_lab_ready, this, [this](const QuantLabReport& report) {
     if (!engine_info_ || report.model_path != engine_info_->model_path.toStdString()) return;
     const int64_t serial = quant_lab_ ? quant_lab_->serial + 1 : 1;
-    quant_lab_ = report;
+    quant_lab_ = quant_lab_ ? with_last_comparison(report, *quant_lab_) : report;
     quant_lab_->serial = serial;
     quant_lab_changed_ = true;
   });

@@ -25,6 +25,7 @@ struct PanelFeed {
   QStringList quant_types;                                // the weight types it compares
   const QVector<BatchSweepPoint>* batch_sweep = nullptr;  // the last sweep, if any
   QString collecting;  // "collecting a batch: 3 of 16, runs in 120 ms", or empty
+  const widgets::QuantLimits* quant_limits = nullptr;  // the user's (null: the lab's defaults)
 };
 
 class PanelAdapter {

@@ -148,4 +148,22 @@ QuantLabReport run_quant_lab(const std::string& model_path, const Tokenizer& tok
   return lab;
 }
 
+widgets::QuantLimits default_lab_limits() {
+  widgets::QuantLimits limits;
+  limits.max_kl = 0.05;
+  return limits;
+}
+
+QuantLabReport with_last_comparison(QuantLabReport quick, const QuantLabReport& last) {
+  if (quick.complete || !quick.report.baseline.type.empty() ||
+      last.report.baseline.type.empty() || quick.model_path != last.model_path) {
+    return quick;
+  }
+  quick.types = last.types;
+  quick.options = last.options;
+  quick.load = last.load;
+  quick.report = last.report;
+  return quick;
+}
+
 }  // namespace servescope::gui

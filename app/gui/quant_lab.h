@@ -57,6 +57,8 @@ struct QuantLabControl {
 // compares unless the user chose others.
 std::vector<std::string> lab_type_choices();
 std::vector<std::string> default_lab_types();
+// The limits the lab starts from (a learner moves them): KL alone, as quant-report's examples.
+widgets::QuantLimits default_lab_limits();
 
 // text: the evaluation text (tokenised without BOS); prompt: continued by both models;
 // types: weight type labels to compare (InputError for one quant-report cannot write).
@@ -64,6 +66,11 @@ QuantLabReport run_quant_lab(const std::string& model_path, const Tokenizer& tok
                              const std::string& prompt, const std::string& text,
                              const std::vector<std::string>& types,
                              const QuantLabControl& control = {});
+
+// A new run's quick parts arrive long before its comparison: until that is complete the last
+// comparison (its table, load and verdicts) stays on show, as the lab's Cancel promises.
+// Returns `quick` with `last`'s comparison where `quick` has none of its own.
+QuantLabReport with_last_comparison(QuantLabReport quick, const QuantLabReport& last);
 
 }  // namespace servescope::gui
 

@@ -113,7 +113,7 @@ class QuantisationAdapter final : public PanelAdapter {
     for (const std::string& type : lab_type_choices()) s.type_choices << text(type);
     s.chosen_types = feed.quant_types;
     s.run = run;
-    s.limits.max_kl = 0.05;  // a start the learner moves: KL alone, as quant-report's examples
+    s.limits = feed.quant_limits ? *feed.quant_limits : default_lab_limits();
     panel_->set_snapshot(std::move(s));
     shown_serial_ = serial;
     shown_types_ = feed.quant_types;

@@ -3,10 +3,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
@@ -14,12 +18,65 @@
 #include "engine/core/error.h"
 
 namespace servescope::compute {
+
+// Activation memory a step frees is reused by the next: the same shapes come back every layer
+// and step, so a prefill does not page-fault and clear fresh pages for each intermediate
+// tensor (as a first, cold forward pass otherwise does). Activations are written before they
+// are read (as on the Vulkan backend, which does not clear them either), so reused memory is
+// not cleared again: that would be a serial pass over megabytes per prefill layer. Buffers
+// hand their floats back when they die, possibly after the backend, so the recycler is
+// shared with them.
+class ActivationRecycler {
+ public:
+  // n floats: a freed vector big enough (but not wastefully) as it is, else fresh zeros.
+  std::vector<float> take(size_t n) {
+    std::vector<float> floats;
+    {
+      const std::lock_guard lock(mutex_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        const size_t capacity = it->capacity();
+        if (capacity >= n && capacity <= 4 * n + 1024 &&
+            (best == free_.end() || capacity < best->capacity())) {
+          best = it;
+        }
+      }
+      if (best != free_.end()) {
+        floats = std::move(*best);
+        free_.erase(best);
+        held_ -= floats.capacity();
+      }
+    }
+    floats.resize(n);
+    return floats;
+  }
+  void give(std::vector<float>&& floats) {
+    const std::lock_guard lock(mutex_);
+    if (floats.capacity() == 0 || held_ + floats.capacity() > kMaxHeldFloats) return;
+    held_ += floats.capacity();
+    free_.push_back(std::move(floats));
+  }
+
+ private:
+  static constexpr size_t kMaxHeldFloats = size_t{16} << 20;  // 64 MiB
+  std::mutex mutex_;
+  std::vector<std::vector<float>> free_;
+  size_t held_ = 0;
+};
+
 namespace {
 
 // Host memory: floats for activations, raw GGML bytes for weights.
 struct CpuBuffer final : Buffer {
   std::vector<float> floats;
   std::vector<uint8_t> bytes;
+  std::shared_ptr<ActivationRecycler> recycler;  // activations: where the floats go back
+  CpuBuffer() = default;
+  CpuBuffer(const CpuBuffer&) = delete;
+  CpuBuffer& operator=(const CpuBuffer&) = delete;
+  ~CpuBuffer() override {
+    if (recycler != nullptr) recycler->give(std::move(floats));
+  }
 };
 
 CpuBuffer& host(const std::shared_ptr<Buffer>& buffer) { return static_cast<CpuBuffer&>(*buffer); }
@@ -41,6 +98,92 @@ void read_weight_row(const WeightMatrix& w, int64_t row, float* dst) {
   }
 }
 
+// Loops compiled also for AVX-512 and AVX2, picked at run time; products and sums stay
+// separate roundings (no contraction into FMAs), so every version gives the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SERVESCOPE_VECTOR_CLONES \
+  __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#define SERVESCOPE_LANE_INLINE __attribute__((always_inline, optimize("fp-contract=off")))
+#elif defined(__x86_64__) && defined(__clang__)
+#define SERVESCOPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define SERVESCOPE_LANE_INLINE __attribute__((always_inline))
+#else
+#define SERVESCOPE_VECTOR_CLONES
+#define SERVESCOPE_LANE_INLINE
+#endif
+
+// e^x in plain float operations that vectorise inside the clones' loops (Cephes' expf:
+// x = k ln2 + r, a degree-6 polynomial in r, 2^k from the exponent bits; within 2 ulp of
+// std::exp), rounding k by adding 1.5 * 2^23, so every version gives the same bits. x is
+// clamped to [-87, 88]: e^-87 stands in for anything smaller.
+SERVESCOPE_LANE_INLINE inline float exp_lanes(float x) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  x = x > -87.0f ? x : -87.0f;  // (NaN too: no undefined conversion to int below)
+  x = x < 88.0f ? x : 88.0f;
+  const float k = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  return y * std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
+}
+
+// o = silu(g) * u = g / (1 + e^-g) * u over n elements.
+SERVESCOPE_VECTOR_CLONES void silu_mul_row(const float* g, const float* u, float* o, int64_t n) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  for (int64_t c = 0; c < n; ++c) o[c] = g[c] / (1.0f + exp_lanes(-g[c])) * u[c];
+}
+
+// row[t] = e^(row[t] - max) for t < n; returns their sum, taken in 16 partial sums in a fixed
+// order (the same whatever the vector width).
+SERVESCOPE_VECTOR_CLONES float exp_shifted_sum(float* row, int64_t n, float max) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  constexpr int64_t kLanes = 16;
+  float partial[kLanes] = {};
+  int64_t t = 0;
+  for (; t + kLanes <= n; t += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      row[t + j] = exp_lanes(row[t + j] - max);
+      partial[j] += row[t + j];
+    }
+  }
+  float sum = 0.0f;
+  for (const float p : partial) sum += p;
+  for (; t < n; ++t) {
+    row[t] = exp_lanes(row[t] - max);
+    sum += row[t];
+  }
+  return sum;
+}
+
+// The sum of squares of n floats in double precision, in 8 partial sums in a fixed order (the
+// same whatever the vector width): one running sum would be a chain of n dependent additions.
+SERVESCOPE_VECTOR_CLONES double sum_of_squares(const float* in, int64_t n) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  constexpr int64_t kLanes = 8;
+  double partial[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) partial[j] += double(in[c + j]) * double(in[c + j]);
+  }
+  double sum = 0.0;
+  for (const double p : partial) sum += p;
+  for (; c < n; ++c) sum += double(in[c]) * double(in[c]);
+  return sum;
+}
+
 // Rows of weights dequantised per tile: 64 Ki floats (256 KiB) stays in L2.
 constexpr int64_t kTileElements = 1 << 16;
 
@@ -55,6 +198,9 @@ constexpr int64_t kMinTilesPerProduct = 4;
 // Tiny products run on the calling thread: waking a worker costs about as much as this many
 // multiply-adds (a few microseconds), so a chunk of a threaded product gets at least this much.
 constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
+// Elementwise operations (norms, RoPE, SiLU, adds) give a thread at least this many elements:
+// a decode step's few rows stay on the caller, a prefill's rows split over the pool.
+constexpr int64_t kElementsPerChunk = int64_t{1} << 13;
 // From this many tokens on, Q8_0/Q4_0 products with 8-bit activations pack the tokens for the
 // 512-bit pair kernel (where the CPU has one); below, the row kernels read them as they are.
 constexpr int64_t kMinTokensForPairKernel = 8;
@@ -106,8 +252,7 @@ void rms_norm_rows(const Tensor& x, const Tensor& weight, float eps, Tensor& out
   for (int64_t r = 0; r < x.rows; ++r) {
     const float* in = row_ptr(x, r);
     float* o = row_ptr(out, r);
-    double sum_sq = 0.0;
-    for (int64_t c = 0; c < x.cols; ++c) sum_sq += double(in[c]) * in[c];
+    const double sum_sq = sum_of_squares(in, x.cols);
     const float scale = static_cast<float>(1.0 / std::sqrt(sum_sq / double(x.cols) + eps));
     for (int64_t c = 0; c < x.cols; ++c) o[c] = in[c] * scale * w[c];
   }
@@ -145,6 +290,13 @@ void add_rows(Tensor& x, const Tensor& y) {
 
 }  // namespace
 
+template <class Body>
+void CpuBackend::on_row_ranges(int64_t rows, int64_t cols, Body&& body) {
+  const int64_t grain = std::max<int64_t>(1, kElementsPerChunk / std::max<int64_t>(1, cols));
+  pool_->parallel_for(rows, grain,
+                      [&](int64_t begin, int64_t end, int /*thread*/) { body(begin, end); });
+}
+
 CpuBackend::CpuBackend(int threads, bool quantised_activations)
     : quantised_activations_(quantised_activations) {
   if (threads < 0) {
@@ -153,11 +305,37 @@ CpuBackend::CpuBackend(int threads, bool quantised_activations)
   }
   pool_ =
       std::make_unique<CpuThreadPool>(threads == 0 ? CpuThreadPool::default_threads() : threads);
-  dequantize_scratch_.resize(static_cast<size_t>(pool_->threads()));
+  recycler_ = std::make_shared<ActivationRecycler>();
+  // Sized for the largest tile now, at load, rather than grown inside the first prefill.
+  dequantize_scratch_.assign(static_cast<size_t>(pool_->threads()),
+                             std::vector<float>(static_cast<size_t>(kTileElements)));
   attention_scratch_.resize(static_cast<size_t>(pool_->threads()));
   // The pool splits products; OpenBLAS threads on top of it would oversubscribe the cores.
   openblas_set_num_threads(1);
   if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+  warm_up_blas();
+}
+
+void CpuBackend::warm_up_blas() {
+  // OpenBLAS takes its packing buffers from the OS on a thread's first sgemm and touches their
+  // pages as products of a prefill's size first fill them; one such product on every thread
+  // here (128 tokens x 128 rows x 512, ~0.1 ms), at load, keeps those page faults out of the
+  // first prefill. Each chunk waits (up to 10 ms) until every thread has one, so a worker not
+  // yet running does not leave its chunk to the caller.
+  constexpr int64_t n = 128;
+  constexpr int64_t k = 512;
+  const std::vector<float> ones(static_cast<size_t>(n * k), 1.0f);
+  std::atomic<int> started{0};
+  pool_->parallel_for(pool_->threads(), 1, [&](int64_t, int64_t, int /*thread*/) {
+    started.fetch_add(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
+    while (started.load() < pool_->threads() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    std::vector<float> product(static_cast<size_t>(n * n));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0f, ones.data(), k, ones.data(),
+                k, 0.0f, product.data(), n);
+  });
 }
 
 telemetry::KernelTimes CpuBackend::take_kernel_times() { return std::exchange(profile_.times, {}); }
@@ -172,9 +350,15 @@ std::vector<telemetry::KernelSpan> CpuBackend::take_kernel_spans() {
   return std::exchange(profile_.spans, {});
 }
 
-Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose /*purpose*/) {
+Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) {
   auto buffer = std::make_shared<CpuBuffer>();
-  buffer->floats.assign(static_cast<size_t>(rows * cols), 0.0f);
+  const auto n = static_cast<size_t>(rows * cols);
+  if (purpose == BufferPurpose::kActivations) {
+    buffer->floats = recycler_->take(n);
+    buffer->recycler = recycler_;
+  } else {
+    buffer->floats.assign(n, 0.0f);
+  }
   return Tensor{buffer, 0, rows, cols, cols};
 }
 
@@ -229,24 +413,34 @@ std::vector<uint8_t> CpuBackend::read_kv_bytes(const KvStore& store, bool values
 void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   assert(out.rows == static_cast<int64_t>(ids.size()) && out.cols == table.cols);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= table.rows) {
-      throw InputError("token id " + std::to_string(ids[i]) + " is outside the table of " +
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= table.rows) {
+      throw InputError("token id " + std::to_string(id) + " is outside the table of " +
                        std::to_string(table.rows) + " rows");
     }
-    read_weight_row(table, ids[i], row_ptr(out, static_cast<int64_t>(i)));
   }
+  on_row_ranges(out.rows, out.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      read_weight_row(table, ids[static_cast<size_t>(i)], row_ptr(out, i));
+    }
+  });
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  rms_norm_rows(x, weight, eps, out);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor out_rows = out.row_range(begin, end - begin);
+    rms_norm_rows(x.row_range(begin, end - begin), weight, eps, out_rows);
+  });
 }
 
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  layer_norm_rows(x, weight, bias, eps, out);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor out_rows = out.row_range(begin, end - begin);
+    layer_norm_rows(x.row_range(begin, end - begin), weight, bias, eps, out_rows);
+  });
 }
 
 // The fusions are the plain operations one after the other, timed as one operation of the
@@ -254,15 +448,23 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor&
 void CpuBackend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& weight, float eps,
                               Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  add_rows(x, y);
-  rms_norm_rows(x, weight, eps, out);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor x_rows = x.row_range(begin, end - begin);
+    Tensor out_rows = out.row_range(begin, end - begin);
+    add_rows(x_rows, y.row_range(begin, end - begin));
+    rms_norm_rows(x_rows, weight, eps, out_rows);
+  });
 }
 
 void CpuBackend::add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight,
                                 const Tensor& bias, float eps, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
-  add_rows(x, y);
-  layer_norm_rows(x, weight, bias, eps, out);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor x_rows = x.row_range(begin, end - begin);
+    Tensor out_rows = out.row_range(begin, end - begin);
+    add_rows(x_rows, y.row_range(begin, end - begin));
+    layer_norm_rows(x_rows, weight, bias, eps, out_rows);
+  });
 }
 
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
@@ -279,10 +481,12 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
   }
   if (bias != nullptr) {
     const float* b = row_ptr(*bias, 0);
-    for (int64_t r = 0; r < out.rows; ++r) {
-      float* o = row_ptr(out, r);
-      for (int64_t c = 0; c < out.cols; ++c) o[c] += b[c];
-    }
+    on_row_ranges(out.rows, out.cols, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        float* o = row_ptr(out, r);
+        for (int64_t c = 0; c < out.cols; ++c) o[c] += b[c];
+      }
+    });
   }
 }
 
@@ -330,9 +534,11 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
   if (x.rows == 0 || w.cols == 0) return;
   const int64_t blocks = w.cols / gguf::kQuantBlock;  // Q8_0 / Q4_0 rows are whole blocks
   quantised_x_.resize(static_cast<size_t>(x.rows * blocks));
-  for (int64_t t = 0; t < x.rows; ++t) {
-    quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
-  }
+  on_row_ranges(x.rows, w.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
+    }
+  });
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
   float* first_out = row_ptr(out, 0);
@@ -358,19 +564,22 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
 
 void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   const int64_t n = x.rows;
-  // At least kMinTilesPerProduct tiles (of whole 16-row strips), so that every product has
-  // work for the threads; tiles do not depend on the thread count, so neither does any result.
-  const int64_t split_rows = (w.rows + kMinTilesPerProduct - 1) / kMinTilesPerProduct;
+  // At least kMinTilesPerProduct tiles, as many more as keep a tile within kTileElements, all
+  // of about the same size (whole 16-row strips), so that threads finish together (1344 rows:
+  // six of 224, not five of 256 and one of 64); tiles do not depend on the thread count, so
+  // neither does any result.
+  const int64_t max_rows = std::max<int64_t>(1, kTileElements / w.cols);
+  const int64_t wanted_tiles = std::max(kMinTilesPerProduct, (w.rows + max_rows - 1) / max_rows);
+  const int64_t even_rows = (w.rows + wanted_tiles - 1) / wanted_tiles;
   const int64_t tile_rows =
-      std::max<int64_t>(1, std::min({w.rows, kTileElements / w.cols,
-                                     std::max<int64_t>(16, (split_rows + 15) / 16 * 16)}));
+      std::max<int64_t>(1, std::min(w.rows, std::max<int64_t>(16, (even_rows + 15) / 16 * 16)));
   const int64_t tiles = (w.rows + tile_rows - 1) / tile_rows;
   pool_->parallel_for(tiles, 1, [&](int64_t first_tile, int64_t end_tile, int thread) {
     std::vector<float>& scratch = dequantize_scratch_[static_cast<size_t>(thread)];
     for (int64_t tile_index = first_tile; tile_index < end_tile; ++tile_index) {
       const int64_t r0 = tile_index * tile_rows;
       const int64_t rows = std::min(tile_rows, w.rows - r0);
-      // (F32 and F16 are stored in panels: matmul_on_panel_blocks.)
+      // (F32 and F16 are stored in panels: matmul_on_panels.)
       scratch.resize(static_cast<size_t>(rows * w.cols));
       for (int64_t r = 0; r < rows; ++r) {
         dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
@@ -395,31 +604,53 @@ void CpuBackend::rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32
   // would otherwise take 3 libm calls per pair per layer, twice).
   const int32_t longest =
       positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end());
-  for (auto p = static_cast<int64_t>(table.cos_sin.size()) / (2 * pairs); p <= longest; ++p) {
+  // New positions are filled in parallel (a first prefill's cos and sin cost as much as its
+  // RoPE), the power of each pair taken once.
+  const auto known = static_cast<int64_t>(table.cos_sin.size()) / (2 * pairs);
+  if (longest >= known) {
+    // RopeSpec::angle(p, i, head_dim), the same operations in the same order.
+    std::vector<double> power(static_cast<size_t>(pairs));
+    std::vector<double> factor(static_cast<size_t>(pairs), 1.0);
     for (int64_t i = 0; i < pairs; ++i) {
-      const double theta = rope.angle(p, i, head_dim);
-      table.cos_sin.push_back(static_cast<float>(std::cos(theta)));
-      table.cos_sin.push_back(static_cast<float>(std::sin(theta)));
+      power[static_cast<size_t>(i)] =
+          std::pow(double(rope.freq_base), -2.0 * double(i) / double(head_dim));
+      if (!rope.freq_factors.empty()) {
+        factor[static_cast<size_t>(i)] = double(rope.freq_factors[static_cast<size_t>(i)]);
+      }
     }
+    table.cos_sin.resize(static_cast<size_t>((longest + 1) * 2 * pairs));
+    on_row_ranges(longest + 1 - known, 16 * pairs, [&](int64_t begin, int64_t end) {
+      for (int64_t p = known + begin; p < known + end; ++p) {
+        for (int64_t i = 0; i < pairs; ++i) {
+          const double theta = double(p) * double(rope.freq_scale) * power[static_cast<size_t>(i)] /
+                               factor[static_cast<size_t>(i)];
+          float* cos_sin = table.cos_sin.data() + (p * pairs + i) * 2;
+          cos_sin[0] = static_cast<float>(std::cos(theta));
+          cos_sin[1] = static_cast<float>(std::sin(theta));
+        }
+      }
+    });
   }
   // Normal mode turns (2i, 2i+1), neox mode (i, i + d/2).
   const int64_t stride = rope.neox ? 1 : 2;
   const int64_t partner = rope.neox ? pairs : 1;
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* row = row_ptr(x, r);
-    const float* angles = table.cos_sin.data() + positions[r] * 2 * pairs;
-    for (int64_t i = 0; i < pairs; ++i) {
-      const float cos_t = angles[2 * i];
-      const float sin_t = angles[2 * i + 1];
-      for (int64_t head = 0; head < x.cols / head_dim; ++head) {
-        float* first = row + head * head_dim + stride * i;
-        const float a = first[0];
-        const float b = first[partner];
-        first[0] = a * cos_t - b * sin_t;
-        first[partner] = a * sin_t + b * cos_t;
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = row_ptr(x, r);
+      const float* angles = table.cos_sin.data() + positions[static_cast<size_t>(r)] * 2 * pairs;
+      for (int64_t i = 0; i < pairs; ++i) {
+        const float cos_t = angles[2 * i];
+        const float sin_t = angles[2 * i + 1];
+        for (int64_t head = 0; head < x.cols / head_dim; ++head) {
+          float* first = row + head * head_dim + stride * i;
+          const float a = first[0];
+          const float b = first[partner];
+          first[0] = a * cos_t - b * sin_t;
+          first[partner] = a * sin_t + b * cos_t;
+        }
       }
     }
-  }
+  });
 }
 
 void CpuBackend::rope(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
@@ -450,14 +681,17 @@ void CpuBackend::store_kv(const Tensor& keys, const Tensor& values, std::span<co
   const ScopedTimer timer(profile_, telemetry::KernelKind::kAttention);
   assert(keys.rows == static_cast<int64_t>(slots.size()) && keys.cols == store.kv_dim);
   const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
-  for (int64_t r = 0; r < keys.rows; ++r) {
-    const auto slot = static_cast<uint64_t>(slots[static_cast<size_t>(r)]);
-    assert(slot < static_cast<uint64_t>(store.slots));
-    gguf::quantize_row(store.type, row_ptr(keys, r), host(store.keys).bytes.data() + slot * stride,
-                       store.kv_dim);
-    gguf::quantize_row(store.type, row_ptr(values, r),
-                       host(store.values).bytes.data() + slot * stride, store.kv_dim);
-  }
+  // New tokens have distinct slots, so rows can be stored from different threads.
+  on_row_ranges(keys.rows, 2 * keys.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const auto slot = static_cast<uint64_t>(slots[static_cast<size_t>(r)]);
+      assert(slot < static_cast<uint64_t>(store.slots));
+      gguf::quantize_row(store.type, row_ptr(keys, r),
+                         host(store.keys).bytes.data() + slot * stride, store.kv_dim);
+      gguf::quantize_row(store.type, row_ptr(values, r),
+                         host(store.values).bytes.data() + slot * stride, store.kv_dim);
+    }
+  });
 }
 
 namespace {
@@ -475,30 +709,158 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
 
 }  // namespace
 
+namespace {
+
+// A sequence with at least this many new query rows (prefill) takes the tiled attention; fewer
+// (decode) the row-by-row one.
+constexpr int64_t kMinRowsForTiledAttention = 8;
+
+// Whether one KV head's columns of a stored row can be converted on their own: whole blocks.
+bool kv_head_is_separable(const KvStore& store, int64_t head_dim) {
+  return store.type != gguf::GgmlType::Q8_0 || head_dim % gguf::kQuantBlock == 0;
+}
+
+}  // namespace
+
 void CpuBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                            const AttentionBatch& batch, Tensor& out, Tensor* weights) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kAttention);
-  // Query rows are independent (each reads only its own sequence's context), so they split
-  // over the threads; rows of one sequence mostly land on one thread and share its gather.
-  pool_->parallel_for(q.rows, 1, [&](int64_t begin, int64_t end, int thread) {
-    attend_rows(q, store, shape, batch, out, weights, begin, end,
-                attention_scratch_[static_cast<size_t>(thread)]);
-  });
+  // The work of this call: per-row work (decode's rows, all heads) and tiles of a prefill's
+  // rows (one KV head each); each item is computed whole on one thread, so the split over
+  // threads changes no result. A sequence's run of many rows (prefill) is cut into tiles in
+  // fixed places counted from the run's start (not from the thread count or the batch).
+  struct AttentionWork {
+    std::vector<std::pair<int64_t, int64_t>> row_ranges;
+    std::vector<AttentionTile> tiles;
+  };
+  AttentionWork work;
+  const bool separable = kv_head_is_separable(store, shape.head_dim);
+  for (int64_t begin = 0; begin < q.rows;) {
+    int64_t end = begin + 1;
+    const int32_t offset = batch.context_offsets[static_cast<size_t>(begin)];
+    while (end < q.rows && batch.context_offsets[static_cast<size_t>(end)] == offset) ++end;
+    if (separable && end - begin >= kMinRowsForTiledAttention) {
+      for (int64_t first = begin; first < end; first += kAttentionTileRows) {
+        for (int64_t g = 0; g < shape.n_kv_heads; ++g) {
+          work.tiles.push_back({first, std::min(end, first + kAttentionTileRows), g});
+        }
+      }
+    } else {
+      work.row_ranges.emplace_back(begin, end);
+    }
+    begin = end;
+  }
+  if (work.tiles.empty()) {
+    // Query rows are independent (each reads only its own sequence's context), so they split
+    // over the threads; rows of one sequence mostly land on one thread and share its gather.
+    pool_->parallel_for(q.rows, 1, [&](int64_t begin, int64_t end, int thread) {
+      attend_rows(q, store, shape, batch, out, weights, begin, end,
+                  attention_scratch_[static_cast<size_t>(thread)]);
+    });
+    return;
+  }
+  // A tile costs about its rows' context lengths: the latest (longest) first, so that the short
+  // ones fill the gaps at the end.
+  std::sort(work.tiles.begin(), work.tiles.end(),
+            [&](const AttentionTile& a, const AttentionTile& b) {
+              const int32_t pa = batch.positions[static_cast<size_t>(a.end - 1)];
+              const int32_t pb = batch.positions[static_cast<size_t>(b.end - 1)];
+              return pa != pb ? pa > pb
+                              : (a.begin != b.begin ? a.begin < b.begin : a.kv_head < b.kv_head);
+            });
+  const auto ranges = static_cast<int64_t>(work.row_ranges.size());
+  pool_->parallel_for(ranges + static_cast<int64_t>(work.tiles.size()), 1,
+                      [&](int64_t begin, int64_t end, int thread) {
+                        AttentionScratch& scratch = attention_scratch_[static_cast<size_t>(thread)];
+                        for (int64_t item = begin; item < end; ++item) {
+                          if (item < ranges) {
+                            const auto [first, last] = work.row_ranges[static_cast<size_t>(item)];
+                            attend_rows(q, store, shape, batch, out, weights, first, last, scratch);
+                          } else {
+                            attend_tile(q, store, shape, batch, out, weights,
+                                        work.tiles[static_cast<size_t>(item - ranges)], scratch);
+                          }
+                        }
+                      });
+}
+
+void CpuBackend::attend_tile(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                             const AttentionBatch& batch, Tensor& out, Tensor* weights,
+                             const AttentionTile& tile, AttentionScratch& scratch) {
+  const int64_t d = shape.head_dim;
+  const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head
+  const float scale = shape.score_scale();
+  const float softcap = shape.softcap;
+  const int64_t rows = tile.end - tile.begin;
+  const auto n_keys_of = [&](int64_t i) {  // causal: positions 0 ..= the row's own
+    return int64_t{batch.positions[static_cast<size_t>(i)]} + 1;
+  };
+  const auto first_key_of = [&](int64_t i) {  // a sliding window hides the keys further back
+    return shape.window > 0 ? std::max<int64_t>(0, n_keys_of(i) - shape.window) : 0;
+  };
+  // The tile's keys: from the first any row sees to the last any row sees.
+  int64_t key_begin = first_key_of(tile.begin);
+  int64_t key_end = n_keys_of(tile.begin);
+  for (int64_t i = tile.begin + 1; i < tile.end; ++i) {
+    key_begin = std::min(key_begin, first_key_of(i));
+    key_end = std::max(key_end, n_keys_of(i));
+  }
+  const int64_t keys = key_end - key_begin;
+  // This KV head's keys and values, gathered from their slots into [keys x d] and converted.
+  const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
+  const uint64_t head_offset = gguf::row_bytes(store.type, tile.kv_head * d);
+  const int32_t* slots =
+      batch.slot_map.data() + batch.context_offsets[static_cast<size_t>(tile.begin)];
+  scratch.keys.resize(static_cast<size_t>(keys * d));
+  scratch.values.resize(static_cast<size_t>(keys * d));
+  for (int64_t t = 0; t < keys; ++t) {
+    const uint64_t at = static_cast<uint64_t>(slots[key_begin + t]) * stride + head_offset;
+    dequantize_row_fast(store.type, host(store.keys).bytes.data() + at, scratch.keys.data() + t * d,
+                        d);
+    dequantize_row_fast(store.type, host(store.values).bytes.data() + at,
+                        scratch.values.data() + t * d, d);
+  }
+  std::vector<float>& p = scratch.scores;  // [rows x keys]: scores, then probabilities
+  p.resize(static_cast<size_t>(rows * keys));
+  for (int64_t h = tile.kv_head * group; h < (tile.kv_head + 1) * group; ++h) {
+    // scores = scale * Q_h K^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
+                static_cast<blasint>(keys), static_cast<blasint>(d), scale,
+                row_ptr(q, tile.begin) + h * d, static_cast<blasint>(q.row_stride),
+                scratch.keys.data(), static_cast<blasint>(d), 0.0f, p.data(),
+                static_cast<blasint>(keys));
+    for (int64_t i = tile.begin; i < tile.end; ++i) {
+      float* row = p.data() + (i - tile.begin) * keys;
+      // The row's keys are [lo, hi) of the tile's; the others get probability 0.
+      const int64_t lo = first_key_of(i) - key_begin;
+      const int64_t hi = n_keys_of(i) - key_begin;
+      float max_score = -INFINITY;
+      for (int64_t t = lo; t < hi; ++t) {
+        if (softcap > 0.0f) row[t] = softcap * std::tanh(row[t] / softcap);
+        max_score = std::max(max_score, row[t]);
+      }
+      const float sum = exp_shifted_sum(row + lo, hi - lo, max_score);
+      std::fill(row, row + lo, 0.0f);
+      std::fill(row + hi, row + keys, 0.0f);
+      for (int64_t t = lo; t < hi; ++t) row[t] /= sum;
+      if (weights != nullptr) {
+        float* captured = row_ptr(*weights, i * shape.n_heads + h);
+        std::fill(captured, captured + key_begin + lo, 0.0f);
+        std::copy(row + lo, row + hi, captured + key_begin + lo);
+      }
+    }
+    // out_h = P V
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(rows),
+                static_cast<blasint>(d), static_cast<blasint>(keys), 1.0f, p.data(),
+                static_cast<blasint>(keys), scratch.values.data(), static_cast<blasint>(d), 0.0f,
+                row_ptr(out, tile.begin) + h * d, static_cast<blasint>(out.row_stride));
+  }
 }
 
 namespace {
 
 // out[c] += p * v[c], the value half of attention (a prefill's attention spends about half its
-// time here). Also compiled for AVX-512 and AVX2, picked at run time; products and sums stay
-// separate roundings (no contraction into FMAs), so every version gives the same bits.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SERVESCOPE_VECTOR_CLONES \
-  __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
-#elif defined(__x86_64__) && defined(__clang__)
-#define SERVESCOPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define SERVESCOPE_VECTOR_CLONES
-#endif
+// time here).
 SERVESCOPE_VECTOR_CLONES void add_scaled(float* out, const float* v, float p, int64_t d) {
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -584,69 +946,85 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
 
 void CpuBackend::add(Tensor& x, const Tensor& y) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  add_rows(x, y);
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    Tensor x_rows = x.row_range(begin, end - begin);
+    add_rows(x_rows, y.row_range(begin, end - begin));
+  });
 }
 
 void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  for (int64_t r = 0; r < gate.rows; ++r) {
-    const float* g = row_ptr(gate, r);
-    const float* u = row_ptr(up, r);
-    float* o = row_ptr(out, r);
-    for (int64_t c = 0; c < gate.cols; ++c) o[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
-  }
+  on_row_ranges(gate.rows, gate.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* g = row_ptr(gate, r);
+      const float* u = row_ptr(up, r);
+      float* o = row_ptr(out, r);
+      silu_mul_row(g, u, o, gate.cols);
+    }
+  });
 }
 
 void CpuBackend::gelu(Tensor& x) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* v = row_ptr(x, r);
-    for (int64_t c = 0; c < x.cols; ++c) {
-      const float u = v[c];
-      v[c] = 0.5f * u * (1.0f + std::tanh(kSqrt2OverPi * (u + 0.044715f * u * u * u)));
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* v = row_ptr(x, r);
+      for (int64_t c = 0; c < x.cols; ++c) {
+        const float u = v[c];
+        v[c] = 0.5f * u * (1.0f + std::tanh(kSqrt2OverPi * (u + 0.044715f * u * u * u)));
+      }
     }
-  }
+  });
 }
 
 void CpuBackend::gelu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t r = 0; r < gate.rows; ++r) {
-    const float* g = row_ptr(gate, r);
-    const float* u = row_ptr(up, r);
-    float* o = row_ptr(out, r);
-    for (int64_t c = 0; c < gate.cols; ++c) {
-      const float v = g[c];
-      o[c] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v))) * u[c];
+  on_row_ranges(gate.rows, gate.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* g = row_ptr(gate, r);
+      const float* u = row_ptr(up, r);
+      float* o = row_ptr(out, r);
+      for (int64_t c = 0; c < gate.cols; ++c) {
+        const float v = g[c];
+        o[c] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v))) * u[c];
+      }
     }
-  }
+  });
 }
 
 void CpuBackend::scale(Tensor& x, float factor) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* v = row_ptr(x, r);
-    for (int64_t c = 0; c < x.cols; ++c) v[c] *= factor;
-  }
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* v = row_ptr(x, r);
+      for (int64_t c = 0; c < x.cols; ++c) v[c] *= factor;
+    }
+  });
 }
 
 void CpuBackend::soft_cap(Tensor& x, float cap) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kOther);
   assert(cap > 0.0f);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    float* v = row_ptr(x, r);
-    for (int64_t c = 0; c < x.cols; ++c) v[c] = cap * std::tanh(v[c] / cap);
-  }
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* v = row_ptr(x, r);
+      for (int64_t c = 0; c < x.cols; ++c) v[c] = cap * std::tanh(v[c] / cap);
+    }
+  });
 }
 
 void CpuBackend::rms_norm_heads(Tensor& x, const Tensor& weight, int64_t head_dim, float eps) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kNorm);
   assert(x.cols % head_dim == 0 && weight.cols == head_dim);
-  for (int64_t head = 0; head < x.cols / head_dim; ++head) {
-    Tensor columns = x.columns(head * head_dim, head_dim);
-    rms_norm_rows(columns, weight, eps, columns);
-  }
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    const Tensor rows = x.row_range(begin, end - begin);
+    for (int64_t head = 0; head < x.cols / head_dim; ++head) {
+      Tensor columns = rows.columns(head * head_dim, head_dim);
+      rms_norm_rows(columns, weight, eps, columns);
+    }
+  });
 }
 
 }  // namespace servescope::compute

@@ -20,6 +20,8 @@
 
 namespace servescope::compute {
 
+class ActivationRecycler;  // cpu_backend.cpp
+
 class CpuBackend final : public Backend {
  public:
   // threads: 0 for CpuThreadPool::default_threads(); InputError below 0. quantised_activations:
@@ -95,7 +97,11 @@ class CpuBackend final : public Backend {
   void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 
+  void warm_up_blas();
+
   std::unique_ptr<CpuThreadPool> pool_;
+  // Freed activation memory, reused by the next tensors of the same size.
+  std::shared_ptr<ActivationRecycler> recycler_;
   bool quantised_activations_ = false;
   std::vector<ActivationBlock> quantised_x_;  // the tokens of the current product, quantised
   std::vector<TokenBlockPair> packed_x_;      // the same for the pair kernel (many tokens)
@@ -118,6 +124,23 @@ class CpuBackend final : public Backend {
   // Rotates each head's pairs of x by its row's position (rope and rope_qk), from rope_table_.
   void rotate_pairs(Tensor& x, int64_t head_dim, std::span<const int32_t> positions,
                     const RopeSpec& rope);
+  // body(begin, end) over row ranges covering [0, rows), split over the pool when there is
+  // enough work (prefill's many tokens), on the calling thread otherwise (decode). Every row is
+  // computed whole on one thread, so elementwise results do not depend on the split.
+  template <class Body>
+  void on_row_ranges(int64_t rows, int64_t cols, Body&& body);
+  // Prefill's attention: one sequence's query rows [begin, end) (a tile of at most
+  // kAttentionTileRows) for the query heads of KV head kv_head, as two small products per head
+  // (scores = Q K^T, out = P V) with the softmax between them.
+  struct AttentionTile {
+    int64_t begin = 0;
+    int64_t end = 0;
+    int64_t kv_head = 0;
+  };
+  static constexpr int64_t kAttentionTileRows = 16;
+  void attend_tile(const Tensor& q, const KvStore& store, const AttentionShape& shape,
+                   const AttentionBatch& batch, Tensor& out, Tensor* weights,
+                   const AttentionTile& tile, AttentionScratch& scratch);
   // Attention of query rows [begin, end), with one thread's scratch.
   void attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                    const AttentionBatch& batch, Tensor& out, Tensor* weights, int64_t begin,

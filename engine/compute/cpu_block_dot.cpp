@@ -168,6 +168,15 @@ SERVESCOPE_AVX2 float block_scale(const uint8_t* block) {
   return _cvtsh_ss(d);
 }
 
+// The same value from the half-precision table (fp16_table: exact conversions too): in the dot
+// kernels a scalar load that the broadcast then reads from memory, where a conversion and a
+// register broadcast would take two more slots of the shuffle port the weights' unpacking needs.
+inline float block_scale(const float* table, const uint8_t* block) {
+  uint16_t d;
+  std::memcpy(&d, block, sizeof d);
+  return table[d];
+}
+
 SERVESCOPE_AVX2 void f16_to_float_avx2(const uint8_t* src, float* dst, int64_t n) {
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -254,22 +263,6 @@ SERVESCOPE_AVX2 void dot_f16_group(const uint8_t* row, const float* x, int64_t x
   }
 }
 
-// The block types: per block, the 32 weights as four registers of floats, then per token four
-// FMAs into the block's sum and one FMA of the block scale into the token's total.
-template <int T>
-SERVESCOPE_AVX2 void accumulate_block(const __m256 (&w)[4], float scale, const float* xb,
-                                      int64_t x_stride, __m256 (&acc)[T]) {
-  const __m256 d = _mm256_set1_ps(scale);
-  for (int t = 0; t < T; ++t) {
-    const float* xt = xb + t * x_stride;
-    __m256 sum = _mm256_mul_ps(w[0], _mm256_loadu_ps(xt));
-    sum = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xt + kLanes), sum);
-    sum = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xt + 2 * kLanes), sum);
-    sum = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xt + 3 * kLanes), sum);
-    acc[t] = _mm256_fmadd_ps(d, sum, acc[t]);
-  }
-}
-
 // A block's 32 weights as four registers of floats.
 struct UnpackQ8_0 {
   static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
@@ -313,37 +306,6 @@ SERVESCOPE_AVX2 void dequantize_blocks_avx2(const uint8_t* row, float* dst, int6
   }
 }
 
-template <class Unpack, int T>
-SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t x_stride,
-                                     int64_t n, float* out, int64_t out_stride) {
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    const uint8_t* block = row + b * static_cast<int64_t>(Unpack::kBlockBytes);
-    __m256 w[4];
-    Unpack::unpack(block, w);
-    accumulate_block<T>(w, block_scale(block), x + b * kQuantBlock, x_stride, acc);
-  }
-  for (int t = 0; t < T; ++t) out[t * out_stride] = horizontal_sum(acc[t]);
-}
-
-// Four rows against one token (four independent FMA chains), each sum as dot_quant_group's.
-template <class Unpack>
-SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, const float* x,
-                                     int64_t n, float* out) {
-  __m256 acc[4][1];
-  for (auto& a : acc) a[0] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-    for (int r = 0; r < 4; ++r) {
-      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Unpack::kBlockBytes);
-      __m256 w[4];
-      Unpack::unpack(block, w);
-      accumulate_block<1>(w, block_scale(block), x + b * kQuantBlock, 0, acc[r]);
-    }
-  }
-  for (int r = 0; r < 4; ++r) out[r] = horizontal_sum(acc[r][0]);
-}
-
 using GroupKernel = void (*)(const uint8_t*, const float*, int64_t, int64_t, float*, int64_t);
 using FourRowsKernel = void (*)(const uint8_t*, uint64_t, const float*, int64_t, float*);
 
@@ -369,10 +331,173 @@ void dot_rows_in_groups(const uint8_t* rows, uint64_t row_stride, int64_t n_rows
   }
 }
 
+// Q8_0's and Q4_0's exact kernels: lane l of 16 sums elements l and l + 16 of a block (a
+// product, then an FMA), then adds block scale x that into the lane's total by an FMA; the 16
+// totals are added as lane l + lane l + 8, then the eight in order (horizontal_sum). AVX2 holds
+// lanes 0-7 and 8-15 in two registers; AVX-512 in one, widening a row's 16 bytes (Q8_0: elements
+// 0..15 and 16..31; Q4_0: both nibbles of each) straight from memory, one row or token per
+// register. Every kernel of a type takes these steps, so every variant gives a token the same
+// bits; block scales are broadcast from the half-precision table (loads, not conversions on the
+// shuffle port). A lone token's kernels fetch the next row group's blocks ahead: a decode reads
+// its weights from beyond L2.
+template <class Unpack, int R, int T>
+SERVESCOPE_AVX2 void dot_quant_tile(const uint8_t* rows, uint64_t row_stride, const float* x,
+                                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
+  const float* table = fp16_table();
+  __m256 acc[R][T][2];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Unpack::kBlockBytes);
+      if constexpr (R > 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);
+      }
+      __m256 w[4];  // elements 0..7, 8..15, 16..23, 24..31
+      Unpack::unpack(block, w);
+      const __m256 d = _mm256_set1_ps(block_scale(table, block));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const float* xb = x + t * x_stride + b * kQuantBlock;
+        for (int h = 0; h < 2; ++h) {
+          __m256 sum = _mm256_mul_ps(w[h], _mm256_loadu_ps(xb + h * kLanes));
+          sum = _mm256_fmadd_ps(w[h + 2], _mm256_loadu_ps(xb + (h + 2) * kLanes), sum);
+          acc[r][t][h] = _mm256_fmadd_ps(d, sum, acc[r][t][h]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
+    }
+  }
+}
+
+template <class Unpack, int T>
+SERVESCOPE_AVX2 void dot_quant_group(const uint8_t* row, const float* x, int64_t x_stride,
+                                     int64_t n, float* out, int64_t out_stride) {
+  dot_quant_tile<Unpack, 1, T>(row, 0, x, x_stride, n, out, out_stride);
+}
+template <class Unpack>
+SERVESCOPE_AVX2 void dot_quant_4rows(const uint8_t* rows, uint64_t row_stride, const float* x,
+                                     int64_t n, float* out) {
+  dot_quant_tile<Unpack, 4, 1>(rows, row_stride, x, 0, n, out, 0);
+}
 template <class Unpack>
 constexpr auto dot_quant_rows =
     dot_rows_in_groups<kGroup, dot_quant_group<Unpack, kGroup>, dot_quant_4rows<Unpack>,
                        dot_quant_group<Unpack, 1>>;
+
+#define SERVESCOPE_AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// A block's elements 0..15 and 16..31 as two registers of floats.
+struct WidenQ8_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  SERVESCOPE_AVX512_QUANT static void widen(const uint8_t* block, __m512& low, __m512& high) {
+    const uint8_t* qs = block + offsetof(BlockQ8_0, qs);
+    low = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs))));
+    high = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16))));
+  }
+};
+struct WidenQ4_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  SERVESCOPE_AVX512_QUANT static void widen(const uint8_t* block, __m512& low, __m512& high) {
+    // float(i - 8) at index i: the permute reads only an index's low four bits, the low nibble.
+    const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
+                                        0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+    const __m512i bytes = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs))));
+    low = _mm512_permutexvar_ps(bytes, table);
+    high = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table);
+  }
+};
+
+template <class Widen, int R, int T>
+SERVESCOPE_AVX512_QUANT void dot_quant_tile_avx512(const uint8_t* rows, uint64_t row_stride,
+                                                   const float* x, int64_t x_stride, int64_t n,
+                                                   float* out, int64_t out_stride) {
+  const float* table = fp16_table();
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(Widen::kBlockBytes);
+      if constexpr (R > 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);
+      }
+      __m512 low;
+      __m512 high;
+      Widen::widen(block, low, high);
+      const __m512 d = _mm512_set1_ps(block_scale(table, block));
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const float* xb = x + t * x_stride + b * kQuantBlock;
+        __m512 sum = _mm512_mul_ps(low, _mm512_loadu_ps(xb));
+        sum = _mm512_fmadd_ps(high, _mm512_loadu_ps(xb + 16), sum);
+        acc[r][t] = _mm512_fmadd_ps(d, sum, acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      const __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1));
+      out[t * out_stride + r] =
+          horizontal_sum(_mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), upper));
+    }
+  }
+}
+#pragma GCC diagnostic pop
+
+// Groups of eight tokens row by row, then of four; each token left over eight rows at a time.
+template <class Widen>
+void dot_quant_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                           int64_t x_stride, int64_t tokens, int64_t n, float* out,
+                           int64_t out_stride) {
+  constexpr int64_t kEight = 8;
+  const int64_t eights = tokens / kEight * kEight;
+  for (int64_t t = 0; t < eights; t += kEight) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      dot_quant_tile_avx512<Widen, 1, kEight>(rows + r * row_stride, 0, x + t * x_stride, x_stride,
+                                              n, out + t * out_stride + r, out_stride);
+    }
+  }
+  const int64_t fours = eights + (tokens - eights) / kGroup * kGroup;
+  for (int64_t t = eights; t < fours; t += kGroup) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      dot_quant_tile_avx512<Widen, 1, kGroup>(rows + r * row_stride, 0, x + t * x_stride, x_stride,
+                                              n, out + t * out_stride + r, out_stride);
+    }
+  }
+  for (int64_t t = fours; t < tokens; ++t) {
+    const float* xt = x + t * x_stride;
+    float* ot = out + t * out_stride;
+    int64_t r = 0;
+    for (; r + 8 <= n_rows; r += 8) {
+      dot_quant_tile_avx512<Widen, 8, 1>(rows + r * row_stride, row_stride, xt, 0, n, ot + r, 0);
+    }
+    for (; r < n_rows; ++r) {
+      dot_quant_tile_avx512<Widen, 1, 1>(rows + r * row_stride, 0, xt, 0, n, ot + r, 0);
+    }
+  }
+}
+
+bool cpu_has_avx512_bw() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return has;
+}
 
 // AVX-512 versions of the float types: twice the lanes, twice the registers, so groups of
 // twice the tokens. Batched decode of an F32 model is compute bound from a few tokens on.
@@ -637,14 +762,37 @@ RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
     if (type == gguf::GgmlType::F32) return dot_float_rows_avx512<false>;
     if (type == gguf::GgmlType::F16) return dot_float_rows_avx512<true>;
   }
-  if (cpu_has_avx2()) {
-    if (type == gguf::GgmlType::Q8_0) return dot_quant_rows<UnpackQ8_0>;
-    if (type == gguf::GgmlType::Q4_0) return dot_quant_rows<UnpackQ4_0>;
+  if (type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0) {
+    // The last variant is the widest this CPU runs; picked once per type.
+    const auto last = [](gguf::GgmlType t) -> RowsDotTokens {
+      const std::vector<RowsDotTokens> variants = quant_rows_kernel_variants(t);
+      return variants.empty() ? nullptr : variants.back();
+    };
+    static const RowsDotTokens q8 = last(gguf::GgmlType::Q8_0);
+    static const RowsDotTokens q4 = last(gguf::GgmlType::Q4_0);
+    return type == gguf::GgmlType::Q8_0 ? q8 : q4;
   }
 #endif
   (void)type;
   return nullptr;
 }
+
+std::vector<RowsDotTokens> quant_rows_kernel_variants(gguf::GgmlType type) {
+  std::vector<RowsDotTokens> variants;
+#ifdef SERVESCOPE_X86_SIMD
+  const bool q8 = type == gguf::GgmlType::Q8_0;
+  if ((q8 || type == gguf::GgmlType::Q4_0) && cpu_has_avx2()) {
+    variants.push_back(q8 ? dot_quant_rows<UnpackQ8_0> : dot_quant_rows<UnpackQ4_0>);
+    if (cpu_has_avx512_bw()) {
+      variants.push_back(q8 ? dot_quant_rows_avx512<WidenQ8_0> : dot_quant_rows_avx512<WidenQ4_0>);
+    }
+  }
+#endif
+  (void)type;
+  return variants;
+}
+
+const float* fp16_to_float_table() { return fp16_table(); }
 
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
 #ifdef SERVESCOPE_X86_SIMD

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/gguf/ggml_types.h"
 
@@ -33,6 +34,13 @@ using RowsDotTokens = void (*)(const uint8_t* rows, uint64_t row_stride, int64_t
                                const float* x, int64_t x_stride, int64_t tokens, int64_t n,
                                float* out, int64_t out_stride);
 RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type);
+// Every variant of that kernel for Q8_0 or Q4_0 this CPU can run (AVX2, then AVX-512; the last
+// is the one picked), so tests can hold each against the others bit for bit; empty without AVX2.
+std::vector<RowsDotTokens> quant_rows_kernel_variants(gguf::GgmlType type);
+
+// Every half-precision value as float (2^16 entries, exact conversions): block kernels look their
+// scales up here, a load that a broadcast reads from memory, instead of converting in registers.
+const float* fp16_to_float_table();
 
 // gguf::dequantize_row, with the hardware's half-precision conversion where it has one (the
 // CPU reads F16 KV-cache rows this way in every decode step).

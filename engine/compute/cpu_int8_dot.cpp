@@ -5,8 +5,9 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 #include <vector>
+
+#include "engine/compute/cpu_block_dot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -83,91 +84,10 @@ void dot_portable(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
 #define SERVESCOPE_AVX512_VNNI \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
-// The block's 32 weights as signed bytes in one register.
-template <gguf::GgmlType Type>
-SERVESCOPE_AVX2 inline __m256i load_weights(const uint8_t* block);
-template <>
-SERVESCOPE_AVX2 inline __m256i load_weights<gguf::GgmlType::Q8_0>(const uint8_t* block) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ8_0, qs)));
-}
-template <>
-SERVESCOPE_AVX2 inline __m256i load_weights<gguf::GgmlType::Q4_0>(const uint8_t* block) {
-  const __m128i packed =
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
-  const __m128i low = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
-  const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F));
-  return _mm256_sub_epi8(_mm256_set_m128i(high, low), _mm256_set1_epi8(8));
-}
-
-// Eight int32 partial sums of w * x over a block. Both products take unsigned x signed bytes,
-// so |w| multiplies x with w's sign moved onto it (|w| <= 127: no overflow).
-struct MaddubsDot {
-  SERVESCOPE_AVX2 static __m256i dot(__m256i abs_w, __m256i signed_x) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, signed_x), _mm256_set1_epi16(1));
-  }
-};
-struct VnniDot {
-  SERVESCOPE_AVX_VNNI static __m256i dot(__m256i abs_w, __m256i signed_x) {
-    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), abs_w, signed_x);
-  }
-};
-
 SERVESCOPE_AVX2 inline float horizontal_sum(__m256 v) {
   const __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
-}
-
-// R rows x T tokens: each block's weights are unpacked once per row, then per token one
-// integer dot and one FMA of the combined scale; every (row, token) sum is taken in the same
-// order whatever R and T are. Defined once per instruction set (a function may not inline code
-// compiled for more features than its own), hence the macro.
-#define SERVESCOPE_DEFINE_DOT_GROUP(NAME, TARGET)                                                 \
-  template <gguf::GgmlType Type, class Dot, int R, int T>                                         \
-  TARGET void NAME(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x,             \
-                   int64_t x_stride, int64_t n, float* out, int64_t out_stride) {                 \
-    using Block = typename BlockOf<Type>::Block;                                                  \
-    /* Even and odd blocks go to separate sums: one chain of dependent FMAs per (row, token)      \
-       would limit a lone token to one block per FMA latency. */                                  \
-    __m256 acc[2][R][T];                                                                          \
-    for (int r = 0; r < R; ++r) {                                                                 \
-      for (int t = 0; t < T; ++t) acc[0][r][t] = acc[1][r][t] = _mm256_setzero_ps();              \
-    }                                                                                             \
-    for (int64_t b = 0; b < n / kQuantBlock; ++b) {                                               \
-      for (int r = 0; r < R; ++r) {                                                               \
-        const uint8_t* block = row + r * row_stride + b * static_cast<int64_t>(sizeof(Block));    \
-        const __m256i w = load_weights<Type>(block);                                              \
-        const __m256i abs_w = _mm256_sign_epi8(w, w);                                             \
-        uint16_t d_bits;                                                                          \
-        std::memcpy(&d_bits, block, sizeof d_bits);                                               \
-        const float d_w = _cvtsh_ss(d_bits);                                                      \
-        __m256(&sum)[T] = acc[b & 1][r];                                                          \
-        for (int t = 0; t < T; ++t) {                                                             \
-          const ActivationBlock& xb = x[t * x_stride + b];                                        \
-          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));          \
-          const __m256i sums = Dot::dot(abs_w, _mm256_sign_epi8(q, w));                           \
-          sum[t] = _mm256_fmadd_ps(_mm256_set1_ps(d_w * xb.d), _mm256_cvtepi32_ps(sums), sum[t]); \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-    for (int r = 0; r < R; ++r) {                                                                 \
-      for (int t = 0; t < T; ++t) {                                                               \
-        out[t * out_stride + r] = horizontal_sum(_mm256_add_ps(acc[0][r][t], acc[1][r][t]));      \
-      }                                                                                           \
-    }                                                                                             \
-  }
-
-SERVESCOPE_DEFINE_DOT_GROUP(dot_group_avx2, SERVESCOPE_AVX2)
-SERVESCOPE_DEFINE_DOT_GROUP(dot_group_vnni, SERVESCOPE_AVX_VNNI)
-
-template <gguf::GgmlType Type, class Dot, int R, int T>
-void dot_group(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x, int64_t x_stride,
-               int64_t n, float* out, int64_t out_stride) {
-  if constexpr (std::is_same_v<Dot, VnniDot>) {
-    dot_group_vnni<Type, Dot, R, T>(row, row_stride, x, x_stride, n, out, out_stride);
-  } else {
-    dot_group_avx2<Type, Dot, R, T>(row, row_stride, x, x_stride, n, out, out_stride);
-  }
 }
 
 // The many-token kernel (prefill, large batches): tiles of R rows x T tokens, so that each
@@ -188,6 +108,7 @@ void dot_group(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x
     using Block = typename BlockOf<Type>::Block;                                                  \
     constexpr bool kQ4 = Type == gguf::GgmlType::Q4_0;                                            \
     const int64_t blocks = n / kQuantBlock;                                                       \
+    const float* half_to_float = fp16_to_float_table();                                           \
     __m256 acc[2][R][T];                                                                          \
     for (int h = 0; h < 2; ++h) {                                                                 \
       for (int r = 0; r < R; ++r) {                                                               \
@@ -205,7 +126,10 @@ void dot_group(const uint8_t* row, uint64_t row_stride, const ActivationBlock* x
           const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block)); \
           uint16_t d_bits;                                                                        \
           std::memcpy(&d_bits, block, sizeof d_bits);                                             \
-          d_w[r] = _mm256_set1_ps(_cvtsh_ss(d_bits));                                             \
+          d_w[r] = _mm256_set1_ps(half_to_float[d_bits]); /* a broadcast load, no convert */      \
+          if constexpr (R > 1) { /* a lone token's rows: fetch the next group's block early */    \
+            _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);     \
+          }                                                                                       \
           if constexpr (kQ4) {                                                                    \
             const __m128i packed = _mm_loadu_si128(                                               \
                 reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));               \
@@ -328,14 +252,15 @@ SERVESCOPE_AVX512_VNNI inline void store_tile_sums(const __m512 (&acc)[R][T], fl
 // Weights of block `block` (and the next one unless `lone`): the unsigned nibbles (Q4_0) or the
 // signed bytes and -128 x their sums of four (Q8_0), with the scales.
 template <gguf::GgmlType Type>
-SERVESCOPE_AVX512_VNNI inline void weight_pair(const uint8_t* block, bool lone, __m512i& w,
-                                               __m512i& w_extra, __m512& d_w) {
+SERVESCOPE_AVX512_VNNI inline void weight_pair(const float* half_to_float, const uint8_t* block,
+                                               bool lone, __m512i& w, __m512i& w_extra,
+                                               __m512& d_w) {
   using Block = typename BlockOf<Type>::Block;
   const uint8_t* next = lone ? block : block + sizeof(Block);
   uint16_t d_bits[2];
   std::memcpy(&d_bits[0], block, sizeof(uint16_t));
   std::memcpy(&d_bits[1], next, sizeof(uint16_t));
-  d_w = pair_of(_cvtsh_ss(d_bits[0]), _cvtsh_ss(d_bits[1]));
+  d_w = pair_of(half_to_float[d_bits[0]], half_to_float[d_bits[1]]);  // broadcast loads
   if constexpr (Type == gguf::GgmlType::Q4_0) {
     const __m256i packed = _mm256_set_m128i(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(next + offsetof(BlockQ4_0, qs))),
@@ -360,6 +285,7 @@ SERVESCOPE_AVX512_VNNI void tile_pairs_avx512(const uint8_t* rows, uint64_t row_
                                               const ActivationBlock* x, int64_t x_stride, int64_t n,
                                               float* out, int64_t out_stride) {
   using Block = typename BlockOf<Type>::Block;
+  const float* half_to_float = fp16_to_float_table();
   const int64_t blocks = n / kQuantBlock;
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
@@ -373,7 +299,8 @@ SERVESCOPE_AVX512_VNNI void tile_pairs_avx512(const uint8_t* rows, uint64_t row_
     __m512 d_w[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      weight_pair<Type>(rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block)), lone, w[r],
+      weight_pair<Type>(half_to_float,
+                        rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block)), lone, w[r],
                         w_extra[r], d_w[r]);
     }
 #pragma GCC unroll 8
@@ -412,13 +339,14 @@ template <gguf::GgmlType Type>
 SERVESCOPE_AVX512_VNNI void pack_weight_pairs(const uint8_t* row, int64_t blocks,
                                               WeightBlockPair* out) {
   using Block = typename BlockOf<Type>::Block;
+  const float* half_to_float = fp16_to_float_table();
   for (int64_t b = 0; b < blocks; b += 2) {
     WeightBlockPair& pair = out[b / 2];
     __m512i w;
     __m512i w_extra;
     __m512 d_w;
-    weight_pair<Type>(row + b * static_cast<int64_t>(sizeof(Block)), b + 1 == blocks, w, w_extra,
-                      d_w);
+    weight_pair<Type>(half_to_float, row + b * static_cast<int64_t>(sizeof(Block)), b + 1 == blocks,
+                      w, w_extra, d_w);
     if (b + 1 == blocks) {  // zero weights and scales in the odd lanes: they add exact zeros
       w = _mm512_maskz_mov_epi64(0x0F, w);
       w_extra = _mm512_maskz_mov_epi32(0x00FF, w_extra);
@@ -527,6 +455,112 @@ SERVESCOPE_AVX512_VNNI void pack_token_pairs_avx512(bool q4, const ActivationBlo
   }
 }
 
+// A lone token (decode, or each token of a batch below kMinTokensForTiles) against the rows as
+// they are stored: the token's block pairs are packed once per call (lone_tokens_avx512), so
+// per row and pair of blocks what is left is the weights' unpacking, one integer dot (three for
+// Q8_0), one conversion, one scale product and one FMA. Every lane takes tile_pairs_avx512's
+// steps (the same integer sums, scale products, FMAs and final sum), so the results are the
+// same bit for bit.
+template <gguf::GgmlType Type>
+SERVESCOPE_AVX512_VNNI inline __m512i lone_weight_pair(const uint8_t* block, const uint8_t* next) {
+  if constexpr (Type == gguf::GgmlType::Q4_0) {
+    const __m256i packed = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(next + offsetof(BlockQ4_0, qs))), 1);
+    // [even, even, odd, odd] (16-byte lanes), the second and fourth shifted to their high
+    // nibbles: [low 0, high 0, low 1, high 1] once masked.
+    const __m512i wide = _mm512_castsi256_si512(packed);
+    const __m512i twice = _mm512_shuffle_i64x2(wide, wide, _MM_SHUFFLE(1, 1, 0, 0));
+    const __m512i shifted = _mm512_mask_srli_epi16(twice, 0xFF00FF00u, twice, 4);
+    return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+  } else {
+    return pair_of(load_256(block + offsetof(BlockQ8_0, qs)),
+                   load_256(next + offsetof(BlockQ8_0, qs)));
+  }
+}
+
+// The integer sums of a row's block pair with the token's: as tile_pairs_avx512 takes them.
+template <gguf::GgmlType Type>
+SERVESCOPE_AVX512_VNNI inline __m512i lone_pair_sums(__m512i w, __m512i q, __m512i token_extra) {
+  if constexpr (Type == gguf::GgmlType::Q4_0) {
+    return _mm512_dpbusd_epi32(token_extra, w, q);
+  } else {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i w_extra = _mm512_sub_epi32(
+        zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(static_cast<char>(0x80)), w));
+    return _mm512_dpbusd_epi32(w_extra, token_extra, w);
+  }
+}
+
+// A row's scale products d_w * d_x for a block pair, [even x8, odd x8]: the weights' scales
+// broadcast from the half-precision table (loads, no conversion or shuffle), times the token's.
+SERVESCOPE_AVX512_VNNI inline __m512 lone_scales(const float* table, const uint8_t* block,
+                                                 const uint8_t* next, __m512 d_x) {
+  uint16_t even;
+  uint16_t odd;
+  std::memcpy(&even, block, sizeof even);
+  std::memcpy(&odd, next, sizeof odd);
+  const __m512 d_w =
+      _mm512_mask_mov_ps(_mm512_set1_ps(table[even]), 0xFF00, _mm512_set1_ps(table[odd]));
+  return _mm512_mul_ps(d_w, d_x);
+}
+
+// Rows [0, R) against one packed token (x[p]: its block pairs).
+template <gguf::GgmlType Type, int R>
+SERVESCOPE_AVX512_VNNI void lone_token_tile(const uint8_t* rows, uint64_t row_stride,
+                                            const TokenBlockPair* x, int64_t blocks, float* out) {
+  using Block = typename BlockOf<Type>::Block;
+  const float* table = fp16_to_float_table();
+  __m512 acc[R][1];
+  for (int r = 0; r < R; ++r) acc[r][0] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; b += 2) {
+    const bool lone = b + 1 == blocks;  // an odd count's last block: only the even lanes
+    const __mmask16 lanes_used = lone ? 0x00FF : 0xFFFF;
+    const TokenBlockPair& xp = x[b / 2];
+    const __m512i q = _mm512_load_si512(xp.q);
+    const __m512i token_extra = _mm512_load_si512(xp.extra);
+    const __m512 d_x = _mm512_load_ps(xp.d);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = rows + r * row_stride + b * static_cast<int64_t>(sizeof(Block));
+      const uint8_t* next = lone ? block : block + sizeof(Block);
+      if constexpr (R > 1) {  // the next group of rows' pair: a decode's weights come from L3
+        _mm_prefetch(reinterpret_cast<const char*>(block + R * row_stride), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(next + R * row_stride + sizeof(Block) - 1),
+                     _MM_HINT_T0);
+      }
+      const __m512i sums =
+          lone_pair_sums<Type>(lone_weight_pair<Type>(block, next), q, token_extra);
+      acc[r][0] = _mm512_mask3_fmadd_ps(lone_scales(table, block, next, d_x),
+                                        _mm512_cvtepi32_ps(sums), acc[r][0], lanes_used);
+    }
+  }
+  store_tile_sums<R, 1>(acc, out, 0);
+}
+
+// Each of `tokens` tokens alone over rows [0, n_rows): packed, then four rows at a time.
+template <gguf::GgmlType Type>
+void lone_tokens_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
+                        const ActivationBlock* x, int64_t x_stride, int64_t tokens, int64_t n,
+                        float* out, int64_t out_stride) {
+  const int64_t blocks = n / kQuantBlock;
+  const int64_t pairs = (blocks + 1) / 2;
+  thread_local std::vector<TokenBlockPair> packed;
+  packed.resize(static_cast<size_t>(pairs));
+  for (int64_t t = 0; t < tokens; ++t) {
+    pack_token_pairs_avx512(Type == gguf::GgmlType::Q4_0, x + t * x_stride, 0, 1, n, packed.data());
+    float* o = out + t * out_stride;
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) {
+      lone_token_tile<Type, 4>(rows + r * row_stride, row_stride, packed.data(), blocks, o + r);
+    }
+    for (; r < n_rows; ++r) {
+      lone_token_tile<Type, 1>(rows + r * row_stride, row_stride, packed.data(), blocks, o + r);
+    }
+  }
+}
+
 #pragma GCC diagnostic pop
 
 // Tiles of R rows x T tokens over the whole (rows x tokens) range, smaller tiles at the edges.
@@ -564,6 +598,7 @@ void dot_tiles(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const A
 // (8 sums) beat 2 x 2, 2 x 3 and 4 x 1 by 5-40%; the 512-bit kernel holds 4 x 4 block pairs.
 struct Avx2Tiles {
   static constexpr int kRows = 1, kTokens = 4;
+  static constexpr bool kLoneTokenKernel = false;  // a lone token takes kRows x 1 tiles
   template <gguf::GgmlType Type, int R, int T>
   static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
@@ -572,6 +607,7 @@ struct Avx2Tiles {
 };
 struct VnniTiles {
   static constexpr int kRows = 1, kTokens = 4;
+  static constexpr bool kLoneTokenKernel = false;
   template <gguf::GgmlType Type, int R, int T>
   static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
@@ -580,6 +616,7 @@ struct VnniTiles {
 };
 struct Avx512Tiles {
   static constexpr int kRows = 4, kTokens = 4;
+  static constexpr bool kLoneTokenKernel = true;  // lone_tokens_avx512
   template <gguf::GgmlType Type, int R, int T>
   static void tile(const uint8_t* rows, uint64_t row_stride, const ActivationBlock* x,
                    int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
@@ -587,34 +624,32 @@ struct Avx512Tiles {
   }
 };
 
-constexpr int kGroup = 4;  // tokens per row pass
-constexpr int kRows = 4;   // rows per pass for the tokens left over (a lone decode token)
+constexpr int kRows = 4;  // rows per pass for the tokens left over (a lone decode token)
 // From this many tokens on, the tile kernel (same results, fewer instructions per block sum).
 constexpr int64_t kMinTokensForTiles = 4;
 
-template <gguf::GgmlType Type, class Dot, class Tiles>
+template <gguf::GgmlType Type, class Tiles>
 void dot_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const ActivationBlock* x,
               int64_t x_stride, int64_t tokens, int64_t n, float* out, int64_t out_stride) {
   if (tokens >= kMinTokensForTiles) {
     dot_tiles<Type, Tiles>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
     return;
   }
-  int64_t t = 0;
-  for (; t + kGroup <= tokens; t += kGroup) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-      dot_group<Type, Dot, 1, kGroup>(rows + r * row_stride, row_stride, x + t * x_stride, x_stride,
-                                      n, out + t * out_stride + r, out_stride);
-    }
+  if constexpr (Tiles::kLoneTokenKernel) {
+    lone_tokens_avx512<Type>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
+    return;
   }
-  for (; t < tokens; ++t) {
+  // Each token alone, four rows at a time: the tile kernel's unsigned nibbles and offsets (Q4_0)
+  // take fewer instructions per block than moving signs.
+  for (int64_t t = 0; t < tokens; ++t) {
     int64_t r = 0;
     for (; r + kRows <= n_rows; r += kRows) {
-      dot_group<Type, Dot, kRows, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0, n,
-                                     out + t * out_stride + r, 0);
+      Tiles::template tile<Type, kRows, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0,
+                                           n, out + t * out_stride + r, 0);
     }
     for (; r < n_rows; ++r) {
-      dot_group<Type, Dot, 1, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0, n,
-                                 out + t * out_stride + r, 0);
+      Tiles::template tile<Type, 1, 1>(rows + r * row_stride, row_stride, x + t * x_stride, 0, n,
+                                       out + t * out_stride + r, 0);
     }
   }
 }
@@ -640,21 +675,17 @@ struct Int8Kernels {
 const Int8Kernels& int8_kernels() {
   static const Int8Kernels kernels = [] {
 #ifdef SERVESCOPE_X86_SIMD
-    if (cpu_has("avxvnni") && cpu_has("avx512vnni")) {
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniDot, Avx512Tiles>,
-                         dot_rows<gguf::GgmlType::Q4_0, VnniDot, Avx512Tiles>};
-    }
-    if (cpu_has("avx2") && cpu_has("avx512vnni")) {  // AVX-512 VNNI without AVX-VNNI (Zen 4)
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx512Tiles>,
-                         dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx512Tiles>};
+    if (cpu_has("avx2") && cpu_has("avx512vnni")) {  // with or without AVX-VNNI (Zen 4)
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, Avx512Tiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, Avx512Tiles>};
     }
     if (cpu_has("avxvnni")) {
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniDot, VnniTiles>,
-                         dot_rows<gguf::GgmlType::Q4_0, VnniDot, VnniTiles>};
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, VnniTiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, VnniTiles>};
     }
     if (cpu_has("avx2")) {
-      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx2Tiles>,
-                         dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx2Tiles>};
+      return Int8Kernels{dot_rows<gguf::GgmlType::Q8_0, Avx2Tiles>,
+                         dot_rows<gguf::GgmlType::Q4_0, Avx2Tiles>};
     }
 #endif
     return Int8Kernels{dot_portable<gguf::GgmlType::Q8_0>, dot_portable<gguf::GgmlType::Q4_0>};
@@ -737,16 +768,16 @@ std::vector<RowDotInt8Tokens> int8_kernel_variants(gguf::GgmlType type) {
                                             : dot_portable<gguf::GgmlType::Q4_0>};
 #ifdef SERVESCOPE_X86_SIMD
   if (cpu_has("avx2")) {
-    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx2Tiles>
-                          : dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx2Tiles>);
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, Avx2Tiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, Avx2Tiles>);
   }
   if (cpu_has("avxvnni")) {
-    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, VnniDot, VnniTiles>
-                          : dot_rows<gguf::GgmlType::Q4_0, VnniDot, VnniTiles>);
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, VnniTiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, VnniTiles>);
   }
   if (cpu_has("avx2") && cpu_has("avx512vnni")) {
-    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, MaddubsDot, Avx512Tiles>
-                          : dot_rows<gguf::GgmlType::Q4_0, MaddubsDot, Avx512Tiles>);
+    variants.push_back(q8 ? dot_rows<gguf::GgmlType::Q8_0, Avx512Tiles>
+                          : dot_rows<gguf::GgmlType::Q4_0, Avx512Tiles>);
   }
 #endif
   return variants;

@@ -33,7 +33,7 @@ void quantize_activations(const float* x, int64_t n, ActivationBlock* out);
 using RowDotInt8Tokens = void (*)(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
                                   const ActivationBlock* x, int64_t x_stride, int64_t tokens,
                                   int64_t n, float* out, int64_t out_stride);
-// The kernel for Q8_0 or Q4_0 on this CPU (AVX-VNNI, AVX2, or portable).
+// The kernel for Q8_0 or Q4_0 on this CPU (AVX-512 VNNI, AVX-VNNI, AVX2, or portable).
 RowDotInt8Tokens row_dot_int8_tokens_for(gguf::GgmlType type);
 // Every variant of that kernel this CPU can run, portable first (AVX2, AVX-VNNI, AVX-512 VNNI
 // tiles follow where supported), so tests can hold each against the others.

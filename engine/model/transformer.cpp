@@ -49,6 +49,20 @@ Transformer::Transformer(ModelConfig config, ModelWeights weights, compute::Back
     shape.window = local ? config_.sliding_window : 0;
     layer_attention_.push_back(shape);
   }
+  reserve_activations(std::min<int64_t>(config_.context_length, kReservedPrefillTokens));
+}
+
+void Transformer::reserve_activations(int64_t tokens) {
+  // The tensors one layer of a prefill holds at once (residual stream, norms, q|k|v, attention
+  // out, feed-forward in and out), created and dropped here, at load.
+  const int64_t q_dim = config_.n_heads * config_.head_dim;
+  const int64_t ffn_cols =
+      config_.architecture == Architecture::kGpt2 ? config_.ffn_dim : 2 * config_.ffn_dim;
+  std::vector<Tensor> held;
+  for (const int64_t cols : {config_.dim, config_.dim, config_.dim, config_.dim, config_.dim,
+                             config_.dim, q_dim + 2 * config_.kv_dim(), q_dim, ffn_cols}) {
+    held.push_back(activation(tokens, cols));
+  }
 }
 
 void Transformer::set_kv_type(gguf::GgmlType type) {

@@ -130,6 +130,11 @@ class Transformer {
   // Those rows of t: a view when they are consecutive, else gathered into a new tensor.
   compute::Tensor rows_of(const compute::Tensor& t, std::span<const int32_t> rows);
   compute::Tensor activation(int64_t rows, int64_t cols);
+  // Creates and drops the activations of a prefill of `tokens` tokens, at load: a backend that
+  // reuses freed memory (the CPU backend) then starts the first forward pass on pages already
+  // faulted in, as a warmed-up one does (llama.cpp reserves its compute buffer likewise).
+  void reserve_activations(int64_t tokens);
+  static constexpr int64_t kReservedPrefillTokens = 512;
 
   ModelConfig config_;
   ModelWeights weights_;

@@ -179,9 +179,9 @@ TEST(Cli, InfoShowsProvenanceKeys) {
   for (const gguf::TensorInfo& t : source.tensors()) {
     writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
   }
-  const auto path = std::filesystem::temp_directory_path() / "servescope-provenance-test.gguf";
+  const std::string path = servescope::testing_support::per_test_path("provenance_", ".gguf");
   writer.write(path);
-  const json doc = json::parse(cli("info --model " + path.string()).out);
+  const json doc = json::parse(cli("info --model " + path).out);
   std::filesystem::remove(path);
   EXPECT_EQ(doc["author"], "A. Author");
   EXPECT_EQ(doc["license"], "apache-2.0");
@@ -195,6 +195,31 @@ TEST(Cli, InfoShowsProvenanceKeys) {
     EXPECT_TRUE(plain[key].is_null()) << key;
   }
   EXPECT_EQ(plain["chat_template"], false);
+}
+
+// info names a byte-level BPE file's pre-tokeniser: the file's tokenizer.ggml.pre and the
+// scheme it selects (GPT-2's when the key is absent); a sentencepiece vocabulary has neither.
+TEST(Cli, InfoShowsThePreTokenizer) {
+  const json plain = json::parse(cli("info" + model("gpt2-f32.gguf")).out);
+  EXPECT_TRUE(plain["tokenizer"]["pre"].is_null());
+  EXPECT_EQ(plain["tokenizer"]["pre_scheme"], "gpt-2");
+
+  const auto source = gguf::GgufFile::open(kData + "/models/gpt2-f32.gguf");
+  gguf::GgufWriter writer(source.version());
+  for (const auto& [key, value] : source.metadata()) writer.set(key, value);
+  writer.set("tokenizer.ggml.pre", gguf::Value::str("llama3"));  // an alias of llama-bpe
+  for (const gguf::TensorInfo& t : source.tensors()) {
+    writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  const std::string path = servescope::testing_support::per_test_path("pre_", ".gguf");
+  writer.write(path);
+  const json named = json::parse(cli("info --model " + path).out);
+  std::filesystem::remove(path);
+  EXPECT_EQ(named["tokenizer"]["pre"], "llama3");
+  EXPECT_EQ(named["tokenizer"]["pre_scheme"], "llama-bpe");
+
+  const json sentencepiece = json::parse(cli("info" + model("llama-f32.gguf")).out);
+  EXPECT_FALSE(sentencepiece["tokenizer"].contains("pre"));
 }
 
 // info's KV figure is what the serving engine's block pool charges per token, for every KV type

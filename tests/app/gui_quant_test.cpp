@@ -291,6 +291,24 @@ TEST(QuantisationAdapter, ShowsQuantReportsLoadAndVerdict) {
   limits.max_kl = panel->max_kl_control()->value();
   check_verdicts(limits);
   EXPECT_EQ(cell(2, widgets::QuantVariantModel::kVerdict), "reject");
+
+  // A new run (other types chosen): its quick parts arrive first and leave the last
+  // comparison on show until the new one is complete, as Cancel's tooltip promises.
+  QuantLabReport quick;
+  quick.model_path = path;
+  quick.serial = 2;
+  quick.weight_type = "q8_0";
+  QuantLabReport shown = with_last_comparison(quick, lab);
+  EXPECT_FALSE(shown.complete);
+  EXPECT_EQ(shown.weight_type, "q8_0");  // the quick parts are the new run's
+  run.running = true;
+  adapter->refresh(PanelFeed{folder, info, 0.0, nullptr, &shown, &run, {"q8_0"}, nullptr, {}});
+  ASSERT_EQ(table.rowCount(), 3);
+  EXPECT_EQ(cell(2, widgets::QuantVariantModel::kWeights).toStdString(),
+            lab.report.variants[1].type);
+  // Another model's comparison is never carried over.
+  quick.model_path = testing::kTestData + "/models/llama-q8_0.gguf";
+  EXPECT_TRUE(with_last_comparison(quick, lab).report.baseline.type.empty());
 }
 
 }  // namespace

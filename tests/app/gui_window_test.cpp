@@ -12,7 +12,10 @@
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QTemporaryDir>
+#include <QCheckBox>
+#include <QDoubleSpinBox>
 #include <array>
+#include <cmath>
 #include <fstream>
 
 #include "app/cli/commands.h"
@@ -22,6 +25,7 @@
 #include "engine/model/model.h"
 #include "tests/app/gui_test_support.h"
 #include "widgets/batching_panel.h"
+#include "widgets/quantisation_panel.h"
 
 namespace servescope::gui {
 namespace {
@@ -364,6 +368,13 @@ TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
     first.set_batching({true, 350});
     first.set_quantised_activations(true);
     ASSERT_TRUE(wait_until([&] { return first.engine_info()->quantised_activations; }));
+    // The lab's limits as the learner sets them in the panel: KL off, a TPOT limit, a goal.
+    auto* lab = first.findChild<widgets::QuantisationPanel*>();
+    ASSERT_NE(lab, nullptr);
+    lab->max_kl_enabled_control()->setChecked(false);
+    lab->max_tpot_enabled_control()->setChecked(true);
+    lab->max_tpot_control()->setValue(4.5);
+    lab->min_speedup_control()->setValue(1.25);
     first.close();  // saves
   }
   {
@@ -374,6 +385,15 @@ TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
     EXPECT_TRUE(second.quantised_activations());
     EXPECT_TRUE(second.dark_theme());
     EXPECT_EQ(second.prompt(), "Tom had a red ball");
+    EXPECT_TRUE(std::isinf(second.quant_limits().max_kl));
+    EXPECT_EQ(second.quant_limits().max_tpot_ms, 4.5);
+    EXPECT_EQ(second.quant_limits().min_speedup, 1.25);
+    auto* lab = second.findChild<widgets::QuantisationPanel*>();
+    ASSERT_NE(lab, nullptr);
+    second.show();
+    second.show_panel(PanelId::kQuantisation);  // the panel shows what was remembered
+    ASSERT_TRUE(wait_until([&] { return lab->limits().max_tpot_ms == 4.5; }));
+    EXPECT_FALSE(lab->max_kl_enabled_control()->isChecked());
     ASSERT_TRUE(wait_until([&] { return second.engine_info().has_value(); }));
     EXPECT_EQ(second.engine_info()->backend, "cpu");
     EXPECT_TRUE(second.engine_info()->quantised_activations);  // the engine was built with them
@@ -387,6 +407,7 @@ TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
     EXPECT_FALSE(third.quantised_activations());
     EXPECT_FALSE(third.dark_theme());
     EXPECT_EQ(third.prompt(), "Once upon a time");  // the suggested prompt again
+    EXPECT_EQ(third.quant_limits().max_kl, default_lab_limits().max_kl);
     third.set_dark_theme(false);
   }
 }

@@ -186,6 +186,37 @@ TEST_P(CpuThreadedMatmul, BatchedRowsEqualTheSingleTokenProduct) {
   }
 }
 
+// Every instruction-set variant of the exact Q8_0 / Q4_0 row kernel this CPU runs (AVX2, and
+// AVX-512 where the CPU has it; an AVX2-only CI machine still runs the first) gives the same
+// sums bit for bit: lone tokens (rows in fours or pairs, then single rows) and groups of eight
+// and four tokens.
+TEST(CpuQuantRows, EveryKernelVariantOfThisCpuGivesTheSameSums) {
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+    const int64_t rows = 15;  // three groups of four rows and three single rows
+    const int64_t cols = 288;
+    const Weights w = random_weights(type, rows, cols, 37);
+    std::mt19937 rng(41);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const std::vector<RowsDotTokens> variants = quant_rows_kernel_variants(type);
+    for (const int64_t tokens : {1, 2, 3, 4, 5, 9, 13}) {
+      std::vector<float> x(static_cast<size_t>(tokens * cols));
+      for (float& v : x) v = normal(rng);
+      std::vector<std::vector<float>> results;
+      for (const RowsDotTokens kernel : variants) {
+        std::vector<float> out(static_cast<size_t>(tokens * rows));
+        kernel(w.bytes.data(), gguf::row_bytes(type, cols), rows, x.data(), cols, tokens, cols,
+               out.data(), rows);
+        expect_near_double_reference(out, w, rows, cols, x, tokens);
+        results.push_back(out);
+      }
+      for (size_t v = 1; v < results.size(); ++v) {
+        EXPECT_EQ(results[v], results[0])
+            << gguf::type_name(type) << " variant " << v << " tokens " << tokens;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, CpuThreadedMatmul,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::Q8_0,
                                            GgmlType::Q4_0),

@@ -991,7 +991,7 @@ TEST_F(SplitKvStoreWorkgroupTiles, PagedKvStore) { check_split_kv_store(); }
 // The probe measures positive roofs once, then the cache answers for the same device.
 TEST_F(KernelParity, DeviceProbeIsCachedPerDevice) {
   const auto dir =
-      std::filesystem::temp_directory_path() / ("servescope-probe-" + std::to_string(getpid()));
+      std::filesystem::path(testing::TempDir()) / ("servescope-probe-" + std::to_string(getpid()));
   setenv("XDG_CACHE_HOME", dir.c_str(), 1);
   const ProbedRoofs first = probe_roofs(*vk_);
   EXPECT_FALSE(first.from_cache);

@@ -221,7 +221,7 @@ class TempDir {
  public:
   TempDir() {
     path_ =
-        std::filesystem::temp_directory_path() /
+        std::filesystem::path(::testing::TempDir()) /
         ("servescope_gguf_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
          "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(path_);

@@ -42,8 +42,11 @@ inline CliRun run_cli(const std::string& args) {
   while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
   const int status = pclose(pipe);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(err), {});
+  {
+    std::ifstream err(err_file);
+    run.err.assign(std::istreambuf_iterator<char>(err), {});
+  }
+  std::remove(err_file.c_str());
   return run;
 }
 
