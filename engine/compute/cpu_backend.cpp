@@ -370,7 +370,7 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
     for (int64_t tile_index = first_tile; tile_index < end_tile; ++tile_index) {
       const int64_t r0 = tile_index * tile_rows;
       const int64_t rows = std::min(tile_rows, w.rows - r0);
-      // (F32 and F16 are stored in panels: matmul_on_panel_blocks.)
+      // (F32 and F16 are stored in panels: matmul_on_panels.)
       scratch.resize(static_cast<size_t>(rows * w.cols));
       for (int64_t r = 0; r < rows; ++r) {
         dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
