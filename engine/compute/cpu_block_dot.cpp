@@ -499,115 +499,6 @@ bool cpu_has_avx512_bw() {
   return has;
 }
 
-// AVX-512 versions of the float types: twice the lanes, twice the registers, so groups of
-// twice the tokens. Batched decode of an F32 model is compute bound from a few tokens on.
-#define SERVESCOPE_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
-// GCC 12's own AVX-512 intrinsics (cvtph, reduce_add) start from _mm512_undefined values,
-// which its uninitialised-use warnings flag inside the header.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-constexpr int kLanes512 = 16;
-constexpr int kGroup512 = 8;
-
-// Weights 16 at a time as floats: F32 loads them, F16 converts them.
-template <bool Half>
-SERVESCOPE_AVX512 inline __m512 load16(const uint8_t* row, int64_t j) {
-  if constexpr (Half) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * j)));
-  } else {
-    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + j);
-  }
-}
-
-template <bool Half>
-float weight_at(const uint8_t* row, int64_t k) {
-  if constexpr (Half) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * k, sizeof h);
-    return gguf::fp16_to_fp32(h);
-  } else {
-    float w;
-    std::memcpy(&w, row + 4 * k, sizeof w);
-    return w;
-  }
-}
-
-template <bool Half, int T>
-SERVESCOPE_AVX512 void dot_float_group_avx512(const uint8_t* row, const float* x, int64_t x_stride,
-                                              int64_t n, float* out, int64_t out_stride) {
-  __m512 even[T];  // elements 32i .. 32i+15
-  __m512 odd[T];   // elements 32i+16 .. 32i+31
-  for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm512_setzero_ps();
-  int64_t j = 0;
-  for (; j + 2 * kLanes512 <= n; j += 2 * kLanes512) {
-    const __m512 w0 = load16<Half>(row, j);
-    const __m512 w1 = load16<Half>(row, j + kLanes512);
-    for (int t = 0; t < T; ++t) {
-      const float* xt = x + t * x_stride + j;
-      even[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xt), even[t]);
-      odd[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xt + kLanes512), odd[t]);
-    }
-  }
-  if (j + kLanes512 <= n) {
-    const __m512 w0 = load16<Half>(row, j);
-    for (int t = 0; t < T; ++t) {
-      even[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + t * x_stride + j), even[t]);
-    }
-    j += kLanes512;
-  }
-  for (int t = 0; t < T; ++t) {
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(even[t], odd[t]));
-    for (int64_t k = j; k < n; ++k) sum += weight_at<Half>(row, k) * x[t * x_stride + k];
-    out[t * out_stride] = sum;
-  }
-}
-
-// Four rows against one token, each (row, token) sum exactly as dot_float_group_avx512 takes it.
-template <bool Half>
-SERVESCOPE_AVX512 void dot_float_4rows_avx512(const uint8_t* rows, uint64_t row_stride,
-                                              const float* x, int64_t n, float* out) {
-  constexpr int kRows = 4;
-  __m512 even[kRows];
-  __m512 odd[kRows];
-  for (int r = 0; r < kRows; ++r) even[r] = odd[r] = _mm512_setzero_ps();
-  int64_t j = 0;
-  for (; j + 2 * kLanes512 <= n; j += 2 * kLanes512) {
-    const __m512 x0 = _mm512_loadu_ps(x + j);
-    const __m512 x1 = _mm512_loadu_ps(x + j + kLanes512);
-    for (int r = 0; r < kRows; ++r) {
-      const uint8_t* row = rows + r * row_stride;
-      even[r] = _mm512_fmadd_ps(load16<Half>(row, j), x0, even[r]);
-      odd[r] = _mm512_fmadd_ps(load16<Half>(row, j + kLanes512), x1, odd[r]);
-    }
-  }
-  if (j + kLanes512 <= n) {
-    const __m512 x0 = _mm512_loadu_ps(x + j);
-    for (int r = 0; r < kRows; ++r) {
-      even[r] = _mm512_fmadd_ps(load16<Half>(rows + r * row_stride, j), x0, even[r]);
-    }
-    j += kLanes512;
-  }
-  for (int r = 0; r < kRows; ++r) {
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(even[r], odd[r]));
-    for (int64_t k = j; k < n; ++k) sum += weight_at<Half>(rows + r * row_stride, k) * x[k];
-    out[r] = sum;
-  }
-}
-
-#pragma GCC diagnostic pop
-
-template <bool Half>
-constexpr auto dot_float_rows_avx512 =
-    dot_rows_in_groups<kGroup512, dot_float_group_avx512<Half, kGroup512>,
-                       dot_float_4rows_avx512<Half>, dot_float_group_avx512<Half, 1>>;
-
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  return has;
-}
-
 // Groups of G tokens, then one at a time.
 template <int G, GroupKernel Group, GroupKernel Single>
 void dot_tokens_in_groups(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
@@ -660,12 +551,6 @@ const RowDotsTokens& row_dots_tokens() {
                                               dot_quant_group<UnpackQ8_0, 1>>,
                          dot_tokens_in_groups<kGroup, dot_quant_group<UnpackQ4_0, kGroup>,
                                               dot_quant_group<UnpackQ4_0, 1>>};
-      if (cpu_has_avx512()) {
-        avx2.f32 = dot_tokens_in_groups<kGroup512, dot_float_group_avx512<false, kGroup512>,
-                                        dot_float_group_avx512<false, 1>>;
-        avx2.f16 = dot_tokens_in_groups<kGroup512, dot_float_group_avx512<true, kGroup512>,
-                                        dot_float_group_avx512<true, 1>>;
-      }
       return avx2;
     }
 #endif
@@ -758,10 +643,6 @@ RowDotTokens row_dot_tokens_for(gguf::GgmlType type) {
 
 RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
 #ifdef SERVESCOPE_X86_SIMD
-  if (cpu_has_avx512()) {
-    if (type == gguf::GgmlType::F32) return dot_float_rows_avx512<false>;
-    if (type == gguf::GgmlType::F16) return dot_float_rows_avx512<true>;
-  }
   if (type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0) {
     // The last variant is the widest this CPU runs; picked once per type.
     const auto last = [](gguf::GgmlType t) -> RowsDotTokens {

@@ -20,7 +20,8 @@ RowDot row_dot_for(gguf::GgmlType type);
 // One weight row against several tokens: out[t * out_stride] = sum_j W[j] * x[t * x_stride + j]
 // for t < tokens. The row is read from memory once for all tokens (a decode step of a batch);
 // every token's sum is taken in the same order whatever `tokens` is, so a token's result does
-// not depend on the batch it is in.
+// not depend on the batch it is in. (The CPU backend's products with F32/F16 weights take the
+// panel kernels of cpu_panel_dot.h instead; their row kernels here stay for callers of any type.)
 using RowDotTokens = void (*)(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
                               int64_t n, float* out, int64_t out_stride);
 RowDotTokens row_dot_tokens_for(gguf::GgmlType type);
