@@ -1,5 +1,7 @@
 #include "engine/compute/cpu_block_dot.h"
 
+#include "engine/compute/cpu_kquant_dot.h"
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -622,16 +624,19 @@ DequantisingKernels dequantising_kernels_for(gguf::GgmlType type) {
 }  // namespace
 
 RowDot row_dot_for(gguf::GgmlType type) {
+  if (const RowDot dot = kquant_kernels_for(type).dot) return dot;
   if (const RowDot dot = dequantising_kernels_for(type).dot) return dot;
   return kernel_for(row_dots(), type);
 }
 
 RowDotTokens row_dot_tokens_for(gguf::GgmlType type) {
+  if (const RowDotTokens dot = kquant_kernels_for(type).dot_tokens) return dot;
   if (const RowDotTokens dot = dequantising_kernels_for(type).dot_tokens) return dot;
   return kernel_for(row_dots_tokens(), type);
 }
 
 RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
+  if (const RowsDotTokens dot = kquant_kernels_for(type).dot_rows) return dot;
 #ifdef SERVESCOPE_X86_SIMD
   if (cpu_has_avx512()) {
     if (type == gguf::GgmlType::F32) return dot_float_rows_avx512<false>;
@@ -647,6 +652,11 @@ RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
 }
 
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
+  if (const auto dequantize = kquant_kernels_for(type).dequantize;
+      dequantize != nullptr && n % gguf::kSuperBlock == 0) {
+    dequantize(row, dst, n);
+    return;
+  }
 #ifdef SERVESCOPE_X86_SIMD
   if (type == gguf::GgmlType::F16 && cpu_has_avx2()) {
     f16_to_float_avx2(row, dst, n);

@@ -1,0 +1,538 @@
+#include "engine/compute/cpu_kquant_dot.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "engine/gguf/ggml_types.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SERVESCOPE_KQUANT_SIMD 1
+#endif
+
+namespace servescope::compute {
+
+#ifdef SERVESCOPE_KQUANT_SIMD
+// GCC 12's own AVX-512 intrinsics start from _mm512_undefined values, which its
+// uninitialised-use warnings flag inside the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace {
+
+using gguf::BlockQ4_K;
+using gguf::BlockQ5_K;
+using gguf::BlockQ6_K;
+constexpr int kSuper = gguf::kSuperBlock;
+
+#define SERVESCOPE_KQ_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define SERVESCOPE_KQ_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+
+// A half-precision field as float. The hardware conversion differs from gguf::fp16_to_fp32
+// only in a signalling NaN's quiet bit, which the scale products below set anyway.
+inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 float load_half(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _cvtsh_ss(v);
+}
+
+// --- super-block scales, as gguf::dequantize_row rounds them -----------------------------------
+
+// Q4_K / Q5_K: per sub-block of 32, the float scale d * scale and minimum dmin * min.
+struct ScalesMins {
+  float scale[8];
+  float min[8];
+};
+
+template <class Block>
+inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 ScalesMins
+scales_mins(const uint8_t* block) {
+  const float d = load_half(block + offsetof(Block, d));
+  const float dmin = load_half(block + offsetof(Block, dmin));
+  const uint8_t* packed = block + offsetof(Block, scales);  // layout at gguf::kKScaleBytes
+  ScalesMins out;
+  for (int j = 0; j < 8; ++j) {
+    int scale = 0;
+    int min = 0;
+    if (j < 4) {
+      scale = packed[j] & 63;
+      min = packed[j + 4] & 63;
+    } else {
+      scale = (packed[j + 4] & 0x0F) | ((packed[j - 4] >> 6) << 4);
+      min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+    }
+    out.scale[j] = d * static_cast<float>(scale);
+    out.min[j] = dmin * static_cast<float>(min);
+  }
+  return out;
+}
+
+// Q6_K: per sub-block of 16, the float scale d * scale.
+struct Scales16 {
+  float scale[16];
+};
+
+inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 Scales16
+q6_k_scales(const uint8_t* block) {
+  const float d = load_half(block + offsetof(BlockQ6_K, d));
+  const auto* sc = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ6_K, scales));
+  Scales16 out;
+  for (int i = 0; i < 16; ++i) out.scale[i] = d * static_cast<float>(sc[i]);
+  return out;
+}
+
+// --- decoding one super-block into 256 floats (gguf::dequantize_row's values) -----------------
+
+template <int Offset>
+SERVESCOPE_KQ_AVX512 __m512 iota16() {
+  return _mm512_setr_ps(Offset + 0, Offset + 1, Offset + 2, Offset + 3, Offset + 4, Offset + 5,
+                        Offset + 6, Offset + 7, Offset + 8, Offset + 9, Offset + 10, Offset + 11,
+                        Offset + 12, Offset + 13, Offset + 14, Offset + 15);
+}
+
+// The values d * q - m of quants q = Offset .. Offset + 15, rounded as the dequantiser rounds
+// each element (a product, then a difference): a table the quants index.
+template <int Offset>
+SERVESCOPE_KQ_AVX512 __m512 value_table(float scale, float min) {
+  return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), iota16<Offset>()), _mm512_set1_ps(min));
+}
+
+// (quant * scale) - min for eight quants held as 32-bit integers.
+SERVESCOPE_KQ_AVX2 __m256 scaled_minus_min(__m256i quants, __m256 scale, __m256 min) {
+  return _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(quants), scale), min);
+}
+
+// Q4_K: byte qs[32 c + l] holds element 64 c + l (low nibble) and 64 c + 32 + l (high nibble).
+struct FormatQ4_K {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
+
+  SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
+    const ScalesMins s = scales_mins<BlockQ4_K>(block);
+    const uint8_t* qs = block + offsetof(BlockQ4_K, qs);
+    for (int c = 0; c < 4; ++c) {
+      // Sixteen possible values per sub-block: each quant picks its value from a table
+      // (vpermps reads the low four bits of each index).
+      const __m512 first = value_table<0>(s.scale[2 * c], s.min[2 * c]);
+      const __m512 second = value_table<0>(s.scale[2 * c + 1], s.min[2 * c + 1]);
+      for (int half = 0; half < 2; ++half) {
+        const __m512i bytes = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32 * c + 16 * half)));
+        _mm512_storeu_ps(out + 64 * c + 16 * half, _mm512_permutexvar_ps(bytes, first));
+        _mm512_storeu_ps(out + 64 * c + 32 + 16 * half,
+                         _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), second));
+      }
+    }
+  }
+
+  SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, float* out) {
+    const ScalesMins s = scales_mins<BlockQ4_K>(block);
+    const uint8_t* qs = block + offsetof(BlockQ4_K, qs);
+    const __m256i low_nibble = _mm256_set1_epi32(0x0F);
+    for (int c = 0; c < 4; ++c) {
+      const __m256 d1 = _mm256_set1_ps(s.scale[2 * c]);
+      const __m256 m1 = _mm256_set1_ps(s.min[2 * c]);
+      const __m256 d2 = _mm256_set1_ps(s.scale[2 * c + 1]);
+      const __m256 m2 = _mm256_set1_ps(s.min[2 * c + 1]);
+      for (int g = 0; g < 4; ++g) {
+        const __m256i bytes = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 32 * c + 8 * g)));
+        _mm256_storeu_ps(out + 64 * c + 8 * g,
+                         scaled_minus_min(_mm256_and_si256(bytes, low_nibble), d1, m1));
+        _mm256_storeu_ps(out + 64 * c + 32 + 8 * g,
+                         scaled_minus_min(_mm256_srli_epi32(bytes, 4), d2, m2));
+      }
+    }
+  }
+};
+
+// Q5_K: Q4_K's nibbles plus a fifth bit: bit 2 c of qh[l] for element 64 c + l, bit 2 c + 1 for
+// element 64 c + 32 + l.
+struct FormatQ5_K {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ5_K);
+
+  SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
+    const ScalesMins s = scales_mins<BlockQ5_K>(block);
+    const uint8_t* qs = block + offsetof(BlockQ5_K, qs);
+    const uint8_t* qh = block + offsetof(BlockQ5_K, qh);
+    const __m512i low_nibble = _mm512_set1_epi32(0x0F);
+    const __m512i bit4 = _mm512_set1_epi32(0x10);
+    for (int c = 0; c < 4; ++c) {
+      // 32 values per sub-block in two registers; vpermt2ps reads the low five bits.
+      const __m512 first_low = value_table<0>(s.scale[2 * c], s.min[2 * c]);
+      const __m512 first_high = value_table<16>(s.scale[2 * c], s.min[2 * c]);
+      const __m512 second_low = value_table<0>(s.scale[2 * c + 1], s.min[2 * c + 1]);
+      const __m512 second_high = value_table<16>(s.scale[2 * c + 1], s.min[2 * c + 1]);
+      const __m128i first_shift = _mm_cvtsi32_si128(2 * c);
+      const __m128i second_shift = _mm_cvtsi32_si128(2 * c + 1);
+      for (int half = 0; half < 2; ++half) {
+        const __m512i bytes = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32 * c + 16 * half)));
+        const __m512i high_bits =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * half)));
+        const __m512i first = _mm512_or_si512(
+            _mm512_and_si512(bytes, low_nibble),
+            _mm512_and_si512(_mm512_slli_epi32(_mm512_srl_epi32(high_bits, first_shift), 4), bit4));
+        const __m512i second = _mm512_or_si512(
+            _mm512_srli_epi32(bytes, 4),
+            _mm512_and_si512(_mm512_slli_epi32(_mm512_srl_epi32(high_bits, second_shift), 4),
+                             bit4));
+        _mm512_storeu_ps(out + 64 * c + 16 * half,
+                         _mm512_permutex2var_ps(first_low, first, first_high));
+        _mm512_storeu_ps(out + 64 * c + 32 + 16 * half,
+                         _mm512_permutex2var_ps(second_low, second, second_high));
+      }
+    }
+  }
+
+  SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, float* out) {
+    const ScalesMins s = scales_mins<BlockQ5_K>(block);
+    const uint8_t* qs = block + offsetof(BlockQ5_K, qs);
+    const uint8_t* qh = block + offsetof(BlockQ5_K, qh);
+    const __m256i low_nibble = _mm256_set1_epi32(0x0F);
+    const __m256i bit4 = _mm256_set1_epi32(0x10);
+    for (int c = 0; c < 4; ++c) {
+      const __m256 d1 = _mm256_set1_ps(s.scale[2 * c]);
+      const __m256 m1 = _mm256_set1_ps(s.min[2 * c]);
+      const __m256 d2 = _mm256_set1_ps(s.scale[2 * c + 1]);
+      const __m256 m2 = _mm256_set1_ps(s.min[2 * c + 1]);
+      const __m128i first_shift = _mm_cvtsi32_si128(2 * c);
+      const __m128i second_shift = _mm_cvtsi32_si128(2 * c + 1);
+      for (int g = 0; g < 4; ++g) {
+        const __m256i bytes = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 32 * c + 8 * g)));
+        const __m256i high_bits =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh + 8 * g)));
+        const __m256i first = _mm256_or_si256(
+            _mm256_and_si256(bytes, low_nibble),
+            _mm256_and_si256(_mm256_slli_epi32(_mm256_srl_epi32(high_bits, first_shift), 4), bit4));
+        const __m256i second = _mm256_or_si256(
+            _mm256_srli_epi32(bytes, 4),
+            _mm256_and_si256(_mm256_slli_epi32(_mm256_srl_epi32(high_bits, second_shift), 4),
+                             bit4));
+        _mm256_storeu_ps(out + 64 * c + 8 * g, scaled_minus_min(first, d1, m1));
+        _mm256_storeu_ps(out + 64 * c + 32 + 8 * g, scaled_minus_min(second, d2, m2));
+      }
+    }
+  }
+};
+
+// Q6_K: the signed quants of half h (elements 128 h .. 128 h + 127) as four registers of 32
+// bytes, q[k] holding elements 128 h + 32 k + l (sub-blocks 8 h + 2 k and 8 h + 2 k + 1).
+inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 void q6_k_quants(const uint8_t* block,
+                                                                          int h, __m256i (&q)[4]) {
+  const uint8_t* ql = block + offsetof(BlockQ6_K, ql) + 64 * h;
+  const uint8_t* qh = block + offsetof(BlockQ6_K, qh) + 32 * h;
+  const __m256i low0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+  const __m256i low1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+  const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i top = _mm256_set1_epi8(0x30);  // bits 4-5: the quant's top two bits
+  const __m256i bias = _mm256_set1_epi8(32);
+  // 16-bit shifts move bits across bytes; the masks keep each byte's own bits.
+  const __m256i parts[4][2] = {
+      {_mm256_and_si256(low0, nibble), _mm256_and_si256(_mm256_slli_epi16(high, 4), top)},
+      {_mm256_and_si256(low1, nibble), _mm256_and_si256(_mm256_slli_epi16(high, 2), top)},
+      {_mm256_and_si256(_mm256_srli_epi16(low0, 4), nibble), _mm256_and_si256(high, top)},
+      {_mm256_and_si256(_mm256_srli_epi16(low1, 4), nibble),
+       _mm256_and_si256(_mm256_srli_epi16(high, 2), top)}};
+  for (int k = 0; k < 4; ++k) {
+    q[k] = _mm256_sub_epi8(_mm256_or_si256(parts[k][0], parts[k][1]), bias);
+  }
+}
+
+struct FormatQ6_K {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
+
+  SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
+    const Scales16 s = q6_k_scales(block);
+    for (int h = 0; h < 2; ++h) {
+      __m256i q[4];
+      q6_k_quants(block, h, q);
+      for (int k = 0; k < 4; ++k) {
+        for (int half = 0; half < 2; ++half) {  // one sub-block of 16
+          const __m128i bytes =
+              half == 0 ? _mm256_castsi256_si128(q[k]) : _mm256_extracti128_si256(q[k], 1);
+          const __m512 quants = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+          _mm512_storeu_ps(out + 128 * h + 32 * k + 16 * half,
+                           _mm512_mul_ps(_mm512_set1_ps(s.scale[8 * h + 2 * k + half]), quants));
+        }
+      }
+    }
+  }
+
+  SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, float* out) {
+    const Scales16 s = q6_k_scales(block);
+    for (int h = 0; h < 2; ++h) {
+      __m256i q[4];
+      q6_k_quants(block, h, q);
+      for (int k = 0; k < 4; ++k) {
+        const __m128i halves[2] = {_mm256_castsi256_si128(q[k]), _mm256_extracti128_si256(q[k], 1)};
+        for (int g = 0; g < 4; ++g) {  // eight elements; g / 2 is the sub-block
+          const __m128i bytes = (g % 2 == 0) ? halves[g / 2] : _mm_srli_si128(halves[g / 2], 8);
+          const __m256 quants = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+          _mm256_storeu_ps(out + 128 * h + 32 * k + 8 * g,
+                           _mm256_mul_ps(_mm256_set1_ps(s.scale[8 * h + 2 * k + g / 2]), quants));
+        }
+      }
+    }
+  }
+};
+
+// --- the dot products ----------------------------------------------------------------------------
+// Every (row, token) sum keeps 64 partial sums: element j of the row is fused-multiply-added
+// into lane j % 64, in increasing j. At the end the lanes fold to 16 (lane l: ((s[l] +
+// s[l + 16]) + s[l + 32]) + s[l + 48]), then to 8, then by the same tree to one. AVX-512 holds
+// the lanes in four registers of 16, AVX2 in eight of 8; both do exactly these operations, so
+// they give the same bits, and so does a token whatever batch it is in.
+
+constexpr int64_t kChunk = 2048;  // decoded elements held at once (8 KiB, stays in L1)
+constexpr int64_t kTokensPerPass = 32;
+
+SERVESCOPE_KQ_AVX2 float sum8(__m256 v) {
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+
+struct Avx512 {
+  using Acc = __m512[4];
+
+  SERVESCOPE_KQ_AVX512 static void zero(Acc& acc) {
+    for (auto& a : acc) a = _mm512_setzero_ps();
+  }
+  SERVESCOPE_KQ_AVX512 static void load(Acc& acc, const float* lanes) {
+    for (int i = 0; i < 4; ++i) acc[i] = _mm512_loadu_ps(lanes + 16 * i);
+  }
+  SERVESCOPE_KQ_AVX512 static void store(const Acc& acc, float* lanes) {
+    for (int i = 0; i < 4; ++i) _mm512_storeu_ps(lanes + 16 * i, acc[i]);
+  }
+  // len: a multiple of 64.
+  SERVESCOPE_KQ_AVX512 static void accumulate(const float* w, const float* x, int64_t len,
+                                              Acc& acc) {
+    for (int64_t j = 0; j < len; j += 64) {
+      for (int i = 0; i < 4; ++i) {
+        acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w + j + 16 * i), _mm512_loadu_ps(x + j + 16 * i),
+                                 acc[i]);
+      }
+    }
+  }
+  SERVESCOPE_KQ_AVX512 static float reduce(const Acc& acc) {
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), acc[2]), acc[3]);
+    const __m256 low = _mm512_castps512_ps256(s);
+    const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1));
+    return sum8(_mm256_add_ps(low, high));
+  }
+  template <class Format>
+  SERVESCOPE_KQ_AVX512 static void decode(const uint8_t* row, int64_t first_block, int64_t blocks,
+                                          float* out) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      Format::decode_avx512(row + (first_block + b) * Format::kBlockBytes, out + b * kSuper);
+    }
+  }
+};
+
+struct Avx2 {
+  using Acc = __m256[8];
+
+  SERVESCOPE_KQ_AVX2 static void zero(Acc& acc) {
+    for (auto& a : acc) a = _mm256_setzero_ps();
+  }
+  SERVESCOPE_KQ_AVX2 static void load(Acc& acc, const float* lanes) {
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_loadu_ps(lanes + 8 * i);
+  }
+  SERVESCOPE_KQ_AVX2 static void store(const Acc& acc, float* lanes) {
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(lanes + 8 * i, acc[i]);
+  }
+  SERVESCOPE_KQ_AVX2 static void accumulate(const float* w, const float* x, int64_t len, Acc& acc) {
+    for (int64_t j = 0; j < len; j += 64) {
+      for (int i = 0; i < 8; ++i) {
+        acc[i] =
+            _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8 * i), _mm256_loadu_ps(x + j + 8 * i), acc[i]);
+      }
+    }
+  }
+  SERVESCOPE_KQ_AVX2 static float reduce(const Acc& acc) {
+    // Lanes 0..7 and 8..15 of the 16-lane fold, as the AVX-512 register holds them.
+    const __m256 low = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), acc[4]), acc[6]);
+    const __m256 high = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[1], acc[3]), acc[5]), acc[7]);
+    return sum8(_mm256_add_ps(low, high));
+  }
+  template <class Format>
+  SERVESCOPE_KQ_AVX2 static void decode(const uint8_t* row, int64_t first_block, int64_t blocks,
+                                        float* out) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      Format::decode_avx2(row + (first_block + b) * Format::kBlockBytes, out + b * kSuper);
+    }
+  }
+};
+
+// One row against `tokens` tokens: the row is decoded once, a chunk at a time, and each chunk
+// is multiplied with every token's activations while it is in L1.
+template <class Isa, class Format>
+inline __attribute__((always_inline)) void dot_row_tokens(const uint8_t* row, const float* x,
+                                                          int64_t x_stride, int64_t tokens,
+                                                          int64_t n, float* out,
+                                                          int64_t out_stride) {
+  alignas(64) float w[kChunk];
+  if (n <= kChunk) {  // the whole row at once: each token's partial sums stay in registers
+    Isa::template decode<Format>(row, 0, n / kSuper, w);
+    for (int64_t t = 0; t < tokens; ++t) {
+      typename Isa::Acc acc;
+      Isa::zero(acc);
+      Isa::accumulate(w, x + t * x_stride, n, acc);
+      out[t * out_stride] = Isa::reduce(acc);
+    }
+    return;
+  }
+  alignas(64) float lanes[kTokensPerPass][64];
+  for (int64_t t0 = 0; t0 < tokens; t0 += kTokensPerPass) {
+    const int64_t count = std::min(kTokensPerPass, tokens - t0);
+    for (int64_t j = 0; j < n; j += kChunk) {
+      const int64_t len = std::min(kChunk, n - j);
+      Isa::template decode<Format>(row, j / kSuper, len / kSuper, w);
+      for (int64_t t = 0; t < count; ++t) {
+        typename Isa::Acc acc;
+        if (j == 0) {
+          Isa::zero(acc);
+        } else {
+          Isa::load(acc, lanes[t]);
+        }
+        Isa::accumulate(w, x + (t0 + t) * x_stride + j, len, acc);
+        Isa::store(acc, lanes[t]);
+      }
+    }
+    for (int64_t t = 0; t < count; ++t) {
+      typename Isa::Acc acc;
+      Isa::load(acc, lanes[t]);
+      out[(t0 + t) * out_stride] = Isa::reduce(acc);
+    }
+  }
+}
+
+template <class Format>
+SERVESCOPE_KQ_AVX512 void dot_tokens_avx512(const uint8_t* row, const float* x, int64_t x_stride,
+                                            int64_t tokens, int64_t n, float* out,
+                                            int64_t out_stride) {
+  dot_row_tokens<Avx512, Format>(row, x, x_stride, tokens, n, out, out_stride);
+}
+
+template <class Format>
+SERVESCOPE_KQ_AVX2 void dot_tokens_avx2(const uint8_t* row, const float* x, int64_t x_stride,
+                                        int64_t tokens, int64_t n, float* out, int64_t out_stride) {
+  dot_row_tokens<Avx2, Format>(row, x, x_stride, tokens, n, out, out_stride);
+}
+
+template <class Format>
+SERVESCOPE_KQ_AVX512 void dot_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
+                                          const float* x, int64_t x_stride, int64_t tokens,
+                                          int64_t n, float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    dot_row_tokens<Avx512, Format>(rows + static_cast<uint64_t>(r) * row_stride, x, x_stride,
+                                   tokens, n, out + r, out_stride);
+  }
+}
+
+template <class Format>
+SERVESCOPE_KQ_AVX2 void dot_rows_avx2(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
+                                      const float* x, int64_t x_stride, int64_t tokens, int64_t n,
+                                      float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    dot_row_tokens<Avx2, Format>(rows + static_cast<uint64_t>(r) * row_stride, x, x_stride, tokens,
+                                 n, out + r, out_stride);
+  }
+}
+
+template <RowDotTokens Kernel>
+float dot_one(const uint8_t* row, const float* x, int64_t n) {
+  float out = 0.0f;
+  Kernel(row, x, 0, 1, n, &out, 0);
+  return out;
+}
+
+template <class Format>
+SERVESCOPE_KQ_AVX512 void dequantize_avx512(const uint8_t* row, float* dst, int64_t n) {
+  Avx512::decode<Format>(row, 0, n / kSuper, dst);
+}
+
+template <class Format>
+SERVESCOPE_KQ_AVX2 void dequantize_avx2(const uint8_t* row, float* dst, int64_t n) {
+  Avx2::decode<Format>(row, 0, n / kSuper, dst);
+}
+
+template <class Format>
+KQuantKernels avx512_kernels() {
+  return {"avx512", dot_one<dot_tokens_avx512<Format>>, dot_tokens_avx512<Format>,
+          dot_rows_avx512<Format>, dequantize_avx512<Format>};
+}
+
+template <class Format>
+KQuantKernels avx2_kernels() {
+  return {"avx2", dot_one<dot_tokens_avx2<Format>>, dot_tokens_avx2<Format>, dot_rows_avx2<Format>,
+          dequantize_avx2<Format>};
+}
+
+bool cpu_has_avx2_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+}
+
+bool cpu_has_avx512f() {
+  static const bool has = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+template <class Format>
+std::vector<KQuantKernels> variants_of() {
+  std::vector<KQuantKernels> out;
+  if (cpu_has_avx2_fma()) out.push_back(avx2_kernels<Format>());
+  if (cpu_has_avx512f()) out.push_back(avx512_kernels<Format>());
+  return out;
+}
+
+}  // namespace
+#pragma GCC diagnostic pop
+
+std::vector<KQuantKernels> kquant_kernel_variants(gguf::GgmlType type) {
+  switch (type) {
+    case gguf::GgmlType::Q4_K:
+      return variants_of<FormatQ4_K>();
+    case gguf::GgmlType::Q5_K:
+      return variants_of<FormatQ5_K>();
+    case gguf::GgmlType::Q6_K:
+      return variants_of<FormatQ6_K>();
+    default:
+      return {};
+  }
+}
+
+KQuantKernels kquant_kernels_for(gguf::GgmlType type) {
+  // Chosen once per CPU and type: the last variant is the widest this CPU runs.
+  static const auto widest = [](gguf::GgmlType t) {
+    const std::vector<KQuantKernels> variants = kquant_kernel_variants(t);
+    return variants.empty() ? KQuantKernels{} : variants.back();
+  };
+  static const KQuantKernels q4_k = widest(gguf::GgmlType::Q4_K);
+  static const KQuantKernels q5_k = widest(gguf::GgmlType::Q5_K);
+  static const KQuantKernels q6_k = widest(gguf::GgmlType::Q6_K);
+  switch (type) {
+    case gguf::GgmlType::Q4_K:
+      return q4_k;
+    case gguf::GgmlType::Q5_K:
+      return q5_k;
+    case gguf::GgmlType::Q6_K:
+      return q6_k;
+    default:
+      return {};
+  }
+}
+
+#else  // no x86 SIMD: the portable dequantising kernels serve every K-quant type
+
+std::vector<KQuantKernels> kquant_kernel_variants(gguf::GgmlType) { return {}; }
+KQuantKernels kquant_kernels_for(gguf::GgmlType) { return {}; }
+
+#endif
+
+}  // namespace servescope::compute
