@@ -653,7 +653,7 @@ RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
 
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
   if (const auto dequantize = kquant_kernels_for(type).dequantize;
-      dequantize != nullptr && n % gguf::kSuperBlock == 0) {
+      dequantize != nullptr && n % gguf::block_elements(type) == 0) {
     dequantize(row, dst, n);
     return;
   }

@@ -105,6 +105,7 @@ SERVESCOPE_KQ_AVX2 __m256 scaled_minus_min(__m256i quants, __m256 scale, __m256 
 
 // Q4_K: byte qs[32 c + l] holds element 64 c + l (low nibble) and 64 c + 32 + l (high nibble).
 struct FormatQ4_K {
+  static constexpr int64_t kBlockElements = kSuper;
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
 
   SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
@@ -149,6 +150,7 @@ struct FormatQ4_K {
 // Q5_K: Q4_K's nibbles plus a fifth bit: bit 2 c of qh[l] for element 64 c + l, bit 2 c + 1 for
 // element 64 c + 32 + l.
 struct FormatQ5_K {
+  static constexpr int64_t kBlockElements = kSuper;
   static constexpr size_t kBlockBytes = sizeof(BlockQ5_K);
 
   SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
@@ -242,6 +244,7 @@ inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 void q6_k_quants(const 
 }
 
 struct FormatQ6_K {
+  static constexpr int64_t kBlockElements = kSuper;
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
 
   SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
@@ -279,6 +282,79 @@ struct FormatQ6_K {
   }
 };
 
+// --- the 32-element types K-quant files fall back to -------------------------------------------
+// llama.cpp's quantize stores a matrix whose rows are not whole super-blocks (an FFN width of
+// 672, say) as Q5_0 (in Q4_K files), Q5_1 (Q5_K) or Q4_1; they get the same decoders. Quant j of
+// a block: low nibble of qs[j] (j < 16) or high nibble of qs[j - 16], plus bit j of qh as 16.
+template <class Block, bool kFifthBit, bool kMin>
+struct FormatLegacy {
+  static constexpr int64_t kBlockElements = gguf::kQuantBlock;
+  static constexpr size_t kBlockBytes = sizeof(Block);
+
+  static uint32_t high_bits(const uint8_t* block) {
+    uint32_t qh = 0;
+    if constexpr (kFifthBit) std::memcpy(&qh, block + offsetof(Block, qh), sizeof qh);
+    return qh;
+  }
+
+  // The float of quant q, as gguf::dequantize_row rounds it: (q - 16) * d, or q * d + m.
+  SERVESCOPE_KQ_AVX512 static __m512 values(__m512 q, __m512 d, __m512 m) {
+    if constexpr (kMin) return _mm512_add_ps(_mm512_mul_ps(q, d), m);
+    return _mm512_mul_ps(_mm512_sub_ps(q, _mm512_set1_ps(16.0f)), d);
+  }
+  SERVESCOPE_KQ_AVX2 static __m256 values(__m256i q, __m256 d, __m256 m) {
+    const __m256 f = _mm256_cvtepi32_ps(q);
+    if constexpr (kMin) return _mm256_add_ps(_mm256_mul_ps(f, d), m);
+    return _mm256_mul_ps(_mm256_sub_ps(f, _mm256_set1_ps(16.0f)), d);
+  }
+
+  SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
+    const __m512 d = _mm512_set1_ps(load_half(block + offsetof(Block, d)));
+    const __m512 m = _mm512_set1_ps(kMin ? load_half(block + offset_of_min()) : 0.0f);
+    const uint32_t qh = high_bits(block);
+    const __m512i bytes = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(Block, qs))));
+    __m512i q[2] = {_mm512_and_si512(bytes, _mm512_set1_epi32(0x0F)), _mm512_srli_epi32(bytes, 4)};
+    if constexpr (kFifthBit) {
+      const __m512i sixteen = _mm512_set1_epi32(16);
+      q[0] = _mm512_mask_or_epi32(q[0], static_cast<__mmask16>(qh & 0xFFFF), q[0], sixteen);
+      q[1] = _mm512_mask_or_epi32(q[1], static_cast<__mmask16>(qh >> 16), q[1], sixteen);
+    }
+    for (int i = 0; i < 2; ++i)
+      _mm512_storeu_ps(out + 16 * i, values(_mm512_cvtepi32_ps(q[i]), d, m));
+  }
+
+  SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, float* out) {
+    const __m256 d = _mm256_set1_ps(load_half(block + offsetof(Block, d)));
+    const __m256 m = _mm256_set1_ps(kMin ? load_half(block + offset_of_min()) : 0.0f);
+    const __m256i qh = _mm256_set1_epi32(static_cast<int>(high_bits(block)));
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const uint8_t* qs = block + offsetof(Block, qs);
+    for (int g = 0; g < 4; ++g) {  // elements 8 g .. 8 g + 7
+      const __m256i bytes =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * (g % 2))));
+      __m256i q =
+          g < 2 ? _mm256_and_si256(bytes, _mm256_set1_epi32(0x0F)) : _mm256_srli_epi32(bytes, 4);
+      if constexpr (kFifthBit) {
+        const __m256i bit = _mm256_and_si256(
+            _mm256_srlv_epi32(qh, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * g))),
+            _mm256_set1_epi32(1));
+        q = _mm256_or_si256(q, _mm256_slli_epi32(bit, 4));
+      }
+      _mm256_storeu_ps(out + 8 * g, values(q, d, m));
+    }
+  }
+
+  static constexpr size_t offset_of_min() {
+    if constexpr (kMin) return offsetof(Block, m);
+    return 0;
+  }
+};
+
+using FormatQ4_1 = FormatLegacy<gguf::BlockQ4_1, false, true>;
+using FormatQ5_0 = FormatLegacy<gguf::BlockQ5_0, true, false>;
+using FormatQ5_1 = FormatLegacy<gguf::BlockQ5_1, true, true>;
+
 // --- the dot products ----------------------------------------------------------------------------
 // Every (row, token) sum keeps 64 partial sums: element j of the row is fused-multiply-added
 // into lane j % 64, in increasing j. At the end the lanes fold to 16 (lane l: ((s[l] +
@@ -307,11 +383,18 @@ struct Avx512 {
   SERVESCOPE_KQ_AVX512 static void store(const Acc& acc, float* lanes) {
     for (int i = 0; i < 4; ++i) _mm512_storeu_ps(lanes + 16 * i, acc[i]);
   }
-  // len: a multiple of 64.
+  // len: a multiple of 32 (a last half row of lanes goes to lanes 0..31).
   SERVESCOPE_KQ_AVX512 static void accumulate(const float* w, const float* x, int64_t len,
                                               Acc& acc) {
-    for (int64_t j = 0; j < len; j += 64) {
+    int64_t j = 0;
+    for (; j + 64 <= len; j += 64) {
       for (int i = 0; i < 4; ++i) {
+        acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w + j + 16 * i), _mm512_loadu_ps(x + j + 16 * i),
+                                 acc[i]);
+      }
+    }
+    if (j < len) {
+      for (int i = 0; i < 2; ++i) {
         acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w + j + 16 * i), _mm512_loadu_ps(x + j + 16 * i),
                                  acc[i]);
       }
@@ -327,7 +410,8 @@ struct Avx512 {
   SERVESCOPE_KQ_AVX512 static void decode(const uint8_t* row, int64_t first_block, int64_t blocks,
                                           float* out) {
     for (int64_t b = 0; b < blocks; ++b) {
-      Format::decode_avx512(row + (first_block + b) * Format::kBlockBytes, out + b * kSuper);
+      Format::decode_avx512(row + (first_block + b) * Format::kBlockBytes,
+                            out + b * Format::kBlockElements);
     }
   }
 };
@@ -345,8 +429,15 @@ struct Avx2 {
     for (int i = 0; i < 8; ++i) _mm256_storeu_ps(lanes + 8 * i, acc[i]);
   }
   SERVESCOPE_KQ_AVX2 static void accumulate(const float* w, const float* x, int64_t len, Acc& acc) {
-    for (int64_t j = 0; j < len; j += 64) {
+    int64_t j = 0;
+    for (; j + 64 <= len; j += 64) {
       for (int i = 0; i < 8; ++i) {
+        acc[i] =
+            _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8 * i), _mm256_loadu_ps(x + j + 8 * i), acc[i]);
+      }
+    }
+    if (j < len) {
+      for (int i = 0; i < 4; ++i) {
         acc[i] =
             _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8 * i), _mm256_loadu_ps(x + j + 8 * i), acc[i]);
       }
@@ -362,7 +453,8 @@ struct Avx2 {
   SERVESCOPE_KQ_AVX2 static void decode(const uint8_t* row, int64_t first_block, int64_t blocks,
                                         float* out) {
     for (int64_t b = 0; b < blocks; ++b) {
-      Format::decode_avx2(row + (first_block + b) * Format::kBlockBytes, out + b * kSuper);
+      Format::decode_avx2(row + (first_block + b) * Format::kBlockBytes,
+                          out + b * Format::kBlockElements);
     }
   }
 };
@@ -376,7 +468,7 @@ inline __attribute__((always_inline)) void dot_row_tokens(const uint8_t* row, co
                                                           int64_t out_stride) {
   alignas(64) float w[kChunk];
   if (n <= kChunk) {  // the whole row at once: each token's partial sums stay in registers
-    Isa::template decode<Format>(row, 0, n / kSuper, w);
+    Isa::template decode<Format>(row, 0, n / Format::kBlockElements, w);
     for (int64_t t = 0; t < tokens; ++t) {
       typename Isa::Acc acc;
       Isa::zero(acc);
@@ -390,7 +482,8 @@ inline __attribute__((always_inline)) void dot_row_tokens(const uint8_t* row, co
     const int64_t count = std::min(kTokensPerPass, tokens - t0);
     for (int64_t j = 0; j < n; j += kChunk) {
       const int64_t len = std::min(kChunk, n - j);
-      Isa::template decode<Format>(row, j / kSuper, len / kSuper, w);
+      Isa::template decode<Format>(row, j / Format::kBlockElements, len / Format::kBlockElements,
+                                   w);
       for (int64_t t = 0; t < count; ++t) {
         typename Isa::Acc acc;
         if (j == 0) {
@@ -452,12 +545,12 @@ float dot_one(const uint8_t* row, const float* x, int64_t n) {
 
 template <class Format>
 SERVESCOPE_KQ_AVX512 void dequantize_avx512(const uint8_t* row, float* dst, int64_t n) {
-  Avx512::decode<Format>(row, 0, n / kSuper, dst);
+  Avx512::decode<Format>(row, 0, n / Format::kBlockElements, dst);
 }
 
 template <class Format>
 SERVESCOPE_KQ_AVX2 void dequantize_avx2(const uint8_t* row, float* dst, int64_t n) {
-  Avx2::decode<Format>(row, 0, n / kSuper, dst);
+  Avx2::decode<Format>(row, 0, n / Format::kBlockElements, dst);
 }
 
 template <class Format>
@@ -502,6 +595,12 @@ std::vector<KQuantKernels> kquant_kernel_variants(gguf::GgmlType type) {
       return variants_of<FormatQ5_K>();
     case gguf::GgmlType::Q6_K:
       return variants_of<FormatQ6_K>();
+    case gguf::GgmlType::Q4_1:
+      return variants_of<FormatQ4_1>();
+    case gguf::GgmlType::Q5_0:
+      return variants_of<FormatQ5_0>();
+    case gguf::GgmlType::Q5_1:
+      return variants_of<FormatQ5_1>();
     default:
       return {};
   }
@@ -516,6 +615,9 @@ KQuantKernels kquant_kernels_for(gguf::GgmlType type) {
   static const KQuantKernels q4_k = widest(gguf::GgmlType::Q4_K);
   static const KQuantKernels q5_k = widest(gguf::GgmlType::Q5_K);
   static const KQuantKernels q6_k = widest(gguf::GgmlType::Q6_K);
+  static const KQuantKernels q4_1 = widest(gguf::GgmlType::Q4_1);
+  static const KQuantKernels q5_0 = widest(gguf::GgmlType::Q5_0);
+  static const KQuantKernels q5_1 = widest(gguf::GgmlType::Q5_1);
   switch (type) {
     case gguf::GgmlType::Q4_K:
       return q4_k;
@@ -523,6 +625,12 @@ KQuantKernels kquant_kernels_for(gguf::GgmlType type) {
       return q5_k;
     case gguf::GgmlType::Q6_K:
       return q6_k;
+    case gguf::GgmlType::Q4_1:
+      return q4_1;
+    case gguf::GgmlType::Q5_0:
+      return q5_0;
+    case gguf::GgmlType::Q5_1:
+      return q5_1;
     default:
       return {};
   }

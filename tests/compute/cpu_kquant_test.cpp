@@ -38,6 +38,11 @@ Layout layout_of(GgmlType type) {
       return {{0, 2}, 4, 12};
     case GgmlType::Q6_K:
       return {{208}, 192, 16};
+    case GgmlType::Q5_0:
+      return {{0}, 0, 0};
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+      return {{0, 2}, 0, 0};
     default:
       ADD_FAILURE() << "no layout for " << gguf::type_name(type);
       return {};
@@ -45,8 +50,8 @@ Layout layout_of(GgmlType type) {
 }
 
 // `blocks` super-blocks of random bytes whose scale bytes take, across the blocks, every value
-// (byte k of block b is (b + 37 k) mod 256), with finite fp16 super-block scales of any sign and
-// size, subnormals included.
+// (byte k of block b is (b + 37 k) mod 256; the 32-element types have none), with finite fp16
+// super-block scales of any sign and size, subnormals included.
 std::vector<uint8_t> every_scale_pattern(GgmlType type, int64_t blocks, uint32_t seed) {
   const Layout layout = layout_of(type);
   const auto block_bytes = static_cast<size_t>(gguf::block_bytes(type));
@@ -85,7 +90,8 @@ std::string fixture_label(GgmlType type) {
 }
 
 std::vector<float> reference_decode(GgmlType type, const std::vector<uint8_t>& bytes) {
-  const int64_t n = static_cast<int64_t>(bytes.size()) / gguf::block_bytes(type) * kSuper;
+  const int64_t n =
+      static_cast<int64_t>(bytes.size()) / gguf::block_bytes(type) * gguf::block_elements(type);
   std::vector<float> out(static_cast<size_t>(n));
   gguf::dequantize_row(type, bytes.data(), out.data(), n);
   return out;
@@ -177,7 +183,12 @@ TEST_P(KQuantKernelsTest, EveryVariantGivesTheSameSumsAloneOrInAnyBatch) {
   if (variants.empty()) GTEST_SKIP() << "no AVX2 and FMA on this CPU";
   constexpr int64_t kRows = 6;
   constexpr int64_t kTokens = 35;
-  for (const int64_t n : {kSuper, 10 * kSuper}) {
+  // Whole super-blocks for the K-quants; for the 32-element types, rows ending in half of the
+  // 64 lanes too.
+  const bool super_blocks = gguf::block_elements(type) == kSuper;
+  const std::vector<int64_t> lengths = super_blocks ? std::vector<int64_t>{kSuper, 10 * kSuper}
+                                                    : std::vector<int64_t>{96, 672, 2592};
+  for (const int64_t n : lengths) {
     const Rows w = random_rows(type, kRows, n, 3);
     const std::vector<float> x = random_activations(kTokens * n, 4);
     std::vector<float> first_variant;
@@ -258,7 +269,8 @@ TEST_P(KQuantKernelsTest, BackendProductsAreThreadAndBatchInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KQuantKernelsTest,
-                         ::testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                         ::testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
