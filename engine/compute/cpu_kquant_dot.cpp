@@ -29,9 +29,11 @@ constexpr int kSuper = gguf::kSuperBlock;
 #define SERVESCOPE_KQ_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define SERVESCOPE_KQ_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
 
+#define KQ_INLINE inline __attribute__((always_inline))
+
 // A half-precision field as float. The hardware conversion differs from gguf::fp16_to_fp32
 // only in a signalling NaN's quiet bit, which the scale products below set anyway.
-inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 float load_half(const uint8_t* p) {
+KQ_INLINE SERVESCOPE_KQ_AVX2 float load_half(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof v);
   return _cvtsh_ss(v);
@@ -45,27 +47,38 @@ struct ScalesMins {
   float min[8];
 };
 
+// The twelve packed bytes rearranged (as llama.cpp does, on 32-bit words) into eight 6-bit
+// scales (bytes 0..7) and eight 6-bit minimums (bytes 8..15), then converted eight at a time.
 template <class Block>
-inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 ScalesMins
-scales_mins(const uint8_t* block) {
-  const float d = load_half(block + offsetof(Block, d));
-  const float dmin = load_half(block + offsetof(Block, dmin));
-  const uint8_t* packed = block + offsetof(Block, scales);  // layout at gguf::kKScaleBytes
+KQ_INLINE SERVESCOPE_KQ_AVX2 ScalesMins scales_mins(const uint8_t* block) {
+  constexpr uint32_t kLow6 = 0x3F3F3F3F;
+  constexpr uint32_t kLow4 = 0x0F0F0F0F;
+  constexpr uint32_t kLow2 = 0x03030303;
+  uint32_t u[4] = {};
+  std::memcpy(u, block + offsetof(Block, scales), gguf::kKScaleBytes);
+  u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);  // minimums 4..7
+  const uint32_t first_mins = u[1] & kLow6;                     // minimums 0..3
+  u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);         // scales 4..7
+  u[2] = first_mins;
+  u[0] &= kLow6;  // scales 0..3
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
   ScalesMins out;
-  for (int j = 0; j < 8; ++j) {
-    int scale = 0;
-    int min = 0;
-    if (j < 4) {
-      scale = packed[j] & 63;
-      min = packed[j + 4] & 63;
-    } else {
-      scale = (packed[j + 4] & 0x0F) | ((packed[j - 4] >> 6) << 4);
-      min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-    }
-    out.scale[j] = d * static_cast<float>(scale);
-    out.min[j] = dmin * static_cast<float>(min);
-  }
+  _mm256_storeu_ps(out.scale, _mm256_mul_ps(_mm256_set1_ps(load_half(block + offsetof(Block, d))),
+                                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes))));
+  _mm256_storeu_ps(
+      out.min, _mm256_mul_ps(_mm256_set1_ps(load_half(block + offsetof(Block, dmin))),
+                             _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)))));
   return out;
+}
+
+// The scales read back from memory: broadcasting a value from memory is load-port work, while
+// from a register it takes the shuffle port the quants' table look-ups need. (An empty asm
+// statement hides where the pointer came from, so the compiler does not keep the values in
+// registers.)
+template <class T>
+KQ_INLINE const T* in_memory(const T* p) {
+  asm("" : "+r"(p) : : "memory");
+  return p;
 }
 
 // Q6_K: per sub-block of 16, the float scale d * scale.
@@ -73,19 +86,22 @@ struct Scales16 {
   float scale[16];
 };
 
-inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 Scales16
-q6_k_scales(const uint8_t* block) {
-  const float d = load_half(block + offsetof(BlockQ6_K, d));
-  const auto* sc = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ6_K, scales));
+KQ_INLINE SERVESCOPE_KQ_AVX2 Scales16 q6_k_scales(const uint8_t* block) {
+  const __m256 d = _mm256_set1_ps(load_half(block + offsetof(BlockQ6_K, d)));
+  const __m128i sc =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ6_K, scales)));
   Scales16 out;
-  for (int i = 0; i < 16; ++i) out.scale[i] = d * static_cast<float>(sc[i]);
+  _mm256_storeu_ps(out.scale, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+  _mm256_storeu_ps(
+      out.scale + 8,
+      _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
   return out;
 }
 
 // --- decoding one super-block into 256 floats (gguf::dequantize_row's values) -----------------
 
 template <int Offset>
-SERVESCOPE_KQ_AVX512 __m512 iota16() {
+KQ_INLINE SERVESCOPE_KQ_AVX512 __m512 iota16() {
   return _mm512_setr_ps(Offset + 0, Offset + 1, Offset + 2, Offset + 3, Offset + 4, Offset + 5,
                         Offset + 6, Offset + 7, Offset + 8, Offset + 9, Offset + 10, Offset + 11,
                         Offset + 12, Offset + 13, Offset + 14, Offset + 15);
@@ -94,12 +110,12 @@ SERVESCOPE_KQ_AVX512 __m512 iota16() {
 // The values d * q - m of quants q = Offset .. Offset + 15, rounded as the dequantiser rounds
 // each element (a product, then a difference): a table the quants index.
 template <int Offset>
-SERVESCOPE_KQ_AVX512 __m512 value_table(float scale, float min) {
+KQ_INLINE SERVESCOPE_KQ_AVX512 __m512 value_table(float scale, float min) {
   return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), iota16<Offset>()), _mm512_set1_ps(min));
 }
 
 // (quant * scale) - min for eight quants held as 32-bit integers.
-SERVESCOPE_KQ_AVX2 __m256 scaled_minus_min(__m256i quants, __m256 scale, __m256 min) {
+KQ_INLINE SERVESCOPE_KQ_AVX2 __m256 scaled_minus_min(__m256i quants, __m256 scale, __m256 min) {
   return _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(quants), scale), min);
 }
 
@@ -108,8 +124,10 @@ struct FormatQ4_K {
   static constexpr int64_t kBlockElements = kSuper;
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
 
-  SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
-    const ScalesMins s = scales_mins<BlockQ4_K>(block);
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, Sink& out) {
+    const ScalesMins decoded = scales_mins<BlockQ4_K>(block);
+    const ScalesMins& s = *in_memory(&decoded);
     const uint8_t* qs = block + offsetof(BlockQ4_K, qs);
     for (int c = 0; c < 4; ++c) {
       // Sixteen possible values per sub-block: each quant picks its value from a table
@@ -119,15 +137,17 @@ struct FormatQ4_K {
       for (int half = 0; half < 2; ++half) {
         const __m512i bytes = _mm512_cvtepu8_epi32(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32 * c + 16 * half)));
-        _mm512_storeu_ps(out + 64 * c + 16 * half, _mm512_permutexvar_ps(bytes, first));
-        _mm512_storeu_ps(out + 64 * c + 32 + 16 * half,
-                         _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), second));
+        out.put(64 * c + 16 * half, _mm512_permutexvar_ps(bytes, first));
+        out.put(64 * c + 32 + 16 * half,
+                _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), second));
       }
     }
   }
 
-  SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, float* out) {
-    const ScalesMins s = scales_mins<BlockQ4_K>(block);
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, Sink& out) {
+    const ScalesMins decoded = scales_mins<BlockQ4_K>(block);
+    const ScalesMins& s = *in_memory(&decoded);
     const uint8_t* qs = block + offsetof(BlockQ4_K, qs);
     const __m256i low_nibble = _mm256_set1_epi32(0x0F);
     for (int c = 0; c < 4; ++c) {
@@ -138,10 +158,8 @@ struct FormatQ4_K {
       for (int g = 0; g < 4; ++g) {
         const __m256i bytes = _mm256_cvtepu8_epi32(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 32 * c + 8 * g)));
-        _mm256_storeu_ps(out + 64 * c + 8 * g,
-                         scaled_minus_min(_mm256_and_si256(bytes, low_nibble), d1, m1));
-        _mm256_storeu_ps(out + 64 * c + 32 + 8 * g,
-                         scaled_minus_min(_mm256_srli_epi32(bytes, 4), d2, m2));
+        out.put(64 * c + 8 * g, scaled_minus_min(_mm256_and_si256(bytes, low_nibble), d1, m1));
+        out.put(64 * c + 32 + 8 * g, scaled_minus_min(_mm256_srli_epi32(bytes, 4), d2, m2));
       }
     }
   }
@@ -153,8 +171,10 @@ struct FormatQ5_K {
   static constexpr int64_t kBlockElements = kSuper;
   static constexpr size_t kBlockBytes = sizeof(BlockQ5_K);
 
-  SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
-    const ScalesMins s = scales_mins<BlockQ5_K>(block);
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, Sink& out) {
+    const ScalesMins decoded = scales_mins<BlockQ5_K>(block);
+    const ScalesMins& s = *in_memory(&decoded);
     const uint8_t* qs = block + offsetof(BlockQ5_K, qs);
     const uint8_t* qh = block + offsetof(BlockQ5_K, qh);
     const __m512i low_nibble = _mm512_set1_epi32(0x0F);
@@ -179,16 +199,16 @@ struct FormatQ5_K {
             _mm512_srli_epi32(bytes, 4),
             _mm512_and_si512(_mm512_slli_epi32(_mm512_srl_epi32(high_bits, second_shift), 4),
                              bit4));
-        _mm512_storeu_ps(out + 64 * c + 16 * half,
-                         _mm512_permutex2var_ps(first_low, first, first_high));
-        _mm512_storeu_ps(out + 64 * c + 32 + 16 * half,
-                         _mm512_permutex2var_ps(second_low, second, second_high));
+        out.put(64 * c + 16 * half, _mm512_permutex2var_ps(first_low, first, first_high));
+        out.put(64 * c + 32 + 16 * half, _mm512_permutex2var_ps(second_low, second, second_high));
       }
     }
   }
 
-  SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, float* out) {
-    const ScalesMins s = scales_mins<BlockQ5_K>(block);
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, Sink& out) {
+    const ScalesMins decoded = scales_mins<BlockQ5_K>(block);
+    const ScalesMins& s = *in_memory(&decoded);
     const uint8_t* qs = block + offsetof(BlockQ5_K, qs);
     const uint8_t* qh = block + offsetof(BlockQ5_K, qh);
     const __m256i low_nibble = _mm256_set1_epi32(0x0F);
@@ -212,8 +232,8 @@ struct FormatQ5_K {
             _mm256_srli_epi32(bytes, 4),
             _mm256_and_si256(_mm256_slli_epi32(_mm256_srl_epi32(high_bits, second_shift), 4),
                              bit4));
-        _mm256_storeu_ps(out + 64 * c + 8 * g, scaled_minus_min(first, d1, m1));
-        _mm256_storeu_ps(out + 64 * c + 32 + 8 * g, scaled_minus_min(second, d2, m2));
+        out.put(64 * c + 8 * g, scaled_minus_min(first, d1, m1));
+        out.put(64 * c + 32 + 8 * g, scaled_minus_min(second, d2, m2));
       }
     }
   }
@@ -221,8 +241,7 @@ struct FormatQ5_K {
 
 // Q6_K: the signed quants of half h (elements 128 h .. 128 h + 127) as four registers of 32
 // bytes, q[k] holding elements 128 h + 32 k + l (sub-blocks 8 h + 2 k and 8 h + 2 k + 1).
-inline __attribute__((always_inline)) SERVESCOPE_KQ_AVX2 void q6_k_quants(const uint8_t* block,
-                                                                          int h, __m256i (&q)[4]) {
+KQ_INLINE SERVESCOPE_KQ_AVX2 void q6_k_quants(const uint8_t* block, int h, __m256i (&q)[4]) {
   const uint8_t* ql = block + offsetof(BlockQ6_K, ql) + 64 * h;
   const uint8_t* qh = block + offsetof(BlockQ6_K, qh) + 32 * h;
   const __m256i low0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
@@ -247,8 +266,10 @@ struct FormatQ6_K {
   static constexpr int64_t kBlockElements = kSuper;
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
 
-  SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
-    const Scales16 s = q6_k_scales(block);
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, Sink& out) {
+    const Scales16 decoded = q6_k_scales(block);
+    const Scales16& s = *in_memory(&decoded);
     for (int h = 0; h < 2; ++h) {
       __m256i q[4];
       q6_k_quants(block, h, q);
@@ -257,15 +278,17 @@ struct FormatQ6_K {
           const __m128i bytes =
               half == 0 ? _mm256_castsi256_si128(q[k]) : _mm256_extracti128_si256(q[k], 1);
           const __m512 quants = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
-          _mm512_storeu_ps(out + 128 * h + 32 * k + 16 * half,
-                           _mm512_mul_ps(_mm512_set1_ps(s.scale[8 * h + 2 * k + half]), quants));
+          out.put(128 * h + 32 * k + 16 * half,
+                  _mm512_mul_ps(_mm512_set1_ps(s.scale[8 * h + 2 * k + half]), quants));
         }
       }
     }
   }
 
-  SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, float* out) {
-    const Scales16 s = q6_k_scales(block);
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, Sink& out) {
+    const Scales16 decoded = q6_k_scales(block);
+    const Scales16& s = *in_memory(&decoded);
     for (int h = 0; h < 2; ++h) {
       __m256i q[4];
       q6_k_quants(block, h, q);
@@ -274,8 +297,8 @@ struct FormatQ6_K {
         for (int g = 0; g < 4; ++g) {  // eight elements; g / 2 is the sub-block
           const __m128i bytes = (g % 2 == 0) ? halves[g / 2] : _mm_srli_si128(halves[g / 2], 8);
           const __m256 quants = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
-          _mm256_storeu_ps(out + 128 * h + 32 * k + 8 * g,
-                           _mm256_mul_ps(_mm256_set1_ps(s.scale[8 * h + 2 * k + g / 2]), quants));
+          out.put(128 * h + 32 * k + 8 * g,
+                  _mm256_mul_ps(_mm256_set1_ps(s.scale[8 * h + 2 * k + g / 2]), quants));
         }
       }
     }
@@ -291,24 +314,25 @@ struct FormatLegacy {
   static constexpr int64_t kBlockElements = gguf::kQuantBlock;
   static constexpr size_t kBlockBytes = sizeof(Block);
 
-  static uint32_t high_bits(const uint8_t* block) {
+  KQ_INLINE static uint32_t high_bits(const uint8_t* block) {
     uint32_t qh = 0;
     if constexpr (kFifthBit) std::memcpy(&qh, block + offsetof(Block, qh), sizeof qh);
     return qh;
   }
 
   // The float of quant q, as gguf::dequantize_row rounds it: (q - 16) * d, or q * d + m.
-  SERVESCOPE_KQ_AVX512 static __m512 values(__m512 q, __m512 d, __m512 m) {
+  KQ_INLINE SERVESCOPE_KQ_AVX512 static __m512 values(__m512 q, __m512 d, __m512 m) {
     if constexpr (kMin) return _mm512_add_ps(_mm512_mul_ps(q, d), m);
     return _mm512_mul_ps(_mm512_sub_ps(q, _mm512_set1_ps(16.0f)), d);
   }
-  SERVESCOPE_KQ_AVX2 static __m256 values(__m256i q, __m256 d, __m256 m) {
+  KQ_INLINE SERVESCOPE_KQ_AVX2 static __m256 values(__m256i q, __m256 d, __m256 m) {
     const __m256 f = _mm256_cvtepi32_ps(q);
     if constexpr (kMin) return _mm256_add_ps(_mm256_mul_ps(f, d), m);
     return _mm256_mul_ps(_mm256_sub_ps(f, _mm256_set1_ps(16.0f)), d);
   }
 
-  SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, float* out) {
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, Sink& out) {
     const __m512 d = _mm512_set1_ps(load_half(block + offsetof(Block, d)));
     const __m512 m = _mm512_set1_ps(kMin ? load_half(block + offset_of_min()) : 0.0f);
     const uint32_t qh = high_bits(block);
@@ -320,11 +344,11 @@ struct FormatLegacy {
       q[0] = _mm512_mask_or_epi32(q[0], static_cast<__mmask16>(qh & 0xFFFF), q[0], sixteen);
       q[1] = _mm512_mask_or_epi32(q[1], static_cast<__mmask16>(qh >> 16), q[1], sixteen);
     }
-    for (int i = 0; i < 2; ++i)
-      _mm512_storeu_ps(out + 16 * i, values(_mm512_cvtepi32_ps(q[i]), d, m));
+    for (int i = 0; i < 2; ++i) out.put(16 * i, values(_mm512_cvtepi32_ps(q[i]), d, m));
   }
 
-  SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, float* out) {
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, Sink& out) {
     const __m256 d = _mm256_set1_ps(load_half(block + offsetof(Block, d)));
     const __m256 m = _mm256_set1_ps(kMin ? load_half(block + offset_of_min()) : 0.0f);
     const __m256i qh = _mm256_set1_epi32(static_cast<int>(high_bits(block)));
@@ -341,7 +365,7 @@ struct FormatLegacy {
             _mm256_set1_epi32(1));
         q = _mm256_or_si256(q, _mm256_slli_epi32(bit, 4));
       }
-      _mm256_storeu_ps(out + 8 * g, values(q, d, m));
+      out.put(8 * g, values(q, d, m));
     }
   }
 
@@ -365,14 +389,21 @@ using FormatQ5_1 = FormatLegacy<gguf::BlockQ5_1, true, true>;
 constexpr int64_t kChunk = 2048;  // decoded elements held at once (8 KiB, stays in L1)
 constexpr int64_t kTokensPerPass = 32;
 
-SERVESCOPE_KQ_AVX2 float sum8(__m256 v) {
+KQ_INLINE SERVESCOPE_KQ_AVX2 float sum8(__m256 v) {
   const __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
   return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
 }
 
+// Each instruction set: its registers of lanes (Acc), how many rows (kRows) or tokens (kGroup)
+// it keeps in registers at once, and its sinks for decoded values: Store writes them to a
+// buffer, Fma multiplies them into one token's lanes (Shift: the lane group a block starts at;
+// a 32-element block at an odd index starts half way through the 64 lanes).
 struct Avx512 {
   using Acc = __m512[4];
+  static constexpr int kRows = 4;   // a lone token: four rows' 16 accumulators
+  static constexpr int kGroup = 4;  // a batch: four tokens share each load of decoded values
+  static constexpr int kHalfShift = 2;
 
   SERVESCOPE_KQ_AVX512 static void zero(Acc& acc) {
     for (auto& a : acc) a = _mm512_setzero_ps();
@@ -383,20 +414,26 @@ struct Avx512 {
   SERVESCOPE_KQ_AVX512 static void store(const Acc& acc, float* lanes) {
     for (int i = 0; i < 4; ++i) _mm512_storeu_ps(lanes + 16 * i, acc[i]);
   }
-  // len: a multiple of 32 (a last half row of lanes goes to lanes 0..31).
-  SERVESCOPE_KQ_AVX512 static void accumulate(const float* w, const float* x, int64_t len,
-                                              Acc& acc) {
+  // G tokens (x + t * x_stride) against len decoded values; len: a multiple of 32 (a last
+  // half row of lanes goes to lanes 0..31).
+  template <int G>
+  SERVESCOPE_KQ_AVX512 static void accumulate(const float* w, const float* x, int64_t x_stride,
+                                              int64_t len, Acc (&acc)[G]) {
     int64_t j = 0;
     for (; j + 64 <= len; j += 64) {
       for (int i = 0; i < 4; ++i) {
-        acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w + j + 16 * i), _mm512_loadu_ps(x + j + 16 * i),
-                                 acc[i]);
+        const __m512 v = _mm512_loadu_ps(w + j + 16 * i);
+        for (int t = 0; t < G; ++t) {
+          acc[t][i] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + t * x_stride + j + 16 * i), acc[t][i]);
+        }
       }
     }
     if (j < len) {
       for (int i = 0; i < 2; ++i) {
-        acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w + j + 16 * i), _mm512_loadu_ps(x + j + 16 * i),
-                                 acc[i]);
+        const __m512 v = _mm512_loadu_ps(w + j + 16 * i);
+        for (int t = 0; t < G; ++t) {
+          acc[t][i] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + t * x_stride + j + 16 * i), acc[t][i]);
+        }
       }
     }
   }
@@ -406,18 +443,31 @@ struct Avx512 {
     const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1));
     return sum8(_mm256_add_ps(low, high));
   }
-  template <class Format>
-  SERVESCOPE_KQ_AVX512 static void decode(const uint8_t* row, int64_t first_block, int64_t blocks,
-                                          float* out) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      Format::decode_avx512(row + (first_block + b) * Format::kBlockBytes,
-                            out + b * Format::kBlockElements);
+
+  struct Store {
+    float* out;
+    KQ_INLINE SERVESCOPE_KQ_AVX512 void put(int at, __m512 v) { _mm512_storeu_ps(out + at, v); }
+  };
+  template <int Shift>
+  struct Fma {
+    const float* x;
+    Acc& acc;
+    KQ_INLINE SERVESCOPE_KQ_AVX512 void put(int at, __m512 v) {
+      __m512& a = acc[(at / 16 + Shift) % 4];
+      a = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + at), a);
     }
+  };
+  template <class Format, class Sink>
+  SERVESCOPE_KQ_AVX512 static void decode_block(const uint8_t* block, Sink& sink) {
+    Format::decode_avx512(block, sink);
   }
 };
 
 struct Avx2 {
   using Acc = __m256[8];
+  static constexpr int kRows = 1;  // eight registers per (row, token) leave room for one
+  static constexpr int kGroup = 1;
+  static constexpr int kHalfShift = 4;
 
   SERVESCOPE_KQ_AVX2 static void zero(Acc& acc) {
     for (auto& a : acc) a = _mm256_setzero_ps();
@@ -428,18 +478,24 @@ struct Avx2 {
   SERVESCOPE_KQ_AVX2 static void store(const Acc& acc, float* lanes) {
     for (int i = 0; i < 8; ++i) _mm256_storeu_ps(lanes + 8 * i, acc[i]);
   }
-  SERVESCOPE_KQ_AVX2 static void accumulate(const float* w, const float* x, int64_t len, Acc& acc) {
+  template <int G>
+  SERVESCOPE_KQ_AVX2 static void accumulate(const float* w, const float* x, int64_t x_stride,
+                                            int64_t len, Acc (&acc)[G]) {
     int64_t j = 0;
     for (; j + 64 <= len; j += 64) {
       for (int i = 0; i < 8; ++i) {
-        acc[i] =
-            _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8 * i), _mm256_loadu_ps(x + j + 8 * i), acc[i]);
+        const __m256 v = _mm256_loadu_ps(w + j + 8 * i);
+        for (int t = 0; t < G; ++t) {
+          acc[t][i] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + t * x_stride + j + 8 * i), acc[t][i]);
+        }
       }
     }
     if (j < len) {
       for (int i = 0; i < 4; ++i) {
-        acc[i] =
-            _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8 * i), _mm256_loadu_ps(x + j + 8 * i), acc[i]);
+        const __m256 v = _mm256_loadu_ps(w + j + 8 * i);
+        for (int t = 0; t < G; ++t) {
+          acc[t][i] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + t * x_stride + j + 8 * i), acc[t][i]);
+        }
       }
     }
   }
@@ -449,31 +505,105 @@ struct Avx2 {
     const __m256 high = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[1], acc[3]), acc[5]), acc[7]);
     return sum8(_mm256_add_ps(low, high));
   }
-  template <class Format>
-  SERVESCOPE_KQ_AVX2 static void decode(const uint8_t* row, int64_t first_block, int64_t blocks,
-                                        float* out) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      Format::decode_avx2(row + (first_block + b) * Format::kBlockBytes,
-                          out + b * Format::kBlockElements);
+
+  struct Store {
+    float* out;
+    KQ_INLINE SERVESCOPE_KQ_AVX2 void put(int at, __m256 v) { _mm256_storeu_ps(out + at, v); }
+  };
+  template <int Shift>
+  struct Fma {
+    const float* x;
+    Acc& acc;
+    KQ_INLINE SERVESCOPE_KQ_AVX2 void put(int at, __m256 v) {
+      __m256& a = acc[(at / 8 + Shift) % 8];
+      a = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + at), a);
     }
+  };
+  template <class Format, class Sink>
+  SERVESCOPE_KQ_AVX2 static void decode_block(const uint8_t* block, Sink& sink) {
+    Format::decode_avx2(block, sink);
   }
 };
+
+// The drivers below carry no target attribute of their own: they are always inlined into the
+// AVX2 or AVX-512 entry points, and the instruction set's functions then inline into them.
+
+// Blocks [first, first + blocks) of a row decoded into out.
+template <class Isa, class Format>
+KQ_INLINE void decode_blocks(const uint8_t* row, int64_t first, int64_t blocks, float* out) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    typename Isa::Store sink{out + b * Format::kBlockElements};
+    Isa::template decode_block<Format>(row + (first + b) * Format::kBlockBytes, sink);
+  }
+}
+
+// R rows against one token without a buffer: each decoded register goes straight into the
+// lanes of its elements, in the same order as the buffered path takes them.
+template <class Isa, class Format, int R>
+KQ_INLINE void dot_decoding(const uint8_t* rows, uint64_t row_stride, const float* x, int64_t n,
+                            typename Isa::Acc (&acc)[R]) {
+  constexpr int64_t kElements = Format::kBlockElements;
+  const int64_t blocks = n / kElements;
+  const auto block_of = [&](int r, int64_t b) {
+    return rows + static_cast<uint64_t>(r) * row_stride + b * Format::kBlockBytes;
+  };
+  int64_t b = 0;
+  if constexpr (kElements % 64 != 0) {  // 32-element blocks: a pair fills the 64 lanes once
+    for (; b + 2 <= blocks; b += 2) {
+      for (int r = 0; r < R; ++r) {
+        typename Isa::template Fma<0> first{x + b * kElements, acc[r]};
+        Isa::template decode_block<Format>(block_of(r, b), first);
+        typename Isa::template Fma<Isa::kHalfShift> second{x + (b + 1) * kElements, acc[r]};
+        Isa::template decode_block<Format>(block_of(r, b + 1), second);
+      }
+    }
+  }
+  for (; b < blocks; ++b) {
+    for (int r = 0; r < R; ++r) {
+      typename Isa::template Fma<0> sink{x + b * kElements, acc[r]};
+      Isa::template decode_block<Format>(block_of(r, b), sink);
+    }
+  }
+}
+
+template <class Isa, class Format, int R>
+KQ_INLINE void dot_rows_one_token(const uint8_t* rows, uint64_t row_stride, const float* x,
+                                  int64_t n, float* out) {
+  typename Isa::Acc acc[R];
+  for (auto& a : acc) Isa::zero(a);
+  dot_decoding<Isa, Format, R>(rows, row_stride, x, n, acc);
+  for (int r = 0; r < R; ++r) out[r] = Isa::reduce(acc[r]);
+}
+
+// G tokens against a decoded row held whole in the buffer w.
+template <class Isa, int G>
+KQ_INLINE void dot_group_decoded(const float* w, const float* x, int64_t x_stride, int64_t n,
+                                 float* out, int64_t out_stride) {
+  typename Isa::Acc acc[G];
+  for (auto& a : acc) Isa::zero(a);
+  Isa::template accumulate<G>(w, x, x_stride, n, acc);
+  for (int t = 0; t < G; ++t) out[t * out_stride] = Isa::reduce(acc[t]);
+}
 
 // One row against `tokens` tokens: the row is decoded once, a chunk at a time, and each chunk
 // is multiplied with every token's activations while it is in L1.
 template <class Isa, class Format>
-inline __attribute__((always_inline)) void dot_row_tokens(const uint8_t* row, const float* x,
-                                                          int64_t x_stride, int64_t tokens,
-                                                          int64_t n, float* out,
-                                                          int64_t out_stride) {
+KQ_INLINE void dot_row_tokens(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
+                              int64_t n, float* out, int64_t out_stride) {
+  constexpr int G = Isa::kGroup;
+  if (tokens == 1) {
+    dot_rows_one_token<Isa, Format, 1>(row, 0, x, n, out);
+    return;
+  }
   alignas(64) float w[kChunk];
-  if (n <= kChunk) {  // the whole row at once: each token's partial sums stay in registers
-    Isa::template decode<Format>(row, 0, n / Format::kBlockElements, w);
-    for (int64_t t = 0; t < tokens; ++t) {
-      typename Isa::Acc acc;
-      Isa::zero(acc);
-      Isa::accumulate(w, x + t * x_stride, n, acc);
-      out[t * out_stride] = Isa::reduce(acc);
+  if (n <= kChunk) {  // the whole row at once: each token's lanes stay in registers
+    decode_blocks<Isa, Format>(row, 0, n / Format::kBlockElements, w);
+    int64_t t = 0;
+    for (; t + G <= tokens; t += G) {
+      dot_group_decoded<Isa, G>(w, x + t * x_stride, x_stride, n, out + t * out_stride, out_stride);
+    }
+    for (; t < tokens; ++t) {
+      dot_group_decoded<Isa, 1>(w, x + t * x_stride, x_stride, n, out + t * out_stride, out_stride);
     }
     return;
   }
@@ -482,17 +612,16 @@ inline __attribute__((always_inline)) void dot_row_tokens(const uint8_t* row, co
     const int64_t count = std::min(kTokensPerPass, tokens - t0);
     for (int64_t j = 0; j < n; j += kChunk) {
       const int64_t len = std::min(kChunk, n - j);
-      Isa::template decode<Format>(row, j / Format::kBlockElements, len / Format::kBlockElements,
-                                   w);
+      decode_blocks<Isa, Format>(row, j / Format::kBlockElements, len / Format::kBlockElements, w);
       for (int64_t t = 0; t < count; ++t) {
-        typename Isa::Acc acc;
+        typename Isa::Acc acc[1];
         if (j == 0) {
-          Isa::zero(acc);
+          Isa::zero(acc[0]);
         } else {
-          Isa::load(acc, lanes[t]);
+          Isa::load(acc[0], lanes[t]);
         }
-        Isa::accumulate(w, x + (t0 + t) * x_stride + j, len, acc);
-        Isa::store(acc, lanes[t]);
+        Isa::template accumulate<1>(w, x + (t0 + t) * x_stride + j, x_stride, len, acc);
+        Isa::store(acc[0], lanes[t]);
       }
     }
     for (int64_t t = 0; t < count; ++t) {
@@ -500,6 +629,26 @@ inline __attribute__((always_inline)) void dot_row_tokens(const uint8_t* row, co
       Isa::load(acc, lanes[t]);
       out[(t0 + t) * out_stride] = Isa::reduce(acc);
     }
+  }
+}
+
+// Rows [0, n_rows) of a matrix: a lone token takes kRows rows side by side (independent
+// accumulator chains, several rows' reads in flight); a batch goes row by row.
+template <class Isa, class Format>
+KQ_INLINE void dot_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows, const float* x,
+                        int64_t x_stride, int64_t tokens, int64_t n, float* out,
+                        int64_t out_stride) {
+  int64_t r = 0;
+  if (tokens == 1) {
+    constexpr int R = Isa::kRows;
+    for (; r + R <= n_rows; r += R) {
+      dot_rows_one_token<Isa, Format, R>(rows + static_cast<uint64_t>(r) * row_stride, row_stride,
+                                         x, n, out + r);
+    }
+  }
+  for (; r < n_rows; ++r) {
+    dot_row_tokens<Isa, Format>(rows + static_cast<uint64_t>(r) * row_stride, x, x_stride, tokens,
+                                n, out + r, out_stride);
   }
 }
 
@@ -520,20 +669,14 @@ template <class Format>
 SERVESCOPE_KQ_AVX512 void dot_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
                                           const float* x, int64_t x_stride, int64_t tokens,
                                           int64_t n, float* out, int64_t out_stride) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    dot_row_tokens<Avx512, Format>(rows + static_cast<uint64_t>(r) * row_stride, x, x_stride,
-                                   tokens, n, out + r, out_stride);
-  }
+  dot_rows<Avx512, Format>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
 }
 
 template <class Format>
 SERVESCOPE_KQ_AVX2 void dot_rows_avx2(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
                                       const float* x, int64_t x_stride, int64_t tokens, int64_t n,
                                       float* out, int64_t out_stride) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    dot_row_tokens<Avx2, Format>(rows + static_cast<uint64_t>(r) * row_stride, x, x_stride, tokens,
-                                 n, out + r, out_stride);
-  }
+  dot_rows<Avx2, Format>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
 }
 
 template <RowDotTokens Kernel>
@@ -545,12 +688,12 @@ float dot_one(const uint8_t* row, const float* x, int64_t n) {
 
 template <class Format>
 SERVESCOPE_KQ_AVX512 void dequantize_avx512(const uint8_t* row, float* dst, int64_t n) {
-  Avx512::decode<Format>(row, 0, n / Format::kBlockElements, dst);
+  decode_blocks<Avx512, Format>(row, 0, n / Format::kBlockElements, dst);
 }
 
 template <class Format>
 SERVESCOPE_KQ_AVX2 void dequantize_avx2(const uint8_t* row, float* dst, int64_t n) {
-  Avx2::decode<Format>(row, 0, n / Format::kBlockElements, dst);
+  decode_blocks<Avx2, Format>(row, 0, n / Format::kBlockElements, dst);
 }
 
 template <class Format>
