@@ -262,6 +262,176 @@ KQ_INLINE SERVESCOPE_KQ_AVX2 void q6_k_quants(const uint8_t* block, int h, __m25
   }
 }
 
+// Q2_K / Q3_K: element 128 h + 32 j + l (l < 32) has its two low bits at bits 2 j of
+// qs[32 h + l]; sub-block (16 elements) e / 16. Q2_K: value = (d * scale) * q - dmin * min,
+// scale and min the nibbles of scales[i]. Q3_K: bit 4 h + j of hmask[l] clear subtracts 4, and
+// value = (d * scale) * q with 6-bit scales stored + 32.
+struct Scales16Mins {
+  float scale[16];
+  float min[16];
+};
+
+KQ_INLINE SERVESCOPE_KQ_AVX2 Scales16Mins q2_k_scales(const uint8_t* block) {
+  const __m128i packed =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(gguf::BlockQ2_K, scales)));
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  const __m128i scales = _mm_and_si128(packed, nibble);
+  const __m128i mins = _mm_and_si128(_mm_srli_epi16(packed, 4), nibble);
+  const __m256 d = _mm256_set1_ps(load_half(block + offsetof(gguf::BlockQ2_K, d)));
+  const __m256 dmin = _mm256_set1_ps(load_half(block + offsetof(gguf::BlockQ2_K, dmin)));
+  Scales16Mins out;
+  for (int i = 0; i < 2; ++i) {
+    const __m128i sc = i == 0 ? scales : _mm_srli_si128(scales, 8);
+    const __m128i mn = i == 0 ? mins : _mm_srli_si128(mins, 8);
+    _mm256_storeu_ps(out.scale + 8 * i,
+                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc))));
+    _mm256_storeu_ps(out.min + 8 * i,
+                     _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn))));
+  }
+  return out;
+}
+
+// Q3_K's twelve bytes rearranged (as llama.cpp does, on 32-bit words) into sixteen bytes, scale
+// i in byte i, then less 32 and times d.
+KQ_INLINE SERVESCOPE_KQ_AVX2 Scales16 q3_k_scales(const uint8_t* block) {
+  constexpr uint32_t kLow4 = 0x0F0F0F0F;
+  constexpr uint32_t kLow2 = 0x03030303;
+  uint32_t a[4] = {};
+  std::memcpy(a, block + offsetof(gguf::BlockQ3_K, scales), 12);
+  const uint32_t high = a[2];
+  a[2] = ((a[0] >> 4) & kLow4) | (((high >> 4) & kLow2) << 4);
+  a[3] = ((a[1] >> 4) & kLow4) | (((high >> 6) & kLow2) << 4);
+  a[0] = (a[0] & kLow4) | ((high & kLow2) << 4);
+  a[1] = (a[1] & kLow4) | (((high >> 2) & kLow2) << 4);
+  const __m128i scales =
+      _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)), _mm_set1_epi8(32));
+  const __m256 d = _mm256_set1_ps(load_half(block + offsetof(gguf::BlockQ3_K, d)));
+  Scales16 out;
+  _mm256_storeu_ps(out.scale, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(scales))));
+  _mm256_storeu_ps(
+      out.scale + 8,
+      _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(scales, 8)))));
+  return out;
+}
+
+// Table look-ups read the low four index bits; entries k and k + 4 (Q2_K) or k + 8 (Q3_K) hold
+// the same value, so the bits above a quant's own may be anything.
+KQ_INLINE SERVESCOPE_KQ_AVX512 __m512 q2_k_levels() {
+  return _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+}
+KQ_INLINE SERVESCOPE_KQ_AVX512 __m512 q3_k_levels() {
+  return _mm512_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3, -4, -3, -2, -1, 0, 1, 2, 3);
+}
+
+struct FormatQ2_K {
+  static constexpr int64_t kBlockElements = kSuper;
+  static constexpr size_t kBlockBytes = sizeof(gguf::BlockQ2_K);
+
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, Sink& out) {
+    const Scales16Mins decoded = q2_k_scales(block);
+    const Scales16Mins& s = *in_memory(&decoded);
+    const uint8_t* qs = block + offsetof(gguf::BlockQ2_K, qs);
+    for (int h = 0; h < 2; ++h) {
+      for (int half = 0; half < 2; ++half) {
+        const __m512i bytes = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32 * h + 16 * half)));
+        for (int j = 0; j < 4; ++j) {
+          const int i = 8 * h + 2 * j + half;
+          const __m512 table = _mm512_sub_ps(
+              _mm512_mul_ps(_mm512_set1_ps(s.scale[i]), q2_k_levels()), _mm512_set1_ps(s.min[i]));
+          const __m512i index = j == 0 ? bytes : _mm512_srli_epi32(bytes, 2 * j);
+          out.put(128 * h + 32 * j + 16 * half, _mm512_permutexvar_ps(index, table));
+        }
+      }
+    }
+  }
+
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, Sink& out) {
+    const Scales16Mins decoded = q2_k_scales(block);
+    const Scales16Mins& s = *in_memory(&decoded);
+    const uint8_t* qs = block + offsetof(gguf::BlockQ2_K, qs);
+    const __m256i three = _mm256_set1_epi32(3);
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 4; ++j) {
+        for (int g = 0; g < 4; ++g) {  // elements 8 g .. 8 g + 7 of the 32; g / 2: the half
+          const __m256i bytes = _mm256_cvtepu8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 32 * h + 8 * g)));
+          const __m256i q = _mm256_and_si256(_mm256_srli_epi32(bytes, 2 * j), three);
+          const int i = 8 * h + 2 * j + g / 2;
+          out.put(128 * h + 32 * j + 8 * g,
+                  scaled_minus_min(q, _mm256_set1_ps(s.scale[i]), _mm256_set1_ps(s.min[i])));
+        }
+      }
+    }
+  }
+};
+
+struct FormatQ3_K {
+  static constexpr int64_t kBlockElements = kSuper;
+  static constexpr size_t kBlockBytes = sizeof(gguf::BlockQ3_K);
+
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX512 static void decode_avx512(const uint8_t* block, Sink& out) {
+    const Scales16 decoded = q3_k_scales(block);
+    const Scales16& s = *in_memory(&decoded);
+    const uint8_t* qs = block + offsetof(gguf::BlockQ3_K, qs);
+    const uint8_t* hmask = block + offsetof(gguf::BlockQ3_K, hmask);
+    const __m512i low_bits = _mm512_set1_epi32(3);
+    for (int h = 0; h < 2; ++h) {
+      for (int half = 0; half < 2; ++half) {
+        const __m512i bytes = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32 * h + 16 * half)));
+        const __m512i high = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(hmask + 16 * half)));
+        for (int j = 0; j < 4; ++j) {
+          const int g = 4 * h + j;  // hmask bit g of this group goes to index bit 2
+          const __m512i third = g < 2 ? _mm512_slli_epi32(high, 2 - g)
+                                      : _mm512_srl_epi32(high, _mm_cvtsi32_si128(g - 2));
+          // 0xCA: bit by bit, the quant's low bits where low_bits is set, else the third bit.
+          const __m512i index = _mm512_ternarylogic_epi32(
+              low_bits, _mm512_srl_epi32(bytes, _mm_cvtsi32_si128(2 * j)), third, 0xCA);
+          const int i = 8 * h + 2 * j + half;
+          const __m512 table = _mm512_mul_ps(_mm512_set1_ps(s.scale[i]), q3_k_levels());
+          out.put(128 * h + 32 * j + 16 * half, _mm512_permutexvar_ps(index, table));
+        }
+      }
+    }
+  }
+
+  template <class Sink>
+  KQ_INLINE SERVESCOPE_KQ_AVX2 static void decode_avx2(const uint8_t* block, Sink& out) {
+    const Scales16 decoded = q3_k_scales(block);
+    const Scales16& s = *in_memory(&decoded);
+    const uint8_t* qs = block + offsetof(gguf::BlockQ3_K, qs);
+    const uint8_t* hmask = block + offsetof(gguf::BlockQ3_K, hmask);
+    const __m256i three = _mm256_set1_epi32(3);
+    const __m256i one = _mm256_set1_epi32(1);
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 4; ++j) {
+        const __m128i low_shift = _mm_cvtsi32_si128(2 * j);
+        const __m128i high_shift = _mm_cvtsi32_si128(4 * h + j);
+        for (int g = 0; g < 4; ++g) {
+          const __m256i bytes = _mm256_cvtepu8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 32 * h + 8 * g)));
+          const __m256i high = _mm256_cvtepu8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(hmask + 8 * g)));
+          // q = low two bits + 4 * third bit - 4, in -4 .. 3
+          const __m256i q = _mm256_sub_epi32(
+              _mm256_or_si256(
+                  _mm256_and_si256(_mm256_srl_epi32(bytes, low_shift), three),
+                  _mm256_slli_epi32(_mm256_and_si256(_mm256_srl_epi32(high, high_shift), one), 2)),
+              _mm256_set1_epi32(4));
+          const int i = 8 * h + 2 * j + g / 2;
+          out.put(128 * h + 32 * j + 8 * g,
+                  _mm256_mul_ps(_mm256_set1_ps(s.scale[i]), _mm256_cvtepi32_ps(q)));
+        }
+      }
+    }
+  }
+};
+
 struct FormatQ6_K {
   static constexpr int64_t kBlockElements = kSuper;
   static constexpr size_t kBlockBytes = sizeof(BlockQ6_K);
@@ -525,6 +695,11 @@ struct Avx2 {
   }
 };
 
+// The entry points inline everything they call (flatten): the compiler's inlining budget for
+// this file is otherwise spent before the last types' decoders, whose registers then travel
+// through memory.
+#define SERVESCOPE_KQ_FLATTEN __attribute__((flatten))
+
 // The drivers below carry no target attribute of their own: they are always inlined into the
 // AVX2 or AVX-512 entry points, and the instruction set's functions then inline into them.
 
@@ -653,29 +828,36 @@ KQ_INLINE void dot_rows(const uint8_t* rows, uint64_t row_stride, int64_t n_rows
 }
 
 template <class Format>
-SERVESCOPE_KQ_AVX512 void dot_tokens_avx512(const uint8_t* row, const float* x, int64_t x_stride,
-                                            int64_t tokens, int64_t n, float* out,
-                                            int64_t out_stride) {
+SERVESCOPE_KQ_FLATTEN SERVESCOPE_KQ_AVX512 void dot_tokens_avx512(const uint8_t* row,
+                                                                  const float* x, int64_t x_stride,
+                                                                  int64_t tokens, int64_t n,
+                                                                  float* out, int64_t out_stride) {
   dot_row_tokens<Avx512, Format>(row, x, x_stride, tokens, n, out, out_stride);
 }
 
 template <class Format>
-SERVESCOPE_KQ_AVX2 void dot_tokens_avx2(const uint8_t* row, const float* x, int64_t x_stride,
-                                        int64_t tokens, int64_t n, float* out, int64_t out_stride) {
+SERVESCOPE_KQ_FLATTEN SERVESCOPE_KQ_AVX2 void dot_tokens_avx2(const uint8_t* row, const float* x,
+                                                              int64_t x_stride, int64_t tokens,
+                                                              int64_t n, float* out,
+                                                              int64_t out_stride) {
   dot_row_tokens<Avx2, Format>(row, x, x_stride, tokens, n, out, out_stride);
 }
 
 template <class Format>
-SERVESCOPE_KQ_AVX512 void dot_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
-                                          const float* x, int64_t x_stride, int64_t tokens,
-                                          int64_t n, float* out, int64_t out_stride) {
+SERVESCOPE_KQ_FLATTEN SERVESCOPE_KQ_AVX512 void dot_rows_avx512(const uint8_t* rows,
+                                                                uint64_t row_stride, int64_t n_rows,
+                                                                const float* x, int64_t x_stride,
+                                                                int64_t tokens, int64_t n,
+                                                                float* out, int64_t out_stride) {
   dot_rows<Avx512, Format>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
 }
 
 template <class Format>
-SERVESCOPE_KQ_AVX2 void dot_rows_avx2(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
-                                      const float* x, int64_t x_stride, int64_t tokens, int64_t n,
-                                      float* out, int64_t out_stride) {
+SERVESCOPE_KQ_FLATTEN SERVESCOPE_KQ_AVX2 void dot_rows_avx2(const uint8_t* rows,
+                                                            uint64_t row_stride, int64_t n_rows,
+                                                            const float* x, int64_t x_stride,
+                                                            int64_t tokens, int64_t n, float* out,
+                                                            int64_t out_stride) {
   dot_rows<Avx2, Format>(rows, row_stride, n_rows, x, x_stride, tokens, n, out, out_stride);
 }
 
@@ -687,12 +869,14 @@ float dot_one(const uint8_t* row, const float* x, int64_t n) {
 }
 
 template <class Format>
-SERVESCOPE_KQ_AVX512 void dequantize_avx512(const uint8_t* row, float* dst, int64_t n) {
+SERVESCOPE_KQ_FLATTEN SERVESCOPE_KQ_AVX512 void dequantize_avx512(const uint8_t* row, float* dst,
+                                                                  int64_t n) {
   decode_blocks<Avx512, Format>(row, 0, n / Format::kBlockElements, dst);
 }
 
 template <class Format>
-SERVESCOPE_KQ_AVX2 void dequantize_avx2(const uint8_t* row, float* dst, int64_t n) {
+SERVESCOPE_KQ_FLATTEN SERVESCOPE_KQ_AVX2 void dequantize_avx2(const uint8_t* row, float* dst,
+                                                              int64_t n) {
   decode_blocks<Avx2, Format>(row, 0, n / Format::kBlockElements, dst);
 }
 
@@ -732,6 +916,10 @@ std::vector<KQuantKernels> variants_of() {
 
 std::vector<KQuantKernels> kquant_kernel_variants(gguf::GgmlType type) {
   switch (type) {
+    case gguf::GgmlType::Q2_K:
+      return variants_of<FormatQ2_K>();
+    case gguf::GgmlType::Q3_K:
+      return variants_of<FormatQ3_K>();
     case gguf::GgmlType::Q4_K:
       return variants_of<FormatQ4_K>();
     case gguf::GgmlType::Q5_K:
@@ -755,6 +943,8 @@ KQuantKernels kquant_kernels_for(gguf::GgmlType type) {
     const std::vector<KQuantKernels> variants = kquant_kernel_variants(t);
     return variants.empty() ? KQuantKernels{} : variants.back();
   };
+  static const KQuantKernels q2_k = widest(gguf::GgmlType::Q2_K);
+  static const KQuantKernels q3_k = widest(gguf::GgmlType::Q3_K);
   static const KQuantKernels q4_k = widest(gguf::GgmlType::Q4_K);
   static const KQuantKernels q5_k = widest(gguf::GgmlType::Q5_K);
   static const KQuantKernels q6_k = widest(gguf::GgmlType::Q6_K);
@@ -762,6 +952,10 @@ KQuantKernels kquant_kernels_for(gguf::GgmlType type) {
   static const KQuantKernels q5_0 = widest(gguf::GgmlType::Q5_0);
   static const KQuantKernels q5_1 = widest(gguf::GgmlType::Q5_1);
   switch (type) {
+    case gguf::GgmlType::Q2_K:
+      return q2_k;
+    case gguf::GgmlType::Q3_K:
+      return q3_k;
     case gguf::GgmlType::Q4_K:
       return q4_k;
     case gguf::GgmlType::Q5_K:

@@ -1,9 +1,9 @@
-// SIMD kernels for GGML's K-quant super-block types (Q4_K, Q5_K, Q6_K): decode, a super-block at
-// a time, the exact float32 weights gguf::dequantize_row gives (same products, same roundings)
-// into registers and a small cache-resident buffer, then multiply them with float activations.
-// A row is decoded once per product whatever the number of tokens, and every token's sum takes
-// the same 64 partial sums in the same order, so it is the same bits alone or in any batch, and
-// the same bits on the AVX2 and AVX-512 variants.
+// SIMD kernels for GGML's K-quant super-block types (Q2_K .. Q6_K) and the 32-element types
+// their files fall back to (Q4_1, Q5_0, Q5_1): decode a block at a time into exactly the float32
+// weights gguf::dequantize_row gives (same products, same roundings), in registers, then
+// multiply them with float activations. A row is decoded once per product whatever the number
+// of tokens, and every token's sum takes the same 64 partial sums in the same order, so it is
+// the same bits alone or in any batch, and the same bits on the AVX2 and AVX-512 variants.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,8 @@
 
 namespace servescope::compute {
 
-// The kernels of one K-quant type on one instruction set. Rows must be whole super-blocks
-// (the GGUF loader checks that).
+// The kernels of one type on one instruction set. Rows must be whole blocks (the GGUF loader
+// checks that).
 struct KQuantKernels {
   const char* isa = nullptr;  // "avx2", "avx512": for test messages
   RowDot dot = nullptr;

@@ -74,8 +74,9 @@ int main(int argc, char** argv) {
   std::printf("threads %d, tokens %lld, best of %d\n", options.threads,
               static_cast<long long>(options.tokens), options.reps);
   CpuBackend backend(options.threads, false);
-  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                              GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (const GgmlType type :
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q2_K,
+        GgmlType::Q3_K, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     double total_us = 0.0;
     double weights = 0.0;
     for (const auto& shape : shapes) {

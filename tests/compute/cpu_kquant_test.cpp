@@ -1,4 +1,4 @@
-// The K-quant kernels (Q4_K, Q5_K, Q6_K): their decoder against gguf::dequantize_row bit for bit
+// The K-quant kernels (Q2_K .. Q6_K, and Q4_1, Q5_0, Q5_1): their decoder against gguf::dequantize_row bit for bit
 // (every scale byte pattern, random quants, the committed fixtures), their dot products against
 // a double-precision product of the decoded weights, and the invariants of the CPU backend:
 // the same bits on every instruction-set variant this CPU runs, for a token alone or in any
@@ -33,6 +33,10 @@ struct Layout {
 
 Layout layout_of(GgmlType type) {
   switch (type) {
+    case GgmlType::Q2_K:
+      return {{80, 82}, 0, 16};
+    case GgmlType::Q3_K:
+      return {{108}, 96, 12};
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
       return {{0, 2}, 4, 12};
@@ -269,8 +273,9 @@ TEST_P(KQuantKernelsTest, BackendProductsAreThreadAndBatchInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KQuantKernelsTest,
-                         ::testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1),
+                         ::testing::Values(GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q4_1,
+                                           GgmlType::Q5_0, GgmlType::Q5_1),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
