@@ -1,13 +1,13 @@
 #include "engine/compute/cpu_block_dot.h"
 
-#include "engine/compute/cpu_kquant_dot.h"
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "engine/compute/cpu_kquant_dot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -126,7 +126,8 @@ float dot_q4_0(const uint8_t* row, const float* x, int64_t n) {
   return horizontal_sum(acc);
 }
 
-// The types without a kernel of their own (BF16, Q4_1, Q5_0, Q5_1, the K-quants): dequantise a
+// The types without a kernel here (BF16; Q4_1, Q5_0, Q5_1 and the K-quants where the CPU lacks
+// AVX2 and FMA, else cpu_kquant_dot.cpp serves them): dequantise a
 // chunk of the row with GGML's formula (gguf::dequantize_row) into a buffer on the stack, then
 // take the float32 dot product. Slower than the fused kernels, but exactly the values the file
 // holds.

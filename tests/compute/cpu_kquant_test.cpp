@@ -1,8 +1,8 @@
-// The K-quant kernels (Q2_K .. Q6_K, and Q4_1, Q5_0, Q5_1): their decoder against gguf::dequantize_row bit for bit
-// (every scale byte pattern, random quants, the committed fixtures), their dot products against
-// a double-precision product of the decoded weights, and the invariants of the CPU backend:
-// the same bits on every instruction-set variant this CPU runs, for a token alone or in any
-// batch, and for any thread count.
+// The K-quant kernels (Q2_K .. Q6_K, and Q4_1, Q5_0, Q5_1): their decoder against
+// gguf::dequantize_row bit for bit (every scale byte pattern, random quants, the committed
+// fixtures), their dot products against a double-precision product of the decoded weights, and
+// the invariants of the CPU backend: the same bits on every instruction-set variant this CPU
+// runs, for a token alone or in any batch, and for any thread count.
 #include <gtest/gtest.h>
 
 #include <cctype>
