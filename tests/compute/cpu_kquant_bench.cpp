@@ -3,7 +3,7 @@
 // bundled model's q|k|v, o and gate|up, and a down projection of 256x768). Not a test: the best
 // of REPS runs of each product, summed over one layer.
 //
-//   servescope-cpu-kquant-bench [--threads N] [--tokens T] [--reps R]
+//   servescope-cpu-kquant-bench [--threads N] [--tokens T] [--reps R] [--int8 1]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +28,7 @@ struct Options {
   int threads = 1;
   int64_t tokens = 1;
   int reps = 200;
+  bool int8 = false;  // --activations q8_0 (the types with an integer kernel)
 };
 
 Options parse(int argc, char** argv) {
@@ -38,6 +39,7 @@ Options parse(int argc, char** argv) {
     if (flag == "--threads") options.threads = static_cast<int>(std::max(1L, value));
     if (flag == "--tokens") options.tokens = std::max(1L, value);
     if (flag == "--reps") options.reps = static_cast<int>(std::max(1L, value));
+    if (flag == "--int8") options.int8 = value != 0;
   }
   return options;
 }
@@ -71,9 +73,10 @@ double best_us(CpuBackend& backend, GgmlType type, int64_t rows, int64_t cols,
 int main(int argc, char** argv) {
   const Options options = parse(argc, argv);
   const int64_t shapes[][2] = {{512, 256}, {256, 256}, {1344, 256}, {256, 768}};
-  std::printf("threads %d, tokens %lld, best of %d\n", options.threads,
-              static_cast<long long>(options.tokens), options.reps);
-  CpuBackend backend(options.threads, false);
+  std::printf("threads %d, tokens %lld, best of %d, %s activations\n", options.threads,
+              static_cast<long long>(options.tokens), options.reps,
+              options.int8 ? "8-bit" : "float");
+  CpuBackend backend(options.threads, options.int8);
   for (const GgmlType type :
        {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q2_K,
         GgmlType::Q3_K, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {

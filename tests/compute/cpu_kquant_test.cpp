@@ -16,6 +16,7 @@
 
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_int8_dot.h"
 #include "engine/compute/cpu_kquant_dot.h"
 
 namespace servescope::compute {
@@ -230,8 +231,9 @@ TEST_P(KQuantKernelsTest, EveryVariantGivesTheSameSumsAloneOrInAnyBatch) {
 }
 
 std::vector<float> backend_product(int threads, GgmlType type, const Rows& w, int64_t rows,
-                                   int64_t cols, const std::vector<float>& x, int64_t tokens) {
-  CpuBackend backend(threads, false);
+                                   int64_t cols, const std::vector<float>& x, int64_t tokens,
+                                   bool int8_activations = false) {
+  CpuBackend backend(threads, int8_activations);
   const WeightMatrix matrix = backend.upload_matrix(type, rows, cols, w.bytes);
   Tensor in = backend.create_tensor(tokens, cols, BufferPurpose::kActivations);
   backend.write(in, std::span<const float>(x.data(), static_cast<size_t>(tokens * cols)));
@@ -268,6 +270,80 @@ TEST_P(KQuantKernelsTest, BackendProductsAreThreadAndBatchInvariant) {
         const std::vector<float> in_batch(one.begin() + t * kRows, one.begin() + (t + 1) * kRows);
         EXPECT_TRUE(same_bits(in_batch, alone)) << "tokens " << tokens << " token " << t;
       }
+    }
+  }
+}
+
+// Q4_K against 8-bit activations: every variant (portable, AVX2, AVX-VNNI) the same bits, for a
+// token alone or in any batch, near the double product of the decoded weights and the
+// activations as quantised.
+TEST(KQuantInt8, EveryVariantGivesTheSameSumsNearTheQuantisedReference) {
+  const GgmlType type = GgmlType::Q4_K;
+  ASSERT_TRUE(has_int8_kernel(type));
+  const std::vector<RowDotInt8Tokens> variants = int8_kernel_variants(type);
+  ASSERT_FALSE(variants.empty());
+  constexpr int64_t kRows = 5;
+  constexpr int64_t kTokens = 35;
+  // One super-block, a few, and more than the AVX-512 kernel unpacks at once (16).
+  for (const int64_t n : {kSuper, 3 * kSuper, 17 * kSuper}) {
+    const Rows w = random_rows(type, kRows, n, 21);
+    const std::vector<float> x = random_activations(kTokens * n, 22);
+    const int64_t blocks = n / gguf::kQuantBlock;
+    std::vector<ActivationBlock> q(static_cast<size_t>(kTokens * blocks));
+    for (int64_t t = 0; t < kTokens; ++t) {
+      quantize_activations(x.data() + t * n, n, q.data() + t * blocks);
+    }
+    std::vector<float> first;
+    for (size_t v = 0; v < variants.size(); ++v) {
+      std::vector<float> batched(static_cast<size_t>(kRows * kTokens));
+      variants[v](w.bytes.data(), w.stride, kRows, q.data(), blocks, kTokens, n, batched.data(),
+                  kRows);
+      for (int64_t t = 0; t < kTokens; t += 7) {  // alone, one row at a time
+        for (int64_t r = 0; r < kRows; ++r) {
+          float alone = 0.0f;
+          variants[v](w.bytes.data() + r * w.stride, w.stride, 1, q.data() + t * blocks, blocks, 1,
+                      n, &alone, 1);
+          EXPECT_EQ(alone, batched[static_cast<size_t>(t * kRows + r)])
+              << "variant " << v << " token " << t << " row " << r;
+        }
+      }
+      if (first.empty()) {
+        first = batched;
+        for (int64_t t = 0; t < kTokens; ++t) {
+          std::vector<float> seen(static_cast<size_t>(n));
+          for (int64_t j = 0; j < n; ++j) {
+            const ActivationBlock& block = q[static_cast<size_t>(t * blocks + j / 32)];
+            seen[static_cast<size_t>(j)] = block.d * static_cast<float>(block.qs[j % 32]);
+          }
+          for (int64_t r = 0; r < kRows; ++r) {
+            expect_near_reference(batched[static_cast<size_t>(t * kRows + r)],
+                                  w.values.data() + r * n, seen.data(), n);
+          }
+        }
+      } else {
+        EXPECT_TRUE(same_bits(batched, first)) << "variant " << v << " n " << n;
+      }
+    }
+  }
+}
+
+TEST(KQuantInt8, BackendProductsAreThreadAndBatchInvariant) {
+  const GgmlType type = GgmlType::Q4_K;
+  constexpr int64_t kRows = 29;
+  constexpr int64_t kCols = 2 * kSuper;
+  const Rows w = random_rows(type, kRows, kCols, 31);
+  const std::vector<float> x = random_activations(40 * kCols, 32);
+  for (const int64_t tokens : {1, 5, 40}) {
+    const std::vector<float> one = backend_product(1, type, w, kRows, kCols, x, tokens, true);
+    for (const int threads : {2, 3}) {
+      EXPECT_TRUE(same_bits(backend_product(threads, type, w, kRows, kCols, x, tokens, true), one))
+          << "tokens " << tokens << " threads " << threads;
+    }
+    for (int64_t t = 0; t < tokens; ++t) {
+      const std::vector<float> token(x.begin() + t * kCols, x.begin() + (t + 1) * kCols);
+      const std::vector<float> alone = backend_product(2, type, w, kRows, kCols, token, 1, true);
+      const std::vector<float> in_batch(one.begin() + t * kRows, one.begin() + (t + 1) * kRows);
+      EXPECT_TRUE(same_bits(in_batch, alone)) << "tokens " << tokens << " token " << t;
     }
   }
 }
