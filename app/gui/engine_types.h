@@ -22,7 +22,7 @@ namespace servescope::gui {
 struct BackendChoice {
   compute::BackendKind kind = compute::BackendKind::kCpu;
   int device = -1;  // Vulkan device index; -1: the best one
-  // CPU only: 8-bit activations with integer dot products for Q8_0 / Q4_0 weights instead of
+  // CPU only: 8-bit activations with integer dot products for Q8_0 / Q4_0 / Q4_K weights instead of
   // the exact float path (compute::BackendChoice::quantised_activations); Vulkan ignores it.
   bool quantised_activations = false;
 };

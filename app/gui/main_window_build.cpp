@@ -243,9 +243,9 @@ void MainWindow::update_activations_picker() {
   activations_picker_->setCurrentIndex(backend_.quantised_activations ? 1 : 0);
   activations_picker_->setToolTip(
       cpu ? "CPU backend: F32 multiplies the activations exactly; Q8_0 rounds them to 8 bits "
-            "per block of 32 and takes integer dot products with Q8_0 / Q4_0 weights "
-            "(llama.cpp's method: faster, plus the activations' rounding error). Choose Q8_0 or "
-            "Q4_0 weights to see a difference; the model reloads."
+            "per block of 32 and takes integer dot products with Q8_0 / Q4_0 / Q4_K weights "
+            "(llama.cpp's method: faster, plus the activations' rounding error). Choose Q8_0, "
+            "Q4_0 or Q4_K weights to see a difference; the model reloads."
           : "Only the CPU backend quantises activations; the Vulkan backend always multiplies "
             "in float. Choose the CPU backend to compare.");
 }

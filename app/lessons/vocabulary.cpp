@@ -80,7 +80,7 @@ std::vector<ActionSpec> make_actions() {
        {},
        "set_activations: q8_0",
        "CPU backend: exact float activations, or 8-bit activations with integer dot products "
-       "for Q8_0 / Q4_0 weights (the model reloads)."},
+       "for Q8_0 / Q4_0 / Q4_K weights (the model reloads)."},
       {"set_greedy",
        ArgKind::kBool,
        {},

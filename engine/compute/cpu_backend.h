@@ -25,7 +25,7 @@ class ActivationRecycler;  // cpu_backend.cpp
 class CpuBackend final : public Backend {
  public:
   // threads: 0 for CpuThreadPool::default_threads(); InputError below 0. quantised_activations:
-  // products with Q8_0 / Q4_0 weights quantise the activations to 8 bits per block of 32 and
+  // products with Q8_0 / Q4_0 / Q4_K weights quantise the activations to 8 bits per block of 32 and
   // take integer dot products (cpu_int8_dot.h), at every token count.
   explicit CpuBackend(int threads = 0, bool quantised_activations = false);
   std::string name() const override { return "cpu"; }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/compute/cpu_kquant_dot.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define SERVESCOPE_X86_SIMD 1
@@ -124,7 +126,8 @@ float dot_q4_0(const uint8_t* row, const float* x, int64_t n) {
   return horizontal_sum(acc);
 }
 
-// The types without a kernel of their own (BF16, Q4_1, Q5_0, Q5_1, the K-quants): dequantise a
+// The types without a kernel here (BF16; Q4_1, Q5_0, Q5_1 and the K-quants where the CPU lacks
+// AVX2 and FMA, else cpu_kquant_dot.cpp serves them): dequantise a
 // chunk of the row with GGML's formula (gguf::dequantize_row) into a buffer on the stack, then
 // take the float32 dot product. Slower than the fused kernels, but exactly the values the file
 // holds.
@@ -632,16 +635,19 @@ DequantisingKernels dequantising_kernels_for(gguf::GgmlType type) {
 }  // namespace
 
 RowDot row_dot_for(gguf::GgmlType type) {
+  if (const RowDot dot = kquant_kernels_for(type).dot) return dot;
   if (const RowDot dot = dequantising_kernels_for(type).dot) return dot;
   return kernel_for(row_dots(), type);
 }
 
 RowDotTokens row_dot_tokens_for(gguf::GgmlType type) {
+  if (const RowDotTokens dot = kquant_kernels_for(type).dot_tokens) return dot;
   if (const RowDotTokens dot = dequantising_kernels_for(type).dot_tokens) return dot;
   return kernel_for(row_dots_tokens(), type);
 }
 
 RowsDotTokens rows_dot_tokens_for(gguf::GgmlType type) {
+  if (const RowsDotTokens dot = kquant_kernels_for(type).dot_rows) return dot;
 #ifdef SERVESCOPE_X86_SIMD
   if (type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0) {
     // The last variant is the widest this CPU runs; picked once per type.
@@ -676,6 +682,11 @@ std::vector<RowsDotTokens> quant_rows_kernel_variants(gguf::GgmlType type) {
 const float* fp16_to_float_table() { return fp16_table(); }
 
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n) {
+  if (const auto dequantize = kquant_kernels_for(type).dequantize;
+      dequantize != nullptr && n % gguf::block_elements(type) == 0) {
+    dequantize(row, dst, n);
+    return;
+  }
 #ifdef SERVESCOPE_X86_SIMD
   if (type == gguf::GgmlType::F16 && cpu_has_avx2()) {
     f16_to_float_avx2(row, dst, n);

@@ -13,7 +13,8 @@ namespace servescope::compute {
 // A kernel computing sum_j W[j] * x[j] over the n elements of a row stored in one type.
 using RowDot = float (*)(const uint8_t* row, const float* x, int64_t n);
 // The kernel for `type` (any gguf::is_supported type) on this CPU: picked once per product, not
-// per row. BF16, Q4_1, Q5_0, Q5_1 and the K-quants dequantise a chunk of the row, then take a
+// per row. Q4_1, Q5_0, Q5_1 and the K-quants decode in registers with AVX2 or AVX-512
+// (cpu_kquant_dot.h); BF16, and they on other CPUs, dequantise a chunk of the row, then take a
 // float dot.
 RowDot row_dot_for(gguf::GgmlType type);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_kquant_dot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -763,6 +764,7 @@ void quantize_activations(const float* x, int64_t n, ActivationBlock* out) {
 }
 
 std::vector<RowDotInt8Tokens> int8_kernel_variants(gguf::GgmlType type) {
+  if (type == gguf::GgmlType::Q4_K) return kquant_int8_kernel_variants(type);
   const bool q8 = type == gguf::GgmlType::Q8_0;
   std::vector<RowDotInt8Tokens> variants{q8 ? dot_portable<gguf::GgmlType::Q8_0>
                                             : dot_portable<gguf::GgmlType::Q4_0>};
@@ -804,10 +806,12 @@ void pack_token_pairs(gguf::GgmlType type, const ActivationBlock* x, int64_t x_s
 }
 
 bool has_int8_kernel(gguf::GgmlType type) {
-  return type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0;
+  return type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0 ||
+         type == gguf::GgmlType::Q4_K;
 }
 
 RowDotInt8Tokens row_dot_int8_tokens_for(gguf::GgmlType type) {
+  if (const RowDotInt8Tokens dot = kquant_int8_kernel_for(type)) return dot;
   if (type == gguf::GgmlType::Q8_0) return int8_kernels().q8_0;
   if (type == gguf::GgmlType::Q4_0) return int8_kernels().q4_0;
   std::abort();  // callers check has_int8_kernel

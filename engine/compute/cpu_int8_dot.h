@@ -38,7 +38,7 @@ RowDotInt8Tokens row_dot_int8_tokens_for(gguf::GgmlType type);
 // Every variant of that kernel this CPU can run, portable first (AVX2, AVX-VNNI, AVX-512 VNNI
 // tiles follow where supported), so tests can hold each against the others.
 std::vector<RowDotInt8Tokens> int8_kernel_variants(gguf::GgmlType type);
-// Whether `type` has an integer kernel (Q8_0, Q4_0).
+// Whether `type` has an integer kernel (Q8_0, Q4_0; Q4_K in cpu_kquant_int8.cpp).
 bool has_int8_kernel(gguf::GgmlType type);
 
 // Two consecutive blocks of one token laid out for 512-bit registers (the many-token kernel on
