@@ -158,6 +158,7 @@ json load_summary_json(const serving::LoadSummary& s) {
           {"mean_step_ms", s.mean_step_ms},
           {"decode_only_steps", s.decode_only_steps},
           {"mean_decode_step_ms", s.mean_decode_step_ms},
+          {"decode_tokens_per_s", s.decode_tokens_per_s},
           {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms, s.kernel_times_measured)},
           {"achieved_gb_per_s", s.achieved_gb_per_s},
           {"achieved_gflop_per_s", s.achieved_gflop_per_s}};
@@ -247,6 +248,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
                      {"throughput_tokens_per_s", s.output_tokens_per_s},
                      {"mean_step_ms", s.mean_step_ms},
                      {"mean_decode_step_ms", s.mean_decode_step_ms},
+                     {"decode_tokens_per_s", s.decode_tokens_per_s},
                      {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms, s.kernel_times_measured)},
                      {"achieved_gb_per_s", s.achieved_gb_per_s},
                      {"achieved_gflop_per_s", s.achieved_gflop_per_s},

@@ -30,9 +30,10 @@ const std::vector<Subcommand>& subcommands() {
        run_attention},
       {"generate",
        "(--prompt T | --ids 1,2,3) [--max-tokens N] [--greedy | --temperature T --top-k K "
-       "--top-p P --seed S] [--kv-type f32|f16|q8_0] [--json [--top K]] [--no-stop]: continue a "
-       "prompt through the serving engine (--top: each token's probability, its sampling "
-       "probability and the K most likely alternatives)",
+       "--top-p P --seed S] [--kv-type f32|f16|q8_0] [--json [--top K]] [--no-stop] [--warmup]: "
+       "continue a prompt through the serving engine (--top: each token's probability, its "
+       "sampling probability and the K most likely alternatives; --warmup: the same work once, "
+       "untimed, first, as llama-bench does)",
        run_generate},
       {"quantize",
        "--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|q5_k_m "

@@ -85,12 +85,24 @@ json token_records_json(const std::vector<telemetry::TokenRecord>& tokens, const
   return array;
 }
 
+// --warmup: the same work once, untimed, before the measured run, as llama-bench does: the
+// threads, the caches and the KV cache's pages are warm when the timing starts. Its prompt is
+// the request's with every id moved by one, so the prefix cache shares none of its blocks and
+// the measured run computes its whole prompt.
+void warm_up(serving::Engine& engine, const serving::EngineRequest& request, int64_t vocab_size) {
+  serving::EngineRequest warmup = request;
+  for (int32_t& id : warmup.prompt_ids) id = static_cast<int32_t>((id + 1) % vocab_size);
+  warmup.stop_token = -1;  // the same number of steps whatever it samples
+  engine.submit(warmup);
+  engine.run_until_idle();
+}
+
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(args, with_common({{"prompt", "ids", "max-tokens", "temperature", "top-k",
                                             "top-p", "seed", "kv-type", "top"},
-                                           {"greedy", "json", "no-stop"}}));
+                                           {"greedy", "json", "no-stop", "warmup"}}));
   if (options.has("top") && !options.has("json")) throw UsageError("--top needs --json");
   if (options.get_int("top", 0) < 0) throw UsageError("--top needs a count of 0 or more");
   const auto m = open_model(options);
@@ -109,8 +121,11 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
     if (options.has("prompt")) out << *options.get("prompt");
   }
   // The serving engine with one batch slot: the path the desktop application runs.
+  bool streaming = false;  // not while --warmup runs
   GenerateObserver observer([&](int32_t token) {
-    if (stream && token != request.stop_token) out << stream->push(token) << std::flush;
+    if (streaming && stream && token != request.stop_token) {
+      out << stream->push(token) << std::flush;
+    }
   });
   serving::EngineConfig config;
   config.max_batch_size = 1;
@@ -118,6 +133,10 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   config.kv_type = serving::check_kv_type(m->transformer->kv_type());
   serving::Engine engine(*m->transformer, model::summarize_weights(m->file).bytes, config,
                          &observer);
+  if (options.has("warmup")) warm_up(engine, request, m->config.vocab_size);
+  observer.result = {};
+  observer.tokens.clear();
+  streaming = true;
   engine.submit(request);
   engine.run_until_idle();
   const serving::GenerationResult& result = observer.result;
@@ -151,6 +170,7 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
         {"decode_steps", result.decode_steps},
         {"decode_ms", result.decode_ms},
         {"decode_tokens_per_s", result.decode_tokens_per_s()},
+        {"warmup", options.has("warmup")},
     };
     if (request.top_k_alternatives) {
       doc["tokens"] = token_records_json(observer.tokens, m->tokenizer.get());

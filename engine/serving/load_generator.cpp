@@ -129,10 +129,12 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
   double bytes = 0.0;
   double flops = 0.0;
   double decode_step_ms = 0.0;
+  int64_t decode_tokens = 0;
   for (const telemetry::StepRecord& step : steps) {
     if (step.prefill_tokens == 0) {
       ++s.decode_only_steps;
       decode_step_ms += step.wall_ms;
+      decode_tokens += step.decode_tokens;
     }
     occupancy += telemetry::batch_occupancy(step);
     step_ms += step.wall_ms;
@@ -160,6 +162,9 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
   }
   if (s.decode_only_steps > 0) {
     s.mean_decode_step_ms = decode_step_ms / static_cast<double>(s.decode_only_steps);
+    if (decode_step_ms > 0.0) {
+      s.decode_tokens_per_s = static_cast<double>(decode_tokens) / (decode_step_ms * 1e-3);
+    }
   }
   s.busy_s = step_ms / 1000.0;
   if (step_ms > 0.0) {

@@ -68,6 +68,9 @@ struct LoadSummary {
   double mean_step_ms = 0.0;
   int64_t decode_only_steps = 0;          // steps without prefill tokens
   double mean_decode_step_ms = 0.0;       // their mean: the time of one batched decode
+  // Their tokens over their time: decode throughput alone, without the prompts' prefill, the
+  // part of serving that batching shares the weight reads of.
+  double decode_tokens_per_s = 0.0;
   telemetry::KernelTimes mean_kernel_ms;  // per step; zeros where the backend does not time
   bool kernel_times_measured = false;     // every step's were; false: mean_kernel_ms is no figure
   // Over all steps: estimated bytes moved and FLOPs over the time spent in steps (the

@@ -61,6 +61,29 @@ TEST(Cli, GenerateReproducesThePyTorchGreedyContinuation) {
   }
 }
 
+// --warmup runs the work once untimed first: the measured run is the same continuation, its
+// figures count its own prompt and steps once, and nothing of the warm-up reaches the output.
+TEST(Cli, GenerateWarmupMeasuresOnlyTheSecondRun) {
+  const json g = golden("llama-f32");
+  const auto greedy = g["greedy_ids"].get<std::vector<int32_t>>();
+  const auto prompt = g["prompt_ids"].get<std::vector<int32_t>>();
+  const std::string args = "generate" + model("llama-f32.gguf") + " --ids " + id_list(prompt) +
+                           " --greedy --no-stop --max-tokens " + std::to_string(greedy.size());
+  const CliRun run = cli(args + " --json --top 2 --warmup");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["generated_ids"].get<std::vector<int32_t>>(), greedy);
+  EXPECT_EQ(doc["prefill_tokens"].get<size_t>(), prompt.size());
+  EXPECT_EQ(doc["decode_steps"].get<size_t>(), greedy.size() - 1);
+  EXPECT_EQ(doc["tokens"].size(), greedy.size());
+  EXPECT_TRUE(doc["warmup"].get<bool>());
+  EXPECT_FALSE(json::parse(cli(args + " --json").out)["warmup"].get<bool>());
+  // As text: the same stream as without the warm-up.
+  const CliRun text = cli(args + " --warmup");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out, cli(args).out);
+}
+
 // --top: each generated token's probability and its K most likely alternatives, against the
 // softmax of the PyTorch logits at the last prompt position (the first generated token).
 TEST(Cli, GenerateTopGivesTokenProbabilitiesOfTheReference) {
@@ -331,7 +354,8 @@ TEST(Cli, BenchSweepsTheMaxBatchSize) {
     EXPECT_EQ(point["max_batch"], 1 << i);
     EXPECT_EQ(point["clients"], 2 << i);
     for (const char* key : {"throughput_tokens_per_s", "mean_step_ms", "achieved_gb_per_s",
-                            "achieved_gflop_per_s", "mean_batch_occupancy"}) {
+                            "achieved_gflop_per_s", "mean_batch_occupancy",
+                            "decode_tokens_per_s"}) {
       ASSERT_TRUE(point.contains(key)) << key;
       EXPECT_GT(point[key].get<double>(), 0.0) << key << " at max batch " << point["max_batch"];
     }

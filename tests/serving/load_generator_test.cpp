@@ -138,6 +138,7 @@ TEST(LoadGenerator, SummaryOfKnownRecords) {
   EXPECT_DOUBLE_EQ(s.busy_s, 0.04);
   EXPECT_EQ(s.decode_only_steps, 1);
   EXPECT_DOUBLE_EQ(s.mean_decode_step_ms, 30.0);
+  EXPECT_DOUBLE_EQ(s.decode_tokens_per_s, 100.0);  // 3 tokens in the 30 ms decode-only step
   EXPECT_DOUBLE_EQ(s.achieved_gb_per_s, 0.1);     // 4 MB in 40 ms
   EXPECT_DOUBLE_EQ(s.achieved_gflop_per_s, 0.2);  // 8 MFLOP in 40 ms
   // Kernel times count as measured only when every step measured them.
