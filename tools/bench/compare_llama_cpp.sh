@@ -3,7 +3,7 @@
 # alternating (llama.cpp, then ServeScope, round after round) so both see the same machine load.
 #
 #   tools/bench/compare_llama_cpp.sh LLAMA_CPP_BUILD_DIR [--rounds N] [--threads T]
-#       [--model F32.gguf] [--cli build/release/bin/servescope-cli] [--types f32,q8_0,q4_0]
+#       [--model F32.gguf] [--cli build/release/bin/servescope-cli] [--types f32,q8_0,q4_0] [--cold]
 #
 # LLAMA_CPP_BUILD_DIR holds bin/llama-bench (a CPU-only release build). The model's Q8_0 and
 # Q4_0 copies are written with `servescope-cli quantize` into a temporary folder. Prefill is a
@@ -11,11 +11,14 @@
 # ServeScope runs `generate` with --ids: prefill = 128 prompt ids and one output token;
 # decode = the BOS id and 65 output tokens (64 decode steps); for Q8_0/Q4_0 once with exact
 # float activations and once with --activations q8_0 (8-bit activations as llama.cpp uses).
+# Both sides measure warm: llama-bench runs its work once untimed first, and `generate --warmup`
+# does the same (--cold, or a CLI older than --warmup: each run times a fresh process's first
+# prefill, threads waking and scratch pages touched, as a user's first prompt sees it).
 # Prints a Markdown table of means over the rounds and each ratio ServeScope / llama.cpp.
 set -euo pipefail
 
 usage() {
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -28,6 +31,7 @@ repo_root=$(cd "$(dirname "$0")/../.." && pwd)
 model=$repo_root/assets/models/servescope-stories.gguf
 cli=$repo_root/build/release/bin/servescope-cli
 types=f32,q8_0,q4_0
+warmup=(--warmup)
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -35,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --model) model=$2; shift 2 ;;
     --cli) cli=$2; shift 2 ;;
     --types) types=$2; shift 2 ;;
+    --cold) warmup=(); shift ;;
     *) usage ;;
   esac
 done
@@ -42,6 +47,11 @@ bench=$llama_build/bin/llama-bench
 [[ -x $bench ]] || { echo "no llama-bench at $bench (build llama.cpp's llama-bench target)" >&2; exit 1; }
 [[ -x $cli ]] || { echo "no servescope-cli at $cli (cmake --preset release && cmake --build --preset release --target servescope-cli, or --cli PATH)" >&2; exit 1; }
 [[ -f $model ]] || { echo "no model at $model (--model F32.gguf)" >&2; exit 1; }
+
+if [[ ${#warmup[@]} -gt 0 ]] &&
+  ! "$cli" generate --model "$model" --ids 1 --max-tokens 1 --warmup --json > /dev/null 2>&1; then
+  warmup=()  # a CLI from before --warmup
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -75,9 +85,9 @@ servescope_run() {  # servescope_run MODEL [extra options] -> "prefill_tok_s dec
   shift
   local prefill decode
   prefill=$("$cli" generate --model "$m" --ids "$prompt_ids" --max-tokens 1 --greedy --no-stop \
-    --threads "$threads" --json "$@" | json_field prefill_tokens_per_s)
+    --threads "$threads" --json "${warmup[@]}" "$@" | json_field prefill_tokens_per_s)
   decode=$("$cli" generate --model "$m" --ids 1 --max-tokens 65 --greedy --no-stop \
-    --threads "$threads" --json "$@" | json_field decode_tokens_per_s)
+    --threads "$threads" --json "${warmup[@]}" "$@" | json_field decode_tokens_per_s)
   echo "$prefill $decode"
 }
 
@@ -100,7 +110,8 @@ echo "Machine: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(npro
 echo "llama.cpp: $("$bench" -m "$model" -t 1 -p 0 -n 1 -r 1 -o csv 2> /dev/null |
   awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) { gsub(/"/, "", $i); col[$i] = i } next }
     { gsub(/"/, ""); print "build " $col["build_number"] ", commit " $col["build_commit"]; exit }')"
-echo "Threads: $threads; $rounds alternating rounds; tokens/s, mean over the rounds."
+echo "Threads: $threads; $rounds alternating rounds; tokens/s, mean over the rounds;" \
+  "ServeScope $([[ ${#warmup[@]} -gt 0 ]] && echo "warmed up (generate --warmup)" || echo "cold (a fresh process's first run)")."
 echo
 awk -v types="$types" '
   function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "n/a (llama.cpp failed)" }

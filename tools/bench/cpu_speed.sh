@@ -50,12 +50,18 @@ for size in $sizes; do
 done
 log models
 
+# Cold (a fresh process's first run) for the A/B, as an old CLI can only measure; then warm
+# (generate --warmup), as llama-bench measures.
+compare() {  # compare THREADS BINARY cold|warm
+  local mode=()
+  [[ $3 == cold ]] && mode=(--cold)
+  "$repo_root/tools/bench/compare_llama_cpp.sh" "$llama_build" --rounds 4 --threads "$1" \
+    --cli "$(cli_of "$2")" --model "$model" "${mode[@]}" >"$out/llama-t$1-$2-$3.md"
+  log "llama.cpp side by side, $1 threads, $2, $3"
+}
 for threads in 2 1; do
-  for b in "${binaries[@]}"; do
-    "$repo_root/tools/bench/compare_llama_cpp.sh" "$llama_build" --rounds 4 --threads "$threads" \
-      --cli "$(cli_of "$b")" --model "$model" >"$out/llama-t$threads-$b.md"
-    log "llama.cpp side by side, $threads threads, $b"
-  done
+  for b in "${binaries[@]}"; do compare "$threads" "$b" cold; done
+  compare "$threads" new warm
 done
 for round in 1 2; do
   for b in "${binaries[@]}"; do
