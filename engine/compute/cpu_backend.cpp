@@ -926,11 +926,9 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
         scores[t] = score;
         max_score = std::max(max_score, score);
       }
-      float sum = 0.0f;
-      for (int64_t t = first; t < n_keys; ++t) {
-        scores[t] = std::exp(scores[t] - max_score);
-        sum += scores[t];
-      }
+      // The tiles' vectorised exp over the row's keys: std::exp one key at a time does not
+      // vectorise.
+      const float sum = exp_shifted_sum(scores.data() + first, n_keys - first, max_score);
       float* oh = row_ptr(out, i) + h * d;
       std::fill(oh, oh + d, 0.0f);
       float* captured = weights != nullptr ? row_ptr(*weights, i * shape.n_heads + h) : nullptr;
