@@ -133,9 +133,11 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   config.kv_type = serving::check_kv_type(m->transformer->kv_type());
   serving::Engine engine(*m->transformer, model::summarize_weights(m->file).bytes, config,
                          &observer);
-  if (options.has("warmup")) warm_up(engine, request, m->config.vocab_size);
-  observer.result = {};
-  observer.tokens.clear();
+  if (options.has("warmup")) {
+    warm_up(engine, request, m->config.vocab_size);
+    observer.result = {};  // the measured run's figures only
+    observer.tokens.clear();
+  }
   streaming = true;
   engine.submit(request);
   engine.run_until_idle();
