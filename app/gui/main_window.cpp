@@ -488,6 +488,12 @@ void MainWindow::sweep_batch_sizes() {
 
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
 
+void MainWindow::start_pending_quant_lab() {
+  if (quant_lab_pending_ && current_panel() == PanelId::kQuantisation) {
+    compare_quantisation(quant_types_);
+  }
+}
+
 PanelId MainWindow::current_panel() const {
   return kAllPanels[static_cast<size_t>(std::clamp(tabs_->currentIndex(), 0, 5))];
 }
@@ -557,7 +563,11 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   engine_info_ = info;
   model_path_ = info.model_path;
   if (new_model) {
+    cancel_quantisation();  // the replaced model's comparison, if one runs
     quant_lab_.reset();
+    quant_run_ = {};
+    quant_lab_changed_ = true;
+    quant_lab_pending_ = false;
     if (info.random_weights) {
       // Its variants would compare noise, and the lab's work would slow the timing.
       show_message(
@@ -566,7 +576,8 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
           "for the Quantisation panel.",
           false);
     } else {
-      compare_quantisation(quant_types_);
+      quant_lab_pending_ = true;
+      start_pending_quant_lab();
     }
   }
   backend_ = info.backend == "vulkan"

@@ -118,6 +118,7 @@ class MainWindow : public QMainWindow {
   bool sweeping() const { return sweeping_; }
   // The quantisation lab: its last report, the comparison running now (or how the last one
   // ended), and the weight types it compares; compare_quantisation() runs it again on others.
+  // A model's first comparison starts when the Quantisation panel is first shown.
   const std::optional<QuantLabReport>& quant_lab() const { return quant_lab_; }
   const widgets::QuantRunState& quant_run() const { return quant_run_; }
   const QStringList& quant_types() const { return quant_types_; }
@@ -196,6 +197,7 @@ class MainWindow : public QMainWindow {
   void update_overlay();
   void apply_theme();
   void update_actions();
+  void start_pending_quant_lab();  // the first comparison of a model, once its panel shows
 
   std::unique_ptr<QThread> engine_thread_;
   EngineWorker* worker_ = nullptr;  // lives on engine_thread_
@@ -215,6 +217,9 @@ class MainWindow : public QMainWindow {
   AttentionSample attention_;
   std::optional<QuantLabReport> quant_lab_;
   bool quant_lab_changed_ = false;
+  // A newly loaded trained model's lab waits until the Quantisation panel is first shown: run
+  // at load, it would compete for the cores with the generation being timed.
+  bool quant_lab_pending_ = false;
   widgets::QuantRunState quant_run_;
   QStringList quant_types_;
   widgets::QuantLimits quant_limits_ = default_lab_limits();  // the lab's accept-only-if rule

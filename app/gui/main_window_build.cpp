@@ -352,6 +352,7 @@ void MainWindow::build_central() {
   // A panel shown again catches up at once, not at the next record.
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     on_frame();
+    start_pending_quant_lab();
     Q_EMIT panel_shown(current_panel());
   });
 
@@ -467,6 +468,7 @@ void MainWindow::connect_quantisation_panel() {
           });
   connect(worker_, &EngineWorker::quant_lab_progress, this,
           [this](bool running, const QString& stage, double fraction, const QString& outcome) {
+            if (quant_lab_pending_) return;  // the replaced model's comparison winding down
             quant_run_ = {running, stage, fraction, outcome};
             quant_lab_changed_ = true;
           });
@@ -474,6 +476,7 @@ void MainWindow::connect_quantisation_panel() {
 
 void MainWindow::compare_quantisation(const QStringList& types) {
   if (!engine_info_ || engine_info_->random_weights || types.isEmpty()) return;
+  quant_lab_pending_ = false;
   quant_types_ = types;
   quant_run_ = {true, QStringLiteral("starting"), 0.0, QString()};
   quant_lab_changed_ = true;
@@ -490,6 +493,9 @@ bool MainWindow::show_quant_block(const QString& type) {
 
 void MainWindow::cancel_quantisation() {
   worker_->cancel_quant_lab();  // a flag: safe from this thread while the lab runs
+  // A start still queued to the worker clears that flag when it runs; this reaches the lab
+  // after it.
+  QMetaObject::invokeMethod(worker_, [w = worker_] { w->cancel_quant_lab(); });
 }
 
 void MainWindow::connect_worker() {

@@ -85,6 +85,22 @@ TEST_F(WindowFixture, OpensTheBundledModelWithTheSuggestedPrompt) {
   EXPECT_EQ(window_->prompt_tokens().front().text, "<s>");
 }
 
+TEST_F(WindowFixture, TheQuantisationLabWaitsUntilItsPanelIsShown) {
+  // Run at load it would take cores from the generation being timed.
+  wait_until([] { return false; }, 200);
+  EXPECT_FALSE(window_->quant_run().running);
+  EXPECT_FALSE(window_->quant_lab().has_value());
+  window_->show_panel(PanelId::kQuantisation);
+  EXPECT_TRUE(window_->quant_run().running);
+  EXPECT_EQ(window_->quant_run().stage, "starting");
+  window_->show_panel(PanelId::kPhases);
+  window_->show_panel(PanelId::kQuantisation);  // shown again: the running lab is not restarted
+  EXPECT_TRUE(window_->quant_run().running);
+  window_->cancel_quantisation();
+  EXPECT_TRUE(wait_until([&] { return !window_->quant_run().running; }));
+  EXPECT_EQ(window_->quant_run().outcome, "cancelled");
+}
+
 TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
   // Before the first Generate only the model's own figures (quantisation) may be there.
   for (const PanelId id : kAllPanels) {
