@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_stored_attention.h"
 #include "engine/compute/cpu_panel_dot.h"
 #include "engine/core/error.h"
 
@@ -686,9 +687,9 @@ void CpuBackend::store_kv(const Tensor& keys, const Tensor& values, std::span<co
     for (int64_t r = begin; r < end; ++r) {
       const auto slot = static_cast<uint64_t>(slots[static_cast<size_t>(r)]);
       assert(slot < static_cast<uint64_t>(store.slots));
-      gguf::quantize_row(store.type, row_ptr(keys, r),
+      quantize_row_fast(store.type, row_ptr(keys, r),
                          host(store.keys).bytes.data() + slot * stride, store.kv_dim);
-      gguf::quantize_row(store.type, row_ptr(values, r),
+      quantize_row_fast(store.type, row_ptr(values, r),
                          host(store.values).bytes.data() + slot * stride, store.kv_dim);
     }
   });
@@ -870,9 +871,70 @@ SERVESCOPE_VECTOR_CLONES void add_scaled(float* out, const float* v, float p, in
 
 }  // namespace
 
+namespace {
+
+// One KV head of a sequence's stored rows, as the in-place kernels read them.
+StoredHead stored_head(const KvStore& store, int64_t head_dim, int64_t kv_head,
+                       const int32_t* slots) {
+  const uint64_t head_bytes = gguf::row_bytes(store.type, kv_head * head_dim);
+  return StoredHead{store.type,
+                    host(store.keys).bytes.data() + head_bytes,
+                    host(store.values).bytes.data() + head_bytes,
+                    gguf::row_bytes(store.type, store.kv_dim),
+                    slots,
+                    head_dim};
+}
+
+}  // namespace
+
+void CpuBackend::attend_rows_in_place(const Tensor& q, const KvStore& store,
+                                      const AttentionShape& shape, const AttentionBatch& batch,
+                                      Tensor& out, Tensor* weights, int64_t begin, int64_t end,
+                                      AttentionScratch& scratch) {
+  const int64_t d = shape.head_dim;
+  const auto group = static_cast<int>(shape.n_heads / shape.n_kv_heads);
+  const float scale = shape.score_scale();
+  const float softcap = shape.softcap;
+  std::vector<float>& p = scratch.scores;  // [group x keys]: scores, then probabilities
+  for (int64_t i = begin; i < end; ++i) {
+    const int32_t* slots = batch.slot_map.data() + batch.context_offsets[static_cast<size_t>(i)];
+    const int64_t n_keys = batch.positions[static_cast<size_t>(i)] + 1;  // causal
+    // A sliding window hides the keys more than `window` positions back.
+    const int64_t first = shape.window > 0 ? std::max<int64_t>(0, n_keys - shape.window) : 0;
+    p.resize(static_cast<size_t>(group * n_keys));
+    for (int64_t g = 0; g < shape.n_kv_heads; ++g) {
+      const StoredHead head = stored_head(store, d, g, slots);
+      // The group's query heads are consecutive in q and out: g * group .. (g + 1) * group - 1.
+      const int64_t first_head = g * group;
+      stored_key_scores(head, row_ptr(q, i) + first_head * d, group, first, n_keys, scale,
+                        p.data());
+      for (int h = 0; h < group; ++h) {
+        float* row = p.data() + h * n_keys;
+        float max_score = -INFINITY;
+        for (int64_t t = first; t < n_keys; ++t) {
+          if (softcap > 0.0f) row[t] = softcap * std::tanh(row[t] / softcap);
+          max_score = std::max(max_score, row[t]);
+        }
+        const float sum = exp_shifted_sum(row + first, n_keys - first, max_score);
+        for (int64_t t = first; t < n_keys; ++t) row[t] /= sum;
+        if (weights != nullptr) {
+          float* captured = row_ptr(*weights, i * shape.n_heads + first_head + h);
+          std::fill(captured, captured + first, 0.0f);
+          std::copy(row + first, row + n_keys, captured + first);
+        }
+      }
+      stored_value_sum(head, p.data(), group, first, n_keys, row_ptr(out, i) + first_head * d);
+    }
+  }
+}
+
 void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                              const AttentionBatch& batch, Tensor& out, Tensor* weights,
                              int64_t begin, int64_t end, AttentionScratch& scratch) {
+  if (stored_attention_supported(stored_head(store, shape.head_dim, 0, nullptr))) {
+    attend_rows_in_place(q, store, shape, batch, out, weights, begin, end, scratch);
+    return;
+  }
   const int64_t d = shape.head_dim;
   const int64_t kv_dim = store.kv_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;  // query heads per KV head

@@ -193,6 +193,19 @@ SERVESCOPE_AVX2 void f16_to_float_avx2(const uint8_t* src, float* dst, int64_t n
   }
 }
 
+// Round to nearest even, as gguf::fp32_to_fp16 does; infinities and NaNs stay what they are.
+SERVESCOPE_AVX2 void float_to_f16_avx2(const float* src, uint8_t* dst, int64_t n) {
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * j), halves);
+  }
+  for (; j < n; ++j) {
+    const uint16_t h = gguf::fp32_to_fp16(src[j]);
+    std::memcpy(dst + 2 * j, &h, sizeof h);
+  }
+}
+
 // Several tokens against one weight row: the row's values are converted once per group of
 // kGroup tokens and stay in registers while every token's activations stream past. Each token's
 // sum is taken exactly as the one-token form takes it (same lanes, same order).
@@ -702,6 +715,16 @@ void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, in
   }
 #endif
   gguf::dequantize_row(type, row, dst, n);
+}
+
+void quantize_row_fast(gguf::GgmlType type, const float* src, uint8_t* row, int64_t n) {
+#ifdef SERVESCOPE_X86_SIMD
+  if (type == gguf::GgmlType::F16 && cpu_has_avx2()) {
+    float_to_f16_avx2(src, row, n);
+    return;
+  }
+#endif
+  gguf::quantize_row(type, src, row, n);
 }
 
 }  // namespace servescope::compute

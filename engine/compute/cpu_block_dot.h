@@ -48,4 +48,8 @@ const float* fp16_to_float_table();
 // CPU reads F16 KV-cache rows this way in every decode step).
 void dequantize_row_fast(gguf::GgmlType type, const uint8_t* row, float* dst, int64_t n);
 
+// gguf::quantize_row, bit for bit, with the hardware's conversion to half precision where it
+// has one (every decode step stores each new token's keys and values this way in an F16 cache).
+void quantize_row_fast(gguf::GgmlType type, const float* src, uint8_t* row, int64_t n);
+
 }  // namespace servescope::compute

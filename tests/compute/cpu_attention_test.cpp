@@ -36,6 +36,8 @@ std::vector<Case> cases() {
       {{6, 2, 32, 0.0f, 2.0f}, {{0, 40}, {3, 1}}, "soft-cap"},
       {{4, 1, 64, 0.0f, 0.0f, 9}, {{0, 33}, {12, 8}}, "sliding window"},
       {{4, 2, 16}, {{0, 19}}, "heads of 16 (Q8_0: not whole blocks)"},
+      {{4, 1, 64, 0.0f, 0.0f, 9}, {{20, 1}, {0, 5}}, "sliding window, decode rows"},
+      {{6, 2, 48}, {{10, 1}, {0, 3}}, "heads of 48, three per KV head, decode rows"},
   };
 }
 

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -104,6 +106,28 @@ TEST(CpuDequantize, FastRowEqualsTheReferenceDecoderBitForBit) {
                           fast.data() + r * 320, 320);
     }
     EXPECT_EQ(fast, w.values) << gguf::type_name(type);
+  }
+}
+
+// The KV cache stores new rows with the vector conversion: it must round as the reference does,
+// at every edge of half precision (ties, subnormals, overflow, infinities, NaNs), and in the
+// scalar tail after the last whole vector.
+TEST(CpuQuantize, FastF16RowEqualsTheReferenceEncoderBitForBit) {
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65519.99f, 65520.0f, -1e6f,
+                               6.1035156e-05f, 6.0e-08f, 2.98e-08f, 1.0e-9f, 1.00048828125f,
+                               1.00146484375f, std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN(),
+                               std::bit_cast<float>(0x7F800001u), std::bit_cast<float>(0xFFC12345u)};
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<uint32_t> any_bits;
+  while (values.size() < 1003) values.push_back(std::bit_cast<float>(any_bits(rng)));
+  for (const int64_t n : {int64_t{1003}, int64_t{128}, int64_t{7}}) {
+    std::vector<uint8_t> fast(static_cast<size_t>(2 * n));
+    std::vector<uint8_t> reference(fast.size());
+    quantize_row_fast(GgmlType::F16, values.data(), fast.data(), n);
+    gguf::quantize_row(GgmlType::F16, values.data(), reference.data(), n);
+    EXPECT_EQ(fast, reference) << n << " values";
   }
 }
 
