@@ -9,11 +9,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_q4_interleaved.h"
 #include "engine/compute/cpu_stored_attention.h"
 #include "engine/compute/cpu_panel_dot.h"
 #include "engine/core/error.h"
@@ -71,6 +74,9 @@ namespace {
 struct CpuBuffer final : Buffer {
   std::vector<float> floats;
   std::vector<uint8_t> bytes;
+  // Q4_0 weights of a backend with 8-bit activations: rows interleaved 16 at a time for the
+  // integer kernels (cpu_q4_interleaved.h), not GGML's row after row.
+  bool q4_interleaved = false;
   std::shared_ptr<ActivationRecycler> recycler;  // activations: where the floats go back
   CpuBuffer() = default;
   CpuBuffer(const CpuBuffer&) = delete;
@@ -92,7 +98,9 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
 
 // Row `row` of a weight matrix as float32, whichever way it is stored (an embedding look-up).
 void read_weight_row(const WeightMatrix& w, int64_t row, float* dst) {
-  if (stored_in_panels(w.type)) {
+  if (host(w.buffer).q4_interleaved) {
+    interleaved_q4_0_row(host(w.buffer).bytes.data(), w.cols, row, dst);
+  } else if (stored_in_panels(w.type)) {
     panel_row(w.type, host(w.buffer).bytes.data(), w.rows, w.cols, row, dst);
   } else {
     gguf::dequantize_row(w.type, weight_row(w, row), dst, w.cols);
@@ -378,7 +386,10 @@ WeightMatrix CpuBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int64_
                                        std::span<const uint8_t> data) {
   assert(data.size() == gguf::row_bytes(type, cols) * static_cast<uint64_t>(rows));
   auto buffer = std::make_shared<CpuBuffer>();
-  if (stored_in_panels(type)) {
+  if (quantised_activations_ && type == gguf::GgmlType::Q4_0) {
+    buffer->bytes = interleave_q4_0(data.data(), rows, cols);
+    buffer->q4_interleaved = true;
+  } else if (stored_in_panels(type)) {
     buffer->bytes = pack_panels(type, rows, cols, data.data());
   } else {
     buffer->bytes.assign(data.begin(), data.end());
@@ -531,6 +542,25 @@ void CpuBackend::matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor
   });
 }
 
+void CpuBackend::matmul_on_interleaved_q4(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  const int64_t blocks = w.cols / gguf::kQuantBlock;
+  // Each token's block sums of its activations, times -8 (a stored nibble is its weight + 8).
+  block_offsets_.resize(static_cast<size_t>(x.rows * blocks));
+  for (size_t i = 0; i < block_offsets_.size(); ++i) {
+    const ActivationBlock& block = quantised_x_[i];
+    block_offsets_[i] = std::accumulate(std::begin(block.offset), std::end(block.offset), 0);
+  }
+  const InterleavedQ4Kernel kernel = interleaved_q4_0_kernel();
+  const uint8_t* packed = host(w.buffer).bytes.data();
+  const int64_t groups = (w.rows + kInterleavedRows - 1) / kInterleavedRows;
+  const int64_t grain =
+      std::max<int64_t>(1, kMultiplyAddsPerChunk / (kInterleavedRows * w.cols * x.rows));
+  pool_->parallel_for(groups, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
+    kernel(packed, w.cols, begin * kInterleavedRows, std::min(w.rows, end * kInterleavedRows),
+           quantised_x_.data(), block_offsets_.data(), x.rows, row_ptr(out, 0), out.row_stride);
+  });
+}
+
 void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   if (x.rows == 0 || w.cols == 0) return;
   const int64_t blocks = w.cols / gguf::kQuantBlock;  // Q8_0 / Q4_0 rows are whole blocks
@@ -540,6 +570,10 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
       quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
     }
   });
+  if (host(w.buffer).q4_interleaved) {
+    matmul_on_interleaved_q4(x, w, out);
+    return;
+  }
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
   float* first_out = row_ptr(out, 0);

@@ -9,6 +9,8 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <iterator>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/compute/cpu_int8_dot.h"
+#include "engine/compute/cpu_q4_interleaved.h"
 #include "engine/compute/cpu_thread_pool.h"
 #include "engine/core/error.h"
 #include "tests/support/random_weights.h"
@@ -331,6 +334,63 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul, ::testing::Values(GgmlType::Q8_0,
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
+
+// Interleaved Q4_0 (8-bit activations): every variant of this CPU gives the portable kernel's
+// bits for any token count and any run of rows (whole groups, a partial last group), and a
+// row read back for an embedding is the reference decoder's.
+TEST(CpuInterleavedQ4, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
+  const int64_t rows = 37;  // two whole groups of 16 and a partial one
+  const int64_t cols = 288;
+  const int64_t blocks = cols / 32;
+  const Weights w = random_weights(GgmlType::Q4_0, rows, cols, 41);
+  const std::vector<uint8_t> packed = interleave_q4_0(w.bytes.data(), rows, cols);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    interleaved_q4_0_row(packed.data(), cols, r, row.data());
+    EXPECT_TRUE(std::equal(row.begin(), row.end(), w.values.begin() + r * cols)) << "row " << r;
+  }
+  std::mt19937 rng(43);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const int64_t tokens : {1, 2, 3, 8, 11}) {
+    std::vector<float> x(static_cast<size_t>(tokens * cols));
+    for (float& v : x) v = normal(rng);
+    std::vector<ActivationBlock> xq(static_cast<size_t>(tokens * blocks));
+    std::vector<int32_t> offsets(xq.size());
+    for (int64_t t = 0; t < tokens; ++t) {
+      quantize_activations(x.data() + t * cols, cols, xq.data() + t * blocks);
+    }
+    for (size_t i = 0; i < xq.size(); ++i) {
+      offsets[i] = std::accumulate(std::begin(xq[i].offset), std::end(xq[i].offset), 0);
+    }
+    std::vector<std::vector<float>> results;
+    for (const InterleavedQ4Kernel kernel : interleaved_q4_0_kernel_variants()) {
+      std::vector<float> out(static_cast<size_t>(tokens * rows), -1.0f);
+      // Rows in the pieces a thread would take: the first group, then the rest.
+      kernel(packed.data(), cols, 0, 16, xq.data(), offsets.data(), tokens, out.data(), rows);
+      kernel(packed.data(), cols, 16, rows, xq.data(), offsets.data(), tokens, out.data(), rows);
+      results.push_back(out);
+    }
+    for (size_t v = 1; v < results.size(); ++v) {
+      EXPECT_EQ(results[v], results[0]) << "variant " << v << " tokens " << tokens;
+    }
+    // And the sums are the products of the quantised values (a double reference).
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t r = 0; r < rows; ++r) {
+        double expected = 0.0;
+        for (int64_t b = 0; b < blocks; ++b) {
+          const ActivationBlock& xb = xq[static_cast<size_t>(t * blocks + b)];
+          for (int64_t j = 0; j < 32; ++j) {
+            expected += double(w.values[static_cast<size_t>(r * cols + b * 32 + j)]) *
+                        double(xb.d) * double(xb.qs[j]);
+          }
+        }
+        EXPECT_NEAR(results[0][static_cast<size_t>(t * rows + r)], expected,
+                    1e-4 * (1.0 + std::abs(expected)))
+            << "token " << t << " row " << r;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace servescope::compute
