@@ -16,9 +16,9 @@
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_panel_dot.h"
 #include "engine/compute/cpu_q4_interleaved.h"
 #include "engine/compute/cpu_stored_attention.h"
-#include "engine/compute/cpu_panel_dot.h"
 #include "engine/core/error.h"
 
 namespace servescope::compute {
@@ -734,10 +734,10 @@ void CpuBackend::store_kv(const Tensor& keys, const Tensor& values, std::span<co
     for (int64_t r = begin; r < end; ++r) {
       const auto slot = static_cast<uint64_t>(slots[static_cast<size_t>(r)]);
       assert(slot < static_cast<uint64_t>(store.slots));
-      quantize_row_fast(store.type, row_ptr(keys, r),
-                         host(store.keys).bytes.data() + slot * stride, store.kv_dim);
+      quantize_row_fast(store.type, row_ptr(keys, r), host(store.keys).bytes.data() + slot * stride,
+                        store.kv_dim);
       quantize_row_fast(store.type, row_ptr(values, r),
-                         host(store.values).bytes.data() + slot * stride, store.kv_dim);
+                        host(store.values).bytes.data() + slot * stride, store.kv_dim);
     }
   });
 }

@@ -93,7 +93,8 @@ SERVESCOPE_AVX512_VNNI void group_avx512(const InterleavedQ4Block* group, int64_
       w[c] = _mm512_and_si512(chunk, low_nibbles);
       w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(chunk, 4), low_nibbles);
     }
-    const __m512 d_w = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.d)));
+    const __m512 d_w =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.d)));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const ActivationBlock& xb = x[t * blocks + b];
@@ -113,6 +114,11 @@ SERVESCOPE_AVX512_VNNI void group_avx512(const InterleavedQ4Block* group, int64_
 
 // Eight tokens at a time keep 8 sums and the block's 8 weight registers in 32 registers.
 constexpr int kAvx512Tokens = 8;
+using GroupKernel = void (*)(const InterleavedQ4Block*, int64_t, const ActivationBlock*,
+                             const int32_t*, float*, int64_t, __mmask16);
+constexpr GroupKernel kGroupKernels[kAvx512Tokens] = {
+    nullptr,         group_avx512<1>, group_avx512<2>, group_avx512<3>,
+    group_avx512<4>, group_avx512<5>, group_avx512<6>, group_avx512<7>};
 
 SERVESCOPE_AVX512_VNNI void product_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
                                            int64_t end_row, const ActivationBlock* x,
@@ -128,18 +134,9 @@ SERVESCOPE_AVX512_VNNI void product_avx512(const uint8_t* packed, int64_t cols, 
       group_avx512<kAvx512Tokens>(group, blocks, x + t * blocks, x_offsets + t * blocks,
                                   out + t * out_stride + r, out_stride, valid);
     }
-    const ActivationBlock* xt = x + t * blocks;
-    const int32_t* ot = x_offsets + t * blocks;
-    float* o = out + t * out_stride + r;
-    switch (tokens - t) {
-      case 7: group_avx512<7>(group, blocks, xt, ot, o, out_stride, valid); break;
-      case 6: group_avx512<6>(group, blocks, xt, ot, o, out_stride, valid); break;
-      case 5: group_avx512<5>(group, blocks, xt, ot, o, out_stride, valid); break;
-      case 4: group_avx512<4>(group, blocks, xt, ot, o, out_stride, valid); break;
-      case 3: group_avx512<3>(group, blocks, xt, ot, o, out_stride, valid); break;
-      case 2: group_avx512<2>(group, blocks, xt, ot, o, out_stride, valid); break;
-      case 1: group_avx512<1>(group, blocks, xt, ot, o, out_stride, valid); break;
-      default: break;
+    if (t < tokens) {  // the last 1..7 tokens
+      kGroupKernels[tokens - t](group, blocks, x + t * blocks, x_offsets + t * blocks,
+                                out + t * out_stride + r, out_stride, valid);
     }
   }
 }
@@ -150,8 +147,7 @@ SERVESCOPE_AVX512_VNNI void product_avx512(const uint8_t* packed, int64_t cols, 
 // x activation products are summed in 16 bits (at most 2 x 15 x 127: no saturation) and then
 // in 32.
 SERVESCOPE_AVX2 inline __m256i dot_of_four(__m256i sum, __m256i w, __m256i q) {
-  return _mm256_add_epi32(
-      sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w, q), _mm256_set1_epi16(1)));
+  return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w, q), _mm256_set1_epi16(1)));
 }
 
 SERVESCOPE_AVX2 inline __m256i activations_of_group_avx2(const ActivationBlock& x, int i) {
@@ -162,8 +158,8 @@ SERVESCOPE_AVX2 inline __m256i activations_of_group_avx2(const ActivationBlock& 
 
 template <int T>
 SERVESCOPE_AVX2 void half_group_avx2(const InterleavedQ4Block* group, int64_t blocks, int half,
-                                     const ActivationBlock* x, const int32_t* x_offsets,
-                                     float* out, int64_t out_stride, int64_t valid) {
+                                     const ActivationBlock* x, const int32_t* x_offsets, float* out,
+                                     int64_t out_stride, int64_t valid) {
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -232,10 +228,9 @@ bool cpu_has_avx2() {
 }
 
 bool cpu_has_avx512_vnni() {
-  static const bool has = cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vnni");
+  static const bool has =
+      cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
   return has;
 }
 
@@ -246,8 +241,7 @@ bool cpu_has_avx512_vnni() {
 std::vector<uint8_t> interleave_q4_0(const uint8_t* data, int64_t rows, int64_t cols) {
   const int64_t blocks = cols / kQuantBlock;
   const int64_t groups = (rows + kInterleavedRows - 1) / kInterleavedRows;
-  std::vector<uint8_t> packed(static_cast<size_t>(groups * blocks) * sizeof(InterleavedQ4Block),
-                              0);
+  std::vector<uint8_t> packed(static_cast<size_t>(groups * blocks) * sizeof(InterleavedQ4Block), 0);
   auto* out = reinterpret_cast<InterleavedQ4Block*>(packed.data());
   for (int64_t r = 0; r < rows; ++r) {
     const auto lane = static_cast<size_t>(r % kInterleavedRows);

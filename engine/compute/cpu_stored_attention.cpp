@@ -95,10 +95,18 @@ SERVESCOPE_AVX2 void value_sum_heads(const StoredHead& head, const float* p0, in
                                      int64_t n_keys, float* out0) {
   for (int64_t c0 = 0; c0 < head.head_dim; c0 += kValueVectors * kLanes) {
     switch (std::min<int64_t>(kValueVectors, (head.head_dim - c0) / kLanes)) {
-      case 4: value_sum_pass<Half, Both, 4>(head, p0, first, n_keys, c0, out0); break;
-      case 3: value_sum_pass<Half, Both, 3>(head, p0, first, n_keys, c0, out0); break;
-      case 2: value_sum_pass<Half, Both, 2>(head, p0, first, n_keys, c0, out0); break;
-      default: value_sum_pass<Half, Both, 1>(head, p0, first, n_keys, c0, out0); break;
+      case 4:
+        value_sum_pass<Half, Both, 4>(head, p0, first, n_keys, c0, out0);
+        break;
+      case 3:
+        value_sum_pass<Half, Both, 3>(head, p0, first, n_keys, c0, out0);
+        break;
+      case 2:
+        value_sum_pass<Half, Both, 2>(head, p0, first, n_keys, c0, out0);
+        break;
+      default:
+        value_sum_pass<Half, Both, 1>(head, p0, first, n_keys, c0, out0);
+        break;
     }
   }
 }
@@ -137,8 +145,7 @@ void value_sum(const StoredHead& head, const float* p, int group, int64_t first,
 
 bool stored_attention_supported(const StoredHead& head) {
 #ifdef SERVESCOPE_X86_SIMD
-  return cpu_has_avx2() &&
-         (head.type == gguf::GgmlType::F32 || head.type == gguf::GgmlType::F16) &&
+  return cpu_has_avx2() && (head.type == gguf::GgmlType::F32 || head.type == gguf::GgmlType::F16) &&
          head.head_dim > 0 && head.head_dim % kLanes == 0;
 #else
   (void)head;

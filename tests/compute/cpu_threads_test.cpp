@@ -8,8 +8,8 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <iterator>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -116,12 +116,25 @@ TEST(CpuDequantize, FastRowEqualsTheReferenceDecoderBitForBit) {
 // at every edge of half precision (ties, subnormals, overflow, infinities, NaNs), and in the
 // scalar tail after the last whole vector.
 TEST(CpuQuantize, FastF16RowEqualsTheReferenceEncoderBitForBit) {
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65519.99f, 65520.0f, -1e6f,
-                               6.1035156e-05f, 6.0e-08f, 2.98e-08f, 1.0e-9f, 1.00048828125f,
-                               1.00146484375f, std::numeric_limits<float>::infinity(),
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -2.5f,
+                               65504.0f,
+                               65519.99f,
+                               65520.0f,
+                               -1e6f,
+                               6.1035156e-05f,
+                               6.0e-08f,
+                               2.98e-08f,
+                               1.0e-9f,
+                               1.00048828125f,
+                               1.00146484375f,
+                               std::numeric_limits<float>::infinity(),
                                -std::numeric_limits<float>::infinity(),
                                std::numeric_limits<float>::quiet_NaN(),
-                               std::bit_cast<float>(0x7F800001u), std::bit_cast<float>(0xFFC12345u)};
+                               std::bit_cast<float>(0x7F800001u),
+                               std::bit_cast<float>(0xFFC12345u)};
   std::mt19937 rng(5);
   std::uniform_int_distribution<uint32_t> any_bits;
   while (values.size() < 1003) values.push_back(std::bit_cast<float>(any_bits(rng)));
