@@ -9,15 +9,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <iterator>
 #include <mutex>
-#include <numeric>
 #include <thread>
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_int8_interleaved.h"
 #include "engine/compute/cpu_panel_dot.h"
-#include "engine/compute/cpu_q4_interleaved.h"
 #include "engine/compute/cpu_stored_attention.h"
 #include "engine/core/error.h"
 
@@ -74,9 +72,9 @@ namespace {
 struct CpuBuffer final : Buffer {
   std::vector<float> floats;
   std::vector<uint8_t> bytes;
-  // Q4_0 weights of a backend with 8-bit activations: rows interleaved 16 at a time for the
-  // integer kernels (cpu_q4_interleaved.h), not GGML's row after row.
-  bool q4_interleaved = false;
+  // Q4_0 / Q8_0 weights of a backend with 8-bit activations: rows interleaved 16 at a time for
+  // the integer kernels (cpu_int8_interleaved.h), not GGML's row after row.
+  bool interleaved = false;
   std::shared_ptr<ActivationRecycler> recycler;  // activations: where the floats go back
   CpuBuffer() = default;
   CpuBuffer(const CpuBuffer&) = delete;
@@ -98,8 +96,8 @@ const uint8_t* weight_row(const WeightMatrix& w, int64_t row) {
 
 // Row `row` of a weight matrix as float32, whichever way it is stored (an embedding look-up).
 void read_weight_row(const WeightMatrix& w, int64_t row, float* dst) {
-  if (host(w.buffer).q4_interleaved) {
-    interleaved_q4_0_row(host(w.buffer).bytes.data(), w.cols, row, dst);
+  if (host(w.buffer).interleaved) {
+    interleaved_row(w.type, host(w.buffer).bytes.data(), w.cols, row, dst);
   } else if (stored_in_panels(w.type)) {
     panel_row(w.type, host(w.buffer).bytes.data(), w.rows, w.cols, row, dst);
   } else {
@@ -386,9 +384,9 @@ WeightMatrix CpuBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int64_
                                        std::span<const uint8_t> data) {
   assert(data.size() == gguf::row_bytes(type, cols) * static_cast<uint64_t>(rows));
   auto buffer = std::make_shared<CpuBuffer>();
-  if (quantised_activations_ && type == gguf::GgmlType::Q4_0) {
-    buffer->bytes = interleave_q4_0(data.data(), rows, cols);
-    buffer->q4_interleaved = true;
+  if (quantised_activations_ && has_interleaved_kernel(type)) {
+    buffer->bytes = interleave_rows(type, data.data(), rows, cols);
+    buffer->interleaved = true;
   } else if (stored_in_panels(type)) {
     buffer->bytes = pack_panels(type, rows, cols, data.data());
   } else {
@@ -542,15 +540,13 @@ void CpuBackend::matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor
   });
 }
 
-void CpuBackend::matmul_on_interleaved_q4(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+void CpuBackend::matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   const int64_t blocks = w.cols / gguf::kQuantBlock;
-  // Each token's block sums of its activations, times -8 (a stored nibble is its weight + 8).
   block_offsets_.resize(static_cast<size_t>(x.rows * blocks));
   for (size_t i = 0; i < block_offsets_.size(); ++i) {
-    const ActivationBlock& block = quantised_x_[i];
-    block_offsets_[i] = std::accumulate(std::begin(block.offset), std::end(block.offset), 0);
+    block_offsets_[i] = interleaved_block_offset(w.type, quantised_x_[i]);
   }
-  const InterleavedQ4Kernel kernel = interleaved_q4_0_kernel();
+  const InterleavedKernel kernel = interleaved_kernel(w.type);
   const uint8_t* packed = host(w.buffer).bytes.data();
   const int64_t groups = (w.rows + kInterleavedRows - 1) / kInterleavedRows;
   // Chunks of 4x the usual multiply-adds: this kernel does about that many more per cycle, and
@@ -572,8 +568,8 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
       quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
     }
   });
-  if (host(w.buffer).q4_interleaved) {
-    matmul_on_interleaved_q4(x, w, out);
+  if (host(w.buffer).interleaved) {
+    matmul_on_interleaved(x, w, out);
     return;
   }
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);

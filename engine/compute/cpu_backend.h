@@ -95,8 +95,8 @@ class CpuBackend final : public Backend {
   // (`servescope-cpu-products-bench`, 1 thread: 1010 against 1207 us a layer at 128 tokens).
   void matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
-  // Q4_0 stored interleaved (cpu_q4_interleaved.h), its tokens in quantised_x_.
-  void matmul_on_interleaved_q4(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  // Q4_0 / Q8_0 stored interleaved (cpu_int8_interleaved.h), its tokens in quantised_x_.
+  void matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 
   void warm_up_blas();
@@ -107,7 +107,7 @@ class CpuBackend final : public Backend {
   bool quantised_activations_ = false;
   std::vector<ActivationBlock> quantised_x_;  // the tokens of the current product, quantised
   std::vector<TokenBlockPair> packed_x_;      // the same for the pair kernel (many tokens)
-  std::vector<int32_t> block_offsets_;        // and -8 x their block sums (interleaved Q4_0)
+  std::vector<int32_t> block_offsets_;        // and what their blocks add (interleaved)
   // Per thread: one tile of weight rows, reused across products.
   std::vector<std::vector<float>> dequantize_scratch_;
   // Per thread: one sequence's keys and values, gathered from their slots and dequantised.

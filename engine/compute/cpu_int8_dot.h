@@ -4,8 +4,8 @@
 // scaled once by (weight scale x activation scale). That reads the same weight bytes as the
 // float path but spends about half the instructions per weight; the price is the activations'
 // rounding error (the "exact float" path keeps them in float32).
-// The CPU backend multiplies Q4_0 with 8-bit activations on rows interleaved 16 at a time
-// instead (cpu_q4_interleaved.h); its row-layout kernels here serve Q8_0.
+// The CPU backend multiplies Q4_0 and Q8_0 with 8-bit activations on rows interleaved 16 at a
+// time instead (cpu_int8_interleaved.h); it uses quantize_activations from here.
 #pragma once
 
 #include <cstdint>

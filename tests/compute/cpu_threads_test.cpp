@@ -8,9 +8,7 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <iterator>
 #include <limits>
-#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -18,7 +16,7 @@
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/compute/cpu_int8_dot.h"
-#include "engine/compute/cpu_q4_interleaved.h"
+#include "engine/compute/cpu_int8_interleaved.h"
 #include "engine/compute/cpu_thread_pool.h"
 #include "engine/core/error.h"
 #include "tests/support/random_weights.h"
@@ -348,18 +346,22 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul, ::testing::Values(GgmlType::Q8_0,
                            return std::string(gguf::type_name(param_info.param));
                          });
 
-// Interleaved Q4_0 (8-bit activations): every variant of this CPU gives the portable kernel's
-// bits for any token count and any run of rows (whole groups, a partial last group), and a
-// row read back for an embedding is the reference decoder's.
-TEST(CpuInterleavedQ4, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
+// Interleaved Q4_0 / Q8_0 (8-bit activations): every variant of this CPU gives the portable
+// kernel's bits for any token count and any run of rows (whole groups, a partial last group),
+// the sums are the quantised values' products, and a row read back for an embedding is the
+// reference decoder's.
+class CpuInterleaved : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(CpuInterleaved, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
+  const GgmlType type = GetParam();
   const int64_t rows = 37;  // two whole groups of 16 and a partial one
   const int64_t cols = 288;
   const int64_t blocks = cols / 32;
-  const Weights w = random_weights(GgmlType::Q4_0, rows, cols, 41);
-  const std::vector<uint8_t> packed = interleave_q4_0(w.bytes.data(), rows, cols);
+  const Weights w = random_weights(type, rows, cols, 41);
+  const std::vector<uint8_t> packed = interleave_rows(type, w.bytes.data(), rows, cols);
   std::vector<float> row(static_cast<size_t>(cols));
   for (int64_t r = 0; r < rows; ++r) {
-    interleaved_q4_0_row(packed.data(), cols, r, row.data());
+    interleaved_row(type, packed.data(), cols, r, row.data());
     EXPECT_TRUE(std::equal(row.begin(), row.end(), w.values.begin() + r * cols)) << "row " << r;
   }
   std::mt19937 rng(43);
@@ -372,11 +374,9 @@ TEST(CpuInterleavedQ4, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
     for (int64_t t = 0; t < tokens; ++t) {
       quantize_activations(x.data() + t * cols, cols, xq.data() + t * blocks);
     }
-    for (size_t i = 0; i < xq.size(); ++i) {
-      offsets[i] = std::accumulate(std::begin(xq[i].offset), std::end(xq[i].offset), 0);
-    }
+    for (size_t i = 0; i < xq.size(); ++i) offsets[i] = interleaved_block_offset(type, xq[i]);
     std::vector<std::vector<float>> results;
-    for (const InterleavedQ4Kernel kernel : interleaved_q4_0_kernel_variants()) {
+    for (const InterleavedKernel kernel : interleaved_kernel_variants(type)) {
       std::vector<float> out(static_cast<size_t>(tokens * rows), -1.0f);
       // Rows in the pieces a thread would take: the first group, then the rest.
       kernel(packed.data(), cols, 0, 16, xq.data(), offsets.data(), tokens, out.data(), rows);
@@ -386,7 +386,6 @@ TEST(CpuInterleavedQ4, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
     for (size_t v = 1; v < results.size(); ++v) {
       EXPECT_EQ(results[v], results[0]) << "variant " << v << " tokens " << tokens;
     }
-    // And the sums are the products of the quantised values (a double reference).
     for (int64_t t = 0; t < tokens; ++t) {
       for (int64_t r = 0; r < rows; ++r) {
         double expected = 0.0;
@@ -404,6 +403,11 @@ TEST(CpuInterleavedQ4, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, CpuInterleaved, ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+                         [](const auto& param_info) {
+                           return std::string(gguf::type_name(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace servescope::compute
