@@ -208,9 +208,6 @@ constexpr int64_t kMultiplyAddsPerChunk = int64_t{1} << 14;
 // Elementwise operations (norms, RoPE, SiLU, adds) give a thread at least this many elements:
 // a decode step's few rows stay on the caller, a prefill's rows split over the pool.
 constexpr int64_t kElementsPerChunk = int64_t{1} << 13;
-// From this many tokens on, Q8_0/Q4_0 products with 8-bit activations pack the tokens for the
-// 512-bit pair kernel (where the CPU has one); below, the row kernels read them as they are.
-constexpr int64_t kMinTokensForPairKernel = 8;
 
 double& time_of(telemetry::KernelTimes& times, telemetry::KernelKind kind) {
   switch (kind) {
@@ -561,7 +558,7 @@ void CpuBackend::matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, T
 
 void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   if (x.rows == 0 || w.cols == 0) return;
-  const int64_t blocks = w.cols / gguf::kQuantBlock;  // Q8_0 / Q4_0 rows are whole blocks
+  const int64_t blocks = w.cols / gguf::kQuantBlock;  // these types' rows are whole blocks
   quantised_x_.resize(static_cast<size_t>(x.rows * blocks));
   on_row_ranges(x.rows, w.cols, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
@@ -576,18 +573,6 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
   const uint8_t* rows = host(w.buffer).bytes.data();
   float* first_out = row_ptr(out, 0);
   const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
-  const Int8PairKernel pair_kernel = int8_pair_kernel_for(w.type);
-  if (pair_kernel != nullptr && x.rows >= kMinTokensForPairKernel) {
-    // The tokens are packed once per product; the row tiles then read them from cache.
-    const int64_t pairs = (blocks + 1) / 2;
-    packed_x_.resize(static_cast<size_t>(x.rows * pairs));
-    pack_token_pairs(w.type, quantised_x_.data(), blocks, x.rows, w.cols, packed_x_.data());
-    pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
-      pair_kernel(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin,
-                  packed_x_.data(), x.rows, w.cols, first_out + begin, out.row_stride);
-    });
-    return;
-  }
   const RowDotInt8Tokens dot = row_dot_int8_tokens_for(w.type);
   pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
     dot(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin, quantised_x_.data(),

@@ -106,7 +106,6 @@ class CpuBackend final : public Backend {
   std::shared_ptr<ActivationRecycler> recycler_;
   bool quantised_activations_ = false;
   std::vector<ActivationBlock> quantised_x_;  // the tokens of the current product, quantised
-  std::vector<TokenBlockPair> packed_x_;      // the same for the pair kernel (many tokens)
   std::vector<int32_t> block_offsets_;        // and what their blocks add (interleaved)
   // Per thread: one tile of weight rows, reused across products.
   std::vector<std::vector<float>> dequantize_scratch_;

@@ -97,7 +97,8 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
 
   // Space runs the step's experiment, and again moves on once it has finished.
   key(Qt::Key_Space);
-  EXPECT_EQ(learn().step_view().part(), StepView::Part::kRunning);
+  // Running, or already finished: the step's short generation can end within the key's 30 ms.
+  EXPECT_NE(learn().step_view().part(), StepView::Part::kPredict);
   ASSERT_TRUE(wait_until([&] { return learn().step_view().part() == StepView::Part::kObserve; }));
   key(Qt::Key_PageDown);
   EXPECT_EQ(learn().current_step(), 1);

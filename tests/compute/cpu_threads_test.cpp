@@ -303,44 +303,6 @@ TEST_P(CpuInt8Matmul, MatchesDoubleReferenceOfQuantisedActivationsForAnyThreadsA
   expect_near_double_reference(all, w, rows, cols, xq, 40);
 }
 
-// Every instruction-set variant of the integer kernel this CPU runs (the dispatcher picks one)
-// gives the same sums: the vector variants bit for bit (same lanes, same order, whichever tile
-// shape), the portable one (sums block by block) within float rounding.
-TEST_P(CpuInt8Matmul, EveryKernelVariantOfThisCpuGivesTheSameSums) {
-  const GgmlType type = GetParam();
-  const int64_t rows = 11;
-  const int64_t cols = 288;  // 9 blocks: an odd block count
-  const Weights w = random_weights(type, rows, cols, 29);
-  std::mt19937 rng(31);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  const int64_t blocks = cols / 32;
-  for (const int64_t tokens : {1, 3, 4, 5, 8, 9, 13}) {
-    std::vector<float> x(static_cast<size_t>(tokens * cols));
-    for (float& v : x) v = normal(rng);
-    std::vector<ActivationBlock> xq(static_cast<size_t>(tokens * blocks));
-    for (int64_t t = 0; t < tokens; ++t) {
-      quantize_activations(x.data() + t * cols, cols, xq.data() + t * blocks);
-    }
-    const std::vector<RowDotInt8Tokens> variants = int8_kernel_variants(type);
-    std::vector<std::vector<float>> results;
-    for (const RowDotInt8Tokens kernel : variants) {
-      std::vector<float> out(static_cast<size_t>(tokens * rows));
-      kernel(w.bytes.data(), gguf::row_bytes(type, cols), rows, xq.data(), blocks, tokens, cols,
-             out.data(), rows);
-      results.push_back(out);
-    }
-    for (size_t v = 1; v < results.size(); ++v) {
-      if (v > 1) {
-        EXPECT_EQ(results[v], results[1]) << "variant " << v << " tokens " << tokens;
-      }
-      for (size_t i = 0; i < results[v].size(); ++i) {
-        EXPECT_NEAR(results[v][i], results[0][i], 1e-4f * (1.0f + std::abs(results[0][i])))
-            << "variant " << v << " tokens " << tokens << " at " << i;
-      }
-    }
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul, ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
