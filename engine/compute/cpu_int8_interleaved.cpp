@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #define SERVESCOPE_X86_SIMD 1
 #define SERVESCOPE_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define SERVESCOPE_AVX_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define SERVESCOPE_AVX512_VNNI \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 #endif
@@ -80,6 +81,10 @@ struct Q4 {
                             _mm256_madd_epi16(_mm256_maddubs_epi16(w, q), _mm256_set1_epi16(1)));
   }
   static constexpr bool kAvx2FromOffset = true;
+  SERVESCOPE_AVX_VNNI static void vnni_operands_half(const Block& block, int half,
+                                                     __m256i (&w)[8]) {
+    operands_half(block, half, w);
+  }
 #endif
 };
 
@@ -122,6 +127,13 @@ struct Q8 {
     return _mm256_add_epi32(sum, _mm256_madd_epi16(products, _mm256_set1_epi16(1)));
   }
   static constexpr bool kAvx2FromOffset = false;
+  // With a dpbusd instruction the weight plus 128 is the unsigned operand, as on AVX-512.
+  SERVESCOPE_AVX_VNNI static void vnni_operands_half(const Block& block, int half,
+                                                     __m256i (&w)[8]) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    operands_half(block, half, w);
+    for (int i = 0; i < 8; ++i) w[i] = _mm256_xor_si256(w[i], flip);
+  }
 #endif
 };
 
@@ -224,77 +236,114 @@ SERVESCOPE_AVX512_VNNI void product_avx512(const uint8_t* packed, int64_t cols, 
   }
 }
 
-// AVX2: the group's two halves of 8 rows in turn, the integer dots from 16-bit pair sums.
+// The 256-bit kernels read a token's activations of group i as the 512-bit one does.
 SERVESCOPE_AVX2 inline __m256i activations_of_group_avx2(const ActivationBlock& x, int i) {
   int32_t four;
   std::memcpy(&four, x.qs + 4 * i, sizeof four);
   return _mm256_set1_epi32(four);
 }
 
-template <class W, int T>
-SERVESCOPE_AVX2 void half_group_avx2(const typename W::Block* group, int64_t blocks, int half,
-                                     const ActivationBlock* x, const int32_t* x_offsets, float* out,
-                                     int64_t out_stride, int64_t valid) {
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const typename W::Block& block = group[b];
-    __m256i w[8];
+// The 256-bit kernels' two ways to the integer dots: AVX2's 16-bit pair sums, or AVX-VNNI's
+// dpbusd (the AVX-512 kernel's operands, 8 rows wide).
+template <class W>
+struct Avx2Dots {
+  static constexpr bool kFromOffset = W::kAvx2FromOffset;
+  SERVESCOPE_AVX2 static void operands(const typename W::Block& block, int half, __m256i (&w)[8]) {
     W::operands_half(block, half, w);
-    const __m256 d_w =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.d + 8 * half)));
-    for (int t = 0; t < T; ++t) {
-      const ActivationBlock& xb = x[t * blocks + b];
-      __m256i even = W::kAvx2FromOffset ? _mm256_set1_epi32(x_offsets[t * blocks + b])
-                                        : _mm256_setzero_si256();
-      __m256i odd = _mm256_setzero_si256();
-      for (int i = 0; i < 8; i += 2) {
-        even = W::dot_of_four(even, w[i], activations_of_group_avx2(xb, i));
-        odd = W::dot_of_four(odd, w[i + 1], activations_of_group_avx2(xb, i + 1));
-      }
-      const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));
-      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d_w, _mm256_set1_ps(xb.d)), dot, acc[t]);
-    }
   }
-  for (int t = 0; t < T; ++t) {
-    if (valid >= 8) {
-      _mm256_storeu_ps(out + t * out_stride, acc[t]);
-    } else {
-      float sums[8];
-      _mm256_storeu_ps(sums, acc[t]);
-      std::copy(sums, sums + valid, out + t * out_stride);
-    }
+  SERVESCOPE_AVX2 static __m256i dot(__m256i sum, __m256i w, __m256i q) {
+    return W::dot_of_four(sum, w, q);
   }
-}
+};
+template <class W>
+struct VnniDots {
+  static constexpr bool kFromOffset = true;
+  SERVESCOPE_AVX_VNNI static void operands(const typename W::Block& block, int half,
+                                           __m256i (&w)[8]) {
+    W::vnni_operands_half(block, half, w);
+  }
+  SERVESCOPE_AVX_VNNI static __m256i dot(__m256i sum, __m256i w, __m256i q) {
+    return _mm256_dpbusd_avx_epi32(sum, w, q);
+  }
+};
+
+// A group's two halves of 8 rows in turn, against T tokens, with the given dots; compiled once
+// for AVX2 and once for AVX-VNNI (a function's target cannot be a template parameter).
+#define SERVESCOPE_DEFINE_HALF_GROUP(NAME, TARGET)                                                \
+  template <class W, class Dots, int T>                                                           \
+  TARGET void NAME(const typename W::Block* group, int64_t blocks, int half,                      \
+                   const ActivationBlock* x, const int32_t* x_offsets, float* out,                \
+                   int64_t out_stride, int64_t valid) {                                           \
+    __m256 acc[T];                                                                                \
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();                                     \
+    for (int64_t b = 0; b < blocks; ++b) {                                                        \
+      const typename W::Block& block = group[b];                                                  \
+      __m256i w[8];                                                                               \
+      Dots::operands(block, half, w);                                                             \
+      const __m256 d_w =                                                                          \
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.d + 8 * half))); \
+      for (int t = 0; t < T; ++t) {                                                               \
+        const ActivationBlock& xb = x[t * blocks + b];                                            \
+        __m256i even = Dots::kFromOffset ? _mm256_set1_epi32(x_offsets[t * blocks + b])           \
+                                         : _mm256_setzero_si256();                                \
+        __m256i odd = _mm256_setzero_si256();                                                     \
+        for (int i = 0; i < 8; i += 2) {                                                          \
+          even = Dots::dot(even, w[i], activations_of_group_avx2(xb, i));                         \
+          odd = Dots::dot(odd, w[i + 1], activations_of_group_avx2(xb, i + 1));                   \
+        }                                                                                         \
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));                       \
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d_w, _mm256_set1_ps(xb.d)), dot, acc[t]);          \
+      }                                                                                           \
+    }                                                                                             \
+    for (int t = 0; t < T; ++t) {                                                                 \
+      if (valid >= 8) {                                                                           \
+        _mm256_storeu_ps(out + t * out_stride, acc[t]);                                           \
+      } else {                                                                                    \
+        float sums[8];                                                                            \
+        _mm256_storeu_ps(sums, acc[t]);                                                           \
+        std::copy(sums, sums + valid, out + t * out_stride);                                      \
+      }                                                                                           \
+    }                                                                                             \
+  }
+SERVESCOPE_DEFINE_HALF_GROUP(half_group_avx2, SERVESCOPE_AVX2)
+SERVESCOPE_DEFINE_HALF_GROUP(half_group_vnni, SERVESCOPE_AVX_VNNI)
 
 // Two tokens at a time: 8 weight registers and 2 sums, with the dots' temporaries, in 16.
-constexpr int kAvx2Tokens = 2;
+constexpr int kHalfGroupTokens = 2;
 
-template <class W>
-SERVESCOPE_AVX2 void product_avx2(const uint8_t* packed, int64_t cols, int64_t first_row,
-                                  int64_t end_row, const ActivationBlock* x,
-                                  const int32_t* x_offsets, int64_t tokens, float* out,
-                                  int64_t out_stride) {
-  const int64_t blocks = cols / kQuantBlock;
-  for (int64_t r = first_row; r < end_row; r += kInterleavedRows / 2) {
-    const typename W::Block* group = group_blocks<W>(packed, blocks, r / kInterleavedRows);
-    const auto half = static_cast<int>((r % kInterleavedRows) / 8);
-    const int64_t valid = std::min<int64_t>(8, end_row - r);
-    int64_t t = 0;
-    for (; t + kAvx2Tokens <= tokens; t += kAvx2Tokens) {
-      half_group_avx2<W, kAvx2Tokens>(group, blocks, half, x + t * blocks, x_offsets + t * blocks,
-                                      out + t * out_stride + r, out_stride, valid);
-    }
-    if (t < tokens) {
-      half_group_avx2<W, 1>(group, blocks, half, x + t * blocks, x_offsets + t * blocks,
-                            out + t * out_stride + r, out_stride, valid);
-    }
+#define SERVESCOPE_DEFINE_256_PRODUCT(NAME, TARGET, HALF_GROUP, DOTS)                              \
+  template <class W>                                                                               \
+  TARGET void NAME(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,        \
+                   const ActivationBlock* x, const int32_t* x_offsets, int64_t tokens, float* out, \
+                   int64_t out_stride) {                                                           \
+    const int64_t blocks = cols / kQuantBlock;                                                     \
+    for (int64_t r = first_row; r < end_row; r += kInterleavedRows / 2) {                          \
+      const typename W::Block* group = group_blocks<W>(packed, blocks, r / kInterleavedRows);      \
+      const auto half = static_cast<int>((r % kInterleavedRows) / 8);                              \
+      const int64_t valid = std::min<int64_t>(8, end_row - r);                                     \
+      int64_t t = 0;                                                                               \
+      for (; t + kHalfGroupTokens <= tokens; t += kHalfGroupTokens) {                              \
+        HALF_GROUP<W, DOTS<W>, kHalfGroupTokens>(group, blocks, half, x + t * blocks,              \
+                                                 x_offsets + t * blocks, out + t * out_stride + r, \
+                                                 out_stride, valid);                               \
+      }                                                                                            \
+      if (t < tokens) {                                                                            \
+        HALF_GROUP<W, DOTS<W>, 1>(group, blocks, half, x + t * blocks, x_offsets + t * blocks,     \
+                                  out + t * out_stride + r, out_stride, valid);                    \
+      }                                                                                            \
+    }                                                                                              \
   }
-}
+SERVESCOPE_DEFINE_256_PRODUCT(product_avx2, SERVESCOPE_AVX2, half_group_avx2, Avx2Dots)
+SERVESCOPE_DEFINE_256_PRODUCT(product_vnni, SERVESCOPE_AVX_VNNI, half_group_vnni, VnniDots)
 
 bool cpu_has_avx2() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           __builtin_cpu_supports("f16c");
+  return has;
+}
+
+bool cpu_has_avx_vnni() {
+  static const bool has = cpu_has_avx2() && __builtin_cpu_supports("avxvnni");
   return has;
 }
 
@@ -341,6 +390,7 @@ std::vector<InterleavedKernel> variants() {
   std::vector<InterleavedKernel> kernels = {product_portable<W>};
 #ifdef SERVESCOPE_X86_SIMD
   if (cpu_has_avx2()) kernels.push_back(product_avx2<W>);
+  if (cpu_has_avx_vnni()) kernels.push_back(product_vnni<W>);
   if (cpu_has_avx512_vnni()) kernels.push_back(product_avx512<W>);
 #endif
   return kernels;
