@@ -22,7 +22,8 @@ const std::vector<Subcommand>& subcommands() {
        run_devices},
       {"probe",
        "[--fresh]: the device's measured roofs: read GB/s in and beyond the last-level cache, "
-       "matrix-multiply GFLOP/s per weight type (cached per device; --fresh remeasures)",
+       "matrix-multiply GFLOP/s per weight type (cached per device and activations: --activations "
+       "q8_0 gives the Q8_0/Q4_0 roofs of 8-bit activations; --fresh remeasures)",
        run_probe},
       {"attention",
        "(--prompt T | --ids 1,2,3) --layer L --head H [--kv-type f32|f16|q8_0]: the softmax "

@@ -10,8 +10,9 @@ namespace servescope::cli {
 using nlohmann::json;
 
 int run_probe(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, {{"backend", "device", "threads"}, {"fresh"}});
-  const std::unique_ptr<compute::Backend> backend = compute::make_backend(backend_choice(options));
+  const Options options(args, {{"backend", "device", "threads", "activations"}, {"fresh"}});
+  const compute::BackendChoice choice = backend_choice(options);
+  const std::unique_ptr<compute::Backend> backend = compute::make_backend(choice);
   const compute::CachedRoofs probed = compute::probe_device_roofs(*backend, options.has("fresh"));
   const compute::Roofs& r = probed.roofs;
   json matmul = json::object();
@@ -23,6 +24,7 @@ int run_probe(const std::vector<std::string>& args, std::ostream& out) {
   };
   out << json{{"backend", r.backend},
               {"device", r.device},
+              {"activations", choice.quantised_activations ? "q8_0" : "f32"},
               {"from_cache", probed.from_cache},
               {"cache_file", probed.cache_file.string()},
               {"last_level_cache_bytes", r.last_level_cache_bytes},

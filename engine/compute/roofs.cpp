@@ -112,7 +112,9 @@ std::string file_safe(const std::string& text) {
   return out;
 }
 
-std::optional<std::filesystem::path> cache_file_of(Backend& backend) {
+}  // namespace
+
+std::optional<std::filesystem::path> roofs_cache_file(Backend& backend) {
   const auto dir = vulkan::cache_directory();
   if (!dir) return std::nullopt;
   std::string key;
@@ -125,9 +127,13 @@ std::optional<std::filesystem::path> cache_file_of(Backend& backend) {
     key = "cpu-" + file_safe(cpu.model_name) + "-" + std::to_string(cpu.cores) + "-" +
           std::to_string(cpu.last_level_cache_bytes()) + "-threads" +
           std::to_string(threaded != nullptr ? threaded->threads() : 1);
+    // 8-bit activations multiply Q8_0 and Q4_0 on other kernels: other compute roofs.
+    if (threaded != nullptr && threaded->quantised_activations()) key += "-q8act";
   }
   return *dir / ("roofs-v" + std::to_string(kRoofsVersion) + "-" + key + ".txt");
 }
+
+namespace {
 
 std::string type_key(gguf::GgmlType type) {
   std::string name(gguf::type_name(type));
@@ -226,7 +232,7 @@ Roofs measure_roofs(Backend& backend, const RoofPlan& plan) {
 
 CachedRoofs probe_device_roofs(Backend& backend, bool fresh) {
   CachedRoofs result;
-  const auto file = cache_file_of(backend);
+  const auto file = roofs_cache_file(backend);
   if (file) {
     result.cache_file = *file;
     if (!fresh) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ struct CachedRoofs {
   bool from_cache = false;
   std::filesystem::path cache_file;  // empty when no cache directory is known
 };
+
+// Where the roofs of this backend are cached: one file per device (and driver), per CPU thread
+// count and activations mode (8-bit activations have other Q8_0 / Q4_0 compute roofs); none
+// when no cache directory is known.
+std::optional<std::filesystem::path> roofs_cache_file(Backend& backend);
 
 // The cached roofs of this backend's device (keyed by device and driver), else measured with
 // default_roof_plan and cached; `fresh` measures and rewrites the cache regardless. A cache

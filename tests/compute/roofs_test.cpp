@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "engine/compute/cpu_backend.h"
 #include "engine/compute/devices.h"
 #include "engine/core/error.h"
 
@@ -97,6 +98,21 @@ TEST(Roofs, CachedPerDeviceUntilAskedAfresh) {
   EXPECT_FALSE(third.from_cache);
   EXPECT_TRUE(probe_device_roofs(*backend, false).from_cache);  // and rewritten
   std::filesystem::remove_all(dir);
+  unsetenv("XDG_CACHE_HOME");
+}
+
+// 8-bit activations multiply Q8_0 and Q4_0 on other kernels, so their roofs are cached apart
+// from the exact path's (a roofline would otherwise plot 8-bit points against exact roofs).
+TEST(Roofs, EightBitActivationsAreCachedApartFromTheExactPath) {
+  const std::string dir = testing::TempDir() + "/roofs_key_" + std::to_string(getpid());
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  CpuBackend exact(2, false);
+  CpuBackend exact_again(2, false);
+  CpuBackend eight_bit(2, true);
+  const auto exact_file = roofs_cache_file(exact);
+  ASSERT_TRUE(exact_file.has_value());
+  EXPECT_EQ(roofs_cache_file(exact_again), exact_file);
+  EXPECT_NE(roofs_cache_file(eight_bit), exact_file);
   unsetenv("XDG_CACHE_HOME");
 }
 
