@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # BENCHMARKS.md's "CPU speed" figures in one run: the probe's roofs, llama.cpp side by side
-# (1 and 2 threads), batch sweeps of the bundled model (F32, Q8_0 with 8-bit activations, Q4_0)
+# (1 and 2 threads), batch sweeps of the bundled model (F32, Q8_0 8-bit, Q4_0 exact and 8-bit)
 # and of a 100M random-weight model, and decode time against model size (25M..1B, F32 / Q8_0 /
 # Q4_0). With --base OLD_CLI every measurement runs for the old binary and then the new one,
 # alternating, so both see the same machine load (an A/B against the previous commit).
@@ -71,6 +71,8 @@ for round in 1 2; do
       >"$out/sweep-q8a-$b-$round.json"
     "$cli" bench --sweep --backend cpu --model "$out/models/stories-q4_0.gguf" \
       >"$out/sweep-q4-$b-$round.json"
+    "$cli" bench --sweep --backend cpu --model "$out/models/stories-q4_0.gguf" --activations q8_0 \
+      >"$out/sweep-q4a-$b-$round.json"
     log "sweeps of the bundled model, round $round, $b"
   done
 done
