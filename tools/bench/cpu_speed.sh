@@ -12,7 +12,7 @@
 # The random-weight models (about 8.5 GB for all sizes) are written once into OUT_DIR/models.
 set -euo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 2 ]] || usage
 llama_build=$1
 out=$2
