@@ -567,7 +567,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
     quant_lab_.reset();
     quant_run_ = {};
     quant_lab_changed_ = true;
-    quant_lab_pending_ = false;
+    quant_lab_pending_ = !info.random_weights;  // a random-weight model's variants compare noise
     if (info.random_weights) {
       // Its variants would compare noise, and the lab's work would slow the timing.
       show_message(
@@ -576,7 +576,6 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
           "for the Quantisation panel.",
           false);
     } else {
-      quant_lab_pending_ = true;
       start_pending_quant_lab();
     }
   }

@@ -15,6 +15,7 @@
 
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/compute/cpu_int8_interleaved.h"
+#include "engine/compute/cpu_kquant_dot.h"
 #include "engine/compute/cpu_panel_dot.h"
 #include "engine/compute/cpu_stored_attention.h"
 #include "engine/core/error.h"
@@ -171,6 +172,18 @@ SERVESCOPE_VECTOR_CLONES float exp_shifted_sum(float* row, int64_t n, float max)
     sum += row[t];
   }
   return sum;
+}
+
+// row[lo..hi) as probabilities: soft-capped (where a cap is set), then a numerically stable
+// softmax (the entries outside the range are left as they are).
+void softmax_in_place(float* row, int64_t lo, int64_t hi, float softcap) {
+  float max_score = -INFINITY;
+  for (int64_t t = lo; t < hi; ++t) {
+    if (softcap > 0.0f) row[t] = softcap * std::tanh(row[t] / softcap);
+    max_score = std::max(max_score, row[t]);
+  }
+  const float sum = exp_shifted_sum(row + lo, hi - lo, max_score);
+  for (int64_t t = lo; t < hi; ++t) row[t] /= sum;
 }
 
 // The sum of squares of n floats in double precision, in 8 partial sums in a fixed order (the
@@ -477,7 +490,9 @@ void CpuBackend::add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kMatmul);
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
-  if (quantised_activations_ && has_int8_kernel(w.type)) {
+  if (host(w.buffer).interleaved) {
+    matmul_on_interleaved(x, w, out);
+  } else if (quantised_activations_ && kquant_int8_kernel_for(w.type) != nullptr) {
     matmul_on_int8_rows(x, w, out);
   } else if (stored_in_panels(w.type)) {
     matmul_on_panels(x, w, out);
@@ -537,7 +552,19 @@ void CpuBackend::matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor
   });
 }
 
+void CpuBackend::quantise_tokens(const Tensor& x) {
+  const int64_t blocks = x.cols / gguf::kQuantBlock;  // these types' rows are whole blocks
+  quantised_x_.resize(static_cast<size_t>(x.rows * blocks));
+  on_row_ranges(x.rows, x.cols, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      quantize_activations(row_ptr(x, t), x.cols, quantised_x_.data() + t * blocks);
+    }
+  });
+}
+
 void CpuBackend::matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  if (x.rows == 0 || w.cols == 0) return;
+  quantise_tokens(x);
   const int64_t blocks = w.cols / gguf::kQuantBlock;
   block_offsets_.resize(static_cast<size_t>(x.rows * blocks));
   for (size_t i = 0; i < block_offsets_.size(); ++i) {
@@ -558,22 +585,13 @@ void CpuBackend::matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, T
 
 void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   if (x.rows == 0 || w.cols == 0) return;
-  const int64_t blocks = w.cols / gguf::kQuantBlock;  // these types' rows are whole blocks
-  quantised_x_.resize(static_cast<size_t>(x.rows * blocks));
-  on_row_ranges(x.rows, w.cols, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      quantize_activations(row_ptr(x, t), w.cols, quantised_x_.data() + t * blocks);
-    }
-  });
-  if (host(w.buffer).interleaved) {
-    matmul_on_interleaved(x, w, out);
-    return;
-  }
+  quantise_tokens(x);
+  const int64_t blocks = w.cols / gguf::kQuantBlock;
   const uint64_t stride = gguf::row_bytes(w.type, w.cols);
   const uint8_t* rows = host(w.buffer).bytes.data();
   float* first_out = row_ptr(out, 0);
   const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
-  const RowDotInt8Tokens dot = row_dot_int8_tokens_for(w.type);
+  const RowDotInt8Tokens dot = kquant_int8_kernel_for(w.type);
   pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
     dot(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin, quantised_x_.data(),
         blocks, x.rows, w.cols, first_out + begin, out.row_stride);
@@ -863,15 +881,9 @@ void CpuBackend::attend_tile(const Tensor& q, const KvStore& store, const Attent
       // The row's keys are [lo, hi) of the tile's; the others get probability 0.
       const int64_t lo = first_key_of(i) - key_begin;
       const int64_t hi = n_keys_of(i) - key_begin;
-      float max_score = -INFINITY;
-      for (int64_t t = lo; t < hi; ++t) {
-        if (softcap > 0.0f) row[t] = softcap * std::tanh(row[t] / softcap);
-        max_score = std::max(max_score, row[t]);
-      }
-      const float sum = exp_shifted_sum(row + lo, hi - lo, max_score);
+      softmax_in_place(row, lo, hi, softcap);
       std::fill(row, row + lo, 0.0f);
       std::fill(row + hi, row + keys, 0.0f);
-      for (int64_t t = lo; t < hi; ++t) row[t] /= sum;
       if (weights != nullptr) {
         float* captured = row_ptr(*weights, i * shape.n_heads + h);
         std::fill(captured, captured + key_begin + lo, 0.0f);
@@ -938,13 +950,7 @@ void CpuBackend::attend_rows_in_place(const Tensor& q, const KvStore& store,
                         p.data());
       for (int h = 0; h < group; ++h) {
         float* row = p.data() + h * n_keys;
-        float max_score = -INFINITY;
-        for (int64_t t = first; t < n_keys; ++t) {
-          if (softcap > 0.0f) row[t] = softcap * std::tanh(row[t] / softcap);
-          max_score = std::max(max_score, row[t]);
-        }
-        const float sum = exp_shifted_sum(row + first, n_keys - first, max_score);
-        for (int64_t t = first; t < n_keys; ++t) row[t] /= sum;
+        softmax_in_place(row, first, n_keys, softcap);
         if (weights != nullptr) {
           float* captured = row_ptr(*weights, i * shape.n_heads + first_head + h);
           std::fill(captured, captured + first, 0.0f);
@@ -959,7 +965,7 @@ void CpuBackend::attend_rows_in_place(const Tensor& q, const KvStore& store,
 void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                              const AttentionBatch& batch, Tensor& out, Tensor* weights,
                              int64_t begin, int64_t end, AttentionScratch& scratch) {
-  if (stored_attention_supported(stored_head(store, shape.head_dim, 0, nullptr))) {
+  if (stored_attention_supported(store.type, shape.head_dim)) {
     attend_rows_in_place(q, store, shape, batch, out, weights, begin, end, scratch);
     return;
   }

@@ -94,9 +94,11 @@ class CpuBackend final : public Backend {
   // count. It beats OpenBLAS's sgemm on the same blocks at 17..256 tokens too, by 12-20%
   // (`servescope-cpu-products-bench`, 1 thread: 1010 against 1207 us a layer at 128 tokens).
   void matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  // 8-bit activations: Q4_K rows as stored (cpu_kquant_int8.cpp), and Q4_0 / Q8_0 stored
+  // interleaved (cpu_int8_interleaved.h); both first quantise the tokens into quantised_x_.
   void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
-  // Q4_0 / Q8_0 stored interleaved (cpu_int8_interleaved.h), its tokens in quantised_x_.
   void matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  void quantise_tokens(const Tensor& x);
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
 
   void warm_up_blas();

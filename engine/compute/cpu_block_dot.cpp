@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/compute/cpu_features.h"
 #include "engine/compute/cpu_kquant_dot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -508,13 +509,6 @@ void dot_quant_rows_avx512(const uint8_t* rows, uint64_t row_stride, int64_t n_r
   }
 }
 
-bool cpu_has_avx512_bw() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  return has;
-}
-
 // Groups of G tokens, then one at a time.
 template <int G, GroupKernel Group, GroupKernel Single>
 void dot_tokens_in_groups(const uint8_t* row, const float* x, int64_t x_stride, int64_t tokens,
@@ -534,11 +528,6 @@ float dot_one_token(const uint8_t* row, const float* x, int64_t n) {
   return out;
 }
 
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
-}
 #endif
 
 // Without AVX2: the one-token kernel per token (the row stays in cache between tokens).

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <vector>
 
-#include "engine/compute/cpu_kquant_dot.h"
+#include "engine/compute/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -17,13 +15,6 @@ namespace servescope::compute {
 namespace {
 
 using gguf::kQuantBlock;
-
-#ifdef SERVESCOPE_X86_SIMD
-bool cpu_has_avx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
-}
-#endif
 
 void quantize_activations_portable(const float* x, int64_t n, ActivationBlock* out) {
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
@@ -88,21 +79,6 @@ void quantize_activations(const float* x, int64_t n, ActivationBlock* out) {
   }
 #endif
   quantize_activations_portable(x, n, out);
-}
-
-std::vector<RowDotInt8Tokens> int8_kernel_variants(gguf::GgmlType type) {
-  if (type != gguf::GgmlType::Q4_K) std::abort();  // Q4_0 / Q8_0: cpu_int8_interleaved.h
-  return kquant_int8_kernel_variants(type);
-}
-
-bool has_int8_kernel(gguf::GgmlType type) {
-  return type == gguf::GgmlType::Q8_0 || type == gguf::GgmlType::Q4_0 ||
-         type == gguf::GgmlType::Q4_K;
-}
-
-RowDotInt8Tokens row_dot_int8_tokens_for(gguf::GgmlType type) {
-  if (const RowDotInt8Tokens dot = kquant_int8_kernel_for(type)) return dot;
-  std::abort();  // Q4_0 / Q8_0 are multiplied interleaved (cpu_int8_interleaved.h)
 }
 
 }  // namespace servescope::compute

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "engine/gguf/ggml_types.h"
 
@@ -26,21 +25,12 @@ struct ActivationBlock {
 // Quantises n floats (n a multiple of 32) to n / 32 blocks: d = max|x| / 127, q = round(x / d).
 void quantize_activations(const float* x, int64_t n, ActivationBlock* out);
 
-// Whether `type` has an integer kernel (Q8_0, Q4_0: cpu_int8_interleaved.h; Q4_K:
-// cpu_kquant_int8.cpp).
-bool has_int8_kernel(gguf::GgmlType type);
-
-// Rows [0, n_rows) of a Q4_K matrix as stored (row r at rows + r * row_stride) against several
+// Rows [0, n_rows) of a matrix as stored (row r at rows + r * row_stride) against several
 // quantised tokens: out[t * out_stride + r] = sum over blocks of d_w * d_x * sum_j w_j * q_j,
 // for token t's blocks at x + t * x_stride. Each (row, token) sum is taken in the same order
-// whatever n_rows and tokens are.
+// whatever n_rows and tokens are (Q4_K: kquant_int8_kernel_for in cpu_kquant_dot.h).
 using RowDotInt8Tokens = void (*)(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
                                   const ActivationBlock* x, int64_t x_stride, int64_t tokens,
                                   int64_t n, float* out, int64_t out_stride);
-// The kernel for Q4_K on this CPU (Q4_0 and Q8_0 are multiplied interleaved instead).
-RowDotInt8Tokens row_dot_int8_tokens_for(gguf::GgmlType type);
-// Every variant of that kernel this CPU can run, portable first, so tests can hold each
-// against the others.
-std::vector<RowDotInt8Tokens> int8_kernel_variants(gguf::GgmlType type);
 
 }  // namespace servescope::compute

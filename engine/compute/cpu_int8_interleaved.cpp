@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -29,22 +30,14 @@ using gguf::kQuantBlock;
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// What differs between the two weight types: how a stored block is regrouped and read back,
-// and how its weights become the operands of the integer dots. w[i] always holds elements
+// What differs between the two weight types: how a block's weights become the operands of the
+// integer dots. w[i] always holds elements
 // 4i..4i+3 of the rows, so it meets the token's activations 4i..4i+3.
 struct Q4 {
   using Block = InterleavedQ4Block;
   static constexpr int64_t kStoredBytes = 18;  // fp16 scale, 16 bytes of nibbles
   static constexpr gguf::GgmlType kType = gguf::GgmlType::Q4_0;
 
-  static void regroup(const uint8_t* stored, size_t lane, Block& block) {
-    std::memcpy(&block.d[lane], stored, sizeof(uint16_t));
-    for (size_t c = 0; c < 4; ++c) std::memcpy(block.qs[c][lane], stored + 2 + 4 * c, 4);
-  }
-  static void restore(const Block& block, size_t lane, uint8_t* stored) {
-    std::memcpy(stored, &block.d[lane], sizeof(uint16_t));
-    for (size_t c = 0; c < 4; ++c) std::memcpy(stored + 2 + 4 * c, block.qs[c][lane], 4);
-  }
   // Sum of stored nibble x activation, from the token's offset (-8 x its sum): sum of w x q.
   static int32_t dot(const Block& block, size_t lane, const ActivationBlock& x, int32_t offset) {
     int32_t sum = offset;
@@ -93,14 +86,6 @@ struct Q8 {
   static constexpr int64_t kStoredBytes = 34;  // fp16 scale, 32 signed bytes
   static constexpr gguf::GgmlType kType = gguf::GgmlType::Q8_0;
 
-  static void regroup(const uint8_t* stored, size_t lane, Block& block) {
-    std::memcpy(&block.d[lane], stored, sizeof(uint16_t));
-    for (size_t i = 0; i < 8; ++i) std::memcpy(block.qs[i][lane], stored + 2 + 4 * i, 4);
-  }
-  static void restore(const Block& block, size_t lane, uint8_t* stored) {
-    std::memcpy(stored, &block.d[lane], sizeof(uint16_t));
-    for (size_t i = 0; i < 8; ++i) std::memcpy(stored + 2 + 4 * i, block.qs[i][lane], 4);
-  }
   static int32_t dot(const Block& block, size_t lane, const ActivationBlock& x, int32_t) {
     int32_t sum = 0;
     for (size_t i = 0; i < 8; ++i) {
@@ -136,6 +121,23 @@ struct Q8 {
   }
 #endif
 };
+
+// A stored GGML block (fp16 scale, then the weights' bytes) into lane `lane` of an interleaved
+// one, and back: its bytes go 4 at a time into the chunks, in order (both types' layout).
+template <class Block>
+void regroup(const uint8_t* stored, size_t lane, Block& block) {
+  std::memcpy(&block.d[lane], stored, sizeof(uint16_t));
+  for (size_t c = 0; c < std::size(block.qs); ++c) {
+    std::memcpy(block.qs[c][lane], stored + 2 + 4 * c, 4);
+  }
+}
+template <class Block>
+void restore(const Block& block, size_t lane, uint8_t* stored) {
+  std::memcpy(stored, &block.d[lane], sizeof(uint16_t));
+  for (size_t c = 0; c < std::size(block.qs); ++c) {
+    std::memcpy(stored + 2 + 4 * c, block.qs[c][lane], 4);
+  }
+}
 
 template <class W>
 const typename W::Block* group_blocks(const uint8_t* packed, int64_t blocks, int64_t group) {
@@ -336,24 +338,6 @@ constexpr int kHalfGroupTokens = 2;
 SERVESCOPE_DEFINE_256_PRODUCT(product_avx2, SERVESCOPE_AVX2, half_group_avx2, Avx2Dots)
 SERVESCOPE_DEFINE_256_PRODUCT(product_vnni, SERVESCOPE_AVX_VNNI, half_group_vnni, VnniDots)
 
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
-}
-
-bool cpu_has_avx_vnni() {
-  static const bool has = cpu_has_avx2() && __builtin_cpu_supports("avxvnni");
-  return has;
-}
-
-bool cpu_has_avx512_vnni() {
-  static const bool has =
-      cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
-  return has;
-}
-
 #endif
 
 #pragma GCC diagnostic pop
@@ -367,8 +351,8 @@ std::vector<uint8_t> interleave(const uint8_t* data, int64_t rows, int64_t cols)
   auto* out = reinterpret_cast<typename W::Block*>(packed.data());
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < blocks; ++b) {
-      W::regroup(data + (r * blocks + b) * W::kStoredBytes,
-                 static_cast<size_t>(r % kInterleavedRows), out[(r / kInterleavedRows) * blocks + b]);
+      regroup(data + (r * blocks + b) * W::kStoredBytes, static_cast<size_t>(r % kInterleavedRows),
+              out[(r / kInterleavedRows) * blocks + b]);
     }
   }
   return packed;
@@ -380,7 +364,7 @@ void row_of(const uint8_t* packed, int64_t cols, int64_t row, float* dst) {
   const typename W::Block* group = group_blocks<W>(packed, blocks, row / kInterleavedRows);
   uint8_t stored[W::kStoredBytes];
   for (int64_t b = 0; b < blocks; ++b) {
-    W::restore(group[b], static_cast<size_t>(row % kInterleavedRows), stored);
+    restore(group[b], static_cast<size_t>(row % kInterleavedRows), stored);
     gguf::dequantize_row(W::kType, stored, dst + b * kQuantBlock, kQuantBlock);
   }
 }
@@ -414,7 +398,11 @@ std::vector<uint8_t> interleave_rows(gguf::GgmlType type, const uint8_t* data, i
 
 void interleaved_row(gguf::GgmlType type, const uint8_t* packed, int64_t cols, int64_t row,
                      float* dst) {
-  is_q4(type) ? row_of<Q4>(packed, cols, row, dst) : row_of<Q8>(packed, cols, row, dst);
+  if (is_q4(type)) {
+    row_of<Q4>(packed, cols, row, dst);
+  } else {
+    row_of<Q8>(packed, cols, row, dst);
+  }
 }
 
 int32_t interleaved_block_offset(gguf::GgmlType type, const ActivationBlock& x) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "engine/compute/cpu_features.h"
 #include "engine/gguf/ggml_types.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -892,22 +893,11 @@ KQuantKernels avx2_kernels() {
           dequantize_avx2<Format>};
 }
 
-bool cpu_has_avx2_fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
-}
-
-bool cpu_has_avx512f() {
-  static const bool has = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
-  return has;
-}
-
 template <class Format>
 std::vector<KQuantKernels> variants_of() {
   std::vector<KQuantKernels> out;
-  if (cpu_has_avx2_fma()) out.push_back(avx2_kernels<Format>());
-  if (cpu_has_avx512f()) out.push_back(avx512_kernels<Format>());
+  if (cpu_has_avx2()) out.push_back(avx2_kernels<Format>());
+  if (cpu_has_avx512()) out.push_back(avx512_kernels<Format>());
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/compute/cpu_features.h"
 #include "engine/compute/cpu_kquant_dot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -380,15 +381,9 @@ std::vector<RowDotInt8Tokens> kquant_int8_kernel_variants(gguf::GgmlType type) {
   if (type != gguf::GgmlType::Q4_K) return {};
   std::vector<RowDotInt8Tokens> variants{dot_portable};
 #ifdef SERVESCOPE_KQ8_SIMD
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
-    variants.push_back(dot_avx2);
-    if (__builtin_cpu_supports("avxvnni")) variants.push_back(dot_vnni);
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vnni")) {
-      variants.push_back(dot_avx512);
-    }
-  }
+  if (cpu_has_avx2()) variants.push_back(dot_avx2);
+  if (cpu_has_avx_vnni()) variants.push_back(dot_vnni);
+  if (cpu_has_avx512_vnni()) variants.push_back(dot_avx512);
 #endif
   return variants;
 }

@@ -8,6 +8,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "engine/compute/cpu_features.h"
 #define SERVESCOPE_X86_SIMD 1
 #endif
 
@@ -230,15 +232,6 @@ constexpr MicroRow<sizeof...(Ts)> avx2_row(std::index_sequence<Ts...>) {
   return {&micro_avx2<Half, P, static_cast<int>(Ts) + 1>...};
 }
 
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
-}
-bool cpu_has_avx512() {
-  static const bool has = cpu_has_avx2() && __builtin_cpu_supports("avx512f");
-  return has;
-}
 #endif
 
 // A lone token over two whole blocks (w: the first; out: its first row; valid rows of 128).

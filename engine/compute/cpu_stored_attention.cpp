@@ -5,6 +5,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "engine/compute/cpu_features.h"
 #define SERVESCOPE_X86_SIMD 1
 #define SERVESCOPE_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
@@ -21,12 +23,6 @@ constexpr int kHeadsPerPass = 2;
 constexpr int kValueVectors = 4;
 
 #ifdef SERVESCOPE_X86_SIMD
-
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
-}
 
 template <bool Half>
 SERVESCOPE_AVX2 inline __m256 load8(const uint8_t* row, int64_t column) {
@@ -143,19 +139,15 @@ void value_sum(const StoredHead& head, const float* p, int group, int64_t first,
 
 }  // namespace
 
-bool stored_attention_supported(const StoredHead& head) {
-#ifdef SERVESCOPE_X86_SIMD
-  return cpu_has_avx2() && (head.type == gguf::GgmlType::F32 || head.type == gguf::GgmlType::F16) &&
-         head.head_dim > 0 && head.head_dim % kLanes == 0;
-#else
-  (void)head;
-  return false;
-#endif
+bool stored_attention_supported(gguf::GgmlType type, int64_t head_dim) {
+  // cpu_has_avx2 is false where there is no x86 SIMD.
+  return cpu_has_avx2() && (type == gguf::GgmlType::F32 || type == gguf::GgmlType::F16) &&
+         head_dim > 0 && head_dim % kLanes == 0;
 }
 
 void stored_key_scores(const StoredHead& head, const float* q, int group, int64_t first,
                        int64_t n_keys, float scale, float* scores) {
-  assert(stored_attention_supported(head));
+  assert(stored_attention_supported(head.type, head.head_dim));
 #ifdef SERVESCOPE_X86_SIMD
   if (head.type == gguf::GgmlType::F16) {
     key_scores<true>(head, q, group, first, n_keys, scale, scores);
@@ -169,7 +161,7 @@ void stored_key_scores(const StoredHead& head, const float* q, int group, int64_
 
 void stored_value_sum(const StoredHead& head, const float* p, int group, int64_t first,
                       int64_t n_keys, float* out) {
-  assert(stored_attention_supported(head));
+  assert(stored_attention_supported(head.type, head.head_dim));
 #ifdef SERVESCOPE_X86_SIMD
   if (head.type == gguf::GgmlType::F16) {
     value_sum<true>(head, p, group, first, n_keys, out);

@@ -22,7 +22,7 @@ struct StoredHead {
 
 // Whether this CPU has the kernels below for the head (AVX2 with F16C; F32 or F16; the head's
 // size a whole number of 8-float vectors). Otherwise the caller gathers the rows into floats.
-bool stored_attention_supported(const StoredHead& head);
+bool stored_attention_supported(gguf::GgmlType type, int64_t head_dim);
 
 // scores[h * n_keys + t] = scale * (q_h . k_t) for the `group` query heads q_h (consecutive,
 // head_dim apart) and keys t in [first, n_keys); other entries are left as they are.
