@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_features.h"
 #include "engine/compute/cpu_int8_interleaved.h"
 #include "engine/compute/cpu_kquant_dot.h"
 #include "engine/compute/cpu_panel_dot.h"
@@ -598,8 +599,31 @@ void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Ten
   });
 }
 
+void CpuBackend::multiply_tile_on_panels(const Tensor& x, const WeightMatrix& w, int64_t r0,
+                                         int64_t rows, std::vector<float>& scratch, Tensor& out) {
+  const PanelLayout layout = panel_layout(gguf::GgmlType::F32, rows, w.cols);
+  scratch.resize(layout.bytes() / sizeof(float));
+  dequantize_to_panels(w.type, weight_row(w, r0), gguf::row_bytes(w.type, w.cols), rows, w.cols,
+                       scratch.data());
+  panel_kernel_for(gguf::GgmlType::F32)(reinterpret_cast<const uint8_t*>(scratch.data()), rows,
+                                        w.cols, 0, layout.panels(), row_ptr(x, 0), x.row_stride,
+                                        x.rows, row_ptr(out, 0) + r0, out.row_stride);
+}
+
+void CpuBackend::multiply_tile_with_sgemm(const Tensor& x, const WeightMatrix& w, int64_t r0,
+                                          int64_t rows, std::vector<float>& scratch, Tensor& out) {
+  scratch.resize(static_cast<size_t>(rows * w.cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
+  }
+  // out[:, r0:r0+rows] = x * tile^T
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(x.rows),
+              static_cast<blasint>(rows), static_cast<blasint>(w.cols), 1.0f, row_ptr(x, 0),
+              static_cast<blasint>(x.row_stride), scratch.data(), static_cast<blasint>(w.cols),
+              0.0f, row_ptr(out, 0) + r0, static_cast<blasint>(out.row_stride));
+}
+
 void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out) {
-  const int64_t n = x.rows;
   // At least kMinTilesPerProduct tiles, as many more as keep a tile within kTileElements, all
   // of about the same size (whole 16-row strips), so that threads finish together (1344 rows:
   // six of 224, not five of 256 and one of 64); tiles do not depend on the thread count, so
@@ -610,22 +634,21 @@ void CpuBackend::matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor&
   const int64_t tile_rows =
       std::max<int64_t>(1, std::min(w.rows, std::max<int64_t>(16, (even_rows + 15) / 16 * 16)));
   const int64_t tiles = (w.rows + tile_rows - 1) / tile_rows;
+  // The AVX-512 panel kernel multiplies a dequantised tile twice as fast as OpenBLAS's sgemm
+  // here (`servescope-cpu-products-bench`, 1 thread, 128 tokens: Q8_0 and Q4_0 903-916 against
+  // 1775-1791 us a layer); the AVX2 one is about 5% slower than OpenBLAS's AVX2 sgemm.
+  static const bool tiles_on_panels = cpu_has_avx512();
   pool_->parallel_for(tiles, 1, [&](int64_t first_tile, int64_t end_tile, int thread) {
     std::vector<float>& scratch = dequantize_scratch_[static_cast<size_t>(thread)];
     for (int64_t tile_index = first_tile; tile_index < end_tile; ++tile_index) {
       const int64_t r0 = tile_index * tile_rows;
       const int64_t rows = std::min(tile_rows, w.rows - r0);
       // (F32 and F16 are stored in panels: matmul_on_panels.)
-      scratch.resize(static_cast<size_t>(rows * w.cols));
-      for (int64_t r = 0; r < rows; ++r) {
-        dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
+      if (tiles_on_panels) {
+        multiply_tile_on_panels(x, w, r0, rows, scratch, out);
+      } else {
+        multiply_tile_with_sgemm(x, w, r0, rows, scratch, out);
       }
-      const float* tile = scratch.data();
-      // out[:, r0:r0+rows] = x * tile^T
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n),
-                  static_cast<blasint>(rows), static_cast<blasint>(w.cols), 1.0f, row_ptr(x, 0),
-                  static_cast<blasint>(x.row_stride), tile, static_cast<blasint>(w.cols), 0.0f,
-                  row_ptr(out, 0) + r0, static_cast<blasint>(out.row_stride));
     }
   });
 }

@@ -85,9 +85,10 @@ class CpuBackend final : public Backend {
 
  private:
   // Up to this many tokens, products with block-type weights run on the stored rows (each
-  // weight byte read once for all tokens); more tokens amortise dequantising a tile for BLAS.
-  // Measured with `bench --sweep` (load 3-4): the Q8_0/Q4_0 row kernels beat dequantising for
-  // sgemm by 10-30% at 16 and 32 tokens.
+  // weight byte read once for all tokens, and a decode batch's sequences get their bits
+  // alone); more tokens amortise dequantising a tile (matmul_on_tiles). Measured with
+  // `bench --sweep` (load 3-4): the Q8_0/Q4_0 row kernels beat dequantising for sgemm by 10-30%
+  // at 16 and 32 tokens.
   static constexpr int64_t kMaxRowsForRowKernels = 32;
   void matmul_on_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
   // F32 / F16 weights, stored in panels (cpu_panel_dot.h): the panel kernel at every token
@@ -99,7 +100,13 @@ class CpuBackend final : public Backend {
   void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void quantise_tokens(const Tensor& x);
+  // Many tokens against block-type weights: tiles of rows dequantised, each multiplied by the
+  // F32 panel kernel (AVX-512) or OpenBLAS's sgemm, on a thread's scratch.
   void matmul_on_tiles(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  void multiply_tile_on_panels(const Tensor& x, const WeightMatrix& w, int64_t r0, int64_t rows,
+                               std::vector<float>& scratch, Tensor& out);
+  void multiply_tile_with_sgemm(const Tensor& x, const WeightMatrix& w, int64_t r0, int64_t rows,
+                                std::vector<float>& scratch, Tensor& out);
 
   void warm_up_blas();
 

@@ -42,6 +42,11 @@ PanelLayout panel_layout(gguf::GgmlType type, int64_t rows, int64_t cols);
 // Repacks `rows` GGML rows of `type` (row-major, as in the file) into the layout.
 std::vector<uint8_t> pack_panels(gguf::GgmlType type, int64_t rows, int64_t cols,
                                  const uint8_t* row_major);
+// Rows [0, rows) of weights of any type (row r at first_row + r * row_bytes, as in the file),
+// dequantised into the F32 panel layout panel_layout(F32, rows, cols) at `panels`, padding rows
+// zero: a tile that panel_kernel_for(F32) multiplies. The values are dequantize_row_fast's.
+void dequantize_to_panels(gguf::GgmlType type, const uint8_t* first_row, uint64_t row_bytes,
+                          int64_t rows, int64_t cols, float* panels);
 // Row r of packed weights as float32 (an embedding look-up).
 void panel_row(gguf::GgmlType type, const uint8_t* panels, int64_t rows, int64_t cols, int64_t r,
                float* dst);

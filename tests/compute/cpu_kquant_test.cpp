@@ -242,7 +242,7 @@ std::vector<float> backend_product(int threads, GgmlType type, const Rows& w, in
   return backend.read(out);
 }
 
-// Through the backend: decode steps (row kernels) and prefill (decoded tiles and sgemm) for one,
+// Through the backend: decode steps (row kernels) and prefill (decoded tiles) for one,
 // two and three threads, near the double reference; a token in a decode batch gets its bits
 // alone.
 TEST_P(KQuantKernelsTest, BackendProductsAreThreadAndBatchInvariant) {

@@ -123,6 +123,41 @@ TEST_P(PanelDot, BackendLooksUpEmbeddingRowsFromPanels) {
   }
 }
 
+// Prefill's exact products dequantise tiles of block-type rows straight into F32 panels: every
+// row reads back as the reference decoder's values, for row counts that end inside a panel or
+// a block, and column counts that end inside the 256-column passes and inside 16 columns.
+TEST(PanelTiles, DequantisedRowsReadBackAsTheDecodedFileRows) {
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_1, GgmlType::Q4_K,
+                              GgmlType::Q6_K, GgmlType::BF16, GgmlType::F32}) {
+    const int64_t block = gguf::block_elements(type);
+    for (const int64_t rows : {1, 16, 17, 70, 131}) {
+      for (const int64_t cols : {block, 3 * block, 256 + block, 2 * 256 + 5 * block}) {
+        if (cols % block != 0 || (block == 1 && cols == 1)) continue;
+        const Weights w = random_weights(type, rows, cols, 9);
+        const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
+        // Filled with a marker first: padding rows must come out zero.
+        std::vector<float> panels(layout.bytes() / sizeof(float), -7.0f);
+        dequantize_to_panels(type, w.bytes.data(), gguf::row_bytes(type, cols), rows, cols,
+                             panels.data());
+        const auto* packed = reinterpret_cast<const uint8_t*>(panels.data());
+        std::vector<float> row(static_cast<size_t>(cols));
+        for (int64_t r = 0; r < rows; ++r) {
+          panel_row(GgmlType::F32, packed, rows, cols, r, row.data());
+          ASSERT_EQ(row, std::vector<float>(w.values.begin() + r * cols,
+                                            w.values.begin() + (r + 1) * cols))
+              << gguf::type_name(type) << " rows " << rows << " cols " << cols << " row " << r;
+        }
+        const int64_t padded = (rows + kPanelRows - 1) / kPanelRows * kPanelRows;
+        for (int64_t r = rows; r < padded; ++r) {
+          panel_row(GgmlType::F32, packed, padded, cols, r, row.data());
+          ASSERT_EQ(row, std::vector<float>(static_cast<size_t>(cols), 0.0f))
+              << gguf::type_name(type) << " padding row " << r;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, PanelDot, ::testing::Values(GgmlType::F32, GgmlType::F16),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));

@@ -181,7 +181,7 @@ void expect_near_double_reference(const std::vector<float>& result, const Weight
 class CpuThreadedMatmul : public ::testing::TestWithParam<GgmlType> {};
 
 // Odd row counts, a column count with a tail past the last 16 (F32/F16), and token counts on
-// both sides of every group size and of the switch to BLAS tiles (32 tokens).
+// both sides of every group size and of the switch to dequantised tiles (32 tokens).
 TEST_P(CpuThreadedMatmul, SameForOneTwoThreeThreadsAndMatchesDoubleReference) {
   const GgmlType type = GetParam();
   const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
