@@ -18,7 +18,7 @@ namespace servescope::compute {
 namespace {
 
 // Part of the cache file name: a changed measurement must not read an old one's numbers.
-constexpr int kRoofsVersion = 2;  // 2: the CPU's roofs depend on its thread count
+constexpr int kRoofsVersion = 3;  // 2: per thread count; 3: bandwidth runs of 20 ms or more
 constexpr int kRuns = 3;
 // Each timed run of the bandwidth probe streams at least this much (repeating the product on
 // small working sets), so that the timer and the submission are a small part of it.
@@ -70,8 +70,18 @@ BandwidthRoof measure_bandwidth(Backend& backend, uint64_t working_set_bytes) {
     const WeightMatrix w = backend.upload_matrix(gguf::GgmlType::F32, rows, kCols, zeros);
     const Tensor x = backend.create_tensor(1, kCols, BufferPurpose::kScratch);
     Tensor y = backend.create_tensor(1, rows, BufferPurpose::kScratch);
-    const uint64_t repeats = std::max<uint64_t>(1, (kMinBytesPerRun + bytes - 1) / bytes);
     backend.matmul(x, w, nullptr, y);  // warm-up: pipelines, first touch
+    // Repeats so that a timed run also lasts kMinSecondsPerRun: a cache-resident pass takes
+    // a fraction of a millisecond, and runs that short moved 80-180 GB/s from one probe to the
+    // next on the AMD EPYC machine (thread wake-ups and timer jitter, not the cache).
+    const auto start = std::chrono::steady_clock::now();
+    backend.matmul(x, w, nullptr, y);
+    backend.read(y);
+    const double once =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const uint64_t repeats =
+        std::max({uint64_t{1}, (kMinBytesPerRun + bytes - 1) / bytes,
+                  static_cast<uint64_t>(std::ceil(kMinSecondsPerRun / std::max(once, 1e-9)))});
     const double seconds = best_seconds(backend, y, [&] {
       for (uint64_t r = 0; r < repeats; ++r) backend.matmul(x, w, nullptr, y);
     });
