@@ -1,7 +1,9 @@
 #include "engine/serving/sampler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -11,15 +13,57 @@
 namespace servescope::serving {
 namespace {
 
+// A 32-bit rank whose ascending order is the logits' descending order: the float's bits made
+// monotonic, then inverted. Ties (equal logits; -0 and +0 rank together, as `==` has them) are
+// broken by id wherever ranks are sorted.
+uint32_t descending_rank(float logit) {
+  if (logit == 0.0f) logit = 0.0f;
+  uint32_t bits = 0;
+  std::memcpy(&bits, &logit, sizeof bits);
+  return ~((bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u);
+}
+
+// Every id, most likely first and ties by id: a stable radix sort of the ranks, four passes of
+// 8 bits over ids that start in id order. (Ranking by a comparison that loads two logits took
+// about 0.3 ms for a 2,048-token vocabulary, twice the bundled model's decode step.)
+std::vector<int32_t> all_most_likely_first(std::span<const float> logits) {
+  const size_t n = logits.size();
+  std::vector<uint32_t> rank(n);
+  for (size_t i = 0; i < n; ++i) rank[i] = descending_rank(logits[i]);
+  std::vector<int32_t> ids(n);
+  std::vector<int32_t> sorted(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int shift = 0; shift < 32; shift += 8) {
+    std::array<size_t, 257> start{};
+    for (const int32_t id : ids) ++start[((rank[static_cast<size_t>(id)] >> shift) & 0xffu) + 1];
+    for (size_t digit = 0; digit < 256; ++digit) start[digit + 1] += start[digit];
+    for (const int32_t id : ids) {
+      sorted[start[(rank[static_cast<size_t>(id)] >> shift) & 0xffu]++] = id;
+    }
+    ids.swap(sorted);
+  }
+  return ids;
+}
+
 // The `keep` ids with the largest logits, most likely first (ties by id, so the order is the
 // same on every machine).
 std::vector<int32_t> most_likely_first(std::span<const float> logits, size_t keep) {
-  std::vector<int32_t> ids(logits.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  std::partial_sort(
-      ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(),
-      [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
-  ids.resize(keep);
+  if (keep * 16 > logits.size()) {
+    std::vector<int32_t> ids = all_most_likely_first(logits);
+    ids.resize(keep);
+    return ids;
+  }
+  // A few (the top alternatives, a small top-k): selected, then only those sorted, on keys
+  // that hold the rank above the id.
+  std::vector<uint64_t> keys(logits.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    keys[i] = (uint64_t{descending_rank(logits[i])} << 32) | i;
+  }
+  const auto end = keys.begin() + static_cast<std::ptrdiff_t>(keep);
+  std::nth_element(keys.begin(), end, keys.end());
+  std::sort(keys.begin(), end);
+  std::vector<int32_t> ids(keep);
+  for (size_t i = 0; i < keep; ++i) ids[i] = static_cast<int32_t>(keys[i] & 0xffffffffu);
   return ids;
 }
 
