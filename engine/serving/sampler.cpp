@@ -48,22 +48,25 @@ std::vector<int32_t> all_most_likely_first(std::span<const float> logits) {
 // The `keep` ids with the largest logits, most likely first (ties by id, so the order is the
 // same on every machine).
 std::vector<int32_t> most_likely_first(std::span<const float> logits, size_t keep) {
+  if (keep == 0) return {};
   if (keep * 16 > logits.size()) {
     std::vector<int32_t> ids = all_most_likely_first(logits);
     ids.resize(keep);
     return ids;
   }
-  // A few (the top alternatives, a small top-k): selected, then only those sorted, on keys
-  // that hold the rank above the id.
-  std::vector<uint64_t> keys(logits.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    keys[i] = (uint64_t{descending_rank(logits[i])} << 32) | i;
+  // A few (the top alternatives, a small top-k): one pass that keeps the best `keep` keys
+  // sorted (rank above id, so a key's order is the ranking); most logits are rejected by one
+  // comparison with the worst key kept.
+  std::vector<uint64_t> best;
+  best.reserve(keep + 1);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const uint64_t key = (uint64_t{descending_rank(logits[i])} << 32) | i;
+    if (best.size() == keep && key >= best.back()) continue;
+    best.insert(std::upper_bound(best.begin(), best.end(), key), key);
+    if (best.size() > keep) best.pop_back();
   }
-  const auto end = keys.begin() + static_cast<std::ptrdiff_t>(keep);
-  std::nth_element(keys.begin(), end, keys.end());
-  std::sort(keys.begin(), end);
-  std::vector<int32_t> ids(keep);
-  for (size_t i = 0; i < keep; ++i) ids[i] = static_cast<int32_t>(keys[i] & 0xffffffffu);
+  std::vector<int32_t> ids(best.size());
+  for (size_t i = 0; i < best.size(); ++i) ids[i] = static_cast<int32_t>(best[i] & 0xffffffffu);
   return ids;
 }
 
