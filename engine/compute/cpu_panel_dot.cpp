@@ -426,7 +426,8 @@ std::vector<PanelKernel> variants() {
 }
 
 // Each block's rows into columns, 16 columns at a time (the block's writes for them stay in
-// L1): loading a model repacks every F32 / F16 weight once.
+// L1): loading a model repacks every F16 weight once (F32 ones go through
+// dequantize_to_panels, whose transpose is vectorised).
 template <class Element>
 void transpose_blocks(const PanelLayout& layout, const uint8_t* row_major, uint8_t* packed) {
   constexpr int64_t kColumns = 16;
