@@ -156,11 +156,12 @@ class CpuBackend final : public Backend {
   void attend_rows(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                    const AttentionBatch& batch, Tensor& out, Tensor* weights, int64_t begin,
                    int64_t end, AttentionScratch& scratch);
-  // The same, reading the stored keys and values in place (cpu_stored_attention.h), for the
-  // stores and CPUs that has kernels for.
+  // The same for KV heads [first_kv_head, end_kv_head) only, reading the stored keys and
+  // values in place (cpu_stored_attention.h), for the stores and CPUs that has kernels for.
   void attend_rows_in_place(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                             const AttentionBatch& batch, Tensor& out, Tensor* weights,
-                            int64_t begin, int64_t end, AttentionScratch& scratch);
+                            int64_t begin, int64_t end, int64_t first_kv_head, int64_t end_kv_head,
+                            AttentionScratch& scratch);
   Profile profile_;
 };
 

@@ -38,6 +38,9 @@ std::vector<Case> cases() {
       {{4, 2, 16}, {{0, 19}}, "heads of 16 (Q8_0: not whole blocks)"},
       {{4, 1, 64, 0.0f, 0.0f, 9}, {{20, 1}, {0, 5}}, "sliding window, decode rows"},
       {{6, 2, 48}, {{10, 1}, {0, 3}}, "heads of 48, three per KV head, decode rows"},
+      // Fewer rows than threads: the KV heads split over the threads (one thread: not).
+      {{4, 2, 64}, {{25, 1}}, "a lone decode row"},
+      {{6, 3, 32, 0.0f, 2.0f}, {{40, 1}}, "a lone decode row, three KV heads, soft-cap"},
   };
 }
 
