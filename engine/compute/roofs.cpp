@@ -44,18 +44,29 @@ std::string device_name(Backend& backend) {
   return describe_cpu().model_name;
 }
 
-// The best wall time of kRuns runs of `work`, each ended by reading `sync` (which waits for
-// everything recorded).
+// The wall time of one run of `work`, ended by reading `sync` (which waits for everything
+// recorded).
+double seconds_of(Backend& backend, const Tensor& sync, const std::function<void()>& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  backend.read(sync);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// How many times to repeat a product that took `once` seconds so that a timed run lasts
+// kMinSecondsPerRun: a cache-resident pass takes a fraction of a millisecond, and runs that
+// short moved 80-180 GB/s from one probe to the next on the AMD EPYC machine (thread wake-ups
+// and timer jitter, not the cache).
+uint64_t repeats_for_a_run(double once) {
+  return std::max<uint64_t>(
+      1, static_cast<uint64_t>(std::ceil(kMinSecondsPerRun / std::max(once, 1e-9))));
+}
+
+// The best wall time of kRuns runs of `work`.
 double best_seconds(Backend& backend, const Tensor& sync, const std::function<void()>& work) {
   backend.read(sync);
   double best = INFINITY;
-  for (int run = 0; run < kRuns; ++run) {
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    backend.read(sync);
-    best = std::min(
-        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  for (int run = 0; run < kRuns; ++run) best = std::min(best, seconds_of(backend, sync, work));
   return best;
 }
 
@@ -70,20 +81,12 @@ BandwidthRoof measure_bandwidth(Backend& backend, uint64_t working_set_bytes) {
     const WeightMatrix w = backend.upload_matrix(gguf::GgmlType::F32, rows, kCols, zeros);
     const Tensor x = backend.create_tensor(1, kCols, BufferPurpose::kScratch);
     Tensor y = backend.create_tensor(1, rows, BufferPurpose::kScratch);
-    backend.matmul(x, w, nullptr, y);  // warm-up: pipelines, first touch
-    // Repeats so that a timed run also lasts kMinSecondsPerRun: a cache-resident pass takes
-    // a fraction of a millisecond, and runs that short moved 80-180 GB/s from one probe to the
-    // next on the AMD EPYC machine (thread wake-ups and timer jitter, not the cache).
-    const auto start = std::chrono::steady_clock::now();
-    backend.matmul(x, w, nullptr, y);
-    backend.read(y);
-    const double once =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const uint64_t repeats =
-        std::max({uint64_t{1}, (kMinBytesPerRun + bytes - 1) / bytes,
-                  static_cast<uint64_t>(std::ceil(kMinSecondsPerRun / std::max(once, 1e-9)))});
+    const auto product = [&] { backend.matmul(x, w, nullptr, y); };
+    product();  // warm-up: pipelines, first touch
+    const uint64_t repeats = std::max((kMinBytesPerRun + bytes - 1) / bytes,
+                                      repeats_for_a_run(seconds_of(backend, y, product)));
     const double seconds = best_seconds(backend, y, [&] {
-      for (uint64_t r = 0; r < repeats; ++r) backend.matmul(x, w, nullptr, y);
+      for (uint64_t r = 0; r < repeats; ++r) product();
     });
     roof.gb_per_s = static_cast<double>(bytes * repeats) / seconds / 1e9;
   }
@@ -99,18 +102,15 @@ MatmulRoof measure_matmul(Backend& backend, gguf::GgmlType type, const RoofPlan&
                        plan.matmul_cols);
   }
   const WeightMatrix w = backend.upload_matrix(type, plan.matmul_rows, plan.matmul_cols, bytes);
-  // Warm-up, which also sizes the repeats so a timed run lasts kMinSecondsPerRun.
-  const auto start = std::chrono::steady_clock::now();
-  backend.matmul(x, w, nullptr, out);
-  backend.read(out.row_range(0, 1));
-  const double once =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const int repeats = std::max(1, static_cast<int>(std::ceil(kMinSecondsPerRun / once)));
-  const double seconds = best_seconds(backend, out.row_range(0, 1), [&] {
-    for (int r = 0; r < repeats; ++r) backend.matmul(x, w, nullptr, out);
+  // The warm-up also sizes the repeats.
+  const Tensor sync = out.row_range(0, 1);
+  const uint64_t repeats =
+      repeats_for_a_run(seconds_of(backend, sync, [&] { backend.matmul(x, w, nullptr, out); }));
+  const double seconds = best_seconds(backend, sync, [&] {
+    for (uint64_t r = 0; r < repeats; ++r) backend.matmul(x, w, nullptr, out);
   });
   const double flops = 2.0 * static_cast<double>(plan.matmul_tokens * plan.matmul_rows) *
-                       static_cast<double>(plan.matmul_cols) * repeats;
+                       static_cast<double>(plan.matmul_cols) * static_cast<double>(repeats);
   return {type, flops / seconds / 1e9};
 }
 
