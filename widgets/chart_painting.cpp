@@ -65,26 +65,12 @@ QString format_number(double value, int significant) {
   return QString::number(value, 'f', decimals);
 }
 
-QString format_bytes(double bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  double value = bytes;
-  while (std::abs(value) >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-  }
-  if (unit == 0) return QStringLiteral("%1 B").arg(std::llround(value));
-  return QStringLiteral("%1 %2").arg(format_number(value, 3), QLatin1String(kUnits[unit]));
-}
+QString format_bytes(double bytes) { return QString::fromStdString(units::format_bytes(bytes)); }
 
-ByteUnit byte_unit(double max_bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  ByteUnit unit;
-  for (int i = 1; i < 5 && max_bytes >= unit.divisor * 1024.0; ++i) {
-    unit.divisor *= 1024.0;
-    unit.name = QLatin1String(kUnits[i]);
-  }
-  return unit;
+units::ByteUnit byte_unit(double max_bytes) { return units::binary_unit_for(max_bytes); }
+
+QString unit_name(const units::ByteUnit& unit) {
+  return QString::fromLatin1(unit.symbol.data(), static_cast<qsizetype>(unit.symbol.size()));
 }
 
 QFont heading_font(const QFont& base) {

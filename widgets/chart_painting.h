@@ -9,6 +9,8 @@
 #include <QString>
 #include <vector>
 
+#include "units/units.h"
+
 class QPainter;
 
 namespace servescope::widgets {
@@ -31,14 +33,11 @@ Range nice_range(double min, double max, int target, bool integer_steps = false)
 
 // "1234", "12.3", "0.0123", "1.2e+06": short, with `significant` digits where a fraction shows.
 QString format_number(double value, int significant = 3);
-// Binary units: "512 B", "12.0 KiB", "3.25 MiB", "1.50 GiB".
+// units::format_bytes as a QString: "512 B", "12 KiB", "3.25 MiB", "1.5 GiB".
 QString format_bytes(double bytes);
-// The binary unit that suits values up to `max_bytes` for an axis: {divisor, "KiB"}.
-struct ByteUnit {
-  double divisor = 1.0;
-  QString name = QStringLiteral("B");
-};
-ByteUnit byte_unit(double max_bytes);
+// The binary unit an axis of values up to `max_bytes` is labelled in: units::binary_unit_for.
+units::ByteUnit byte_unit(double max_bytes);
+QString unit_name(const units::ByteUnit& unit);  // "KiB"
 
 QFont heading_font(const QFont& base);
 QFont small_font(const QFont& base);

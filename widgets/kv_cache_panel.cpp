@@ -1,7 +1,6 @@
 #include "widgets/kv_cache_panel.h"
 
 #include <QFontMetricsF>
-#include <QLocale>
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
@@ -142,19 +141,18 @@ double KvCachePanel::formula_bytes(int64_t tokens) const {
 
 QString KvCachePanel::formula_text() const {
   const KvModelShape& m = snapshot_.model;
-  const QLocale locale(QLocale::English);
+  const QString per_token = QString::fromStdString(units::format_number(bytes_per_token(), 2));
   const QString line1 =
       tr("per token: 2 (K and V) x %1 layers x %2 KV heads x %3 head dim x %4 B (%5) = %6 B")
           .arg(m.layers)
           .arg(m.kv_heads)
           .arg(m.head_dim)
           .arg(QString::number(m.bytes_per_element, 'g', 6),
-               m.element_type.isEmpty() ? tr("?") : m.element_type,
-               locale.toString(bytes_per_token(), 'f', 0));
+               m.element_type.isEmpty() ? tr("?") : m.element_type, per_token);
   const QString line2 =
       tr("per block of %1 tokens: %1 x %2 B = %3; a request holds ceil(tokens / %1) blocks")
           .arg(snapshot_.block_size)
-          .arg(locale.toString(bytes_per_token(), 'f', 0), chart::format_bytes(bytes_per_block()));
+          .arg(per_token, chart::format_bytes(bytes_per_block()));
   return line1 + QLatin1Char('\n') + line2;
 }
 
@@ -397,12 +395,13 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
   }
   const chart::Range x = chart::nice_range(0.0, double(max_tokens), 6, true);
   max_bytes = std::max(max_bytes, formula_bytes(int64_t(x.max)));
-  const chart::ByteUnit unit = chart::byte_unit(max_bytes);
+  const units::ByteUnit unit = chart::byte_unit(max_bytes);
+  const double divisor = unit.bytes();
   chart::AxesSpec spec;
   spec.x_label = tr("tokens held in the cache");
-  spec.y_label = tr("allocated (%1)").arg(unit.name);
+  spec.y_label = tr("allocated (%1)").arg(chart::unit_name(unit));
   spec.x = x;
-  spec.y = chart::nice_range(0.0, max_bytes / unit.divisor, 5);
+  spec.y = chart::nice_range(0.0, max_bytes / divisor, 5);
   spec.integer_x = true;
   const chart::Frame frame = chart::draw_axes(
       painter, QRectF(area.left(), top, area.width(), area.bottom() - top), spec, t);
@@ -411,12 +410,12 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
   painter.setClipRect(frame.plot().adjusted(-5, -5, 5, 5));
   painter.setBrush(Qt::NoBrush);
   painter.setPen(QPen(t.muted_text, 1.5, Qt::DashLine));
-  painter.drawLine(frame.point(0, 0), frame.point(x.max, bytes_per_token() * x.max / unit.divisor));
+  painter.drawLine(frame.point(0, 0), frame.point(x.max, bytes_per_token() * x.max / divisor));
   // Whole blocks: a step up at every block boundary.
   QPainterPath stairs(frame.point(0, 0));
   const int64_t block = std::max<int32_t>(snapshot_.block_size, 1);
   for (int64_t tokens = 0; tokens < int64_t(x.max); tokens += block) {
-    const double bytes = formula_bytes(tokens + 1) / unit.divisor;
+    const double bytes = formula_bytes(tokens + 1) / divisor;
     stairs.lineTo(frame.point(double(tokens), bytes));
     stairs.lineTo(frame.point(double(std::min<int64_t>(tokens + block, int64_t(x.max))), bytes));
   }
@@ -425,15 +424,15 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
   painter.setPen(QPen(t.series(4).darker(120), 1));
   painter.setBrush(t.series(4));
   for (const KvPoint& p : snapshot_.history) {
-    painter.drawEllipse(frame.point(double(p.retained_tokens), p.allocated_bytes / unit.divisor),
-                        3.5, 3.5);
+    painter.drawEllipse(frame.point(double(p.retained_tokens), p.allocated_bytes / divisor), 3.5,
+                        3.5);
   }
   if (!snapshot_.history.empty()) {
     const KvPoint& now = snapshot_.history.back();
     painter.setBrush(Qt::NoBrush);
     painter.setPen(QPen(t.highlight, 2.5));
-    painter.drawEllipse(
-        frame.point(double(now.retained_tokens), now.allocated_bytes / unit.divisor), 7, 7);
+    painter.drawEllipse(frame.point(double(now.retained_tokens), now.allocated_bytes / divisor), 7,
+                        7);
   }
   painter.restore();
   add_tooltip(
@@ -457,13 +456,14 @@ void KvCachePanel::paint_layers(QPainter& painter, const QRectF& area) {
   double max_bytes = 0.0;
   for (const KvLayerBytes& l : snapshot_.layers)
     max_bytes = std::max({max_bytes, l.k_bytes, l.v_bytes});
-  const chart::ByteUnit unit = chart::byte_unit(max_bytes);
+  const units::ByteUnit unit = chart::byte_unit(max_bytes);
+  const double divisor = unit.bytes();
   const int n = static_cast<int>(snapshot_.layers.size());
   chart::AxesSpec spec;
   spec.x_label = tr("layer");
-  spec.y_label = unit.name;
+  spec.y_label = chart::unit_name(unit);
   spec.x = {-0.5, n - 0.5};
-  spec.y = chart::nice_range(0.0, max_bytes / unit.divisor, 3);
+  spec.y = chart::nice_range(0.0, max_bytes / divisor, 3);
   spec.y_ticks = 3;
   spec.integer_x = true;
   spec.x_ticks = std::min(n, 16);
@@ -475,8 +475,8 @@ void KvCachePanel::paint_layers(QPainter& painter, const QRectF& area) {
     const KvLayerBytes& l = snapshot_.layers[size_t(i)];
     const qreal center = frame.x(i);
     const qreal base = frame.y(0);
-    const qreal k_top = frame.y(l.k_bytes / unit.divisor);
-    const qreal v_top = frame.y(l.v_bytes / unit.divisor);
+    const qreal k_top = frame.y(l.k_bytes / divisor);
+    const qreal v_top = frame.y(l.v_bytes / divisor);
     painter.fillRect(QRectF(center - bar, k_top, bar, base - k_top), k_color);
     painter.fillRect(QRectF(center, v_top, bar, base - v_top), v_color);
     add_tooltip(QRectF(center - slot / 2, frame.plot().top(), slot, frame.plot().height()),

@@ -14,8 +14,8 @@ const char* const kHeaderTips[QuantVariantModel::kColumnCount] = {
     QT_TRANSLATE_NOOP("QuantVariantModel", "Element type the weights are stored in."),
     QT_TRANSLATE_NOOP("QuantVariantModel", "Element type the key-value cache is stored in."),
     QT_TRANSLATE_NOOP("QuantVariantModel",
-                      "Size of the weights in megabytes (the verdict's memory adds a full "
-                      "context's KV cache)."),
+                      "Size of the weights (the verdict's memory adds a full context's KV "
+                      "cache)."),
     QT_TRANSLATE_NOOP("QuantVariantModel",
                       "Bits each weight takes on average: 8 x bytes / parameters, scales and "
                       "the tensors kept in F32 included."),
@@ -86,7 +86,7 @@ QString QuantVariantModel::header_text(int column) const {
     case kKvCache:
       return tr("KV\ncache");
     case kSize:
-      return tr("Size\n(MB)");
+      return tr("Size");
     case kBitsPerWeight:
       return tr("Bits/\nweight");
     case kMeanKl:
@@ -118,7 +118,7 @@ QString QuantVariantModel::cell_text(const QuantVariantRow& row, int column, int
     case kKvCache:
       return row.kv_type;
     case kSize:
-      return chart::format_number(row.weight_mb);
+      return chart::format_bytes(row.weight_bytes);
     case kBitsPerWeight:
       return QString::number(row.bits_per_weight, 'f', 2);
     case kMeanKl:
@@ -184,17 +184,17 @@ QVariant QuantVariantModel::headerData(int section, Qt::Orientation orientation,
 
 QString QuantVariantModel::csv() const {
   QString out = QStringLiteral(
-      "weights,kv_cache,weight_mb,bits_per_weight,memory_mb,prefill_tokens_per_s,"
+      "weights,kv_cache,weight_bytes,bits_per_weight,memory_bytes,prefill_tokens_per_s,"
       "decode_tokens_per_s,decode_speedup,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,"
       "cost_per_request,perplexity,mean_kl,top1_agreement,verdict\n");
   const QuantVariantRow* base = baseline_of(variants_);
   for (int i = 0; i < rowCount(); ++i) {
     const QuantVariantRow& r = variants_[i];
     QStringList fields = {csv_field(r.weight_type), csv_field(r.kv_type)};
-    for (const double v : {r.weight_mb, r.bits_per_weight, r.memory_mb, r.prefill_tokens_per_s,
-                           r.decode_tokens_per_s, decode_speedup(r, *base), r.ttft_p50_ms,
-                           r.ttft_p99_ms, r.tpot_p50_ms, r.tpot_p99_ms, r.cost_per_request,
-                           r.perplexity, r.mean_kl, r.top1_agreement}) {
+    for (const double v : {r.weight_bytes, r.bits_per_weight, r.memory_bytes,
+                           r.prefill_tokens_per_s, r.decode_tokens_per_s, decode_speedup(r, *base),
+                           r.ttft_p50_ms, r.ttft_p99_ms, r.tpot_p50_ms, r.tpot_p99_ms,
+                           r.cost_per_request, r.perplexity, r.mean_kl, r.top1_agreement}) {
       fields << QString::number(v, 'g', 9);
     }
     fields << cell_text(r, kVerdict, i);

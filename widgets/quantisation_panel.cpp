@@ -377,10 +377,10 @@ QString QuantisationPanel::csv() const {
     const QString item =
         v.weight_type + QStringLiteral(" weights / ") + v.kv_type + QStringLiteral(" KV");
     const QuantVariantRow& base = *baseline_of(model_->variants());
-    add(variant, item, QStringLiteral("weights"), number(v.weight_mb), QStringLiteral("MB"));
+    add(variant, item, QStringLiteral("weights"), number(v.weight_bytes), QStringLiteral("bytes"));
     add(variant, item, QStringLiteral("bits per weight"), number(v.bits_per_weight),
         QStringLiteral("bits"));
-    add(variant, item, QStringLiteral("memory"), number(v.memory_mb), QStringLiteral("MB"));
+    add(variant, item, QStringLiteral("memory"), number(v.memory_bytes), QStringLiteral("bytes"));
     add(variant, item, QStringLiteral("prefill"), number(v.prefill_tokens_per_s),
         QStringLiteral("tokens/s"));
     add(variant, item, QStringLiteral("decode"), number(v.decode_tokens_per_s),

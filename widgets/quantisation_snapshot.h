@@ -40,9 +40,9 @@ struct QuantVariantRow {
   QString weight_type;  // "q8_0"
   QString kv_type;      // "f16"
   bool baseline = false;
-  double weight_mb = 0.0;        // the weights alone
+  double weight_bytes = 0.0;     // the weights alone
   double bits_per_weight = 0.0;  // 8 x weight bytes / parameters, every tensor counted
-  double memory_mb = 0.0;        // weights + a full context's KV cache (the verdict's memory)
+  double memory_bytes = 0.0;     // weights + a full context's KV cache (the verdict's memory)
   double prefill_tokens_per_s = 0.0;
   double decode_tokens_per_s = 0.0;
   double ttft_p50_ms = 0.0;

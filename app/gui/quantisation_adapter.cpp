@@ -18,9 +18,9 @@ widgets::QuantVariantRow variant_row(const eval::VariantReport& v, bool baseline
   row.weight_type = text(v.type);
   row.kv_type = text(v.kv_type);
   row.baseline = baseline;
-  row.weight_mb = static_cast<double>(v.weight_bytes) / 1e6;
+  row.weight_bytes = static_cast<double>(v.weight_bytes);
   row.bits_per_weight = v.bits_per_weight;
-  row.memory_mb = static_cast<double>(v.memory_bytes) / 1e6;
+  row.memory_bytes = static_cast<double>(v.memory_bytes);
   row.prefill_tokens_per_s = v.prefill_tokens_per_s;
   row.decode_tokens_per_s = v.decode_tokens_per_s;
   row.ttft_p50_ms = v.load.ttft_ms.p50;

@@ -21,6 +21,7 @@
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 #include "app/lessons/vocabulary.h"
+#include "widgets/number_field.h"
 
 namespace servescope::gui {
 namespace {
@@ -67,7 +68,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   number_row_ = new QWidget;
   auto* number_layout = new QHBoxLayout(number_row_);
   number_layout->setContentsMargins(12, 0, 0, 0);
-  number_ = new QDoubleSpinBox;
+  number_ = new widgets::NumberField;
   number_->setObjectName("predict-number");
   number_->setRange(0.0, 1e15);
   number_->setDecimals(3);

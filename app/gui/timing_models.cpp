@@ -2,11 +2,11 @@
 
 #include <QDir>
 #include <QFileInfo>
-#include <QLocale>
 #include <filesystem>
 #include <system_error>
 
 #include "app/cli/make_model_command.h"
+#include "app/gui/window_text.h"
 #include "engine/core/error.h"
 #include "engine/eval/quantize_model.h"
 
@@ -33,9 +33,7 @@ QString timing_model_title(const TimingModel& model, int64_t vocab_size) {
   if (vocab_size <= 0) return QString("%1 %2").arg(model.label, model.type.toUpper());
   return QString("%1 %2 (%3)")
       .arg(model.label, model.type.toUpper(),
-           QLocale::system().formattedDataSize(
-               static_cast<qint64>(timing_model_weight_bytes(model, vocab_size)), 1,
-               QLocale::DataSizeTraditionalFormat));
+           bytes_text(timing_model_weight_bytes(model, vocab_size)));
 }
 
 QString timing_models_folder(const QString& cache_folder) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/model/model_config.h"
+#include "units/units.h"
 
 namespace servescope::gui {
 
@@ -38,8 +39,7 @@ QString name_without_note(const QString& name) {
 }
 
 QString bytes_text(uint64_t bytes) {
-  return QLocale::system().formattedDataSize(static_cast<qint64>(bytes), 1,
-                                             QLocale::DataSizeTraditionalFormat);
+  return QString::fromStdString(units::format_bytes(static_cast<double>(bytes)));
 }
 
 QString count_text(int64_t count) {
@@ -76,12 +76,16 @@ QString device_tooltip(const EngineInfo& info) {
 QString model_details_html(const EngineInfo& info) {
   const QLocale locale = QLocale::system();
   const auto number = [&](int64_t n) { return locale.toString(static_cast<qlonglong>(n)); };
+  // The exact figure and its size: "18,459,648 bytes (17.6 MiB)".
+  const auto bytes = [](uint64_t n) {
+    return QString::fromStdString(units::format_bytes_exact(static_cast<double>(n)));
+  };
   QList<std::pair<QString, QString>> rows = {
       {"Name", name_without_note(info.model_name)},
       {"File", info.model_path},
       {"Architecture", info.architecture},
       {"Parameters", number(info.parameters)},
-      {"Weights", bytes_text(info.weight_bytes) +
+      {"Weights", bytes(info.weight_bytes) +
                       (info.weight_type.isEmpty()
                            ? QString()
                            : QString(" (re-encoded as %1)").arg(info.weight_type.toUpper()))},
@@ -93,7 +97,7 @@ QString model_details_html(const EngineInfo& info) {
       {"Vocabulary", QString("%1 tokens").arg(number(info.vocab_size))},
       {"Context", QString("%1 tokens").arg(number(info.context_length))},
       {"KV cache per token",
-       QString("%1 as %2").arg(bytes_text(info.kv_bytes_per_token), kv_type_label(info.kv_type))},
+       QString("%1 as %2").arg(bytes(info.kv_bytes_per_token), kv_type_label(info.kv_type))},
   };
   // "Author: ..." lines, as the file's general.* keys give them.
   for (const QString& line : info.provenance.split('\n', Qt::SkipEmptyParts)) {

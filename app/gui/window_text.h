@@ -29,7 +29,7 @@ QString random_weights_note_text();
 // weights: ...)"): the window shows the note once, in its own place.
 QString name_without_note(const QString& name);
 
-// 17.6 MB, 1.3 kB: sizes in the user's locale.
+// 17.6 MiB, 1.3 KiB: units::format_bytes as a QString.
 QString bytes_text(uint64_t bytes);
 
 QString kv_type_label(gguf::GgmlType type);

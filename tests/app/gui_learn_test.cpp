@@ -6,6 +6,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QListWidget>
 #include <QMenuBar>
@@ -226,6 +227,11 @@ TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport)
   ASSERT_GE(number_step, 0);
   ASSERT_TRUE(learn().open_lesson("kv-cache", number_step));
   learn().step_view().set_prediction(500000);
+  // The box shows the number as typed, not "500,000.000".
+  const auto* box = learn().step_view().findChild<QDoubleSpinBox*>("predict-number");
+  ASSERT_NE(box, nullptr);
+  EXPECT_FALSE(box->cleanText().contains(box->locale().decimalPoint()))
+      << box->cleanText().toStdString();
   learn().step_view().run();
   learn().step_view().cancel();
   ASSERT_FALSE(ui().progress().predictions.empty());

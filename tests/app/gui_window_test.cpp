@@ -7,7 +7,9 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
+#include <QLabel>
 #include <QMenu>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -83,6 +85,23 @@ TEST_F(WindowFixture, OpensTheBundledModelWithTheSuggestedPrompt) {
   // The prompt's tokens are shown as soon as the model is there: BOS and "Once upon a time".
   ASSERT_EQ(window_->prompt_tokens().size(), 5);
   EXPECT_EQ(window_->prompt_tokens().front().text, "<s>");
+}
+
+TEST_F(WindowFixture, TheStatusBarWritesBinarySizesInBinaryUnits) {
+  // The bundled model's 18,459,648 bytes of weights are 17.6 MiB (17.6 MB would be 17,600,000
+  // bytes), and the KV cache's bytes are binary too: no decimal unit may name them.
+  const auto status_text = [&] {
+    QStringList texts;
+    for (const QLabel* label : window_->statusBar()->findChildren<QLabel*>()) {
+      texts << label->text();
+    }
+    return texts.join(" | ");
+  };
+  ASSERT_TRUE(wait_until([&] { return status_text().contains("KV "); }))
+      << status_text().toStdString();
+  const QString text = status_text();
+  EXPECT_TRUE(text.contains("17.6 MiB")) << text.toStdString();
+  EXPECT_FALSE(text.contains(QRegularExpression("\\d ?(kB|KB|MB|GB|TB)\\b"))) << text.toStdString();
 }
 
 TEST_F(WindowFixture, TheQuantisationLabWaitsUntilItsPanelIsShown) {

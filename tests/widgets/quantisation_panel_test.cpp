@@ -19,9 +19,9 @@
 namespace servescope::widgets {
 namespace {
 
-QuantVariantRow row(double memory_mb, double decode_tokens_per_s, double mean_kl) {
+QuantVariantRow row(double memory_bytes, double decode_tokens_per_s, double mean_kl) {
   QuantVariantRow r;
-  r.memory_mb = memory_mb;
+  r.memory_bytes = memory_bytes;
   r.decode_tokens_per_s = decode_tokens_per_s;
   r.mean_kl = mean_kl;
   return r;
@@ -61,7 +61,7 @@ TEST(QuantVariantModel, HasOneRowPerVariantAndNamedColumns) {
   }
   const QStringList expected = {"Weights",
                                 "KV\ncache",
-                                "Size\n(MB)",
+                                "Size",
                                 "Bits/\nweight",
                                 "Mean KL\n(nats)",
                                 "Top-1\n(%)",
@@ -75,6 +75,9 @@ TEST(QuantVariantModel, HasOneRowPerVariantAndNamedColumns) {
   EXPECT_EQ(model.index(2, QuantVariantModel::kWeights).data().toString(), "q8_0");
   EXPECT_EQ(model.index(2, QuantVariantModel::kKvCache).data().toString(), "f32");
   EXPECT_EQ(model.index(2, QuantVariantModel::kBitsPerWeight).data().toString(), "8.51");
+  // Sizes in binary units: 18,460,000 and 4,910,000 bytes.
+  EXPECT_EQ(model.index(0, QuantVariantModel::kSize).data().toString(), "17.6 MiB");
+  EXPECT_EQ(model.index(2, QuantVariantModel::kSize).data().toString(), "4.68 MiB");
   // The load's own percentiles and cost, as measured (no latency computed from speeds).
   EXPECT_EQ(model.index(2, QuantVariantModel::kTtft).data().toString(), "95 / 160");
   EXPECT_EQ(model.index(2, QuantVariantModel::kTpot).data().toString(), "3.20 / 5.50");
@@ -291,7 +294,7 @@ TEST(QuantisationPanel, CsvHoldsEveryNumberInLongForm) {
   // 6 variants x 15 quantities, the shown block's d, m and 32 x 3 element numbers, 19 bins,
   // 7 + 6 layers, 2 x 18 tokens with piece and id.
   EXPECT_EQ(lines.size(), 1 + 90 + 98 + 19 + 13 + 72);
-  EXPECT_TRUE(lines.contains(QStringLiteral("variant,f32 weights / f32 KV,memory,19.77,MB")));
+  EXPECT_TRUE(lines.contains(QStringLiteral("variant,f32 weights / f32 KV,memory,19770000,bytes")));
   EXPECT_TRUE(lines.contains(QStringLiteral("variant,q8_0 weights / f32 KV,TPOT p99,5.5,ms")));
   EXPECT_TRUE(
       lines.contains(QStringLiteral("block,blk.0.ffn_down.weight q4_1 row 0 from column 0,d,%1,")

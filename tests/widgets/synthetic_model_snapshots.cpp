@@ -144,13 +144,13 @@ QuantisationSnapshot synthetic_quantisation() {
     s.kv_sqnr.push_back({name, kv_db[layer]});
   }
   s.weight_sqnr.push_back({QStringLiteral("other"), 20.4});
-  // Weight MB, bits per weight, weight MB + KV MB of a 256-token context, tokens/s, TTFT and
-  // TPOT p50 / p99 under a load, device ms per request.
+  // Weights and weights + KV cache of a 256-token context (in millions of bytes), bits per
+  // weight, tokens/s, TTFT and TPOT p50 / p99 under a load, device ms per request.
   struct Measured {
     const char* weights;
     const char* kv;
-    double weight_mb, bits, memory_mb, prefill, decode, ttft50, ttft99, tpot50, tpot99, cost,
-        perplexity, kl, top1;
+    double weight_million_bytes, bits, memory_million_bytes, prefill, decode, ttft50, ttft99,
+        tpot50, tpot99, cost, perplexity, kl, top1;
   };
   const Measured rows[] = {
       {"f32", "f32", 18.46, 32.0, 19.77, 2631, 556, 111, 190, 4.1, 6.6, 20.0, 51.791, 0.0, 1.0},
@@ -169,9 +169,9 @@ QuantisationSnapshot synthetic_quantisation() {
     row.weight_type = QString::fromLatin1(m.weights);
     row.kv_type = QString::fromLatin1(m.kv);
     row.baseline = s.variants.empty();
-    row.weight_mb = m.weight_mb;
+    row.weight_bytes = m.weight_million_bytes * 1e6;
     row.bits_per_weight = m.bits;
-    row.memory_mb = m.memory_mb;
+    row.memory_bytes = m.memory_million_bytes * 1e6;
     row.prefill_tokens_per_s = m.prefill;
     row.decode_tokens_per_s = m.decode;
     row.ttft_p50_ms = m.ttft50;
