@@ -21,7 +21,7 @@ struct TimingModel {
 // 25M, 100M, 400M and 1B, each in F32 and Q4_0.
 std::vector<TimingModel> timing_model_presets();
 
-// "25M F32 (101.2 MiB)": the menu's words, with the weight bytes the file will hold (left out for a
+// "25M F32 (96.5 MiB)": the menu's words, with the weight bytes the file will hold (left out for a
 // vocabulary size <= 0, unknown).
 QString timing_model_title(const TimingModel& model, int64_t vocab_size);
 

@@ -3,6 +3,7 @@
 
 #include <QLocale>
 
+#include "app/gui/timing_models.h"
 #include "app/gui/window_text.h"
 
 namespace servescope::gui {
@@ -16,6 +17,21 @@ TEST(WindowText, CountsKeepThreeSignificantDigits) {
   EXPECT_EQ(count_text(24'900'000), "24.9 M");
   EXPECT_EQ(count_text(850'000), "850 k");
   EXPECT_EQ(count_text(999), "999");
+}
+
+TEST(WindowText, SizesAreWrittenInBinaryUnits) {
+  EXPECT_EQ(bytes_text(18'459'648), "17.6 MiB");  // the bundled model's weights, not "17.6 MB"
+  EXPECT_EQ(bytes_text(5 * 1024 * 1024), "5 MiB");
+  EXPECT_EQ(bytes_text(1023), "1,023 B");
+  // The timing model menu: 25M F32 with the bundled 2,048-token vocabulary is 101,222,400 bytes.
+  const TimingModel small = timing_model_presets().front();
+  ASSERT_EQ(small.label, "25M");
+  ASSERT_EQ(small.type, "f32");
+  EXPECT_EQ(timing_model_title(small, 2048), "25M F32 (96.5 MiB)");
+  // Model details give the exact figure beside the readable one.
+  EngineInfo info;
+  info.weight_bytes = 18'459'648;
+  EXPECT_TRUE(model_details_html(info).contains("18,459,648 bytes (17.6 MiB)"));
 }
 
 TEST(WindowText, TheDeviceLabelIsShortAndTheTooltipHasTheRest) {
