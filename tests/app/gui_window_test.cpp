@@ -103,7 +103,9 @@ TEST(DefaultDevice, AFirstRunOpensOnAHardwareGpuElseTheCpu) {
   const compute::DeviceList devices = compute::list_devices();
   const std::optional<uint32_t> gpu = compute::default_vulkan_device(devices);
   EXPECT_EQ(window.engine_info()->backend, gpu ? "vulkan" : "cpu");
-  if (gpu) EXPECT_EQ(window.engine_info()->vulkan_device, static_cast<int>(*gpu));
+  if (gpu) {
+    EXPECT_EQ(window.engine_info()->vulkan_device, static_cast<int>(*gpu));
+  }
   auto* picker = window.findChild<QComboBox*>("backend-picker");
   ASSERT_NE(picker, nullptr);
   for (const compute::vulkan::DeviceDescription& d : devices.vulkan) {
