@@ -82,6 +82,8 @@ struct EngineInfo {
   uint64_t kv_bytes_per_token = 0;
   uint64_t kv_bytes_total = 0;
   int64_t max_batch_size = 0;
+  // The untimed kernel warm-up this engine ran before its first step (serving/warm_up.h).
+  double warm_up_ms = 0.0;
   BatchingChoice batching;  // as the engine's scheduler holds it
   // Device memory by purpose, from the backend's accounting (0: not reported by the backend).
   uint64_t memory_weights_bytes = 0;

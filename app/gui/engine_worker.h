@@ -183,6 +183,7 @@ class EngineWorker : public QObject {
   // Destroyed in reverse: the engine before the queue it reports to and the model it runs.
   std::unique_ptr<model::Model> model_;
   uint64_t weight_bytes_ = 0;
+  double warm_up_ms_ = 0.0;  // the last engine's untimed kernel warm-up
   compute::Roofs roofs_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<telemetry::TelemetryQueue> queue_;

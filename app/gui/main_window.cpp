@@ -167,7 +167,9 @@ void MainWindow::restore_settings(const WindowOptions& options) {
       quant_types_ = s.value("quantisation/types").toStringList();
     }
     quant_limits_ = restore_quant_limits(s);
-    if (s.contains("engine/backend")) {
+    // Before version 2 the first run chose any Vulkan device, lavapipe included, and that
+    // choice was remembered as if made; those settings start from the new default.
+    if (s.value("settings/version", 1).toInt() >= 2 && s.contains("engine/backend")) {
       backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
                                   ? compute::BackendKind::kVulkan
                                   : compute::BackendKind::kCpu,
@@ -201,10 +203,11 @@ void MainWindow::restore_settings(const WindowOptions& options) {
   if (options.backend) backend = options.backend;
   if (options.dark_theme) dark = *options.dark_theme;
   if (!backend) {
-    // First run: a Vulkan device when there is one (the best is chosen), else the CPU.
-    const bool has_vulkan = backend_picker_->count() > 1;
-    backend = has_vulkan ? BackendChoice{compute::BackendKind::kVulkan, -1}
-                         : BackendChoice{compute::BackendKind::kCpu, -1};
+    // First run: a hardware GPU when there is one, else the CPU backend.
+    const int row = std::max(0, backend_picker_->findData(true, kDefaultBackendRole));
+    const int device = backend_picker_->itemData(row).toInt();
+    backend = device < 0 ? BackendChoice{compute::BackendKind::kCpu, -1}
+                         : BackendChoice{compute::BackendKind::kVulkan, device};
   }
   if (options.quantised_activations) q8_activations = *options.quantised_activations;
   if (q8_activations) backend->quantised_activations = true;
@@ -239,6 +242,7 @@ void MainWindow::save_settings() const {
   if (auto* splitter = findChild<QSplitter*>("main-splitter")) {
     s.setValue("window/splitter", splitter->saveState());
   }
+  s.setValue("settings/version", 2);
   s.setValue("engine/model", model_path_);
   s.setValue("engine/backend", backend_.kind == compute::BackendKind::kVulkan ? "vulkan" : "cpu");
   s.setValue("engine/device", backend_.device);
@@ -344,18 +348,26 @@ void MainWindow::fill_backend_picker() {
           .arg(QString::fromStdString(devices.cpu.model_name))
           .arg(devices.cpu.cores),
       Qt::ToolTipRole);
+  const std::optional<uint32_t> default_gpu = compute::default_vulkan_device(devices);
+  if (!default_gpu) backend_picker_->setItemData(0, true, kDefaultBackendRole);
   for (const compute::vulkan::DeviceDescription& d : devices.vulkan) {
     if (!d.has_compute_queue) continue;
-    backend_picker_->addItem(
-        QString("Vulkan %1: %2").arg(d.index).arg(QString::fromStdString(d.name)),
-        static_cast<int>(d.index));
+    const QString name = QString::fromStdString(d.name);
+    backend_picker_->addItem(compute::runs_on_the_cpu(d)
+                                 ? QString("Vulkan on the CPU (software): %1").arg(name)
+                                 : QString("Vulkan %1: %2").arg(d.index).arg(name),
+                             static_cast<int>(d.index));
+    if (default_gpu == d.index) {
+      backend_picker_->setItemData(backend_picker_->count() - 1, true, kDefaultBackendRole);
+    }
     backend_picker_->setItemData(
         backend_picker_->count() - 1,
         QString("%1 device, driver %2 %3%4")
             .arg(QString::fromStdString(d.type), QString::fromStdString(d.driver_name),
                  QString::fromStdString(d.driver_info),
-                 d.type == "cpu" ? ". It runs on the CPU cores: the CPU backend is usually faster"
-                                 : ""),
+                 compute::runs_on_the_cpu(d)
+                     ? ". It runs on the CPU cores: the CPU backend is usually faster"
+                     : ""),
         Qt::ToolTipRole);
   }
 }

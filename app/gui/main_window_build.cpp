@@ -107,6 +107,7 @@ void MainWindow::build_toolbar() {
 
   bar->addWidget(new QLabel("  Backend "));
   backend_picker_ = new QComboBox;
+  backend_picker_->setObjectName("backend-picker");
   backend_picker_->setToolTip(
       "Where the model runs. On a laptop without a GPU the CPU backend is faster than Vulkan on "
       "lavapipe, which emulates a GPU on the same CPU cores.");

@@ -40,6 +40,7 @@ class PhasesAdapter final : public PanelAdapter {
     int64_t prefill_tokens = 0, decode_tokens = 0;
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
       snapshot.steps.push_back(step_bar(step));
+      if (step.cold) continue;  // one-off costs, not the phase's speed
       if (step.decode_tokens == 0) {
         prefill_ms += step.wall_ms;
         prefill_tokens += step.prefill_tokens;

@@ -104,6 +104,10 @@ QString model_details_html(const EngineInfo& info) {
     const qsizetype colon = line.indexOf(": ");
     if (colon > 0) rows.push_back({line.left(colon), line.mid(colon + 2)});
   }
+  if (info.warm_up_ms > 0.0) {
+    rows.push_back({"Warm-up", QString("kernels run once untimed before the first step (%1 ms)")
+                                   .arg(info.warm_up_ms, 0, 'f', 0)});
+  }
   if (info.random_weights) rows.push_back({"Note", random_weights_note_text()});
   QString html = "<table cellspacing='4'>";
   for (const auto& [label, value] : rows) {

@@ -14,6 +14,8 @@ namespace servescope::gui {
 // The model picker's "Open GGUF..." item and its group of timing models.
 inline constexpr const char* kOpenItem = "__open__";
 inline constexpr int kTimingRole = Qt::UserRole + 1;  // a picker item's index in the timing models
+// The backend picker's item a first run uses (compute::default_vulkan_device, else the CPU).
+inline constexpr int kDefaultBackendRole = Qt::UserRole + 2;
 inline constexpr const char* kTimingGroup = "Timing models (random weights)";
 
 // Why a generation ended, in words (the worker's signal carries the engine's name for it).

@@ -111,4 +111,15 @@ DeviceList list_devices() {
   return list;
 }
 
+bool runs_on_the_cpu(const vulkan::DeviceDescription& device) { return device.type == "cpu"; }
+
+std::optional<uint32_t> default_vulkan_device(const DeviceList& devices) {
+  std::vector<vulkan::DeviceDescription> hardware;
+  for (const vulkan::DeviceDescription& d : devices.vulkan) {
+    if (d.has_compute_queue && !runs_on_the_cpu(d)) hardware.push_back(d);
+  }
+  if (hardware.empty()) return std::nullopt;
+  return hardware[vulkan::choose_device(hardware)].index;
+}
+
 }  // namespace servescope::compute

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,14 @@ CpuDescription describe_cpu(const std::filesystem::path& root = "/");
 
 // Never throws for a missing Vulkan loader or driver: the CPU is always there.
 DeviceList list_devices();
+
+// A Vulkan device that computes on the CPU's own cores (Mesa's lavapipe reports the type
+// "cpu"): it shares them with the CPU backend, which is several times faster on them.
+bool runs_on_the_cpu(const vulkan::DeviceDescription& device);
+
+// What a first run computes on: the best hardware GPU with a compute queue (discrete before
+// integrated before virtual), as its index in `devices.vulkan`; nullopt when there is none,
+// and the CPU backend is the default.
+std::optional<uint32_t> default_vulkan_device(const DeviceList& devices);
 
 }  // namespace servescope::compute

@@ -33,6 +33,7 @@ Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const Eng
       weight_bytes_(weight_bytes),
       finished_history_(config.finished_history),
       kernel_spans_(config.kernel_spans),
+      warmed_up_(config.warmed_up),
       observer_(observer),
       pool_(kv_layout(transformer.config(), config.kv_type, config.block_size),
             kv_block_count(config, transformer.config())),
@@ -145,6 +146,7 @@ bool Engine::step() {
   // The pool as the step runs: counted before finished sequences release their blocks.
   telemetry::StepRecord record = step_record_counts(batch, scheduler_.config(), pool_);
   record.start_ms = started_ms;
+  record.cold = !warmed_up_ && steps_run_ == 0;
 
   for (const ScheduledSequence& e : batch.sequences) {
     telemetry::RequestRecord& r = requests_.at(e.sequence).record;

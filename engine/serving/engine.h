@@ -59,6 +59,10 @@ struct EngineConfig {
   // backend, one per dispatch on Vulkan, from timestamp queries; a backend that cannot time
   // them leaves spans_measured false and says why in spans_note). Off: nothing is recorded.
   bool kernel_spans = false;
+  // Whether the caller warmed the transformer's kernels for this configuration (warm_up.h).
+  // When false, the engine's first step is marked cold (StepRecord::cold): it pays one-off
+  // costs (pipeline compilation, first touch of buffers) and is no measure of its phase.
+  bool warmed_up = false;
 };
 
 // A request as the engine takes it: the scheduler's Request (the tokens and when to stop) and
@@ -157,6 +161,7 @@ class Engine {
   uint64_t weight_bytes_;
   int64_t finished_history_;
   bool kernel_spans_;
+  bool warmed_up_;
   telemetry::Observer* observer_;
   KvBlockPool pool_;
   Scheduler scheduler_;

@@ -94,6 +94,9 @@ struct StepRecord {
   double schedule_ms = 0.0;  // choosing the batch and laying out its KV slots
   double forward_ms = 0.0;   // the batched forward pass, logits copied back included
   double sample_ms = 0.0;    // choosing next tokens (and token probabilities, when asked)
+  // The first step of an engine whose kernels were not warmed (EngineConfig::warmed_up): its
+  // time includes one-off costs, so per-phase speeds leave it out.
+  bool cold = false;
   // Whether kernel_times were measured. false: the backend did not time its kernels this step
   // (Vulkan with timestamp queries off, as on CPU devices such as lavapipe), and the zeros in
   // kernel_times mean "not measured", not "took no time".

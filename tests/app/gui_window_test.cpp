@@ -104,6 +104,39 @@ TEST_F(WindowFixture, TheStatusBarWritesBinarySizesInBinaryUnits) {
   EXPECT_FALSE(text.contains(QRegularExpression("\\d ?(kB|KB|MB|GB|TB)\\b"))) << text.toStdString();
 }
 
+// The engine the window opens on warmed its kernels before the first step anyone sees.
+TEST_F(WindowFixture, TheEngineIsWarmedBeforeItsFirstStep) {
+  EXPECT_GT(window_->engine_info()->warm_up_ms, 0.0);
+}
+
+// A first run opens on a hardware GPU when there is one, else on the CPU backend: a Vulkan
+// device on the CPU's own cores (lavapipe) is slower there, and is labelled as such.
+TEST(DefaultDevice, AFirstRunOpensOnAHardwareGpuElseTheCpu) {
+  app();
+  QTemporaryDir cache;
+  WindowOptions options;
+  options.remember_settings = false;
+  options.cache_folder = cache.path();
+  MainWindow window(options);
+  ASSERT_TRUE(wait_until([&] { return window.engine_info().has_value(); }));
+  const compute::DeviceList devices = compute::list_devices();
+  const std::optional<uint32_t> gpu = compute::default_vulkan_device(devices);
+  EXPECT_EQ(window.engine_info()->backend, gpu ? "vulkan" : "cpu");
+  if (gpu) {
+    EXPECT_EQ(window.engine_info()->vulkan_device, static_cast<int>(*gpu));
+  }
+  auto* picker = window.findChild<QComboBox*>("backend-picker");
+  ASSERT_NE(picker, nullptr);
+  for (const compute::vulkan::DeviceDescription& d : devices.vulkan) {
+    if (!d.has_compute_queue) continue;
+    const int row = picker->findData(static_cast<int>(d.index));
+    ASSERT_GE(row, 0);
+    EXPECT_EQ(picker->itemText(row).startsWith("Vulkan on the CPU (software)"),
+              compute::runs_on_the_cpu(d))
+        << picker->itemText(row).toStdString();
+  }
+}
+
 TEST_F(WindowFixture, TheQuantisationLabWaitsUntilItsPanelIsShown) {
   // Run at load it would take cores from the generation being timed.
   wait_until([] { return false; }, 200);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
+#include <string>
 
 namespace servescope::compute {
 namespace {
@@ -63,6 +65,35 @@ TEST(DescribeCpu, WithoutSysfsCachesAreUnknown) {
   EXPECT_TRUE(cpu.caches.empty());
   EXPECT_EQ(cpu.last_level_cache_bytes(), 0u);
   fs::remove_all(root);
+}
+
+vulkan::DeviceDescription device(uint32_t index, const std::string& type, bool compute = true) {
+  vulkan::DeviceDescription d;
+  d.index = index;
+  d.type = type;
+  d.name = type + " device";
+  d.has_compute_queue = compute;
+  return d;
+}
+
+TEST(DefaultDevice, SoftwareVulkanLeavesTheCpuBackendTheDefault) {
+  DeviceList devices;
+  devices.vulkan = {device(0, "cpu")};  // lavapipe alone
+  EXPECT_TRUE(runs_on_the_cpu(devices.vulkan[0]));
+  EXPECT_EQ(default_vulkan_device(devices), std::nullopt);
+  devices.vulkan.clear();
+  EXPECT_EQ(default_vulkan_device(devices), std::nullopt);
+}
+
+TEST(DefaultDevice, AHardwareGpuIsTheDefaultAndTheBestOneWins) {
+  DeviceList devices;
+  devices.vulkan = {device(0, "cpu"), device(1, "integrated"), device(2, "discrete")};
+  EXPECT_EQ(default_vulkan_device(devices), std::optional<uint32_t>(2));
+  devices.vulkan = {device(0, "cpu"), device(1, "integrated")};
+  EXPECT_EQ(default_vulkan_device(devices), std::optional<uint32_t>(1));
+  // A GPU that cannot compute is no choice.
+  devices.vulkan = {device(0, "discrete", false), device(1, "cpu")};
+  EXPECT_EQ(default_vulkan_device(devices), std::nullopt);
 }
 
 TEST(ListDevices, TheCpuIsAlwaysThere) {

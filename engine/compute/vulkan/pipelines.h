@@ -34,6 +34,8 @@ class Pipelines {
   // 0, 1, ... set to `constants`; BackendError if no such shader.
   const Pipeline& get(const std::string& name, uint32_t binding_count,
                       std::span<const uint32_t> constants = {});
+  // Pipelines compiled so far: a test that a warmed-up backend compiles nothing more.
+  size_t size() const { return pipelines_.size(); }
 
  private:
   std::shared_ptr<VulkanContext> context_;

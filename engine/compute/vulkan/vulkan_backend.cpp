@@ -481,7 +481,10 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight
   }
   if (workgroup_tiles_) prepared.push_back(&pipelines_->get("matmul_tiled_" + suffix, 4));
   if (lanes_kernel_) {
-    for (const LanesTile& tile : {prefill_tile(weight_type, weight_rows), decode_tile(1)}) {
+    // Every tile matmul() may pick: a 5-token prompt or a batch of 3 decodes would otherwise
+    // compile its tile (seconds on lavapipe) inside the first step that needs it.
+    for (const LanesTile& tile : {prefill_tile(weight_type, weight_rows), decode_tile(1),
+                                  decode_tile(2), decode_tile(4), decode_tile(8)}) {
       prepared.push_back(&pipelines_->get("matmul_lanes_" + suffix, 4,
                                           std::array{tile.rows, tile.tokens, tile.group_size}));
     }

@@ -134,6 +134,8 @@ class VulkanBackend final : public Backend {
   void finish();
   const DeviceDescription& device() const { return context_->description(); }
   const StepTimings& last_step_timings() const { return recorder_->last_step(); }
+  // Pipelines compiled so far (each is compiled on first use unless prepared while loading).
+  size_t pipelines_compiled() const { return pipelines_->size(); }
   // From the timestamps: zeros where they are off (CPU devices by default).
   telemetry::KernelTimes take_kernel_times() override;
   MemoryUsage memory_usage() const { return device_memory_->usage(); }
