@@ -689,9 +689,11 @@ void RooflinePanel::paint_legend(QPainter& painter, const QRectF& area) {
   if (!raised.isEmpty()) {
     y += line * 0.5;
     painter.setPen(t.highlight);
-    painter.drawText(QRectF(area.left(), y, area.width() + 10, row * 2),
-                     Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, raised);
-    y += row * 2;
+    // Wrapped to the legend's width: as many lines as it takes.
+    QRectF box(area.left(), y, area.width(), area.bottom() - y);
+    box = painter.boundingRect(box, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, raised);
+    painter.drawText(box, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, raised);
+    y += box.height();
   }
   add_tooltip(QRectF(area.left(), area.top(), area.width(), y + row - area.top()),
               tr("Legend: colour is the number of sequences in the step, shape is its phase, the "
