@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <cmath>
 
+#include "tests/widgets/synthetic_model_snapshots.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -172,6 +173,13 @@ TEST(RooflinePanel, FindsPointsAboveTheRoofTheyAreJudgedAgainst) {
   ASSERT_EQ(above.size(), 2u);
   EXPECT_EQ(above[0].step_index, 6);
   EXPECT_EQ(above[1].step_index, 8);
+}
+
+// The snapshot the docs' screenshots and the paint tests draw keeps every point under its roof.
+TEST(RooflinePanel, TheSyntheticSessionHasNoPointAboveItsRoof) {
+  RooflinePanel panel;
+  panel.set_snapshot(testing::synthetic_roofline());
+  EXPECT_TRUE(panel.points_above_roofs().empty());
 }
 
 TEST(RooflinePanel, RaisedRoofsAreSaidSo) {
