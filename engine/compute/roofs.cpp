@@ -1,5 +1,7 @@
 #include "engine/compute/roofs.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -225,10 +227,7 @@ std::string type_key(gguf::GgmlType type) {
 
 std::string raised_key(const std::string& roof_key) { return roof_key + "_raised_by_step"; }
 
-void write_cache(const std::filesystem::path& file, const Roofs& r) {
-  std::error_code ignored;
-  std::filesystem::create_directories(file.parent_path(), ignored);
-  std::ofstream out(file);
+void write_roofs(std::ostream& out, const Roofs& r) {
   out.precision(17);
   out << "backend " << r.backend << "\ndevice " << r.device << "\nlast_level_cache_bytes "
       << r.last_level_cache_bytes << "\nin_cache_bytes " << r.in_cache.working_set_bytes
@@ -242,6 +241,22 @@ void write_cache(const std::filesystem::path& file, const Roofs& r) {
   for (const MatmulRoof& m : r.matmul) {
     out << raised_key(type_key(m.type)) << " " << m.raised_by_step << "\n";
   }
+}
+
+// Written beside the file and renamed over it: a window raising its roofs and a probe reading
+// them at the same time never see half a file.
+void write_cache(const std::filesystem::path& file, const Roofs& r) {
+  std::error_code ignored;
+  std::filesystem::create_directories(file.parent_path(), ignored);
+  std::filesystem::path partial = file;
+  partial += ".partial-" + std::to_string(getpid()) + "-" +
+             std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  {
+    std::ofstream out(partial);
+    write_roofs(out, r);
+  }
+  std::filesystem::rename(partial, file, ignored);
+  if (ignored) std::filesystem::remove(partial, ignored);
 }
 
 std::optional<Roofs> read_cache(const std::filesystem::path& file) {

@@ -209,6 +209,19 @@ TEST(Roofs, BusyProbesAreTakenAgainAndCachedRoofsOnlyGoUp) {
   EXPECT_DOUBLE_EQ(slower.roofs.beyond_cache.gb_per_s, 10.0);
   for (const MatmulRoof& m : slower.roofs.matmul) EXPECT_DOUBLE_EQ(m.gflop_per_s, 100.0);
   EXPECT_FALSE(slower.roofs.measured_busy);  // what is kept was measured quiet
+
+  // A step that beat a roof raises it in the cache, which says where the figure came from.
+  Roofs raised = slower.roofs;
+  StepRoofs judged = step_roofs(raised, gguf::GgmlType::F32);
+  ASSERT_TRUE(raise_roofs_to_step(judged, {1'000'000'000, 0.5e9, 0.02}));  // 50 GB/s, memory
+  apply_raised_roofs(raised, judged, gguf::GgmlType::F32);
+  ASSERT_TRUE(persist_raised_roofs(*backend, raised));
+  const CachedRoofs kept = probe(0.1, false);
+  EXPECT_TRUE(kept.from_cache);
+  EXPECT_DOUBLE_EQ(kept.roofs.beyond_cache.gb_per_s, 50.0);
+  EXPECT_TRUE(kept.roofs.beyond_cache.raised_by_step);
+  EXPECT_FALSE(kept.roofs.in_cache.raised_by_step);
+  EXPECT_DOUBLE_EQ(kept.roofs.in_cache.gb_per_s, 40.0);
   std::filesystem::remove_all(dir);
   unsetenv("XDG_CACHE_HOME");
 }
