@@ -16,6 +16,12 @@ namespace servescope::widgets {
 namespace {
 
 constexpr double kMarkerRadius = 5.0;
+
+// A marker's outline: dashed when the point is judged against the cache roof (drawn dashed),
+// solid against main memory's.
+QPen judged_pen(const Theme& t, PointRoof roof) {
+  return QPen(t.text, 1.2, roof == PointRoof::kCache ? Qt::DashLine : Qt::SolidLine);
+}
 constexpr QSize kMinimumSize(420, 300);
 
 QString phase_name(StepPhase phase) {
@@ -118,6 +124,22 @@ QString decade_label(int exponent) {
   return QString::number(static_cast<int64_t>(std::pow(10.0, rest))) + kSuffix[group];
 }
 
+namespace {
+
+// A roof's label: its name and figure, marked when a measured step raised it.
+QString bandwidth_label(const QString& name, double gb_per_s, bool raised) {
+  const QString label = RooflinePanel::tr("%1 %2 GB/s").arg(name, chart::format_number(gb_per_s));
+  return raised ? RooflinePanel::tr("%1 (raised by a measured step)").arg(label) : label;
+}
+
+QString compute_label(double gflop_per_s, bool raised) {
+  const QString label =
+      RooflinePanel::tr("compute %1 GFLOP/s").arg(chart::format_number(gflop_per_s));
+  return raised ? RooflinePanel::tr("%1 (raised by a measured step)").arg(label) : label;
+}
+
+}  // namespace
+
 RooflinePanel::RooflinePanel(QWidget* parent) : PanelView(parent) { update_ranges(); }
 
 QSize RooflinePanel::minimumSizeHint() const { return kMinimumSize; }
@@ -138,12 +160,54 @@ QString RooflinePanel::title() const { return tr("Roofline"); }
 std::vector<RooflinePanel::Bandwidth> RooflinePanel::bandwidths() const {
   std::vector<Bandwidth> result;
   if (snapshot_.cache_gb_per_s > 0.0) {
-    result.push_back({tr("cache"), snapshot_.cache_gb_per_s, true});
+    result.push_back({tr("cache"), snapshot_.cache_gb_per_s, true, snapshot_.cache_raised});
   }
   if (snapshot_.memory_gb_per_s > 0.0) {
-    result.push_back({tr("main memory"), snapshot_.memory_gb_per_s, false});
+    result.push_back(
+        {tr("main memory"), snapshot_.memory_gb_per_s, false, snapshot_.memory_raised});
   }
   return result;
+}
+
+double RooflinePanel::roof_gflop_per_s(const RooflinePoint& point) const {
+  const double bandwidth =
+      point.roof == PointRoof::kCache ? snapshot_.cache_gb_per_s : snapshot_.memory_gb_per_s;
+  if (bandwidth <= 0.0) return snapshot_.compute_gflop_per_s;
+  return attainable_gflop_per_s(point.intensity_flop_per_byte, bandwidth,
+                                snapshot_.compute_gflop_per_s);
+}
+
+std::vector<RooflinePoint> RooflinePanel::points_above_roofs() const {
+  constexpr double kRounding = 1e-9;  // a raised roof is the step's own figure, recomputed
+  std::vector<RooflinePoint> above;
+  for (const RooflinePoint& p : snapshot_.points) {
+    const double roof = roof_gflop_per_s(p);
+    if (placeable(p) && roof > 0.0 && p.gflop_per_s > roof * (1.0 + kRounding)) {
+      above.push_back(p);
+    }
+  }
+  return above;
+}
+
+QString RooflinePanel::raised_note() const {
+  QStringList raised;
+  if (snapshot_.cache_raised && snapshot_.cache_gb_per_s > 0.0) raised << tr("cache");
+  if (snapshot_.memory_raised && snapshot_.memory_gb_per_s > 0.0) raised << tr("main memory");
+  if (snapshot_.compute_raised && snapshot_.compute_gflop_per_s > 0.0) raised << tr("compute");
+  if (raised.isEmpty()) return {};
+  if (raised.size() == 1) return tr("%1 roof raised by a measured step").arg(raised[0]);
+  const QString last = raised.takeLast();
+  return tr("%1 and %2 roofs raised by a measured step").arg(raised.join(tr(", ")), last);
+}
+
+QStringList RooflinePanel::judged_entries() const {
+  int cache = 0;
+  int memory = 0;
+  for (const RooflinePoint& p : snapshot_.points) (p.roof == PointRoof::kCache ? cache : memory)++;
+  QStringList entries;
+  if (cache > 0) entries << tr("cache roof: %1 steps").arg(cache);
+  if (memory > 0) entries << tr("main memory roof: %1 steps").arg(memory);
+  return entries;
 }
 
 bool RooflinePanel::has_roofs() const {
@@ -176,11 +240,9 @@ std::vector<double> RooflinePanel::ridge_points() const {
 
 QStringList RooflinePanel::roof_labels() const {
   QStringList labels;
-  for (const Bandwidth& b : bandwidths()) {
-    labels << tr("%1 %2 GB/s").arg(b.name, chart::format_number(b.gb_per_s));
-  }
+  for (const Bandwidth& b : bandwidths()) labels << bandwidth_label(b.name, b.gb_per_s, b.raised);
   if (snapshot_.compute_gflop_per_s > 0.0) {
-    labels << tr("compute %1 GFLOP/s").arg(chart::format_number(snapshot_.compute_gflop_per_s));
+    labels << compute_label(snapshot_.compute_gflop_per_s, snapshot_.compute_raised);
   }
   return labels;
 }
@@ -220,27 +282,24 @@ void RooflinePanel::update_ranges() {
 }
 
 QString RooflinePanel::csv() const {
-  // One row per step; the roofs repeat on every row (0: not measured) so that each row holds
-  // what it is compared against.
+  // One row per step; the roofs repeat on every row (0: not measured), then the bandwidth roof
+  // the step is judged against and what that roof allows at its intensity.
   QString out = QStringLiteral(
       "step,phase,batch_size,intensity_flop_per_byte,gflop_per_s,cache_gb_per_s,"
-      "memory_gb_per_s,compute_gflop_per_s,memory_roof_gflop_per_s\n");
+      "memory_gb_per_s,compute_gflop_per_s,roof,roof_gflop_per_s\n");
   for (const RooflinePoint& p : snapshot_.points) {
-    const double roof =
-        snapshot_.memory_gb_per_s > 0.0
-            ? attainable_gflop_per_s(p.intensity_flop_per_byte, snapshot_.memory_gb_per_s,
-                                     snapshot_.compute_gflop_per_s)
-            : 0.0;
-    out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9\n")
-               .arg(p.step_index)
-               .arg(phase_name(p.phase))
-               .arg(p.batch_size)
-               .arg(p.intensity_flop_per_byte, 0, 'g', 9)
-               .arg(p.gflop_per_s, 0, 'g', 9)
-               .arg(snapshot_.cache_gb_per_s, 0, 'g', 9)
-               .arg(snapshot_.memory_gb_per_s, 0, 'g', 9)
-               .arg(snapshot_.compute_gflop_per_s, 0, 'g', 9)
-               .arg(roof, 0, 'g', 9);
+    out +=
+        QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9,%10\n")
+            .arg(p.step_index)
+            .arg(phase_name(p.phase))
+            .arg(p.batch_size)
+            .arg(p.intensity_flop_per_byte, 0, 'g', 9)
+            .arg(p.gflop_per_s, 0, 'g', 9)
+            .arg(snapshot_.cache_gb_per_s, 0, 'g', 9)
+            .arg(snapshot_.memory_gb_per_s, 0, 'g', 9)
+            .arg(snapshot_.compute_gflop_per_s, 0, 'g', 9)
+            .arg(p.roof == PointRoof::kCache ? QStringLiteral("cache") : QStringLiteral("memory"))
+            .arg(roof_gflop_per_s(p), 0, 'g', 9);
   }
   return out;
 }
@@ -273,8 +332,8 @@ double RooflinePanel::legend_width() const {
   if (snapshot_.points.empty()) return 0.0;
   const QFontMetricsF fm(font());
   double width = fm.horizontalAdvance(tr("colour: batch size"));
-  QStringList entries = legend_entries();
-  entries << tr("latest step");
+  QStringList entries = legend_entries() + judged_entries();
+  entries << tr("latest step") << tr("judged against");
   for (const QString& entry : entries) {
     width = std::max(width, fm.horizontalAdvance(entry) + 1.6 * fm.height());
   }
@@ -417,7 +476,7 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
     const double visible_x = std::max(map.x_min(), map.y_min() / band.gb_per_s);
     const double label_x =
         std::pow(10.0, std::log10(visible_x) + 0.12 * (std::log10(end_x) - std::log10(visible_x)));
-    const QString text = tr("%1 %2 GB/s").arg(band.name, chart::format_number(band.gb_per_s));
+    const QString text = bandwidth_label(band.name, band.gb_per_s, band.raised);
     painter.save();
     painter.translate(map.at(label_x, band.gb_per_s * label_x));
     painter.rotate(slope_angle);
@@ -426,10 +485,16 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
     painter.drawText(QPointF(0, is_cache ? -line * 0.35 : line * 1.0), text);
     painter.restore();
     const QRectF hit = QRectF(start, end).normalized().adjusted(-4, -4, 4, 4);
-    add_tooltip(hit, is_cache ? tr("Cache bandwidth measured by the device probe: the ceiling "
-                                   "for steps whose data stays in cache.")
-                              : tr("Main-memory bandwidth measured by the device probe: the "
-                                   "ceiling for steps that stream the weights from memory."));
+    const QString measured = band.raised ? tr(" A measured step read faster than the probe "
+                                              "did, so the roof is that step's figure.")
+                                         : QString();
+    add_tooltip(hit, (is_cache ? tr("Cache bandwidth: the best this device read when its data "
+                                    "stays in cache; the ceiling for steps whose weights and KV "
+                                    "fit the last-level cache.")
+                               : tr("Main-memory bandwidth: the best this device read from "
+                                    "memory; the ceiling for steps whose weights and KV do not "
+                                    "fit the last-level cache.")) +
+                         measured);
   }
 
   if (compute > 0.0) {
@@ -445,11 +510,11 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
     mark_element(QStringLiteral("compute-roof"), compute_path);
     const QRectF label(plot.left(), map.py(compute) - line * 1.3, plot.width() - 8, line * 1.2);
     painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-                     tr("compute %1 GFLOP/s").arg(chart::format_number(compute)));
+                     compute_label(compute, snapshot_.compute_raised));
     add_tooltip(
         QRectF(roof_left.x(), roof_left.y() - line * 1.3, plot.right() - roof_left.x(), line * 1.6),
-        tr("Compute roof measured by the device probe: the most floating-point "
-           "operations per second this device reached."));
+        tr("Compute roof: the most floating-point operations per second this device reached "
+           "(the probe's product in the model's weight type, or a measured step that beat it)."));
     int i = 0;
     for (const Bandwidth& band : bands) {
       const double ridge = ridge_intensity(band.gb_per_s, compute);
@@ -497,13 +562,14 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
                            p.batch_size)
                   .second;
   }
-  painter.setPen(QPen(t.text, 0.8));
   QRectF points_area;
   for (size_t i = 0; i < snapshot_.points.size(); ++i) {
     if (!draw[i]) continue;
     const RooflinePoint& p = snapshot_.points[i];
     const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
     painter.setBrush(batch_colour(t, static_cast<int>(index)));
+    // The outline says which roof judges the point: dashed like the cache roof, else solid.
+    painter.setPen(judged_pen(t, p.roof));
     const QPainterPath marker =
         marker_path(p.phase, map.at(p.intensity_flop_per_byte, p.gflop_per_s), kMarkerRadius);
     painter.drawPath(marker);
@@ -535,11 +601,12 @@ QString RooflinePanel::point_tooltip(QPointF pos) const {
                        .arg(p.batch_size)
                        .arg(chart::format_number(p.intensity_flop_per_byte),
                             chart::format_number(p.gflop_per_s));
-    if (snapshot_.memory_gb_per_s > 0.0) {
-      const double roof = attainable_gflop_per_s(
-          p.intensity_flop_per_byte, snapshot_.memory_gb_per_s, snapshot_.compute_gflop_per_s);
-      text += tr(", %1% of what the main-memory roof allows.")
-                  .arg(chart::format_number(100.0 * p.gflop_per_s / roof));
+    const QString roof_name = p.roof == PointRoof::kCache ? tr("cache") : tr("main-memory");
+    const double roof = roof_gflop_per_s(p);
+    if (roof > 0.0) {
+      text += tr(", %1% of what the %2 roof allows (its weights and KV %3 the last-level cache).")
+                  .arg(chart::format_number(100.0 * p.gflop_per_s / roof), roof_name,
+                       p.roof == PointRoof::kCache ? tr("fit") : tr("do not fit"));
     }
     return text;
   }
@@ -605,8 +672,35 @@ void RooflinePanel::paint_legend(QPainter& painter, const QRectF& area) {
   painter.setPen(t.text);
   painter.drawText(QRectF(area.left() + line * 1.4, y, area.width(), row),
                    Qt::AlignLeft | Qt::AlignVCenter, tr("latest step"));
+  y += row + line * 0.5;
+  draw_heading(tr("judged against"));
+  for (const QString& entry : judged_entries()) {
+    const PointRoof roof = entry.startsWith(tr("cache")) ? PointRoof::kCache : PointRoof::kMemory;
+    const QPointF centre(area.left() + line * 0.5, y + row / 2);
+    painter.setPen(judged_pen(t, roof));
+    painter.setBrush(t.surface);
+    painter.drawPath(marker_path(StepPhase::kDecode, centre, kMarkerRadius));
+    painter.setPen(t.text);
+    painter.drawText(QRectF(area.left() + line * 1.4, y, area.width(), row),
+                     Qt::AlignLeft | Qt::AlignVCenter, entry);
+    y += row;
+  }
+  const QString raised = raised_note();
+  if (!raised.isEmpty()) {
+    y += line * 0.5;
+    painter.setPen(t.highlight);
+    // Wrapped to the legend's width: as many lines as it takes.
+    QRectF box(area.left(), y, area.width(), area.bottom() - y);
+    box = painter.boundingRect(box, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, raised);
+    painter.drawText(box, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, raised);
+    y += box.height();
+  }
   add_tooltip(QRectF(area.left(), area.top(), area.width(), y + row - area.top()),
-              tr("Legend: colour is the number of sequences in the step, shape is its phase."));
+              tr("Legend: colour is the number of sequences in the step, shape is its phase, the "
+                 "outline the roof it is judged against: dashed for the cache roof (its weights "
+                 "and KV fit the last-level cache), solid for main memory. A roof is the best "
+                 "this device did: when a step beats the probe's figure, the roof is raised to "
+                 "that step's."));
 }
 
 }  // namespace servescope::widgets

@@ -17,21 +17,30 @@ namespace servescope::widgets {
 
 // StepPhase (prefill, decode, mixed: chunked prefill beside decodes) is the phases panel's.
 
+// The bandwidth roof a point is judged against: the cache's when the step's working set (its
+// weights and KV) fits the last-level cache, else main memory's.
+enum class PointRoof { kCache, kMemory };
+
 struct RooflinePoint {
   int64_t step_index = 0;
   StepPhase phase = StepPhase::kDecode;
   int64_t batch_size = 1;                // sequences in the step
   double intensity_flop_per_byte = 0.0;  // FLOPs / bytes moved
   double gflop_per_s = 0.0;              // FLOPs / wall time
+  PointRoof roof = PointRoof::kMemory;
 };
 
-// Roofs measured by the device probe; 0 means "not measured" (that roof is not drawn), and so
-// does anything that is not a positive finite number.
+// Roofs measured by the device probe, raised where a measured step beat them; 0 means "not
+// measured" (that roof is not drawn), and so does anything that is not a positive finite number.
 struct RooflineSnapshot {
   QString device_name;
   double cache_gb_per_s = 0.0;
   double memory_gb_per_s = 0.0;
   double compute_gflop_per_s = 0.0;
+  // A measured step beat the probe's figure: the roof is what that step achieved.
+  bool cache_raised = false;
+  bool memory_raised = false;
+  bool compute_raised = false;
   std::vector<RooflinePoint> points;  // in step order; the last one is "latest"
 };
 
@@ -77,6 +86,14 @@ class RooflinePanel : public PanelView {
   QStringList notes() const;
   // The step under `pos` in the last paint, described; empty when there is none.
   QString point_tooltip(QPointF pos) const;
+  // What the roof a point is judged against allows at its intensity; 0 when that roof is not
+  // measured.
+  double roof_gflop_per_s(const RooflinePoint& point) const;
+  // The points drawn above the roof they are judged against (none, when the roofs were raised
+  // by the measured steps as they should be).
+  std::vector<RooflinePoint> points_above_roofs() const;
+  // "main memory roof raised by a measured step", naming every raised roof; empty when none.
+  QString raised_note() const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -87,6 +104,7 @@ class RooflinePanel : public PanelView {
     QString name;
     double gb_per_s;
     bool cache;  // else main memory
+    bool raised;
   };
   std::vector<Bandwidth> bandwidths() const;
   std::vector<int64_t> batch_sizes() const;  // distinct, ascending
@@ -96,6 +114,7 @@ class RooflinePanel : public PanelView {
   void paint_roofs(QPainter& painter, const QRectF& plot);
   void paint_points(QPainter& painter, const QRectF& plot);
   void paint_legend(QPainter& painter, const QRectF& area);
+  QStringList judged_entries() const;  // the roofs points are judged against, with counts
 
   RooflineSnapshot snapshot_;
   DecadeRange x_decades_;

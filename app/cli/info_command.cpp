@@ -3,7 +3,8 @@
 #include <ostream>
 
 #include "app/cli/command_support.h"
-#include "engine/compute/vulkan/device_probe.h"
+#include "engine/compute/roofs.h"
+#include "engine/compute/vulkan/vulkan_backend.h"
 #include "engine/core/error.h"
 #include "engine/model/model_provenance.h"
 #include "engine/serving/kv_block_pool.h"
@@ -111,11 +112,16 @@ int run_info(const std::vector<std::string>& args, std::ostream& out) {
   const json specifics = architecture_specifics(c);
   if (!specifics.empty()) doc["architecture_specifics"] = specifics;
   if (auto* vk = dynamic_cast<compute::vulkan::VulkanBackend*>(m->backend.get())) {
-    const auto probed = compute::vulkan::probe_roofs(*vk);  // measured once, then cached
+    // The roofs `probe`, the roofline and the lessons use (cached per device), with the compute
+    // roof of the model's main weight type.
+    const compute::Roofs probed = compute::probe_device_roofs(*vk, false).roofs;
+    const compute::StepRoofs roofs =
+        compute::step_roofs(probed, compute::main_probed_type(probed, weights.tensor_types));
     doc["device"] = {{"name", vk->device().name},
                      {"type", vk->device().type},
-                     {"stream_gb_per_s", probed.roofs.stream_gb_per_s},
-                     {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s}};
+                     {"cache_gb_per_s", roofs.cache_gb_per_s},
+                     {"stream_gb_per_s", roofs.memory_gb_per_s},
+                     {"compute_gflop_per_s", roofs.compute_gflop_per_s}};
   }
   if (m->tokenizer) {
     const Vocabulary& v = m->tokenizer->vocabulary();

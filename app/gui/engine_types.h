@@ -11,6 +11,7 @@
 
 #include "app/gui/attention_mailbox.h"
 #include "engine/compute/backend.h"
+#include "engine/compute/roofs.h"
 #include "engine/serving/kv_block_pool.h"
 #include "engine/serving/sampler.h"
 #include "engine/telemetry/kv_event.h"
@@ -89,11 +90,10 @@ struct EngineInfo {
   uint64_t memory_weights_bytes = 0;
   uint64_t memory_kv_bytes = 0;
   uint64_t memory_working_bytes = 0;
-  // The device's measured roofs (0: not measured): read bandwidth within and beyond the last
-  // level cache, and matrix-multiply GFLOP/s in the model's main weight type.
-  double cache_gb_per_s = 0.0;
-  double stream_gb_per_s = 0.0;
-  double compute_gflop_per_s = 0.0;
+  // The device's roofs as probed (0: not measured): read bandwidth within and beyond the last
+  // level cache, and matrix-multiply GFLOP/s in the model's main weight type; steps are judged
+  // against these raised by the steps that beat them (roofs_under_steps).
+  compute::StepRoofs roofs;
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   // Immutable after loading, so the GUI thread may tokenise with it while the engine runs.

@@ -115,6 +115,7 @@ EngineWorker::~EngineWorker() {
 }
 
 void EngineWorker::drop_engine() {
+  keep_raised_roofs();
   engine_.reset();
   user_request_.reset();
   live_requests_.clear();
@@ -387,6 +388,7 @@ void EngineWorker::rebuild_engine() {
     engine_ = std::make_unique<serving::Engine>(*model_->transformer, weight_bytes_, config, &tap_);
     model_->transformer->set_attention_capture(
         model::AttentionCapture{attention_layer_, attention_head_});
+    tap_.set_roofs(compute::step_roofs(roofs_, main_weight_type()));
   } catch (const std::exception& error) {
     Q_EMIT failed(QString("Could not build the serving engine: %1").arg(error.what()));
     return;
@@ -416,6 +418,16 @@ QString provenance_text(const model::ModelProvenance& p) {
 
 }  // namespace
 
+std::optional<gguf::GgmlType> EngineWorker::main_weight_type() const {
+  return compute::main_probed_type(roofs_, model::summarize_weights(model_->file).tensor_types);
+}
+
+void EngineWorker::keep_raised_roofs() {
+  if (!model_ || !tap_.take_raised()) return;
+  compute::apply_raised_roofs(roofs_, tap_.roofs(), main_weight_type());
+  compute::persist_raised_roofs(*model_->backend, roofs_);
+}
+
 EngineInfo EngineWorker::engine_info() const {
   EngineInfo info;
   const model::ModelConfig& c = model_->config;
@@ -443,17 +455,7 @@ EngineInfo EngineWorker::engine_info() const {
   if (const auto* cpu = dynamic_cast<const compute::CpuBackend*>(model_->backend.get())) {
     info.quantised_activations = cpu->quantised_activations();
   }
-  info.cache_gb_per_s = roofs_.in_cache.gb_per_s;
-  info.stream_gb_per_s = roofs_.beyond_cache.gb_per_s;
-  // The compute roof of the type most of the model's matrices are stored in.
-  std::string main_type;
-  int64_t most = 0;
-  for (const auto& [type, count] : weights.tensor_types) {
-    if (count > most) most = count, main_type = type;
-  }
-  for (const compute::MatmulRoof& roof : roofs_.matmul) {
-    if (gguf::type_name(roof.type) == main_type) info.compute_gflop_per_s = roof.gflop_per_s;
-  }
+  info.roofs = compute::step_roofs(roofs_, main_weight_type());
   info.random_weights = c.random_weights;
   info.parameters = weights.parameters;
   info.weight_bytes = weights.bytes;
@@ -823,6 +825,7 @@ void EngineWorker::set_running(bool running) {
   running_ = running;
   Q_EMIT running_changed(running);
   if (!running && engine_) {
+    keep_raised_roofs();
     report_memory();
     Q_EMIT idle(counters());
   }

@@ -15,8 +15,10 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "app/gui/engine_types.h"
+#include "app/gui/measured_roofs.h"
 #include "app/gui/quant_lab.h"
 #include "app/gui/timing_models.h"
 #include "engine/compute/roofs.h"
@@ -29,14 +31,23 @@ class QTimer;
 namespace servescope::gui {
 
 // The engine's observer: every record goes to the TelemetryQueue for the GUI, and the worker
-// keeps the last step's batch (to find its own request's rows in an attention capture).
+// keeps the last step's batch (to find its own request's rows in an attention capture) and the
+// roofs raised by the steps that beat them (for the probe's cache).
 class StepTap final : public telemetry::Observer {
  public:
   void set_queue(telemetry::TelemetryQueue* queue) { queue_ = queue; }
   const std::vector<telemetry::BatchEntry>& last_batch() const { return last_batch_; }
+  void set_roofs(const compute::StepRoofs& roofs) {
+    roofs_ = roofs;
+    raised_ = false;
+  }
+  const compute::StepRoofs& roofs() const { return roofs_; }
+  // Whether a step raised a roof since the last call.
+  bool take_raised() { return std::exchange(raised_, false); }
 
   void on_step(const telemetry::StepRecord& step) override {
     last_batch_ = step.batch;
+    if (compute::raise_roofs_to_step(roofs_, measured_step(step))) raised_ = true;
     queue_->on_step(step);
   }
   void on_request(const telemetry::RequestRecord& request) override { queue_->on_request(request); }
@@ -46,6 +57,8 @@ class StepTap final : public telemetry::Observer {
  private:
   telemetry::TelemetryQueue* queue_ = nullptr;
   std::vector<telemetry::BatchEntry> last_batch_;
+  compute::StepRoofs roofs_;
+  bool raised_ = false;
 };
 
 class EngineWorker : public QObject {
@@ -145,6 +158,11 @@ class EngineWorker : public QObject {
  private:
   void rebuild_engine();
   EngineInfo engine_info() const;
+  // The type most of the model's matrices are stored in, when the probe measures it: its
+  // compute roof is the model's.
+  std::optional<gguf::GgmlType> main_weight_type() const;
+  // Roofs raised by this engine's steps go into roofs_ and the probe's cache.
+  void keep_raised_roofs();
   std::vector<int32_t> tokenize(const QString& prompt) const;
   void tick();
   bool run_one_step();
@@ -184,7 +202,7 @@ class EngineWorker : public QObject {
   std::unique_ptr<model::Model> model_;
   uint64_t weight_bytes_ = 0;
   double warm_up_ms_ = 0.0;  // the last engine's untimed kernel warm-up
-  compute::Roofs roofs_;
+  compute::Roofs roofs_;  // as probed, raised by the steps of earlier engines
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<telemetry::TelemetryQueue> queue_;
   std::shared_ptr<AttentionMailbox> attention_;

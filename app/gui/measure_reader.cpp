@@ -4,6 +4,7 @@
 #include <map>
 
 #include "app/gui/main_window.h"
+#include "app/gui/measured_roofs.h"
 #include "engine/telemetry/records.h"
 
 namespace servescope::gui {
@@ -51,9 +52,10 @@ MeasureValue kv_share(const MeasureInputs& in, bool allocated, bool tokens) {
       unit);
 }
 
-MeasureValue roof(const MeasureInputs& in, double EngineInfo::*field, const char* unit) {
+// The roofs the roofline draws: the probe's raised by the steps that beat them.
+MeasureValue roof(const MeasureInputs& in, double compute::StepRoofs::*field, const char* unit) {
   if (!in.engine) return missing(unit, "Load a model first.");
-  const double v = in.engine->*field;
+  const double v = roofs_under_steps(in.engine->roofs, in.folder->steps()).*field;
   if (v <= 0.0) return missing(unit, "This device's roofs were not measured.");
   return value(v, unit);
 }
@@ -132,12 +134,16 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
        }},
       {"achieved_gbs", achieved_gbs},
       {"memory_roof_gbs",
-       [](const MeasureInputs& in) { return roof(in, &EngineInfo::stream_gb_per_s, "GB/s"); }},
+       [](const MeasureInputs& in) {
+         return roof(in, &compute::StepRoofs::memory_gb_per_s, "GB/s");
+       }},
       {"cache_roof_gbs",
-       [](const MeasureInputs& in) { return roof(in, &EngineInfo::cache_gb_per_s, "GB/s"); }},
+       [](const MeasureInputs& in) {
+         return roof(in, &compute::StepRoofs::cache_gb_per_s, "GB/s");
+       }},
       {"compute_roof_gflops",
        [](const MeasureInputs& in) {
-         return roof(in, &EngineInfo::compute_gflop_per_s, "GFLOP/s");
+         return roof(in, &compute::StepRoofs::compute_gflop_per_s, "GFLOP/s");
        }},
       {"sweep_speedup_8", sweep_speedup_8},
       {"size_sweep_gbs",

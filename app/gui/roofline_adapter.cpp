@@ -1,5 +1,7 @@
 // Roofline panel: every step at (FLOP per byte moved, achieved GFLOP/s) under the device's
-// measured roofs.
+// roofs (the probe's, raised by any step that beat them), each judged against the bandwidth roof
+// its working set belongs to.
+#include "app/gui/measured_roofs.h"
 #include "app/gui/panel_adapter.h"
 #include "engine/telemetry/records.h"
 #include "widgets/roofline_panel.h"
@@ -19,17 +21,24 @@ class RooflineAdapter final : public PanelAdapter {
   bool has_data() const override { return !panel_->snapshot().points.empty(); }
 
   void refresh(const PanelFeed& feed) override {
+    // The roofs every consumer uses: the probe's, raised by the steps that beat them.
+    const compute::StepRoofs roofs = roofs_under_steps(feed.info.roofs, feed.folder.steps());
     widgets::RooflineSnapshot snapshot;
     snapshot.device_name = feed.info.device;
-    snapshot.cache_gb_per_s = feed.info.cache_gb_per_s;
-    snapshot.memory_gb_per_s = feed.info.stream_gb_per_s;
-    snapshot.compute_gflop_per_s = feed.info.compute_gflop_per_s;
+    snapshot.cache_gb_per_s = roofs.cache_gb_per_s;
+    snapshot.memory_gb_per_s = roofs.memory_gb_per_s;
+    snapshot.compute_gflop_per_s = roofs.compute_gflop_per_s;
+    snapshot.cache_raised = roofs.cache_raised;
+    snapshot.memory_raised = roofs.memory_raised;
+    snapshot.compute_raised = roofs.compute_raised;
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
       const double intensity = telemetry::arithmetic_intensity(step);
       const double gflops = telemetry::achieved_gflop_per_s(step);
       if (intensity <= 0.0 || gflops <= 0.0) continue;  // nothing measured to place
-      snapshot.points.push_back(
-          {step.step_index, phase_of(step), step.sequences, intensity, gflops});
+      const bool cache = compute::bandwidth_roof_for(roofs, step.bytes_moved()) ==
+                         compute::BandwidthRoofKind::kCache;
+      snapshot.points.push_back({step.step_index, phase_of(step), step.sequences, intensity, gflops,
+                                 cache ? widgets::PointRoof::kCache : widgets::PointRoof::kMemory});
     }
     panel_->set_snapshot(std::move(snapshot));
   }

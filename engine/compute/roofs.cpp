@@ -1,13 +1,17 @@
 #include "engine/compute/roofs.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/devices.h"
@@ -18,8 +22,9 @@ namespace servescope::compute {
 namespace {
 
 // Part of the cache file name: a changed measurement must not read an old one's numbers.
-constexpr int kRoofsVersion = 3;  // 2: per thread count; 3: bandwidth runs of 20 ms or more
-constexpr int kRuns = 3;
+// 2: per thread count; 3: bandwidth runs of 20 ms or more; 4: best of steady repeats, kept
+// highest across probes, raised by measured steps.
+constexpr int kRoofsVersion = 4;
 // Each timed run of the bandwidth probe streams at least this much (repeating the product on
 // small working sets), so that the timer and the submission are a small part of it.
 constexpr uint64_t kMinBytesPerRun = uint64_t{32} << 20;
@@ -62,12 +67,10 @@ uint64_t repeats_for_a_run(double once) {
       1, static_cast<uint64_t>(std::ceil(kMinSecondsPerRun / std::max(once, 1e-9))));
 }
 
-// The best wall time of kRuns runs of `work`.
+// The best wall time of steady runs of `work` (best_of_runs).
 double best_seconds(Backend& backend, const Tensor& sync, const std::function<void()>& work) {
   backend.read(sync);
-  double best = INFINITY;
-  for (int run = 0; run < kRuns; ++run) best = std::min(best, seconds_of(backend, sync, work));
-  return best;
+  return best_of_runs([&] { return seconds_of(backend, sync, work); }).seconds;
 }
 
 BandwidthRoof measure_bandwidth(Backend& backend, uint64_t working_set_bytes) {
@@ -124,6 +127,77 @@ std::string file_safe(const std::string& text) {
 
 }  // namespace
 
+BestRun best_of_runs(const std::function<double()>& time_one_run) {
+  double fastest = INFINITY;
+  double second = INFINITY;
+  BestRun best;
+  double total = 0.0;
+  while (best.runs < kMaxRuns) {
+    const double seconds = time_one_run();
+    ++best.runs;
+    total += seconds;
+    if (seconds < fastest) {
+      second = fastest;
+      fastest = seconds;
+    } else {
+      second = std::min(second, seconds);
+    }
+    best.seconds = fastest;
+    best.spread = std::isfinite(second) ? (second - fastest) / fastest : 0.0;
+    if (best.runs >= kMinRuns && (best.spread <= kSteadySpread || total >= kMaxSecondsPerFigure)) {
+      break;
+    }
+  }
+  return best;
+}
+
+bool busy_machine() {
+  // /proc/loadavg: "0.52 0.31 0.20 2/215 1234": the fourth field is runnable/total now. The
+  // 1-minute average lags a busy loop by a minute; the runnable count does not, but it blinks,
+  // so other work counts only when it shows in every sample.
+  constexpr int kSamples = 5;
+  int fewest_others = std::numeric_limits<int>::max();
+  for (int sample = 0; sample < kSamples; ++sample) {
+    std::ifstream in("/proc/loadavg");
+    double one_minute = 0.0;
+    double five_minutes = 0.0;
+    double fifteen_minutes = 0.0;
+    int runnable = 0;
+    if (!(in >> one_minute >> five_minutes >> fifteen_minutes >> runnable)) return false;
+    fewest_others = std::min(fewest_others, runnable - 1);  // this thread is runnable
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return fewest_others > 0;
+}
+
+namespace {
+
+// `roof` keeps the kept figure (and where it came from) when that is higher.
+void keep_higher(BandwidthRoof& roof, const BandwidthRoof& kept) {
+  if (kept.gb_per_s <= roof.gb_per_s) return;
+  roof.gb_per_s = kept.gb_per_s;
+  roof.raised_by_step = kept.raised_by_step;
+}
+
+void keep_higher(MatmulRoof& roof, const MatmulRoof& kept) {
+  if (kept.type != roof.type || kept.gflop_per_s <= roof.gflop_per_s) return;
+  roof.gflop_per_s = kept.gflop_per_s;
+  roof.raised_by_step = kept.raised_by_step;
+}
+
+}  // namespace
+
+Roofs higher_roofs(const Roofs& kept, const Roofs& measured) {
+  Roofs higher = measured;
+  keep_higher(higher.in_cache, kept.in_cache);
+  keep_higher(higher.beyond_cache, kept.beyond_cache);
+  for (MatmulRoof& roof : higher.matmul) {
+    for (const MatmulRoof& old : kept.matmul) keep_higher(roof, old);
+  }
+  higher.measured_busy = kept.measured_busy && measured.measured_busy;
+  return higher;
+}
+
 std::optional<std::filesystem::path> roofs_cache_file(Backend& backend) {
   const auto dir = vulkan::cache_directory();
   if (!dir) return std::nullopt;
@@ -151,18 +225,38 @@ std::string type_key(gguf::GgmlType type) {
   return "matmul_" + name + "_gflop_per_s";
 }
 
-void write_cache(const std::filesystem::path& file, const Roofs& r) {
-  std::error_code ignored;
-  std::filesystem::create_directories(file.parent_path(), ignored);
-  std::ofstream out(file);
+std::string raised_key(const std::string& roof_key) { return roof_key + "_raised_by_step"; }
+
+void write_roofs(std::ostream& out, const Roofs& r) {
   out.precision(17);
   out << "backend " << r.backend << "\ndevice " << r.device << "\nlast_level_cache_bytes "
       << r.last_level_cache_bytes << "\nin_cache_bytes " << r.in_cache.working_set_bytes
       << "\nin_cache_gb_per_s " << r.in_cache.gb_per_s << "\nbeyond_cache_bytes "
       << r.beyond_cache.working_set_bytes << "\nbeyond_cache_gb_per_s " << r.beyond_cache.gb_per_s
       << "\nmatmul_tokens " << r.matmul_tokens << "\nmatmul_rows " << r.matmul_rows
-      << "\nmatmul_cols " << r.matmul_cols << "\n";
+      << "\nmatmul_cols " << r.matmul_cols << "\nmeasured_busy " << r.measured_busy << "\n";
   for (const MatmulRoof& m : r.matmul) out << type_key(m.type) << " " << m.gflop_per_s << "\n";
+  out << raised_key("in_cache") << " " << r.in_cache.raised_by_step << "\n"
+      << raised_key("beyond_cache") << " " << r.beyond_cache.raised_by_step << "\n";
+  for (const MatmulRoof& m : r.matmul) {
+    out << raised_key(type_key(m.type)) << " " << m.raised_by_step << "\n";
+  }
+}
+
+// Written beside the file and renamed over it: a window raising its roofs and a probe reading
+// them at the same time never see half a file.
+void write_cache(const std::filesystem::path& file, const Roofs& r) {
+  std::error_code ignored;
+  std::filesystem::create_directories(file.parent_path(), ignored);
+  std::filesystem::path partial = file;
+  partial += ".partial-" + std::to_string(getpid()) + "-" +
+             std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  {
+    std::ofstream out(partial);
+    write_roofs(out, r);
+  }
+  std::filesystem::rename(partial, file, ignored);
+  if (ignored) std::filesystem::remove(partial, ignored);
 }
 
 std::optional<Roofs> read_cache(const std::filesystem::path& file) {
@@ -184,8 +278,12 @@ std::optional<Roofs> read_cache(const std::filesystem::path& file) {
     r.matmul_tokens = std::stoll(entries.at("matmul_tokens"));
     r.matmul_rows = std::stoll(entries.at("matmul_rows"));
     r.matmul_cols = std::stoll(entries.at("matmul_cols"));
+    r.measured_busy = entries.at("measured_busy") != "0";
+    const auto raised = [&](const std::string& key) { return entries.at(raised_key(key)) != "0"; };
+    r.in_cache.raised_by_step = raised("in_cache");
+    r.beyond_cache.raised_by_step = raised("beyond_cache");
     for (const gguf::GgmlType type : kWeightTypes) {
-      r.matmul.push_back({type, std::stod(entries.at(type_key(type)))});
+      r.matmul.push_back({type, std::stod(entries.at(type_key(type))), raised(type_key(type))});
     }
     const bool positive = r.in_cache.gb_per_s > 0.0 && r.beyond_cache.gb_per_s > 0.0 &&
                           std::all_of(r.matmul.begin(), r.matmul.end(),
@@ -240,22 +338,108 @@ Roofs measure_roofs(Backend& backend, const RoofPlan& plan) {
   return roofs;
 }
 
-CachedRoofs probe_device_roofs(Backend& backend, bool fresh) {
+CachedRoofs probe_device_roofs(Backend& backend, const ProbeOptions& options) {
   CachedRoofs result;
   const auto file = roofs_cache_file(backend);
-  if (file) {
-    result.cache_file = *file;
-    if (!fresh) {
-      if (const auto cached = read_cache(*file)) {
-        result.roofs = *cached;
-        result.from_cache = true;
-        return result;
-      }
-    }
+  const std::optional<Roofs> cached = file ? read_cache(*file) : std::nullopt;
+  if (file) result.cache_file = *file;
+  // Roofs measured busy are measured again once the machine is quiet: measuring while it is
+  // still busy would not do better.
+  const bool busy_now =
+      (!cached || cached->measured_busy || options.fresh) && options.machine_busy();
+  if (cached && !options.fresh && (!cached->measured_busy || busy_now)) {
+    result.roofs = *cached;
+    result.from_cache = true;
+    return result;
   }
-  result.roofs = measure_roofs(backend, default_roof_plan(backend));
+  Roofs measured = options.measure(backend);
+  measured.measured_busy = busy_now || options.machine_busy();
+  result.roofs = cached ? higher_roofs(*cached, measured) : measured;
   if (file) write_cache(*file, result.roofs);
   return result;
+}
+
+CachedRoofs probe_device_roofs(Backend& backend, bool fresh) {
+  ProbeOptions options;
+  options.fresh = fresh;
+  return probe_device_roofs(backend, options);
+}
+
+// --- roofs against measured steps -------------------------------------------------------------
+
+std::optional<gguf::GgmlType> main_probed_type(const Roofs& roofs,
+                                               const std::map<std::string, int64_t>& tensor_types) {
+  std::string main_type;
+  int64_t most = 0;
+  for (const auto& [type, count] : tensor_types) {
+    if (count > most) most = count, main_type = type;
+  }
+  for (const MatmulRoof& roof : roofs.matmul) {
+    if (gguf::type_name(roof.type) == main_type) return roof.type;
+  }
+  return std::nullopt;
+}
+
+StepRoofs step_roofs(const Roofs& roofs, std::optional<gguf::GgmlType> weight_type) {
+  StepRoofs s;
+  s.cache_gb_per_s = roofs.in_cache.gb_per_s;
+  s.cache_raised = roofs.in_cache.raised_by_step;
+  s.memory_gb_per_s = roofs.beyond_cache.gb_per_s;
+  s.memory_raised = roofs.beyond_cache.raised_by_step;
+  for (const MatmulRoof& m : roofs.matmul) {
+    if (!weight_type || m.type != *weight_type) continue;
+    s.compute_gflop_per_s = m.gflop_per_s;
+    s.compute_raised = m.raised_by_step;
+  }
+  s.cache_bytes = roofs.last_level_cache_bytes > 0 ? roofs.last_level_cache_bytes
+                                                   : roofs.in_cache.working_set_bytes;
+  return s;
+}
+
+BandwidthRoofKind bandwidth_roof_for(const StepRoofs& roofs, uint64_t working_set_bytes) {
+  return working_set_bytes <= roofs.cache_bytes ? BandwidthRoofKind::kCache
+                                                : BandwidthRoofKind::kMemory;
+}
+
+namespace {
+
+// Raises a measured roof to `achieved` when it is below; true when it was.
+bool raise(double& roof, bool& raised, double achieved) {
+  if (roof <= 0.0 || !(achieved > roof)) return false;
+  roof = achieved;
+  raised = true;
+  return true;
+}
+
+}  // namespace
+
+bool raise_roofs_to_step(StepRoofs& roofs, const MeasuredStep& step) {
+  if (step.seconds <= 0.0 || step.bytes == 0) return false;
+  const double gb_per_s = static_cast<double>(step.bytes) / step.seconds / 1e9;
+  const double gflop_per_s = step.flops / step.seconds / 1e9;
+  const bool cache = bandwidth_roof_for(roofs, step.bytes) == BandwidthRoofKind::kCache;
+  const bool bandwidth = cache ? raise(roofs.cache_gb_per_s, roofs.cache_raised, gb_per_s)
+                               : raise(roofs.memory_gb_per_s, roofs.memory_raised, gb_per_s);
+  const bool compute = raise(roofs.compute_gflop_per_s, roofs.compute_raised, gflop_per_s);
+  return bandwidth || compute;
+}
+
+void apply_raised_roofs(Roofs& roofs, const StepRoofs& raised,
+                        std::optional<gguf::GgmlType> weight_type) {
+  keep_higher(roofs.in_cache, {0, raised.cache_gb_per_s, raised.cache_raised});
+  keep_higher(roofs.beyond_cache, {0, raised.memory_gb_per_s, raised.memory_raised});
+  if (!weight_type) return;
+  for (MatmulRoof& m : roofs.matmul) {
+    keep_higher(m, {*weight_type, raised.compute_gflop_per_s, raised.compute_raised});
+  }
+}
+
+bool persist_raised_roofs(Backend& backend, const Roofs& roofs) {
+  const auto file = roofs_cache_file(backend);
+  if (!file) return false;
+  const std::optional<Roofs> cached = read_cache(*file);
+  write_cache(*file, cached ? higher_roofs(*cached, roofs) : roofs);
+  return true;
 }
 
 }  // namespace servescope::compute

@@ -175,8 +175,9 @@ TEST(KvErrorCli, BadInputIsAOneLineReason) {
   });
 }
 
-// Measured, then read from the per-device cache, then measured again with --fresh; the working
-// sets sit on either side of the last-level cache that `devices` reports.
+// Measured, then read from the per-device cache, then measured again with --fresh (the cache
+// keeping the higher figures); the working sets sit on either side of the last-level cache that
+// `devices` reports.
 TEST(ProbeCli, MeasuresCachesAndRemeasures) {
   const std::string dir = testing::TempDir() + "/probe_cli_cache_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
@@ -189,10 +190,26 @@ TEST(ProbeCli, MeasuresCachesAndRemeasures) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const json a = json::parse(first.out), b = json::parse(second.out), c = json::parse(fresh.out);
   EXPECT_FALSE(a["from_cache"].get<bool>());
-  EXPECT_TRUE(b["from_cache"].get<bool>());
+  // Read from the cache, unless the first probe ran while the machine was busy and it is quiet
+  // now: then measured again, keeping the higher figures.
+  EXPECT_TRUE(b["from_cache"].get<bool>() || a["measured_busy"].get<bool>());
   EXPECT_FALSE(c["from_cache"].get<bool>());
-  EXPECT_EQ(a["read_bandwidth"], b["read_bandwidth"]);
-  EXPECT_EQ(a["matmul_gflop_per_s"], b["matmul_gflop_per_s"]);
+  for (const char* set : {"in_cache", "beyond_cache"}) {
+    EXPECT_GE(b["read_bandwidth"][set]["gb_per_s"].get<double>(),
+              a["read_bandwidth"][set]["gb_per_s"].get<double>());
+    EXPECT_GE(c["read_bandwidth"][set]["gb_per_s"].get<double>(),
+              b["read_bandwidth"][set]["gb_per_s"].get<double>());  // cached roofs only go up
+  }
+  for (const char* type : {"f32", "f16", "q8_0", "q4_0"}) {
+    EXPECT_GE(b["matmul_gflop_per_s"][type].get<double>(),
+              a["matmul_gflop_per_s"][type].get<double>());
+    EXPECT_GE(c["matmul_gflop_per_s"][type].get<double>(),
+              b["matmul_gflop_per_s"][type].get<double>());
+  }
+  if (b["from_cache"].get<bool>()) {
+    EXPECT_EQ(a["read_bandwidth"], b["read_bandwidth"]);
+  }
+  EXPECT_TRUE(c["raised_by_steps"].is_array());
   EXPECT_EQ(a["cache_file"].get<std::string>().rfind(dir, 0), 0u);
   for (const char* type : {"f32", "f16", "q8_0", "q4_0"}) {
     EXPECT_GT(a["matmul_gflop_per_s"][type].get<double>(), 0.0) << type;

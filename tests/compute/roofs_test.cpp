@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/devices.h"
@@ -71,19 +72,28 @@ TEST(Roofs, DefaultPlanSizesTheWorkingSetsFromTheCache) {
   EXPECT_GT(plan.beyond_cache_bytes, llc);
 }
 
+// Probe options on a machine said to be quiet (or busy), measuring the small plan.
+ProbeOptions probe_options(bool busy) {
+  ProbeOptions options;
+  options.machine_busy = [busy] { return busy; };
+  options.measure = [](Backend& backend) { return measure_roofs(backend, small_plan()); };
+  return options;
+}
+
 // Measured once per device and cached; `fresh` measures again and rewrites the cache.
 TEST(Roofs, CachedPerDeviceUntilAskedAfresh) {
   const std::string dir = testing::TempDir() + "/roofs_cache_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   setenv("XDG_CACHE_HOME", dir.c_str(), 1);
   auto backend = make_backend(BackendKind::kCpu);
+  const ProbeOptions quiet = probe_options(false);
 
-  const CachedRoofs first = probe_device_roofs(*backend, false);
+  const CachedRoofs first = probe_device_roofs(*backend, quiet);
   EXPECT_FALSE(first.from_cache);
   ASSERT_TRUE(std::filesystem::exists(first.cache_file));
   EXPECT_EQ(first.cache_file.parent_path(), std::filesystem::path(dir) / "servescope");
 
-  const CachedRoofs second = probe_device_roofs(*backend, false);
+  const CachedRoofs second = probe_device_roofs(*backend, quiet);
   EXPECT_TRUE(second.from_cache);
   EXPECT_EQ(second.roofs.in_cache.gb_per_s, first.roofs.in_cache.gb_per_s);
   EXPECT_EQ(second.roofs.beyond_cache.working_set_bytes,
@@ -94,9 +104,9 @@ TEST(Roofs, CachedPerDeviceUntilAskedAfresh) {
 
   // A damaged cache is measured again, not trusted.
   std::ofstream(first.cache_file) << "in_cache_gb_per_s banana\n";
-  const CachedRoofs third = probe_device_roofs(*backend, false);
+  const CachedRoofs third = probe_device_roofs(*backend, quiet);
   EXPECT_FALSE(third.from_cache);
-  EXPECT_TRUE(probe_device_roofs(*backend, false).from_cache);  // and rewritten
+  EXPECT_TRUE(probe_device_roofs(*backend, quiet).from_cache);  // and rewritten
   std::filesystem::remove_all(dir);
   unsetenv("XDG_CACHE_HOME");
 }
@@ -114,6 +124,158 @@ TEST(Roofs, EightBitActivationsAreCachedApartFromTheExactPath) {
   EXPECT_EQ(roofs_cache_file(exact_again), exact_file);
   EXPECT_NE(roofs_cache_file(eight_bit), exact_file);
   unsetenv("XDG_CACHE_HOME");
+}
+
+// Roofs with every figure `scale` times a base, as a fake probe would measure them.
+Roofs fake_roofs(double scale) {
+  Roofs r;
+  r.backend = "cpu";
+  r.device = "fake";
+  r.last_level_cache_bytes = 32 << 20;
+  r.in_cache = {8 << 20, 40.0 * scale};
+  r.beyond_cache = {256 << 20, 10.0 * scale};
+  r.matmul_tokens = 128;
+  r.matmul_rows = 1024;
+  r.matmul_cols = 2048;
+  for (const gguf::GgmlType type :
+       {gguf::GgmlType::F32, gguf::GgmlType::F16, gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0}) {
+    r.matmul.push_back({type, 100.0 * scale});
+  }
+  return r;
+}
+
+// Run times injected in order; the best of them is the figure, and runs go on while the two
+// fastest disagree (a machine busy for a while slows a run, never speeds one).
+TEST(BestOfRuns, KeepsTheFastestOfSteadyRepeats) {
+  const auto timings = [](std::vector<double> seconds) {
+    auto next = std::make_shared<size_t>(0);
+    return [seconds, next] { return seconds.at((*next)++); };
+  };
+  const BestRun steady = best_of_runs(timings({2.0, 1.0, 1.01, 9.0}));
+  EXPECT_EQ(steady.runs, 3);
+  EXPECT_DOUBLE_EQ(steady.seconds, 1.0);
+
+  // A busy start: slow runs, then two that agree (milliseconds, well inside the time budget).
+  const BestRun busy = best_of_runs(timings({3e-3, 2.5e-3, 2e-3, 1e-3, 1.6e-3, 1.02e-3, 5e-3}));
+  EXPECT_EQ(busy.runs, 6);
+  EXPECT_DOUBLE_EQ(busy.seconds, 1e-3);
+  EXPECT_NEAR(busy.spread, 0.02, 1e-9);
+
+  // Never steady (each run faster than the last by more than kSteadySpread): stops at kMaxRuns
+  // with the fastest.
+  std::vector<double> speeding_up;
+  for (int i = 0; i <= kMaxRuns; ++i) speeding_up.push_back(20.0 - i);
+  const auto scaled = [](std::vector<double> seconds, double scale) {
+    for (double& s : seconds) s *= scale;
+    return seconds;
+  };
+  const double short_runs = kMaxSecondsPerFigure / 1000.0;
+  const BestRun capped = best_of_runs(timings(scaled(speeding_up, short_runs)));
+  EXPECT_EQ(capped.runs, kMaxRuns);
+  EXPECT_DOUBLE_EQ(capped.seconds, (20.0 - (kMaxRuns - 1)) * short_runs);
+  // Long runs: past kMinRuns, no more than kMaxSecondsPerFigure of them.
+  const BestRun budgeted = best_of_runs(timings(scaled(speeding_up, kMaxSecondsPerFigure / 40.0)));
+  EXPECT_EQ(budgeted.runs, 3);  // 20 + 19 + 18 = 57 fortieths of the budget
+  EXPECT_DOUBLE_EQ(budgeted.seconds, 18.0 * kMaxSecondsPerFigure / 40.0);
+}
+
+// A probe measured while the machine was busy is measured again once it is quiet, and the
+// cache keeps the higher figures: slower measurements never lower a roof.
+TEST(Roofs, BusyProbesAreTakenAgainAndCachedRoofsOnlyGoUp) {
+  const std::string dir = testing::TempDir() + "/roofs_busy_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  auto backend = make_backend(BackendKind::kCpu);
+  const auto probe = [&](double scale, bool busy, bool fresh = false) {
+    ProbeOptions options;
+    options.fresh = fresh;
+    options.machine_busy = [busy] { return busy; };
+    options.measure = [scale](Backend&) { return fake_roofs(scale); };
+    return probe_device_roofs(*backend, options);
+  };
+
+  const CachedRoofs busy = probe(0.5, true);  // under load: half speed
+  EXPECT_TRUE(busy.roofs.measured_busy);
+  EXPECT_TRUE(probe(0.4, true).from_cache);       // still busy: measuring now would not do better
+  const CachedRoofs quieter = probe(1.0, false);  // quiet now: the busy roofs are measured again
+  EXPECT_FALSE(quieter.from_cache);
+  EXPECT_FALSE(quieter.roofs.measured_busy);
+  EXPECT_DOUBLE_EQ(quieter.roofs.in_cache.gb_per_s, 40.0);
+  EXPECT_TRUE(probe(0.1, false).from_cache);  // quiet roofs are kept
+
+  const CachedRoofs slower = probe(0.3, true, true);  // a fresh probe while busy: lower figures
+  EXPECT_FALSE(slower.from_cache);
+  EXPECT_DOUBLE_EQ(slower.roofs.in_cache.gb_per_s, 40.0);
+  EXPECT_DOUBLE_EQ(slower.roofs.beyond_cache.gb_per_s, 10.0);
+  for (const MatmulRoof& m : slower.roofs.matmul) EXPECT_DOUBLE_EQ(m.gflop_per_s, 100.0);
+  EXPECT_FALSE(slower.roofs.measured_busy);  // what is kept was measured quiet
+
+  // A step that beat a roof raises it in the cache, which says where the figure came from.
+  Roofs raised = slower.roofs;
+  StepRoofs judged = step_roofs(raised, gguf::GgmlType::F32);
+  ASSERT_TRUE(raise_roofs_to_step(judged, {1'000'000'000, 0.5e9, 0.02}));  // 50 GB/s, memory
+  apply_raised_roofs(raised, judged, gguf::GgmlType::F32);
+  ASSERT_TRUE(persist_raised_roofs(*backend, raised));
+  const CachedRoofs kept = probe(0.1, false);
+  EXPECT_TRUE(kept.from_cache);
+  EXPECT_DOUBLE_EQ(kept.roofs.beyond_cache.gb_per_s, 50.0);
+  EXPECT_TRUE(kept.roofs.beyond_cache.raised_by_step);
+  EXPECT_FALSE(kept.roofs.in_cache.raised_by_step);
+  EXPECT_DOUBLE_EQ(kept.roofs.in_cache.gb_per_s, 40.0);
+  std::filesystem::remove_all(dir);
+  unsetenv("XDG_CACHE_HOME");
+}
+
+// A model whose weights and KV fit the last-level cache is judged against the cache roof.
+TEST(StepRoofs, TheWorkingSetPicksCacheOrMemory) {
+  StepRoofs roofs = step_roofs(fake_roofs(1.0), gguf::GgmlType::Q8_0);
+  EXPECT_EQ(roofs.cache_bytes, uint64_t{32} << 20);
+  EXPECT_DOUBLE_EQ(roofs.compute_gflop_per_s, 100.0);
+  EXPECT_EQ(bandwidth_roof_for(roofs, 17 << 20), BandwidthRoofKind::kCache);
+  EXPECT_EQ(bandwidth_roof_for(roofs, 32 << 20), BandwidthRoofKind::kCache);
+  EXPECT_EQ(bandwidth_roof_for(roofs, (32 << 20) + 1), BandwidthRoofKind::kMemory);
+  // A GPU's cache is unknown: the probe's in-cache working set is what is known to fit.
+  Roofs gpu = fake_roofs(1.0);
+  gpu.last_level_cache_bytes = 0;
+  roofs = step_roofs(gpu, gguf::GgmlType::F32);
+  EXPECT_EQ(bandwidth_roof_for(roofs, 8 << 20), BandwidthRoofKind::kCache);
+  EXPECT_EQ(bandwidth_roof_for(roofs, 9 << 20), BandwidthRoofKind::kMemory);
+}
+
+// A step that beats its roof raises it to what the step achieved, and nothing else.
+TEST(StepRoofs, AStepAboveItsRoofRaisesIt) {
+  StepRoofs roofs = step_roofs(fake_roofs(1.0), gguf::GgmlType::F32);  // 40, 10 GB/s; 100 GFLOP/s
+  // 1.6 GB in 0.0648 s: 24.7 GB/s from main memory, at 0.5 FLOP/byte (12.3 GFLOP/s).
+  const MeasuredStep big{1'600'000'000, 0.8e9, 0.0648};
+  EXPECT_TRUE(raise_roofs_to_step(roofs, big));
+  EXPECT_NEAR(roofs.memory_gb_per_s, 24.69, 0.01);
+  EXPECT_TRUE(roofs.memory_raised);
+  EXPECT_FALSE(roofs.cache_raised);
+  EXPECT_FALSE(roofs.compute_raised);
+  EXPECT_DOUBLE_EQ(roofs.cache_gb_per_s, 40.0);
+  EXPECT_FALSE(raise_roofs_to_step(roofs, big));  // on its roof now: nothing to raise
+
+  // An in-cache step at 150 GFLOP/s and 30 GB/s: above the compute roof only.
+  const MeasuredStep batched{3'000'000, 15e6, 1e-4};
+  EXPECT_TRUE(raise_roofs_to_step(roofs, batched));
+  EXPECT_DOUBLE_EQ(roofs.compute_gflop_per_s, 150.0);
+  EXPECT_TRUE(roofs.compute_raised);
+  EXPECT_FALSE(roofs.cache_raised);
+
+  // Raised roofs go into the cached set, only upward.
+  Roofs kept = fake_roofs(1.0);
+  apply_raised_roofs(kept, roofs, gguf::GgmlType::F32);
+  EXPECT_NEAR(kept.beyond_cache.gb_per_s, 24.69, 0.01);
+  EXPECT_TRUE(kept.beyond_cache.raised_by_step);
+  EXPECT_FALSE(kept.in_cache.raised_by_step);
+  EXPECT_DOUBLE_EQ(kept.matmul[0].gflop_per_s, 150.0);
+  EXPECT_DOUBLE_EQ(kept.matmul[1].gflop_per_s, 100.0);  // F16: not this model's type
+  EXPECT_DOUBLE_EQ(kept.in_cache.gb_per_s, 40.0);
+
+  // An unmeasured roof stays unmeasured.
+  StepRoofs unprobed;
+  EXPECT_FALSE(raise_roofs_to_step(unprobed, big));
+  EXPECT_EQ(unprobed.memory_gb_per_s, 0.0);
 }
 
 }  // namespace

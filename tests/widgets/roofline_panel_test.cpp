@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <cmath>
 
+#include "tests/widgets/synthetic_model_snapshots.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -119,12 +120,20 @@ TEST(RooflinePanel, CsvHasOneRowPerStepWithTheRoofsItIsComparedAgainst) {
   ASSERT_EQ(lines.size(), 1 + 6);
   EXPECT_EQ(lines[0], QStringLiteral("step,phase,batch_size,intensity_flop_per_byte,gflop_per_s,"
                                      "cache_gb_per_s,memory_gb_per_s,compute_gflop_per_s,"
-                                     "memory_roof_gflop_per_s"));
+                                     "roof,roof_gflop_per_s"));
   // Prefill at 29.5 FLOP/byte is past the main-memory ridge (7.84): the roof is compute.
-  EXPECT_EQ(lines[1], QStringLiteral("0,prefill,1,29.5,61.2,48.6,12.3,96.4,96.4"));
+  EXPECT_EQ(lines[1], QStringLiteral("0,prefill,1,29.5,61.2,48.6,12.3,96.4,memory,96.4"));
   // Decode at 0.49 FLOP/byte is on the slope: 12.3 GB/s x 0.49 = 6.027 GFLOP/s.
-  EXPECT_EQ(lines[2],
-            QStringLiteral("1,decode,1,0.49,5.1,48.6,12.3,96.4,%1").arg(12.3 * 0.49, 0, 'g', 9));
+  EXPECT_EQ(
+      lines[2],
+      QStringLiteral("1,decode,1,0.49,5.1,48.6,12.3,96.4,memory,%1").arg(12.3 * 0.49, 0, 'g', 9));
+  // A step judged against the cache: 48.6 GB/s x 0.49.
+  RooflineSnapshot in_cache = probed_snapshot();
+  in_cache.points[1].roof = PointRoof::kCache;
+  panel.set_snapshot(in_cache);
+  EXPECT_EQ(
+      panel.csv().split('\n')[2],
+      QStringLiteral("1,decode,1,0.49,5.1,48.6,12.3,96.4,cache,%1").arg(48.6 * 0.49, 0, 'g', 9));
   EXPECT_EQ(RooflinePanel().csv().count('\n'), 1);  // the header alone
 }
 
@@ -140,10 +149,56 @@ TEST(RooflinePanel, PointsHaveTooltipsWithTheirNumbers) {
       found = panel.point_tooltip(QPointF(x, y)) ==
               QStringLiteral(
                   "Step 3 (mixed, batch 2): 7.50 FLOP/byte, 30 GFLOP/s, 32.5% of "
-                  "what the main-memory roof allows.");
+                  "what the main-memory roof allows (its weights and KV do not fit the "
+                  "last-level cache).");
     }
   }
   EXPECT_TRUE(found);
+}
+
+// Each point is judged against its own bandwidth roof (and the compute roof): the check finds a
+// point drawn above it, so a roof that was not raised by a step that beat it shows.
+TEST(RooflinePanel, FindsPointsAboveTheRoofTheyAreJudgedAgainst) {
+  RooflinePanel panel;
+  RooflineSnapshot s = probed_snapshot();
+  panel.set_snapshot(s);
+  EXPECT_TRUE(panel.points_above_roofs().empty());
+  // 0.49 FLOP/byte at 10 GFLOP/s: above main memory's 6.03, under the cache's 23.8.
+  s.points.push_back({6, StepPhase::kDecode, 1, 0.49, 10.0, PointRoof::kMemory});
+  s.points.push_back({7, StepPhase::kDecode, 1, 0.49, 10.0, PointRoof::kCache});
+  // 30 FLOP/byte at 120 GFLOP/s: above the 96.4 compute roof whichever bandwidth judges it.
+  s.points.push_back({8, StepPhase::kPrefill, 1, 30.0, 120.0, PointRoof::kCache});
+  panel.set_snapshot(s);
+  const std::vector<RooflinePoint> above = panel.points_above_roofs();
+  ASSERT_EQ(above.size(), 2u);
+  EXPECT_EQ(above[0].step_index, 6);
+  EXPECT_EQ(above[1].step_index, 8);
+}
+
+// The snapshot the docs' screenshots and the paint tests draw keeps every point under its roof.
+TEST(RooflinePanel, TheSyntheticSessionHasNoPointAboveItsRoof) {
+  RooflinePanel panel;
+  panel.set_snapshot(testing::synthetic_roofline());
+  EXPECT_TRUE(panel.points_above_roofs().empty());
+}
+
+TEST(RooflinePanel, RaisedRoofsAreSaidSo) {
+  RooflinePanel panel;
+  RooflineSnapshot s = probed_snapshot();
+  panel.set_snapshot(s);
+  EXPECT_TRUE(panel.raised_note().isEmpty());
+  s.memory_raised = true;
+  panel.set_snapshot(s);
+  EXPECT_EQ(panel.raised_note(), QStringLiteral("main memory roof raised by a measured step"));
+  const QStringList labels = panel.roof_labels();
+  EXPECT_FALSE(labels[0].contains(QStringLiteral("raised")));
+  EXPECT_EQ(labels[1], QStringLiteral("main memory 12.3 GB/s (raised by a measured step)"));
+  s.cache_raised = s.compute_raised = true;
+  panel.set_snapshot(s);
+  EXPECT_EQ(panel.raised_note(),
+            QStringLiteral("cache, main memory and compute roofs raised by a measured step"));
+  panel.resize(900, 600);
+  EXPECT_FALSE(panel.grab().isNull());
 }
 
 // Steps no engine should send: no FLOPs, negative, infinite and NaN values; roofs partly
