@@ -62,6 +62,27 @@ int64_t bundled_vocab_size() {
 
 QSettings settings() { return QSettings("ServeScope", "servescope"); }
 
+// Why the settings cannot be kept, or empty. QSettings itself says nothing when its file is a
+// folder: it reads nothing and writes nothing.
+QString settings_problem() {
+  QSettings s = settings();
+  const QFileInfo file(s.fileName());
+  if (file.exists() && !file.isFile()) {
+    return QString("Settings cannot be read or saved: %1 is a folder, not a file. Move it aside "
+                   "for ServeScope to remember your settings.")
+        .arg(s.fileName());
+  }
+  s.sync();
+  if (s.status() == QSettings::AccessError) {
+    return QString("Settings cannot be read or saved: %1 is not accessible.").arg(s.fileName());
+  }
+  if (s.status() == QSettings::FormatError) {
+    return QString("Settings cannot be read: %1 is not a settings file; they start afresh.")
+        .arg(s.fileName());
+  }
+  return {};
+}
+
 // A quantisation limit in the settings: its number, or "off" (infinity: no limit).
 QString limit_text(double limit) {
   return std::isfinite(limit) ? QString::number(limit, 'g', 17) : QStringLiteral("off");
@@ -190,7 +211,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     const double font_size = s.value("view/font_size", 0.0).toDouble();
     if (font_size > 0) {
       QFont font = QApplication::font();
-      font.setPointSizeF(font_size);
+      font.setPointSizeF(std::clamp(font_size, kMinFontPoints, kMaxFontPoints));
       QApplication::setFont(font);
     }
     prompt_->setPlainText(s.value("prompt/text", kSuggestedPrompt).toString());
@@ -229,6 +250,9 @@ void MainWindow::restore_settings(const WindowOptions& options) {
       });
   open_model(model);
   fill_model_picker();
+  if (remember_settings_) {
+    if (const QString problem = settings_problem(); !problem.isEmpty()) show_message(problem, true);
+  }
 }
 
 void MainWindow::save_settings() const {
@@ -508,7 +532,8 @@ void MainWindow::set_dark_theme(bool dark) {
 
 void MainWindow::scale_font(int steps) {
   QFont font = QApplication::font();
-  const double size = std::clamp(font.pointSizeF() * std::pow(1.15, steps), 6.0, 48.0);
+  const double size =
+      std::clamp(font.pointSizeF() * std::pow(1.15, steps), kMinFontPoints, kMaxFontPoints);
   font.setPointSizeF(size);
   QApplication::setFont(font);
 }
@@ -643,7 +668,8 @@ QString MainWindow::random_weights_note() const {
   return status_random_->isVisible() ? random_weights_note_text() : QString();
 }
 
-QString MainWindow::message() const { return message_->isVisible() ? message_->text() : QString(); }
+// isHidden, not isVisible: a message set before the window is shown is still its message.
+QString MainWindow::message() const { return message_->isHidden() ? QString() : message_->text(); }
 
 const QVector<GeneratedToken>& MainWindow::generated_tokens() const {
   return output_chips_->tokens();

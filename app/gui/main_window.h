@@ -59,6 +59,10 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
+  // The font sizes scaling and a remembered size both keep to, in points.
+  static constexpr double kMinFontPoints = 6.0;
+  static constexpr double kMaxFontPoints = 48.0;
+
   explicit MainWindow(const WindowOptions& options, QWidget* parent = nullptr);
   ~MainWindow() override;
 

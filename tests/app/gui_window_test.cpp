@@ -368,13 +368,19 @@ TEST_F(WindowFixture, ATimingModelThatCannotBeWrittenLeavesThePreviousModelServi
   EXPECT_EQ(window_->generated_tokens().size(), 8);
 }
 
+// A window that reads and writes the settings, on the CPU backend.
+WindowOptions remembering_on_the_cpu() {
+  WindowOptions options;
+  options.remember_settings = true;
+  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  return options;
+}
+
 // Settings live in a folder of the test's own, never the user's.
 TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
   QTemporaryDir dir;
   QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
-  WindowOptions options;
-  options.remember_settings = true;
-  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  const WindowOptions options = remembering_on_the_cpu();
   {
     MainWindow first(options);
     ASSERT_TRUE(wait_until([&] { return first.engine_info().has_value(); }));
@@ -426,6 +432,37 @@ TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
     EXPECT_EQ(third.quant_limits().max_kl, default_lab_limits().max_kl);
     third.set_dark_theme(false);
   }
+}
+
+// Issue 25 item 7: font_size=1000 gave a giant window of 3 GB.
+TEST(WindowSettings, ARememberedFontSizeKeepsToTheMenusRange) {
+  QTemporaryDir dir;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+  const QFont before = QApplication::font();
+  const WindowOptions options = remembering_on_the_cpu();
+  for (const auto& [remembered, shown] :
+       {std::pair{1000.0, MainWindow::kMaxFontPoints}, std::pair{1.0, MainWindow::kMinFontPoints},
+        std::pair{12.0, 12.0}}) {
+    QSettings("ServeScope", "servescope").setValue("view/font_size", remembered);
+    MainWindow window(options);
+    EXPECT_EQ(QApplication::font().pointSizeF(), shown) << remembered;
+    QApplication::setFont(before);
+  }
+}
+
+// Issue 25 item 10: a folder where the settings file belongs lost every setting in silence.
+TEST(WindowSettings, ASettingsPathThatIsAFolderIsReportedInTheWindow) {
+  QTemporaryDir dir;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+  const QString file = QSettings("ServeScope", "servescope").fileName();
+  ASSERT_TRUE(QDir().mkpath(file));
+  const WindowOptions options = remembering_on_the_cpu();
+  MainWindow window(options);
+  window.show();
+  EXPECT_TRUE(window.message().contains(file)) << window.message().toStdString();
+  EXPECT_TRUE(window.message().contains("is a folder")) << window.message().toStdString();
+  ASSERT_TRUE(wait_until([&] { return window.engine_info().has_value(); }));
+  EXPECT_TRUE(window.message().contains("is a folder"));  // still there once the model loaded
 }
 
 }  // namespace
