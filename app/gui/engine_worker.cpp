@@ -107,8 +107,9 @@ QString reason_text(const std::exception& error, const QString& for_what) {
 QString to_load(const QString& path) {
   std::error_code error;
   const uint64_t bytes = std::filesystem::file_size(path.toStdString(), error);
-  return error ? QString("to load it")
-               : QString("to load it (its file holds %1, more once unpacked)").arg(bytes_text(bytes));
+  return error
+             ? QString("to load it")
+             : QString("to load it (its file holds %1, more once unpacked)").arg(bytes_text(bytes));
 }
 
 std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {

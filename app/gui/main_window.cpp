@@ -68,8 +68,9 @@ QString settings_problem() {
   QSettings s = settings();
   const QFileInfo file(s.fileName());
   if (file.exists() && !file.isFile()) {
-    return QString("Settings cannot be read or saved: %1 is a folder, not a file. Move it aside "
-                   "for ServeScope to remember your settings.")
+    return QString(
+               "Settings cannot be read or saved: %1 is a folder, not a file. Move it aside "
+               "for ServeScope to remember your settings.")
         .arg(s.fileName());
   }
   s.sync();

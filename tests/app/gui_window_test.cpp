@@ -1,7 +1,10 @@
 // The real window, offscreen, on the bundled model (CPU backend, to keep it fast): a
 // generation with classmates brings every panel to life; a corrupt model file gives a clear
 // message and the previous model keeps answering.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <QComboBox>
 #include <QDateTime>
@@ -14,10 +17,6 @@
 #include <QTemporaryDir>
 #include <QCheckBox>
 #include <QDoubleSpinBox>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <array>
 #include <cmath>
 #include <fstream>
