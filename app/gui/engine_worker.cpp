@@ -8,7 +8,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <new>
 #include <string>
 
 #include "app/cli/commands.h"
@@ -94,14 +93,6 @@ void check_tokenizer(const model::Model& m, const QString& path) {
                      " tokens but its embedding has " + std::to_string(m.config.vocab_size) +
                      " rows; tokenizer.ggml.tokens must name one token per row");
   }
-}
-
-// What failed, in words: std::bad_alloc's own text names neither the cause nor the size.
-QString reason_text(const std::exception& error, const QString& for_what) {
-  if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) {
-    return QString("not enough memory %1").arg(for_what);
-  }
-  return QString::fromStdString(error.what());
 }
 
 QString to_load(const QString& path) {
@@ -223,7 +214,7 @@ void EngineWorker::run_batch_sweep() {
   } catch (const SweepCancelled&) {
     // The sizes measured so far stand; the one interrupted is dropped.
   } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Batch sweep: %1").arg(reason_text(error, "for the sweep's engines")));
+    Q_EMIT failed(QString("Batch sweep: %1").arg(failure_text(error, "for the sweep's engines")));
   }
   capture_user_attention();
   Q_EMIT batch_sweep_ready(points);
@@ -300,7 +291,7 @@ void EngineWorker::set_weight_type(const QString& type) {
       QMetaObject::invokeMethod(this, [this, quantised, type] { adopt_model(quantised, type); });
     } catch (const std::exception& error) {
       const QString message = QString("Could not quantise the weights to %1: %2")
-                                  .arg(type, reason_text(error, "for the re-encoded weights"));
+                                  .arg(type, failure_text(error, "for the re-encoded weights"));
       QMetaObject::invokeMethod(this, [this, message] { refuse_load(message); });
     }
   });
@@ -403,7 +394,7 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
       return;
     }
     refuse_load(QString("Could not load %1: %2%3")
-                    .arg(path, reason_text(error, to_load(path)),
+                    .arg(path, failure_text(error, to_load(path)),
                          engine_ ? QString("\nStill serving %1.").arg(model_path_) : QString()));
     return;
   }
@@ -455,7 +446,7 @@ void EngineWorker::rebuild_engine() {
   } catch (const std::exception& error) {
     engine_.reset();
     refuse_load(QString("Could not build the serving engine for %1: %2")
-                    .arg(model_path_, reason_text(error, "for its KV cache and buffers")));
+                    .arg(model_path_, failure_text(error, "for its KV cache and buffers")));
     return;
   }
   Q_EMIT engine_ready(info);
