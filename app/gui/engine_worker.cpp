@@ -1,5 +1,6 @@
 #include "app/gui/engine_worker.h"
 
+#include <QEvent>
 #include <QFileInfo>
 #include <QStringList>
 #include <QTimer>
@@ -11,6 +12,7 @@
 
 #include "app/cli/commands.h"
 #include "app/common/data_files.h"
+#include "app/gui/window_text.h"
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/roofs.h"
 #include "engine/compute/vulkan/vulkan_backend.h"
@@ -67,7 +69,43 @@ serving::BatchingPolicy policy_of(const BatchingChoice& choice) {
                                : serving::BatchingPolicy::kContinuous;
 }
 
+// A FIFO or a device as model would block open() for ever (and with it this thread and the
+// application's exit); a folder cannot be a model. Checked by path, before anything opens it.
+void check_regular_file(const QString& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path.toStdString(), error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw InputError(path.toStdString() +
+                     " is not a regular file (a folder, FIFO or device); choose a GGUF model file");
+  }
+}
+
+// The window shows every token as text, so the tokenizer must name every row of the
+// embedding (llama.cpp refuses a mismatch as well); the command line reports it at generate.
+void check_tokenizer(const model::Model& m, const QString& path) {
+  if (!m.tokenizer) {
+    throw InputError(path.toStdString() +
+                     " has no tokenizer metadata (tokenizer.ggml.*), so ServeScope cannot "
+                     "turn a typed prompt into tokens; choose a model with a tokenizer");
+  }
+  const int64_t listed = m.tokenizer->size();
+  if (listed != m.config.vocab_size) {
+    throw InputError(path.toStdString() + ": its tokenizer lists " + std::to_string(listed) +
+                     " tokens but its embedding has " + std::to_string(m.config.vocab_size) +
+                     " rows; tokenizer.ggml.tokens must name one token per row");
+  }
+}
+
+QString to_load(const QString& path) {
+  std::error_code error;
+  const uint64_t bytes = std::filesystem::file_size(path.toStdString(), error);
+  return error
+             ? QString("to load it")
+             : QString("to load it (its file holds %1, more once unpacked)").arg(bytes_text(bytes));
+}
+
 std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {
+  check_regular_file(path);
   const std::optional<uint32_t> device =
       backend.kind == compute::BackendKind::kVulkan && backend.device >= 0
           ? std::optional<uint32_t>(static_cast<uint32_t>(backend.device))
@@ -114,6 +152,17 @@ EngineWorker::~EngineWorker() {
   drop_engine();
 }
 
+bool EngineWorker::event(QEvent* event) {
+  // Every command reaches this thread as an event: one that throws past its own handling (a
+  // defect, memory running out) is reported and the engine rebuilt, never an abort.
+  try {
+    return QObject::event(event);
+  } catch (const std::exception& error) {
+    recover_from_step_failure(error);
+    return true;
+  }
+}
+
 void EngineWorker::drop_engine() {
   keep_raised_roofs();
   engine_.reset();
@@ -136,7 +185,6 @@ void EngineWorker::run_batch_sweep() {
     Q_EMIT batch_sweep_ready({});  // the window is waiting for an answer
     return;
   }
-  model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
   // Thrown from run_load's per-step progress callback: the only way to leave a load run
   // between two steps (its engine is local to run_load and is freed as the stack unwinds).
   struct SweepCancelled {};
@@ -145,6 +193,7 @@ void EngineWorker::run_batch_sweep() {
   };
   QVector<BatchSweepPoint> points;
   try {
+    model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
     for (int size = 0; size < kBatchSweepSizes; ++size) {
       const int64_t batch = int64_t{1} << size;
       serving::EngineConfig config;
@@ -167,15 +216,17 @@ void EngineWorker::run_batch_sweep() {
   } catch (const SweepCancelled&) {
     // The sizes measured so far stand; the one interrupted is dropped.
   } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Batch sweep: %1").arg(error.what()));
+    Q_EMIT failed(QString("Batch sweep: %1").arg(failure_text(error, "for the sweep's engines")));
   }
-  model_->transformer->set_attention_capture(
-      model::AttentionCapture{attention_layer_, attention_head_});
+  capture_user_attention();
   Q_EMIT batch_sweep_ready(points);
 }
 
 void EngineWorker::start_quant_lab(const QString& prompt, const QStringList& types) {
-  if (!model_ || !tokenizer_) return;
+  if (!model_ || !tokenizer_) {
+    Q_EMIT quant_lab_progress(false, QString(), 0.0, QStringLiteral("no model is loaded"));
+    return;
+  }
   lab_cancel_ = true;  // one lab at a time: the newest request wins
   if (lab_thread_.joinable()) lab_thread_.join();
   lab_cancel_ = false;
@@ -219,7 +270,8 @@ void EngineWorker::simulate_device_loss_after(int steps) {
 }
 
 void EngineWorker::set_weight_type(const QString& type) {
-  if (!model_ || type == weight_type_) return;
+  if (!model_) return refuse_load("No model is loaded yet; open a GGUF model first.");
+  if (type == weight_type_) return;
   if (type.isEmpty()) {  // back to the file as it is
     load_model(model_path_, backend_);
     return;
@@ -240,7 +292,9 @@ void EngineWorker::set_weight_type(const QString& type) {
           backend);
       QMetaObject::invokeMethod(this, [this, quantised, type] { adopt_model(quantised, type); });
     } catch (const std::exception& error) {
-      Q_EMIT failed(QString("Could not quantise the weights to %1: %2").arg(type, error.what()));
+      const QString message = QString("Could not quantise the weights to %1: %2")
+                                  .arg(type, failure_text(error, "for the re-encoded weights"));
+      QMetaObject::invokeMethod(this, [this, message] { refuse_load(message); });
     }
   });
 }
@@ -263,8 +317,8 @@ void EngineWorker::open_timing_model(const TimingModel& model, const QString& pa
     return;
   }
   if (timing_timer_->isActive()) {
-    Q_EMIT failed(QString("A timing model is being written (%1); choose again when it is ready.")
-                      .arg(timing_path_));
+    refuse_load(QString("A timing model is being written (%1); choose again when it is ready.")
+                    .arg(timing_path_));
     return;
   }
   if (timing_thread_.joinable()) timing_thread_.join();
@@ -288,7 +342,7 @@ void EngineWorker::open_timing_model(const TimingModel& model, const QString& pa
                                        QString::fromStdString(error.what()), serving);
       QMetaObject::invokeMethod(this, [this, message] {
         finish_timing_write();
-        Q_EMIT failed(message);
+        refuse_load(message);
       });
     }
   });
@@ -315,6 +369,7 @@ void EngineWorker::finish_timing_write() {
 
 void EngineWorker::shutdown() {
   shut_down_ = true;
+  lab_cancel_ = true;  // a long comparison stops at its next step instead of holding the exit
   if (lab_thread_.joinable()) lab_thread_.join();
   if (quantise_thread_.joinable()) quantise_thread_.join();
   if (timing_thread_.joinable()) timing_thread_.join();
@@ -325,14 +380,13 @@ void EngineWorker::shutdown() {
 }
 
 void EngineWorker::load_model(const QString& path, BackendChoice backend) {
+  // Everything that can fail comes before the engine in use is dropped.
   std::unique_ptr<model::Model> loaded;
+  std::shared_ptr<const Tokenizer> tokenizer;
   try {
     loaded = open_model(path, backend);
-    if (!loaded->tokenizer) {
-      throw InputError(path.toStdString() +
-                       " has no tokenizer metadata (tokenizer.ggml.*), so ServeScope cannot "
-                       "turn a typed prompt into tokens; choose a model with a tokenizer");
-    }
+    check_tokenizer(*loaded, path);
+    tokenizer = std::shared_ptr<const Tokenizer>(load_tokenizer(loaded->file));
   } catch (const std::exception& error) {
     if (!model_ && backend.kind == compute::BackendKind::kVulkan) {
       // Nothing is running yet: the CPU backend is the next best start.
@@ -341,9 +395,9 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
       load_model(path, BackendChoice{compute::BackendKind::kCpu, -1});
       return;
     }
-    Q_EMIT failed(QString("Could not load %1: %2%3")
-                      .arg(path, QString::fromStdString(error.what()),
-                           model_ ? QString("\nStill serving %1.").arg(model_path_) : QString()));
+    refuse_load(QString("Could not load %1: %2%3")
+                    .arg(path, failure_text(error, to_load(path)),
+                         engine_ ? QString("\nStill serving %1.").arg(model_path_) : QString()));
     return;
   }
   const bool was_generating = user_request_.has_value();
@@ -354,9 +408,13 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
   weight_type_.clear();
   backend_ = backend;
   weight_bytes_ = model::summarize_weights(model_->file).bytes;
-  tokenizer_ = std::shared_ptr<const Tokenizer>(load_tokenizer(model_->file));
+  tokenizer_ = std::move(tokenizer);
   stories_ = bundled_stories();
-  classmate_text_ids_ = tokenizer_->encode(stories_);
+  classmate_text_ids_.clear();  // a tokenizer that cannot spell the stories: random prompts
+  try {
+    classmate_text_ids_ = tokenizer_->encode(stories_);
+  } catch (const InputError&) {
+  }
   roofs_ = {};
   try {
     roofs_ = compute::probe_device_roofs(*model_->backend, false).roofs;  // cached per device
@@ -381,6 +439,7 @@ void EngineWorker::rebuild_engine() {
   tap_.set_queue(queue_.get());
   requests_submitted_ = 0;
   requests_finished_ = 0;
+  EngineInfo info;
   try {
     // Kernels run once untimed first, so the first step anyone sees is a warm one.
     warm_up_ms_ = serving::warm_up(*model_->transformer, weight_bytes_, config).wall_ms;
@@ -389,11 +448,18 @@ void EngineWorker::rebuild_engine() {
     model_->transformer->set_attention_capture(
         model::AttentionCapture{attention_layer_, attention_head_});
     tap_.set_roofs(compute::step_roofs(roofs_, main_weight_type()));
+    info = engine_info();
   } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Could not build the serving engine: %1").arg(error.what()));
+    engine_.reset();
+    refuse_load(QString("Could not build the serving engine for %1: %2")
+                    .arg(model_path_, failure_text(error, "for its KV cache and buffers")));
     return;
   }
-  Q_EMIT engine_ready(engine_info());
+  Q_EMIT engine_ready(info);
+}
+
+void EngineWorker::refuse_load(const QString& message) {
+  Q_EMIT load_failed(message, engine_ != nullptr);
 }
 
 namespace {
@@ -567,10 +633,10 @@ void EngineWorker::prefill(const QString& prompt) {
 
 void EngineWorker::generate(const QString& prompt) {
   if (!engine_) {
-    Q_EMIT failed("No model is loaded yet; open a GGUF model first.");
+    Q_EMIT generation_refused("No model is loaded yet; open a GGUF model first.");
     return;
   }
-  if (user_request_) return;  // one generation at a time
+  if (user_request_) return;  // one generation at a time: its generation_finished answers
   try {
     serving::EngineRequest request;
     request.prompt_ids = tokenize(prompt);
@@ -591,7 +657,7 @@ void EngineWorker::generate(const QString& prompt) {
     attention_sample_ = {};
     Q_EMIT generation_started(*user_request_, static_cast<int>(request.prompt_ids.size()));
   } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Cannot generate: %1").arg(error.what()));
+    Q_EMIT generation_refused(QString("Cannot generate: %1").arg(error.what()));
     return;
   }
   top_up_classmates();
@@ -618,9 +684,14 @@ void EngineWorker::set_attention_head(int layer, int head) {
   attention_layer_ = layer;
   attention_head_ = head;
   attention_sample_ = {};
+  capture_user_attention();
+}
+
+void EngineWorker::capture_user_attention() {
   if (!model_) return;
   try {
-    model_->transformer->set_attention_capture(model::AttentionCapture{layer, head});
+    model_->transformer->set_attention_capture(
+        model::AttentionCapture{attention_layer_, attention_head_});
   } catch (const std::exception& error) {
     Q_EMIT failed(QString("Attention: %1").arg(error.what()));
   }
@@ -644,15 +715,15 @@ void EngineWorker::tick() {
 bool EngineWorker::run_one_step() {
   try {
     if (!engine_->step()) return false;  // a static batch is still collecting
+    if (engine_->steps_run() == 1) report_memory();
+    capture_attention();
+    check_user_request();
+    retire_finished_requests();
+    top_up_classmates();
   } catch (const std::exception& error) {
     recover_from_step_failure(error);
     return false;
   }
-  if (engine_->steps_run() == 1) report_memory();
-  capture_attention();
-  check_user_request();
-  retire_finished_requests();
-  top_up_classmates();
   return true;
 }
 

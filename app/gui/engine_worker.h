@@ -129,7 +129,16 @@ class EngineWorker : public QObject {
   void shutdown();
 
  Q_SIGNALS:
+  // Each command that can fail ends in exactly one reply that settles what the window set for
+  // it: a load (load_model, open_timing_model, set_weight_type, a rebuild) in engine_ready or
+  // load_failed; generate in generation_started (then generation_finished) or
+  // generation_refused; a sweep in batch_sweep_ready; a lab in quant_lab_progress(false).
   void engine_ready(servescope::gui::EngineInfo info);
+  // No new engine: `serving` says whether the engine of the last engine_ready still serves
+  // (false: nothing is loaded now).
+  void load_failed(const QString& message, bool serving);
+  void generation_refused(const QString& message);
+  // A problem that changed no state the window holds (sampling, batching, a step that failed).
   void failed(const QString& message);
   void notice(const QString& message);
   void generation_started(qint64 request, int prompt_tokens);
@@ -156,7 +165,10 @@ class EngineWorker : public QObject {
   void batch_collecting(servescope::gui::BatchCollecting state);
 
  private:
+  bool event(QEvent* event) override;
   void rebuild_engine();
+  void capture_user_attention();
+  void refuse_load(const QString& message);
   EngineInfo engine_info() const;
   // The type most of the model's matrices are stored in, when the probe measures it: its
   // compute roof is the model's.

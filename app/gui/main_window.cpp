@@ -62,6 +62,28 @@ int64_t bundled_vocab_size() {
 
 QSettings settings() { return QSettings("ServeScope", "servescope"); }
 
+// Why the settings cannot be kept, or empty. QSettings itself says nothing when its file is a
+// folder: it reads nothing and writes nothing.
+QString settings_problem() {
+  QSettings s = settings();
+  const QFileInfo file(s.fileName());
+  if (file.exists() && !file.isFile()) {
+    return QString(
+               "Settings cannot be read or saved: %1 is a folder, not a file. Move it aside "
+               "for ServeScope to remember your settings.")
+        .arg(s.fileName());
+  }
+  s.sync();
+  if (s.status() == QSettings::AccessError) {
+    return QString("Settings cannot be read or saved: %1 is not accessible.").arg(s.fileName());
+  }
+  if (s.status() == QSettings::FormatError) {
+    return QString("Settings cannot be read: %1 is not a settings file; they start afresh.")
+        .arg(s.fileName());
+  }
+  return {};
+}
+
 // A quantisation limit in the settings: its number, or "off" (infinity: no limit).
 QString limit_text(double limit) {
   return std::isfinite(limit) ? QString::number(limit, 'g', 17) : QStringLiteral("off");
@@ -83,6 +105,14 @@ widgets::QuantLimits restore_quant_limits(const QSettings& s) {
   limits.min_speedup = limit_from(s, "quantisation/min_speedup", defaults.min_speedup);
   if (!std::isfinite(limits.min_speedup)) limits.min_speedup = defaults.min_speedup;
   return limits;
+}
+
+// The backend a loaded engine runs on; the Vulkan device asked for (-1: the best) is kept.
+BackendChoice loaded_backend(const EngineInfo& info, const BackendChoice& asked) {
+  return info.backend == "vulkan"
+             ? BackendChoice{compute::BackendKind::kVulkan, asked.device,
+                             asked.quantised_activations}
+             : BackendChoice{compute::BackendKind::kCpu, -1, info.quantised_activations};
 }
 
 void save_quant_limits(QSettings& s, const widgets::QuantLimits& limits) {
@@ -136,7 +166,9 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
-  // The engine is freed on its own thread, then the thread ends.
+  // The engine is freed on its own thread, then the thread ends; a sweep in progress stops
+  // at its next step instead of holding the exit.
+  worker_->cancel_batch_sweep();
   QMetaObject::invokeMethod(worker_, &EngineWorker::shutdown, Qt::BlockingQueuedConnection);
   engine_thread_->quit();
   engine_thread_->wait();
@@ -192,7 +224,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     const double font_size = s.value("view/font_size", 0.0).toDouble();
     if (font_size > 0) {
       QFont font = QApplication::font();
-      font.setPointSizeF(font_size);
+      font.setPointSizeF(std::clamp(font_size, kMinFontPoints, kMaxFontPoints));
       QApplication::setFont(font);
     }
     prompt_->setPlainText(s.value("prompt/text", kSuggestedPrompt).toString());
@@ -232,6 +264,9 @@ void MainWindow::restore_settings(const WindowOptions& options) {
       });
   open_model(model);
   fill_model_picker();
+  if (remember_settings_) {
+    if (const QString problem = settings_problem(); !problem.isEmpty()) show_message(problem, true);
+  }
 }
 
 void MainWindow::save_settings() const {
@@ -322,8 +357,8 @@ void MainWindow::fill_model_picker() {
     model_picker_->setItemData(row, static_cast<uint>(i), kTimingRole);
     model_picker_->setItemData(row, tooltip, Qt::ToolTipRole);
   }
-  const int current = model_picker_->findData(model_path_);
-  model_picker_->setCurrentIndex(std::max(current, 0));
+  // Nothing chosen (the placeholder shows) while no model is loaded.
+  model_picker_->setCurrentIndex(model_path_.isEmpty() ? -1 : model_picker_->findData(model_path_));
 }
 
 void MainWindow::add_timing_models(QMenu* menu) {
@@ -376,12 +411,14 @@ void MainWindow::fill_backend_picker() {
 
 void MainWindow::open_model(const QString& path) {
   show_message({}, false);
+  loading_ = true;  // until the worker answers
   QMetaObject::invokeMethod(
       worker_, [w = worker_, path, backend = backend_] { w->load_model(path, backend); });
 }
 
 void MainWindow::open_timing_model(const TimingModel& model) {
   show_message({}, false);
+  loading_ = true;  // until the worker answers
   const QString path = timing_model_path(timing_folder_, model);
   QMetaObject::invokeMethod(worker_, [w = worker_, model, path, backend = backend_] {
     w->open_timing_model(model, path, backend);
@@ -520,7 +557,8 @@ void MainWindow::set_dark_theme(bool dark) {
 
 void MainWindow::scale_font(int steps) {
   QFont font = QApplication::font();
-  const double size = std::clamp(font.pointSizeF() * std::pow(1.15, steps), 6.0, 48.0);
+  const double size =
+      std::clamp(font.pointSizeF() * std::pow(1.15, steps), kMinFontPoints, kMaxFontPoints);
   font.setPointSizeF(size);
   QApplication::setFont(font);
 }
@@ -574,6 +612,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
                          engine_info_->backend != info.backend;
   engine_info_ = info;
   model_path_ = info.model_path;
+  loading_ = false;
   if (new_model) {
     cancel_quantisation();  // the replaced model's comparison, if one runs
     quant_lab_.reset();
@@ -591,10 +630,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
       start_pending_quant_lab();
     }
   }
-  backend_ = info.backend == "vulkan"
-                 ? BackendChoice{compute::BackendKind::kVulkan, backend_.device,
-                                 backend_.quantised_activations}
-                 : BackendChoice{compute::BackendKind::kCpu, -1, info.quantised_activations};
+  backend_ = loaded_backend(info, backend_);
   update_activations_picker();
   collecting_ = {};  // a new engine has collected nothing yet
   collecting_changed_ = true;
@@ -604,7 +640,52 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   attention_seen_ = 0;
   panels_->reset_counts();
   remember_recent(info.model_path);
+  show_loaded_in_pickers();
+  show_random_weights(info.random_weights);
+  on_prompt_edited();
+  update_status();
+  update_actions();
+  Q_EMIT engine_ready(info);
+}
+
+void MainWindow::on_load_failed(const QString& message, bool serving) {
+  loading_ = false;
+  if (serving && engine_info_) {
+    backend_ = loaded_backend(*engine_info_, backend_);
+    update_activations_picker();
+  } else {
+    forget_engine();
+  }
+  show_loaded_in_pickers();
+  on_failed(message);
+}
+
+void MainWindow::forget_engine() {
+  on_frame();  // the last records of the engine that is gone
+  engine_info_.reset();
+  model_path_.clear();
+  generating_ = false;  // the worker ended the generation with its engine
+  cancel_quantisation();
+  quant_lab_.reset();
+  quant_run_ = {};
+  quant_lab_pending_ = false;
+  status_random_->setVisible(false);
+  setWindowTitle("ServeScope");
+  for (QLabel* label : {status_device_, status_kv_, status_rate_, status_batching_}) {
+    label->clear();
+  }
+  status_model_->setText("No model loaded");
+  update_actions();
+}
+
+// The pickers show what the engine runs, or nothing where no model is loaded.
+void MainWindow::show_loaded_in_pickers() {
   fill_model_picker();
+  if (!engine_info_) {
+    backend_picker_->setCurrentIndex(-1);
+    return;
+  }
+  const EngineInfo& info = *engine_info_;
   const int backend_index =
       backend_picker_->findData(info.backend == "vulkan" ? info.vulkan_device : -1);
   if (backend_index >= 0) backend_picker_->setCurrentIndex(backend_index);
@@ -612,11 +693,6 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   if (weights_index >= 0) weights_picker_->setCurrentIndex(weights_index);
   const int kv_index = kv_picker_->findData(static_cast<int>(info.kv_type));
   if (kv_index >= 0) kv_picker_->setCurrentIndex(kv_index);
-  show_random_weights(info.random_weights);
-  on_prompt_edited();
-  update_status();
-  update_actions();
-  Q_EMIT engine_ready(info);
 }
 
 void MainWindow::on_failed(const QString& text) {
@@ -655,7 +731,8 @@ QString MainWindow::random_weights_note() const {
   return status_random_->isVisible() ? random_weights_note_text() : QString();
 }
 
-QString MainWindow::message() const { return message_->isVisible() ? message_->text() : QString(); }
+// isHidden, not isVisible: a message set before the window is shown is still its message.
+QString MainWindow::message() const { return message_->isHidden() ? QString() : message_->text(); }
 
 const QVector<GeneratedToken>& MainWindow::generated_tokens() const {
   return output_chips_->tokens();

@@ -59,6 +59,10 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
+  // The font sizes scaling and a remembered size both keep to, in points.
+  static constexpr double kMinFontPoints = 6.0;
+  static constexpr double kMaxFontPoints = 48.0;
+
   explicit MainWindow(const WindowOptions& options, QWidget* parent = nullptr);
   ~MainWindow() override;
 
@@ -110,6 +114,8 @@ class MainWindow : public QMainWindow {
   QString random_weights_note() const;
   QString timing_folder() const { return timing_folder_; }
   bool generating() const { return generating_; }
+  // A model asked for and not yet answered (loaded, or refused with a message).
+  bool loading() const { return loading_; }
   // The user's request in the engine (-1 before the first generation names one).
   qint64 user_request() const { return user_request_; }
   Speed speed() const;
@@ -187,6 +193,9 @@ class MainWindow : public QMainWindow {
   void show_timing_progress(quint64 written, quint64 total, const QString& path);
   void remember_recent(const QString& path);
   void on_engine_ready(const EngineInfo& info);
+  void on_load_failed(const QString& message, bool serving);
+  void forget_engine();
+  void show_loaded_in_pickers();
   void on_prompt_edited();
   void on_failed(const QString& message);
   void show_message(const QString& text, bool error);
@@ -213,6 +222,7 @@ class MainWindow : public QMainWindow {
   double last_frame_ms_ = -1.0;
   double last_status_ms_ = -1.0;
   bool generating_ = false;
+  bool loading_ = false;
   qint64 user_request_ = -1;
   AttentionSample attention_;
   std::optional<QuantLabReport> quant_lab_;

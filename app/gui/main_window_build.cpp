@@ -85,6 +85,7 @@ void MainWindow::build_toolbar() {
   model_picker_->setObjectName("model-picker");
   model_picker_->setMinimumContentsLength(18);
   model_picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  model_picker_->setPlaceholderText("no model loaded");
   model_picker_->setToolTip(
       "The GGUF model the engine runs: the bundled one, a recent file, a random-weight timing "
       "model, or Open GGUF... for any other");
@@ -108,6 +109,7 @@ void MainWindow::build_toolbar() {
   bar->addWidget(new QLabel("  Backend "));
   backend_picker_ = new QComboBox;
   backend_picker_->setObjectName("backend-picker");
+  backend_picker_->setPlaceholderText("none");
   backend_picker_->setToolTip(
       "Where the model runs. On a laptop without a GPU the CPU backend is faster than Vulkan on "
       "lavapipe, which emulates a GPU on the same CPU cores.");
@@ -501,6 +503,7 @@ void MainWindow::cancel_quantisation() {
 
 void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::engine_ready, this, &MainWindow::on_engine_ready);
+  connect(worker_, &EngineWorker::load_failed, this, &MainWindow::on_load_failed);
   connect(worker_, &EngineWorker::failed, this, &MainWindow::on_failed);
   connect(worker_, &EngineWorker::notice, this,
           [this](const QString& text) { show_message(text, false); });
@@ -508,6 +511,11 @@ void MainWindow::connect_worker() {
     generating_ = true;
     user_request_ = request;
     update_actions();
+  });
+  connect(worker_, &EngineWorker::generation_refused, this, [this](const QString& message) {
+    generating_ = false;
+    update_actions();
+    on_failed(message);
   });
   connect(worker_, &EngineWorker::generation_finished, this, [this](const QString& reason) {
     generating_ = false;

@@ -142,6 +142,11 @@ QuantLabReport run_quant_lab(const std::string& model_path, const Tokenizer& tok
         eval::report_load_engine(lab.options, gguf::GgmlType::F32));
     lab.report = eval::run_quant_report(file, lab.options);
   });
+  if (!lab.report.baseline.type.empty() && !std::isfinite(lab.report.baseline.quality.perplexity)) {
+    lab.problems.push_back(
+        "quality: the model's outputs are not a number (its weights hold NaN or Inf), so "
+        "its perplexity, KL and top-1 were not measured and no variant is accepted");
+  }
   lab.options.on_stage = {};  // the report outlives the caller's callbacks
   lab.options.cancel = nullptr;
   lab.complete = true;

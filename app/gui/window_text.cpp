@@ -4,6 +4,7 @@
 #include <QLocale>
 #include <array>
 #include <cmath>
+#include <new>
 
 #include "engine/model/model_config.h"
 #include "units/units.h"
@@ -135,6 +136,13 @@ QString collecting_text(const BatchCollecting& state, double remaining_ms) {
       .arg(state.waiting)
       .arg(state.batch_size)
       .arg(when);
+}
+
+QString failure_text(const std::exception& error, const QString& for_what) {
+  if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) {
+    return QString("not enough memory %1").arg(for_what);
+  }
+  return QString::fromStdString(error.what());
 }
 
 }  // namespace servescope::gui

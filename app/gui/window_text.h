@@ -5,6 +5,7 @@
 #include <QString>
 #include <Qt>
 #include <cstdint>
+#include <exception>
 
 #include "app/gui/engine_types.h"
 #include "engine/serving/kv_block_pool.h"
@@ -53,5 +54,9 @@ QString batching_text(const BatchingChoice& batching);
 // "collecting a batch: 3 of 16, runs in 120 ms" (remaining_ms from the engine's due time), or
 // "... runs now" once it is due; empty when nothing is collecting.
 QString collecting_text(const BatchCollecting& state, double remaining_ms);
+
+// Why a command failed, in words: "not enough memory <for_what>" for std::bad_alloc, whose own
+// text ("std::bad_alloc") names neither the cause nor the size; else the error's message.
+QString failure_text(const std::exception& error, const QString& for_what);
 
 }  // namespace servescope::gui

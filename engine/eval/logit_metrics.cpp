@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -53,6 +54,9 @@ double kl_divergence_from_log_probs(std::span<const double> base_log_probs,
   double kl = 0.0;
   for (size_t i = 0; i < base_log_probs.size(); ++i) {
     const double p = std::exp(base_log_probs[i]);
+    // Logits that are not numbers (NaN weights) give no distribution: the KL is not a number
+    // either, never the 0 that skipping them would report.
+    if (std::isnan(p)) return std::numeric_limits<double>::quiet_NaN();
     if (p > 0.0) kl += p * (base_log_probs[i] - variant_log_probs[i]);
   }
   // Rounding can leave a tiny negative sum for (nearly) equal distributions.
@@ -83,7 +87,11 @@ int64_t identical_prefix_length(std::span<const int32_t> a, std::span<const int3
 void LogitComparison::add(std::span<const double> base_log_probs,
                           std::span<const double> variant_log_probs) {
   kl_.push_back(kl_divergence_from_log_probs(base_log_probs, variant_log_probs));
-  if (argmax_index(base_log_probs) == argmax_index(variant_log_probs)) ++top1_matches_;
+  // A position whose distributions are not numbers agrees with nothing.
+  if (std::isfinite(kl_.back()) &&
+      argmax_index(base_log_probs) == argmax_index(variant_log_probs)) {
+    ++top1_matches_;
+  }
 }
 
 ComparisonSummary LogitComparison::summary() const {

@@ -204,8 +204,12 @@ Verdict judge(const VariantReport& variant, const VariantReport& baseline,
     if (!passed) verdict.reasons.push_back(reason);
     verdict.checks.push_back({std::move(limit), passed, std::move(reason)});
   };
-  if (std::isfinite(options.max_kl)) {
-    const double kl = variant.quality.vs_baseline.mean_kl;
+  const double kl = variant.quality.vs_baseline.mean_kl;
+  if (!std::isfinite(kl)) {  // checked whatever the limits: a figure never measured never passes
+    check("measured", false,
+          "mean KL is not a number: the logits hold NaN or Inf (the weights do), so the "
+          "variant's quality was not measured");
+  } else if (std::isfinite(options.max_kl)) {
     const bool passed = kl <= options.max_kl;
     check("max_kl", passed,
           "mean KL " + format_number(kl) + (passed ? " is within" : " exceeds") + " --max-kl " +

@@ -84,7 +84,8 @@ struct QuantReportOptions {
 
 // One limit of the accept-only-if rule applied to one variant.
 struct LimitCheck {
-  std::string limit;  // "max_kl", "max_tpot_ms", "min_speedup", "memory"
+  std::string limit;  // "max_kl", "max_tpot_ms", "min_speedup", "memory"; "measured" when a
+                      // figure is not a number
   bool passed = false;
   std::string reason;  // the measured value against the limit, in words
 };

@@ -242,6 +242,18 @@ TEST_F(LessonFixture, GenerateCompletesWhenTheUsersRequestEndsWhileClassmatesGoO
   window_->set_classmates(0);
 }
 
+// Issue 25 item 1: after a refused generation the next experiment hung at "Generating".
+TEST_F(LessonFixture, AGenerateAfterARefusedOneCompletes) {
+  QString too_long;  // about 400 tokens: more than the bundled model's context of 256
+  for (int i = 0; i < 100; ++i) too_long += "once upon a time ";
+  window_->set_prompt(too_long);
+  const QString refused = run(actions_from_yaml("      - generate: {max_tokens: 4}\n"), 60000);
+  EXPECT_TRUE(refused.startsWith("failed: Cannot generate")) << refused.toStdString();
+  EXPECT_FALSE(window_->generating());
+  window_->set_prompt("Once upon a time");
+  EXPECT_EQ(run(actions_from_yaml("      - generate: {max_tokens: 4}\n"), 60000), "finished");
+}
+
 TEST_F(LessonFixture, DecodeStepsRunsThatManySingleStepsOfTheUsersRequest) {
   ASSERT_EQ(run(actions_from_yaml("      - set_greedy: true\n      - set_classmates: 0\n"
                                   "      - decode_steps: 5\n")),

@@ -5,10 +5,13 @@
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
+#include <QTemporaryDir>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
@@ -17,6 +20,7 @@
 #include "app/gui/quant_lab.h"
 #include "engine/eval/quant_report.h"
 #include "engine/model/model.h"
+#include "tests/app/gguf_copy.h"
 #include "tests/app/gui_test_support.h"
 #include "widgets/chart_painting.h"
 #include "widgets/quant_block_view.h"
@@ -309,6 +313,33 @@ TEST(QuantisationAdapter, ShowsQuantReportsLoadAndVerdict) {
   // Another model's comparison is never carried over.
   quick.model_path = testing::kTestData + "/models/llama-q8_0.gguf";
   EXPECT_TRUE(with_last_comparison(quick, lab).report.baseline.type.empty());
+}
+
+// Issue 25 item 8: NaN weights gave "KL 0, top-1 100%, accepted". A figure that is not a
+// number is said to be one, and no variant of such a model is accepted.
+TEST(QuantLab, NanWeightsAreReportedAsNotANumberAndNeverAccepted) {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("nan.gguf").toStdString();
+  testing::GgufEdits nan;
+  nan.f32_tensor = [](const std::string& tensor, std::vector<float>& weights) {
+    if (tensor == "output_norm.weight") {
+      std::fill(weights.begin(), weights.end(), std::numeric_limits<float>::quiet_NaN());
+    }
+  };
+  testing::write_edited_copy(testing::kTestData + "/models/llama-f32.gguf", path, nan);
+  const auto tokenizer = load_tokenizer(gguf::GgufFile::open(path));
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "Once upon a time there was a little girl named Lily. ";
+  const QuantLabReport lab = run_quant_lab(path, *tokenizer, "Once upon a time", text, {"q8_0"});
+  ASSERT_EQ(lab.report.variants.size(), 1u);
+  const eval::VariantReport& variant = lab.report.variants.front();
+  EXPECT_TRUE(std::isnan(variant.quality.vs_baseline.mean_kl));
+  EXPECT_EQ(variant.quality.vs_baseline.top1_agreement, 0.0);
+  eval::QuantReportOptions limits;
+  limits.max_kl = default_lab_limits().max_kl;
+  EXPECT_FALSE(eval::judge(variant, lab.report.baseline, limits).accepted);
+  ASSERT_FALSE(lab.problems.empty());
+  EXPECT_NE(lab.problems.back().find("not a number"), std::string::npos) << lab.problems.back();
 }
 
 }  // namespace

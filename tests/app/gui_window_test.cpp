@@ -1,7 +1,10 @@
 // The real window, offscreen, on the bundled model (CPU backend, to keep it fast): a
 // generation with classmates brings every panel to life; a corrupt model file gives a clear
 // message and the previous model keeps answering.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <QComboBox>
 #include <QDateTime>
@@ -25,6 +28,7 @@
 #include "engine/compute/devices.h"
 #include "engine/eval/random_model.h"
 #include "engine/model/model.h"
+#include "tests/app/gguf_copy.h"
 #include "tests/app/gui_test_support.h"
 #include "widgets/batching_panel.h"
 #include "widgets/quantisation_panel.h"
@@ -420,13 +424,19 @@ TEST_F(WindowFixture, ATimingModelThatCannotBeWrittenLeavesThePreviousModelServi
   EXPECT_EQ(window_->generated_tokens().size(), 8);
 }
 
+// A window that reads and writes the settings, on the CPU backend.
+WindowOptions remembering_on_the_cpu() {
+  WindowOptions options;
+  options.remember_settings = true;
+  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  return options;
+}
+
 // Settings live in a folder of the test's own, never the user's.
 TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
   QTemporaryDir dir;
   QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
-  WindowOptions options;
-  options.remember_settings = true;
-  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  const WindowOptions options = remembering_on_the_cpu();
   {
     MainWindow first(options);
     ASSERT_TRUE(wait_until([&] { return first.engine_info().has_value(); }));
@@ -478,6 +488,153 @@ TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
     EXPECT_EQ(third.quant_limits().max_kl, default_lab_limits().max_kl);
     third.set_dark_theme(false);
   }
+}
+
+// --- every failure ends in a reply that leaves the window usable ------------------------------
+
+QString long_prompt() {  // about 400 tokens: more than the bundled model's context of 256
+  QString prompt;
+  for (int i = 0; i < 100; ++i) prompt += "once upon a time ";
+  return prompt;
+}
+
+TEST_F(WindowFixture, APromptLongerThanTheContextIsRefusedAndTheNextGenerateRuns) {
+  window_->set_prompt(long_prompt());
+  window_->generate();
+  ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
+  EXPECT_TRUE(failure_->contains("Cannot generate")) << failure_->toStdString();
+  EXPECT_TRUE(failure_->contains("context holds")) << failure_->toStdString();
+  EXPECT_EQ(window_->message(), *failure_);
+  EXPECT_FALSE(window_->generating());
+
+  window_->set_prompt("Once upon a time");
+  generate_and_wait(6, 0);
+  EXPECT_EQ(window_->generated_tokens().size(), 6);
+}
+
+TEST_F(WindowFixture, AFailedLoadLeavesThePickersOnTheModelThatServes) {
+  auto* models = window_->findChild<QComboBox*>("model-picker");
+  auto* backends = window_->findChild<QComboBox*>("backend-picker");
+  ASSERT_NE(models, nullptr);
+  ASSERT_NE(backends, nullptr);
+  const QString previous = window_->engine_info()->model_path;
+  QTemporaryDir dir;
+  const QString corrupt = dir.filePath("corrupt.gguf");
+  std::ofstream(corrupt.toStdString(), std::ios::binary) << "GGUF" << std::string(64, '\x7f');
+  window_->open_model(corrupt);
+  EXPECT_TRUE(window_->loading());
+  ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
+  EXPECT_FALSE(window_->loading());
+  EXPECT_EQ(models->currentData().toString(), previous);
+  EXPECT_EQ(backends->currentData().toInt(), -1);  // the CPU, which the engine runs on
+  generate_and_wait(4, 0);
+  EXPECT_EQ(window_->generated_tokens().size(), 4);
+}
+
+// Issue 25 item 3: at the first Generate such a model's tokens had no text and the window
+// aborted; it is refused at load with the counts, and the model in use keeps serving.
+TEST_F(WindowFixture, AModelWhoseTokenizerListsFewerTokensThanItsEmbeddingIsRefusedAtLoad) {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("short-tokenizer.gguf");
+  testing::write_edited_copy(cli::default_model_path(), path.toStdString(),
+                             testing::fewer_tokens(10));
+  const int64_t rows = window_->engine_info()->vocab_size;
+  const QString previous = window_->engine_info()->model_path;
+  window_->open_model(path);
+  ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
+  EXPECT_TRUE(failure_->contains(QString("its tokenizer lists %1 tokens but its embedding has "
+                                         "%2 rows")
+                                     .arg(rows - 10)
+                                     .arg(rows)))
+      << failure_->toStdString();
+  EXPECT_TRUE(failure_->contains("Still serving")) << failure_->toStdString();
+  EXPECT_EQ(window_->engine_info()->model_path, previous);
+  generate_and_wait(8, 0);
+  EXPECT_EQ(window_->generated_tokens().size(), 8);
+}
+
+// Issue 25 item 6: a remembered FIFO as model blocked the engine's thread in open() for ever:
+// nothing loaded, no message, and the window never closed.
+TEST(WindowStartup, ARememberedFifoIsRefusedTheWindowStaysUsableAndQuitsPromptly) {
+  QTemporaryDir dir;
+  const QString fifo = dir.filePath("model.gguf");
+  ASSERT_EQ(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+  // Should the engine's thread block on it after all, a writer's open and close lets it go.
+  const auto release_reader = [&] {
+    const int fd = ::open(fifo.toLocal8Bit().constData(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  };
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.filePath("settings"));
+  QSettings("ServeScope", "servescope").setValue("engine/model", fifo);
+  const WindowOptions options = remembering_on_the_cpu();
+  auto window = std::make_unique<MainWindow>(options);
+  window->show();  // its message shows
+  std::optional<QString> failure;
+  QObject::connect(window.get(), &MainWindow::failed, window.get(),
+                   [&](const QString& message) { failure = message; });
+  const bool answered = wait_until([&] { return failure.has_value(); }, 30000);
+  if (!answered) release_reader();
+  ASSERT_TRUE(answered);
+  EXPECT_TRUE(failure->contains("not a regular file")) << failure->toStdString();
+  EXPECT_EQ(window->message(), *failure);
+  EXPECT_FALSE(window->loading());
+  EXPECT_FALSE(window->engine_info().has_value());
+  // The pickers say nothing is loaded instead of naming the bundled model and the CPU.
+  EXPECT_EQ(window->findChild<QComboBox*>("model-picker")->currentIndex(), -1);
+  EXPECT_EQ(window->findChild<QComboBox*>("backend-picker")->currentIndex(), -1);
+
+  failure.reset();
+  window->generate();  // refused, and Generate is not left disabled
+  ASSERT_TRUE(wait_until([&] { return failure.has_value(); }));
+  EXPECT_TRUE(failure->contains("No model is loaded")) << failure->toStdString();
+  EXPECT_FALSE(window->generating());
+
+  window->open_model(QString::fromStdString(cli::default_model_path()));
+  ASSERT_TRUE(wait_until([&] { return window->engine_info().has_value(); }));
+  std::optional<QString> finished;
+  QObject::connect(window.get(), &MainWindow::generation_finished, window.get(),
+                   [&](const QString& reason) { finished = reason; });
+  window->set_max_tokens(4);
+  window->generate();
+  ASSERT_TRUE(wait_until([&] { return finished.has_value(); }));
+  EXPECT_EQ(finished->toStdString(), "max_tokens");
+
+  QElapsedTimer quitting;
+  quitting.start();
+  window->close();
+  window.reset();
+  EXPECT_LT(quitting.elapsed(), 5000);
+}
+
+// Issue 25 item 7: font_size=1000 gave a giant window of 3 GB.
+TEST(WindowSettings, ARememberedFontSizeKeepsToTheMenusRange) {
+  QTemporaryDir dir;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+  const QFont before = QApplication::font();
+  const WindowOptions options = remembering_on_the_cpu();
+  for (const auto& [remembered, shown] :
+       {std::pair{1000.0, MainWindow::kMaxFontPoints}, std::pair{1.0, MainWindow::kMinFontPoints},
+        std::pair{12.0, 12.0}}) {
+    QSettings("ServeScope", "servescope").setValue("view/font_size", remembered);
+    MainWindow window(options);
+    EXPECT_EQ(QApplication::font().pointSizeF(), shown) << remembered;
+    QApplication::setFont(before);
+  }
+}
+
+// Issue 25 item 10: a folder where the settings file belongs lost every setting in silence.
+TEST(WindowSettings, ASettingsPathThatIsAFolderIsReportedInTheWindow) {
+  QTemporaryDir dir;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+  const QString file = QSettings("ServeScope", "servescope").fileName();
+  ASSERT_TRUE(QDir().mkpath(file));
+  const WindowOptions options = remembering_on_the_cpu();
+  MainWindow window(options);
+  window.show();
+  EXPECT_TRUE(window.message().contains(file)) << window.message().toStdString();
+  EXPECT_TRUE(window.message().contains("is a folder")) << window.message().toStdString();
+  ASSERT_TRUE(wait_until([&] { return window.engine_info().has_value(); }));
+  EXPECT_TRUE(window.message().contains("is a folder"));  // still there once the model loaded
 }
 
 }  // namespace

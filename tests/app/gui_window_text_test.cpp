@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <QLocale>
+#include <new>
+#include <stdexcept>
 
 #include "app/gui/timing_models.h"
 #include "app/gui/window_text.h"
@@ -66,6 +68,13 @@ TEST(WindowText, ModelDetailsListTheFactsAndTheFilesOwnProvenance) {
   EXPECT_TRUE(html.contains("<b>Licence</b></td><td>&lt;CC-BY&gt;<"));
   EXPECT_TRUE(html.contains("<b>Chat template</b></td><td>none<"));
   EXPECT_TRUE(html.contains(random_weights_note_text().toHtmlEscaped()));
+}
+
+// Issue 25 item 8: "internal error: std::bad_alloc" said neither what failed nor why.
+TEST(WindowText, AFailureForWantOfMemorySaysSo) {
+  EXPECT_EQ(failure_text(std::bad_alloc(), "to load it (its file holds 2.0 GB)"),
+            "not enough memory to load it (its file holds 2.0 GB)");
+  EXPECT_EQ(failure_text(std::runtime_error("truncated"), "to load it"), "truncated");
 }
 
 }  // namespace

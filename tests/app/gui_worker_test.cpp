@@ -36,6 +36,10 @@ class WorkerFixture : public ::testing::Test {
                      [this](const EngineInfo& info) { info_ = info; });
     QObject::connect(worker_, &EngineWorker::failed, &receiver_,
                      [this](const QString& message) { failure_ = message; });
+    QObject::connect(worker_, &EngineWorker::load_failed, &receiver_,
+                     [this](const QString& message, bool) { failure_ = message; });
+    QObject::connect(worker_, &EngineWorker::generation_refused, &receiver_,
+                     [this](const QString& message) { failure_ = message; });
     QObject::connect(worker_, &EngineWorker::generation_finished, &receiver_,
                      [this](const QString& reason) { finished_ = reason; });
     QObject::connect(worker_, &EngineWorker::notice, &receiver_,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -50,6 +51,20 @@ TEST(LogitMetrics, KlOfADistributionWithItselfIsZero) {
   for (float& v : shifted) v += 4;
   EXPECT_NEAR(kl_divergence(logits, shifted), 0.0, 1e-12);
   EXPECT_THROW(kl_divergence(logits, std::vector<float>{1, 2}), InputError);
+}
+
+// NaN weights give NaN logits: neither a KL of 0 nor an agreeing top-1 may come of them.
+TEST(LogitMetrics, LogitsThatAreNotNumbersGiveAKlThatIsNotANumberAndNoAgreement) {
+  const std::vector<float> nan_logits(4, std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> logits = {0.1f, -3, 2.5f, 7};
+  EXPECT_TRUE(std::isnan(kl_divergence(nan_logits, nan_logits)));
+  EXPECT_TRUE(std::isnan(kl_divergence(nan_logits, logits)));
+  EXPECT_TRUE(std::isnan(kl_divergence(logits, nan_logits)));
+  LogitComparison comparison;
+  comparison.add(log_softmax(nan_logits), log_softmax(nan_logits));
+  comparison.add(log_softmax(logits), log_softmax(logits));
+  EXPECT_TRUE(std::isnan(comparison.summary().mean_kl));
+  EXPECT_EQ(comparison.summary().top1_agreement, 0.5);  // the finite position alone agrees
 }
 
 TEST(LogitMetrics, ArgmaxTakesTheFirstOfTies) {

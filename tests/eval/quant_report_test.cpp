@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,22 @@ TEST(Judge, AcceptsOnlyWhenEveryLimitHolds) {
 
   const Verdict everything_wrong = judge(variant(1, 0.5, 1000), baseline, limits);
   EXPECT_EQ(everything_wrong.reasons.size(), 3u);
+}
+
+// A KL that is not a number (NaN weights) is never within a limit, nor accepted when the KL
+// limit is off.
+TEST(Judge, RefusesAVariantWhoseQualityIsNotANumber) {
+  const VariantReport baseline = variant(0, 1, 1000);
+  const VariantReport nan = variant(std::numeric_limits<double>::quiet_NaN(), 1.5, 500);
+  for (const double max_kl : {0.05, std::numeric_limits<double>::infinity()}) {
+    QuantReportOptions limits;
+    limits.max_kl = max_kl;
+    const Verdict v = judge(nan, baseline, limits);
+    EXPECT_FALSE(v.accepted);
+    ASSERT_FALSE(v.reasons.empty());
+    EXPECT_NE(v.reasons[0].find("not a number"), std::string::npos) << v.reasons[0];
+    EXPECT_EQ(v.checks[0].limit, "measured");
+  }
 }
 
 // The rule on constructed reports: each limit that is set gives one check, passed or failed,
