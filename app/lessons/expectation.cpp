@@ -397,6 +397,10 @@ std::string figure(const Value& v) {
 
 // The figures behind a condition, for the report: its two sides (or arguments) evaluated.
 std::string describe(const Expression& e, const Evaluator& eval) {
+  if (e.kind == Expression::Kind::kUnary && e.op == "not") return "not " + describe(*e.args[0], eval);
+  if (e.kind == Expression::Kind::kBinary && (e.op == "and" || e.op == "or")) {
+    return describe(*e.args[0], eval) + " " + e.op + " " + describe(*e.args[1], eval);
+  }
   const bool compares = (e.kind == Expression::Kind::kBinary && is_comparison(e.op)) ||
                         e.kind == Expression::Kind::kCall;
   if (!compares) return figure(eval(e));

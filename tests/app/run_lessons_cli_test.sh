@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `servescope --run-lessons`: the shipped KV lesson's experiments run headless and every
-# condition holds (exit 0, a JSON report with each condition as an object); a fixture lesson
+# `servescope --run-lessons`: the shipped serving and KV lessons' experiments run headless
+# and every condition holds (exit 0, a JSON report with each condition as an object); a fixture lesson
 # with a claim no run can show exits 1 and says which condition failed.
 #   usage: run_lessons_cli_test.sh SERVESCOPE FIXTURE_LESSONS_DIR
 set -euo pipefail
@@ -12,12 +12,13 @@ err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 
 set +e
-env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM "$servescope" --run-lessons --lesson kv-cache --json >"$out" 2>"$err"
+env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM "$servescope" --run-lessons --lesson serving --lesson kv-cache --json >"$out" 2>"$err"
 status=$?
 set -e
 cat "$err" >&2
-[ "$status" -eq 0 ] || fail "kv-cache: exit status $status, expected 0: $(cat "$out")"
+[ "$status" -eq 0 ] || fail "serving, kv-cache: exit status $status, expected 0: $(cat "$out")"
 grep -q '"condition": "evictions > 0"' "$out" || fail "no evictions condition in: $(cat "$out")"
+grep -q '"condition": "decode_ms_per_token > prefill_ms_per_token"' "$out" || fail "no serving condition"
 grep -q '"passed": false' "$out" && fail "a condition failed: $(cat "$out")"
 grep -q '"passed": true' "$out" || fail "nothing passed: $(cat "$out")"
 
@@ -31,4 +32,4 @@ grep -q '"condition": "kv_tokens > 1000 \* steps.short-story.kv_tokens",' "$out"
 grep -q '"passed": false' "$out" || fail "nothing failed: $(cat "$out")"
 grep -q '"runs": 2' "$out" || fail "the repeated step's measures have no spread: $(cat "$out")"
 grep -q 'not: kv_tokens > 1000' "$err" || fail "stderr does not name the failing condition"
-echo "run-lessons: kv-cache holds; the fixture's impossible claim fails with exit 1"
+echo "run-lessons: serving and kv-cache hold; the fixture's impossible claim fails with exit 1"
