@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "app/gui/action_dispatcher.h"
 #include "app/gui/learn_pane.h"
 #include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
@@ -117,6 +118,27 @@ TEST_F(StepRunnerFixture, TheStepViewAddsTheOtherExplanationOnlyWhenAClaimFails)
   ASSERT_TRUE(wait_until([&] { return view.part() == StepView::Part::kObserve; }, 240000));
   EXPECT_EQ(view.explanation_markdown(),
             "It holds 30 tokens.\n\nThis machine measured 30 tokens, as every machine would.");
+}
+
+// Lesson 2 ends with 31 classmates still writing; lesson 3 starts "alone". Sending the class
+// home ends their requests at once, so the next request is not queued behind them (its TTFT
+// read 0.6-1.8 s before).
+TEST_F(StepRunnerFixture, SendingTheClassHomeEndsTheRequestsStillRunning) {
+  ActionDispatcher& dispatcher = window_->lessons().dispatcher();
+  bool done = false;
+  QObject::connect(&dispatcher, &ActionDispatcher::finished, [&] { done = true; });
+  const auto run = [&](std::vector<LessonAction> actions) {
+    done = false;
+    dispatcher.run(actions);
+    return wait_until([&] { return done; }, 240000);
+  };
+  ASSERT_TRUE(run({{"set_classmates", 31}, {"generate", QVariantMap{{"max_tokens", 4}}}}));
+  ASSERT_GT(window_->folder().blocks_used(), 0);  // the class goes on after the request
+  ASSERT_TRUE(run({{"set_classmates", 0}}));
+  const int64_t steps = window_->folder().counts().steps;
+  wait_until([] { return false; }, 500);
+  EXPECT_EQ(window_->folder().blocks_used(), 0);
+  EXPECT_LE(window_->folder().counts().steps - steps, 5);  // those already run, folded late
 }
 
 }  // namespace
