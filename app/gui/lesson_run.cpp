@@ -190,7 +190,7 @@ void LessonRun::finish() {
       out_ << (lesson["passed"].get<bool>() ? "pass " : "FAIL ") << lesson["id"].get<std::string>()
            << " (" << lesson["seconds"].get<double>() << " s)\n";
     }
-    out_ << (passed_ ? "every condition holds" : "some conditions fail") << " ("
+    out_ << (passed_ ? "every condition holds" : "not everything holds (stderr says what)") << " ("
          << report_["seconds"].get<double>() << " s)" << std::endl;
   }
   QCoreApplication::exit(passed_ ? 0 : 1);
