@@ -153,12 +153,15 @@ const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
       "load_model",   "set_backend",    "set_kv_type",     "set_classmates",
       "set_batching", "set_batch_wait", "set_activations", "set_greedy",
       "set_prompt",   "set_max_tokens", "generate",        "decode_steps",
-      "batch_sweep",  "size_sweep",     "open_panel",      "highlight"};
+      "batch_sweep",  "size_sweep",     "keep",            "open_panel",
+      "highlight"};
   return names;
 }
 
 MeasureValue ActionDispatcher::measure(std::string_view name) const {
-  return read_measure(measure_inputs(window_, size_sweep_), name);
+  return read_measure(
+      measure_inputs(window_, size_sweep_, run_start_counts_ ? &*run_start_counts_ : nullptr),
+      name);
 }
 
 // --- running ------------------------------------------------------------------------------
@@ -178,6 +181,8 @@ void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
     return;
   }
   tasks_ = std::move(tasks);
+  run_start_counts_ = window_.folder().counts();
+  kept_.clear();
   total_ = static_cast<int>(tasks_.size());
   done_ = 0;
   busy_ = true;
@@ -336,6 +341,11 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     }
     return size_sweep(sizes);
   }
+  if (n == "keep") {
+    const std::string name = text_argument(a).toStdString();
+    return {now(
+        "Keeping the measures", [this, name] { keep(name); }, this)};
+  }
   if (n == "open_panel") {
     const QString key = text_argument(a);
     const std::optional<PanelId> panel = parse_panel_key(key.toStdString());
@@ -359,6 +369,15 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     return {highlight(key, element)};
   }
   bad(a, "is not an action ServeScope knows");
+}
+
+void ActionDispatcher::keep(const std::string& name) {
+  std::map<std::string, double>& measures = kept_[name];
+  measures.clear();
+  for (const lessons::MeasureSpec& spec : lessons::measure_specs()) {
+    const MeasureValue v = measure(spec.name);
+    if (v.value) measures[std::string(spec.name)] = *v.value;
+  }
 }
 
 const TimingModel* ActionDispatcher::timing_model(const QString& label) const {

@@ -11,6 +11,7 @@
 #include <QVariant>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -62,9 +63,12 @@ class ActionDispatcher : public QObject {
 
   // What timing:SIZE loads: by default the window's F32 presets; tests pass tiny ones.
   void set_timing_models(std::vector<TimingModel> models) { timing_models_ = std::move(models); }
+  // What the current (or last) run's keep actions took: name -> measure -> value.
+  const std::map<std::string, std::map<std::string, double>>& kept() const { return kept_; }
   // The last size sweep's points (kept across runs; a new size sweep replaces them).
   const std::vector<SizeSweepPoint>& size_sweep() const { return size_sweep_; }
-  // The measures of the measure vocabulary, read from the window and this size sweep.
+  // The measures of the measure vocabulary, read from the window and this size sweep (counts
+  // such as evictions: since the last run started).
   MeasureValue measure(std::string_view name) const;
 
  Q_SIGNALS:
@@ -102,11 +106,14 @@ class ActionDispatcher : public QObject {
   Task batch_sweep();
   std::vector<Task> size_sweep(const QStringList& sizes);
   Task highlight(const QString& panel, const QString& element);
+  void keep(const std::string& name);
   const TimingModel* timing_model(const QString& label) const;
 
   MainWindow& window_;
   std::vector<TimingModel> timing_models_;
   std::vector<SizeSweepPoint> size_sweep_;
+  std::optional<FoldCounts> run_start_counts_;
+  std::map<std::string, std::map<std::string, double>> kept_;
   std::deque<Task> tasks_;
   int total_ = 0;
   int done_ = 0;

@@ -584,7 +584,11 @@ BatchingChoice EngineWorker::engine_batching() const {
 
 void EngineWorker::set_classmates(int count) {
   classmates_ = std::clamp(count, 0, kMaxClassmates);
-  if (user_request_) top_up_classmates();
+  if (user_request_) {
+    top_up_classmates();
+  } else if (classmates_ == 0 && engine_) {
+    cancel_classmates();  // sent home: the next request is alone, not queued behind the class
+  }
   update_timer();
 }
 
@@ -675,6 +679,13 @@ void EngineWorker::stop() {
 void EngineWorker::cancel_all() {
   // The user's request and every classmate end now; their blocks are freed at once.
   for (const serving::SequenceId id : std::set<serving::SequenceId>(live_requests_)) {
+    engine_->cancel(id);
+  }
+  retire_finished_requests();
+}
+
+void EngineWorker::cancel_classmates() {
+  for (const serving::SequenceId id : std::set<serving::SequenceId>(classmate_requests_)) {
     engine_->cancel(id);
   }
   retire_finished_requests();

@@ -182,6 +182,7 @@ class EngineWorker : public QObject {
   void check_user_request();
   void capture_attention();
   void cancel_all();
+  void cancel_classmates();
   void retire_finished_requests();
   void top_up_classmates();
   void submit_classmate();

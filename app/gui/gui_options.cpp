@@ -48,7 +48,10 @@ std::string gui_usage() {
          "                   [--question N [--answer TEXT]] [--lecture]]\n"
          "                  [--quant-types f16,q8_0,... (the lab's variants)] "
          "[--quant-block TYPE (its block tab)]\n"
-         "       servescope --check-lessons [DIR]   (no window: validate lesson files)\n";
+         "       servescope --check-lessons [DIR]   (no window: validate lesson files)\n"
+         "       servescope --run-lessons [DIR] [--lesson ID]... [--json]\n"
+         "                  (headless, CPU: run every step's experiment, check its expect "
+         "conditions)\n";
 }
 
 GuiOptions parse_gui_options(const std::vector<std::string>& args) {
@@ -64,6 +67,11 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     } else if (name == "--check-lessons") {
       const bool has_dir = i + 1 < args.size() && !args[i + 1].starts_with("-");
       options.check_lessons = has_dir ? args[++i] : std::string();
+    } else if (name == "--run-lessons") {
+      const bool has_dir = i + 1 < args.size() && !args[i + 1].starts_with("-");
+      options.run_lessons = has_dir ? args[++i] : std::string();
+    } else if (name == "--json") {
+      options.json = true;
     } else if (name == "--reset") {
       options.reset = true;
     } else if (name == "--overlay") {
@@ -72,6 +80,7 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       options.sweep = true;
     } else if (name == "--lesson") {
       options.lesson = value();
+      options.lesson_ids.push_back(*options.lesson);
     } else if (name == "--step") {
       options.step = whole_number(name, value(), 1, 99);
     } else if (name == "--run") {
@@ -168,6 +177,15 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       throw GuiUsageError("unknown option '" + name + "'; see servescope --help");
     }
   }
+  if (options.run_lessons) {
+    const size_t allowed = (options.run_lessons->empty() ? 1u : 2u) +
+                           2 * options.lesson_ids.size() + (options.json ? 1u : 0u);
+    if (args.size() != allowed) {
+      throw GuiUsageError("--run-lessons [DIR] takes only --lesson ID and --json");
+    }
+    return options;
+  }
+  if (options.json) throw GuiUsageError("--json needs --run-lessons");
   const bool demo_only = options.clients > 0 || options.panel || options.screenshot ||
                          options.sweep || options.lesson || options.lecture ||
                          options.quant_types || options.quant_block;

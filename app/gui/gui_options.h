@@ -9,6 +9,8 @@
 //              [--quant-types f16,q8_0,...] [--quant-block q4_1]
 // or, without a window, the lesson files' check for authors:
 //   servescope --check-lessons [DIR]
+// or every lesson experiment run headless, each step's expect conditions checked:
+//   servescope --run-lessons [DIR] [--lesson ID]... [--json]
 #pragma once
 
 #include <optional>
@@ -61,6 +63,12 @@ struct GuiOptions {
   std::optional<std::string> quant_block;
   // --check-lessons [DIR]: validate the lesson files and exit; empty: the data folder's lessons.
   std::optional<std::string> check_lessons;
+  // --run-lessons [DIR]: run every step's experiment headless (CPU, offscreen) and check its
+  // expect conditions; empty: the data folder's lessons. --lesson ID (repeatable) picks
+  // lessons, --json prints the report as JSON.
+  std::optional<std::string> run_lessons;
+  std::vector<std::string> lesson_ids;  // every --lesson given, in order
+  bool json = false;
 };
 
 // args: the arguments after the program name (Qt's own options already removed).

@@ -13,6 +13,7 @@
 #include "app/common/data_files.h"
 #include "app/gui/demo_runner.h"
 #include "app/gui/gui_options.h"
+#include "app/gui/lesson_run.h"
 #include "app/gui/main_window.h"
 #include "app/lessons/lesson_set.h"
 #include "engine/compute/backend.h"
@@ -29,11 +30,15 @@ bool can_open_a_window() {
   return false;
 }
 
-bool asks_for_help(int argc, char** argv) {
+bool asks_for(int argc, char** argv, const char* option) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return true;
+    if (std::strcmp(argv[i], option) == 0) return true;
   }
   return false;
+}
+
+bool asks_for_help(int argc, char** argv) {
+  return asks_for(argc, argv, "--help") || asks_for(argc, argv, "-h");
 }
 
 // `--check-lessons [DIR]`: validates lesson files for their authors; no window, no QApplication.
@@ -61,11 +66,33 @@ std::optional<int> check_lessons_if_asked(int argc, char** argv) {
   return lessons::check_lessons(dir, model ? &*model : nullptr, std::cout, std::cerr);
 }
 
+// `--run-lessons`: the window runs its lessons' experiments headless, where Qt draws offscreen
+// unless told otherwise; the CPU backend and the bundled model, nothing remembered.
+int run_lessons(const servescope::gui::GuiOptions& options) {
+  using namespace servescope::gui;
+  WindowOptions window_options;
+  window_options.remember_settings = false;
+  window_options.backend = BackendChoice{servescope::compute::BackendKind::kCpu, -1};
+  window_options.model = QString::fromStdString(servescope::app::bundled_model_path().string());
+  LessonRunPlan plan;
+  plan.folder = options.run_lessons->empty() ? servescope::app::bundled_lessons_path()
+                                             : std::filesystem::path(*options.run_lessons);
+  window_options.lessons_folder = QString::fromStdString(plan.folder.string());
+  plan.lessons = options.lesson_ids;
+  plan.json = options.json;
+  MainWindow window(window_options);
+  new LessonRun(window, plan, std::cout, std::cerr);  // owned by the window
+  return QApplication::exec();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace servescope::gui;
   if (const std::optional<int> status = check_lessons_if_asked(argc, argv)) return *status;
+  if (asks_for(argc, argv, "--run-lessons") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");  // headless: no window is shown
+  }
   if (asks_for_help(argc, argv)) {
     std::fputs(gui_usage().c_str(), stdout);
     return 0;
@@ -96,6 +123,7 @@ int main(int argc, char** argv) {
     std::fputs(gui_usage().c_str(), stdout);
     return 0;
   }
+  if (options.run_lessons) return run_lessons(options);
   if (options.reset) MainWindow::forget_settings();
 
   WindowOptions window_options;

@@ -1,11 +1,13 @@
 #include "app/gui/measure_reader.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
 #include "app/gui/main_window.h"
 #include "app/gui/measured_roofs.h"
 #include "engine/telemetry/records.h"
+#include "widgets/roofline_panel.h"
 
 namespace servescope::gui {
 namespace {
@@ -100,6 +102,44 @@ MeasureValue sweep_speedup_8(const MeasureInputs& in) {
   return value(eight / one, "x");
 }
 
+// KV events of one kind since the experiment started (the folder starts over with each
+// engine, and then so does the count).
+MeasureValue kv_events_since(const MeasureInputs& in, telemetry::KvEventKind kind,
+                             const char* unit) {
+  if (!in.engine) return missing(unit, "Load a model first.");
+  const FoldCounts& now = in.folder->counts();
+  const auto k = static_cast<size_t>(kind);
+  int64_t count = now.kv_events_by_kind[k];
+  if (in.since && in.since->steps <= now.steps && in.since->kv_events_by_kind[k] <= count) {
+    count -= in.since->kv_events_by_kind[k];
+  }
+  return value(static_cast<double>(count), unit);
+}
+
+// 1 when every step the roofline places (FLOP per byte, achieved GFLOP/s) is at or under the
+// roof that bounds it, the highest bandwidth roof's slope capped by the compute roof, as the
+// panel draws them; 0 when one rises above.
+MeasureValue all_points_under_roofs(const MeasureInputs& in) {
+  const char* unit = "true/false";
+  if (!in.engine) return missing(unit, "Load a model first.");
+  const double bandwidth = std::max(in.engine->cache_gb_per_s, in.engine->stream_gb_per_s);
+  if (bandwidth <= 0.0 || in.engine->compute_gflop_per_s <= 0.0) {
+    return missing(unit, "This device's roofs were not measured.");
+  }
+  int64_t placed = 0;
+  for (const telemetry::StepRecord& s : in.folder->steps()) {
+    const double intensity = telemetry::arithmetic_intensity(s);
+    const double gflops = telemetry::achieved_gflop_per_s(s);
+    if (intensity <= 0.0 || gflops <= 0.0) continue;  // the panel does not place it either
+    ++placed;
+    const double roof =
+        widgets::attainable_gflop_per_s(intensity, bandwidth, in.engine->compute_gflop_per_s);
+    if (gflops > roof) return value(0.0, unit);
+  }
+  if (placed == 0) return missing(unit, "Generate first: the roofline places measured steps.");
+  return value(1.0, unit);
+}
+
 using Reader = std::function<MeasureValue(const MeasureInputs&)>;
 
 const std::vector<std::pair<std::string_view, Reader>>& readers() {
@@ -113,6 +153,13 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
          return value(static_cast<double>(in.engine->weight_bytes), "bytes");
        }},
       {"prefill_ms", [](const MeasureInputs& in) { return from_request(in, "ms", prefill_ms); }},
+      {"prefill_ms_per_token",
+       [](const MeasureInputs& in) {
+         return from_request(in, "ms", [](const telemetry::RequestRecord& r) {
+           const auto computed = static_cast<double>(r.prompt_tokens - r.cached_prompt_tokens);
+           return computed > 0.0 ? prefill_ms(r) / computed : 0.0;
+         });
+       }},
       {"prefill_tokens_per_s",
        [](const MeasureInputs& in) {
          return from_request(in, "tokens/s", [](const telemetry::RequestRecord& r) {
@@ -161,14 +208,25 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
          return from_request(in, "ms", telemetry::time_per_output_token_ms);
        }},
       {"class_tokens_per_s", class_tokens_per_s},
+      {"evictions",
+       [](const MeasureInputs& in) {
+         return kv_events_since(in, telemetry::KvEventKind::kEvict, "events");
+       }},
+      {"preemptions",
+       [](const MeasureInputs& in) {
+         return kv_events_since(in, telemetry::KvEventKind::kPreempt, "requests");
+       }},
+      {"all_points_under_roofs", all_points_under_roofs},
   };
   return list;
 }
 
 }  // namespace
 
-MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSweepPoint>& sizes) {
+MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSweepPoint>& sizes,
+                             const FoldCounts* since) {
   MeasureInputs in;
+  in.since = since;
   in.folder = &window.folder();
   in.engine = window.engine_info() ? &*window.engine_info() : nullptr;
   in.user_request = window.user_request();

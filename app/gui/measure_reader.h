@@ -32,9 +32,13 @@ struct MeasureInputs {
   int64_t user_request = -1;
   const QVector<BatchSweepPoint>* batch_sweep = nullptr;
   const std::vector<SizeSweepPoint>* size_sweep = nullptr;
+  // The folder's counts when the experiment started: evictions and preemptions are counted
+  // from there (nullptr: since the engine started).
+  const FoldCounts* since = nullptr;
 };
 
-MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSweepPoint>& sizes);
+MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSweepPoint>& sizes,
+                             const FoldCounts* since = nullptr);
 
 struct MeasureValue {
   std::optional<double> value;

@@ -39,7 +39,10 @@ QTextBrowser* markdown_view() {
 }  // namespace
 
 StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* parent)
-    : QWidget(parent), dispatcher_(dispatcher), context_(std::move(context)) {
+    : QWidget(parent),
+      dispatcher_(dispatcher),
+      runner_(new StepRunner(dispatcher, this)),
+      context_(std::move(context)) {
   auto* column = new QVBoxLayout(this);
   heading_ = new QLabel;
   heading_->setObjectName("step-heading");
@@ -133,12 +136,15 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
           });
   connect(&dispatcher_, &ActionDispatcher::notice, this,
           [this](const QString& text) { status_->setText(text); });
-  connect(&dispatcher_, &ActionDispatcher::finished, this, [this] {
+  connect(runner_, &StepRunner::repetition, this, [this](int run, int runs) {
+    if (runs > 1) status_->setText(QString("Run %1 of %2: each side several times, for the spread.").arg(run).arg(runs));
+  });
+  connect(runner_, &StepRunner::finished, this, [this](const StepOutcome& outcome) {
     if (part_ != Part::kRunning) return;
-    show_observations();
+    show_observations(outcome);
     Q_EMIT run_finished();
   });
-  connect(&dispatcher_, &ActionDispatcher::failed, this, [this](const QString& reason) {
+  connect(runner_, &StepRunner::failed, this, [this](const QString& reason) {
     if (part_ != Part::kRunning) return;
     part_ = Part::kPredict;
     status_->setText("The experiment stopped: " + reason);
@@ -146,7 +152,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
     cancel_->setEnabled(false);
     Q_EMIT part_changed(part_);
   });
-  connect(&dispatcher_, &ActionDispatcher::cancelled, this, [this] {
+  connect(runner_, &StepRunner::cancelled, this, [this] {
     if (part_ != Part::kRunning) return;
     part_ = Part::kPredict;
     status_->setText("Cancelled. Run it again when you are ready.");
@@ -157,7 +163,10 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
 }
 
 QString StepView::filled(const std::string& markdown) const {
-  const lessons::Measurements measured = context_.measured();
+  lessons::Measurements measured = context_.measured();
+  if (outcome_) {  // the step's own runs: their medians
+    for (const auto& [name, sample] : outcome_->measures) measured[name] = sample.median;
+  }
   lessons::FillContext fill;
   fill.model = context_.model();
   fill.measured = &measured;
@@ -165,8 +174,10 @@ QString StepView::filled(const std::string& markdown) const {
 }
 
 void StepView::show_step(const lessons::Lesson& lesson, int index) {
-  if (dispatcher_.busy() && part_ == Part::kRunning) dispatcher_.cancel();
+  if (runner_->busy() && part_ == Part::kRunning) runner_->cancel();
+  if (lesson_ != &lesson) runner_->forget_steps();
   lesson_ = &lesson;
+  outcome_.reset();
   index_ = index;
   part_ = Part::kPredict;
   const lessons::Step& step = lesson.steps[static_cast<size_t>(index)];
@@ -238,7 +249,7 @@ void StepView::run() {
   const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
   if (const std::optional<double> p = prediction()) Q_EMIT predicted(qs(step.id), *p);
   if (step.run.empty()) {
-    show_observations();
+    show_observations(runner_->measure_now(step));
     return;
   }
   part_ = Part::kRunning;
@@ -246,13 +257,33 @@ void StepView::run() {
   cancel_->setEnabled(true);
   status_->setText("Running; the window stays yours meanwhile.");
   Q_EMIT part_changed(part_);
-  dispatcher_.run(to_lesson_actions(step.run));
+  runner_->run(step);
 }
 
-void StepView::cancel() { dispatcher_.cancel(); }
+void StepView::cancel() { runner_->cancel(); }
 
-void StepView::show_observations() {
+// A measure as the observe table shows it: one run's value, or the median of the step's runs
+// with their spread; what to run first when it has none.
+QString StepView::measured_text(const std::string& measure) const {
+  const MeasureValue v = dispatcher_.measure(measure);
+  const std::string unit = v.unit.toStdString();
+  if (outcome_) {
+    const auto it = outcome_->measures.find(measure);
+    if (it != outcome_->measures.end() && it->second.runs > 1) {
+      const lessons::Sample& s = it->second;
+      return qs(lessons::format_quantity(s.median, unit)) +
+             QString(" (median of %1 runs; %2 to %3)")
+                 .arg(s.runs)
+                 .arg(qs(lessons::format_quantity(s.low, unit)),
+                      qs(lessons::format_quantity(s.high, unit)));
+    }
+  }
+  return v.value ? qs(lessons::format_quantity(*v.value, unit)) : v.missing;
+}
+
+void StepView::show_observations(StepOutcome outcome) {
   const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  outcome_ = std::move(outcome);
   part_ = Part::kObserve;
   run_->setEnabled(true);
   run_->setText(step.run.empty() ? "Show the explanation" : "Run it again");
@@ -268,9 +299,7 @@ void StepView::show_observations() {
   }
   int row = 0;
   for (const lessons::Observation& o : step.observe) {
-    const MeasureValue v = dispatcher_.measure(o.measure);
-    const QString measured =
-        v.value ? qs(lessons::format_quantity(*v.value, v.unit.toStdString())) : v.missing;
+    const QString measured = measured_text(o.measure);
     QList<QStandardItem*> items = {new QStandardItem(qs(o.label.empty() ? o.measure : o.label)),
                                    new QStandardItem(measured),
                                    new QStandardItem(row == 0 ? predicted_text : QString())};
@@ -289,7 +318,12 @@ void StepView::show_observations() {
 
 QString StepView::explanation_markdown() const {
   if (!lesson_) return {};
-  return filled(lesson_->steps[static_cast<size_t>(index_)].explain);
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  QString out = filled(step.explain);
+  if (outcome_ && outcome_->contradicted() && !step.explain_if_not.empty()) {
+    out += "\n\n" + filled(step.explain_if_not);
+  }
+  return out;
 }
 
 QString StepView::part_markdown() const {

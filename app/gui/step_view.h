@@ -12,6 +12,7 @@
 #include "app/lessons/generators.h"
 #include "app/lessons/lesson.h"
 #include "app/lessons/model_facts.h"
+#include "app/gui/step_runner.h"
 
 class QButtonGroup;
 class QDoubleSpinBox;
@@ -26,6 +27,7 @@ class QVBoxLayout;
 namespace servescope::gui {
 
 class ActionDispatcher;
+class StepRunner;
 
 // Where the step's figures come from.
 struct StepContext {
@@ -51,7 +53,10 @@ class StepView : public QWidget {
   void set_prediction(double value);
   // The current part as Markdown (lecture mode's strip).
   QString part_markdown() const;
+  // The explanation, and after it `explain_if_not` when a condition of the step did not hold.
   QString explanation_markdown() const;
+  // The last run's measures and conditions; nullopt before the step ran.
+  const std::optional<StepOutcome>& outcome() const { return outcome_; }
 
  Q_SIGNALS:
   void part_changed(servescope::gui::StepView::Part part);
@@ -59,10 +64,13 @@ class StepView : public QWidget {
   void run_finished();
 
  private:
-  void show_observations();
+  void show_observations(StepOutcome outcome);
   QString filled(const std::string& markdown) const;
+  QString measured_text(const std::string& measure) const;
 
   ActionDispatcher& dispatcher_;
+  StepRunner* runner_;
+  std::optional<StepOutcome> outcome_;
   StepContext context_;
   const lessons::Lesson* lesson_ = nullptr;
   int index_ = 0;

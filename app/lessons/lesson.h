@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "app/lessons/expectation.h"
+
 namespace servescope::lessons {
 
 // One argument value of an action, typed by the action's vocabulary entry (vocabulary.h):
@@ -65,6 +67,13 @@ struct Step {
   std::vector<Action> run;
   std::vector<Observation> observe;
   std::string explain;  // Markdown with placeholders
+  // What the explanation claims, checked after the run; and the Markdown shown after
+  // `explain` when a claim does not hold on this machine (what it measured, and why).
+  std::vector<Expectation> expect;
+  std::string explain_if_not;
+  // Runs of the experiment: its measures are then the median with min..max (timings that
+  // are compared are noisy; a difference inside the spread is not claimed).
+  int64_t repeat = 1;
   int line = 0;
   std::map<std::string, int> field_lines;  // key -> line
 

@@ -20,7 +20,8 @@ using Keys = std::vector<std::string_view>;
 
 const Keys kLessonKeys = {"id",    "number", "title",     "objectives", "summary",
                           "intro", "steps",  "questions", "flashcards"};
-const Keys kStepKeys = {"id", "title", "text", "predict", "run", "observe", "explain"};
+const Keys kStepKeys = {"id",      "title",   "text",   "predict",        "run",
+                         "observe", "explain", "expect", "explain_if_not", "repeat"};
 const Keys kPredictKeys = {"kind", "prompt", "options", "unit"};
 const Keys kObserveKeys = {"measure", "label"};
 const Keys kQuestionKeys = {"id",        "kind",         "prompt",    "options",   "answer",
@@ -285,8 +286,27 @@ class Reader {
             for_each_item(v, "observe",
                           [&](const YAML::Node& o) { s.observe.push_back(observation(o)); });
           }
+          if (key == "expect") {
+            for_each_item(v, "expect", [&](const YAML::Node& e) { s.expect.push_back(expectation(e)); });
+          }
+          if (key == "explain_if_not") s.explain_if_not = text(v, "a step's explain_if_not");
+          if (key == "repeat") {
+            if (const auto n = integer(v, "a step's repeat")) s.repeat = *n;
+          }
         });
     return s;
+  }
+
+  // One condition, parsed now so that a typo is a problem at its line.
+  Expectation expectation(const YAML::Node& node) {
+    Expectation e;
+    e.line = line(node);
+    e.written = text(node, "an expect condition");
+    if (e.written.empty()) return e;
+    ParsedExpression parsed = parse_expression(e.written);
+    if (!parsed.expression) problem(e.line, "expect '" + e.written + "': " + parsed.error);
+    e.expression = std::move(parsed.expression);
+    return e;
   }
 
   Confirmation confirmation(const YAML::Node& node) {

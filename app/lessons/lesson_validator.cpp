@@ -16,6 +16,7 @@ namespace servescope::lessons {
 namespace {
 
 constexpr double kMaxTolerance = 0.5;
+constexpr int64_t kMaxRepeat = 9;  // runs of one step: enough for a median, short enough to wait
 const std::vector<std::string> kObjectives = {"a", "b", "c"};
 
 bool is_id(const std::string& id) {
@@ -35,6 +36,7 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
 // Which placeholders a text may use.
 struct Allowed {
   bool measure = false;
+  std::set<std::string> kept;  // {{measure.KEPT.NAME}}: names the step's keep actions take
   const GeneratorSpec* generator = nullptr;  // {{param.*}} and {{calc.*}}
   bool answer = false;
 };
@@ -129,8 +131,12 @@ class Checker {
           add(at, head + "is not a model placeholder; use model." + one_of(names));
         }
       } else if (ref.space == "measure") {
-        if (find_measure(ref.name) == nullptr) {
+        const std::string_view measure = kept_measure(ref.name);
+        const std::string kept = ref.name.substr(0, ref.name.size() - measure.size());
+        if (find_measure(measure) == nullptr) {
           add(at, head + "names no measure (see lessons/README.md)");
+        } else if (!kept.empty() && allowed.kept.count(kept.substr(0, kept.size() - 1)) == 0) {
+          add(at, head + "names a measure the step's run does not keep");
         } else if (!allowed.measure) {
           add(at, head + "can only be filled after a run: use it in a step's explain");
         }
@@ -154,6 +160,7 @@ class Checker {
   }
 
   void check_step(const Step& s, bool measured, std::set<std::string>& ids) {
+    const std::set<std::string> earlier = ids;  // steps.<id>.* may name only these
     check_id(s.id, s.line, "a step", ids);
     const std::string where = "step '" + s.id + "'";
     require_text(s.title, s.line_of("title"), where + ": title");
@@ -173,7 +180,59 @@ class Checker {
     }
     Allowed explain;
     explain.measure = measured;
+    explain.kept = kept_names(s);
     check_placeholders(s.explain, s.line_of("explain"), where + " explain", explain);
+    check_placeholders(s.explain_if_not, s.line_of("explain_if_not"), where + " explain_if_not",
+                       explain);
+    check_expectations(s, measured, earlier);
+  }
+
+  static std::set<std::string> kept_names(const Step& s) {
+    std::set<std::string> names;
+    for (const Action& a : s.run) {
+      if (a.name == "keep") names.insert(a.value.text);
+    }
+    return names;
+  }
+
+  // The names a step's conditions read exist when they are evaluated: measures of the
+  // vocabulary, of this step or of an earlier step of the lesson.
+  void check_expectations(const Step& s, bool measured, const std::set<std::string>& earlier) {
+    const std::string where = "step '" + s.id + "'";
+    if (!s.expect.empty() && !measured) {
+      add(s.line_of("expect"), where + " expects before any step has run something");
+    }
+    if (!s.explain_if_not.empty() && s.expect.empty()) {
+      add(s.line_of("explain_if_not"), where + ": explain_if_not needs expect conditions");
+    }
+    if (s.repeat < 1 || s.repeat > kMaxRepeat) {
+      add(s.line_of("repeat"), where + ": repeat " + std::to_string(s.repeat) + " is outside 1.." +
+                                   std::to_string(kMaxRepeat));
+    } else if (s.repeat > 1 && s.run.empty()) {
+      add(s.line_of("repeat"), where + ": repeat needs a run in the same step");
+    }
+    const std::set<std::string> kept = kept_names(s);
+    for (const Action& a : s.run) {
+      if (a.name != "keep") continue;
+      const std::string& k = a.value.text;
+      const bool word = !k.empty() && k != "steps" && std::all_of(k.begin(), k.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || c == '_';
+      });
+      if (!word) add(a.line, "keep: '" + k + "' must be a name of a-z and '_' (not steps)");
+    }
+    for (const Expectation& e : s.expect) {
+      if (!e.expression) continue;  // the loader reported it
+      for (const NameRef& name : names_read(*e.expression)) {
+        const std::string head = "expect '" + e.written + "': " + name.written() + " ";
+        if (!name.step.empty() && earlier.count(name.step) == 0) {
+          add(e.line, head + "names no earlier step of this lesson");
+        } else if (!name.kept.empty() && kept.count(name.kept) == 0) {
+          add(e.line, head + "needs `keep: " + name.kept + "` in the step's run");
+        } else if (find_measure(name.measure) == nullptr) {
+          add(e.line, head + "names no measure (see lessons/README.md)");
+        }
+      }
+    }
   }
 
   void check_prediction(const Prediction& p, const std::string& where) {

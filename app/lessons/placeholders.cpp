@@ -29,8 +29,9 @@ std::optional<std::string> lookup(const PlaceholderRef& ref, const FillContext& 
     return c.model != nullptr ? model_value(*c.model, ref.name) : std::nullopt;
   }
   if (ref.space == "measure" && c.measured != nullptr) {
+    // {{measure.static.ttft_ms}}: a kept measure, in the unit of the measure it kept.
     const auto it = c.measured->find(ref.name);
-    const MeasureSpec* spec = find_measure(ref.name);
+    const MeasureSpec* spec = find_measure(kept_measure(ref.name));
     if (it == c.measured->end() || spec == nullptr) return std::nullopt;
     return format_quantity(it->second, spec->unit);
   }
@@ -46,6 +47,11 @@ std::optional<std::string> lookup(const PlaceholderRef& ref, const FillContext& 
 }
 
 }  // namespace
+
+std::string_view kept_measure(std::string_view name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string_view::npos ? name : name.substr(dot + 1);
+}
 
 std::vector<PlaceholderRef> find_placeholders(std::string_view text) {
   std::vector<PlaceholderRef> refs;

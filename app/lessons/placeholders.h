@@ -23,6 +23,10 @@ struct PlaceholderRef {
   int line_offset = 0;  // newlines before it in the text
 };
 
+// The measure a {{measure.NAME}} shows: NAME, or for a kept one (static.ttft_ms) the part
+// after the dot.
+std::string_view kept_measure(std::string_view name);
+
 // Every {{...}} in the text. Whitespace inside the braces is allowed: {{ model.layers }}.
 std::vector<PlaceholderRef> find_placeholders(std::string_view text);
 

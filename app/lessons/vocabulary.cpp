@@ -145,6 +145,15 @@ std::vector<ActionSpec> make_actions() {
        "size_sweep: {sizes: [25M, 100M]}",
        "Measures decode milliseconds per token on each timing model and fits time against "
        "weight bytes."},
+      {"keep",
+       ArgKind::kText,
+       {},
+       0,
+       0,
+       {},
+       "keep: continuous",
+       "Keeps every measure as it stands under that name, for the step's conditions "
+       "(continuous.ttft_ms): one side of a comparison, taken once per run."},
       {"open_panel",
        ArgKind::kChoice,
        panels_as_strings(),
@@ -174,6 +183,7 @@ std::vector<MeasureSpec> make_measures() {
        "bytes of the whole blocks allocated to the learner's request"},
       {"weight_bytes", "bytes", "bytes of the loaded model's weights"},
       {"prefill_ms", "ms", "time of the last prefill"},
+      {"prefill_ms_per_token", "ms", "the last prefill's time per prompt token it computed"},
       {"prefill_tokens_per_s", "tokens/s", "prompt tokens processed per second in prefill"},
       {"decode_ms_per_token", "ms", "time per decode step of the last request"},
       {"decode_tokens_per_s", "tokens/s", "tokens generated per second while decoding"},
@@ -189,6 +199,12 @@ std::vector<MeasureSpec> make_measures() {
       {"class_tokens_per_s", "tokens/s",
        "tokens generated for every request (classmates too) from the learner's last request's "
        "arrival to its last token, per second"},
+      {"evictions", "events",
+       "times cached prefix blocks were evicted to hold new tokens during the experiment"},
+      {"preemptions", "requests",
+       "requests preempted (their blocks freed, recomputed later) during the experiment"},
+      {"all_points_under_roofs", "true/false",
+       "1 when every step on the roofline is at or under its roof, 0 when one is above"},
   };
 }
 

@@ -39,6 +39,21 @@ TEST(GuiOptions, ParsesCheckLessonsWithAndWithoutAFolder) {
   EXPECT_THROW(parse_gui_options({"--check-lessons", "lessons/", "--overlay"}), GuiUsageError);
 }
 
+TEST(GuiOptions, ParsesRunLessonsWithItsLessonsAndJson) {
+  const GuiOptions all = parse_gui_options({"--run-lessons"});
+  EXPECT_EQ(all.run_lessons, "");
+  EXPECT_TRUE(all.lesson_ids.empty());
+  EXPECT_FALSE(all.json);
+  const GuiOptions some =
+      parse_gui_options({"--run-lessons", "lessons/", "--lesson", "kv-cache", "--lesson",
+                         "serving", "--json"});
+  EXPECT_EQ(some.run_lessons, "lessons/");
+  EXPECT_EQ(some.lesson_ids, (std::vector<std::string>{"kv-cache", "serving"}));
+  EXPECT_TRUE(some.json);
+  EXPECT_THROW(parse_gui_options({"--run-lessons", "--theme", "dark"}), GuiUsageError);
+  EXPECT_THROW(parse_gui_options({"--json"}), GuiUsageError);
+}
+
 TEST(GuiOptions, ParsesTheDemosLessonView) {
   const GuiOptions o = parse_gui_options(
       {"--demo", "Once upon a time", "--lesson", "kv-cache", "--step", "3", "--run", "--learn-tab",
