@@ -117,13 +117,14 @@ MeasureValue kv_events_since(const MeasureInputs& in, telemetry::KvEventKind kin
 }
 
 // 1 when every step the roofline places (FLOP per byte, achieved GFLOP/s) is at or under the
-// roof that bounds it, the highest bandwidth roof's slope capped by the compute roof, as the
-// panel draws them; 0 when one rises above.
+// roof that bounds it, as the panel judges it: the bandwidth roof its working set belongs to
+// (cache or main memory), capped by the compute roof, all raised by the steps that beat them;
+// 0 when one rises above.
 MeasureValue all_points_under_roofs(const MeasureInputs& in) {
   const char* unit = "true/false";
   if (!in.engine) return missing(unit, "Load a model first.");
-  const double bandwidth = std::max(in.engine->cache_gb_per_s, in.engine->stream_gb_per_s);
-  if (bandwidth <= 0.0 || in.engine->compute_gflop_per_s <= 0.0) {
+  const compute::StepRoofs roofs = roofs_under_steps(in.engine->roofs, in.folder->steps());
+  if (roofs.memory_gb_per_s <= 0.0 || roofs.compute_gflop_per_s <= 0.0) {
     return missing(unit, "This device's roofs were not measured.");
   }
   int64_t placed = 0;
@@ -132,9 +133,13 @@ MeasureValue all_points_under_roofs(const MeasureInputs& in) {
     const double gflops = telemetry::achieved_gflop_per_s(s);
     if (intensity <= 0.0 || gflops <= 0.0) continue;  // the panel does not place it either
     ++placed;
+    const double bandwidth =
+        compute::bandwidth_roof_for(roofs, s.bytes_moved()) == compute::BandwidthRoofKind::kCache
+            ? roofs.cache_gb_per_s
+            : roofs.memory_gb_per_s;
     const double roof =
-        widgets::attainable_gflop_per_s(intensity, bandwidth, in.engine->compute_gflop_per_s);
-    if (gflops > roof) return value(0.0, unit);
+        widgets::attainable_gflop_per_s(intensity, bandwidth, roofs.compute_gflop_per_s);
+    if (gflops > roof * (1.0 + 1e-9)) return value(0.0, unit);  // 1e-9: rounding of a raise
   }
   if (placed == 0) return missing(unit, "Generate first: the roofline places measured steps.");
   return value(1.0, unit);
