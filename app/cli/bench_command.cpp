@@ -3,8 +3,8 @@
 
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -268,8 +268,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
   const int64_t sweep_max = positive_option(options, "sweep-max", 32);
   json sweep = json::array();
   stop_on_interrupt();
-  for (int64_t batch = 1; batch <= std::min<int64_t>(sweep_max, 32) && !interrupted();
-       batch *= 2) {
+  for (int64_t batch = 1; batch <= std::min<int64_t>(sweep_max, 32) && !interrupted(); batch *= 2) {
     const serving::EngineConfig config = engine_config(options, *m, batch);
     spec.clients = 2 * batch;
     const serving::LoadSummary s =

@@ -61,8 +61,8 @@ std::optional<std::string> prompt_text(const Options& options) {
 }
 
 std::vector<int32_t> prompt_ids(const Options& options, const model::Model& m) {
-  const int given = int{options.has("ids")} + int{options.has("prompt")} +
-                    int{options.has("prompt-file")};
+  const int given =
+      int{options.has("ids")} + int{options.has("prompt")} + int{options.has("prompt-file")};
   if (given != 1) {
     throw UsageError("give exactly one of --prompt TEXT, --prompt-file PATH or --ids 1,2,3");
   }

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "app/cli/cli_options.h"
-#include "engine/core/regular_file.h"
 #include "engine/compute/backend.h"
+#include "engine/core/regular_file.h"
 #include "engine/eval/evaluator.h"
 #include "engine/eval/tensor_error.h"
 #include "engine/model/model.h"

@@ -100,9 +100,10 @@ void warm_up(serving::Engine& engine, const serving::EngineRequest& request, int
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, with_common({{"prompt", "prompt-file", "ids", "max-tokens", "temperature", "top-k",
-                                            "top-p", "seed", "kv-type", "top"},
-                                           {"greedy", "json", "no-stop", "warmup"}}));
+  const Options options(
+      args, with_common({{"prompt", "prompt-file", "ids", "max-tokens", "temperature", "top-k",
+                          "top-p", "seed", "kv-type", "top"},
+                         {"greedy", "json", "no-stop", "warmup"}}));
   if (options.has("top") && !options.has("json")) throw UsageError("--top needs --json");
   if (options.get_int("top", 0) < 0) throw UsageError("--top needs a count of 0 or more");
   const auto m = open_model(options);

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
-#include <set>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "app/lessons/vocabulary.h"
@@ -423,7 +423,8 @@ std::optional<Problem> invalid_utf8(const std::string& text, const std::string& 
       pos += step.length;
       continue;
     }
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(pos), '\n');
+    const auto line =
+        1 + std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(pos), '\n');
     return Problem{file, static_cast<int>(line),
                    "not valid UTF-8 (byte offset " + std::to_string(pos) + ")"};
   }

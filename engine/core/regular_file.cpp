@@ -18,8 +18,7 @@ namespace {
 
 void require_regular(const std::filesystem::path& path, const struct stat& info) {
   if (!S_ISREG(info.st_mode)) {
-    throw FileError(path.string() + " is " + file_kind_name(info.st_mode) +
-                    ", not a regular file");
+    throw FileError(path.string() + " is " + file_kind_name(info.st_mode) + ", not a regular file");
   }
 }
 

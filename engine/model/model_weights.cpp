@@ -23,8 +23,9 @@ std::string shape_text(std::span<const int64_t> shape) {
 uint64_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
-                                    : 0;
+  return pages > 0 && page_size > 0
+             ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
+             : 0;
 }
 
 // Finds a tensor and checks its GGUF shape (ne0 first: a PyTorch [out x in] matrix is {in, out})

@@ -66,8 +66,8 @@ struct LoadSummary {
   int64_t steps = 0;
   double busy_s = 0.0;  // inside engine steps; wall_s - busy_s: idle or collecting a batch
   double mean_step_ms = 0.0;
-  int64_t decode_only_steps = 0;          // steps without prefill tokens
-  double mean_decode_step_ms = 0.0;       // their mean: the time of one batched decode
+  int64_t decode_only_steps = 0;     // steps without prefill tokens
+  double mean_decode_step_ms = 0.0;  // their mean: the time of one batched decode
   // Their tokens over their time: decode throughput alone, without the prompts' prefill, the
   // part of serving that batching shares the weight reads of.
   double decode_tokens_per_s = 0.0;

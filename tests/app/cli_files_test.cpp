@@ -98,8 +98,8 @@ TEST(CliFiles, BenchShowsProgressWhenPipedAndSummarisesOnInterrupt) {
   const std::string err = temp_path(".err");
   const int clients = 400;
   const pid_t pid = servescope::testing_support::start_cli(
-      {"bench", "--clients", std::to_string(clients), "--max-batch", "4", "--prompt-tokens",
-       "8:16", "--output-tokens", "120:120"},
+      {"bench", "--clients", std::to_string(clients), "--max-batch", "4", "--prompt-tokens", "8:16",
+       "--output-tokens", "120:120"},
       out, err);
   ASSERT_GT(pid, 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);

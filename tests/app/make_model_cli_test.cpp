@@ -10,8 +10,8 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/support/cli_runner.h"
 
@@ -105,7 +105,6 @@ TEST(MakeModelCli, BadInputIsAOneLineRefusal) {
   });
   EXPECT_FALSE(std::filesystem::exists(out));
 }
-
 
 // A FIFO and a symlink to a character device as --out: both subcommands that write a model
 // refuse them with a one-line reason, and leave them as they were (the final rename would have

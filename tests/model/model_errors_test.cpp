@@ -178,13 +178,13 @@ TEST(ModelErrors, TensorLargerThanMemoryIsNamedWithItsSize) {
   gguf::testing::RawBytes raw;
   raw.header(3, 1, 7);
   raw.str("general.architecture").u32(8).str("llama");
-  for (const auto& [key, value] : std::vector<std::pair<std::string, uint32_t>>{
-           {"llama.context_length", 16},
-           {"llama.embedding_length", kDim},
-           {"llama.block_count", 1},
-           {"llama.feed_forward_length", 64},
-           {"llama.attention.head_count", 32},
-           {"llama.attention.head_count_kv", 32}}) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, uint32_t>>{{"llama.context_length", 16},
+                                                     {"llama.embedding_length", kDim},
+                                                     {"llama.block_count", 1},
+                                                     {"llama.feed_forward_length", 64},
+                                                     {"llama.attention.head_count", 32},
+                                                     {"llama.attention.head_count_kv", 32}}) {
     raw.str(key).u32(4).u32(value);
   }
   raw.str("token_embd.weight").u32(2).u64(kDim).u64(vocab).u32(0).u64(0);  // F32 at offset 0

@@ -200,8 +200,7 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
   uint32_t count = 0;
   check_startup(vkEnumeratePhysicalDevices(instance, &count, nullptr), "listing devices");
   std::vector<VkPhysicalDevice> devices(count);
-  check_startup(vkEnumeratePhysicalDevices(instance, &count, devices.data()),
-                "listing devices");
+  check_startup(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "listing devices");
   devices.resize(count);
   return devices;
 }
@@ -336,7 +335,7 @@ void VulkanContext::create_device() {
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
   check_startup(vkCreateDevice(physical_device_, &info, nullptr, &device_),
-        "creating the device on " + description_.name);
+                "creating the device on " + description_.name);
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }
 
