@@ -96,7 +96,7 @@ TEST(CliFiles, GeneratePrintsNothingForARefusedRequest) {
 TEST(CliFiles, BenchShowsProgressWhenPipedAndSummarisesOnInterrupt) {
   const std::string out = temp_path(".json");
   const std::string err = temp_path(".err");
-  const int clients = 400;
+  const int clients = 1000;  // minutes of work: the run is always interrupted
   const pid_t pid = servescope::testing_support::start_cli(
       {"bench", "--clients", std::to_string(clients), "--max-batch", "4", "--prompt-tokens", "8:16",
        "--output-tokens", "120:120"},
