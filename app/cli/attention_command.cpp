@@ -24,7 +24,8 @@ int64_t index_option(const Options& options, const std::string& name, int64_t co
 }  // namespace
 
 int run_attention(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, with_common({{"prompt", "ids", "layer", "head", "kv-type"}, {}}));
+  const Options options(
+      args, with_common({{"prompt", "prompt-file", "ids", "layer", "head", "kv-type"}, {}}));
   const auto m = open_model(options);
   const int64_t layer = index_option(options, "layer", m->config.n_layers);
   const int64_t head = index_option(options, "head", m->config.n_heads);

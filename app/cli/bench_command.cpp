@@ -2,11 +2,11 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <optional>
 
 #include "app/cli/command_support.h"
@@ -117,10 +117,10 @@ serving::WorkloadSpec workload_spec(const Options& options, const model::Model& 
   spec.vocab_size = static_cast<int32_t>(m.config.vocab_size);
   if (m.tokenizer) {
     const std::filesystem::path path = app::bundled_eval_text_path();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(app::missing_data_file_message("the bundled prompt text", path));
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    spec.text_ids = m.tokenizer->encode(text);
+    if (!std::filesystem::exists(path)) {
+      throw UsageError(app::missing_data_file_message("the bundled prompt text", path));
+    }
+    spec.text_ids = m.tokenizer->encode(read_regular_file(path));
   }
   return spec;
 }
@@ -165,17 +165,44 @@ json load_summary_json(const serving::LoadSummary& s) {
           {"achieved_gflop_per_s", s.achieved_gflop_per_s}};
 }
 
-// "bench: 5/8 requests done" on stderr, rewritten in place on a terminal.
+// "bench: 5/8 requests done" on stderr: rewritten in place on a terminal; into a pipe or a
+// file, a line every two seconds and one at the end, so that a long run shows it is alive.
+constexpr auto kPipedInterval = std::chrono::seconds(2);
+
 serving::LoadProgress stderr_bench_progress(const std::string& label) {
+  using Clock = std::chrono::steady_clock;
   const bool terminal = isatty(STDERR_FILENO) != 0;
-  return [terminal, label, last = int64_t{-1}](int64_t done, int64_t total) mutable {
-    if (done == last) return;
+  return [terminal, label, last = int64_t{-1}, next_line = Clock::now() + kPipedInterval](
+             int64_t done, int64_t total) mutable {
+    const auto now = Clock::now();
+    const bool changed = done != last;
+    const bool due = (terminal || done == total) ? changed : now >= next_line;
+    if (!due) return;
     last = done;
-    if (!terminal && done < total) return;
+    next_line = now + kPipedInterval;
     std::cerr << (terminal ? "\r\033[K" : "") << "bench: " << label << done << "/" << total
-              << " requests done" << (done < total ? "" : "\n") << std::flush;
+              << " requests done" << (terminal && done < total ? "" : "\n") << std::flush;
   };
 }
+
+// Ctrl-C during a run: the current step finishes, the run stops and the summary of what
+// completed is printed, marked "interrupted" (exit status 130, as for a SIGINT). A second
+// Ctrl-C ends the process at once (SA_RESETHAND restores the default action).
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void note_interrupt(int /*signal_number*/) { g_interrupted = 1; }
+
+void stop_on_interrupt() {
+  struct sigaction action {};
+  action.sa_handler = note_interrupt;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+}
+
+bool interrupted() { return g_interrupted != 0; }
+
+constexpr int kInterruptedExitStatus = 130;  // 128 + SIGINT
 
 serving::LoadSummary run_bench_once(model::Model& m, const serving::EngineConfig& config,
                                     const serving::WorkloadSpec& spec, const std::string& label) {
@@ -186,7 +213,7 @@ serving::LoadSummary run_bench_once(model::Model& m, const serving::EngineConfig
   serving::warm_up(*m.transformer, weight_bytes, warm);
   warm.warmed_up = true;
   return serving::run_load(*m.transformer, weight_bytes, warm, requests,
-                           stderr_bench_progress(label))
+                           stderr_bench_progress(label), interrupted)
       .summary;
 }
 
@@ -231,19 +258,22 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
     doc["max_batch"] = config.max_batch_size;
     doc["clients"] = spec.clients;
     doc["engine"] = engine_json(config, *m);
+    stop_on_interrupt();
     const serving::LoadSummary s = run_bench_once(*m, config, spec, "");
     doc.update(load_summary_json(s));
     doc["latency"] = latency_json(s, load_description(spec, config));
     doc["cost"] = cost_json(serving::request_cost(s, price));
+    doc["interrupted"] = interrupted();
     out << doc.dump(2) << "\n";
-    return 0;
+    return interrupted() ? kInterruptedExitStatus : 0;
   }
 
   // Each batch size gets twice as many clients as it has slots, all arriving at once: the
   // batch stays full while the first wave decodes and the second wave waits its turn.
   const int64_t sweep_max = positive_option(options, "sweep-max", 32);
   json sweep = json::array();
-  for (int64_t batch = 1; batch <= std::min<int64_t>(sweep_max, 32); batch *= 2) {
+  stop_on_interrupt();
+  for (int64_t batch = 1; batch <= std::min<int64_t>(sweep_max, 32) && !interrupted(); batch *= 2) {
     const serving::EngineConfig config = engine_config(options, *m, batch);
     spec.clients = 2 * batch;
     const serving::LoadSummary s =
@@ -268,8 +298,9 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
     doc["engine"] = engine_json(config, *m);  // the last one: the largest KV default
   }
   doc["sweep"] = sweep;
+  doc["interrupted"] = interrupted();
   out << doc.dump(2) << "\n";
-  return 0;
+  return interrupted() ? kInterruptedExitStatus : 0;
 }
 
 }  // namespace servescope::cli

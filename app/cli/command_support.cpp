@@ -7,9 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <sstream>
 
 #include "app/cli/commands.h"
@@ -57,24 +55,28 @@ std::unique_ptr<model::Model> open_model(const Options& options) {
   return m;
 }
 
+std::optional<std::string> prompt_text(const Options& options) {
+  if (options.has("prompt-file")) return read_regular_file(*options.get("prompt-file"));
+  return options.get("prompt");
+}
+
 std::vector<int32_t> prompt_ids(const Options& options, const model::Model& m) {
-  if (options.has("ids") == options.has("prompt")) {
-    throw UsageError("give exactly one of --prompt TEXT or --ids 1,2,3");
+  const int given =
+      int{options.has("ids")} + int{options.has("prompt")} + int{options.has("prompt-file")};
+  if (given != 1) {
+    throw UsageError("give exactly one of --prompt TEXT, --prompt-file PATH or --ids 1,2,3");
   }
   if (options.has("ids")) return parse_id_list(*options.get("ids"));
-  return m.require_tokenizer().encode_with_bos(*options.get("prompt"));
+  return m.require_tokenizer().encode_with_bos(*prompt_text(options));
 }
 
 std::vector<int32_t> evaluation_ids(const Options& options, const model::Model& m) {
   const std::string path = options.get_or("text-file", app::bundled_eval_text_path().string());
-  std::ifstream in(path, std::ios::binary);
-  if (!in && !options.has("text-file")) {
+  if (!options.has("text-file") && !std::filesystem::exists(path)) {
     throw UsageError(app::missing_data_file_message("the bundled evaluation text", path) +
                      " (--text-file PATH)");
   }
-  if (!in) throw UsageError("cannot read the evaluation text " + path);
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  return m.require_tokenizer().encode(text);
+  return m.require_tokenizer().encode(read_regular_file(path));
 }
 
 double shortest(float value) {

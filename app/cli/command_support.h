@@ -13,6 +13,7 @@
 
 #include "app/cli/cli_options.h"
 #include "engine/compute/backend.h"
+#include "engine/core/regular_file.h"
 #include "engine/eval/evaluator.h"
 #include "engine/eval/tensor_error.h"
 #include "engine/model/model.h"
@@ -33,7 +34,12 @@ compute::BackendChoice backend_choice(const Options& options);
 // when the subcommand takes it.
 std::unique_ptr<model::Model> open_model(const Options& options);
 
-// Token ids of --prompt TEXT (with BOS) or --ids 1,2,3; UsageError unless exactly one is given.
+// The text of --prompt TEXT or of the file --prompt-file PATH (a prompt too long for an
+// argument, which the kernel caps at 128 KiB); nullopt when neither is given.
+std::optional<std::string> prompt_text(const Options& options);
+
+// Token ids of the prompt text (with BOS) or of --ids 1,2,3; UsageError unless exactly one of
+// --prompt, --prompt-file and --ids is given.
 std::vector<int32_t> prompt_ids(const Options& options, const model::Model& m);
 
 // The evaluation text (--text-file, else the bundled stories) as token ids without BOS.

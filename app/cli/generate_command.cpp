@@ -101,9 +101,10 @@ void warm_up(serving::Engine& engine, const serving::EngineRequest& request, int
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args, std::ostream& out) {
-  const Options options(args, with_common({{"prompt", "ids", "max-tokens", "temperature", "top-k",
-                                            "top-p", "seed", "kv-type", "top"},
-                                           {"greedy", "json", "no-stop", "warmup"}}));
+  const Options options(
+      args, with_common({{"prompt", "prompt-file", "ids", "max-tokens", "temperature", "top-k",
+                          "top-p", "seed", "kv-type", "top"},
+                         {"greedy", "json", "no-stop", "warmup"}}));
   if (options.has("top") && !options.has("json")) throw UsageError("--top needs --json");
   if (options.get_int("top", 0) < 0) throw UsageError("--top needs a count of 0 or more");
   const auto m = open_model(options);
@@ -117,10 +118,6 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
 
   const bool as_json = options.has("json");
   std::unique_ptr<TextStreamDecoder> stream;
-  if (!as_json && m->tokenizer) {
-    stream = std::make_unique<TextStreamDecoder>(*m->tokenizer);
-    if (options.has("prompt")) out << *options.get("prompt");
-  }
   // The serving engine with one batch slot: the path the desktop application runs.
   bool streaming = false;  // not while --warmup runs
   GenerateObserver observer([&](int32_t token) {
@@ -143,8 +140,12 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
     observer.result = {};  // the measured run's figures only
     observer.tokens.clear();
   }
+  engine.submit(request);  // checks the request: nothing is printed for one that fails
+  if (!as_json && m->tokenizer) {
+    stream = std::make_unique<TextStreamDecoder>(*m->tokenizer);
+    if (const std::optional<std::string> prompt = prompt_text(options)) out << *prompt;
+  }
   streaming = true;
-  engine.submit(request);
   engine.run_until_idle();
   const serving::GenerationResult& result = observer.result;
 

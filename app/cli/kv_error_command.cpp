@@ -1,8 +1,6 @@
 // servescope-cli kv-error: per layer, how far the keys and values an F16 or Q8_0 cache holds
 // after a prompt are from those of an F32 cache.
-#include <fstream>
 #include <iostream>
-#include <iterator>
 
 #include "app/cli/command_support.h"
 #include "engine/eval/kv_error.h"
@@ -28,11 +26,7 @@ std::vector<int32_t> text_ids(const Options& options, const model::Model& m) {
     throw UsageError("give exactly one of --prompt TEXT or --text-file PATH");
   }
   if (options.has("prompt")) return m.require_tokenizer().encode_with_bos(*options.get("prompt"));
-  const std::string path = *options.get("text-file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read --text-file " + path);
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  return m.require_tokenizer().encode_with_bos(text);
+  return m.require_tokenizer().encode_with_bos(read_regular_file(*options.get("text-file")));
 }
 
 }  // namespace

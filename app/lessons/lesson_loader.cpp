@@ -4,14 +4,15 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 #include "app/lessons/vocabulary.h"
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace servescope::lessons {
 namespace {
@@ -433,10 +434,31 @@ class Reader {
   std::vector<Problem>& problems_;
 };
 
+// The first ill-formed UTF-8 byte as a problem at its line: YAML is UTF-8, and a stray byte
+// would otherwise reach the JSON report (which refuses it) through a quoted value.
+std::optional<Problem> invalid_utf8(const std::string& text, const std::string& file) {
+  for (size_t pos = 0; pos < text.size();) {
+    const utf8::Step step = utf8::next(text, pos);
+    if (step.kind == utf8::Step::Kind::kCharacter) {
+      pos += step.length;
+      continue;
+    }
+    const auto line =
+        1 + std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(pos), '\n');
+    return Problem{file, static_cast<int>(line),
+                   "not valid UTF-8 (byte offset " + std::to_string(pos) + ")"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 LoadResult load_lesson_text(const std::string& text, const std::string& file) {
   LoadResult result;
+  if (std::optional<Problem> problem = invalid_utf8(text, file)) {
+    result.problems.push_back(std::move(*problem));
+    return result;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -455,15 +477,15 @@ LoadResult load_lesson_text(const std::string& text, const std::string& file) {
 }
 
 LoadResult load_lesson_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string text;
+  try {
+    text = read_regular_file(path);
+  } catch (const FileError& error) {
     LoadResult result;
-    result.problems.push_back({path.string(), 0, "cannot be read"});
+    result.problems.push_back({path.string(), 0, std::string("cannot be read: ") + error.what()});
     return result;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_lesson_text(text.str(), path.string());
+  return load_lesson_text(text, path.string());
 }
 
 std::vector<std::filesystem::path> lesson_files(const std::filesystem::path& dir) {

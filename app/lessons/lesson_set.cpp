@@ -66,7 +66,8 @@ std::string lesson_set_json(const LessonSet& set) {
   json["flashcards"] = flashcards;
   json["errors"] = nlohmann::json::array();
   for (const Problem& p : set.problems) json["errors"].push_back(p.to_string());
-  return json.dump();
+  // A file name need not be UTF-8: its bad bytes print as U+FFFD rather than abort the dump.
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 int check_lessons(const std::filesystem::path& dir, const ModelFacts* model, std::ostream& out,

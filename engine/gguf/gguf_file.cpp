@@ -1,6 +1,5 @@
 #include "engine/gguf/gguf_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include <span>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 #include "engine/gguf/byte_cursor.h"
 #include "engine/gguf/gguf_format.h"
 
@@ -56,13 +56,21 @@ struct FdCloser {
   ~FdCloser() { ::close(fd); }
 };
 
+// A regular file only: open_regular_file refuses a FIFO (whose open() would block forever), a
+// device or a folder before reading anything.
+int open_model_file(const std::string& name) {
+  try {
+    return open_regular_file(name);
+  } catch (const FileError& e) {
+    throw GgufError(Kind::kIo, e.what());
+  }
+}
+
 std::unique_ptr<GgufFile::Storage> map_file(const std::string& name) {
-  const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_io(name, "cannot open", errno);
+  const int fd = open_model_file(name);
   const FdCloser closer{fd};
   struct stat info {};
   if (::fstat(fd, &info) != 0) throw_io(name, "cannot stat", errno);
-  if (!S_ISREG(info.st_mode)) throw GgufError(Kind::kIo, name + ": not a regular file");
   const auto size = static_cast<size_t>(info.st_size);
   // mmap rejects a length of 0; an empty file is reported by the parser as truncated.
   if (size == 0) return std::make_unique<GgufFile::Storage>(std::vector<uint8_t>{});

@@ -13,6 +13,33 @@ ModelError missing(const gguf::GgufFile& file, const std::string& key) {
                     file.name() + ": metadata key " + key + " is missing");
 }
 
+// Typed reads of metadata values that name the key when the type is wrong (the value's own
+// accessors say only "expected string, found uint32").
+ModelError wrong_type(const gguf::GgufFile& file, const std::string& key,
+                      const std::string& expected, const gguf::Value& value) {
+  return ModelError(ModelError::Kind::kMissingMetadata,
+                    file.name() + ": metadata key " + key + " must be " + expected + ", but is " +
+                        std::string(gguf::value_type_name(value.type())));
+}
+
+const std::string& string_value(const gguf::GgufFile& file, const std::string& key,
+                                const gguf::Value& value) {
+  if (value.type() != gguf::ValueType::kString) throw wrong_type(file, key, "a string", value);
+  return value.as_string();
+}
+
+double number_value(const gguf::GgufFile& file, const std::string& key, const gguf::Value& value) {
+  const bool is_float =
+      value.type() == gguf::ValueType::kFloat32 || value.type() == gguf::ValueType::kFloat64;
+  if (!is_float && !value.is_integer()) throw wrong_type(file, key, "a number", value);
+  return value.as_float();
+}
+
+bool bool_value(const gguf::GgufFile& file, const std::string& key, const gguf::Value& value) {
+  if (value.type() != gguf::ValueType::kBool) throw wrong_type(file, key, "a bool", value);
+  return value.as_bool();
+}
+
 int64_t positive_int(const gguf::GgufFile& file, const std::string& key) {
   const gguf::Value* v = file.find(key);
   if (v == nullptr) throw missing(file, key);
@@ -28,7 +55,7 @@ float float_or(const gguf::GgufFile& file, const std::string& key, float fallbac
                bool zero_allowed = false) {
   const gguf::Value* v = file.find(key);
   if (v == nullptr) return fallback;
-  const double value = v->as_float();
+  const double value = number_value(file, key, *v);
   if (!(value > 0.0) && !(zero_allowed && value == 0.0)) {
     throw ModelError(ModelError::Kind::kMissingMetadata,
                      file.name() + ": metadata key " + key + " must be a positive number");
@@ -45,7 +72,7 @@ constexpr std::pair<std::string_view, Architecture> kArchitectures[] = {
 Architecture parse_architecture(const gguf::GgufFile& file) {
   const gguf::Value* v = file.find("general.architecture");
   if (v == nullptr) throw missing(file, "general.architecture");
-  const std::string& arch = v->as_string();
+  const std::string& arch = string_value(file, "general.architecture", *v);
   for (const auto& [name, value] : kArchitectures) {
     if (arch == name) return value;
   }
@@ -70,7 +97,7 @@ void check_same(const gguf::GgufFile& file, const std::string& key, int64_t expe
 std::string string_or(const gguf::GgufFile& file, const std::string& key,
                       const std::string& fallback) {
   const gguf::Value* v = file.find(key);
-  return v == nullptr ? fallback : v->as_string();
+  return v == nullptr ? fallback : string_value(file, key, *v);
 }
 
 // rope.scaling.type / rope.scaling.factor, as llama.cpp reads them: linear scaling divides
@@ -85,7 +112,7 @@ void read_rope_scaling(const gguf::GgufFile& file, const std::string& prefix, Mo
                          "rope_freqs.weight frequency factors)");
   }
   if (const gguf::Value* factor = file.find(prefix + "rope.scaling.factor")) {
-    const double value = factor->as_float();
+    const double value = number_value(file, prefix + "rope.scaling.factor", *factor);
     if (!(value >= 0.0)) {
       throw ModelError(
           ModelError::Kind::kMissingMetadata,
@@ -209,9 +236,10 @@ ModelConfig read_model_config(const gguf::GgufFile& file) {
   ModelConfig c;
   c.architecture = parse_architecture(file);
   const std::string prefix = std::string(architecture_name(c.architecture)) + ".";
-  if (const gguf::Value* name = file.find("general.name")) c.name = name->as_string();
+  if (const gguf::Value* name = file.find("general.name"))
+    c.name = string_value(file, "general.name", *name);
   if (const gguf::Value* random = file.find(kRandomWeightsKey))
-    c.random_weights = random->as_bool();
+    c.random_weights = bool_value(file, std::string(kRandomWeightsKey), *random);
 
   c.context_length = positive_int(file, prefix + "context_length");
   c.dim = positive_int(file, prefix + "embedding_length");

@@ -1,5 +1,8 @@
 #include "engine/model/model_weights.h"
 
+#include <unistd.h>
+
+#include <new>
 #include <span>
 #include <string>
 #include <utility>
@@ -16,16 +19,29 @@ std::string shape_text(std::span<const int64_t> shape) {
   return text + "]";
 }
 
-// Finds a tensor and checks its GGUF shape (ne0 first: a PyTorch [out x in] matrix is {in, out}).
+// The machine's physical memory in bytes (0 when unknown).
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0
+             ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
+             : 0;
+}
+
+// Finds a tensor and checks its GGUF shape (ne0 first: a PyTorch [out x in] matrix is {in, out})
+// and that it can be held in memory: a tensor the file holds (perhaps sparsely) but no memory
+// can is refused by name, not with a bare std::bad_alloc.
 class TensorLoader {
  public:
   TensorLoader(const gguf::GgufFile& file, compute::Backend& backend)
-      : file_(file), backend_(backend) {}
+      : file_(file), backend_(backend), memory_bytes_(physical_memory_bytes()) {}
 
   compute::WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) const {
     const gguf::TensorInfo& info = find(name, {cols, rows});
-    return backend_.upload_matrix(info.type, rows, cols,
-                                  std::span<const uint8_t>(info.data, info.n_bytes));
+    return allocating(name, info.n_bytes, [&] {
+      return backend_.upload_matrix(info.type, rows, cols,
+                                    std::span<const uint8_t>(info.data, info.n_bytes));
+    });
   }
 
   // The matrices [rows_i x cols] named, side by side in one FusedMatrix. Each run of one type
@@ -39,12 +55,19 @@ class TensorLoader {
       size_t end = first + 1;
       while (end < infos.size() && infos[end]->type == infos[first]->type) ++end;
       int64_t rows = 0;
-      std::vector<uint8_t> bytes;
+      uint64_t n_bytes = 0;
       for (size_t i = first; i < end; ++i) {
         rows += infos[i]->rows();
-        bytes.insert(bytes.end(), infos[i]->data, infos[i]->data + infos[i]->n_bytes);
+        n_bytes += infos[i]->n_bytes;
       }
-      result.parts.push_back(backend_.upload_matrix(infos[first]->type, rows, cols, bytes));
+      result.parts.push_back(allocating(infos[first]->name, n_bytes, [&] {
+        std::vector<uint8_t> bytes;
+        bytes.reserve(n_bytes);
+        for (size_t i = first; i < end; ++i) {
+          bytes.insert(bytes.end(), infos[i]->data, infos[i]->data + infos[i]->n_bytes);
+        }
+        return backend_.upload_matrix(infos[first]->type, rows, cols, bytes);
+      }));
       first = end;
     }
     return result;
@@ -85,11 +108,33 @@ class TensorLoader {
                        file_.name() + ": tensor " + name + " has shape " + shape_text(info->shape) +
                            " (GGUF order), expected " + shape_text(expected));
     }
+    if (memory_bytes_ != 0 && info->n_bytes > memory_bytes_) throw too_large(name, info->n_bytes);
     return *info;
+  }
+
+  ModelError too_large(const std::string& name, uint64_t bytes) const {
+    return ModelError(ModelError::Kind::kBadShape,
+                      file_.name() + ": tensor " + name + " needs " + std::to_string(bytes) +
+                          " bytes, more than the " + std::to_string(memory_bytes_) +
+                          " bytes of memory this machine has");
+  }
+
+  // Runs `upload`, the allocation of tensor `name`'s `bytes`; running out of memory there is
+  // reported with the tensor and its size.
+  template <class Upload>
+  compute::WeightMatrix allocating(const std::string& name, uint64_t bytes, Upload upload) const {
+    try {
+      return upload();
+    } catch (const std::bad_alloc&) {
+      throw ModelError(ModelError::Kind::kBadShape,
+                       file_.name() + ": tensor " + name + " needs " + std::to_string(bytes) +
+                           " bytes, which could not be allocated (out of memory)");
+    }
   }
 
   const gguf::GgufFile& file_;
   compute::Backend& backend_;
+  uint64_t memory_bytes_;
 };
 
 // Every architecture but gpt2: llama's layer, with what qwen2, phi3 and gemma add or fuse.

@@ -176,13 +176,13 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
 
 LoadResult run_load(model::Transformer& transformer, uint64_t weight_bytes,
                     const EngineConfig& config, std::span<const SimulatedRequest> requests,
-                    const LoadProgress& progress) {
+                    const LoadProgress& progress, const std::function<bool()>& should_stop) {
   RecordCollector collector;
   Engine engine(transformer, weight_bytes, config, &collector);
   const auto total = static_cast<int64_t>(requests.size());
   const double start_ms = engine.now_ms();
   size_t next = 0;
-  while (next < requests.size() || engine.has_unfinished()) {
+  while ((next < requests.size() || engine.has_unfinished()) && !(should_stop && should_stop())) {
     const double now_ms = engine.now_ms() - start_ms;
     for (; next < requests.size() && requests[next].arrival_ms <= now_ms; ++next) {
       const SimulatedRequest& r = requests[next];
@@ -204,8 +204,9 @@ LoadResult run_load(model::Transformer& transformer, uint64_t weight_bytes,
       if (engine.has_unfinished()) throw std::logic_error("run_load: the engine cannot step");
       continue;
     }
+    // In slices of at most 100 ms, so that a stop request is answered while waiting.
     std::this_thread::sleep_for(
-        std::chrono::duration<double, std::milli>(wake_ms - engine.now_ms()));
+        std::chrono::duration<double, std::milli>(std::min(wake_ms - engine.now_ms(), 100.0)));
   }
   LoadResult result;
   result.summary = summarize_load(collector.steps, collector.requests, engine.now_ms() - start_ms,

@@ -66,8 +66,8 @@ struct LoadSummary {
   int64_t steps = 0;
   double busy_s = 0.0;  // inside engine steps; wall_s - busy_s: idle or collecting a batch
   double mean_step_ms = 0.0;
-  int64_t decode_only_steps = 0;          // steps without prefill tokens
-  double mean_decode_step_ms = 0.0;       // their mean: the time of one batched decode
+  int64_t decode_only_steps = 0;     // steps without prefill tokens
+  double mean_decode_step_ms = 0.0;  // their mean: the time of one batched decode
   // Their tokens over their time: decode throughput alone, without the prompts' prefill, the
   // part of serving that batching shares the weight reads of.
   double decode_tokens_per_s = 0.0;
@@ -98,9 +98,12 @@ using LoadProgress = std::function<void(int64_t finished, int64_t total)>;
 // nothing runs (or a static batch is collecting), the driver sleeps until the next arrival or
 // the batch is due. Requests decode greedily and ignore
 // the stop token, so each produces exactly its max_tokens (or fills the context). A request the
-// engine refuses (Engine::submit's InputError) ends the run with that error.
+// engine refuses (Engine::submit's InputError) ends the run with that error. When
+// `should_stop` answers true (asked between steps, and at least every 100 ms while waiting),
+// the run ends after the current step and the result covers what finished by then.
 LoadResult run_load(model::Transformer& transformer, uint64_t weight_bytes,
                     const EngineConfig& config, std::span<const SimulatedRequest> requests,
-                    const LoadProgress& progress = {});
+                    const LoadProgress& progress = {},
+                    const std::function<bool()>& should_stop = {});
 
 }  // namespace servescope::serving

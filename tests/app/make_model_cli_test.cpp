@@ -1,10 +1,17 @@
 // servescope-cli make-model, run as the real binary: the file it writes loads, says that its
-// weights are random (info), generates, repeats by seed; bad input is a one-line refusal.
+// weights are random (info), generates, repeats by seed; bad input is a one-line refusal. The
+// output rules make-model and quantize share (app/cli/output_path.h): special files are never
+// replaced, and an interrupted run leaves no partial file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/support/cli_runner.h"
 
@@ -23,6 +30,9 @@ std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
+
+const std::string kBundled =
+    std::string(SERVESCOPE_BIN_DIR) + "/../share/servescope/models/servescope-stories.gguf";
 
 TEST(MakeModelCli, WritesARandomModelThatInfoMarksAndGenerateRuns) {
   const std::string out = temp_path(".gguf");
@@ -78,8 +88,7 @@ TEST(MakeModelCli, SameSeedSameFileOtherSeedOtherFile) {
 
 TEST(MakeModelCli, BadInputIsAOneLineRefusal) {
   const std::string out = temp_path(".gguf");
-  const std::string bundled =
-      std::string(SERVESCOPE_BIN_DIR) + "/../share/servescope/models/servescope-stories.gguf";
+  const std::string& bundled = kBundled;
   servescope::testing_support::expect_one_line_refusals({
       {"make-model --params 25M", "needs --out"},
       {"make-model --params 3B --out " + out, "unknown model size '3B'; choose one of 25M"},
@@ -96,5 +105,64 @@ TEST(MakeModelCli, BadInputIsAOneLineRefusal) {
   });
   EXPECT_FALSE(std::filesystem::exists(out));
 }
+
+// A FIFO and a symlink to a character device as --out: both subcommands that write a model
+// refuse them with a one-line reason, and leave them as they were (the final rename would have
+// replaced them with a regular file; as root, --out /dev/null would replace /dev/null).
+TEST(OutputFile, SpecialFilesAreRefusedAndLeftAlone) {
+  const std::string fifo = temp_path(".fifo.gguf");
+  const std::string device_link = temp_path(".zero.gguf");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_symlink("/dev/zero", device_link);
+  servescope::testing_support::expect_one_line_refusals({
+      {"make-model --dim 64 --layers 1 --out " + fifo, "is a FIFO, not a regular file"},
+      {"quantize --model " + kBundled + " --type q8_0 --out " + fifo,
+       "is a FIFO, not a regular file"},
+      {"make-model --dim 64 --layers 1 --out " + device_link,
+       "is a character device, not a regular file"},
+      {"quantize --model " + kBundled + " --type q8_0 --out " + device_link,
+       "is a character device, not a regular file"},
+  });
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_TRUE(std::filesystem::is_symlink(device_link));
+  EXPECT_TRUE(std::filesystem::is_character_file(device_link));
+  std::filesystem::remove(fifo);
+  std::filesystem::remove(device_link);
+}
+
+// A signal while the model is being written ends the run and removes OUT.partial: a 400M f32
+// model takes seconds to write, and the signal comes once the partial file holds data.
+void expect_signal_removes_partial(int signal_number) {
+  const std::string out = temp_path(".gguf");
+  const std::string partial = out + ".partial";
+  const std::string log = temp_path(".log");
+  const pid_t pid = servescope::testing_support::start_cli(
+      {"make-model", "--params", "400M", "--type", "f32", "--out", out}, log, log + ".err");
+  ASSERT_GT(pid, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  const auto partial_bytes = [&] {
+    std::error_code missing;
+    const uintmax_t bytes = std::filesystem::file_size(partial, missing);
+    return missing ? uintmax_t{0} : bytes;
+  };
+  while (partial_bytes() < (1u << 20) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const bool writing = std::filesystem::exists(partial);
+  kill(pid, signal_number);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const std::string err = servescope::testing_support::file_text(log + ".err");
+  std::filesystem::remove(log);
+  std::filesystem::remove(log + ".err");
+  ASSERT_TRUE(writing) << "the partial file never appeared: " << err;
+  ASSERT_TRUE(WIFSIGNALED(status)) << "status " << status << ": " << err;
+  EXPECT_EQ(WTERMSIG(status), signal_number);
+  EXPECT_FALSE(std::filesystem::exists(partial));
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(OutputFile, SigtermRemovesThePartialFile) { expect_signal_removes_partial(SIGTERM); }
+TEST(OutputFile, SigintRemovesThePartialFile) { expect_signal_removes_partial(SIGINT); }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Writer -> reader round trips: every value type, nested arrays, every supported tensor type,
 // GGUF v2 and v3, several alignments, in memory and through a memory-mapped file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
@@ -265,6 +266,27 @@ TEST(MappedFile, DirectoryIsAnIoError) {
   const std::string message =
       expect_gguf_error(GgufError::Kind::kIo, [&] { (void)GgufFile::open(dir.path()); });
   EXPECT_NE(message.find("not a regular file"), std::string::npos) << message;
+}
+
+// open() on a FIFO blocks until a writer comes; the model is refused before it is opened.
+TEST(MappedFile, FifoIsRefusedWithoutBlocking) {
+  const TempDir dir;
+  const auto path = dir.path() / "model.gguf";
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  const std::string message =
+      expect_gguf_error(GgufError::Kind::kIo, [&] { (void)GgufFile::open(path); });
+  EXPECT_NE(message.find(path.string() + " is a FIFO, not a regular file"), std::string::npos)
+      << message;
+}
+
+TEST(MappedFile, SymlinkToACharacterDeviceIsRefused) {
+  const TempDir dir;
+  const auto path = dir.path() / "zero.gguf";
+  std::filesystem::create_symlink("/dev/zero", path);
+  const std::string message =
+      expect_gguf_error(GgufError::Kind::kIo, [&] { (void)GgufFile::open(path); });
+  EXPECT_NE(message.find("is a character device, not a regular file"), std::string::npos)
+      << message;
 }
 
 TEST(MappedFile, EmptyFileIsTruncated) {

@@ -127,6 +127,21 @@ TEST(LessonLoader, AMissingFileIsAProblemNotAnException) {
   EXPECT_THAT(result.problems[0].message, testing::HasSubstr("cannot be read"));
 }
 
+// A stray Latin-1 byte on line 3: one problem at that line naming the byte, not an abort.
+TEST(LessonLoader, InvalidUtf8IsAProblemAtItsLine) {
+  const LoadResult result =
+      load_lesson_text("id: x\nnumber: 1\ntitle: caf\xe9 au lait\n", "latin1.yaml");
+  ASSERT_EQ(result.problems.size(), 1u);
+  EXPECT_EQ(result.problems[0].to_string(), "latin1.yaml:3: not valid UTF-8 (byte offset 26)");
+  EXPECT_FALSE(result.lesson.has_value());
+}
+
+TEST(LessonLoader, AFolderGivenAsALessonIsAProblemNamingIt) {
+  const LoadResult result = load_lesson_file(kLessonData / "valid");
+  ASSERT_EQ(result.problems.size(), 1u);
+  EXPECT_THAT(result.problems[0].message, testing::HasSubstr("is a directory"));
+}
+
 TEST(LessonLoader, ListsLessonFilesInNameOrder) {
   const auto files = lesson_files(kLessonData / "valid");
   ASSERT_FALSE(files.empty());

@@ -2,8 +2,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -192,6 +194,27 @@ TEST(LessonSet, AnEmptyFolderHasNoLessonsAndNoErrors) {
             "{\"lessons\":0,\"experiments\":0,\"questions\":0,\"generated_questions\":0,"
             "\"flashcards\":0,\"errors\":[]}\n");
   EXPECT_EQ(err.str(), "");
+}
+
+// A lesson with a Latin-1 byte, in a file whose name has one too: the report is a problem at
+// the byte's line and a JSON line with U+FFFD for the name's byte (it aborted with nlohmann's
+// type_error.316 before, exit 134).
+TEST(LessonSet, BytesThatAreNotUtf8AreReportedNotAborted) {
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / ("latin1-lessons-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path file = dir / "caf\xe9.yaml";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << "id: latin\nnumber: 1\ntitle: caf\xe9\n";
+  }
+  std::ostringstream out;
+  std::ostringstream err;
+  EXPECT_EQ(check_lessons(dir, nullptr, out, err), 1);
+  EXPECT_EQ(err.str(), file.string() + ":3: not valid UTF-8 (byte offset 30)\n");
+  const nlohmann::json json = nlohmann::json::parse(out.str());
+  EXPECT_THAT(json["errors"][0].get<std::string>(), testing::HasSubstr("caf\uFFFD.yaml:3:"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

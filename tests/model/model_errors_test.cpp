@@ -2,9 +2,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"
+#include "tests/gguf/gguf_test_util.h"
 
 namespace servescope {
 namespace {
@@ -147,6 +151,62 @@ TEST(ModelErrors, MissingMetadataNamesTheKey) {
   w.set("llama.block_count", Value::str("one"));
   EXPECT_NE(load_error(w, ModelError::Kind::kMissingMetadata).find("llama.block_count"),
             std::string::npos);
+}
+
+// A value of the wrong type names its key, not only "expected string, found uint32".
+TEST(ModelErrors, WrongTypedMetadataNamesTheKey) {
+  auto w = tiny_llama();
+  w.set("general.name", Value::u32(7));
+  EXPECT_NE(load_error(w, ModelError::Kind::kMissingMetadata)
+                .find("metadata key general.name must be a string, but is uint32"),
+            std::string::npos);
+  auto arch = tiny_llama();
+  arch.set("general.architecture", Value::u32(1));
+  EXPECT_NE(load_error(arch, ModelError::Kind::kMissingMetadata)
+                .find("metadata key general.architecture must be a string, but is uint32"),
+            std::string::npos);
+}
+
+// A tensor the file holds (sparsely: a hole costs no disk) but no memory could: refused by name
+// and size before it is copied, not as "std::bad_alloc". The file is written by hand, since the
+// writer would write every byte: the header, then a hole up to twice the machine's memory.
+TEST(ModelErrors, TensorLargerThanMemoryIsNamedWithItsSize) {
+  const uint64_t memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  constexpr uint64_t kDim = 4096;
+  const uint64_t vocab = 2 * memory / (kDim * sizeof(float)) + 1;
+  gguf::testing::RawBytes raw;
+  raw.header(3, 1, 7);
+  raw.str("general.architecture").u32(8).str("llama");
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, uint32_t>>{{"llama.context_length", 16},
+                                                     {"llama.embedding_length", kDim},
+                                                     {"llama.block_count", 1},
+                                                     {"llama.feed_forward_length", 64},
+                                                     {"llama.attention.head_count", 32},
+                                                     {"llama.attention.head_count_kv", 32}}) {
+    raw.str(key).u32(4).u32(value);
+  }
+  raw.str("token_embd.weight").u32(2).u64(kDim).u64(vocab).u32(0).u64(0);  // F32 at offset 0
+  raw.pad_to(32);
+  const uint64_t tensor_bytes = kDim * vocab * sizeof(float);
+  const auto path = testing::TempDir() + "/huge." + std::to_string(getpid()) + ".gguf";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(raw.bytes.data()),
+              static_cast<std::streamsize>(raw.bytes.size()));
+  }
+  std::filesystem::resize_file(path, raw.bytes.size() + tensor_bytes);
+  try {
+    model::load_model(path, compute::BackendKind::kCpu);
+    ADD_FAILURE() << "expected a ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor token_embd.weight needs " +
+                                         std::to_string(tensor_bytes) + " bytes, more than the"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(ModelErrors, MissingTensorIsNamed) {

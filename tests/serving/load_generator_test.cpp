@@ -210,6 +210,24 @@ TEST(LoadGenerator, StaticBatchingHoldsRequestsUntilTheBatchIsDue) {
   }
 }
 
+// should_stop (bench's Ctrl-C): the run ends after the step it was asked in, and the result
+// covers the requests finished by then, not the whole workload.
+TEST(LoadGenerator, AStopRequestEndsTheRunAfterTheCurrentStep) {
+  auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
+                             compute::BackendKind::kCpu);
+  WorkloadSpec spec = small_spec();
+  spec.clients = 8;
+  const std::vector<SimulatedRequest> requests = make_workload(spec);
+  const EngineConfig config{.max_batch_size = 2, .kv_type = gguf::GgmlType::F16, .block_size = 8};
+  int64_t finished = 0;
+  const LoadResult result = run_load(
+      *m->transformer, model::summarize_weights(m->file).bytes, config, requests,
+      [&](int64_t done, int64_t /*total*/) { finished = done; }, [&] { return finished >= 2; });
+  EXPECT_GE(result.requests.size(), 2u);
+  EXPECT_LT(result.requests.size(), requests.size());
+  EXPECT_EQ(result.summary.requests, static_cast<int64_t>(result.requests.size()));
+}
+
 // The desktop application keeps one engine and changes the policy between runs.
 TEST(LoadGenerator, TheBatchingPolicyChangesBetweenRunsOfOneEngine) {
   auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",

@@ -1,7 +1,9 @@
 // Runs the real servescope-cli binary for contract tests: stdout, stderr and the exit code.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +50,31 @@ inline CliRun run_cli(const std::string& args) {
   }
   std::remove(err_file.c_str());
   return run;
+}
+
+// Starts servescope-cli with `args` (no shell) in the background, its stdout and stderr into
+// the files `out` and `err`, for tests that signal it while it runs; the child's pid, or -1.
+inline pid_t start_cli(const std::vector<std::string>& args, const std::string& out,
+                       const std::string& err) {
+  std::vector<std::string> words = {std::string(SERVESCOPE_BIN_DIR) + "/servescope-cli"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0 ? pid : -1;
+}
+
+// The text of a file (empty if it cannot be read).
+inline std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // The command-line contract for bad input: for each (arguments, expected reason), a non-zero

@@ -49,10 +49,27 @@ const char* result_name(VkResult result) {
   }
 }
 
+namespace {
+
+// "<what> failed: VK_ERROR_..." (with the number when the name is unknown).
+std::string failure(VkResult result, const std::string& what) {
+  std::string text = what + " failed: " + result_name(result);
+  if (text.ends_with("an unknown VkResult")) text += " (" + std::to_string(result) + ")";
+  return text;
+}
+
+}  // namespace
+
+void check_startup(VkResult result, const std::string& what) {
+  if (result == VK_SUCCESS) return;
+  throw BackendError("Vulkan could not start: " + failure(result, what) +
+                     " (the Vulkan driver or its ICD file is broken; the CPU backend works: "
+                     "--backend cpu)");
+}
+
 void check(VkResult result, const std::string& what) {
   if (result == VK_SUCCESS) return;
-  std::string message = "Vulkan: " + what + " failed: " + result_name(result);
-  if (message.ends_with("an unknown VkResult")) message += " (" + std::to_string(result) + ")";
+  std::string message = "Vulkan: " + failure(result, what);
   if (result == VK_ERROR_DEVICE_LOST) {
     message += " (the device was lost; restart with --backend cpu)";
   } else if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {

@@ -192,15 +192,15 @@ VkInstance create_bare_instance(const std::vector<const char*>& layers,
         "Vulkan: no Vulkan 1.1 driver is installed (for a CPU implementation install Mesa's "
         "lavapipe, e.g. the mesa-vulkan-drivers package); use --backend cpu");
   }
-  check(result, "creating the instance");
+  check_startup(result, "creating the instance");
   return instance;
 }
 
 std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
   uint32_t count = 0;
-  check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "listing devices");
+  check_startup(vkEnumeratePhysicalDevices(instance, &count, nullptr), "listing devices");
   std::vector<VkPhysicalDevice> devices(count);
-  check(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "listing devices");
+  check_startup(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "listing devices");
   devices.resize(count);
   return devices;
 }
@@ -334,8 +334,8 @@ void VulkanContext::create_device() {
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
-  check(vkCreateDevice(physical_device_, &info, nullptr, &device_),
-        "creating the device on " + description_.name);
+  check_startup(vkCreateDevice(physical_device_, &info, nullptr, &device_),
+                "creating the device on " + description_.name);
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }
 
