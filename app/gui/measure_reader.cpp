@@ -4,7 +4,7 @@
 #include <map>
 
 #include "app/gui/main_window.h"
-#include "engine/telemetry/records.h"
+#include "engine/telemetry/metrics.h"
 
 namespace servescope::gui {
 namespace {
@@ -91,8 +91,8 @@ MeasureValue sweep_speedup_8(const MeasureInputs& in) {
   double one = 0.0;
   double eight = 0.0;
   for (const BatchSweepPoint& p : *in.batch_sweep) {
-    if (p.max_batch == 1) one = p.tokens_per_s;
-    if (p.max_batch == 8) eight = p.tokens_per_s;
+    if (p.max_batch == 1) one = p.tokens_per_s();
+    if (p.max_batch == 8) eight = p.tokens_per_s();
   }
   if (one <= 0.0 || eight <= 0.0) return missing("x", "Run the batch sweep first.");
   return value(eight / one, "x");

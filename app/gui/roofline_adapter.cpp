@@ -1,7 +1,7 @@
 // Roofline panel: every step at (FLOP per byte moved, achieved GFLOP/s) under the device's
 // measured roofs.
 #include "app/gui/panel_adapter.h"
-#include "engine/telemetry/records.h"
+#include "engine/telemetry/metrics.h"
 #include "widgets/roofline_panel.h"
 
 namespace servescope::gui {

@@ -156,7 +156,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
 }
 
 QString StepView::filled(const std::string& markdown) const {
-  const lessons::Measurements measured = context_.measured();
+  const lessons::Measurements measured = observed_ ? *observed_ : context_.measured();
   lessons::FillContext fill;
   fill.model = context_.model();
   fill.measured = &measured;
@@ -167,6 +167,7 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
   if (dispatcher_.busy() && part_ == Part::kRunning) dispatcher_.cancel();
   lesson_ = &lesson;
   index_ = index;
+  observed_.reset();
   part_ = Part::kPredict;
   const lessons::Step& step = lesson.steps[static_cast<size_t>(index)];
   heading_->setText(
@@ -258,6 +259,7 @@ void StepView::show_observations() {
   cancel_->setEnabled(false);
   status_->clear();
   observe_model_->removeRows(0, observe_model_->rowCount());
+  observed_ = context_.measured();
   const std::optional<double> predicted = prediction();
   QString predicted_text = "-";
   if (predicted && step.predict) {
@@ -268,8 +270,10 @@ void StepView::show_observations() {
   int row = 0;
   for (const lessons::Observation& o : step.observe) {
     const MeasureValue v = dispatcher_.measure(o.measure);
-    const QString measured =
-        v.value ? qs(lessons::format_quantity(*v.value, v.unit.toStdString())) : v.missing;
+    const auto value = observed_->find(o.measure);  // the explanation's figure, the same
+    const QString measured = value != observed_->end()
+                                 ? qs(lessons::format_quantity(value->second, v.unit.toStdString()))
+                                 : v.missing;
     QList<QStandardItem*> items = {new QStandardItem(qs(o.label.empty() ? o.measure : o.label)),
                                    new QStandardItem(measured),
                                    new QStandardItem(row == 0 ? predicted_text : QString())};
