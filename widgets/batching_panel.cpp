@@ -166,7 +166,7 @@ double BatchingPanel::mean_occupancy() const {
 
 QString BatchingPanel::occupancy_heading() const {
   const size_t shown = snapshot_.steps.size() - first_shown_step();
-  return tr("Occupancy: slots in use / slots, mean %1% over the %2 steps shown")
+  return tr("Occupancy: mean %1% over %2 steps")
       .arg(chart::format_number(100.0 * mean_occupancy(), 3))
       .arg(shown);
 }
@@ -501,7 +501,7 @@ void BatchingPanel::paint_sweep(QPainter& painter, const QRectF& area) {
   const QRectF left(body.left(), body.top(), half - 8, body.height());
   const QRectF right(body.left() + half + 8, body.top(), half - 8, body.height());
   paint_sweep_chart(painter, left, snapshot_.sweep, &SweepPoint::tokens_per_s,
-                    tr("decode throughput"), tr("tokens/s"), t.decode, t);
+                    tr("throughput"), tr("tokens/s"), t.decode, t);
   paint_sweep_chart(painter, right, snapshot_.sweep, &SweepPoint::step_latency_ms,
                     tr("its latency cost"), tr("step time (ms)"), t.prefill, t);
   QStringList points;

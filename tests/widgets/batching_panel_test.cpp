@@ -159,7 +159,7 @@ TEST(BatchingPanel, TheOccupancyHeadlineIsTheMeanOfTheStepsTheChartDraws) {
   EXPECT_DOUBLE_EQ(panel.mean_occupancy(), 1.0 / 16.0);
   EXPECT_TRUE(panel.occupancy_heading().contains("mean 6.25%"))
       << panel.occupancy_heading().toStdString();
-  EXPECT_TRUE(panel.occupancy_heading().contains(QString("over the %1 steps").arg(512 - first)));
+  EXPECT_TRUE(panel.occupancy_heading().contains(QString("over %1 steps").arg(512 - first)));
 }
 
 TEST(BatchingPanel, TooltipsExplainTpotByItsStepsAndTheSweepByItsTotals) {
