@@ -144,7 +144,8 @@ struct BatchSweepPoint {
   double decode_step_ms() const { return telemetry::mean_step_time_ms(decode); }
   // Tokens per decode step: at most max_batch (fewer while the last requests drain).
   double tokens_per_step() const {
-    return decode.steps > 0 ? static_cast<double>(decode.tokens) / static_cast<double>(decode.steps) : 0.0;
+    return decode.steps > 0 ? static_cast<double>(decode.tokens) / static_cast<double>(decode.steps)
+                            : 0.0;
   }
 };
 

@@ -58,8 +58,8 @@ bool is_prefill_step(const StepRecord& step);
 // The sums a throughput and a mean step time are made of, over one set of steps.
 struct StepTotals {
   int64_t steps = 0;
-  int64_t tokens = 0;     // prefill + decode tokens processed
-  double step_ms = 0.0;   // summed step time
+  int64_t tokens = 0;    // prefill + decode tokens processed
+  double step_ms = 0.0;  // summed step time
 };
 
 // Counts one more step in the totals.
