@@ -92,10 +92,37 @@ QString slot_state_name(SlotState state) {
   return QObject::tr("empty");
 }
 
+QString tpot_explanation(const RequestLatency& r) {
+  const QString tpot =
+      QObject::tr("Request %1: TPOT %2 ms").arg(r.request).arg(chart::format_number(r.tpot_ms));
+  if (r.tpot_steps <= 0) return tpot + QLatin1Char('.');
+  return QObject::tr(
+             "%1 = %2 ms mean step time of the %3 decode steps it rode + %4 ms between "
+             "steps, per token.")
+      .arg(tpot, chart::format_number(r.tpot_step_ms))
+      .arg(r.tpot_steps)
+      .arg(chart::format_number(r.tpot_gap_ms));
+}
+
+QString sweep_point_text(const SweepPoint& p) {
+  QString text = QObject::tr("batch %1: %2 tokens/s = %3 tokens per step / %4 ms per step")
+                     .arg(p.batch_size)
+                     .arg(chart::format_number(p.tokens_per_s))
+                     .arg(chart::format_number(p.tokens_per_step))
+                     .arg(chart::format_number(p.step_latency_ms));
+  if (p.slowest_step_ms > 0.0) {
+    text +=
+        QObject::tr(" (median run; all runs %1-%2 ms per step)")
+            .arg(chart::format_number(p.fastest_step_ms), chart::format_number(p.slowest_step_ms));
+  }
+  return text;
+}
+
 BatchingPanel::BatchingPanel(QWidget* parent) : PanelView(parent) {}
 
 void BatchingPanel::set_snapshot(BatchingSnapshot snapshot) {
   snapshot_ = std::move(snapshot);
+  first_shown_ = 0;  // every step, until a paint says how many fit
   update();
 }
 
@@ -130,10 +157,18 @@ std::vector<double> BatchingPanel::occupancy() const {
 
 double BatchingPanel::mean_occupancy() const {
   const std::vector<double> values = occupancy();
-  if (values.empty()) return 0.0;
+  const size_t first = first_shown_step();
+  if (first >= values.size()) return 0.0;
   double sum = 0.0;
-  for (double v : values) sum += v;
-  return sum / double(values.size());
+  for (size_t i = first; i < values.size(); ++i) sum += values[i];
+  return sum / double(values.size() - first);
+}
+
+QString BatchingPanel::occupancy_heading() const {
+  const size_t shown = snapshot_.steps.size() - first_shown_step();
+  return tr("Occupancy: mean %1% over %2 steps")
+      .arg(chart::format_number(100.0 * mean_occupancy(), 3))
+      .arg(shown);
 }
 
 QString BatchingPanel::sweep_note() const {
@@ -238,14 +273,14 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
   qreal y = area.top();
   y += chart::draw_heading(
       painter, area,
-      tr("Batching: %1 slots, %2, mean occupancy %3%")
+      tr("Batching: %1 slots, %2")
           .arg(snapshot_.slot_count)
-          .arg(snapshot_.policy.isEmpty() ? tr("continuous batching") : snapshot_.policy,
-               chart::format_number(100.0 * mean_occupancy(), 3)),
+          .arg(snapshot_.policy.isEmpty() ? tr("continuous batching") : snapshot_.policy),
       t);
   add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
-              tr("Slots are the places in one batch; mean occupancy is the share of them holding a "
-                 "request, averaged over the steps shown."));
+              tr("Slots are the places in one batch: how many requests one step can serve."));
+  y += paint_pacing_note(painter, QRectF(area.left(), y, area.width(), area.height()),
+                         snapshot_.pacing_note);
   if (!snapshot_.collecting.isEmpty()) {
     const qreal top = y;
     painter.save();
@@ -292,12 +327,13 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   const size_t max_visible = std::max<size_t>(1, size_t(rough_width / kMinCellWidth));
   const size_t first =
       snapshot_.steps.size() > max_visible ? snapshot_.steps.size() - max_visible : 0;
+  first_shown_ = first;  // the heading's mean is over these steps, the ones drawn
   first_visible_index_ = snapshot_.steps[first].index;
   const int64_t last_index = snapshot_.steps.back().index;
 
-  const qreal occ_heading =
-      chart::draw_heading(painter, QRectF(area.left(), occ_top, area.width(), area.height()),
-                          tr("Occupancy: slots in use / slots"), t);
+  const QRectF occ_heading_box(area.left(), occ_top, area.width(), area.height());
+  const qreal occ_heading = chart::draw_heading(painter, occ_heading_box, occupancy_heading(), t);
+  add_tooltip(QRectF(area.left(), occ_top, area.width(), occ_heading), snapshot_.help.occupancy);
   chart::AxesSpec spec;
   spec.x_label = tr("engine step");
   spec.y_label = tr("in use (%)");
@@ -334,8 +370,8 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   painter.setBrush(Qt::NoBrush);
   painter.drawPath(line);
   add_tooltip(occ_frame.plot(),
-              tr("The share of batch slots holding a request in each step: empty slots are "
-                 "throughput the device could have had."));
+              with_definition(tr("Empty slots are throughput the device could have had."),
+                              snapshot_.help.occupancy));
 
   const QRectF heat(occ_frame.plot().left(), top, occ_frame.plot().width(), heat_height);
   heatmap_ = chart::Frame(heat, spec.x, {0.0, double(snapshot_.slot_count)});
@@ -389,11 +425,8 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
                    Qt::AlignLeft | Qt::AlignVCenter, tr("TTFT (ms)"));
   painter.drawText(QRectF(area.left() + label_width + column, top, column, line),
                    Qt::AlignLeft | Qt::AlignVCenter, tr("TPOT (ms)"));
-  add_tooltip(QRectF(area.left() + label_width, top, column, line),
-              tr("TTFT: from submitting the request to its first generated token, queueing and "
-                 "prefill included."));
-  add_tooltip(QRectF(area.left() + label_width + column, top, column, line),
-              tr("TPOT: the mean time between generated tokens after the first one."));
+  add_tooltip(QRectF(area.left() + label_width, top, column, line), snapshot_.help.ttft);
+  add_tooltip(QRectF(area.left() + label_width + column, top, column, line), snapshot_.help.tpot);
   top += line + 2;
 
   const size_t rows = std::max<size_t>(1, size_t(std::max<qreal>(area.bottom() - top, 0) / line));
@@ -430,6 +463,7 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
       painter.setPen(t.text);
       painter.drawText(QRectF(x + w + 4, top, value_width, line), Qt::AlignLeft | Qt::AlignVCenter,
                        tr("%1 ms").arg(chart::format_number(value)));
+      if (k == 1) add_tooltip(QRectF(x, top, column, line), tpot_explanation(r));
     }
     top += line;
   }
@@ -466,14 +500,21 @@ void BatchingPanel::paint_sweep(QPainter& painter, const QRectF& area) {
   const qreal half = body.width() / 2;
   const QRectF left(body.left(), body.top(), half - 8, body.height());
   const QRectF right(body.left() + half + 8, body.top(), half - 8, body.height());
-  paint_sweep_chart(painter, left, snapshot_.sweep, &SweepPoint::tokens_per_s, tr("throughput"),
-                    tr("tokens/s"), t.decode, t);
+  paint_sweep_chart(painter, left, snapshot_.sweep, &SweepPoint::tokens_per_s,
+                    tr("throughput"), tr("tokens/s"), t.decode, t);
   paint_sweep_chart(painter, right, snapshot_.sweep, &SweepPoint::step_latency_ms,
                     tr("its latency cost"), tr("step time (ms)"), t.prefill, t);
-  add_tooltip(left, tr("Generated tokens per second with this many sequences decoding together."));
-  add_tooltip(
-      right,
-      tr("Mean time of one decode step at this batch size: every sequence in the batch waits it."));
+  QStringList points;
+  for (const SweepPoint& p : snapshot_.sweep) points << sweep_point_text(p);
+  const QString measured = tr("Measured on the decode steps of each size's run:\n%1")
+                               .arg(points.join(QLatin1Char('\n')));
+  add_tooltip(left, with_definition(tr("Decode tokens per second with this many sequences "
+                                       "decoding together."),
+                                    snapshot_.help.throughput) +
+                        QLatin1Char('\n') + measured);
+  add_tooltip(right, with_definition(tr("The mean decode step time at this batch size."),
+                                     snapshot_.help.step_time) +
+                         QLatin1Char('\n') + measured);
 }
 
 }  // namespace servescope::widgets

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <QStringList>
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "widgets/chart_painting.h"
+#include "widgets/metric_help.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::widgets {
@@ -34,13 +36,33 @@ struct RequestLatency {
   double tpot_ms = 0.0;
   int64_t output_tokens = 0;
   bool finished = false;
+  // TPOT = tpot_step_ms + tpot_gap_ms: the mean step time of the tpot_steps decode steps that
+  // made its later tokens, and the time between steps per token. tpot_steps 0: not known
+  // (its steps left the panel's history).
+  int64_t tpot_steps = 0;
+  double tpot_step_ms = 0.0;
+  double tpot_gap_ms = 0.0;
 };
 
+// "TPOT 6.73 ms = 2.50 ms mean step time (31 steps) + 4.23 ms between steps", or the TPOT
+// alone when its steps are not known.
+QString tpot_explanation(const RequestLatency& request);
+
+// One batch size of the sweep: its decode steps' throughput and mean step time, both from the
+// same steps (tokens_per_s = tokens_per_step / step_latency_ms, in tokens per ms x 1000).
 struct SweepPoint {
   int64_t batch_size = 0;
-  double tokens_per_s = 0.0;     // generated tokens per second over the sweep run
+  double tokens_per_s = 0.0;     // decode tokens / decode step time
   double step_latency_ms = 0.0;  // mean decode step time at this batch size
+  double tokens_per_step = 0.0;  // decode tokens per decode step (at most batch_size)
+  // The mean step time's range over the sweep's repeats (0 when not repeated).
+  double fastest_step_ms = 0.0;
+  double slowest_step_ms = 0.0;
 };
+
+// "batch 8: 2560 tokens/s = 6.4 tokens per step / 2.5 ms per step (median run; all runs
+// 2.4-2.7 ms per step)"
+QString sweep_point_text(const SweepPoint& point);
 
 struct BatchingSnapshot {
   int32_t slot_count = 0;
@@ -49,6 +71,8 @@ struct BatchingSnapshot {
   std::vector<BatchStep> steps;  // oldest first
   std::vector<RequestLatency> requests;
   std::vector<SweepPoint> sweep;  // empty until the user presses Sweep
+  MetricHelp help;                // the figures' definitions, for the tooltips
+  QString pacing_note;            // "Slow motion: times are real ...", or empty
 };
 
 class BatchingPanel : public PanelView {
@@ -67,7 +91,12 @@ class BatchingPanel : public PanelView {
 
   // What the panel shows, for tests and the app.
   std::vector<double> occupancy() const;  // per step: slots in use / slot_count
+  // The steps the occupancy chart draws: the newest that fit at kMinCellWidth per step in the
+  // last paint (all of them before the first paint).
+  size_t first_shown_step() const { return std::min(first_shown_, snapshot_.steps.size()); }
+  // The mean of occupancy() over exactly the steps the chart draws: its heading's figure.
   double mean_occupancy() const;
+  QString occupancy_heading() const;  // "Occupancy: mean 6.25% over 40 steps"
   QStringList legend_labels() const;
   QString sweep_note() const;  // the message shown instead of the sweep charts, or empty
 
@@ -94,6 +123,7 @@ class BatchingPanel : public PanelView {
   // Heatmap layout of the last paint: x is the step index, y the slot (row 0 at the top).
   chart::Frame heatmap_;
   int64_t first_visible_index_ = 0;
+  size_t first_shown_ = 0;  // index into snapshot_.steps of the first step drawn
 };
 
 }  // namespace servescope::widgets

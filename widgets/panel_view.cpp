@@ -3,6 +3,7 @@
 #include <QContextMenuEvent>
 #include <QFile>
 #include <QFileDialog>
+#include <QFontMetricsF>
 #include <QHelpEvent>
 #include <QMenu>
 #include <QMessageBox>
@@ -193,6 +194,20 @@ bool PanelView::paint_if_too_small(QPainter& painter, QSize needed) const {
                                  .arg(needed.width())
                                  .arg(needed.height()));
   return true;
+}
+
+qreal PanelView::paint_pacing_note(QPainter& painter, const QRectF& area, const QString& note) {
+  if (note.isEmpty()) return 0.0;
+  const qreal height = QFontMetricsF(painter.font()).height() + 4;
+  const QRectF line(area.left(), area.top(), area.width(), height);
+  painter.save();
+  painter.setPen(theme().warning);
+  painter.drawText(line, Qt::AlignLeft | Qt::AlignVCenter, note);
+  painter.restore();
+  add_tooltip(line, tr("The engine's clock stands still between steps while you watch: every "
+                       "step time, TTFT and TPOT shown is what the same work takes at full "
+                       "speed."));
+  return height;
 }
 
 }  // namespace servescope::widgets

@@ -73,6 +73,9 @@ class PanelView : public QWidget {
   // When the widget is smaller than `needed`, paints a message asking for more room instead of
   // a squeezed chart, and returns true.
   bool paint_if_too_small(QPainter& painter, QSize needed) const;
+  // A one-line note on how the engine runs now ("Slow motion: times are real ..."), in the
+  // warning colour at the top of `area`, with a tooltip; returns the height used (0 for none).
+  qreal paint_pacing_note(QPainter& painter, const QRectF& area, const QString& note);
 
  private:
   void save_with_dialog(const QString& filter, const QString& suffix);

@@ -207,6 +207,8 @@ void PhasesPanel::paintEvent(QPaintEvent*) {
   add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
               tr("Prefill processes a prompt's tokens together; decode then makes one token per "
                  "sequence per step. Every duration here was measured."));
+  y += paint_pacing_note(painter, QRectF(area.left(), y, area.width(), area.height()),
+                         snapshot_.pacing_note);
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
                           t) +
        6;
@@ -347,8 +349,9 @@ void PhasesPanel::paint_decode_chart(QPainter& painter, const QRectF& area) {
   const chart::Frame frame = chart::draw_axes(
       painter, QRectF(area.left(), top, area.width(), area.bottom() - top), spec, t);
   add_tooltip(frame.plot(),
-              tr("Each dot is one decode step: its measured duration against the longest "
-                 "context it attended over."));
+              with_definition(tr("Each dot is one decode step: its measured step time against "
+                                 "the longest context it attended over."),
+                              snapshot_.help.step_time));
 
   auto dots = [&](double StepBar::*field, const QColor& color) {
     painter.setPen(QPen(color.darker(130), 1));
@@ -378,11 +381,13 @@ void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
   const std::array<double, 2> rates = {snapshot_.prefill_tokens_per_s,
                                        snapshot_.decode_tokens_per_s};
   const std::array<QColor, 2> colors = {t.prefill, t.decode};
-  const std::array<QString, 2> tips = {tr("Prompt tokens processed per second during prefill "
-                                          "steps: many tokens share each weight read."),
-                                       tr("Tokens generated per second during decode steps: each "
-                                          "step reads all weights for one token "
-                                          "per sequence.")};
+  const std::array<QString, 2> tips = {
+      with_definition(tr("Prefill steps (prompt tokens only): many tokens share each weight "
+                         "read."),
+                      snapshot_.help.throughput),
+      with_definition(tr("Decode steps (one new token per sequence): each step reads all "
+                         "weights for one token per sequence."),
+                      snapshot_.help.throughput)};
   const double max_rate = std::max({rates[0], rates[1], 1e-9});
   const qreal bar_height = metrics.height() * 1.3;
   for (size_t i = 0; i < 2; ++i) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "widgets/chart_painting.h"
+#include "widgets/metric_help.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::widgets {
@@ -31,8 +32,11 @@ struct StepBar {
 
 struct PhasesSnapshot {
   std::vector<StepBar> steps;  // oldest first
+  // Throughput of the prefill-only and of the decode-only steps (mixed steps in neither).
   double prefill_tokens_per_s = 0.0;
   double decode_tokens_per_s = 0.0;
+  MetricHelp help;      // the figures' definitions, for the tooltips
+  QString pacing_note;  // "Slow motion: times are real ...", or empty
 };
 
 enum class StepPhase { kPrefill, kDecode, kMixed, kIdle };

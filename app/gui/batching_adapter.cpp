@@ -1,7 +1,7 @@
 // Batching panel: the slots x steps heatmap from each step's batch, latencies per request.
 #include "app/gui/panel_adapter.h"
 #include "app/gui/window_text.h"
-#include "engine/telemetry/records.h"
+#include "engine/telemetry/metrics.h"
 #include "widgets/batching_panel.h"
 
 namespace servescope::gui {
@@ -19,9 +19,16 @@ widgets::SlotState slot_state(telemetry::SequencePhase phase) {
   return widgets::SlotState::kEmpty;
 }
 
-widgets::RequestLatency latency(const telemetry::RequestRecord& r) {
-  return {r.request_id, telemetry::time_to_first_token_ms(r),
-          telemetry::time_per_output_token_ms(r), telemetry::output_tokens(r), true};
+// Its TTFT and TPOT, and the TPOT split over the steps it rode (those still in the folder).
+widgets::RequestLatency latency(const telemetry::RequestRecord& r,
+                                const std::deque<telemetry::StepRecord>& steps) {
+  const telemetry::TpotBreakdown tpot = telemetry::tpot_breakdown(r, steps);
+  widgets::RequestLatency out{r.request_id, telemetry::time_to_first_token_ms(r), tpot.tpot_ms,
+                              telemetry::output_tokens(r), true};
+  out.tpot_steps = tpot.steps;
+  out.tpot_step_ms = tpot.mean_step_ms;
+  out.tpot_gap_ms = tpot.gap_ms;
+  return out;
 }
 
 class BatchingAdapter final : public PanelAdapter {
@@ -36,6 +43,8 @@ class BatchingAdapter final : public PanelAdapter {
     snapshot.slot_count = static_cast<int32_t>(feed.info.max_batch_size);
     snapshot.policy = batching_text(feed.info.batching);
     snapshot.collecting = feed.collecting;
+    snapshot.help = metric_help();
+    snapshot.pacing_note = pacing_note(feed.speed);
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
       widgets::BatchStep row;
       row.index = step.step_index;
@@ -47,11 +56,14 @@ class BatchingAdapter final : public PanelAdapter {
       snapshot.steps.push_back(std::move(row));
     }
     for (const telemetry::RequestRecord& request : feed.folder.requests()) {
-      if (telemetry::output_tokens(request) > 1) snapshot.requests.push_back(latency(request));
+      if (telemetry::output_tokens(request) > 1) {
+        snapshot.requests.push_back(latency(request, feed.folder.steps()));
+      }
     }
     if (feed.batch_sweep != nullptr) {
       for (const BatchSweepPoint& p : *feed.batch_sweep) {
-        snapshot.sweep.push_back({p.max_batch, p.tokens_per_s, p.decode_step_ms});
+        snapshot.sweep.push_back({p.max_batch, p.tokens_per_s(), p.decode_step_ms(),
+                                  p.tokens_per_step(), p.fastest_step_ms, p.slowest_step_ms});
       }
     }
     panel_->set_snapshot(std::move(snapshot));

@@ -7,6 +7,8 @@
 #include <QVector>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "app/gui/attention_mailbox.h"
@@ -15,6 +17,7 @@
 #include "engine/serving/kv_block_pool.h"
 #include "engine/serving/sampler.h"
 #include "engine/telemetry/kv_event.h"
+#include "engine/telemetry/metrics.h"
 #include "engine/telemetry/observer.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -122,14 +125,36 @@ struct EngineCounters {
 };
 
 // One batch size of a sweep: simulated clients through a fresh engine of that max batch.
-// The batch sweep measures max batch 1, 2, 4, ... 2^(kBatchSweepSizes - 1).
+// The batch sweep measures max batch 1, 2, 4, ... 2^(kBatchSweepSizes - 1), each
+// kBatchSweepRepeats times after an untimed warm-up, the sizes in alternating order (up, down,
+// up), and keeps for each size the run whose mean decode step time is the median.
 constexpr int kBatchSweepSizes = 5;
+constexpr int kBatchSweepRepeats = 3;
 
 struct BatchSweepPoint {
   int64_t max_batch = 0;
-  double tokens_per_s = 0.0;    // output tokens over the run's wall time
-  double decode_step_ms = 0.0;  // mean time of a decode-only step: the latency cost
+  // The kept run's decode steps (telemetry::is_decode_step): both figures below are made of
+  // these sums, so throughput x step time = tokens per step, exactly.
+  telemetry::StepTotals decode;
+  // The mean decode step time's range over the repeats: the noise around the kept run.
+  double fastest_step_ms = 0.0;
+  double slowest_step_ms = 0.0;
+
+  // Decode throughput: decode tokens / decode step time (telemetry::throughput_tokens_per_s).
+  double tokens_per_s() const { return telemetry::throughput_tokens_per_s(decode); }
+  // Mean decode step time: the latency every sequence of the batch waits per token.
+  double decode_step_ms() const { return telemetry::mean_step_time_ms(decode); }
+  // Tokens per decode step: at most max_batch (fewer while the last requests drain).
+  double tokens_per_step() const {
+    return decode.steps > 0 ? static_cast<double>(decode.tokens) / static_cast<double>(decode.steps)
+                            : 0.0;
+  }
 };
+
+// The kept point of one size's repeated runs (the median mean step time; for an even count,
+// the faster of the two middle ones), with the spread of all of them; nullopt for none.
+std::optional<BatchSweepPoint> median_sweep_point(int64_t max_batch,
+                                                  std::span<const telemetry::StepTotals> runs);
 
 }  // namespace servescope::gui
 

@@ -187,6 +187,8 @@ class EngineWorker : public QObject {
   void top_up_classmates();
   void submit_classmate();
   void update_timer();
+  // One timed run of the batch sweep at this max batch: its decode steps' totals.
+  telemetry::StepTotals run_sweep_size(int64_t batch, const serving::LoadProgress& progress);
   // While a static batch collects: sleeps until it is due (a timer, never a busy loop) and
   // says so. Returns false when no batch is collecting.
   bool wait_for_batch();

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "engine/telemetry/records.h"
+#include "engine/telemetry/metrics.h"
 
 namespace servescope::gui {
 

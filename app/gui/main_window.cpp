@@ -816,10 +816,14 @@ void MainWindow::on_frame() {
     collecting_changed_ = false;
     changed |= panel_bit(PanelId::kBatching);
   }
-  panels_->refresh(
-      PanelFeed{folder_, *engine_info_, now, &attention_, quant_lab_ ? &*quant_lab_ : nullptr,
-                &quant_run_, quant_types_, &batch_sweep_, collecting_status(), &quant_limits_},
-      changed);
+  if (const Speed pace = speed(); pace != panels_speed_) {  // their "times are real" note
+    panels_speed_ = pace;
+    changed |= panel_bit(PanelId::kBatching) | panel_bit(PanelId::kPhases);
+  }
+  panels_->refresh(PanelFeed{folder_, *engine_info_, now, &attention_,
+                             quant_lab_ ? &*quant_lab_ : nullptr, &quant_run_, quant_types_,
+                             &batch_sweep_, collecting_status(), &quant_limits_, panels_speed_},
+                   changed);
   update_generated_chips();
   if (now - last_status_ms_ >= kStatusEveryMs) {
     last_status_ms_ = now;

@@ -242,6 +242,7 @@ class MainWindow : public QMainWindow {
   BatchCollecting collecting_;
   double collecting_at_ms_ = 0.0;  // clock_ time when collecting_ arrived
   bool collecting_changed_ = false;
+  Speed panels_speed_ = Speed::kRealTime;  // the pace the panels were last told
   bool dark_ = false;
   bool high_contrast_ = false;
   bool message_is_error_ = false;

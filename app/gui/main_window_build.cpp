@@ -559,7 +559,7 @@ void MainWindow::connect_worker() {
     statusBar()->showMessage(QString("Sweeping batch sizes: max batch %1 measured, %2 tokens/s "
                                      "(Esc stops)...")
                                  .arg(point.max_batch)
-                                 .arg(point.tokens_per_s, 0, 'f', 0));
+                                 .arg(point.tokens_per_s(), 0, 'f', 0));
   });
   connect(worker_, &EngineWorker::batch_sweep_ready, this,
           [this](const QVector<BatchSweepPoint>& points) {

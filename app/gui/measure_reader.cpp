@@ -6,6 +6,7 @@
 
 #include "app/gui/main_window.h"
 #include "app/gui/measured_roofs.h"
+#include "engine/telemetry/metrics.h"
 #include "engine/telemetry/records.h"
 #include "widgets/roofline_panel.h"
 
@@ -95,8 +96,8 @@ MeasureValue sweep_speedup_8(const MeasureInputs& in) {
   double one = 0.0;
   double eight = 0.0;
   for (const BatchSweepPoint& p : *in.batch_sweep) {
-    if (p.max_batch == 1) one = p.tokens_per_s;
-    if (p.max_batch == 8) eight = p.tokens_per_s;
+    if (p.max_batch == 1) one = p.tokens_per_s();
+    if (p.max_batch == 8) eight = p.tokens_per_s();
   }
   if (one <= 0.0 || eight <= 0.0) return missing("x", "Run the batch sweep first.");
   return value(eight / one, "x");

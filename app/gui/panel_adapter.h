@@ -11,6 +11,7 @@
 #include "app/gui/panel_id.h"
 #include "app/gui/quant_lab.h"
 #include "app/gui/telemetry_folder.h"
+#include "widgets/metric_help.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
@@ -26,7 +27,13 @@ struct PanelFeed {
   const QVector<BatchSweepPoint>* batch_sweep = nullptr;  // the last sweep, if any
   QString collecting;  // "collecting a batch: 3 of 16, runs in 120 ms", or empty
   const widgets::QuantLimits* quant_limits = nullptr;  // the user's (null: the lab's defaults)
+  Speed speed = Speed::kRealTime;  // the engine's pace now (the panels say times stay real)
 };
+
+// The figures' definitions from engine/telemetry/metrics.h, for the panels' tooltips.
+widgets::MetricHelp metric_help();
+// "Slow motion: times are real ...", or empty at real time.
+QString pacing_note(Speed speed);
 
 class PanelAdapter {
  public:

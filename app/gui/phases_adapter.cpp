@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "app/gui/panel_adapter.h"
+#include "engine/telemetry/metrics.h"
 #include "widgets/phases_panel.h"
 
 namespace servescope::gui {
@@ -36,23 +37,15 @@ class PhasesAdapter final : public PanelAdapter {
 
   void refresh(const PanelFeed& feed) override {
     widgets::PhasesSnapshot snapshot;
-    double prefill_ms = 0.0, decode_ms = 0.0;
-    int64_t prefill_tokens = 0, decode_tokens = 0;
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
       snapshot.steps.push_back(step_bar(step));
-      if (step.cold) continue;  // one-off costs, not the phase's speed
-      if (step.decode_tokens == 0) {
-        prefill_ms += step.wall_ms;
-        prefill_tokens += step.prefill_tokens;
-      } else if (step.prefill_tokens == 0) {
-        decode_ms += step.wall_ms;
-        decode_tokens += step.decode_tokens;
-      }
     }
     snapshot.prefill_tokens_per_s =
-        prefill_ms > 0 ? 1000.0 * static_cast<double>(prefill_tokens) / prefill_ms : 0.0;
+        telemetry::throughput_tokens_per_s(telemetry::prefill_step_totals(feed.folder.steps()));
     snapshot.decode_tokens_per_s =
-        decode_ms > 0 ? 1000.0 * static_cast<double>(decode_tokens) / decode_ms : 0.0;
+        telemetry::throughput_tokens_per_s(telemetry::decode_step_totals(feed.folder.steps()));
+    snapshot.help = metric_help();
+    snapshot.pacing_note = pacing_note(feed.speed);
     panel_->set_snapshot(std::move(snapshot));
   }
 

@@ -3,7 +3,7 @@
 // its working set belongs to.
 #include "app/gui/measured_roofs.h"
 #include "app/gui/panel_adapter.h"
-#include "engine/telemetry/records.h"
+#include "engine/telemetry/metrics.h"
 #include "widgets/roofline_panel.h"
 
 namespace servescope::gui {

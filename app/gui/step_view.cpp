@@ -163,10 +163,8 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
 }
 
 QString StepView::filled(const std::string& markdown) const {
-  lessons::Measurements measured = context_.measured();
-  if (outcome_) {  // the step's own runs: their medians
-    for (const auto& [name, sample] : outcome_->measures) measured[name] = sample.median;
-  }
+  // One snapshot, taken when the observations were shown, for the table and the text alike.
+  const lessons::Measurements measured = observed_ ? *observed_ : context_.measured();
   lessons::FillContext fill;
   fill.model = context_.model();
   fill.measured = &measured;
@@ -179,6 +177,7 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
   lesson_ = &lesson;
   outcome_.reset();
   index_ = index;
+  observed_.reset();
   part_ = Part::kPredict;
   const lessons::Step& step = lesson.steps[static_cast<size_t>(index)];
   heading_->setText(
@@ -278,6 +277,10 @@ QString StepView::measured_text(const std::string& measure) const {
                       qs(lessons::format_quantity(s.high, unit)));
     }
   }
+  if (observed_) {  // the explanation's figure, the same
+    const auto value = observed_->find(measure);
+    if (value != observed_->end()) return qs(lessons::format_quantity(value->second, unit));
+  }
   return v.value ? qs(lessons::format_quantity(*v.value, unit)) : v.missing;
 }
 
@@ -290,6 +293,8 @@ void StepView::show_observations(StepOutcome outcome) {
   cancel_->setEnabled(false);
   status_->clear();
   observe_model_->removeRows(0, observe_model_->rowCount());
+  observed_ = context_.measured();
+  for (const auto& [name, sample] : outcome_->measures) (*observed_)[name] = sample.median;
   const std::optional<double> predicted = prediction();
   QString predicted_text = "-";
   if (predicted && step.predict) {

@@ -92,6 +92,10 @@ class StepView : public QWidget {
   QTableView* observe_table_;
   QStandardItemModel* observe_model_;
   QTextBrowser* explain_;
+  // The measures as the run left them, read once when its observations are shown: the table
+  // and the explanation's placeholders both come from it, so a later step of the engine
+  // cannot rewrite one and not the other. Empty before a run.
+  std::optional<lessons::Measurements> observed_;
 };
 
 }  // namespace servescope::gui

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <variant>
 
+#include "engine/telemetry/metrics.h"
+
 namespace servescope::gui {
 namespace {
 
@@ -57,7 +59,7 @@ void TelemetryFolder::fold_step(const telemetry::StepRecord& step, double now_ms
   ++counts_.steps;
   counts_.prefill_tokens += step.prefill_tokens;
   counts_.decode_tokens += step.decode_tokens;
-  recent_tokens_.push_back({now_ms, step.tokens()});
+  recent_tokens_.push_back({now_ms, step.tokens(), telemetry::step_time_ms(step)});
   keep(steps_, step);
   keep(kv_fill_, KvFillPoint{step.step_index, retained_tokens(), kv_bytes_used()});
   changed_ |= panel_bit(PanelId::kPhases) | panel_bit(PanelId::kBatching) |
@@ -198,11 +200,14 @@ int64_t TelemetryFolder::retained_tokens() const {
 }
 
 double TelemetryFolder::tokens_per_s(double now_ms) const {
-  int64_t tokens = 0;
+  telemetry::StepTotals totals;
   for (const Arrival& a : recent_tokens_) {
-    if (a.at_ms >= now_ms - kRateWindowMs) tokens += a.tokens;
+    if (a.at_ms < now_ms - kRateWindowMs) continue;
+    ++totals.steps;
+    totals.tokens += a.tokens;
+    totals.step_ms += a.step_ms;
   }
-  return static_cast<double>(tokens) * 1000.0 / kRateWindowMs;
+  return telemetry::throughput_tokens_per_s(totals);
 }
 
 PanelMask TelemetryFolder::take_changed() {

@@ -94,7 +94,8 @@ class TelemetryFolder {
     return static_cast<uint64_t>(blocks_used_) * facts_.kv_bytes_per_block;
   }
 
-  // Tokens processed by the steps drained in the second before now_ms.
+  // The throughput (telemetry/metrics.h) of the steps drained in the second before now_ms:
+  // their tokens over their step time, so slow motion's pauses between steps leave it as is.
   double tokens_per_s(double now_ms) const;
 
   // Panels whose data changed since the last call (then cleared).
@@ -127,6 +128,7 @@ class TelemetryFolder {
   struct Arrival {
     double at_ms;
     int64_t tokens;
+    double step_ms;
   };
   std::deque<Arrival> recent_tokens_;  // for tokens_per_s
   PanelMask changed_ = 0;

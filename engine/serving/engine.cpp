@@ -40,17 +40,11 @@ Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const Eng
       scheduler_(scheduler_config(config, transformer.config()), pool_),
       cache_(model::create_paged_kv_cache(transformer.config(), transformer.backend(),
                                           config.kv_type,
-                                          pool_.blocks_total() * pool_.layout().block_size)),
-      epoch_(std::chrono::steady_clock::now()) {
+                                          pool_.blocks_total() * pool_.layout().block_size)) {
   if (config.finished_history < 0) throw InputError("the finished history cannot be negative");
   if (observer_ != nullptr) {
     pool_.set_event_sink([this](const telemetry::KvEvent& event) { forward_kv_event(event); });
   }
-}
-
-double Engine::now_ms() const {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - epoch_)
-      .count();
 }
 
 void Engine::forward_kv_event(const telemetry::KvEvent& event) {
@@ -135,6 +129,7 @@ telemetry::KvSnapshot Engine::kv_snapshot() const {
 }
 
 bool Engine::step() {
+  clock_.resume();  // a pause held since the last step ends here
   if (!scheduler_.has_unfinished()) return false;
   const double started_ms = now_ms();
   if (scheduler_.collecting_batch(started_ms)) return false;
@@ -204,11 +199,9 @@ std::vector<float> Engine::forward(std::span<const model::SequenceStep> steps,
         "the backend timed no operation of this step (Vulkan: more dispatches than its "
         "timestamp queries, which it enlarges for the next step)";
   }
-  const double epoch_ms =
-      std::chrono::duration<double, std::milli>(epoch_.time_since_epoch()).count();
-  for (telemetry::KernelSpan& span : record.spans) {
-    span.start_ms -= epoch_ms;
-    span.end_ms -= epoch_ms;
+  for (telemetry::KernelSpan& span : record.spans) {  // stamped on the steady clock
+    span.start_ms = clock_.to_serving_ms(span.start_ms);
+    span.end_ms = clock_.to_serving_ms(span.end_ms);
   }
   return logits;
 }

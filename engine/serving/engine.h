@@ -37,6 +37,7 @@
 #include "engine/serving/sampler.h"
 #include "engine/serving/scheduler.h"
 #include "engine/telemetry/observer.h"
+#include "engine/telemetry/serving_clock.h"
 
 namespace servescope::serving {
 
@@ -134,8 +135,17 @@ class Engine {
   const model::PagedKvCache& kv_cache() const { return cache_; }
   int64_t steps_run() const { return steps_run_; }
 
-  // Milliseconds on the steady clock since the engine was created: the clock of every record.
-  double now_ms() const;
+  // Milliseconds of serving time since the engine was created: the clock of every record. It
+  // is the steady clock less the pauses held with hold_clock() (telemetry::ServingClock).
+  double now_ms() const { return clock_.now_ms(); }
+  // Holds the clock after a step, until the next step() (or resume_clock()): the caller's
+  // deliberate wait between steps (slow motion, single step) is not serving time, so it
+  // stretches no record's TTFT or TPOT. step() resumes it first, so a static batch's wait for
+  // its requests, which is serving time, runs on a running clock.
+  void hold_clock() { clock_.hold(); }
+  void resume_clock() { clock_.resume(); }
+  // Steady time held so far.
+  double paused_ms() const { return clock_.paused_ms(); }
 
  private:
   // What the engine remembers of a request until it finishes.
@@ -173,7 +183,7 @@ class Engine {
   bool in_step_ = false;
   int64_t event_step_index_ = 0;  // what KV events are stamped with
   int64_t last_step_index_ = -1;
-  std::chrono::steady_clock::time_point epoch_;
+  telemetry::ServingClock clock_;
   int64_t steps_run_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/metrics.h"
 
 namespace servescope::serving {
 namespace {
@@ -128,14 +129,7 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
   double step_ms = 0.0;
   double bytes = 0.0;
   double flops = 0.0;
-  double decode_step_ms = 0.0;
-  int64_t decode_tokens = 0;
   for (const telemetry::StepRecord& step : steps) {
-    if (step.prefill_tokens == 0) {
-      ++s.decode_only_steps;
-      decode_step_ms += step.wall_ms;
-      decode_tokens += step.decode_tokens;
-    }
     occupancy += telemetry::batch_occupancy(step);
     step_ms += step.wall_ms;
     bytes += static_cast<double>(step.bytes_moved());
@@ -160,12 +154,10 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
       *ms /= n;
     }
   }
-  if (s.decode_only_steps > 0) {
-    s.mean_decode_step_ms = decode_step_ms / static_cast<double>(s.decode_only_steps);
-    if (decode_step_ms > 0.0) {
-      s.decode_tokens_per_s = static_cast<double>(decode_tokens) / (decode_step_ms * 1e-3);
-    }
-  }
+  const telemetry::StepTotals decode = telemetry::decode_step_totals(steps);
+  s.decode_only_steps = decode.steps;
+  s.mean_decode_step_ms = telemetry::mean_step_time_ms(decode);
+  s.decode_tokens_per_s = telemetry::throughput_tokens_per_s(decode);
   s.busy_s = step_ms / 1000.0;
   if (step_ms > 0.0) {
     s.achieved_gb_per_s = bytes / (step_ms * 1e-3) / 1e9;

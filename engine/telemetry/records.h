@@ -1,10 +1,9 @@
-// Plain records of what one engine step and one request did, and the figures derived from
-// them. The GUI panels, the CLI and the benchmarks read these same records; the engine fills
-// the raw fields (counts, bytes, timestamps) and never the derived ones.
+// Plain records of what one engine step and one request did. The GUI panels, the CLI and the
+// benchmarks read these same records; the engine fills the raw fields (counts, bytes,
+// timestamps) and never the derived ones, which metrics.h defines, once.
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -118,14 +117,6 @@ struct StepRecord {
   uint64_t bytes_moved() const { return weight_bytes_read + kv_bytes_read + kv_bytes_written; }
 };
 
-// Slots used / slots available: 0 when the batch has no slots.
-double batch_occupancy(const StepRecord& step);
-// Bytes moved and FLOPs over the step's wall time; 0 when no time was measured.
-double achieved_gb_per_s(const StepRecord& step);
-double achieved_gflop_per_s(const StepRecord& step);
-// FLOPs per byte moved: the x-axis of the roofline; 0 when nothing was moved.
-double arithmetic_intensity(const StepRecord& step);
-
 // Timestamps in milliseconds on one steady clock (any epoch, the same for all fields).
 struct RequestRecord {
   int64_t request_id = 0;
@@ -161,25 +152,5 @@ struct TokenRecord {
   std::vector<TokenAlternative> top{};  // the K most likely at temperature 1, most likely first
   double time_ms = 0.0;                 // engine clock, the end of its step
 };
-
-// Definitions as serving engines use them (vLLM, TensorRT-LLM benchmarks):
-//   queue time = first scheduled - arrival
-//   TTFT       = first token - arrival            (queueing and prefill included)
-//   latency    = last token - arrival             (end to end)
-//   ITL        = gaps between consecutive output tokens
-//   TPOT       = (latency - TTFT) / (output tokens - 1): mean time per token after the first
-//   tokens/s   = output tokens / latency
-// Each is 0 when the request has too few tokens for it to be defined.
-int64_t output_tokens(const RequestRecord& request);
-double queue_time_ms(const RequestRecord& request);
-double time_to_first_token_ms(const RequestRecord& request);
-double latency_ms(const RequestRecord& request);
-std::vector<double> inter_token_latencies_ms(const RequestRecord& request);
-double time_per_output_token_ms(const RequestRecord& request);
-double tokens_per_s(const RequestRecord& request);
-
-// The p-th percentile (0..100) with linear interpolation between closest ranks, as NumPy's
-// default; 0 for an empty sample.
-double percentile(std::span<const double> values, double p);
 
 }  // namespace servescope::telemetry

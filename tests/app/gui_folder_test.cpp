@@ -64,12 +64,20 @@ TEST(TelemetryFolder, CountsStepsRequestsAndTokens) {
   EXPECT_EQ(folder.requests().front().request_id, 3);
 }
 
-TEST(TelemetryFolder, TokensPerSecondCoversTheLastSecondOnly) {
+StepRecord timed(StepRecord s, double wall_ms) {
+  s.wall_ms = wall_ms;
+  return s;
+}
+
+TEST(TelemetryFolder, TokensPerSecondIsTheThroughputOfTheLastSecondsSteps) {
   TelemetryFolder folder = folder_with_blocks(8);
-  folder.fold(std::vector<TelemetryItem>{step(0, 40, 0)}, 100.0);
-  folder.fold(std::vector<TelemetryItem>{step(1, 0, 4), step(2, 0, 4)}, 900.0);
-  EXPECT_DOUBLE_EQ(folder.tokens_per_s(1000.0), 48.0);
-  EXPECT_DOUBLE_EQ(folder.tokens_per_s(1500.0), 8.0);  // the first step left the window
+  folder.fold(std::vector<TelemetryItem>{timed(step(0, 40, 0), 10.0)}, 100.0);
+  // Slow motion: two decode steps of 2 ms each, drained 400 ms apart.
+  folder.fold(std::vector<TelemetryItem>{timed(step(1, 0, 4), 2.0)}, 500.0);
+  folder.fold(std::vector<TelemetryItem>{timed(step(2, 0, 4), 2.0)}, 900.0);
+  // Tokens over step time, not over the wall time the pauses stretched.
+  EXPECT_DOUBLE_EQ(folder.tokens_per_s(1000.0), 48.0 / 14.0 * 1000.0);
+  EXPECT_DOUBLE_EQ(folder.tokens_per_s(1200.0), 8.0 / 4.0 * 1000.0);  // the first step left
   EXPECT_DOUBLE_EQ(folder.tokens_per_s(2500.0), 0.0);
 }
 

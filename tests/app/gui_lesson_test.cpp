@@ -20,7 +20,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_config.h"
 #include "engine/serving/kv_block_pool.h"
-#include "engine/telemetry/records.h"
+#include "engine/telemetry/metrics.h"
 #include "tests/app/gui_test_support.h"
 #include "widgets/panel_view.h"
 
@@ -326,7 +326,7 @@ TEST_F(LessonFixture, TheBatchingLessonsSweepShowsThroughputRisingWithBatchSize)
     ASSERT_EQ(sweep[0].max_batch, 1);
     ASSERT_EQ(sweep[3].max_batch, 8);
     const double ratio = measured("sweep_speedup_8");
-    EXPECT_DOUBLE_EQ(ratio, sweep[3].tokens_per_s / sweep[0].tokens_per_s);
+    EXPECT_DOUBLE_EQ(ratio, sweep[3].tokens_per_s() / sweep[0].tokens_per_s());
     best = std::max(best, ratio);
   }
   EXPECT_GT(best, 1.0);

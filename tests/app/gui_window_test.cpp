@@ -310,7 +310,7 @@ TEST_F(WindowFixture, StoppingTheBatchSweepKeepsTheSizesMeasuredSoFar) {
   ASSERT_LT(sweep.size(), kBatchSweepSizes);  // stopped before the last size
   for (int i = 0; i < sweep.size(); ++i) {
     EXPECT_EQ(sweep[i].max_batch, int64_t{1} << i);
-    EXPECT_GT(sweep[i].tokens_per_s, 0.0);
+    EXPECT_GT(sweep[i].tokens_per_s(), 0.0);
   }
   const QString status = window_->statusBar()->currentMessage();
   EXPECT_TRUE(status.contains("stopped after")) << status.toStdString();

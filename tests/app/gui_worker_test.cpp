@@ -15,6 +15,7 @@
 #include "app/gui/telemetry_folder.h"
 #include "engine/compute/devices.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/telemetry/metrics.h"
 #include "tests/app/gui_test_support.h"
 
 namespace servescope::gui {
@@ -145,6 +146,47 @@ TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineM
     ASSERT_EQ(t.top.size(), 5u);
     EXPECT_GE(t.top.front().prob, t.prob);  // the most likely is at least as likely
   }
+}
+
+TEST_F(WorkerFixture, SlowMotionLeavesTtftAndTpotAtTheStepsOwnTimes) {
+  // Slow motion waits 400 ms between steps; the request's times must not contain the waits
+  // (TTFT 416 ms and TPOT 400 ms, before: continuous batching looked slower than static).
+  load(kTestData + "/models/llama-f32.gguf");
+  TelemetryFolder folder;
+  folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
+  on_worker([](EngineWorker& w) {
+    w.set_speed(Speed::kSlowMotion);
+    w.set_max_tokens(4);
+    w.generate("Once upon a time");
+  });
+  ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+  ASSERT_EQ(folder.requests().size(), 1u);
+  const telemetry::RequestRecord& r = folder.requests().front();
+  ASSERT_EQ(telemetry::output_tokens(r), 4);
+  EXPECT_LT(telemetry::time_to_first_token_ms(r), EngineWorker::kSlowMotionMs / 4.0);
+  EXPECT_LT(telemetry::time_per_output_token_ms(r), EngineWorker::kSlowMotionMs / 4.0);
+  // The time between its steps is what is left: small, not the pause.
+  const telemetry::TpotBreakdown b = telemetry::tpot_breakdown(r, folder.steps());
+  EXPECT_EQ(b.steps, 3);
+  EXPECT_LT(b.gap_ms, EngineWorker::kSlowMotionMs / 4.0);
+}
+
+TEST(BatchSweepPoint, KeepsTheMedianRunWhoseThroughputIsItsTokensOverItsTime) {
+  // Three runs of one size, the noisy one first: the middle one by step time is kept whole.
+  const std::vector<telemetry::StepTotals> runs = {
+      {.steps = 64, .tokens = 512, .step_ms = 320.0},   // 5.0 ms per step: a busy spell
+      {.steps = 64, .tokens = 500, .step_ms = 160.0},   // 2.5 ms
+      {.steps = 62, .tokens = 496, .step_ms = 173.6}};  // 2.8 ms
+  const std::optional<BatchSweepPoint> p = median_sweep_point(8, runs);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->max_batch, 8);
+  EXPECT_EQ(p->decode.tokens, 496);
+  EXPECT_DOUBLE_EQ(p->decode_step_ms(), 2.8);
+  EXPECT_EQ(p->tokens_per_s(), 496.0 / (173.6 / 1000.0));  // exactly its tokens over its time
+  EXPECT_DOUBLE_EQ(p->tokens_per_s() * p->decode_step_ms() / 1000.0, p->tokens_per_step());
+  EXPECT_DOUBLE_EQ(p->fastest_step_ms, 2.5);
+  EXPECT_DOUBLE_EQ(p->slowest_step_ms, 5.0);
+  EXPECT_FALSE(median_sweep_point(8, {}).has_value());
 }
 
 TEST_F(WorkerFixture, AStaticBatchRunsWhenItsWaitEndsWithOneTimerNotABusyLoop) {

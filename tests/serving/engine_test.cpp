@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -16,11 +17,13 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/core/error.h"
 #include "engine/model/model.h"
 #include "engine/serving/generator.h"
+#include "engine/telemetry/metrics.h"
 #include "tests/compute/vulkan_test_support.h"
 
 namespace servescope::serving {
@@ -458,6 +461,37 @@ TEST_P(EngineTest, TelemetryCountsWhatRan) {
   };
   EXPECT_EQ(count(telemetry::KvEventKind::kAllocate), 4);
   EXPECT_EQ(count(telemetry::KvEventKind::kFree), 4);
+}
+
+TEST_P(EngineTest, AClockHeldBetweenStepsLeavesTtftAndTpotUntouched) {
+  OPEN_OR_SKIP(m, "gpt2-f32");
+  std::mt19937 rng(11);
+  const std::vector<int32_t> prompt = random_ids(rng, 6, m->config.vocab_size);
+  // As the window's slow motion: the clock held after each step, then a long pause.
+  constexpr auto kPause = std::chrono::milliseconds(40);
+  Recorder recorder;
+  Engine engine(*m->transformer, weight_bytes(*m), {.max_batch_size = 2}, &recorder);
+  engine.submit(greedy_request(random_ids(rng, 6, m->config.vocab_size), 6));
+  engine.run_until_idle();  // warm (Vulkan compiles its pipelines on first use)
+  recorder.steps.clear();
+  recorder.requests.clear();
+  engine.submit(greedy_request(prompt, 6));
+  while (engine.step()) {
+    engine.hold_clock();
+    std::this_thread::sleep_for(kPause);
+  }
+  ASSERT_EQ(recorder.requests.size(), 1u);
+  const telemetry::RequestRecord& r = recorder.requests.front();
+  ASSERT_EQ(telemetry::output_tokens(r), 6);
+  // Held: the pauses are reported apart and stretch no record (a step of this model takes
+  // well under a millisecond; 40 ms per token would be the pause itself).
+  EXPECT_GE(engine.paused_ms(), 5 * 40.0);
+  EXPECT_LT(telemetry::time_per_output_token_ms(r), 20.0);
+  EXPECT_LT(telemetry::time_to_first_token_ms(r), 20.0);
+  // And the TPOT is its steps plus small gaps, as at full speed.
+  const telemetry::TpotBreakdown b = telemetry::tpot_breakdown(r, recorder.steps);
+  EXPECT_EQ(b.steps, 5);
+  EXPECT_LT(b.gap_ms, 20.0);
 }
 
 TEST_P(EngineTest, BadRequestsAreRefusedAndLeaveTheEngineWorking) {

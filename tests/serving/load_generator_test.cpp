@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/model.h"
+#include "engine/telemetry/metrics.h"
 
 namespace servescope::serving {
 namespace {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/metrics.h"
 #include "scheduler_test_support.h"
 
 namespace servescope::serving {

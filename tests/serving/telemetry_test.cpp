@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/metrics.h"
 #include "engine/telemetry/observer.h"
-#include "engine/telemetry/records.h"
 #include "engine/telemetry/step_cost.h"
 
 namespace servescope::telemetry {

@@ -131,6 +131,52 @@ TEST(BatchingPanel, LongHistoriesShowTheMostRecentStepsThatFit) {
   EXPECT_GE(last->width(), 3.9);  // cells stay wide enough to see
 }
 
+TEST(BatchingPanel, TheOccupancyHeadlineIsTheMeanOfTheStepsTheChartDraws) {
+  // A class filled all 16 slots for 400 steps, then one user alone for 112: the chart, which
+  // fits fewer than 112 steps, shows 1 of 16 slots in use, and so must its headline (it said
+  // 79.5%, the mean over every step kept, before).
+  BatchingSnapshot snap;
+  snap.slot_count = 16;
+  for (int64_t i = 0; i < 512; ++i) {
+    BatchStep step{i, std::vector<SlotCell>(16)};
+    for (int slot = 0; slot < (i < 400 ? 16 : 1); ++slot) {
+      step.cells[size_t(slot)] = cell(slot, SlotState::kDecode);
+    }
+    snap.steps.push_back(std::move(step));
+  }
+  BatchingPanel panel;
+  panel.set_snapshot(snap);
+  panel.resize(800, 600);
+  panel.grab();
+  const size_t first = panel.first_shown_step();
+  ASSERT_GT(first, 400u);
+  EXPECT_TRUE(panel.cell_rect(snap.steps[first].index, 0).has_value());
+  EXPECT_FALSE(panel.cell_rect(snap.steps[first - 1].index, 0).has_value());
+  const std::vector<double> occ = panel.occupancy();
+  double sum = 0.0;
+  for (size_t i = first; i < occ.size(); ++i) sum += occ[i];
+  EXPECT_DOUBLE_EQ(panel.mean_occupancy(), sum / double(occ.size() - first));
+  EXPECT_DOUBLE_EQ(panel.mean_occupancy(), 1.0 / 16.0);
+  EXPECT_TRUE(panel.occupancy_heading().contains("mean 6.25%"))
+      << panel.occupancy_heading().toStdString();
+  EXPECT_TRUE(panel.occupancy_heading().contains(QString("over %1 steps").arg(512 - first)));
+}
+
+TEST(BatchingPanel, TooltipsExplainTpotByItsStepsAndTheSweepByItsTotals) {
+  RequestLatency r{7, 30.0, 6.73, 32, true};
+  EXPECT_EQ(tpot_explanation(r), "Request 7: TPOT 6.73 ms.");  // its steps unknown
+  r.tpot_steps = 31;
+  r.tpot_step_ms = 2.5;
+  r.tpot_gap_ms = 4.23;
+  EXPECT_EQ(tpot_explanation(r).toStdString(),
+            "Request 7: TPOT 6.73 ms = 2.50 ms mean step time of the 31 decode steps it rode + "
+            "4.23 ms between steps, per token.");
+  const SweepPoint p{8, 2560.0, 2.5, 6.4, 2.4, 2.7};
+  EXPECT_EQ(sweep_point_text(p).toStdString(),
+            "batch 8: 2560 tokens/s = 6.40 tokens per step / 2.50 ms per step (median run; all "
+            "runs 2.40-2.70 ms per step)");
+}
+
 TEST(BatchingPanel, CsvHasOneRowPerStepAndSlot) {
   BatchingPanel panel;
   panel.set_snapshot(small_batch());
