@@ -87,6 +87,22 @@ TEST(Metrics, AThroughputIsItsTokensOverItsStepTimeExactly) {
   EXPECT_EQ(throughput_tokens_per_s(StepTotals{}), 0.0);
 }
 
+// A cold step (an engine whose kernels were not warmed: 2.4 s for a 5-token prompt on lavapipe)
+// is neither phase's speed: the Phases panel's "Prefill: N tokens/s" must not read 3.6.
+TEST(Metrics, AColdStepIsLeftOutOfEitherPhase) {
+  StepRecord cold_prefill = prefill_step(0.0, 1380.0, 5);
+  cold_prefill.cold = true;
+  StepRecord cold_decode = decode_step(0, 1, 1380.0, 1900.0);
+  cold_decode.cold = true;
+  const std::vector<StepRecord> steps = {cold_prefill, cold_decode, prefill_step(1900.0, 1901.0, 5),
+                                         decode_step(1, 1, 1901.0, 1902.0)};
+  EXPECT_FALSE(is_prefill_step(cold_prefill));
+  EXPECT_FALSE(is_decode_step(cold_decode));
+  EXPECT_EQ(prefill_step_totals(steps).steps, 1);
+  EXPECT_DOUBLE_EQ(throughput_tokens_per_s(prefill_step_totals(steps)), 5000.0);
+  EXPECT_DOUBLE_EQ(throughput_tokens_per_s(decode_step_totals(steps)), 1000.0);
+}
+
 TEST(Metrics, ATpotIsTheMeanStepItRodePlusTheGapBetweenSteps) {
   // Request 5's tokens are stamped at its steps' ends; 1 ms passes between steps.
   std::vector<StepRecord> steps;
