@@ -101,10 +101,9 @@ void warm_up(serving::Engine& engine, const serving::EngineRequest& request, int
 
 int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(args, with_common({{"prompt", "ids", "max-tokens", "temperature", "top-k",
-                                            "top-p", "seed", "kv-type", "top"},
+                                            "top-p", "seed", "kv-type", "top", "kv-bytes"},
                                            {"greedy", "json", "no-stop", "warmup"}}));
   if (options.has("top") && !options.has("json")) throw UsageError("--top needs --json");
-  if (options.get_int("top", 0) < 0) throw UsageError("--top needs a count of 0 or more");
   const auto m = open_model(options);
   serving::EngineRequest request;
   request.prompt_ids = prompt_ids(options, *m);
@@ -131,6 +130,7 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   config.max_batch_size = 1;
   config.token_budget = m->config.context_length;
   config.kv_type = serving::check_kv_type(m->transformer->kv_type());
+  apply_kv_budget(options, m->config, config);
   serving::Engine engine(*m->transformer, model::summarize_weights(m->file).bytes, config,
                          &observer);
   if (options.has("warmup")) {

@@ -130,7 +130,7 @@ TEST(DevicesCli, BadInputIsAOneLineReason) {
   expect_one_line_refusals({
       {"devices --model x.gguf", "unknown option --model"},
       {"info" + model("llama-f32") + " --backend vulkan --device 99", "--device 99 does not exist"},
-      {"info" + model("llama-f32") + " --device -1", "--device needs a device index >= 0"},
+      {"info" + model("llama-f32") + " --device -1", "--device -1 is below the limit of 0"},
   });
 }
 
