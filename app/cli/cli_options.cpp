@@ -24,7 +24,7 @@ constexpr double kLargestSeed = static_cast<double>(std::numeric_limits<int64_t>
 const std::map<std::string, OptionBounds, std::less<>>& bounds_table() {
   static const std::map<std::string, OptionBounds, std::less<>> table = {
       // the model and its backend
-      {"device", {0, 64}},
+      {"device", {0, 1023}},  // an index past the devices there are names them
       {"threads", {1, 1024}},
       // generation and sampling
       {"max-tokens", {1, 1 << 20}},

@@ -67,7 +67,7 @@ TEST(CliBounds, EveryNumericOptionRefusesAnAbsurdValueNamingItsLimit) {
       {"generate" + m + " --ids 1 --top-p 2", "--top-p 2 is above the limit of 1"},
       {"generate" + m + " --ids 1 --json --top 1000", "--top 1000 is above the limit of 100"},
       {"generate" + m + " --ids 1 --threads 2000", "--threads 2000 is above the limit of 1024"},
-      {"generate" + m + " --ids 1 --device 100", "--device 100 is above the limit of 64"},
+      {"generate" + m + " --ids 1 --device 5000", "--device 5000 is above the limit of 1023"},
       {"generate" + m + " --ids 1 --kv-bytes 0", "--kv-bytes 0 is below the limit of 1.0 KiB"},
       // evaluation
       {"perplexity" + m + " --max-chunks -1", "--max-chunks -1 is below the limit of 0"},

@@ -69,7 +69,7 @@ TEST(AttentionCli, BadInputIsAOneLineReason) {
       {"attention" + llama + " --ids 1,2 --head 0", "needs --layer"},
       {"attention" + llama + " --ids 1,2 --layer 0", "needs --head"},
       {"attention" + llama + " --ids 1,2 --layer 2 --head 0", "--layer 2 is outside the model"},
-      {"attention" + llama + " --ids 1,2 --layer 0 --head -1", "--head -1 is outside the model"},
+      {"attention" + llama + " --ids 1,2 --layer 0 --head -1", "--head -1 is below the limit of 0"},
       {"attention" + llama + " --ids 1,2 --prompt 'a' --layer 0 --head 0", "exactly one of"},
       {"attention" + llama + " --ids 1,2 --layer 0 --head 0 --kv-type q4_0", "q4_0"},
       {"attention" + llama + " --ids 1,2 --layer 0 --head 0 --device 1", "one device"},
