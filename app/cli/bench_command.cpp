@@ -37,10 +37,11 @@ serving::LengthRange length_range(const Options& options, const std::string& nam
   const auto number = [&](const std::string& part) {
     int64_t value = 0;
     const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
-    if (error != std::errc() || end != part.data() + part.size() || part.empty() || value < 1) {
+    if (error != std::errc() || end != part.data() + part.size() || part.empty()) {
       throw UsageError("--" + name + " needs MIN:MAX or N with whole numbers >= 1, got '" + *text +
                        "'");
     }
+    check_bounds(name, static_cast<double>(value), part);
     return value;
   };
   const serving::LengthRange range =
@@ -53,25 +54,14 @@ serving::LengthRange length_range(const Options& options, const std::string& nam
   return range;
 }
 
-int64_t positive_option(const Options& options, const std::string& name, int64_t fallback) {
-  const int64_t value = options.get_int(name, fallback);
-  if (value < 1) {
-    throw UsageError("--" + name + " must be at least 1, got " + std::to_string(value));
-  }
-  return value;
-}
-
 // The engine configuration of the command line, for one max batch size.
 serving::EngineConfig engine_config(const Options& options, const model::Model& m,
                                     int64_t max_batch) {
-  if (options.has("kv-blocks") && options.has("kv-bytes")) {
-    throw UsageError("give at most one of --kv-blocks and --kv-bytes");
-  }
   serving::EngineConfig config;
   config.max_batch_size = max_batch;
-  config.token_budget = positive_option(options, "token-budget", config.token_budget);
+  config.token_budget = options.get_int("token-budget", config.token_budget);
   config.kv_type = kv_type_option(options);
-  config.block_size = positive_option(options, "block-size", config.block_size);
+  config.block_size = options.get_int("block-size", config.block_size);
   const std::string policy = options.get_or("policy", "continuous");
   if (policy != "continuous" && policy != "static") {
     throw UsageError("--policy needs continuous or static, got '" + policy + "'");
@@ -82,30 +72,16 @@ serving::EngineConfig engine_config(const Options& options, const model::Model& 
       throw UsageError("--batch-wait-ms needs --policy static (continuous batching never waits)");
     }
     config.batch_wait_ms = options.get_double("batch-wait-ms", 0.0);
-    if (!(config.batch_wait_ms >= 0.0) || std::isinf(config.batch_wait_ms)) {
-      throw UsageError("--batch-wait-ms needs a wait of 0 or more milliseconds");
-    }
   }
-  if (options.has("kv-blocks")) config.kv_blocks = positive_option(options, "kv-blocks", 1);
-  if (options.has("kv-bytes")) {
-    const serving::KvLayout layout =
-        serving::kv_layout(m.config, config.kv_type, config.block_size);
-    config.kv_blocks = positive_option(options, "kv-bytes", 1) /
-                       static_cast<int64_t>(serving::kv_bytes_per_block(layout));
-    if (config.kv_blocks < 1) {
-      throw UsageError("--kv-bytes is less than one KV block (" +
-                       std::to_string(serving::kv_bytes_per_block(layout)) + " bytes)");
-    }
-  }
+  apply_kv_budget(options, m.config, config);
   return config;
 }
 
 // Prompts are drawn from the bundled stories when the model has a tokenizer, else random ids.
 serving::WorkloadSpec workload_spec(const Options& options, const model::Model& m) {
   serving::WorkloadSpec spec;
-  spec.clients = positive_option(options, "clients", spec.clients);
+  spec.clients = options.get_int("clients", spec.clients);
   spec.rate_per_s = options.get_double("rate", 0.0);
-  if (spec.rate_per_s < 0.0) throw UsageError("--rate must be 0 (all at once) or more requests/s");
   spec.prompt_tokens = length_range(options, "prompt-tokens", {32, 64});
   spec.output_tokens = length_range(options, "output-tokens", {32, 64});
   spec.seed = static_cast<uint64_t>(options.get_int("seed", 0));
@@ -218,9 +194,14 @@ serving::LoadSummary run_bench_once(model::Model& m, const serving::EngineConfig
 }
 
 json engine_json(const serving::EngineConfig& config, const model::Model& m) {
+  const int64_t blocks = serving::kv_block_count(config, m.config);
+  const uint64_t per_block =
+      serving::kv_bytes_per_block(serving::kv_layout(m.config, config.kv_type, config.block_size));
   return {{"kv_type", kv_type_label(config.kv_type)},
           {"block_size", config.block_size},
-          {"kv_blocks", serving::kv_block_count(config, m.config)},
+          {"kv_blocks", blocks},
+          {"kv_bytes_per_block", per_block},
+          {"kv_bytes", per_block * static_cast<uint64_t>(blocks)},
           {"token_budget", serving::scheduler_config(config, m.config).token_budget},
           {"policy", serving::batching_policy_name(config.batching)},
           {"batch_wait_ms", config.batch_wait_ms}};
@@ -254,7 +235,7 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
 
   if (!options.has("sweep")) {
     const serving::EngineConfig config =
-        engine_config(options, *m, positive_option(options, "max-batch", 8));
+        engine_config(options, *m, options.get_int("max-batch", 8));
     doc["max_batch"] = config.max_batch_size;
     doc["clients"] = spec.clients;
     doc["engine"] = engine_json(config, *m);
@@ -270,10 +251,10 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
 
   // Each batch size gets twice as many clients as it has slots, all arriving at once: the
   // batch stays full while the first wave decodes and the second wave waits its turn.
-  const int64_t sweep_max = positive_option(options, "sweep-max", 32);
+  const int64_t sweep_max = options.get_int("sweep-max", 32);
   json sweep = json::array();
   stop_on_interrupt();
-  for (int64_t batch = 1; batch <= std::min<int64_t>(sweep_max, 32) && !interrupted(); batch *= 2) {
+  for (int64_t batch = 1; batch <= sweep_max && !interrupted(); batch *= 2) {
     const serving::EngineConfig config = engine_config(options, *m, batch);
     spec.clients = 2 * batch;
     const serving::LoadSummary s =

@@ -13,6 +13,7 @@
 #include "app/cli/commands.h"
 #include "app/common/data_files.h"
 #include "engine/eval/quantize_model.h"
+#include "engine/serving/kv_budget.h"
 
 namespace servescope::cli {
 
@@ -25,16 +26,8 @@ OptionSpec with_common(OptionSpec spec) {
 
 compute::BackendChoice backend_choice(const Options& options) {
   compute::BackendChoice choice(compute::parse_backend_kind(options.get_or("backend", "cpu")));
-  if (options.has("device")) {
-    const int64_t device = options.get_int("device", 0);
-    if (device < 0) throw UsageError("--device needs a device index >= 0");
-    choice.device = static_cast<uint32_t>(device);
-  }
-  if (options.has("threads")) {
-    const int64_t threads = options.get_int("threads", 0);
-    if (threads < 1 || threads > 1024) throw UsageError("--threads needs a count from 1 to 1024");
-    choice.threads = static_cast<int>(threads);
-  }
+  if (options.has("device")) choice.device = static_cast<uint32_t>(options.get_int("device", 0));
+  if (options.has("threads")) choice.threads = static_cast<int>(options.get_int("threads", 0));
   const std::string activations = options.get_or("activations", "f32");
   if (activations != "f32" && activations != "q8_0") {
     throw UsageError("--activations is f32 (exact) or q8_0 (quantised, integer dot products)");
@@ -58,6 +51,35 @@ std::unique_ptr<model::Model> open_model(const Options& options) {
 std::optional<std::string> prompt_text(const Options& options) {
   if (options.has("prompt-file")) return read_regular_file(*options.get("prompt-file"));
   return options.get("prompt");
+}
+
+void apply_kv_budget(const Options& options, const model::ModelConfig& model,
+                     serving::EngineConfig& config) {
+  if (options.has("kv-blocks") && options.has("kv-bytes")) {
+    throw UsageError("give at most one of --kv-blocks and --kv-bytes");
+  }
+  const uint64_t memory = serving::physical_memory_bytes();
+  const auto above_memory = [memory](const std::string& option, const std::string& what) {
+    return UsageError(option + " " + what + " is above the limit of " + serving::iec_bytes(memory) +
+                      " (this machine's memory)");
+  };
+  config.kv_budget_setting = "--kv-bytes";
+  if (options.has("kv-bytes")) {
+    config.kv_bytes = options.get_bytes("kv-bytes", 0);
+    if (memory > 0 && config.kv_bytes > memory)
+      throw above_memory("--kv-bytes", *options.get("kv-bytes"));
+  }
+  if (options.has("kv-blocks")) {
+    config.kv_blocks = options.get_int("kv-blocks", 1);
+    config.kv_budget_setting = "--kv-blocks";
+    const uint64_t bytes =
+        serving::kv_bytes_per_block(serving::kv_layout(model, config.kv_type, config.block_size)) *
+        static_cast<uint64_t>(config.kv_blocks);
+    if (memory > 0 && bytes > memory) {
+      throw above_memory("--kv-blocks",
+                         *options.get("kv-blocks") + " (" + serving::iec_bytes(bytes) + ")");
+    }
+  }
 }
 
 std::vector<int32_t> prompt_ids(const Options& options, const model::Model& m) {
@@ -130,11 +152,7 @@ json layer_errors_json(const std::vector<eval::LayerError>& layers) {
 
 std::optional<double> price_per_hour_option(const Options& options) {
   if (!options.has("price-per-hour")) return std::nullopt;
-  const double price = options.get_double("price-per-hour", 0.0);
-  if (!(price >= 0.0) || std::isinf(price)) {
-    throw UsageError("--price-per-hour needs a price of 0 or more (per device-hour)");
-  }
-  return price;
+  return options.get_double("price-per-hour", 0.0);
 }
 
 std::string load_description(const serving::WorkloadSpec& spec,

@@ -17,6 +17,7 @@
 #include "engine/eval/evaluator.h"
 #include "engine/eval/tensor_error.h"
 #include "engine/model/model.h"
+#include "engine/serving/engine.h"
 #include "engine/serving/kv_block_pool.h"
 #include "engine/serving/load_generator.h"
 #include "engine/serving/request_cost.h"
@@ -26,13 +27,19 @@ namespace servescope::cli {
 // Adds the options every subcommand accepts: --model, --backend, --device.
 OptionSpec with_common(OptionSpec spec);
 
-// --backend (default cpu) and --device N as the backend factory takes them. UsageError for a
-// negative device.
+// --backend (default cpu) and --device N as the backend factory takes them.
 compute::BackendChoice backend_choice(const Options& options);
 
 // The model of --model (default: the bundled one) on the chosen backend, with --kv-type applied
 // when the subcommand takes it.
 std::unique_ptr<model::Model> open_model(const Options& options);
+
+// --kv-bytes SIZE (and, where the subcommand takes it, --kv-blocks N) onto an engine
+// configuration whose kv_type and block_size are set: the KV pool's budget, and the option the
+// error of a prompt that does not fit tells the user to raise. Without either the engine's
+// default budget applies. UsageError for both given, or a cache above this machine's memory.
+void apply_kv_budget(const Options& options, const model::ModelConfig& model,
+                     serving::EngineConfig& config);
 
 // The text of --prompt TEXT or of the file --prompt-file PATH (a prompt too long for an
 // argument, which the kernel caps at 128 KiB); nullopt when neither is given.
@@ -62,7 +69,7 @@ eval::ProgressCallback stderr_eval_progress();
 // Per-layer weight error as weight-error and quant-report write it.
 nlohmann::json layer_errors_json(const std::vector<eval::LayerError>& layers);
 
-// --price-per-hour P (a finite number >= 0), or nullopt when not given.
+// --price-per-hour P, or nullopt when not given.
 std::optional<double> price_per_hour_option(const Options& options);
 
 // The load a latency figure was measured under, in words: "8 clients all at t = 0, prompts

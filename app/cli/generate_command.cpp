@@ -103,10 +103,9 @@ void warm_up(serving::Engine& engine, const serving::EngineRequest& request, int
 int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(
       args, with_common({{"prompt", "prompt-file", "ids", "max-tokens", "temperature", "top-k",
-                          "top-p", "seed", "kv-type", "top"},
+                          "top-p", "seed", "kv-type", "top", "kv-bytes"},
                          {"greedy", "json", "no-stop", "warmup"}}));
   if (options.has("top") && !options.has("json")) throw UsageError("--top needs --json");
-  if (options.get_int("top", 0) < 0) throw UsageError("--top needs a count of 0 or more");
   const auto m = open_model(options);
   serving::EngineRequest request;
   request.prompt_ids = prompt_ids(options, *m);
@@ -129,6 +128,7 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   config.max_batch_size = 1;
   config.token_budget = m->config.context_length;
   config.kv_type = serving::check_kv_type(m->transformer->kv_type());
+  apply_kv_budget(options, m->config, config);
   const uint64_t weight_bytes = model::summarize_weights(m->file).bytes;
   // The kernels run once untimed (pipelines, threads, first touch of scratch), so prefill_ms
   // is the phase's speed, not a cold start.

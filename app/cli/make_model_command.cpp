@@ -20,12 +20,6 @@ using nlohmann::json;
 
 constexpr const char* kShapeOptions[] = {"dim", "layers", "ffn", "heads", "kv-heads"};
 
-int64_t positive(const Options& options, const std::string& name, int64_t fallback) {
-  const int64_t value = options.get_int(name, fallback);
-  if (value <= 0) throw UsageError("--" + name + " needs a positive integer");
-  return value;
-}
-
 // The preset named by --params, or the shape given by --dim --layers [--heads --kv-heads --ffn]
 // (heads default to dim/64, kv-heads to heads, ffn to 8/3 dim rounded up to whole blocks of 32).
 std::pair<eval::RandomModelShape, std::string> chosen_shape(const Options& options) {
@@ -45,14 +39,14 @@ std::pair<eval::RandomModelShape, std::string> chosen_shape(const Options& optio
     if (!options.has("dim") || !options.has("layers")) {
       throw UsageError("make-model with a custom shape needs both --dim D and --layers L");
     }
-    shape.dim = positive(options, "dim", 0);
-    shape.n_layers = positive(options, "layers", 0);
-    shape.n_heads = positive(options, "heads", std::max<int64_t>(1, shape.dim / 64));
-    shape.n_kv_heads = positive(options, "kv-heads", shape.n_heads);
-    shape.ffn_dim = positive(options, "ffn", (8 * shape.dim / 3 + 31) / 32 * 32);
+    shape.dim = options.get_int("dim", 0);
+    shape.n_layers = options.get_int("layers", 0);
+    shape.n_heads = options.get_int("heads", std::max<int64_t>(1, shape.dim / 64));
+    shape.n_kv_heads = options.get_int("kv-heads", shape.n_heads);
+    shape.ffn_dim = options.get_int("ffn", (8 * shape.dim / 3 + 31) / 32 * 32);
     label = "d" + std::to_string(shape.dim) + "-l" + std::to_string(shape.n_layers);
   }
-  shape.context_length = positive(options, "context", shape.context_length);
+  shape.context_length = options.get_int("context", shape.context_length);
   return {shape, label};
 }
 
@@ -83,9 +77,8 @@ int run_make_model(const std::vector<std::string>& args, std::ostream& out) {
   eval::RandomModelSpec spec;
   std::tie(spec.shape, spec.label) = chosen_shape(options);
   spec.type = eval::parse_weight_type(options.get_or("type", "f32"));
-  if (options.get_int("seed", 1) < 0) throw UsageError("--seed needs an integer >= 0");
   spec.seed = static_cast<uint64_t>(options.get_int("seed", 1));
-  if (options.has("vocab")) spec.vocab_size = positive(options, "vocab", 0);
+  if (options.has("vocab")) spec.vocab_size = options.get_int("vocab", 0);
   eval::validate_shape(spec.shape, spec.type);
 
   const std::filesystem::path tokenizer_path = options.get_or("model", default_model_path());

@@ -20,6 +20,7 @@
 #include "engine/eval/quantize_model.h"
 #include "engine/eval/variant_model.h"
 #include "engine/model/model_provenance.h"
+#include "engine/serving/kv_budget.h"
 #include "engine/serving/warm_up.h"
 
 namespace servescope::gui {
@@ -28,9 +29,10 @@ namespace {
 // The serving engine as the window runs it: the user's request and up to 32 classmates share
 // 16 batch slots, so a full class queues and the KV cache fills.
 constexpr int64_t kMaxBatch = 16;
+// The automatic KV budget: 128 blocks (2,048 tokens, eight full contexts of the bundled model),
+// at most the engine's default budget.
 constexpr int64_t kKvBlocks = 128;
-constexpr int64_t kAlternatives = 5;  // top alternatives reported with each generated token  //
-                                      // 2,048 tokens: eight full contexts of the bundled model
+constexpr int64_t kAlternatives = 5;  // top alternatives reported with each generated token
 
 // Classmates' prompts are windows of the bundled stories (the load generator draws them at
 // random offsets), so their requests read like the user's; this text stands in when the
@@ -444,7 +446,7 @@ void EngineWorker::rebuild_engine() {
   serving::EngineConfig config;
   config.max_batch_size = kMaxBatch;
   config.kv_type = kv_type_;
-  config.kv_blocks = kKvBlocks;
+  config.kv_budget_setting = "the KV budget (Serving toolbar)";
   config.batching = policy_of(batching_);
   config.batch_wait_ms = batching_.wait_ms;
   queue_ = std::make_shared<telemetry::TelemetryQueue>(1 << 16);
@@ -455,6 +457,7 @@ void EngineWorker::rebuild_engine() {
   requests_finished_ = 0;
   EngineInfo info;
   try {
+    config.kv_bytes = kv_budget_bytes();
     // Kernels run once untimed first, so the first step anyone sees is a warm one.
     warm_up_ms_ = serving::warm_up(*model_->transformer, weight_bytes_, config).wall_ms;
     config.warmed_up = true;
@@ -574,6 +577,22 @@ void EngineWorker::set_kv_type(gguf::GgmlType type) {
   const bool was_generating = user_request_.has_value();
   rebuild_engine();
   if (was_generating) Q_EMIT generation_finished("KV precision changed");
+}
+
+void EngineWorker::set_kv_budget_mib(int mib) {
+  if (mib == kv_budget_mib_) return;
+  kv_budget_mib_ = std::max(0, mib);
+  const bool was_generating = user_request_.has_value();
+  rebuild_engine();
+  if (was_generating) Q_EMIT generation_finished("KV budget changed");
+}
+
+uint64_t EngineWorker::kv_budget_bytes() const {
+  if (kv_budget_mib_ > 0) return static_cast<uint64_t>(kv_budget_mib_) * serving::kMiB;
+  const serving::KvLayout layout =
+      serving::kv_layout(model_->config, kv_type_, serving::EngineConfig{}.block_size);
+  return std::min(static_cast<uint64_t>(kKvBlocks) * serving::kv_bytes_per_block(layout),
+                  serving::default_kv_budget_bytes());
 }
 
 void EngineWorker::set_batching(BatchingChoice choice) {

@@ -84,6 +84,9 @@ class EngineWorker : public QObject {
   void open_timing_model(const servescope::gui::TimingModel& model, const QString& path,
                          servescope::gui::BackendChoice backend);
   void set_kv_type(servescope::gguf::GgmlType type);
+  // The KV cache's memory budget in MiB (0: automatic, kKvBlocks blocks at most the engine's
+  // default budget); the engine is rebuilt with a pool of what it buys.
+  void set_kv_budget_mib(int mib);
   // Continuous or static batching from the next batch on (a running static batch still runs
   // to its end); batching_changed() reports what the engine now holds.
   void set_batching(servescope::gui::BatchingChoice choice);
@@ -197,6 +200,7 @@ class EngineWorker : public QObject {
   EngineCounters counters() const;
   void report_memory();
   void drop_engine();
+  uint64_t kv_budget_bytes() const;  // what set_kv_budget_mib chose, for the loaded model
   void report_timing_progress();
   void finish_timing_write();
 
@@ -204,6 +208,7 @@ class EngineWorker : public QObject {
   QString model_path_;
   BackendChoice backend_;
   gguf::GgmlType kv_type_ = gguf::GgmlType::F16;
+  int kv_budget_mib_ = 0;  // 0: automatic
   BatchingChoice batching_;
   bool collecting_ = false;  // the last batch_collecting() said a batch was collecting
   serving::SamplingParams sampling_;

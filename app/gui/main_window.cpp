@@ -213,6 +213,8 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     if (kv >= 0) kv_picker_->setCurrentIndex(kv);
     batching_picker_->setCurrentIndex(s.value("engine/static_batching", false).toBool() ? 1 : 0);
     batch_wait_->setValue(s.value("engine/batch_wait_ms", 200).toInt());
+    // Clamped to the box's range; the change reaches the worker through valueChanged.
+    kv_budget_->setValue(s.value("engine/kv_budget_mib", 0).toInt());
     const int speed = speed_picker_->findData(s.value("engine/speed", 0).toInt());
     if (speed >= 0) speed_picker_->setCurrentIndex(speed);
     greedy_->setChecked(s.value("sampling/greedy", false).toBool());
@@ -287,6 +289,7 @@ void MainWindow::save_settings() const {
   s.setValue("engine/speed", speed_picker_->currentData());
   s.setValue("engine/static_batching", batching().static_batches);
   s.setValue("engine/batch_wait_ms", batch_wait_->value());
+  s.setValue("engine/kv_budget_mib", kv_budget_->value());
   s.setValue("engine/activations", backend_.quantised_activations ? "q8_0" : "f32");
   s.setValue("quantisation/types", quant_types_);
   save_quant_limits(s, quant_limits_);

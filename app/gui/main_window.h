@@ -269,6 +269,7 @@ class MainWindow : public QMainWindow {
   QSpinBox* max_tokens_ = nullptr;
   QComboBox* batching_picker_ = nullptr;
   QSpinBox* batch_wait_ = nullptr;
+  QSpinBox* kv_budget_ = nullptr;  // MiB; 0: automatic
   QComboBox* activations_picker_ = nullptr;
   QPlainTextEdit* prompt_ = nullptr;
   TokenChips* prompt_chips_ = nullptr;

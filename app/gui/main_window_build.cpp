@@ -39,10 +39,20 @@
 #include "app/gui/window_text.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
+#include "engine/serving/kv_budget.h"
 #include "widgets/quantisation_panel.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
+namespace {
+
+// The largest KV budget the window offers: the machine's memory (64 GiB where it is unknown).
+int max_kv_budget_mib() {
+  const uint64_t memory = serving::physical_memory_bytes();
+  return static_cast<int>(std::min<uint64_t>(memory > 0 ? memory / serving::kMiB : 65536, 1 << 20));
+}
+
+}  // namespace
 
 void MainWindow::build_actions() {
   generate_action_ = new QAction("Generate", this);
@@ -227,6 +237,22 @@ void MainWindow::build_serving_toolbar() {
   bar->addWidget(batch_wait_);
   connect(batching_picker_, &QComboBox::activated, this, [this] { send_batching(); });
   connect(batch_wait_, &QSpinBox::valueChanged, this, [this] { send_batching(); });
+
+  bar->addWidget(new QLabel("  KV budget "));
+  kv_budget_ = new QSpinBox;
+  kv_budget_->setObjectName("kv-budget");
+  kv_budget_->setRange(0, max_kv_budget_mib());
+  kv_budget_->setSpecialValueText("auto");  // 0: 128 blocks, at most the engine's default
+  kv_budget_->setSuffix(" MiB");
+  kv_budget_->setKeyboardTracking(false);  // one engine rebuild per value, not per keystroke
+  kv_budget_->setToolTip(
+      "The KV cache's memory: the pool holds as many blocks as this buys, and a prompt must fit "
+      "in it. auto: 128 blocks (2,048 tokens). A lower KV precision holds more tokens in the "
+      "same budget.");
+  bar->addWidget(kv_budget_);
+  connect(kv_budget_, &QSpinBox::valueChanged, this, [this](int mib) {
+    QMetaObject::invokeMethod(worker_, [w = worker_, mib] { w->set_kv_budget_mib(mib); });
+  });
 
   bar->addWidget(new QLabel("  Activations "));
   activations_picker_ = new QComboBox;

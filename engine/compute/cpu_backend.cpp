@@ -1,6 +1,7 @@
 #include "engine/compute/cpu_backend.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <utility>
 
@@ -71,9 +74,33 @@ class ActivationRecycler {
 namespace {
 
 // Host memory: floats for activations, raw GGML bytes for weights.
+// Zeroed memory straight from the kernel (an anonymous mapping): a page becomes resident only
+// when it is first written.
+class ZeroPages {
+ public:
+  explicit ZeroPages(uint64_t bytes) : size_(std::max<uint64_t>(bytes, 1)) {
+    void* pages = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<uint8_t*>(pages);
+  }
+  ~ZeroPages() { munmap(data_, size_); }
+  ZeroPages(const ZeroPages&) = delete;
+  ZeroPages& operator=(const ZeroPages&) = delete;
+  uint8_t* data() const { return data_; }
+
+ private:
+  uint64_t size_;
+  uint8_t* data_ = nullptr;
+};
+
 struct CpuBuffer final : Buffer {
   std::vector<float> floats;
   std::vector<uint8_t> bytes;
+  // A KV store's keys or values, on zeroed pages the kernels touch only where a token's row is
+  // written: a pool sized by a large budget costs resident memory for the tokens it holds, not
+  // for its capacity.
+  std::unique_ptr<ZeroPages> kv;
+  uint64_t kv_bytes = 0;
   // Q4_0 / Q8_0 weights of a backend with 8-bit activations: rows interleaved 16 at a time for
   // the integer kernels (cpu_int8_interleaved.h), not GGML's row after row.
   bool interleaved = false;
@@ -87,6 +114,8 @@ struct CpuBuffer final : Buffer {
 };
 
 CpuBuffer& host(const std::shared_ptr<Buffer>& buffer) { return static_cast<CpuBuffer&>(*buffer); }
+
+uint8_t* kv_data(const std::shared_ptr<Buffer>& side) { return host(side).kv->data(); }
 
 float* row_ptr(const Tensor& t, int64_t row) {
   return host(t.buffer).floats.data() + t.offset + row * t.row_stride;
@@ -385,7 +414,8 @@ KvStore CpuBackend::create_kv_store(gguf::GgmlType type, int64_t slots, int64_t 
   const uint64_t bytes = gguf::row_bytes(type, kv_dim) * static_cast<uint64_t>(slots);
   auto side = [bytes] {
     auto buffer = std::make_shared<CpuBuffer>();
-    buffer->bytes.assign(bytes, 0);
+    buffer->kv = std::make_unique<ZeroPages>(bytes);
+    buffer->kv_bytes = bytes;
     return buffer;
   };
   return KvStore{side(), side(), type, slots, kv_dim};
@@ -428,7 +458,8 @@ std::vector<float> CpuBackend::read(const Tensor& src) {
 }
 
 std::vector<uint8_t> CpuBackend::read_kv_bytes(const KvStore& store, bool values) {
-  return host(values ? store.values : store.keys).bytes;
+  const CpuBuffer& side = host(values ? store.values : store.keys);
+  return std::vector<uint8_t>(side.kv->data(), side.kv->data() + side.kv_bytes);
 }
 
 void CpuBackend::embed(const WeightMatrix& table, std::span<const int32_t> ids, Tensor& out) {
@@ -756,10 +787,10 @@ void CpuBackend::store_kv(const Tensor& keys, const Tensor& values, std::span<co
     for (int64_t r = begin; r < end; ++r) {
       const auto slot = static_cast<uint64_t>(slots[static_cast<size_t>(r)]);
       assert(slot < static_cast<uint64_t>(store.slots));
-      quantize_row_fast(store.type, row_ptr(keys, r), host(store.keys).bytes.data() + slot * stride,
+      quantize_row_fast(store.type, row_ptr(keys, r), kv_data(store.keys) + slot * stride,
                         store.kv_dim);
-      quantize_row_fast(store.type, row_ptr(values, r),
-                        host(store.values).bytes.data() + slot * stride, store.kv_dim);
+      quantize_row_fast(store.type, row_ptr(values, r), kv_data(store.values) + slot * stride,
+                        store.kv_dim);
     }
   });
 }
@@ -772,7 +803,7 @@ void gather_kv_rows(const KvStore& store, const std::shared_ptr<Buffer>& side,
   const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
   dst.resize(slots.size() * static_cast<size_t>(store.kv_dim));
   for (size_t t = 0; t < slots.size(); ++t) {
-    dequantize_row_fast(store.type, host(side).bytes.data() + slots[t] * stride,
+    dequantize_row_fast(store.type, kv_data(side) + slots[t] * stride,
                         dst.data() + t * static_cast<size_t>(store.kv_dim), store.kv_dim);
   }
 }
@@ -900,10 +931,8 @@ void CpuBackend::attend_tile(const Tensor& q, const KvStore& store, const Attent
   scratch.values.resize(static_cast<size_t>(keys * d));
   for (int64_t t = 0; t < keys; ++t) {
     const uint64_t at = static_cast<uint64_t>(slots[key_begin + t]) * stride + head_offset;
-    dequantize_row_fast(store.type, host(store.keys).bytes.data() + at, scratch.keys.data() + t * d,
-                        d);
-    dequantize_row_fast(store.type, host(store.values).bytes.data() + at,
-                        scratch.values.data() + t * d, d);
+    dequantize_row_fast(store.type, kv_data(store.keys) + at, scratch.keys.data() + t * d, d);
+    dequantize_row_fast(store.type, kv_data(store.values) + at, scratch.values.data() + t * d, d);
   }
   std::vector<float>& p = scratch.scores;  // [rows x keys]: scores, then probabilities
   p.resize(static_cast<size_t>(rows * keys));
@@ -956,8 +985,8 @@ StoredHead stored_head(const KvStore& store, int64_t head_dim, int64_t kv_head,
                        const int32_t* slots) {
   const uint64_t head_bytes = gguf::row_bytes(store.type, kv_head * head_dim);
   return StoredHead{store.type,
-                    host(store.keys).bytes.data() + head_bytes,
-                    host(store.values).bytes.data() + head_bytes,
+                    kv_data(store.keys) + head_bytes,
+                    kv_data(store.values) + head_bytes,
                     gguf::row_bytes(store.type, store.kv_dim),
                     slots,
                     head_dim};
@@ -1021,8 +1050,8 @@ void CpuBackend::attend_rows(const Tensor& q, const KvStore& store, const Attent
   // it once, as long as the longest of those rows needs, for all of them.
   // An F32 store is read in place, through the slots: nothing to convert, so no copy.
   const bool in_place = store.type == gguf::GgmlType::F32;
-  const auto* stored_keys = reinterpret_cast<const float*>(host(store.keys).bytes.data());
-  const auto* stored_values = reinterpret_cast<const float*>(host(store.values).bytes.data());
+  const auto* stored_keys = reinterpret_cast<const float*>(kv_data(store.keys));
+  const auto* stored_values = reinterpret_cast<const float*>(kv_data(store.values));
   const int32_t* slot_of = nullptr;  // the current sequence's slots (in place)
   const auto key_row = [&](int64_t t) {
     return in_place ? stored_keys + int64_t{slot_of[t]} * kv_dim : scratch.keys.data() + t * kv_dim;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine/core/error.h"
+#include "engine/serving/kv_budget.h"
 
 namespace servescope::serving {
 
@@ -16,6 +17,7 @@ SchedulerConfig scheduler_config(const EngineConfig& config, const model::ModelC
   s.context_length = model.context_length;
   s.policy = config.batching;
   s.batch_wait_ms = config.batch_wait_ms;
+  s.kv_budget_setting = config.kv_budget_setting;
   return s;
 }
 
@@ -23,8 +25,10 @@ int64_t kv_block_count(const EngineConfig& config, const model::ModelConfig& mod
   if (config.kv_blocks < 0) throw InputError("the KV cache needs at least one block");
   if (config.kv_blocks > 0) return config.kv_blocks;
   if (config.block_size < 1) throw InputError("the KV block size must be at least 1");
-  return std::max<int64_t>(1, config.max_batch_size) *
-         blocks_for_tokens(model.context_length, config.block_size);
+  const int64_t needed = std::max<int64_t>(1, config.max_batch_size) *
+                         blocks_for_tokens(model.context_length, config.block_size);
+  const uint64_t budget = config.kv_bytes > 0 ? config.kv_bytes : default_kv_budget_bytes();
+  return kv_blocks_for_budget(kv_layout(model, config.kv_type, config.block_size), budget, needed);
 }
 
 Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const EngineConfig& config,

@@ -30,6 +30,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/model/transformer.h"
@@ -46,8 +47,14 @@ struct EngineConfig {
   int64_t token_budget = 256;  // tokens per step; raised to max_batch_size when below it
   gguf::GgmlType kv_type = gguf::GgmlType::F16;
   int64_t block_size = 16;
-  // KV capacity in blocks; 0: enough for max_batch_size sequences of the full context.
+  // KV capacity in blocks; 0: as many as kv_bytes buys (kv_budget.h), never more than
+  // max_batch_size sequences of the full context need.
   int64_t kv_blocks = 0;
+  // The KV cache's memory budget when kv_blocks is 0; 0: default_kv_budget_bytes(). A request's
+  // context is what the pool holds (Scheduler::context_limit), never the declared maximum.
+  uint64_t kv_bytes = 0;
+  // How the caller names what raises the budget, in the error of a prompt that does not fit.
+  std::string kv_budget_setting = "the KV budget";
   // Finished requests whose Sequence stays available to sequence() and output_ids(), newest
   // kept; older ones are forgotten (their RequestRecord carried the results).
   int64_t finished_history = 256;
@@ -90,8 +97,8 @@ class Engine {
   // Queues a request; it joins the running batch at a later step. arrival_ms (on now_ms()'s
   // clock) defaults to now; a load generator passes the time the request was due. InputError
   // for bad sampling options, a token id outside the vocabulary, an empty prompt,
-  // max_tokens < 1, a prompt longer than the context or a request that could not fit in the KV
-  // cache even alone; a refused request leaves the engine as it was.
+  // max_tokens < 1, or a prompt longer than the model's context or than the KV pool holds
+  // (scheduler().context_limit()); a refused request leaves the engine as it was.
   SequenceId submit(const EngineRequest& request, std::optional<double> arrival_ms = {});
 
   // Runs one step. Returns false, doing nothing, when no request is waiting or running, or
@@ -189,7 +196,9 @@ class Engine {
 
 // The scheduler configuration an engine configuration gives for a model.
 SchedulerConfig scheduler_config(const EngineConfig& config, const model::ModelConfig& model);
-// The KV blocks an engine configuration gives for a model (kv_blocks, or its default).
+// The KV blocks an engine configuration gives for a model: kv_blocks, or what kv_bytes (or the
+// default budget) buys, at most max_batch_size full contexts. InputError for a negative count,
+// a block size below 1 or a budget smaller than one block.
 int64_t kv_block_count(const EngineConfig& config, const model::ModelConfig& model);
 
 }  // namespace servescope::serving

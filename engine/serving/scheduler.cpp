@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/serving/kv_budget.h"
 
 namespace servescope::serving {
 
@@ -77,15 +78,14 @@ SequenceId Scheduler::submit(const Request& request, double arrival_ms) {
                      " tokens, more than the model's context of " +
                      std::to_string(config_.context_length));
   }
-  // The last output token is never fed back, so it needs no KV slot.
-  const int64_t most_slots = std::min(prompt + request.max_tokens - 1, config_.context_length);
-  const int64_t most_blocks = blocks_for_tokens(most_slots, pool_.layout().block_size);
-  if (most_blocks > pool_.blocks_total()) {
-    throw InputError("the request may need " + std::to_string(most_blocks) + " KV blocks (prompt " +
-                     std::to_string(prompt) + " + up to " + std::to_string(request.max_tokens) +
-                     " output tokens), but the cache has " + std::to_string(pool_.blocks_total()) +
-                     "; shorten it, lower max tokens or enlarge the cache");
+  if (prompt > context_limit()) {
+    throw InputError("the prompt needs " + std::to_string(prompt) + " tokens; the KV budget of " +
+                     iec_bytes(kv_bytes_per_block(pool_.layout()) *
+                               static_cast<uint64_t>(pool_.blocks_total())) +
+                     " holds " + std::to_string(context_limit()) + " tokens; raise " +
+                     config_.kv_budget_setting);
   }
+  // Within the limit a request always fits the pool alone: it stops when it reaches it.
 
   Sequence s;
   s.id = next_id_++;
@@ -287,10 +287,14 @@ void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> n
 FinishReason Scheduler::finish_reason_now(const Sequence& s) const {
   if (s.tokens.back() == s.stop_token) return FinishReason::kStopToken;
   if (s.output_length() >= s.max_tokens) return FinishReason::kMaxTokens;
-  if (static_cast<int64_t>(s.tokens.size()) >= config_.context_length) {
+  if (static_cast<int64_t>(s.tokens.size()) >= context_limit()) {
     return FinishReason::kContextFull;
   }
   return FinishReason::kNone;
+}
+
+int64_t Scheduler::context_limit() const {
+  return std::min(config_.context_length, pool_.blocks_total() * pool_.layout().block_size);
 }
 
 bool Scheduler::finish(SequenceId sequence, FinishReason reason) {

@@ -22,8 +22,11 @@
 // throughput. Time comes in from outside (submit's arrival_ms, schedule's now_ms), so the policy
 // is tested on a fake clock.
 //
-// No deadlock: submit() rejects a request that could not fit in the pool even alone, so the
-// oldest running sequence can always proceed once everything newer has been preempted.
+// A sequence's context is what the pool holds (context_limit(): the model's context or the
+// pool's tokens, the smaller): a prompt longer than that is refused, and a sequence that reaches
+// it stops (FinishReason::kContextFull). No deadlock: one sequence never needs more than the
+// pool, so the oldest running sequence can always proceed once everything newer has been
+// preempted.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -54,6 +58,9 @@ struct SchedulerConfig {
   int64_t max_batch_size = 8;  // sequences running at once (batch slots)
   int64_t token_budget = 256;  // tokens processed per step, prefill and decode together
   int64_t context_length = 0;  // the model's; a sequence stops when it reaches it
+  // How the caller names what raises the KV budget, for the error of a prompt the pool cannot
+  // hold: "--kv-bytes" on the command line, the window's setting in the window.
+  std::string kv_budget_setting = "the KV budget";
   BatchingPolicy policy = BatchingPolicy::kContinuous;
   // Static batching: the longest the oldest waiting request waits for the batch to fill.
   double batch_wait_ms = 0.0;
@@ -102,8 +109,9 @@ class Scheduler {
   // The pool must outlive the scheduler, and only this scheduler allocates from it.
   Scheduler(const SchedulerConfig& config, KvBlockPool& pool);
 
-  // Queues a request and returns its id. InputError for an empty prompt, max_tokens < 1, a
-  // prompt longer than the context, or one that needs more KV blocks than the pool has.
+  // Queues a request and returns its id. InputError for an empty prompt, max_tokens < 1 or a
+  // prompt longer than the context limit (the error says whether the model's context or the KV
+  // budget limits it, and names config().kv_budget_setting for the latter).
   // arrival_ms (on the caller's clock, the one schedule() gets) starts a static batch's wait.
   SequenceId submit(const Request& request, double arrival_ms = 0.0);
 
@@ -150,6 +158,9 @@ class Scheduler {
   int64_t next_step_index() const { return next_step_; }
   const SchedulerConfig& config() const { return config_; }
   const KvBlockPool& pool() const { return pool_; }
+  // The longest a sequence may grow: the model's context, or the tokens the KV pool holds when
+  // its budget is smaller.
+  int64_t context_limit() const;
 
  private:
   bool reserve_decode_slot(size_t running_index, StepBatch& batch);

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/gguf/gguf_writer.h"
 #include "engine/model/model_config.h"
 #include "engine/serving/kv_block_pool.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gguf_copy.h"
 
 namespace {
 
@@ -190,20 +190,16 @@ TEST(Cli, InfoShowsArchitectureSpecifics) {
 
 // info shows the provenance keys llama.cpp's converter writes, and null for those missing.
 TEST(Cli, InfoShowsProvenanceKeys) {
-  const auto source = gguf::GgufFile::open(kData + "/models/llama-f32.gguf");
-  gguf::GgufWriter writer(source.version());
-  for (const auto& [key, value] : source.metadata()) writer.set(key, value);
-  writer.set("general.author", gguf::Value::str("A. Author"));
-  writer.set("general.license", gguf::Value::str("apache-2.0"));
-  writer.set("general.url", gguf::Value::str("https://example.org/model"));
-  writer.set("general.source.url", gguf::Value::str("https://example.org/source"));
-  writer.set("general.quantization_version", gguf::Value::u32(2));
-  writer.set("tokenizer.chat_template", gguf::Value::str("{{ messages }}"));
-  for (const gguf::TensorInfo& t : source.tensors()) {
-    writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
-  }
   const std::string path = servescope::testing_support::per_test_path("provenance_", ".gguf");
-  writer.write(path);
+  servescope::testing_support::write_gguf_copy(
+      kData + "/models/llama-f32.gguf",
+      {{"general.author", gguf::Value::str("A. Author")},
+       {"general.license", gguf::Value::str("apache-2.0")},
+       {"general.url", gguf::Value::str("https://example.org/model")},
+       {"general.source.url", gguf::Value::str("https://example.org/source")},
+       {"general.quantization_version", gguf::Value::u32(2)},
+       {"tokenizer.chat_template", gguf::Value::str("{{ messages }}")}},
+      path);
   const json doc = json::parse(cli("info --model " + path).out);
   std::filesystem::remove(path);
   EXPECT_EQ(doc["author"], "A. Author");
@@ -227,15 +223,11 @@ TEST(Cli, InfoShowsThePreTokenizer) {
   EXPECT_TRUE(plain["tokenizer"]["pre"].is_null());
   EXPECT_EQ(plain["tokenizer"]["pre_scheme"], "gpt-2");
 
-  const auto source = gguf::GgufFile::open(kData + "/models/gpt2-f32.gguf");
-  gguf::GgufWriter writer(source.version());
-  for (const auto& [key, value] : source.metadata()) writer.set(key, value);
-  writer.set("tokenizer.ggml.pre", gguf::Value::str("llama3"));  // an alias of llama-bpe
-  for (const gguf::TensorInfo& t : source.tensors()) {
-    writer.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
-  }
   const std::string path = servescope::testing_support::per_test_path("pre_", ".gguf");
-  writer.write(path);
+  servescope::testing_support::write_gguf_copy(
+      kData + "/models/gpt2-f32.gguf",
+      {{"tokenizer.ggml.pre", gguf::Value::str("llama3")}},  // an alias of llama-bpe
+      path);
   const json named = json::parse(cli("info --model " + path).out);
   std::filesystem::remove(path);
   EXPECT_EQ(named["tokenizer"]["pre"], "llama3");
@@ -294,7 +286,8 @@ TEST(Cli, BadInputIsAOneLineReason) {
       {"generate" + model("llama-f32.gguf") + " --ids 1 --greedy --seed 3", "--greedy cannot"},
       {"generate" + model("llama-f32.gguf") + " --ids 1 --temperature -1", "temperature"},
       {"generate" + model("llama-f32.gguf") + " --ids 1 --top 3", "--top needs --json"},
-      {"generate" + model("llama-f32.gguf") + " --ids 1 --json --top -2", "--top needs a count"},
+      {"generate" + model("llama-f32.gguf") + " --ids 1 --json --top -2",
+       "--top -2 is below the limit of 0"},
       {"logits --model /nonexistent.gguf --ids 1", "/nonexistent.gguf"},
       {"logits" + model("llama-f32.gguf") + " --ids 1 --backend tpu", "cpu, vulkan"},
       {"info" + model("llama-f32.gguf") + " --frobnicate", "unknown option --frobnicate"},
@@ -353,9 +346,9 @@ TEST(Cli, BenchSweepsTheMaxBatchSize) {
     const json& point = sweep[i];
     EXPECT_EQ(point["max_batch"], 1 << i);
     EXPECT_EQ(point["clients"], 2 << i);
-    for (const char* key : {"throughput_tokens_per_s", "mean_step_ms", "achieved_gb_per_s",
-                            "achieved_gflop_per_s", "mean_batch_occupancy",
-                            "decode_tokens_per_s"}) {
+    for (const char* key :
+         {"throughput_tokens_per_s", "mean_step_ms", "achieved_gb_per_s", "achieved_gflop_per_s",
+          "mean_batch_occupancy", "decode_tokens_per_s"}) {
       ASSERT_TRUE(point.contains(key)) << key;
       EXPECT_GT(point[key].get<double>(), 0.0) << key << " at max batch " << point["max_batch"];
     }
@@ -400,23 +393,24 @@ TEST(Cli, BenchStaticPolicyReportsLatencyAndCostPerRequest) {
 TEST(Cli, BenchRefusesBadOptions) {
   const std::string m = model("llama-f32.gguf");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"bench" + m + " --clients 0", "--clients must be at least 1"},
+      {"bench" + m + " --clients 0", "--clients 0 is below the limit of 1"},
       {"bench" + m + " --prompt-tokens 9:3", "MIN is above MAX"},
       {"bench" + m + " --prompt-tokens x", "--prompt-tokens needs MIN:MAX"},
-      {"bench" + m + " --output-tokens 0:4", "--output-tokens needs MIN:MAX"},
+      {"bench" + m + " --output-tokens 0:4", "--output-tokens 0 is below the limit of 1"},
       {"bench" + m + " --prompt-tokens 500", "exceed the model's context of 128"},
       {"bench" + m + " --kv-type q4_0", "choose one of f32, f16, q8_0"},
-      {"bench" + m + " --rate -2", "--rate must be"},
-      {"bench" + m + " --max-batch 0", "--max-batch must be at least 1"},
+      {"bench" + m + " --rate -2", "--rate -2 is below the limit of 0.1 (or 0)"},
+      {"bench" + m + " --max-batch 0", "--max-batch 0 is below the limit of 1"},
       {"bench" + m + " --kv-blocks 4 --kv-bytes 100000", "at most one of --kv-blocks"},
-      {"bench" + m + " --kv-bytes 10", "less than one KV block"},
+      {"bench" + m + " --kv-bytes 1KiB", "less than one KV block"},
       {"bench" + m + " --sweep --max-batch 4", "--sweep sets the max batch size"},
       {"bench" + m + " --sweep-max 4", "--sweep-max needs --sweep"},
-      {"bench" + m + " --kv-blocks 2 --block-size 4 --prompt-tokens 20", "KV blocks"},
+      {"bench" + m + " --kv-blocks 2 --block-size 4 --prompt-tokens 20",
+       "the prompt needs 20 tokens; the KV budget of"},
       {"bench" + m + " --policy dynamic", "--policy needs continuous or static"},
       {"bench" + m + " --batch-wait-ms 5", "--batch-wait-ms needs --policy static"},
-      {"bench" + m + " --policy static --batch-wait-ms -1", "a wait of 0 or more"},
-      {"bench" + m + " --price-per-hour -3", "--price-per-hour needs a price"},
+      {"bench" + m + " --policy static --batch-wait-ms -1", "-1 is below the limit of 0"},
+      {"bench" + m + " --price-per-hour -3", "--price-per-hour -3 is below the limit of 0"},
   };
   servescope::testing_support::expect_one_line_refusals(cases);
 }

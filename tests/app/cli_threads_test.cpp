@@ -53,7 +53,7 @@ TEST(CliThreads, EightBitActivationsChangeQuantisedLogitsOnlyALittle) {
 TEST(CliThreads, BadValuesAreAOneLineReason) {
   const std::string m = " --model " + kModels + "llama-f32.gguf";
   servescope::testing_support::expect_one_line_refusals({
-      {"logits" + m + " --ids 1 --threads 0", "--threads needs a count"},
+      {"logits" + m + " --ids 1 --threads 0", "--threads 0 is below the limit of 1"},
       {"generate" + m + " --ids 1 --threads x", "--threads"},
       {"logits" + m + " --ids 1 --activations int4", "--activations is f32"},
   });

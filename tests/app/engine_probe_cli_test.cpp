@@ -69,7 +69,7 @@ TEST(AttentionCli, BadInputIsAOneLineReason) {
       {"attention" + llama + " --ids 1,2 --head 0", "needs --layer"},
       {"attention" + llama + " --ids 1,2 --layer 0", "needs --head"},
       {"attention" + llama + " --ids 1,2 --layer 2 --head 0", "--layer 2 is outside the model"},
-      {"attention" + llama + " --ids 1,2 --layer 0 --head -1", "--head -1 is outside the model"},
+      {"attention" + llama + " --ids 1,2 --layer 0 --head -1", "--head -1 is below the limit of 0"},
       {"attention" + llama + " --ids 1,2 --prompt 'a' --layer 0 --head 0", "exactly one of"},
       {"attention" + llama + " --ids 1,2 --layer 0 --head 0 --kv-type q4_0", "q4_0"},
       {"attention" + llama + " --ids 1,2 --layer 0 --head 0 --device 1", "one device"},
@@ -130,7 +130,7 @@ TEST(DevicesCli, BadInputIsAOneLineReason) {
   expect_one_line_refusals({
       {"devices --model x.gguf", "unknown option --model"},
       {"info" + model("llama-f32") + " --backend vulkan --device 99", "--device 99 does not exist"},
-      {"info" + model("llama-f32") + " --device -1", "--device needs a device index >= 0"},
+      {"info" + model("llama-f32") + " --device -1", "--device -1 is below the limit of 0"},
   });
 }
 

@@ -80,6 +80,33 @@ TEST(GuiOptions, ReadsTheQuantisationLabsDemoOptions) {
   EXPECT_EQ(o.quant_block, "q4_1");
 }
 
+// Every numeric option of the window's command line has both bounds, and the refusal names
+// them: no giant wait, no 100,000 classmates.
+TEST(GuiOptions, EveryNumberIsBoundedAndTheRefusalNamesTheLimits) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--demo", "x", "--clients", "100000"}, "--clients needs a whole number from 0 to 32"},
+      {{"--demo", "x", "--clients", "-1"}, "--clients needs a whole number from 0 to 32"},
+      {{"--demo", "x", "--after-ms", "1000000000"},
+       "--after-ms needs a whole number from 0 to 600000"},
+      {{"--device", "65"}, "--device needs a whole number from 0 to 64"},
+      {{"--batch-wait", "1000000000000"}, "--batch-wait needs a whole number from 0 to 10000"},
+      {{"--demo", "x", "--lesson", "kv-cache", "--step", "100"},
+       "--step needs a whole number from 1 to 99"},
+      {{"--demo", "x", "--lesson", "kv-cache", "--question", "1000"},
+       "--question needs a whole number from 1 to 999"},
+      {{"--demo", "x", "--lesson", "kv-cache", "--question", "0"},
+       "--question needs a whole number from 1 to 999"},
+  };
+  for (const auto& [args, reason] : cases) {
+    try {
+      parse_gui_options(args);
+      ADD_FAILURE() << "accepted " << reason;
+    } catch (const GuiUsageError& error) {
+      EXPECT_NE(std::string(error.what()).find(reason), std::string::npos) << error.what();
+    }
+  }
+}
+
 TEST(GuiOptions, RefusesBadInputWithTheOptionAtFault) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--demo", "x", "--clients", "33"}, "--clients"},

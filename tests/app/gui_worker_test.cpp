@@ -5,9 +5,11 @@
 // to the engine's own block table snapshot.
 #include <gtest/gtest.h>
 
+#include <QCoreApplication>
 #include <QObject>
 #include <QThread>
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/telemetry/metrics.h"
 #include "tests/app/gui_test_support.h"
+#include "tests/support/gguf_copy.h"
 
 namespace servescope::gui {
 namespace {
@@ -272,6 +275,32 @@ TEST_F(WorkerFixture, APromptLongerThanTheContextIsRefusedWithAReason) {
   ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
   EXPECT_TRUE(failure_->contains("context")) << failure_->toStdString();
   EXPECT_FALSE(finished_.has_value());
+}
+
+// The window's KV budget sizes the pool of a model that declares a 128k context: automatic is
+// 128 blocks (not 16 slots x 128k tokens), 1 MiB buys 256 blocks of the test model's F16 keys
+// and values, and a prompt that budget cannot hold is refused naming the setting.
+TEST_F(WorkerFixture, TheKvBudgetSizesThePoolAndAPromptItCannotHoldNamesIt) {
+  const std::string path = ::testing::TempDir() + "/long_context_worker." +
+                           std::to_string(QCoreApplication::applicationPid()) + ".gguf";
+  servescope::testing_support::write_gguf_copy(kTestData + "/models/llama-f32.gguf",
+                                               {{"llama.context_length", gguf::Value::u32(131072)}},
+                                               path);
+  load(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(info_->kv_blocks, 128);
+  info_.reset();
+  on_worker([](EngineWorker& w) { w.set_kv_budget_mib(1); });
+  ASSERT_TRUE(wait_until([&] { return info_.has_value(); }));
+  EXPECT_EQ(info_->kv_blocks, 256);
+  EXPECT_EQ(info_->kv_bytes_total, uint64_t{1} << 20);
+
+  QString prompt;
+  for (int i = 0; i < 1200; ++i) prompt += "once upon a time ";
+  on_worker([prompt](EngineWorker& w) { w.generate(prompt); });
+  ASSERT_TRUE(wait_until([&] { return failure_.has_value(); }));
+  EXPECT_TRUE(failure_->contains("the KV budget of 1.0 MiB holds 4096 tokens; raise the KV budget"))
+      << failure_->toStdString();
 }
 
 TEST_F(WorkerFixture, QuantisedWeightsReplaceTheModelOnlyWhenReady) {

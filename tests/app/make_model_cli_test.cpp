@@ -97,9 +97,9 @@ TEST(MakeModelCli, BadInputIsAOneLineRefusal) {
       {"make-model --dim 64 --out " + out, "needs both --dim D and --layers L"},
       {"make-model --dim 96 --layers 1 --heads 5 --out " + out, "multiple of heads"},
       {"make-model --dim 80 --layers 1 --heads 2 --type q4_0 --out " + out, "multiples of 32"},
-      {"make-model --dim 64 --layers 0 --out " + out, "--layers needs a positive integer"},
+      {"make-model --dim 64 --layers 0 --out " + out, "--layers 0 is below the limit of 1"},
       {"make-model --dim 64 --layers 1 --type iq4_xs --out " + out, "unknown weight type"},
-      {"make-model --dim 64 --layers 1 --seed -1 --out " + out, "--seed needs an integer >= 0"},
+      {"make-model --dim 64 --layers 1 --seed -1 --out " + out, "--seed -1 is below the limit of 0"},
       {"make-model --params 25M --out " + bundled, "is the input file"},
       {"make-model --params 25M --out /no/such/folder/x.gguf", "does not exist"},
   });

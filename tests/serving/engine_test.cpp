@@ -505,8 +505,8 @@ TEST_P(EngineTest, BadRequestsAreRefusedAndLeaveTheEngineWorking) {
   EXPECT_THROW(engine.submit(greedy_request({1, -2}, 4)), InputError);
   EXPECT_THROW(engine.submit(greedy_request({1, static_cast<int32_t>(m->config.vocab_size)}, 4)),
                InputError);
-  // 8 blocks of 4 tokens hold 32; this request may need 40 slots.
-  EXPECT_THROW(engine.submit(greedy_request(std::vector<int32_t>(20, 1), 21)), InputError);
+  // 8 blocks of 4 tokens hold 32: a longer prompt does not fit.
+  EXPECT_THROW(engine.submit(greedy_request(std::vector<int32_t>(33, 1), 1)), InputError);
   EngineRequest bad_sampling = greedy_request({1, 2}, 4);
   bad_sampling.sampling.greedy = false;
   bad_sampling.sampling.temperature = 0.0f;

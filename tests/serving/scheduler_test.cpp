@@ -48,10 +48,34 @@ TEST(SchedulerInput, RejectsRequestsItCannotServe) {
   EXPECT_THROW(scheduler.submit(Request{{}, 4, -1}), InputError);
   EXPECT_THROW(scheduler.submit(Request{{1, 2}, 0, -1}), InputError);
   EXPECT_THROW(scheduler.submit(Request{iota_tokens(41), 1, -1}), InputError);  // > context
-  EXPECT_THROW(scheduler.submit(Request{iota_tokens(30), 4, -1}), InputError);  // 33 slots > 32
-  EXPECT_NO_THROW(scheduler.submit(Request{iota_tokens(30), 3, -1}));           // 32 slots
-  Scheduler capped(SchedulerConfig{4, 16, 32}, pool);  // the context caps what a request grows to
-  EXPECT_NO_THROW(capped.submit(Request{iota_tokens(30), 1000, -1}));
+  // The pool, not the model's context of 40, limits a request to 32 tokens: the prompt's error
+  // says so and names the setting that raises it.
+  try {
+    scheduler.submit(Request{iota_tokens(33), 1, -1});
+    ADD_FAILURE() << "a prompt longer than the pool holds was accepted";
+  } catch (const InputError& error) {
+    EXPECT_STREQ(error.what(),
+                 "the prompt needs 33 tokens; the KV budget of 8.0 KiB holds 32 tokens; raise the "
+                 "KV budget");
+  }
+  EXPECT_EQ(scheduler.context_limit(), 32);
+  EXPECT_NO_THROW(scheduler.submit(Request{iota_tokens(32), 1, -1}));     // fills the pool
+  EXPECT_NO_THROW(scheduler.submit(Request{iota_tokens(30), 1000, -1}));  // stops at 32 tokens
+}
+
+// A request asking for more than the pool holds grows until it fills the pool, then stops as it
+// would at the end of the model's context.
+TEST(Scheduler, ARequestGrowsOnlyAsFarAsThePoolHolds) {
+  KvBlockPool pool(small_layout(), 8);  // 32 tokens
+  SchedulerConfig config{4, 16, 1 << 17};
+  config.kv_budget_setting = "--kv-bytes";
+  Scheduler scheduler(config, pool);
+  FakeForward forward(pool);
+  const SequenceId id = scheduler.submit(Request{iota_tokens(30), 100, -1});
+  EXPECT_THROW(scheduler.submit(Request{iota_tokens(40), 1, -1}), InputError);
+  run_to_completion(scheduler, forward);
+  EXPECT_EQ(scheduler.sequence(id).finish_reason, FinishReason::kContextFull);
+  EXPECT_EQ(scheduler.sequence(id).tokens.size(), 32u);
 }
 
 TEST(SchedulerInput, RejectsConfigurationsThatCannotMakeProgress) {
