@@ -20,7 +20,7 @@
 #include "app/gui/quant_lab.h"
 #include "engine/eval/quant_report.h"
 #include "engine/model/model.h"
-#include "tests/app/gguf_copy.h"
+#include "tests/support/gguf_copy.h"
 #include "tests/app/gui_test_support.h"
 #include "widgets/chart_painting.h"
 #include "widgets/quant_block_view.h"
@@ -320,13 +320,13 @@ TEST(QuantisationAdapter, ShowsQuantReportsLoadAndVerdict) {
 TEST(QuantLab, NanWeightsAreReportedAsNotANumberAndNeverAccepted) {
   QTemporaryDir dir;
   const std::string path = dir.filePath("nan.gguf").toStdString();
-  testing::GgufEdits nan;
+  testing_support::GgufEdits nan;
   nan.f32_tensor = [](const std::string& tensor, std::vector<float>& weights) {
     if (tensor == "output_norm.weight") {
       std::fill(weights.begin(), weights.end(), std::numeric_limits<float>::quiet_NaN());
     }
   };
-  testing::write_edited_copy(testing::kTestData + "/models/llama-f32.gguf", path, nan);
+  testing_support::write_edited_copy(testing::kTestData + "/models/llama-f32.gguf", path, nan);
   const auto tokenizer = load_tokenizer(gguf::GgufFile::open(path));
   std::string text;
   for (int i = 0; i < 20; ++i) text += "Once upon a time there was a little girl named Lily. ";

@@ -28,7 +28,7 @@
 #include "engine/compute/devices.h"
 #include "engine/eval/random_model.h"
 #include "engine/model/model.h"
-#include "tests/app/gguf_copy.h"
+#include "tests/support/gguf_copy.h"
 #include "tests/app/gui_test_support.h"
 #include "widgets/batching_panel.h"
 #include "widgets/quantisation_panel.h"
@@ -536,8 +536,8 @@ TEST_F(WindowFixture, AFailedLoadLeavesThePickersOnTheModelThatServes) {
 TEST_F(WindowFixture, AModelWhoseTokenizerListsFewerTokensThanItsEmbeddingIsRefusedAtLoad) {
   QTemporaryDir dir;
   const QString path = dir.filePath("short-tokenizer.gguf");
-  testing::write_edited_copy(cli::default_model_path(), path.toStdString(),
-                             testing::fewer_tokens(10));
+  testing_support::write_edited_copy(cli::default_model_path(), path.toStdString(),
+                                     testing_support::fewer_tokens(10));
   const int64_t rows = window_->engine_info()->vocab_size;
   const QString previous = window_->engine_info()->model_path;
   window_->open_model(path);
