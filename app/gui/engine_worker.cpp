@@ -71,17 +71,6 @@ serving::BatchingPolicy policy_of(const BatchingChoice& choice) {
                                : serving::BatchingPolicy::kContinuous;
 }
 
-// A FIFO or a device as model would block open() for ever (and with it this thread and the
-// application's exit); a folder cannot be a model. Checked by path, before anything opens it.
-void check_regular_file(const QString& path) {
-  std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path.toStdString(), error);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    throw InputError(path.toStdString() +
-                     " is not a regular file (a folder, FIFO or device); choose a GGUF model file");
-  }
-}
-
 // The window shows every token as text, so the tokenizer must name every row of the
 // embedding (llama.cpp refuses a mismatch as well); the command line reports it at generate.
 void check_tokenizer(const model::Model& m, const QString& path) {
@@ -106,8 +95,9 @@ QString to_load(const QString& path) {
              : QString("to load it (its file holds %1, more once unpacked)").arg(bytes_text(bytes));
 }
 
+// A FIFO, a device or a folder as model is refused by the GGUF open before it blocks
+// (engine/core/regular_file.h), so this thread and the application's exit never hang on one.
 std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {
-  check_regular_file(path);
   const std::optional<uint32_t> device =
       backend.kind == compute::BackendKind::kVulkan && backend.device >= 0
           ? std::optional<uint32_t>(static_cast<uint32_t>(backend.device))
