@@ -85,7 +85,7 @@ TEST(CliFiles, GeneratePrintsNothingForARefusedRequest) {
   const std::string model = " --model " + kModels + "llama-f32.gguf";
   servescope::testing_support::expect_one_line_refusals({
       {"generate" + model + " --prompt-file " + prompt_file, "more than the model's context"},
-      {"generate" + model + " --prompt 'Once upon' --max-tokens 0", "max tokens"},
+      {"generate" + model + " --ids 1,999999", "outside the vocabulary"},
   });
   std::filesystem::remove(prompt_file);
 }

@@ -121,9 +121,10 @@ TEST(QuantReportCli, Q8_0BeatsQ4_0AndTheVerdictAppliesTheLimits) {
 }
 
 // Limits far outside anything a machine measures, so the outcome does not depend on its speed:
-// a TPOT of at most a nanosecond fails, a TPOT of at most a day passes.
+// a TPOT of at most a nanosecond fails, a TPOT of at most 1000 s (the option's upper bound)
+// passes.
 TEST(QuantReportCli, EachVariantHasLatencyCostAndAVerdictPerLimit) {
-  for (const auto& [limit, passes] : {std::pair{"0.000001", false}, std::pair{"86400000", true}}) {
+  for (const auto& [limit, passes] : {std::pair{"0.000001", false}, std::pair{"1000000", true}}) {
     const CliRun run = cli("quant-report --model " + kModels +
                            "llama-f32.gguf --types q8_0 --max-chunks 1 --price-per-hour 3.6"
                            " --max-tpot-ms " +
