@@ -162,8 +162,14 @@ std::vector<QPointF> PhasesPanel::decode_points() const {
 }
 
 QStringList PhasesPanel::throughput_labels() const {
-  return {tr("Prefill: %1 tokens/s").arg(chart::format_number(snapshot_.prefill_tokens_per_s)),
-          tr("Decode: %1 tokens/s").arg(chart::format_number(snapshot_.decode_tokens_per_s))};
+  // No rate is not a rate of 0: with classmates decoding, every prompt may share its step
+  // with their decodes, and mixed steps are neither phase's measure.
+  const auto label = [this](const QString& phase, double rate, const QString& alone) {
+    return rate > 0.0 ? tr("%1: %2 tokens/s").arg(phase, chart::format_number(rate))
+                      : tr("%1: not measured yet (no step of %2 alone)").arg(phase, alone);
+  };
+  return {label(tr("Prefill"), snapshot_.prefill_tokens_per_s, tr("prompt tokens")),
+          label(tr("Decode"), snapshot_.decode_tokens_per_s, tr("decodes"))};
 }
 
 std::optional<size_t> PhasesPanel::step_at(QPointF pos) const {

@@ -95,6 +95,17 @@ TEST(PhasesPanel, ThroughputLabelsCarryTheSnapshotRates) {
             (QStringList{"Prefill: 1234 tokens/s", "Decode: 56.3 tokens/s"}));
 }
 
+// With classmates decoding every prompt may share its step with decodes: no prefill-only step
+// was measured, which is not a prefill speed of 0 tokens/s.
+TEST(PhasesPanel, APhaseWithNoStepOfItsOwnSaysNotMeasuredRatherThanZero) {
+  PhasesPanel panel;
+  PhasesSnapshot snapshot = three_phases();
+  snapshot.prefill_tokens_per_s = 0.0;
+  panel.set_snapshot(snapshot);
+  EXPECT_EQ(panel.throughput_labels().front(),
+            "Prefill: not measured yet (no step of prompt tokens alone)");
+}
+
 TEST(PhasesPanel, CsvHasAHeaderAndOneRowPerStep) {
   PhasesPanel panel;
   EXPECT_EQ(panel.csv(),
