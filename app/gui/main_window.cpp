@@ -828,6 +828,7 @@ void MainWindow::on_frame() {
                              &batch_sweep_, collecting_status(), &quant_limits_, panels_speed_},
                    changed);
   update_generated_chips();
+  update_kv_status();
   if (now - last_status_ms_ >= kStatusEveryMs) {
     last_status_ms_ = now;
     update_status();
@@ -857,6 +858,16 @@ void MainWindow::update_generated_chips() {
   output_chips_->append_tokens(fresh);
 }
 
+// Every frame, with the panels: the KV cache panel's heading and this text read the same
+// folder state, so they never show two figures for the bytes held.
+void MainWindow::update_kv_status() {
+  if (!engine_info_) return;
+  status_kv_->setText(QString("KV %1: %2 / %3")
+                          .arg(kv_type_label(engine_info_->kv_type),
+                               bytes_text(folder_.kv_bytes_used()),
+                               bytes_text(engine_info_->kv_bytes_total)));
+}
+
 void MainWindow::update_status() {
   if (!engine_info_) return;
   const EngineInfo& info = *engine_info_;
@@ -873,9 +884,7 @@ void MainWindow::update_status() {
       QString("The model, its parameter count (%1) and the bytes of its weights\n%2")
           .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)),
                info.provenance));
-  status_kv_->setText(QString("KV %1: %2 / %3")
-                          .arg(kv_type_label(info.kv_type), bytes_text(folder_.kv_bytes_used()),
-                               bytes_text(info.kv_bytes_total)));
+  update_kv_status();
   const QString collecting = collecting_status();
   status_batching_->setText(batching_text(info.batching) +
                             (collecting.isEmpty() ? QString() : ": " + collecting));

@@ -201,6 +201,7 @@ class MainWindow : public QMainWindow {
   void show_message(const QString& text, bool error);
   void send_sampling();
   void on_frame();
+  void update_kv_status();
   void update_status();
   void update_generated_chips();
   void update_overlay();
