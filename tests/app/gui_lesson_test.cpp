@@ -22,6 +22,7 @@
 #include "engine/serving/kv_block_pool.h"
 #include "engine/telemetry/metrics.h"
 #include "tests/app/gui_test_support.h"
+#include "tests/support/sanitizers.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
@@ -328,6 +329,11 @@ TEST_F(LessonFixture, TheBatchingLessonsSweepShowsThroughputRisingWithBatchSize)
     const double ratio = measured("sweep_speedup_8");
     EXPECT_DOUBLE_EQ(ratio, sweep[3].tokens_per_s() / sweep[0].tokens_per_s());
     best = std::max(best, ratio);
+  }
+  if (testing_support::kAddressSanitizer) {
+    // Instrumented -O1 products make even batch 1 compute bound: sharing weight reads buys
+    // nothing there (0.99 measured), so only the optimised build asserts the speed-up.
+    GTEST_SKIP() << "AddressSanitizer build: batch 8 / batch 1 = " << best;
   }
   EXPECT_GT(best, 1.0);
 }

@@ -18,6 +18,7 @@
 #include "engine/model/model.h"
 #include "engine/serving/engine.h"
 #include "engine/telemetry/observer.h"
+#include "tests/support/sanitizers.h"
 
 namespace servescope::serving {
 namespace {
@@ -463,17 +464,7 @@ TEST_F(EngineLive, SnapshotCountsLayerBytes) {
 
 // --- memory over a long run -----------------------------------------------------------------
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
+using testing_support::kAddressSanitizer;
 
 // Resident set size in bytes, from /proc/self/statm (Linux); 0 where it cannot be read.
 uint64_t resident_bytes() {
