@@ -862,10 +862,11 @@ void MainWindow::update_generated_chips() {
 // folder state, so they never show two figures for the bytes held.
 void MainWindow::update_kv_status() {
   if (!engine_info_) return;
-  status_kv_->setText(QString("KV %1: %2 / %3")
-                          .arg(kv_type_label(engine_info_->kv_type),
-                               bytes_text(folder_.kv_bytes_used()),
-                               bytes_text(engine_info_->kv_bytes_total)));
+  const QString text = QString("KV %1: %2 / %3")
+                           .arg(kv_type_label(engine_info_->kv_type),
+                                bytes_text(folder_.kv_bytes_used()),
+                                bytes_text(engine_info_->kv_bytes_total));
+  if (status_kv_->text() != text) status_kv_->setText(text);  // no relayout when unchanged
 }
 
 void MainWindow::update_status() {

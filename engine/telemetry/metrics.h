@@ -65,29 +65,27 @@ struct StepTotals {
 
 // Counts one more step in the totals.
 void add_step(StepTotals& totals, const StepRecord& step);
-// Over every step of a range of StepRecords (a vector, a deque), the decode steps only
-// (is_decode_step), and the prefill steps only.
+// Over the steps of a range of StepRecords (a vector, a deque) that `counts` accepts: every
+// step, the decode steps only (is_decode_step), or the prefill steps only.
+template <std::ranges::input_range Steps, typename Predicate>
+StepTotals step_totals_where(const Steps& steps, Predicate counts) {
+  StepTotals totals;
+  for (const StepRecord& step : steps) {
+    if (counts(step)) add_step(totals, step);
+  }
+  return totals;
+}
 template <std::ranges::input_range Steps>
 StepTotals step_totals(const Steps& steps) {
-  StepTotals totals;
-  for (const StepRecord& step : steps) add_step(totals, step);
-  return totals;
+  return step_totals_where(steps, [](const StepRecord&) { return true; });
 }
 template <std::ranges::input_range Steps>
 StepTotals decode_step_totals(const Steps& steps) {
-  StepTotals totals;
-  for (const StepRecord& step : steps) {
-    if (is_decode_step(step)) add_step(totals, step);
-  }
-  return totals;
+  return step_totals_where(steps, is_decode_step);
 }
 template <std::ranges::input_range Steps>
 StepTotals prefill_step_totals(const Steps& steps) {
-  StepTotals totals;
-  for (const StepRecord& step : steps) {
-    if (is_prefill_step(step)) add_step(totals, step);
-  }
-  return totals;
+  return step_totals_where(steps, is_prefill_step);
 }
 // tokens / (step_ms / 1000); 0 when no time was measured.
 double throughput_tokens_per_s(const StepTotals& totals);

@@ -76,8 +76,10 @@ TEST(WarmUp, FitsAModelWithAShortContext) {
 }
 
 // The first prefill after loading against the median of the next ones of the same length
-// (other prompt ids, so no prefix is reused). One sample of a noisy machine can be slow for
-// reasons of its own, so a fresh load gets three tries; a missing warm-up is slow every time.
+// (other prompt ids, so no prefix is reused): issue 24's criterion, kept as a guard. On this
+// CPU backend the first prefill measured no slower without the warm-up either (0.91x), so the
+// test that fails without the fix is the Vulkan pipeline count below. One sample of a noisy
+// machine can be slow for reasons of its own, so a fresh load gets three tries.
 double first_prefill_over_median(compute::BackendKind kind) {
   const auto m = model::load_model(SERVESCOPE_BUNDLED_MODEL, kind);
   EngineConfig config;
