@@ -164,12 +164,13 @@ std::vector<QPointF> PhasesPanel::decode_points() const {
 QStringList PhasesPanel::throughput_labels() const {
   // No rate is not a rate of 0: with classmates decoding, every prompt may share its step
   // with their decodes, and mixed steps are neither phase's measure.
-  const auto label = [this](const QString& phase, double rate, const QString& alone) {
+  // The tooltip says why (no step of that phase alone yet); the label fits the column.
+  const auto label = [this](const QString& phase, double rate) {
     return rate > 0.0 ? tr("%1: %2 tokens/s").arg(phase, chart::format_number(rate))
-                      : tr("%1: not measured yet (no step of %2 alone)").arg(phase, alone);
+                      : tr("%1: not measured yet").arg(phase);
   };
-  return {label(tr("Prefill"), snapshot_.prefill_tokens_per_s, tr("prompt tokens")),
-          label(tr("Decode"), snapshot_.decode_tokens_per_s, tr("decodes"))};
+  return {label(tr("Prefill"), snapshot_.prefill_tokens_per_s),
+          label(tr("Decode"), snapshot_.decode_tokens_per_s)};
 }
 
 std::optional<size_t> PhasesPanel::step_at(QPointF pos) const {
@@ -389,7 +390,8 @@ void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
   const std::array<QColor, 2> colors = {t.prefill, t.decode};
   const std::array<QString, 2> tips = {
       with_definition(tr("Prefill steps (prompt tokens only): many tokens share each weight "
-                         "read."),
+                         "read. Not measured while every prompt shares its step with decodes "
+                         "(mixed steps are neither phase)."),
                       snapshot_.help.throughput),
       with_definition(tr("Decode steps (one new token per sequence): each step reads all "
                          "weights for one token per sequence."),

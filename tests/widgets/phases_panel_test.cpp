@@ -103,7 +103,7 @@ TEST(PhasesPanel, APhaseWithNoStepOfItsOwnSaysNotMeasuredRatherThanZero) {
   snapshot.prefill_tokens_per_s = 0.0;
   panel.set_snapshot(snapshot);
   EXPECT_EQ(panel.throughput_labels().front(),
-            "Prefill: not measured yet (no step of prompt tokens alone)");
+            "Prefill: not measured yet");
 }
 
 TEST(PhasesPanel, CsvHasAHeaderAndOneRowPerStep) {
