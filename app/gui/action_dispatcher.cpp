@@ -154,7 +154,7 @@ const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
       "set_batching", "set_batch_wait", "set_activations", "set_greedy",
       "set_prompt",   "set_max_tokens", "generate",        "decode_steps",
       "batch_sweep",  "size_sweep",     "keep",            "open_panel",
-      "highlight"};
+      "highlight",    "forget_cached_prefixes"};
   return names;
 }
 
@@ -329,6 +329,10 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     return {generate(max_tokens)};
   }
   if (n == "decode_steps") return {decode_steps(int_argument(a))};
+  if (n == "forget_cached_prefixes") {
+    return {now(
+        "Forgetting cached prompts", [this] { window_.forget_cached_prefixes(); }, this)};
+  }
   if (n == "batch_sweep") return {batch_sweep()};
   if (n == "size_sweep") {
     const QVariantMap m = map_argument(a);
@@ -605,7 +609,10 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringLi
         Task{QString("Measuring %1").arg(size), [this, size] {
                const MeasureValue ms = measure("decode_ms_per_token");
                if (!ms.value) return fail(QString("Size sweep, %1: %2").arg(size, ms.missing));
-               size_sweep_.push_back({size, window_.engine_info()->weight_bytes, *ms.value});
+               const std::optional<DecodeStepMeans> step = mean_decode_step(window_.folder().steps());
+               if (!step) return fail(QString("Size sweep, %1: no decode step").arg(size));
+               size_sweep_.push_back({size, window_.engine_info()->weight_bytes, *ms.value,
+                                      step->flops_per_token});
                complete();
              }});
   }

@@ -658,6 +658,12 @@ void EngineWorker::prefill(const QString& prompt) {
   update_timer();
 }
 
+void EngineWorker::forget_cached_prefixes() {
+  if (!engine_) return;
+  engine_->forget_cached_prefixes();
+  last_prefill_ids_.clear();  // the typed prompt's prefill is gone with them
+}
+
 void EngineWorker::generate(const QString& prompt) {
   if (!engine_) {
     Q_EMIT generation_refused("No model is loaded yet; open a GGUF model first.");

@@ -103,6 +103,9 @@ class EngineWorker : public QObject {
   // Prefills the prompt (one short request) so its full blocks enter the prefix cache and a
   // later generate() reuses them. Ignored while a generation runs.
   void prefill(const QString& prompt);
+  // Forgets the prompt prefixes cached in free KV blocks: the next generate prefills its whole
+  // prompt (a lesson timing a full prefill of a prompt it ran before).
+  void forget_cached_prefixes();
   void generate(const QString& prompt);
   void stop();
   void step_once();

@@ -441,6 +441,11 @@ void MainWindow::set_prompt(const QString& text) { prompt_->setPlainText(text); 
 
 void MainWindow::set_classmates(int count) { classmates_->setValue(count); }
 
+void MainWindow::forget_cached_prefixes() {
+  prefill_timer_->stop();  // a pending typing prefill would cache the prompt again
+  QMetaObject::invokeMethod(worker_, [w = worker_] { w->forget_cached_prefixes(); });
+}
+
 void MainWindow::set_max_tokens(int count) { max_tokens_->setValue(count); }
 
 void MainWindow::set_continuous_classmates(bool continuous) {

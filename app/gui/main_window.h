@@ -84,6 +84,8 @@ class MainWindow : public QMainWindow {
   // on a backend built with the option. Ignored on Vulkan.
   void set_quantised_activations(bool on);
   void set_greedy(bool greedy);
+  // The next generate prefills its whole prompt, none of it from the prefix cache.
+  void forget_cached_prefixes();
   void generate();
   void stop();
   void step();

@@ -63,6 +63,58 @@ MeasureValue roof(const MeasureInputs& in, double compute::StepRoofs::*field, co
   return value(v, unit);
 }
 
+MeasureValue decode_weight_bytes(const MeasureInputs& in) {
+  const std::optional<DecodeStepMeans> means = mean_decode_step(in.folder->steps());
+  if (!means) return missing("bytes", "Generate first: it is measured on decode steps.");
+  return value(means->weight_bytes_read, "bytes");
+}
+
+// The bandwidth roof the loaded model's weights are read under: the cache roof when they fit
+// the last-level cache, else main memory's (as the roofline judges a step by its working set).
+MeasureValue working_set_roof_gbs(const MeasureInputs& in) {
+  if (!in.engine) return missing("GB/s", "Load a model first.");
+  const compute::StepRoofs roofs = roofs_under_steps(in.engine->roofs, in.folder->steps());
+  const bool in_cache = compute::bandwidth_roof_for(roofs, in.engine->weight_bytes) ==
+                        compute::BandwidthRoofKind::kCache;
+  const double v = in_cache ? roofs.cache_gb_per_s : roofs.memory_gb_per_s;
+  if (v <= 0.0) return missing("GB/s", "This device's roofs were not measured.");
+  return value(v, "GB/s");
+}
+
+// How much a batch-1 decode step's attention time grew per 100 tokens of context: the
+// least-squares slope of its attention kernels' time against the positions it attended over.
+// (The whole step's growth on a small model hides under the noise of the weight reads.)
+MeasureValue attention_ms_per_100_context(const MeasureInputs& in) {
+  std::vector<std::pair<double, double>> xy;
+  for (const telemetry::StepRecord& s : in.folder->steps()) {
+    if (!telemetry::is_decode_step(s) || s.batch.size() != 1 || !s.kernel_times_measured) continue;
+    xy.emplace_back(static_cast<double>(s.batch.front().start_position + 1),
+                    s.kernel_times.attention_ms);
+  }
+  const std::optional<double> slope = least_squares_slope(xy);
+  if (!slope) {
+    return missing("ms", "Generate first: it is measured on decode steps whose kernels this "
+                         "backend times.");
+  }
+  return value(*slope * 100.0, "ms");
+}
+
+// The mean attention time of those steps.
+MeasureValue decode_attention_ms(const MeasureInputs& in) {
+  double ms = 0.0;
+  int64_t steps = 0;
+  for (const telemetry::StepRecord& s : in.folder->steps()) {
+    if (!telemetry::is_decode_step(s) || s.batch.size() != 1 || !s.kernel_times_measured) continue;
+    ms += s.kernel_times.attention_ms;
+    ++steps;
+  }
+  if (steps == 0) {
+    return missing("ms", "Generate first: it is measured on decode steps whose kernels this "
+                         "backend times.");
+  }
+  return value(ms / static_cast<double>(steps), "ms");
+}
+
 MeasureValue achieved_gbs(const MeasureInputs& in) {
   double bytes = 0.0;
   double ms = 0.0;
@@ -205,6 +257,16 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
          if (!gbs) return missing("GB/s", "Run the size sweep first (two sizes or more).");
          return value(*gbs, "GB/s");
        }},
+      {"size_sweep_gflops",
+       [](const MeasureInputs& in) {
+         const std::optional<double> gflops = fitted_gflop_per_s(*in.size_sweep);
+         if (!gflops) return missing("GFLOP/s", "Run the size sweep first (two sizes or more).");
+         return value(*gflops, "GFLOP/s");
+       }},
+      {"decode_weight_bytes", decode_weight_bytes},
+      {"attention_ms_per_100_context", attention_ms_per_100_context},
+      {"decode_attention_ms", decode_attention_ms},
+      {"working_set_roof_gbs", working_set_roof_gbs},
       {"ttft_ms",
        [](const MeasureInputs& in) {
          return from_request(in, "ms", telemetry::time_to_first_token_ms);
@@ -260,27 +322,69 @@ MeasureValue read_measure(const MeasureInputs& inputs, std::string_view name) {
               .arg(QString::fromUtf8(name.data(), static_cast<int>(name.size())))};
 }
 
-std::optional<double> fitted_bandwidth_gbs(const std::vector<SizeSweepPoint>& points) {
-  if (points.size() < 2) return std::nullopt;
+namespace {
+
+// The least-squares slope of decode time (ms) against `work` per token, inverted: work per ms.
+// nullopt with fewer than two sizes or a slope <= 0.
+std::optional<double> fitted_work_per_ms(const std::vector<SizeSweepPoint>& points,
+                                         double (*work)(const SizeSweepPoint&)) {
+  std::vector<std::pair<double, double>> xy;
+  for (const SizeSweepPoint& p : points) xy.emplace_back(work(p), p.decode_ms_per_token);
+  const std::optional<double> ms_per_work = least_squares_slope(xy);
+  if (!ms_per_work || *ms_per_work <= 0.0) return std::nullopt;
+  return 1.0 / *ms_per_work;
+}
+
+}  // namespace
+
+std::optional<double> least_squares_slope(const std::vector<std::pair<double, double>>& xy) {
+  if (xy.size() < 2) return std::nullopt;
   double mean_x = 0.0;
   double mean_y = 0.0;
-  for (const SizeSweepPoint& p : points) {
-    mean_x += static_cast<double>(p.weight_bytes);
-    mean_y += p.decode_ms_per_token;
+  for (const auto& [x, y] : xy) {
+    mean_x += x;
+    mean_y += y;
   }
-  const auto n = static_cast<double>(points.size());
+  const auto n = static_cast<double>(xy.size());
   mean_x /= n;
   mean_y /= n;
   double sxy = 0.0;
   double sxx = 0.0;
-  for (const SizeSweepPoint& p : points) {
-    const double dx = static_cast<double>(p.weight_bytes) - mean_x;
-    sxy += dx * (p.decode_ms_per_token - mean_y);
-    sxx += dx * dx;
+  for (const auto& [x, y] : xy) {
+    sxy += (x - mean_x) * (y - mean_y);
+    sxx += (x - mean_x) * (x - mean_x);
   }
-  if (sxx <= 0.0 || sxy <= 0.0) return std::nullopt;
-  const double ms_per_byte = sxy / sxx;
-  return 1.0 / ms_per_byte / 1e6;  // bytes per ms / 1e6 = GB/s
+  if (sxx <= 0.0) return std::nullopt;
+  return sxy / sxx;
+}
+
+std::optional<DecodeStepMeans> mean_decode_step(const std::deque<telemetry::StepRecord>& steps) {
+  double weight_bytes = 0.0;
+  double flops_per_token = 0.0;
+  int64_t count = 0;
+  for (const telemetry::StepRecord& s : steps) {
+    if (!telemetry::is_decode_step(s)) continue;
+    weight_bytes += static_cast<double>(s.weight_bytes_read);
+    flops_per_token += s.flops / static_cast<double>(s.decode_tokens);
+    ++count;
+  }
+  if (count == 0) return std::nullopt;
+  return DecodeStepMeans{weight_bytes / static_cast<double>(count),
+                         flops_per_token / static_cast<double>(count)};
+}
+
+std::optional<double> fitted_bandwidth_gbs(const std::vector<SizeSweepPoint>& points) {
+  const auto bytes_per_ms = fitted_work_per_ms(
+      points, [](const SizeSweepPoint& p) { return static_cast<double>(p.weight_bytes); });
+  if (!bytes_per_ms) return std::nullopt;
+  return *bytes_per_ms / 1e6;  // bytes per ms / 1e6 = GB/s
+}
+
+std::optional<double> fitted_gflop_per_s(const std::vector<SizeSweepPoint>& points) {
+  const auto flops_per_ms =
+      fitted_work_per_ms(points, [](const SizeSweepPoint& p) { return p.decode_flops_per_token; });
+  if (!flops_per_ms) return std::nullopt;
+  return *flops_per_ms / 1e6;  // FLOPs per ms / 1e6 = GFLOP/s
 }
 
 }  // namespace servescope::gui

@@ -6,8 +6,10 @@
 
 #include <QString>
 #include <QVector>
+#include <deque>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "app/gui/engine_types.h"
@@ -23,6 +25,7 @@ struct SizeSweepPoint {
   QString label;  // "25M"
   uint64_t weight_bytes = 0;
   double decode_ms_per_token = 0.0;
+  double decode_flops_per_token = 0.0;  // the engine's count for those steps
 };
 
 // What the measures are read from.
@@ -52,8 +55,21 @@ const std::vector<std::string_view>& implemented_measures();
 // The named measure; an unknown name has no value and says so.
 MeasureValue read_measure(const MeasureInputs& inputs, std::string_view name);
 
+// The least-squares slope of y against x; nullopt with fewer than two points or one x.
+std::optional<double> least_squares_slope(const std::vector<std::pair<double, double>>& xy);
+
 // The bandwidth a size sweep implies: the least-squares slope of decode time against weight
 // bytes, inverted (bytes per ms -> GB/s). nullopt with fewer than two sizes or a slope <= 0.
 std::optional<double> fitted_bandwidth_gbs(const std::vector<SizeSweepPoint>& points);
+// The same line against FLOPs per token: the arithmetic rate it implies (GFLOP/s). FLOPs grow
+// with bytes too, so a straight line alone proves nothing; which roof the rates are near does.
+std::optional<double> fitted_gflop_per_s(const std::vector<SizeSweepPoint>& points);
+
+// What a decode step (telemetry::is_decode_step) read and did, on average over the steps.
+struct DecodeStepMeans {
+  double weight_bytes_read = 0.0;  // every matrix, but one embedding row per token
+  double flops_per_token = 0.0;
+};
+std::optional<DecodeStepMeans> mean_decode_step(const std::deque<telemetry::StepRecord>& steps);
 
 }  // namespace servescope::gui

@@ -83,7 +83,12 @@ std::optional<std::string> model_value(const ModelFacts& model, std::string_view
   if (name == "kv_heads") return count(c.n_kv_heads);
   if (name == "head_dim") return count(c.head_dim);
   if (name == "dim") return count(c.dim);
+  if (name == "ffn_dim") return count(c.ffn_dim);
   if (name == "vocab") return count(c.vocab_size);
+  if (name == "output") {
+    return c.tied_output ? "no output matrix of its own: the logits reuse the embedding table"
+                         : "a separate output matrix of vocabulary x embedding width";
+  }
   if (name == "context") return count(c.context_length);
   if (name == "weight_bytes")
     return format_quantity(static_cast<double>(model.weight_bytes), "bytes");

@@ -127,6 +127,15 @@ std::vector<ActionSpec> make_actions() {
        {},
        "decode_steps: 10",
        "Runs that many single decode steps of the current request."},
+      {"forget_cached_prefixes",
+       ArgKind::kFields,
+       {},
+       0,
+       0,
+       {},
+       "forget_cached_prefixes: {}",
+       "Drops the prompt prefixes the KV pool keeps in free blocks, so the next generate "
+       "prefills its whole prompt (time a full prefill of a prompt that ran before)."},
       {"batch_sweep",
        ArgKind::kFields,
        {},
@@ -194,6 +203,19 @@ std::vector<MeasureSpec> make_measures() {
       {"sweep_speedup_8", "x", "batch-8 throughput divided by batch-1 throughput (batch sweep)"},
       {"size_sweep_gbs", "GB/s",
        "the fitted slope of decode time against weight bytes (size sweep), as bandwidth"},
+      {"size_sweep_gflops", "GFLOP/s",
+       "the fitted slope of decode time against FLOPs per token (size sweep), as arithmetic "
+       "rate"},
+      {"decode_weight_bytes", "bytes",
+       "weight bytes a decode step read, mean over the decode steps (every matrix, one "
+       "embedding row per token)"},
+      {"attention_ms_per_100_context", "ms",
+       "how much a batch-1 decode step's attention time grew per 100 tokens of context "
+       "(least-squares slope)"},
+      {"decode_attention_ms", "ms", "attention time of a batch-1 decode step, mean over steps"},
+      {"working_set_roof_gbs", "GB/s",
+       "the bandwidth roof the model's weights are read under: the cache roof when they fit "
+       "the last-level cache, else the memory roof"},
       {"ttft_ms", "ms", "time to first token of the last request"},
       {"tpot_ms", "ms", "time per output token of the last request"},
       {"class_tokens_per_s", "tokens/s",
@@ -252,8 +274,9 @@ std::vector<GeneratorSpec> make_generators() {
          1e5,
          true,
          {},
-         "memory_roof_gbs",
-         "GB/s, or `measured`: the device's measured memory roof"},
+         "working_set_roof_gbs",
+         "GB/s, or `measured`: the device's measured roof for the weights' working set (cache "
+         "or main memory)"},
         {"type",
          ParamKind::kChoice,
          weight_or_loaded,
@@ -265,8 +288,8 @@ std::vector<GeneratorSpec> make_generators() {
          "the weight type (default: as loaded)"}},
        "ms",
        {"weight_bytes", "bandwidth_gbs"},
-       "weight bytes / (bandwidth in bytes per second) x 1000: batch-1 decode reads every "
-       "weight once per token"},
+       "weight bytes / (bandwidth in bytes per second) x 1000: if a decode step read every "
+       "weight once per token (a real one reads one embedding row, not the table)"},
       {"max_batch",
        {{"memory_mib", ParamKind::kInteger, {}, 1, 1e7, true, {}, {}, "memory for the model, MiB"},
         {"context", ParamKind::kInteger, {}, 1, 1e6, true, {}, {}, "tokens each request retains"},
@@ -363,14 +386,17 @@ std::span<const std::string_view> highlight_elements(std::string_view panel) {
 }
 
 std::span<const PlaceholderSpec> model_placeholders() {
-  static const std::array<PlaceholderSpec, 10> specs = {{
+  static const std::array<PlaceholderSpec, 12> specs = {{
       {"name", "the model's name (general.name, else its file name)"},
       {"layers", "transformer layers"},
       {"heads", "query heads"},
       {"kv_heads", "key-value heads (fewer than heads with grouped-query attention)"},
       {"head_dim", "elements per head"},
       {"dim", "embedding width"},
+      {"ffn_dim", "the feed-forward layer's hidden width (gate, up and down matrices)"},
       {"vocab", "vocabulary size"},
+      {"output", "where the logits come from: a separate output matrix, or the embedding "
+                 "table shared (tied)"},
       {"context", "the longest context the model was trained for, in tokens"},
       {"weight_bytes", "bytes of the weights as loaded"},
       {"weight_type", "the weights' element type as loaded (f32, f16, q8_0, q4_0 or mixed)"},

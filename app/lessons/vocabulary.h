@@ -94,7 +94,7 @@ struct ParamSpec {
   bool required = true;
   std::string_view default_value;  // when not required
   // kNumber only: a measure name that may stand in for the number ("measured" in the file),
-  // e.g. decode_floor_ms's bandwidth_gbs: measured -> the measured memory roof.
+  // e.g. decode_floor_ms's bandwidth_gbs: measured -> the roof for the weights' working set.
   std::string_view measured_from;
   std::string_view help;
 };

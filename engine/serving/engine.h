@@ -125,6 +125,11 @@ class Engine {
   // for a request that already finished (or an unknown id).
   bool cancel(SequenceId id);
 
+  // Forgets every cached prompt prefix that free blocks hold (kEvict events), so the next
+  // prefill of a repeated prompt computes all of it; blocks in use keep theirs. Returns how many
+  // blocks were dropped.
+  int64_t forget_cached_prefixes() { return pool_.evict_cached_blocks(); }
+
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
   // A waiting, running or recently finished request (see EngineConfig::finished_history);
   // std::out_of_range for one never submitted or forgotten.

@@ -125,6 +125,46 @@ TEST(LessonVocabulary, ClassmatesRangeIsTheWorkers) {
   EXPECT_EQ(classmates->max, EngineWorker::kMaxClassmates);
 }
 
+TEST(MeasureReader, LeastSquaresSlopeFitsAnyDirectionAndRefusesOneX) {
+  EXPECT_DOUBLE_EQ(*least_squares_slope({{0.0, 1.0}, {1.0, 3.0}, {2.0, 5.0}}), 2.0);
+  EXPECT_DOUBLE_EQ(*least_squares_slope({{0.0, 5.0}, {2.0, 1.0}}), -2.0);
+  EXPECT_FALSE(least_squares_slope({{1.0, 1.0}, {1.0, 2.0}}).has_value());
+  EXPECT_FALSE(least_squares_slope({{1.0, 1.0}}).has_value());
+}
+
+// The same line read as arithmetic: 1 ms more for every 500,000 FLOPs more is 0.5 GFLOP/s.
+TEST(MeasureReader, TheSizeSweepsArithmeticRateIsTheInverseSlopeOfTimeAgainstFlops) {
+  const std::vector<SizeSweepPoint> points = {{"a", 1'000'000, 1.0, 250'000.0},
+                                              {"b", 3'000'000, 2.0, 750'000.0},
+                                              {"c", 7'000'000, 4.0, 1'750'000.0}};
+  ASSERT_TRUE(fitted_gflop_per_s(points).has_value());
+  EXPECT_DOUBLE_EQ(*fitted_gflop_per_s(points), 0.5);
+  EXPECT_FALSE(fitted_gflop_per_s({points[0]}).has_value());
+}
+
+// A decode step reads every matrix but only the embedding rows of its tokens; cold, prefill and
+// mixed steps are not decode's.
+TEST(MeasureReader, MeanDecodeStepCountsDecodeStepsOnly) {
+  std::deque<telemetry::StepRecord> steps(4);
+  steps[0].prefill_tokens = 8;  // prefill
+  steps[0].weight_bytes_read = 999;
+  steps[1].decode_tokens = 1;
+  steps[1].weight_bytes_read = 100;
+  steps[1].flops = 60.0;
+  steps[2].decode_tokens = 2;
+  steps[2].weight_bytes_read = 200;
+  steps[2].flops = 80.0;  // 40 per token
+  steps[3].decode_tokens = 1;
+  steps[3].cold = true;
+  steps[3].weight_bytes_read = 999;
+  for (telemetry::StepRecord& s : steps) s.wall_ms = 1.0;
+  const std::optional<DecodeStepMeans> means = mean_decode_step(steps);
+  ASSERT_TRUE(means.has_value());
+  EXPECT_DOUBLE_EQ(means->weight_bytes_read, 150.0);
+  EXPECT_DOUBLE_EQ(means->flops_per_token, 50.0);
+  EXPECT_FALSE(mean_decode_step({}).has_value());
+}
+
 TEST(MeasureReader, TheSizeSweepsBandwidthIsTheInverseSlopeOfTimeAgainstBytes) {
   // 1 ms more for every 2,000,000 bytes more: 2,000,000 bytes per ms = 2 GB/s. The third point
   // lies on the line, so the fit is exact.
@@ -168,6 +208,26 @@ TEST_F(LessonFixture, EveryActionExampleOfTheVocabularyIsAcceptedAndEveryElement
           << panel_key(id) << " has no element " << element;
     }
   }
+}
+
+// A repeated prompt's full blocks come from the prefix cache, so its prefill is not a full one;
+// forget_cached_prefixes makes the next generate compute every prompt token again.
+TEST_F(LessonFixture, ForgettingCachedPrefixesMakesTheNextPrefillComputeTheWholePrompt) {
+  const std::string prompt =
+      "      - set_greedy: true\n"
+      "      - set_prompt: Once upon a time there was a little girl who loved to play in the "
+      "park with her friends every day\n";
+  const auto cached_of_last = [this] {
+    return window_->folder().requests().back().cached_prompt_tokens;
+  };
+  ASSERT_EQ(run(actions_from_yaml(prompt + "      - generate: {max_tokens: 2}\n"
+                                           "      - generate: {max_tokens: 2}\n")),
+            "finished");
+  EXPECT_GT(cached_of_last(), 0);
+  ASSERT_EQ(run(actions_from_yaml("      - forget_cached_prefixes: {}\n"
+                                  "      - generate: {max_tokens: 2}\n")),
+            "finished");
+  EXPECT_EQ(cached_of_last(), 0);
 }
 
 TEST_F(LessonFixture, StaticBatchingMakesTheRequestWaitForItsBatchAndTheTtftShowsIt) {
@@ -395,6 +455,9 @@ TEST_F(LessonFixture, ASizeSweepTimesDecodeOnEachTimingModelAndReturnsToTheModel
   if (slope > 0.0) {
     ASSERT_TRUE(gbs.value.has_value());
     EXPECT_NEAR(*gbs.value, 1.0 / slope / 1e6, 1e-9 * *gbs.value);
+    // Each point also carries the engine's FLOPs per decode token, larger for the larger model.
+    EXPECT_GT(points[1].decode_flops_per_token, points[0].decode_flops_per_token);
+    EXPECT_GT(points[0].decode_flops_per_token, 0.0);
   } else {
     EXPECT_FALSE(gbs.value.has_value());  // no line to fit; says so instead of inventing one
   }

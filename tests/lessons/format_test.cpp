@@ -62,6 +62,21 @@ TEST(Placeholders, FillsModelMeasureParamCalcAndAnswer) {
   EXPECT_TRUE(filled.missing.empty());
 }
 
+// A weight-bytes question is answerable only with the feed-forward width and whether the
+// output matrix is the embedding table.
+TEST(Placeholders, FillTheFeedForwardWidthAndTheOutputMatrix) {
+  ModelFacts model;
+  model.config.ffn_dim = 672;
+  model.config.tied_output = false;
+  FillContext context;
+  context.model = &model;
+  EXPECT_EQ(fill_placeholders("{{model.ffn_dim}}; {{model.output}}", context).text,
+            "672; a separate output matrix of vocabulary x embedding width");
+  model.config.tied_output = true;
+  EXPECT_EQ(fill_placeholders("{{model.output}}", context).text,
+            "no output matrix of its own: the logits reuse the embedding table");
+}
+
 TEST(Placeholders, MissingValuesBecomeAQuestionMarkAndAreListed) {
   const FilledText filled = fill_placeholders("{{measure.ttft_ms}} and {{model.nope}}", {});
   EXPECT_EQ(filled.text, "? and ?");

@@ -156,7 +156,7 @@ TEST(Generators, DecodeFloorIsWeightBytesOverBandwidth) {
 TEST(Generators, DecodeFloorUsesTheMeasuredRoofWhenAsked) {
   const ModelFacts& m = bundled();
   const GeneratedAnswer a = generate_answer("decode_floor_ms", {{"bandwidth_gbs", "measured"}}, m,
-                                            {{"memory_roof_gbs", 12.5}});
+                                            {{"working_set_roof_gbs", 12.5}});
   EXPECT_DOUBLE_EQ(a.value, 18'459'648.0 / 12.5e9 * 1000);
   EXPECT_EQ(a.params.at("bandwidth_gbs"), "12.5");
   EXPECT_THROW(generate_answer("decode_floor_ms", {{"bandwidth_gbs", "measured"}}, m), InputError);

@@ -395,6 +395,13 @@ TEST_P(EngineTest, PrefixReusePrefillsOnlyTheUncachedTokens) {
         return e.kind == telemetry::KvEventKind::kPrefixHit && e.tokens == 12;
       });
   EXPECT_TRUE(saw_prefix_hit);
+
+  // Forgotten prefixes: the same prompt is prefilled in full again.
+  EXPECT_EQ(engine.forget_cached_prefixes(), 3);
+  engine.submit(greedy_request(prompt, 3));
+  engine.run_until_idle();
+  ASSERT_EQ(recorder.requests.size(), 3u);
+  EXPECT_EQ(recorder.requests[2].cached_prompt_tokens, 0);
 }
 
 TEST_P(EngineTest, TelemetryCountsWhatRan) {
