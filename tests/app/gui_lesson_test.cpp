@@ -148,6 +148,50 @@ TEST(MeasureReader, TheSizeSweepsBandwidthIsTheInverseSlopeOfTimeAgainstBytes) {
   EXPECT_FALSE(read_measure(empty, "no_such_measure").missing.isEmpty());
 }
 
+// The decode measures count only the decode steps that made the learner's later tokens: not
+// its prefill, not a step that served classmates only, not one where a prompt rode along.
+TEST(MeasureReader, DecodeIntensityAndKvReadsAreThoseOfTheStepsTheLearnersTokensRode) {
+  constexpr int64_t kLearner = 7;
+  telemetry::RequestRecord learner;
+  learner.request_id = kLearner;
+  learner.token_times_ms = {10.0, 20.0, 30.0};
+  const auto step = [](double start_ms, int64_t sequence, double flops, uint64_t kv_read) {
+    telemetry::StepRecord s;
+    s.start_ms = start_ms;
+    s.decode_tokens = 1;
+    s.flops = flops;
+    s.weight_bytes_read = 100;
+    s.kv_bytes_read = kv_read;
+    s.kv_bytes_written = 10;
+    telemetry::BatchEntry e;
+    e.sequence = sequence;
+    e.sampled_token = 1;
+    s.batch.push_back(e);
+    return s;
+  };
+  const std::vector<telemetry::TelemetryItem> items = {
+      step(5.0, kLearner, 1e6, 1000),  // its prefill, before the first token: not counted
+      step(15.0, kLearner, 400.0, 40),
+      step(25.0, kLearner, 800.0, 80),
+      step(25.0, kLearner + 1, 1e6, 1000),  // a classmate's step: not counted
+      [&step] {  // a classmate's prompt rode along: not a decode step
+        telemetry::StepRecord mixed = step(28.0, kLearner, 1e6, 1000);
+        mixed.prefill_tokens = 30;
+        return mixed;
+      }(),
+      learner,
+  };
+  TelemetryFolder folder;
+  folder.fold(items, 0.0);
+  EngineInfo info;
+  info.kv_bytes_per_token = 2560;
+  const MeasureInputs in{&folder, &info, kLearner, nullptr, nullptr};
+  // (400 + 800) FLOPs over (100 + 40 + 10) + (100 + 80 + 10) bytes.
+  EXPECT_DOUBLE_EQ(read_measure(in, "decode_flops_per_byte").value.value_or(-1.0), 1200.0 / 340.0);
+  EXPECT_DOUBLE_EQ(read_measure(in, "decode_kv_bytes_per_step").value.value_or(-1.0), 60.0);
+  EXPECT_DOUBLE_EQ(read_measure(in, "kv_bytes_per_token").value.value_or(-1.0), 2560.0);
+}
+
 TEST_F(LessonFixture, EveryActionExampleOfTheVocabularyIsAcceptedAndEveryElementPainted) {
   // Each action's example, as an author writes it, passes the dispatcher's argument checks.
   for (const lessons::ActionSpec& spec : lessons::action_specs()) {
