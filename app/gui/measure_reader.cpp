@@ -144,6 +144,41 @@ MeasureValue class_tokens_per_s(const MeasureInputs& in) {
   return value(static_cast<double>(tokens) * 1000.0 / (to - from), "tokens/s");
 }
 
+// Sums over the decode steps (telemetry::is_decode_step: no prompt tokens riding along) that
+// made the learner's later tokens, with how many there were; nullopt when there were none.
+struct RodeSums {
+  int64_t steps = 0;
+  double flops = 0.0;
+  double bytes = 0.0;
+  double kv_bytes_read = 0.0;
+};
+std::optional<RodeSums> steps_rode(const MeasureInputs& in) {
+  const telemetry::RequestRecord* r = user_record(in);
+  if (!r) return std::nullopt;
+  RodeSums sums;
+  for (const telemetry::StepRecord& s : in.folder->steps()) {
+    if (!telemetry::is_decode_step(s) || !telemetry::made_later_token(*r, s)) continue;
+    ++sums.steps;
+    sums.flops += s.flops;
+    sums.bytes += static_cast<double>(s.bytes_moved());
+    sums.kv_bytes_read += static_cast<double>(s.kv_bytes_read);
+  }
+  if (sums.steps == 0 || sums.bytes <= 0.0) return std::nullopt;
+  return sums;
+}
+
+MeasureValue decode_flops_per_byte(const MeasureInputs& in) {
+  const std::optional<RodeSums> sums = steps_rode(in);
+  if (!sums) return missing("FLOP/byte", kGenerateFirst);
+  return value(sums->flops / sums->bytes, "FLOP/byte");
+}
+
+MeasureValue decode_kv_bytes_per_step(const MeasureInputs& in) {
+  const std::optional<RodeSums> sums = steps_rode(in);
+  if (!sums) return missing("bytes", kGenerateFirst);
+  return value(sums->kv_bytes_read / static_cast<double>(sums->steps), "bytes");
+}
+
 MeasureValue sweep_speedup_8(const MeasureInputs& in) {
   double one = 0.0;
   double eight = 0.0;
@@ -205,6 +240,11 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
       {"kv_bytes", [](const MeasureInputs& in) { return kv_share(in, false, false); }},
       {"kv_tokens", [](const MeasureInputs& in) { return kv_share(in, false, true); }},
       {"kv_allocated_bytes", [](const MeasureInputs& in) { return kv_share(in, true, false); }},
+      {"kv_bytes_per_token",
+       [](const MeasureInputs& in) {
+         if (!in.engine) return missing("bytes", "Load a model first.");
+         return value(static_cast<double>(in.engine->kv_bytes_per_token), "bytes");
+       }},
       {"weight_bytes",
        [](const MeasureInputs& in) {
          if (!in.engine) return missing("bytes", "Load a model first.");
@@ -238,6 +278,8 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
          });
        }},
       {"achieved_gbs", achieved_gbs},
+      {"decode_flops_per_byte", decode_flops_per_byte},
+      {"decode_kv_bytes_per_step", decode_kv_bytes_per_step},
       {"memory_roof_gbs",
        [](const MeasureInputs& in) {
          return roof(in, &compute::StepRoofs::memory_gb_per_s, "GB/s");

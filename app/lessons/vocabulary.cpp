@@ -190,6 +190,8 @@ std::vector<MeasureSpec> make_measures() {
       {"kv_tokens", "tokens", "tokens the learner's request retains in the KV cache"},
       {"kv_allocated_bytes", "bytes",
        "bytes of the whole blocks allocated to the learner's request"},
+      {"kv_bytes_per_token", "bytes",
+       "bytes one retained token's keys and values take at the current KV type"},
       {"weight_bytes", "bytes", "bytes of the loaded model's weights"},
       {"prefill_ms", "ms", "time of the last prefill"},
       {"prefill_ms_per_token", "ms", "the last prefill's time per prompt token it computed"},
@@ -197,6 +199,12 @@ std::vector<MeasureSpec> make_measures() {
       {"decode_ms_per_token", "ms", "time per decode step of the last request"},
       {"decode_tokens_per_s", "tokens/s", "tokens generated per second while decoding"},
       {"achieved_gbs", "GB/s", "bytes moved per decode step divided by the step's time"},
+      {"decode_flops_per_byte", "FLOP/byte",
+       "FLOPs per byte moved (weights and KV) of the decode steps that made the learner's "
+       "tokens: their arithmetic intensity"},
+      {"decode_kv_bytes_per_step", "bytes",
+       "KV bytes read per decode step, over the steps that made the learner's tokens (every "
+       "request in the batch reads its own cache)"},
       {"memory_roof_gbs", "GB/s", "the device's measured memory bandwidth roof"},
       {"cache_roof_gbs", "GB/s", "the device's measured cache bandwidth roof"},
       {"compute_roof_gflops", "GFLOP/s", "the device's measured compute roof"},

@@ -188,6 +188,50 @@ TEST(MeasureReader, TheSizeSweepsBandwidthIsTheInverseSlopeOfTimeAgainstBytes) {
   EXPECT_FALSE(read_measure(empty, "no_such_measure").missing.isEmpty());
 }
 
+// The decode measures count only the decode steps that made the learner's later tokens: not
+// its prefill, not a step that served classmates only, not one where a prompt rode along.
+TEST(MeasureReader, DecodeIntensityAndKvReadsAreThoseOfTheStepsTheLearnersTokensRode) {
+  constexpr int64_t kLearner = 7;
+  telemetry::RequestRecord learner;
+  learner.request_id = kLearner;
+  learner.token_times_ms = {10.0, 20.0, 30.0};
+  const auto step = [](double start_ms, int64_t sequence, double flops, uint64_t kv_read) {
+    telemetry::StepRecord s;
+    s.start_ms = start_ms;
+    s.decode_tokens = 1;
+    s.flops = flops;
+    s.weight_bytes_read = 100;
+    s.kv_bytes_read = kv_read;
+    s.kv_bytes_written = 10;
+    telemetry::BatchEntry e;
+    e.sequence = sequence;
+    e.sampled_token = 1;
+    s.batch.push_back(e);
+    return s;
+  };
+  const std::vector<telemetry::TelemetryItem> items = {
+      step(5.0, kLearner, 1e6, 1000),  // its prefill, before the first token: not counted
+      step(15.0, kLearner, 400.0, 40),
+      step(25.0, kLearner, 800.0, 80),
+      step(25.0, kLearner + 1, 1e6, 1000),  // a classmate's step: not counted
+      [&step] {  // a classmate's prompt rode along: not a decode step
+        telemetry::StepRecord mixed = step(28.0, kLearner, 1e6, 1000);
+        mixed.prefill_tokens = 30;
+        return mixed;
+      }(),
+      learner,
+  };
+  TelemetryFolder folder;
+  folder.fold(items, 0.0);
+  EngineInfo info;
+  info.kv_bytes_per_token = 2560;
+  const MeasureInputs in{&folder, &info, kLearner, nullptr, nullptr};
+  // (400 + 800) FLOPs over (100 + 40 + 10) + (100 + 80 + 10) bytes.
+  EXPECT_DOUBLE_EQ(read_measure(in, "decode_flops_per_byte").value.value_or(-1.0), 1200.0 / 340.0);
+  EXPECT_DOUBLE_EQ(read_measure(in, "decode_kv_bytes_per_step").value.value_or(-1.0), 60.0);
+  EXPECT_DOUBLE_EQ(read_measure(in, "kv_bytes_per_token").value.value_or(-1.0), 2560.0);
+}
+
 TEST_F(LessonFixture, EveryActionExampleOfTheVocabularyIsAcceptedAndEveryElementPainted) {
   // Each action's example, as an author writes it, passes the dispatcher's argument checks.
   for (const lessons::ActionSpec& spec : lessons::action_specs()) {
@@ -399,38 +443,37 @@ TEST_F(LessonFixture, TheBatchingLessonsSweepShowsThroughputRisingWithBatchSize)
 }
 
 TEST_F(LessonFixture, TheBatchingLessonsWaitingExperimentMeasuresBothPolicies) {
-  // The lesson's two steps as written: continuous, then static with its wait.
-  std::optional<lessons::Step> continuous;
-  std::optional<lessons::Step> static_batches;
+  // The lesson's step that sets a batch wait: it alternates continuous and static batching,
+  // keeping each side's measures, and leaves the engine as it found it.
+  std::optional<lessons::Step> waiting;
   for (const lessons::Step& step : load_lesson("batching").steps) {
     for (const lessons::Action& a : step.run) {
-      if (a.name == "set_batch_wait" && !static_batches) static_batches = step;
+      if (a.name == "set_batch_wait" && !waiting) waiting = step;
     }
-    if (step.id == "waiting-continuous") continuous = step;
   }
-  ASSERT_TRUE(continuous.has_value());
-  ASSERT_TRUE(static_batches.has_value()) << "no lesson step sets a batch wait";
+  ASSERT_TRUE(waiting.has_value()) << "no lesson step sets a batch wait";
   int wait_ms = 0;
-  for (const lessons::Action& a : static_batches->run) {
+  for (const lessons::Action& a : waiting->run) {
     if (a.name == "set_batch_wait") wait_ms = static_cast<int>(a.value.integer);
   }
   ASSERT_GT(wait_ms, 0);
 
-  ASSERT_EQ(run(continuous->run), "finished");
-  EXPECT_FALSE(window_->engine_info()->batching.static_batches);
-  const double continuous_ttft = measured("ttft_ms");
-  const double continuous_rate = measured("class_tokens_per_s");
-  ASSERT_EQ(run(static_batches->run), "finished");
-  EXPECT_TRUE(window_->engine_info()->batching.static_batches);
-  EXPECT_EQ(window_->engine_info()->batching.wait_ms, wait_ms);
-  const double static_ttft = measured("ttft_ms");
-  const double static_rate = measured("class_tokens_per_s");
-  // Eight requests never fill 16 places: the learner's request waited the whole wait.
+  ASSERT_EQ(run(waiting->run), "finished");
+  const auto& kept = dispatcher_->kept();
+  ASSERT_TRUE(kept.contains("continuous") && kept.contains("static"));
+  const double continuous_ttft = kept.at("continuous").at("ttft_ms");
+  const double static_ttft = kept.at("static").at("ttft_ms");
+  // Eight requests never fill 16 places: the learner's request waited the whole wait, which
+  // continuous batching never makes it do.
   EXPECT_GE(static_ttft, wait_ms);
-  EXPECT_GT(static_rate, 0.0);
+  EXPECT_LT(continuous_ttft, wait_ms);
+  EXPECT_GT(kept.at("static").at("class_tokens_per_s"), 0.0);
+  // The class went home and batching is continuous again: the next lesson starts quiet.
+  EXPECT_FALSE(window_->engine_info()->batching.static_batches);
   std::cout << "waiting experiment: TTFT continuous " << continuous_ttft << " ms, static "
-            << static_ttft << " ms; class tokens/s continuous " << continuous_rate << ", static "
-            << static_rate << "\n";
+            << static_ttft << " ms; class tokens/s continuous "
+            << kept.at("continuous").at("class_tokens_per_s") << ", static "
+            << kept.at("static").at("class_tokens_per_s") << "\n";
 }
 
 TEST_F(LessonFixture, ASizeSweepTimesDecodeOnEachTimingModelAndReturnsToTheModelInUse) {
