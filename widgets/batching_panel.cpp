@@ -165,7 +165,16 @@ double BatchingPanel::mean_occupancy() const {
 }
 
 QString BatchingPanel::occupancy_heading() const {
-  const size_t shown = snapshot_.steps.size() - first_shown_step();
+  // The mean is of the steps the chart draws; when the width holds only the latest of them,
+  // the heading says so (a wider window draws more steps and their mean differs).
+  const size_t held = snapshot_.steps.size();
+  const size_t shown = held - first_shown_step();
+  if (shown < held) {
+    return tr("Occupancy: mean %1% over the last %2 steps (of %3)")
+        .arg(chart::format_number(100.0 * mean_occupancy(), 3))
+        .arg(shown)
+        .arg(held);
+  }
   return tr("Occupancy: mean %1% over %2 steps")
       .arg(chart::format_number(100.0 * mean_occupancy(), 3))
       .arg(shown);

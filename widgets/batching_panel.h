@@ -96,7 +96,9 @@ class BatchingPanel : public PanelView {
   size_t first_shown_step() const { return std::min(first_shown_, snapshot_.steps.size()); }
   // The mean of occupancy() over exactly the steps the chart draws: its heading's figure.
   double mean_occupancy() const;
-  QString occupancy_heading() const;  // "Occupancy: mean 6.25% over 40 steps"
+  // "Occupancy: mean 6.25% over 40 steps", or "... over the last 40 steps (of 90)" when the
+  // chart's width holds only the latest of the steps held.
+  QString occupancy_heading() const;
   QStringList legend_labels() const;
   QString sweep_note() const;  // the message shown instead of the sweep charts, or empty
 
