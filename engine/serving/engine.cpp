@@ -18,6 +18,7 @@ SchedulerConfig scheduler_config(const EngineConfig& config, const model::ModelC
   s.policy = config.batching;
   s.batch_wait_ms = config.batch_wait_ms;
   s.kv_budget_setting = config.kv_budget_setting;
+  s.keep_kv = config.keep_kv;
   return s;
 }
 

@@ -71,6 +71,9 @@ struct EngineConfig {
   // When false, the engine's first step is marked cold (StepRecord::cold): it pays one-off
   // costs (pipeline compilation, first touch of buffers) and is no measure of its phase.
   bool warmed_up = false;
+  // false: serve without a KV cache (SchedulerConfig::keep_kv): every new token recomputes
+  // its whole context. The lesson's measured foil for what the cache saves.
+  bool keep_kv = true;
 };
 
 // A request as the engine takes it: the scheduler's Request (the tokens and when to stop) and

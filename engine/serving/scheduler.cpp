@@ -230,9 +230,11 @@ void Scheduler::add_to_batch(Sequence& s, int64_t count, StepBatch& batch) {
   e.count = count;
   e.slot = s.batch_slot;
   e.is_prefill = s.computed_tokens < s.prefill_end;
-  e.phase = !e.is_prefill       ? telemetry::SequencePhase::kDecode
-            : s.preemptions > 0 ? telemetry::SequencePhase::kRecompute
-                                : telemetry::SequencePhase::kPrefill;
+  // Computing tokens again: after a preemption, or every token without a KV cache.
+  const bool again = s.preemptions > 0 || s.output_length() > 0;
+  e.phase = !e.is_prefill ? telemetry::SequencePhase::kDecode
+            : again       ? telemetry::SequencePhase::kRecompute
+                          : telemetry::SequencePhase::kPrefill;
   e.samples_next_token = e.start + count == static_cast<int64_t>(s.tokens.size());
   e.tokens.assign(s.tokens.begin() + e.start, s.tokens.begin() + e.start + count);
   const std::span<const BlockId> table = pool_.block_table(s.id);
@@ -274,14 +276,34 @@ void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> n
                              " was not at the scheduled position");
     }
     s.computed_tokens += e.count;
-    pool_.cache_computed_blocks(s.id, std::span(s.tokens).first(s.computed_tokens));
+    if (config_.keep_kv) {
+      pool_.cache_computed_blocks(s.id, std::span(s.tokens).first(s.computed_tokens));
+    }
     if (!e.samples_next_token) continue;
     s.tokens.push_back(next_tokens[i]);
     if (s.first_token_step < 0) s.first_token_step = batch.step_index;
     if (const FinishReason reason = finish_reason_now(s); reason != FinishReason::kNone) {
       retire(s, reason);
+    } else if (!config_.keep_kv) {
+      forget_context(s);
     }
   }
+}
+
+void Scheduler::forget_context(Sequence& s) {
+  pool_.free(s.id);
+  s.computed_tokens = 0;
+  if (pool_.can_allocate(s.tokens)) {
+    pool_.allocate(s.id, s.tokens);  // nothing was cached: every token is computed again
+    s.prefill_end = static_cast<int64_t>(s.tokens.size());
+    return;
+  }
+  // No room for the whole context now: back to the front of the queue until there is.
+  release_batch_slot(s);
+  running_.erase(std::ranges::find(running_, s.id));
+  s.status = SequenceStatus::kWaiting;
+  s.prefill_end = 0;
+  waiting_.push_front(s.id);
 }
 
 FinishReason Scheduler::finish_reason_now(const Sequence& s) const {

@@ -64,6 +64,10 @@ struct SchedulerConfig {
   BatchingPolicy policy = BatchingPolicy::kContinuous;
   // Static batching: the longest the oldest waiting request waits for the batch to fill.
   double batch_wait_ms = 0.0;
+  // false: no KV cache, the lesson's foil. Nothing a step computes is kept: after each new
+  // token a sequence's blocks are freed and its whole context (prompt and output so far) is
+  // prefilled again (SequencePhase::kRecompute) to produce the next one. No prefix is cached.
+  bool keep_kv = true;
 };
 
 // InputError unless max_batch_size >= 1, token_budget >= max_batch_size (every running
@@ -165,6 +169,9 @@ class Scheduler {
  private:
   bool reserve_decode_slot(size_t running_index, StepBatch& batch);
   void preempt_newest(StepBatch& batch);
+  // keep_kv false: frees a sequence's blocks after its new token and sets it to prefill its
+  // whole context again (queued at the front when the pool cannot hold it now).
+  void forget_context(Sequence& s);
   void admit_waiting(int64_t& budget, StepBatch& batch);
   void admit_static_batch(StepBatch& batch);
   void admit(Sequence& s, StepBatch& batch);

@@ -369,6 +369,39 @@ TEST_P(EngineTest, SampledTokensDoNotDependOnTheBatch) {
   EXPECT_EQ(alone.output_ids(a), crowded.output_ids(b));
 }
 
+// Without a KV cache every new token is a prefill of the whole context so far: the same
+// tokens as with the cache (greedy), one recompute step per token, each one token longer.
+TEST_P(EngineTest, WithoutAKvCacheEveryTokenRecomputesTheWholeContext) {
+  OPEN_OR_SKIP(m, "llama-f32");
+  std::mt19937 rng(5);
+  const std::vector<int32_t> prompt = random_ids(rng, 6, m->config.vocab_size);
+  Recorder kept;
+  Engine with_cache(*m->transformer, weight_bytes(*m),
+                    {.kv_type = gguf::GgmlType::F32, .block_size = 4}, &kept);
+  const SequenceId a = with_cache.submit(greedy_request(prompt, 4));
+  with_cache.run_until_idle();
+
+  Recorder forgot;
+  Engine without(*m->transformer, weight_bytes(*m),
+                 {.kv_type = gguf::GgmlType::F32, .block_size = 4, .keep_kv = false}, &forgot);
+  const SequenceId b = without.submit(greedy_request(prompt, 4));
+  without.run_until_idle();
+
+  EXPECT_EQ(without.output_ids(b), with_cache.output_ids(a));
+  ASSERT_EQ(forgot.steps.size(), 4u);  // one step per token, each a whole-context prefill
+  for (size_t i = 0; i < forgot.steps.size(); ++i) {
+    const telemetry::StepRecord& step = forgot.steps[i];
+    EXPECT_EQ(step.decode_tokens, 0) << i;
+    EXPECT_EQ(step.prefill_tokens, 6 + static_cast<int64_t>(i)) << i;
+    ASSERT_EQ(step.batch.size(), 1u);
+    EXPECT_EQ(step.batch[0].phase, i == 0 ? telemetry::SequencePhase::kPrefill
+                                          : telemetry::SequencePhase::kRecompute)
+        << i;
+  }
+  EXPECT_EQ(without.pool().blocks_used(), 0);
+  EXPECT_EQ(without.kv_usage().blocks_free_cached, 0);  // nothing kept, not even a prefix
+}
+
 TEST_P(EngineTest, PrefixReusePrefillsOnlyTheUncachedTokens) {
   OPEN_OR_SKIP(m, "llama-f32");
   std::mt19937 rng(3);
