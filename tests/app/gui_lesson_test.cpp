@@ -258,6 +258,32 @@ TEST_F(LessonFixture, SetActivationsRebuildsTheCpuBackendWithEightBitActivations
   EXPECT_FALSE(window_->engine_info()->quantised_activations);
 }
 
+// quant_compare waits for the panel's whole comparison; select_variant picks the row the
+// variant_* measures then read, the same numbers the panel's table shows.
+TEST_F(LessonFixture, QuantCompareWaitsForTheComparisonAndSelectVariantPicksItsRow) {
+  EXPECT_NE(dispatcher_->check({"quant_compare", QStringList{"q3_k"}}), QString());
+  EXPECT_NE(dispatcher_->check({"select_variant", QString("q5_0")}), QString());
+  ASSERT_EQ(run(actions_from_yaml("      - set_prompt: Lily and Ben\n"
+                                  "      - quant_compare: [q8_0]\n"
+                                  "      - select_variant: q8_0\n")),
+            "finished");
+  ASSERT_TRUE(window_->quant_lab().has_value());
+  ASSERT_TRUE(window_->quant_lab()->complete);
+  EXPECT_EQ(window_->current_panel(), PanelId::kQuantisation);
+  const eval::VariantReport& row = window_->quant_lab()->report.variants.at(0);
+  EXPECT_DOUBLE_EQ(measured("variant_decode_speedup"), row.decode_speedup);
+  EXPECT_DOUBLE_EQ(measured("variant_mean_kl"), row.quality.vs_baseline.mean_kl);
+  const std::vector<KvLayerSqnr>& kv = window_->quant_lab()->kv_layers;
+  ASSERT_GE(kv.size(), 2u);
+  EXPECT_DOUBLE_EQ(measured("kv_sqnr_first_db"), kv.front().sqnr_db);
+  EXPECT_DOUBLE_EQ(measured("kv_sqnr_last_db"), kv.back().sqnr_db);
+  EXPECT_DOUBLE_EQ(measured("kv_rounding_sqnr_last_db"), kv.back().rounding_only_sqnr_db);
+  // The first layer's inputs depend on no cache: its error is its rounding alone.
+  EXPECT_DOUBLE_EQ(kv.front().rounding_only_sqnr_db, kv.front().sqnr_db);
+  ASSERT_EQ(run(actions_from_yaml("      - select_variant: baseline\n")), "finished");
+  EXPECT_DOUBLE_EQ(measured("variant_decode_speedup"), 1.0);
+}
+
 TEST_F(LessonFixture, ARunCanBeCancelledAndTheWindowStopsGenerating) {
   outcome_.reset();
   dispatcher_->run(to_lesson_actions(
