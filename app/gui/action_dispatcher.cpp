@@ -142,7 +142,9 @@ ActionDispatcher::ActionDispatcher(MainWindow& window, QObject* parent)
   }
   poll_timer_->setInterval(kPollMs);
   connect(poll_timer_, &QTimer::timeout, this, [this] {
-    if (poll_condition_ && poll_condition_()) complete();
+    // A copy: a condition may fail() the run, which clears poll_condition_ while it runs.
+    const std::function<bool()> when = poll_condition_;
+    if (when && when()) complete();
   });
 }
 
@@ -153,14 +155,15 @@ const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
       "load_model",   "set_backend",    "set_kv_type",     "set_classmates",
       "set_batching", "set_batch_wait", "set_activations", "set_greedy",
       "set_prompt",   "set_max_tokens", "generate",        "decode_steps",
-      "batch_sweep",  "size_sweep",     "keep",            "open_panel",
-      "highlight",    "forget_cached_prefixes"};
+      "batch_sweep",  "size_sweep",     "quant_compare",   "select_variant",
+      "keep",         "open_panel",     "highlight",       "forget_cached_prefixes"};
   return names;
 }
 
 MeasureValue ActionDispatcher::measure(std::string_view name) const {
   return read_measure(
-      measure_inputs(window_, size_sweep_, run_start_counts_ ? &*run_start_counts_ : nullptr),
+      measure_inputs(window_, size_sweep_, run_start_counts_ ? &*run_start_counts_ : nullptr,
+                     variant_),
       name);
 }
 
@@ -344,6 +347,29 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
       if (!timing_model(s)) bad(a, "has no timing model " + s);
     }
     return size_sweep(sizes);
+  }
+  if (n == "quant_compare") {
+    const QStringList types = a.argument.toStringList();
+    const lessons::ActionSpec& spec = spec_of(a);
+    if (types.isEmpty()) bad(a, "needs a list of weight types, such as [q8_0, q4_0]");
+    for (const QString& type : types) {
+      if (std::find(spec.allowed.begin(), spec.allowed.end(), type.toStdString()) ==
+          spec.allowed.end()) {
+        bad(a, QString("has no weight type %1; it compares %2")
+                   .arg(type, QString::fromStdString(lessons::one_of(spec.allowed))));
+      }
+    }
+    return {quant_compare(types)};
+  }
+  if (n == "select_variant") {
+    const QString row = text_argument(a);
+    const lessons::ActionSpec& spec = spec_of(a);
+    if (std::find(spec.allowed.begin(), spec.allowed.end(), row.toStdString()) ==
+        spec.allowed.end()) {
+      bad(a, QString("is %1, not %2").arg(QString::fromStdString(lessons::one_of(spec.allowed)), row));
+    }
+    return {now(
+        "Reading the " + row + " row", [this, row] { variant_ = row.toStdString(); }, this)};
   }
   if (n == "keep") {
     const std::string name = text_argument(a).toStdString();
@@ -630,6 +656,30 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringLi
                          window_.open_model(path);
                        }});
   return tasks;
+}
+
+ActionDispatcher::Task ActionDispatcher::quant_compare(const QStringList& types) {
+  return Task{"Comparing " + types.join(", ") + " with F32", [this, types] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                if (window_.engine_info()->random_weights) {
+                  return fail("A random-weight model's variants compare noise; load_model: "
+                              "bundled first.");
+                }
+                const int64_t before = window_.quant_lab() ? window_.quant_lab()->serial : 0;
+                // Ours first: the panel, shown after, then has no first comparison of its own
+                // to start.
+                window_.compare_quantisation(types);
+                window_.show_panel(PanelId::kQuantisation);
+                wait_polling([this, before] {
+                  const std::optional<QuantLabReport>& lab = window_.quant_lab();
+                  if (!lab || !lab->complete || lab->serial <= before) return false;
+                  if (!lab->report.baseline.type.empty()) return true;
+                  fail("The comparison measured nothing: " +
+                       QString::fromStdString(lab->problems.empty() ? std::string("no reason given")
+                                                                    : lab->problems.front()));
+                  return false;
+                });
+              }};
 }
 
 ActionDispatcher::Task ActionDispatcher::highlight(const QString& panel, const QString& element) {

@@ -105,6 +105,7 @@ class ActionDispatcher : public QObject {
   Task decode_steps(int steps);
   Task batch_sweep();
   std::vector<Task> size_sweep(const QStringList& sizes);
+  Task quant_compare(const QStringList& types);
   Task highlight(const QString& panel, const QString& element);
   void keep(const std::string& name);
   const TimingModel* timing_model(const QString& label) const;
@@ -112,6 +113,7 @@ class ActionDispatcher : public QObject {
   MainWindow& window_;
   std::vector<TimingModel> timing_models_;
   std::vector<SizeSweepPoint> size_sweep_;
+  std::string variant_;  // the comparison row select_variant chose (kept across runs)
   std::optional<FoldCounts> run_start_counts_;
   std::map<std::string, std::map<std::string, double>> kept_;
   std::deque<Task> tasks_;

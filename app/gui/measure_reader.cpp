@@ -179,15 +179,16 @@ MeasureValue decode_kv_bytes_per_step(const MeasureInputs& in) {
   return value(sums->kv_bytes_read / static_cast<double>(sums->steps), "bytes");
 }
 
-MeasureValue sweep_speedup_8(const MeasureInputs& in) {
+// Throughput at max batch `batch` over batch 1's, from the batch sweep.
+MeasureValue sweep_speedup(const MeasureInputs& in, int batch) {
   double one = 0.0;
-  double eight = 0.0;
+  double at_batch = 0.0;
   for (const BatchSweepPoint& p : *in.batch_sweep) {
     if (p.max_batch == 1) one = p.tokens_per_s();
-    if (p.max_batch == 8) eight = p.tokens_per_s();
+    if (p.max_batch == batch) at_batch = p.tokens_per_s();
   }
-  if (one <= 0.0 || eight <= 0.0) return missing("x", "Run the batch sweep first.");
-  return value(eight / one, "x");
+  if (one <= 0.0 || at_batch <= 0.0) return missing("x", "Run the batch sweep first.");
+  return value(at_batch / one, "x");
 }
 
 // KV events of one kind since the experiment started (the folder starts over with each
@@ -231,6 +232,39 @@ MeasureValue all_points_under_roofs(const MeasureInputs& in) {
   }
   if (placed == 0) return missing(unit, "Generate first: the roofline places measured steps.");
   return value(1.0, unit);
+}
+
+constexpr const char* kCompareFirst = "Compare the variants first (quant_compare).";
+
+// The comparison row the variant_* measures read; nullptr before a complete comparison holds it.
+const eval::VariantReport* chosen_variant(const MeasureInputs& in) {
+  if (!in.quant_lab || in.quant_lab->report.baseline.type.empty()) return nullptr;
+  if (in.variant == "baseline") return &in.quant_lab->report.baseline;
+  for (const eval::VariantReport& v : in.quant_lab->report.variants) {
+    if (v.type == in.variant) return &v;
+  }
+  return nullptr;
+}
+
+MeasureValue from_variant(const MeasureInputs& in, const char* unit,
+                          const std::function<double(const eval::VariantReport&)>& figure) {
+  const eval::VariantReport* v = chosen_variant(in);
+  if (!v) {
+    return missing(unit, in.variant.empty()
+                             ? QString("Choose a row first (select_variant).")
+                             : QString("%1 has no row in the last comparison; %2")
+                                   .arg(QString::fromStdString(in.variant), kCompareFirst));
+  }
+  return value(figure(*v), unit);
+}
+
+// A layer's SQNR of the lab's Q8_0 KV cache (first or last layer; its own rounding alone or
+// the cache as stored).
+MeasureValue kv_sqnr(const MeasureInputs& in, bool last, bool rounding_only) {
+  if (!in.quant_lab || in.quant_lab->kv_layers.empty()) return missing("dB", kCompareFirst);
+  const KvLayerSqnr& layer =
+      last ? in.quant_lab->kv_layers.back() : in.quant_lab->kv_layers.front();
+  return value(rounding_only ? layer.rounding_only_sqnr_db : layer.sqnr_db, "dB");
 }
 
 using Reader = std::function<MeasureValue(const MeasureInputs&)>;
@@ -292,7 +326,8 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
        [](const MeasureInputs& in) {
          return roof(in, &compute::StepRoofs::compute_gflop_per_s, "GFLOP/s");
        }},
-      {"sweep_speedup_8", sweep_speedup_8},
+      {"sweep_speedup_8", [](const MeasureInputs& in) { return sweep_speedup(in, 8); }},
+      {"sweep_speedup_16", [](const MeasureInputs& in) { return sweep_speedup(in, 16); }},
       {"size_sweep_gbs",
        [](const MeasureInputs& in) {
          const std::optional<double> gbs = fitted_bandwidth_gbs(*in.size_sweep);
@@ -327,6 +362,37 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
          return kv_events_since(in, telemetry::KvEventKind::kPreempt, "requests");
        }},
       {"all_points_under_roofs", all_points_under_roofs},
+      {"variant_mean_kl",
+       [](const MeasureInputs& in) {
+         return from_variant(in, "nats", [](const eval::VariantReport& v) {
+           return v.quality.vs_baseline.mean_kl;
+         });
+       }},
+      {"variant_top1_agreement",
+       [](const MeasureInputs& in) {
+         return from_variant(in, "%", [](const eval::VariantReport& v) {
+           return 100.0 * v.quality.vs_baseline.top1_agreement;
+         });
+       }},
+      {"variant_prefill_speedup",
+       [](const MeasureInputs& in) {
+         return from_variant(in, "x",
+                             [](const eval::VariantReport& v) { return v.prefill_speedup; });
+       }},
+      {"variant_decode_speedup",
+       [](const MeasureInputs& in) {
+         return from_variant(in, "x",
+                             [](const eval::VariantReport& v) { return v.decode_speedup; });
+       }},
+      {"variant_tpot_p99_ms",
+       [](const MeasureInputs& in) {
+         return from_variant(in, "ms",
+                             [](const eval::VariantReport& v) { return v.load.tpot_ms.p99; });
+       }},
+      {"kv_sqnr_first_db", [](const MeasureInputs& in) { return kv_sqnr(in, false, false); }},
+      {"kv_sqnr_last_db", [](const MeasureInputs& in) { return kv_sqnr(in, true, false); }},
+      {"kv_rounding_sqnr_last_db",
+       [](const MeasureInputs& in) { return kv_sqnr(in, true, true); }},
   };
   return list;
 }
@@ -334,9 +400,11 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
 }  // namespace
 
 MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSweepPoint>& sizes,
-                             const FoldCounts* since) {
+                             const FoldCounts* since, std::string variant) {
   MeasureInputs in;
   in.since = since;
+  in.quant_lab = window.quant_lab() && window.quant_lab()->complete ? &*window.quant_lab() : nullptr;
+  in.variant = std::move(variant);
   in.folder = &window.folder();
   in.engine = window.engine_info() ? &*window.engine_info() : nullptr;
   in.user_request = window.user_request();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/gui/engine_types.h"
+#include "app/gui/quant_lab.h"
 #include "app/gui/telemetry_folder.h"
 
 namespace servescope::gui {
@@ -38,10 +39,14 @@ struct MeasureInputs {
   // The folder's counts when the experiment started: evictions and preemptions are counted
   // from there (nullptr: since the engine started).
   const FoldCounts* since = nullptr;
+  // The quantisation lab's last report (nullptr before one) and the row of its comparison the
+  // variant_* measures read: "baseline" or a weight type ("q4_0").
+  const QuantLabReport* quant_lab = nullptr;
+  std::string variant = {};
 };
 
 MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSweepPoint>& sizes,
-                             const FoldCounts* since = nullptr);
+                             const FoldCounts* since = nullptr, std::string variant = {});
 
 struct MeasureValue {
   std::optional<double> value;

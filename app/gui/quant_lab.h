@@ -22,6 +22,9 @@ namespace servescope::gui {
 struct KvLayerSqnr {
   int64_t layer = 0;
   double sqnr_db = 0.0;  // keys and values together
+  // The F32 cache's keys and values rounded to the type: this layer's own rounding, without
+  // what earlier layers' rounded caches passed on (equal to sqnr_db in the first layer).
+  double rounding_only_sqnr_db = 0.0;
 };
 
 struct QuantLabReport {

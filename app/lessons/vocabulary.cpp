@@ -19,6 +19,15 @@ const std::vector<std::string>& panels_as_strings() {
   return panels;
 }
 
+// The weight types a lesson may compare in the quantisation lab (a subset of its choices).
+std::vector<std::string> quant_variant_names() { return {"f16", "q8_0", "q4_k_m", "q4_0"}; }
+
+std::vector<std::string> selectable_variants() {
+  std::vector<std::string> rows = {"baseline"};
+  for (const std::string& type : quant_variant_names()) rows.push_back(type);
+  return rows;
+}
+
 std::vector<ActionSpec> make_actions() {
   return {
       {"load_model",
@@ -154,6 +163,24 @@ std::vector<ActionSpec> make_actions() {
        "size_sweep: {sizes: [25M, 100M]}",
        "Measures decode milliseconds per token on each timing model and fits time against "
        "weight bytes."},
+      {"quant_compare",
+       ArgKind::kChoiceList,
+       quant_variant_names(),
+       0,
+       0,
+       {},
+       "quant_compare: [f16, q8_0, q4_0]",
+       "Opens the Quantisation panel, compares those weight types with the F32 baseline on "
+       "the same text and the same load (the panel's Compare) and waits until the comparison "
+       "is complete."},
+      {"select_variant",
+       ArgKind::kChoice,
+       selectable_variants(),
+       0,
+       0,
+       {},
+       "select_variant: q4_0",
+       "The row of the last comparison the variant_* measures read (baseline: the F32 row)."},
       {"keep",
        ArgKind::kText,
        {},
@@ -209,6 +236,7 @@ std::vector<MeasureSpec> make_measures() {
       {"cache_roof_gbs", "GB/s", "the device's measured cache bandwidth roof"},
       {"compute_roof_gflops", "GFLOP/s", "the device's measured compute roof"},
       {"sweep_speedup_8", "x", "batch-8 throughput divided by batch-1 throughput (batch sweep)"},
+      {"sweep_speedup_16", "x", "batch-16 throughput divided by batch-1 throughput (batch sweep)"},
       {"size_sweep_gbs", "GB/s",
        "the fitted slope of decode time against weight bytes (size sweep), as bandwidth"},
       {"size_sweep_gflops", "GFLOP/s",
@@ -235,6 +263,26 @@ std::vector<MeasureSpec> make_measures() {
        "requests preempted (their blocks freed, recomputed later) during the experiment"},
       {"all_points_under_roofs", "true/false",
        "1 when every step on the roofline is at or under its roof, 0 when one is above"},
+      {"variant_mean_kl", "nats",
+       "the selected comparison row's mean KL divergence of next-token probabilities from "
+       "the F32 baseline's (quant_compare, select_variant)"},
+      {"variant_top1_agreement", "%",
+       "the share of positions where the selected row's likeliest next token is the "
+       "baseline's"},
+      {"variant_prefill_speedup", "x",
+       "the selected row's prefill tokens per second over the baseline's, same backend, same "
+       "run"},
+      {"variant_decode_speedup", "x",
+       "the selected row's batch-1 decode tokens per second over the baseline's"},
+      {"variant_tpot_p99_ms", "ms",
+       "the selected row's p99 time per output token under the comparison's fixed load"},
+      {"kv_sqnr_first_db", "dB",
+       "SQNR of the first layer's Q8_0 cache against an F32 cache after the prompt "
+       "(quant_compare)"},
+      {"kv_sqnr_last_db", "dB", "the same for the last layer"},
+      {"kv_rounding_sqnr_last_db", "dB",
+       "the last layer's F32 keys and values rounded to Q8_0: its own rounding alone, nothing "
+       "inherited from earlier layers"},
   };
 }
 

@@ -232,6 +232,55 @@ TEST(MeasureReader, DecodeIntensityAndKvReadsAreThoseOfTheStepsTheLearnersTokens
   EXPECT_DOUBLE_EQ(read_measure(in, "kv_bytes_per_token").value.value_or(-1.0), 2560.0);
 }
 
+// The quantisation measures read the row select_variant chose and the lab's KV error, and
+// nothing before a comparison holds that row.
+TEST(MeasureReader, TheVariantMeasuresReadTheChosenRowAndTheKvErrorItsLayers) {
+  QuantLabReport lab;
+  lab.complete = true;
+  lab.report.baseline.type = "f32";
+  eval::VariantReport q4;
+  q4.type = "q4_0";
+  q4.quality.vs_baseline.mean_kl = 0.04;
+  q4.quality.vs_baseline.top1_agreement = 0.875;
+  q4.prefill_speedup = 1.25;
+  q4.decode_speedup = 1.75;
+  q4.load.tpot_ms.p99 = 3.5;
+  lab.report.variants.push_back(q4);
+  lab.kv_layers = {{0, 46.0, 46.0}, {1, 44.0, 44.2}, {2, 42.5, 43.0}};
+  TelemetryFolder folder;
+  const QVector<BatchSweepPoint> sweep;
+  const std::vector<SizeSweepPoint> sizes;
+  MeasureInputs in{&folder, nullptr, -1, &sweep, &sizes};
+  in.quant_lab = &lab;
+  in.variant = "q4_0";
+  EXPECT_DOUBLE_EQ(*read_measure(in, "variant_mean_kl").value, 0.04);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "variant_top1_agreement").value, 87.5);
+  EXPECT_EQ(read_measure(in, "variant_top1_agreement").unit, "%");
+  EXPECT_DOUBLE_EQ(*read_measure(in, "variant_prefill_speedup").value, 1.25);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "variant_decode_speedup").value, 1.75);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "variant_tpot_p99_ms").value, 3.5);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "kv_sqnr_first_db").value, 46.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "kv_sqnr_last_db").value, 42.5);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "kv_rounding_sqnr_last_db").value, 43.0);
+  in.variant = "baseline";
+  EXPECT_DOUBLE_EQ(*read_measure(in, "variant_decode_speedup").value, 1.0);
+  in.variant = "q8_0";  // not compared: no row, and the measure says so
+  EXPECT_FALSE(read_measure(in, "variant_mean_kl").value.has_value());
+  EXPECT_TRUE(read_measure(in, "variant_mean_kl").missing.contains("q8_0"));
+}
+
+// Each batch size's speed-up is its own sweep point over batch 1's: 16 is not 8's.
+TEST(MeasureReader, TheSweepSpeedUpsReadTheirOwnBatchSize) {
+  TelemetryFolder folder;
+  // 100 tokens in 100 ms at batch 1, 700 at batch 8, 800 at batch 16 (tokens per second).
+  const QVector<BatchSweepPoint> sweep = {
+      {1, {100, 100, 1000.0}, 0, 0}, {8, {100, 700, 1000.0}, 0, 0}, {16, {100, 800, 1000.0}, 0, 0}};
+  const std::vector<SizeSweepPoint> sizes;
+  const MeasureInputs in{&folder, nullptr, -1, &sweep, &sizes};
+  EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_speedup_8").value, 7.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_speedup_16").value, 8.0);
+}
+
 TEST_F(LessonFixture, EveryActionExampleOfTheVocabularyIsAcceptedAndEveryElementPainted) {
   // Each action's example, as an author writes it, passes the dispatcher's argument checks.
   for (const lessons::ActionSpec& spec : lessons::action_specs()) {
@@ -311,6 +360,32 @@ TEST_F(LessonFixture, SetActivationsRebuildsTheCpuBackendWithEightBitActivations
   ASSERT_EQ(run(actions_from_yaml("      - generate: {max_tokens: 3}\n")), "finished");
   ASSERT_EQ(run(actions_from_yaml("      - set_activations: f32\n")), "finished");
   EXPECT_FALSE(window_->engine_info()->quantised_activations);
+}
+
+// quant_compare waits for the panel's whole comparison; select_variant picks the row the
+// variant_* measures then read, the same numbers the panel's table shows.
+TEST_F(LessonFixture, QuantCompareWaitsForTheComparisonAndSelectVariantPicksItsRow) {
+  EXPECT_NE(dispatcher_->check({"quant_compare", QStringList{"q3_k"}}), QString());
+  EXPECT_NE(dispatcher_->check({"select_variant", QString("q5_0")}), QString());
+  ASSERT_EQ(run(actions_from_yaml("      - set_prompt: Lily and Ben\n"
+                                  "      - quant_compare: [q8_0]\n"
+                                  "      - select_variant: q8_0\n")),
+            "finished");
+  ASSERT_TRUE(window_->quant_lab().has_value());
+  ASSERT_TRUE(window_->quant_lab()->complete);
+  EXPECT_EQ(window_->current_panel(), PanelId::kQuantisation);
+  const eval::VariantReport& row = window_->quant_lab()->report.variants.at(0);
+  EXPECT_DOUBLE_EQ(measured("variant_decode_speedup"), row.decode_speedup);
+  EXPECT_DOUBLE_EQ(measured("variant_mean_kl"), row.quality.vs_baseline.mean_kl);
+  const std::vector<KvLayerSqnr>& kv = window_->quant_lab()->kv_layers;
+  ASSERT_GE(kv.size(), 2u);
+  EXPECT_DOUBLE_EQ(measured("kv_sqnr_first_db"), kv.front().sqnr_db);
+  EXPECT_DOUBLE_EQ(measured("kv_sqnr_last_db"), kv.back().sqnr_db);
+  EXPECT_DOUBLE_EQ(measured("kv_rounding_sqnr_last_db"), kv.back().rounding_only_sqnr_db);
+  // The first layer's inputs depend on no cache: its error is its rounding alone.
+  EXPECT_DOUBLE_EQ(kv.front().rounding_only_sqnr_db, kv.front().sqnr_db);
+  ASSERT_EQ(run(actions_from_yaml("      - select_variant: baseline\n")), "finished");
+  EXPECT_DOUBLE_EQ(measured("variant_decode_speedup"), 1.0);
 }
 
 TEST_F(LessonFixture, ARunCanBeCancelledAndTheWindowStopsGenerating) {
