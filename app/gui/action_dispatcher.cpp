@@ -156,7 +156,8 @@ const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
       "set_batching", "set_batch_wait", "set_activations", "set_greedy",
       "set_prompt",   "set_max_tokens", "generate",        "decode_steps",
       "batch_sweep",  "size_sweep",     "quant_compare",   "select_variant",
-      "keep",         "open_panel",     "highlight",       "forget_cached_prefixes"};
+      "keep",         "open_panel",     "highlight",       "forget_cached_prefixes",
+      "set_kv_cache"};
   return names;
 }
 
@@ -286,6 +287,11 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     const QString which = text_argument(a);
     if (!parse_kv_type(which)) bad(a, "is f32, f16 or q8_0, not " + which);
     return {set_kv_type(which)};
+  }
+  if (n == "set_kv_cache") {
+    const QString which = text_argument(a);
+    if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
+    return {set_keep_kv(which == "on")};
   }
   if (n == "set_classmates") {
     const int count = int_argument(a);
@@ -477,6 +483,18 @@ ActionDispatcher::Task ActionDispatcher::set_kv_type(const QString& which) {
                          [this, type] { return window_.engine_info()->kv_type == type; });
                 fail_on_window_failure();
                 window_.set_kv_type(type);
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_keep_kv(bool keep) {
+  return Task{keep ? "KV cache on" : "KV cache off", [this, keep] {
+                const auto& info = window_.engine_info();
+                if (!info) return fail("No model is loaded yet.");
+                if (info->keep_kv == keep) return complete();
+                wait_for(&MainWindow::engine_ready,
+                         [this, keep] { return window_.engine_info()->keep_kv == keep; });
+                fail_on_window_failure();
+                window_.set_keep_kv(keep);
               }};
 }
 

@@ -98,6 +98,7 @@ class ActionDispatcher : public QObject {
   Task load_model(const QString& which);
   Task set_backend(const QString& which);
   Task set_kv_type(const QString& which);
+  Task set_keep_kv(bool keep);
   // Either part left unset keeps what the window has.
   Task set_batching(std::optional<bool> static_batches, std::optional<int> wait_ms);
   Task set_activations(bool quantised);

@@ -89,6 +89,8 @@ struct EngineInfo {
   // The untimed kernel warm-up this engine ran before its first step (serving/warm_up.h).
   double warm_up_ms = 0.0;
   BatchingChoice batching;  // as the engine's scheduler holds it
+  // false: the engine serves without a KV cache (every token recomputes its context).
+  bool keep_kv = true;
   // Device memory by purpose, from the backend's accounting (0: not reported by the backend).
   uint64_t memory_weights_bytes = 0;
   uint64_t memory_kv_bytes = 0;

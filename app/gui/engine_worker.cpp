@@ -439,6 +439,7 @@ void EngineWorker::rebuild_engine() {
   config.kv_budget_setting = "the KV budget (Serving toolbar)";
   config.batching = policy_of(batching_);
   config.batch_wait_ms = batching_.wait_ms;
+  config.keep_kv = keep_kv_;
   queue_ = std::make_shared<telemetry::TelemetryQueue>(1 << 16);
   attention_ = std::make_shared<AttentionMailbox>();
   attention_sample_ = {};
@@ -553,6 +554,7 @@ EngineInfo EngineWorker::engine_info() const {
   info.kv_bytes_total = usage.bytes_total;
   info.max_batch_size = engine_->scheduler().config().max_batch_size;
   info.batching = engine_batching();
+  info.keep_kv = keep_kv_;
   info.bos_id = tokenizer_->vocabulary().bos_id;
   info.eos_id = tokenizer_->vocabulary().eos_id;
   info.tokenizer = tokenizer_;
@@ -567,6 +569,14 @@ void EngineWorker::set_kv_type(gguf::GgmlType type) {
   const bool was_generating = user_request_.has_value();
   rebuild_engine();
   if (was_generating) Q_EMIT generation_finished("KV precision changed");
+}
+
+void EngineWorker::set_keep_kv(bool keep) {
+  if (keep == keep_kv_) return;
+  keep_kv_ = keep;
+  const bool was_generating = user_request_.has_value();
+  rebuild_engine();
+  if (was_generating) Q_EMIT generation_finished(keep ? "KV cache switched on" : "KV cache switched off");
 }
 
 void EngineWorker::set_kv_budget_mib(int mib) {

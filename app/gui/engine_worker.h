@@ -84,6 +84,9 @@ class EngineWorker : public QObject {
   void open_timing_model(const servescope::gui::TimingModel& model, const QString& path,
                          servescope::gui::BackendChoice backend);
   void set_kv_type(servescope::gguf::GgmlType type);
+  // false: the engine is rebuilt to serve without a KV cache, recomputing each token's whole
+  // context (the lessons' foil); true: with it again.
+  void set_keep_kv(bool keep);
   // The KV cache's memory budget in MiB (0: automatic, kKvBlocks blocks at most the engine's
   // default budget); the engine is rebuilt with a pool of what it buys.
   void set_kv_budget_mib(int mib);
@@ -211,6 +214,7 @@ class EngineWorker : public QObject {
   QString model_path_;
   BackendChoice backend_;
   gguf::GgmlType kv_type_ = gguf::GgmlType::F16;
+  bool keep_kv_ = true;
   int kv_budget_mib_ = 0;  // 0: automatic
   BatchingChoice batching_;
   bool collecting_ = false;  // the last batch_collecting() said a batch was collecting

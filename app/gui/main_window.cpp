@@ -465,6 +465,10 @@ void MainWindow::set_kv_type(gguf::GgmlType type) {
   QMetaObject::invokeMethod(worker_, [w = worker_, type] { w->set_kv_type(type); });
 }
 
+void MainWindow::set_keep_kv(bool keep) {
+  QMetaObject::invokeMethod(worker_, [w = worker_, keep] { w->set_keep_kv(keep); });
+}
+
 void MainWindow::set_batching(const BatchingChoice& batching) {
   const QSignalBlocker block(batch_wait_);  // one message to the worker, not two
   batching_picker_->setCurrentIndex(batching.static_batches ? 1 : 0);
@@ -867,10 +871,12 @@ void MainWindow::update_generated_chips() {
 // folder state, so they never show two figures for the bytes held.
 void MainWindow::update_kv_status() {
   if (!engine_info_) return;
-  const QString text = QString("KV %1: %2 / %3")
-                           .arg(kv_type_label(engine_info_->kv_type),
-                                bytes_text(folder_.kv_bytes_used()),
-                                bytes_text(engine_info_->kv_bytes_total));
+  const QString text =
+      engine_info_->keep_kv
+          ? QString("KV %1: %2 / %3")
+                .arg(kv_type_label(engine_info_->kv_type), bytes_text(folder_.kv_bytes_used()),
+                     bytes_text(engine_info_->kv_bytes_total))
+          : QString("KV cache off: every token recomputes its context");
   if (status_kv_->text() != text) status_kv_->setText(text);  // no relayout when unchanged
 }
 

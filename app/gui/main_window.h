@@ -78,6 +78,8 @@ class MainWindow : public QMainWindow {
   void set_continuous_classmates(bool continuous);
   void set_speed(Speed speed);
   void set_kv_type(gguf::GgmlType type);
+  // false: serve without a KV cache (each token recomputes its context); the status bar says so.
+  void set_keep_kv(bool keep);
   // Continuous or static batching (with its wait), from the next batch on.
   void set_batching(const BatchingChoice& batching);
   // CPU backend only: 8-bit activations (true) or the exact float path; the model is reloaded

@@ -323,6 +323,26 @@ TEST_F(LessonFixture, ForgettingCachedPrefixesMakesTheNextPrefillComputeTheWhole
   EXPECT_EQ(cached_of_last(), 0);
 }
 
+// Without the KV cache the window's engine recomputes every token's context: no decode step
+// at all, and switching it on again gives decode steps back.
+TEST_F(LessonFixture, SwitchingTheKvCacheOffRecomputesEveryTokensContext) {
+  const auto decode_steps = [this] {
+    return std::ranges::count_if(window_->folder().steps(), telemetry::is_decode_step);
+  };
+  ASSERT_EQ(run(actions_from_yaml("      - set_greedy: true\n"
+                                  "      - set_kv_cache: off\n"
+                                  "      - generate: {max_tokens: 4}\n")),
+            "finished");
+  EXPECT_FALSE(window_->engine_info()->keep_kv);
+  EXPECT_EQ(decode_steps(), 0);
+  EXPECT_GE(window_->folder().steps().size(), 4u);  // one whole-context prefill per token
+  ASSERT_EQ(run(actions_from_yaml("      - set_kv_cache: on\n"
+                                  "      - generate: {max_tokens: 4}\n")),
+            "finished");
+  EXPECT_TRUE(window_->engine_info()->keep_kv);
+  EXPECT_GT(decode_steps(), 0);
+}
+
 TEST_F(LessonFixture, StaticBatchingMakesTheRequestWaitForItsBatchAndTheTtftShowsIt) {
   constexpr int kWaitMs = 250;
   int collecting_reports = 0;
