@@ -382,7 +382,9 @@ void PhasesPanel::paint_decode_chart(QPainter& painter, const QRectF& area) {
 
 void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
   const Theme& t = theme();
-  qreal y = area.top() + chart::draw_heading(painter, area, tr("Throughput per phase"), t);
+  // Over every step the timeline shows, not one request's: a lesson's table reads its request.
+  qreal y = area.top() +
+            chart::draw_heading(painter, area, tr("Throughput per phase, all steps above"), t);
   const QFontMetricsF metrics(painter.font());
   const QStringList labels = throughput_labels();
   const std::array<double, 2> rates = {snapshot_.prefill_tokens_per_s,

@@ -63,12 +63,6 @@ MeasureValue roof(const MeasureInputs& in, double compute::StepRoofs::*field, co
   return value(v, unit);
 }
 
-MeasureValue decode_weight_bytes(const MeasureInputs& in) {
-  const std::optional<DecodeStepMeans> means = mean_decode_step(in.folder->steps());
-  if (!means) return missing("bytes", "Generate first: it is measured on decode steps.");
-  return value(means->weight_bytes_read, "bytes");
-}
-
 // The bandwidth roof the loaded model's weights are read under: the cache roof when they fit
 // the last-level cache, else main memory's (as the roofline judges a step by its working set).
 MeasureValue working_set_roof_gbs(const MeasureInputs& in) {
@@ -115,18 +109,6 @@ MeasureValue decode_attention_ms(const MeasureInputs& in) {
   return value(ms / static_cast<double>(steps), "ms");
 }
 
-MeasureValue achieved_gbs(const MeasureInputs& in) {
-  double bytes = 0.0;
-  double ms = 0.0;
-  for (const telemetry::StepRecord& s : in.folder->steps()) {
-    if (s.prefill_tokens != 0 || s.decode_tokens == 0 || s.wall_ms <= 0.0) continue;
-    bytes += static_cast<double>(s.bytes_moved());
-    ms += s.wall_ms;
-  }
-  if (ms <= 0.0) return missing("GB/s", "Generate first: it is measured on decode steps.");
-  return value(bytes / ms / 1e6, "GB/s");
-}
-
 // Tokens every request got (the learner's and the classmates') from the learner's arrival to
 // its last token, per second of that span: the server's throughput while the learner waited
 // and was served, waiting for a batch included.
@@ -149,8 +131,10 @@ MeasureValue class_tokens_per_s(const MeasureInputs& in) {
 struct RodeSums {
   int64_t steps = 0;
   double flops = 0.0;
-  double bytes = 0.0;
+  double bytes = 0.0;  // moved: weights and KV read, KV written
+  double weight_bytes_read = 0.0;
   double kv_bytes_read = 0.0;
+  double step_ms = 0.0;
 };
 std::optional<RodeSums> steps_rode(const MeasureInputs& in) {
   const telemetry::RequestRecord* r = user_record(in);
@@ -161,7 +145,9 @@ std::optional<RodeSums> steps_rode(const MeasureInputs& in) {
     ++sums.steps;
     sums.flops += s.flops;
     sums.bytes += static_cast<double>(s.bytes_moved());
+    sums.weight_bytes_read += static_cast<double>(s.weight_bytes_read);
     sums.kv_bytes_read += static_cast<double>(s.kv_bytes_read);
+    sums.step_ms += telemetry::step_time_ms(s);
   }
   if (sums.steps == 0 || sums.bytes <= 0.0) return std::nullopt;
   return sums;
@@ -177,6 +163,27 @@ MeasureValue decode_kv_bytes_per_step(const MeasureInputs& in) {
   const std::optional<RodeSums> sums = steps_rode(in);
   if (!sums) return missing("bytes", kGenerateFirst);
   return value(sums->kv_bytes_read / static_cast<double>(sums->steps), "bytes");
+}
+
+// The weight bytes one of those steps read: every matrix, but one embedding row per token.
+MeasureValue decode_weight_bytes(const MeasureInputs& in) {
+  const std::optional<RodeSums> sums = steps_rode(in);
+  if (!sums) return missing("bytes", kGenerateFirst);
+  return value(sums->weight_bytes_read / static_cast<double>(sums->steps), "bytes");
+}
+
+MeasureValue decode_step_ms(const MeasureInputs& in) {
+  const std::optional<RodeSums> sums = steps_rode(in);
+  if (!sums) return missing("ms", kGenerateFirst);
+  return value(sums->step_ms / static_cast<double>(sums->steps), "ms");
+}
+
+// Bytes moved over step time, summed over the same steps: decode_weight_bytes plus the KV
+// traffic, over decode_step_ms.
+MeasureValue achieved_gbs(const MeasureInputs& in) {
+  const std::optional<RodeSums> sums = steps_rode(in);
+  if (!sums || sums->step_ms <= 0.0) return missing("GB/s", kGenerateFirst);
+  return value(sums->bytes / sums->step_ms / 1e6, "GB/s");
 }
 
 // Throughput at max batch `batch` over batch 1's, from the batch sweep.
@@ -341,6 +348,7 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
          return value(*gflops, "GFLOP/s");
        }},
       {"decode_weight_bytes", decode_weight_bytes},
+      {"decode_step_ms", decode_step_ms},
       {"attention_ms_per_100_context", attention_ms_per_100_context},
       {"decode_attention_ms", decode_attention_ms},
       {"working_set_roof_gbs", working_set_roof_gbs},

@@ -234,7 +234,9 @@ std::vector<MeasureSpec> make_measures() {
       {"prefill_tokens_per_s", "tokens/s", "prompt tokens processed per second in prefill"},
       {"decode_ms_per_token", "ms", "time per decode step of the last request"},
       {"decode_tokens_per_s", "tokens/s", "tokens generated per second while decoding"},
-      {"achieved_gbs", "GB/s", "bytes moved per decode step divided by the step's time"},
+      {"achieved_gbs", "GB/s",
+       "bytes moved (weights and KV) over step time, summed over the decode steps of the "
+       "learner's request"},
       {"decode_flops_per_byte", "FLOP/byte",
        "FLOPs per byte moved (weights and KV) of the decode steps that made the learner's "
        "tokens: their arithmetic intensity"},
@@ -252,8 +254,11 @@ std::vector<MeasureSpec> make_measures() {
        "the fitted slope of decode time against FLOPs per token (size sweep), as arithmetic "
        "rate"},
       {"decode_weight_bytes", "bytes",
-       "weight bytes a decode step read, mean over the decode steps (every matrix, one "
-       "embedding row per token)"},
+       "weight bytes a decode step of the learner's request read, mean over those steps (every "
+       "matrix, one embedding row per token)"},
+      {"decode_step_ms", "ms",
+       "time of a decode step of the learner's request, mean over those steps (the gaps between "
+       "steps, which TPOT includes, left out)"},
       {"attention_ms_per_100_context", "ms",
        "how much a batch-1 decode step's attention time grew per 100 tokens of context "
        "(least-squares slope)"},
