@@ -49,7 +49,9 @@ PracticeView::PracticeView(ActionDispatcher& dispatcher, StepContext context, QW
   choice_group_ = new QButtonGroup(this);
   number_ = new QLineEdit;
   number_->setObjectName("answer-number");
-  number_->setPlaceholderText("Your answer, with or without its unit (e.g. 1,234,567, 1.18 MiB or 42 ms)");
+  // The example shows the formats read; it is no lesson's answer.
+  number_->setPlaceholderText(
+      "Your answer, with or without its unit (e.g. 1,234,567, 1.18 MiB or 42 ms)");
   explanation_ = new QPlainTextEdit;
   explanation_->setPlaceholderText(
       "Explain in a few sentences, then check it against the model "
