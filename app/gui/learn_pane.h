@@ -1,6 +1,8 @@
 // The Learn pane: the lesson list (with each lesson's progress) and, for the chosen lesson,
 // its steps (StepView), its practice questions and its flashcards. It moves through a lesson
-// step by step; lecture mode drives the same moves with its keys.
+// step by step; lecture mode drives the same moves with its keys. The lesson's introduction
+// (on its first step) and the step scroll as one page, by mouse wheel and keyboard, with
+// Back and Next always in view under it.
 #pragma once
 
 #include <QString>
@@ -15,8 +17,8 @@
 class QLabel;
 class QListWidget;
 class QPushButton;
+class QScrollArea;
 class QTabWidget;
-class QTextBrowser;
 
 namespace servescope::gui {
 
@@ -70,7 +72,8 @@ class LearnPane : public QWidget {
   QListWidget* list_;
   QLabel* problems_;
   QTabWidget* tabs_;
-  QTextBrowser* intro_;
+  QScrollArea* step_scroll_;
+  QLabel* intro_;
   StepView* step_view_;
   PracticeView* practice_;
   FlashcardView* flashcards_;

@@ -9,10 +9,15 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QListWidget>
+#include <QLabel>
 #include <QMenuBar>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QtTest/qtestspontaneevent.h>
+#include <QWheelEvent>
 #include <memory>
 
 #include "app/cli/commands.h"
@@ -133,6 +138,66 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
   EXPECT_FALSE(ui().lecture().active());
   EXPECT_TRUE(window_->menuBar()->isVisible());
   window_->stop();
+}
+
+// Every label of the step page lies inside the page's width and is as tall as its wrapped
+// text: nothing is cut, and nothing in the page scrolls on its own (no box with its own bars).
+void expect_step_page_fits(const QScrollArea& scroll, const QString& where) {
+  const QWidget* page = scroll.widget();
+  ASSERT_NE(page, nullptr);
+  EXPECT_LE(page->width(), scroll.viewport()->width()) << where.toStdString();
+  EXPECT_TRUE(page->findChildren<QAbstractScrollArea*>().isEmpty())
+      << where.toStdString() << ": a box inside the step scrolls on its own";
+  for (const QLabel* label : page->findChildren<QLabel*>()) {
+    if (!label->isVisibleTo(page) || label->text().isEmpty()) continue;
+    const QRect box(label->mapTo(page, QPoint(0, 0)), label->size());
+    EXPECT_LE(box.right(), page->width()) << where.toStdString() << ": "
+                                          << label->text().left(60).toStdString();
+    if (label->wordWrap()) {
+      EXPECT_GE(label->height(), label->heightForWidth(label->width()))
+          << where.toStdString() << ": cut off: " << label->text().left(60).toStdString();
+    }
+  }
+}
+
+TEST_F(LearnFixture, TheDockedStepWrapsToThePaneAndScrollsAsOnePageByWheelAndKeyboard) {
+  // The step's text sat in a small box cut mid-sentence that neither the wheel nor the keys
+  // moved, and the observe table was wider than the pane.
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  StepView& step = learn().step_view();
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }, 60000));
+  auto* scroll = learn().findChild<QScrollArea*>("step-scroll");
+  ASSERT_NE(scroll, nullptr) << "the step is one scrolling page";
+  for (const QSize screen : {QSize(1600, 1000), QSize(1280, 720)}) {
+    const QString where = QString("%1x%2").arg(screen.width()).arg(screen.height());
+    window_->resize(screen);
+    wait_until([] { return false; }, 100);  // the layouts settle
+    if (qEnvironmentVariableIsSet("SERVESCOPE_TEST_SHOTS")) {  // to look at the result
+      window_->grab().save(qEnvironmentVariable("SERVESCOPE_TEST_SHOTS") + "/learn-" + where +
+                           ".png");
+    }
+    expect_step_page_fits(*scroll, where);
+  }
+  // At 1280x720 the step is taller than the pane: the page scrolls as one.
+  QScrollBar* bar = scroll->verticalScrollBar();
+  ASSERT_GT(bar->maximum(), 0);
+  auto* text = scroll->widget()->findChild<QLabel*>("step-text");
+  ASSERT_NE(text, nullptr);
+  const QPointF at(text->width() / 2.0, text->height() / 2.0);
+  QWheelEvent wheel(at, text->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton,
+                    Qt::NoModifier, Qt::NoScrollPhase, false);
+  // As the window system delivers it (spontaneous), so it travels up to the scroll area.
+  QSpontaneKeyEvent::setSpontaneous(&wheel);
+  QApplication::instance()->notify(text, &wheel);
+  EXPECT_GT(bar->value(), 0) << "the wheel over the text scrolls the step";
+  scroll->setFocus();
+  QTest::keyClick(scroll, Qt::Key_End, Qt::ControlModifier);
+  EXPECT_EQ(bar->value(), bar->maximum());
+  QTest::keyClick(scroll, Qt::Key_Home, Qt::ControlModifier);
+  EXPECT_EQ(bar->value(), 0);
+  QTest::keyClick(scroll, Qt::Key_Down);
+  EXPECT_GT(bar->value(), 0);
 }
 
 TEST_F(LearnFixture, AStepsExplanationKeepsTheFiguresItsTableShowsWhileTheEngineRunsOn) {
