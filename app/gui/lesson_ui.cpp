@@ -6,6 +6,7 @@
 #include <QFileDialog>
 #include <QMenu>
 #include <QMenuBar>
+#include <algorithm>
 
 #include "app/common/data_files.h"
 #include "app/gui/action_dispatcher.h"
@@ -16,6 +17,23 @@
 
 namespace servescope::gui {
 namespace {
+
+lessons::StepResultRecord result_record(const std::string& lesson, const StepOutcome& outcome) {
+  lessons::StepResultRecord record{lesson, outcome.step_id, outcome.measures, {},
+                                   QDateTime::currentDateTimeUtc()};
+  for (const lessons::ConditionResult& c : outcome.conditions) {
+    record.conditions.push_back({c.condition, c.passed});
+  }
+  return record;
+}
+
+StepOutcome outcome_of(const lessons::StepResultRecord& record) {
+  StepOutcome outcome{record.step, record.measures, {}};
+  for (const lessons::ConditionRecord& c : record.conditions) {
+    outcome.conditions.push_back({c.condition, std::nullopt, c.passed, {}});
+  }
+  return outcome;
+}
 
 QMenu* menu_named(MainWindow& window, const QString& title) {
   for (QAction* a : window.menuBar()->actions()) {
@@ -116,16 +134,10 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
           [this](const QString& lesson, const QString& step) {
             progress_.lesson = lesson.toStdString();
             progress_.step = step.toStdString();
-            // The learner's last prediction for this step, back in its place.
-            for (auto it = progress_.predictions.rbegin(); it != progress_.predictions.rend();
-                 ++it) {
-              if (it->lesson == progress_.lesson && it->step == progress_.step) {
-                learn_->step_view().set_prediction(QString::fromStdString(it->value).toDouble());
-                break;
-              }
-            }
+            restore_step();
             save_progress();
           });
+  connect(&learn_->step_view(), &StepView::run_finished, this, &LessonUi::keep_step_result);
   connect(&learn_->step_view(), &StepView::predicted, this, [this](const QString& step, double v) {
     if (!learn_->current_lesson()) return;
     progress_.predictions.push_back({learn_->current_lesson()->id, step.toStdString(),
@@ -166,12 +178,18 @@ void LessonUi::apply_progress() {
     answered[a.lesson + "/" + a.question] = a.correct;
   }
   learn_->practice().set_answered(answered);
+  // A step predicted in, or whose experiment completed, counts as reached.
+  const auto visited = [&](const std::string& lesson, const std::string& step) {
+    return progress_.result(lesson, step) ||
+           std::any_of(progress_.predictions.begin(), progress_.predictions.end(),
+                       [&](const lessons::PredictionRecord& p) {
+                         return p.lesson == lesson && p.step == step;
+                       });
+  };
   for (const lessons::Lesson* l : learn_->lessons()) {
     for (size_t i = 0; i < l->steps.size(); ++i) {
-      for (const lessons::PredictionRecord& p : progress_.predictions) {
-        if (p.lesson == l->id && p.step == l->steps[i].id) {
-          learn_->set_reached(QString::fromStdString(l->id), static_cast<int>(i) + 1);
-        }
+      if (visited(l->id, l->steps[i].id)) {
+        learn_->set_reached(QString::fromStdString(l->id), static_cast<int>(i) + 1);
       }
     }
   }
@@ -185,6 +203,35 @@ void LessonUi::apply_progress() {
     if (lesson->steps[i].id == progress_.step) step = static_cast<int>(i);
   }
   learn_->open_lesson(QString::fromStdString(lesson->id), step);
+  restore_step();  // before the position is followed (a restart): the step as it was left
+}
+
+void LessonUi::keep_step_result() {
+  const lessons::Lesson* lesson = learn_->current_lesson();
+  const std::optional<StepOutcome>& outcome = learn_->step_view().outcome();
+  if (!lesson || !outcome) return;
+  progress_.keep_result(result_record(lesson->id, *outcome));
+  save_progress();
+}
+
+void LessonUi::restore_step() {
+  const lessons::Lesson* lesson = learn_->current_lesson();
+  if (!lesson) return;
+  const std::string& step = lesson->steps[static_cast<size_t>(learn_->current_step())].id;
+  // The learner's last prediction for this step, back in its place.
+  for (auto it = progress_.predictions.rbegin(); it != progress_.predictions.rend(); ++it) {
+    if (it->lesson == lesson->id && it->step == step) {
+      learn_->step_view().set_prediction(QString::fromStdString(it->value).toDouble());
+      break;
+    }
+  }
+  // The lesson's kept results: each step's measures for the steps.<id>.* of later steps, and
+  // this step's result on screen when its experiment completed before.
+  for (const lessons::StepResultRecord& r : progress_.results) {
+    if (r.lesson != lesson->id) continue;
+    learn_->step_view().remember(r.step, r.measures);
+    if (r.step == step) learn_->step_view().show_result(outcome_of(r));
+  }
 }
 
 void LessonUi::save_progress() {

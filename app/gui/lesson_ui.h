@@ -45,6 +45,11 @@ class LessonUi : public QObject {
   void restore_progress();
   void apply_progress();  // position and flashcards from progress_
   void save_progress();
+  // The step's experiment completed: its result is kept and saved at once.
+  void keep_step_result();
+  // The open step as the learner left it: their prediction and, when its experiment
+  // completed, its result.
+  void restore_step();
 
   MainWindow& window_;
   ActionDispatcher* dispatcher_;

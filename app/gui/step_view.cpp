@@ -303,6 +303,17 @@ void StepView::run() {
 
 void StepView::cancel() { runner_->cancel(); }
 
+void StepView::show_result(const StepOutcome& outcome) {
+  if (!lesson_ || outcome.step_id != lesson_->steps[static_cast<size_t>(index_)].id) return;
+  if (part_ == Part::kRunning) return;  // the run on screen is newer
+  runner_->remember(outcome.step_id, outcome.measures);
+  show_observations(outcome);
+}
+
+void StepView::remember(const std::string& step_id, const lessons::StepMeasures& measures) {
+  runner_->remember(step_id, measures);
+}
+
 // A measure as the observe table shows it: one run's value, or the median of the step's runs
 // with their spread; what to run first when it has none.
 QString StepView::measured_text(const std::string& measure) const {
@@ -333,6 +344,9 @@ void StepView::show_observations(StepOutcome outcome) {
   run_->setEnabled(true);
   run_->setText(step.run.empty() ? "Show the explanation" : "Run it again");
   cancel_->setEnabled(false);
+  progress_->setRange(0, 1);
+  progress_->setValue(1);
+  progress_->setFormat("Done");
   status_->clear();
   clear_observations();
   observed_ = context_.measured();

@@ -58,11 +58,16 @@ class StepView : public QWidget {
   QString explanation_markdown() const;
   // The last run's measures and conditions; nullopt before the step ran.
   const std::optional<StepOutcome>& outcome() const { return outcome_; }
+  // Shows a result the step's experiment gave before (the learner's progress), as if it had
+  // just finished; the step shown must be the outcome's.
+  void show_result(const StepOutcome& outcome);
+  // An earlier step's measures, for the steps.<id>.* a later step's conditions read.
+  void remember(const std::string& step_id, const lessons::StepMeasures& measures);
 
  Q_SIGNALS:
   void part_changed(servescope::gui::StepView::Part part);
   void predicted(const QString& step_id, double value);
-  void run_finished();
+  void run_finished();  // the experiment completed: outcome() is its result
 
  private:
   void show_observations(StepOutcome outcome);

@@ -28,6 +28,7 @@
 #include "app/gui/main_window.h"
 #include "app/lessons/generators.h"
 #include "app/lessons/model_facts.h"
+#include "app/lessons/progress_store.h"
 #include "tests/app/gui_test_support.h"
 
 namespace servescope::gui {
@@ -296,6 +297,49 @@ TEST_F(LearnFixture, FlashcardsAreReviewedWithTheKeyboardOnTheLeitnerBoxes) {
   // Tomorrow the known card is due again.
   cards.set_today(QDate::currentDate().addDays(1));
   EXPECT_EQ(cards.due().due[1], 1);
+}
+
+TEST_F(LearnFixture, AStepWhoseExperimentCompletedStaysCompletedInTheSessionAndAfterQuit) {
+  // A lesson finished at its last step reopened after File > Quit showing "Run the experiment"
+  // at that step; coming back to it in the same session did too.
+  // The KV cache lesson's last step is an experiment of one short run.
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  const lessons::Lesson& lesson = *learn().current_lesson();
+  const int last = static_cast<int>(lesson.steps.size()) - 1;
+  const std::string last_id = lesson.steps.back().id;
+  const QString all_steps = QString("(%1/%1 steps)").arg(lesson.steps.size());  // as listed
+  ASSERT_FALSE(lesson.steps.back().run.empty());
+  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  StepView& step = learn().step_view();
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }));
+  const QString shown = step.part_markdown();
+  // Saved at once: the file on disk holds the result before anything else happens.
+  QFile file(progress_.filePath("progress.json"));
+  ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+  const lessons::Progress on_disk = lessons::progress_from_json(file.readAll());
+  file.close();
+  ASSERT_NE(on_disk.result("kv-cache", last_id), nullptr);
+
+  // Away and back in the same session.
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  EXPECT_EQ(learn().step_view().part(), StepView::Part::kObserve);
+  EXPECT_EQ(learn().step_view().part_markdown(), shown);
+
+  // File > Quit, then a new session on the same progress folder.
+  window_->close();
+  open_window();
+  ASSERT_NE(learn().current_lesson(), nullptr);
+  EXPECT_EQ(learn().current_lesson()->id, "kv-cache");
+  EXPECT_EQ(learn().current_step(), last);
+  EXPECT_EQ(learn().step_view().part(), StepView::Part::kObserve);
+  EXPECT_EQ(learn().step_view().part_markdown(), shown);
+  const auto& all = learn().lessons();
+  const auto row = std::find(all.begin(), all.end(), learn().current_lesson()) - all.begin();
+  const QString listed =
+      learn().findChild<QListWidget*>("lesson-list")->item(static_cast<int>(row))->text();
+  EXPECT_TRUE(listed.contains(all_steps)) << listed.toStdString();
 }
 
 TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport) {
