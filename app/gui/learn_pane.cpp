@@ -177,19 +177,30 @@ bool LearnPane::open_lesson(const QString& id, int step) {
     const bool new_lesson = l != current_;
     current_ = l;
     step_ = step;
-    const lessons::Measurements measured = context_.measured();
-    lessons::FillContext fill;
-    fill.model = context_.model();
-    fill.measured = &measured;
-    intro_->setText(
-        QString("## %1\n\n%2")
-            .arg(qs(l->title), qs(lessons::fill_placeholders(l->intro, fill).text)));
+    fill_intro();
     if (new_lesson) practice_->show_lesson(*l);
     fill_list();
     show_current_step();
     return true;
   }
   return false;
+}
+
+void LearnPane::fill_intro() {
+  const lessons::Measurements measured = context_.measured();
+  lessons::FillContext fill;
+  fill.model = context_.model();
+  fill.measured = &measured;
+  intro_->setText(QString("## %1\n\n%2")
+                      .arg(qs(current_->title),
+                           qs(lessons::fill_placeholders(current_->intro, fill).text)));
+}
+
+void LearnPane::refill() {
+  if (!current_) return;
+  fill_intro();
+  step_view_->refill();
+  practice_->refill();
 }
 
 void LearnPane::show_current_step() {

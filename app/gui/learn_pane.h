@@ -45,6 +45,9 @@ class LearnPane : public QWidget {
   // Steps reached per lesson id (shown in the list); the progress store restores it.
   void set_reached(const QString& lesson, int steps);
 
+  // A model became ready: the open lesson's text and question are filled with its facts.
+  void refill();
+
   void next();
   void back();
   // One press of the lecture key: run the step's experiment, else go to the next step.
@@ -60,6 +63,7 @@ class LearnPane : public QWidget {
  private:
   void fill_list();
   void show_current_step();
+  void fill_intro();
 
   ActionDispatcher& dispatcher_;
   StepContext context_;

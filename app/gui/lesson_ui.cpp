@@ -85,6 +85,7 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
     } catch (const std::exception&) {
       facts_.reset();  // {{model.*}} stay as "?" rather than showing another model's numbers
     }
+    learn_->refill();  // what was shown before the model was ready has "?" for its figures
   });
   connect(lecture_->action(), &QAction::toggled, this, [this](bool on) {
     if (on) {

@@ -310,6 +310,14 @@ void StepView::show_result(const StepOutcome& outcome) {
   show_observations(outcome);
 }
 
+void StepView::refill() {
+  if (!lesson_) return;
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  text_->setText(filled(step.text));
+  if (step.predict) predict_prompt_->setText("**Predict:** " + filled(step.predict->prompt));
+  if (part_ == Part::kObserve) explain_->setText(explanation_markdown());
+}
+
 void StepView::remember(const std::string& step_id, const lessons::StepMeasures& measures) {
   runner_->remember(step_id, measures);
 }

@@ -61,6 +61,9 @@ class StepView : public QWidget {
   // Shows a result the step's experiment gave before (the learner's progress), as if it had
   // just finished; the step shown must be the outcome's.
   void show_result(const StepOutcome& outcome);
+  // The model's facts changed (a model became ready): the text's {{model.*}} are filled again;
+  // the learner's prediction and any result stay.
+  void refill();
   // An earlier step's measures, for the steps.<id>.* a later step's conditions read.
   void remember(const std::string& step_id, const lessons::StepMeasures& measures);
 

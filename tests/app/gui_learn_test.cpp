@@ -41,7 +41,8 @@ class LearnFixture : public ::testing::Test {
  protected:
   void SetUp() override { open_window(); }
 
-  void open_window() {
+  // wait_for_engine false: back before the engine has loaded its model.
+  void open_window(bool wait_for_engine = true) {
     app();
     WindowOptions options;
     options.remember_settings = false;
@@ -53,6 +54,7 @@ class LearnFixture : public ::testing::Test {
     window_ = std::make_unique<MainWindow>(options);
     window_->resize(1400, 900);
     window_->show();
+    if (!wait_for_engine) return;
     ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
     QApplication::setActiveWindow(window_.get());
   }
@@ -267,6 +269,36 @@ TEST_F(LearnFixture, AGeneratedQuestionIsMarkedByTheEnginesFormulaAndShowsItsWor
     ASSERT_TRUE(measured.value.has_value());
     EXPECT_EQ(*measured.value, expected.value);
   }
+}
+
+TEST_F(LearnFixture, AGeneratedQuestionShownBeforeTheModelLoadedIsFilledInWhenItIsReady) {
+  // It read "A device has ? MiB for ?... Load a model first" with the model loaded, until the
+  // learner chose the question again.
+  open_window(false);
+  ASSERT_EQ(ui().model_facts(), nullptr) << "the model is not ready yet";
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  const lessons::Lesson& lesson = *learn().current_lesson();
+  int index = -1;
+  for (size_t i = 0; i < lesson.questions.size() && index < 0; ++i) {
+    if (lesson.questions[i].generated()) index = static_cast<int>(i);
+  }
+  ASSERT_GE(index, 0) << "the KV lesson has a generated question";
+  PracticeView& practice = learn().practice();
+  ASSERT_TRUE(practice.show_question(index));
+  practice.type_answer("123");
+  ASSERT_TRUE(practice.prompt_markdown().contains("Load a model first"));
+  ASSERT_TRUE(wait_until([&] { return ui().model_facts() != nullptr; }));
+  EXPECT_FALSE(practice.prompt_markdown().contains("Load a model first"))
+      << practice.prompt_markdown().toStdString();
+  const QString refilled = practice.prompt_markdown();
+  EXPECT_EQ(practice.question_index(), index);
+  // What the learner typed stays: checking it marks 123 (wrong), not an empty answer.
+  const std::optional<lessons::AnswerResult> result = practice.check();
+  ASSERT_TRUE(result.has_value());
+  EXPECT_FALSE(result->correct);
+  // The same as choosing the question again shows.
+  ASSERT_TRUE(practice.show_question(index));
+  EXPECT_EQ(refilled, practice.prompt_markdown());
 }
 
 TEST_F(LearnFixture, FlashcardsAreReviewedWithTheKeyboardOnTheLeitnerBoxes) {
