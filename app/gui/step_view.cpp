@@ -23,6 +23,16 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+// The progress bar's words: which run of the step (when it repeats) and which action of it.
+QString progress_label(int run, int runs, int done, int total, const QString& what) {
+  const QString action = done >= total
+                             ? QString("done")
+                             : QString("%1 (action %2 of %3)").arg(what).arg(done + 1).arg(total);
+  if (runs <= 1) return done >= total ? QString("Done") : action;
+  if (done >= total && run >= runs) return "Done";
+  return QString("Run %1 of %2: %3").arg(run).arg(runs).arg(action);
+}
+
 // Text that wraps to the width it is given and takes the height it needs: the Learn pane
 // scrolls the whole step, never one box of it.
 QLabel* wrapping_label(const QString& text = {}, Qt::TextFormat format = Qt::PlainText) {
@@ -108,6 +118,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   cancel_ = new QPushButton("Cancel");
   cancel_->setToolTip("Stops the experiment; the window keeps what was measured so far");
   progress_ = new QProgressBar;
+  progress_->setObjectName("step-progress");
   progress_->setTextVisible(true);
   run_row->addWidget(run_);
   run_row->addWidget(cancel_);
@@ -146,15 +157,16 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   connect(&dispatcher_, &ActionDispatcher::progress, this,
           [this](int done, int total, const QString& what) {
             if (part_ != Part::kRunning) return;
-            progress_->setRange(0, std::max(total, 1));
-            progress_->setValue(done);
-            progress_->setFormat(done >= total
-                                     ? QString("Done")
-                                     : QString("%1 (%2 of %3)").arg(what).arg(done + 1).arg(total));
+            // One bar over every run of the step: each run's actions in turn.
+            progress_->setRange(0, std::max(total, 1) * runs_);
+            progress_->setValue((run_index_ - 1) * total + done);
+            progress_->setFormat(progress_label(run_index_, runs_, done, total, what));
           });
   connect(&dispatcher_, &ActionDispatcher::notice, this,
           [this](const QString& text) { status_->setText(text); });
   connect(runner_, &StepRunner::repetition, this, [this](int run, int runs) {
+    run_index_ = run;
+    runs_ = std::max(runs, 1);
     if (runs > 1) status_->setText(QString("Run %1 of %2: each side several times, for the spread.").arg(run).arg(runs));
   });
   connect(runner_, &StepRunner::finished, this, [this](const StepOutcome& outcome) {

@@ -92,6 +92,8 @@ class StepView : public QWidget {
   const lessons::Lesson* lesson_ = nullptr;
   int index_ = 0;
   Part part_ = Part::kPredict;
+  int run_index_ = 1;  // the run of the step under way, from 1
+  int runs_ = 1;       // of how many (its repeat)
 
   QLabel* heading_;
   QLabel* text_;

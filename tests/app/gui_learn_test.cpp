@@ -11,6 +11,7 @@
 #include <QListWidget>
 #include <QLabel>
 #include <QMenuBar>
+#include <QProgressBar>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTabWidget>
@@ -18,6 +19,7 @@
 #include <QTest>
 #include <QtTest/qtestspontaneevent.h>
 #include <QWheelEvent>
+#include <algorithm>
 #include <memory>
 
 #include "app/cli/commands.h"
@@ -201,6 +203,39 @@ TEST_F(LearnFixture, TheDockedStepWrapsToThePaneAndScrollsAsOnePageByWheelAndKey
   EXPECT_EQ(bar->value(), 0);
   QTest::keyClick(scroll, Qt::Key_Down);
   EXPECT_GT(bar->value(), 0);
+}
+
+TEST_F(LearnFixture, TheProgressOfARepeatedStepSaysWhichRunAndWhichAction) {
+  // "Generating (3 of 11)" read the same at "Run 2 of 3" and "Run 3 of 3".
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  StepView& step = learn().step_view();
+  const lessons::Step& shown = learn().current_lesson()->steps.front();
+  ASSERT_EQ(shown.repeat, 3) << "the first serving step runs three times";
+  auto* bar = step.findChild<QProgressBar*>("step-progress");
+  ASSERT_NE(bar, nullptr);
+  struct Seen {
+    QString label;
+    int value;
+  };
+  std::vector<Seen> seen;  // after the step view has drawn each report
+  QObject::connect(&ui().dispatcher(), &ActionDispatcher::progress, bar,
+                   [&] { seen.push_back({bar->format(), bar->value()}); });
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }, 60000));
+  const auto labelled = [&](const QString& run) {
+    return std::count_if(seen.begin(), seen.end(), [&](const Seen& s) {
+      return s.label.startsWith(run) && s.label.contains("Generating (action ");
+    });
+  };
+  for (const char* run : {"Run 1 of 3: ", "Run 2 of 3: ", "Run 3 of 3: "}) {
+    EXPECT_EQ(labelled(run), 1) << run;
+  }
+  for (size_t i = 1; i < seen.size(); ++i) {  // one bar across the runs: it never goes back
+    EXPECT_GE(seen[i].value, seen[i - 1].value) << seen[i].label.toStdString();
+  }
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().label, "Done");
+  EXPECT_EQ(bar->value(), bar->maximum());
 }
 
 TEST_F(LearnFixture, AStepsExplanationKeepsTheFiguresItsTableShowsWhileTheEngineRunsOn) {
