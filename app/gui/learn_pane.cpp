@@ -175,6 +175,7 @@ bool LearnPane::open_lesson(const QString& id, int step) {
     if (qs(l->id) != id) continue;
     if (step < 0 || step >= static_cast<int>(l->steps.size())) return false;
     const bool new_lesson = l != current_;
+    if (new_lesson && current_) Q_EMIT leaving_lesson();
     current_ = l;
     step_ = step;
     fill_intro();

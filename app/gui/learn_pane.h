@@ -58,6 +58,8 @@ class LearnPane : public QWidget {
 
  Q_SIGNALS:
   void position_changed(const QString& lesson, const QString& step);
+  // Another lesson is about to open in place of the current one.
+  void leaving_lesson();
   void step_shown();
 
  private:

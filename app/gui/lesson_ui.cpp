@@ -3,9 +3,11 @@
 #include <QAction>
 #include <QDateTime>
 #include <QDockWidget>
+#include <QEvent>
 #include <QFileDialog>
 #include <QMenu>
 #include <QMenuBar>
+#include <QStatusBar>
 #include <algorithm>
 
 #include "app/common/data_files.h"
@@ -46,7 +48,7 @@ QMenu* menu_named(MainWindow& window, const QString& title) {
 
 LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
                    const QString& progress_folder)
-    : QObject(&window), window_(window) {
+    : QObject(&window), window_(window), settings_(window) {
   dispatcher_ = new ActionDispatcher(window, this);
   StepContext context;
   context.model = [this] { return model_facts(); };
@@ -138,7 +140,23 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
             restore_step();
             save_progress();
           });
-  connect(&learn_->step_view(), &StepView::run_finished, this, &LessonUi::keep_step_result);
+  connect(&learn_->step_view(), &StepView::run_finished, this, [this] {
+    keep_step_result();
+    const lessons::Lesson* lesson = learn_->current_lesson();
+    if (lesson && learn_->current_step() + 1 == static_cast<int>(lesson->steps.size())) {
+      leave_lesson();  // its last step done: the lesson is finished
+    }
+  });
+  connect(&learn_->step_view(), &StepView::part_changed, this, [this](StepView::Part part) {
+    if (part == StepView::Part::kRunning) {
+      settings_.run_started();
+    } else {
+      settings_.run_ended();  // finished, failed or cancelled
+    }
+  });
+  connect(learn_, &LearnPane::leaving_lesson, this, &LessonUi::leave_lesson);
+  window.installEventFilter(this);
+  dock_->installEventFilter(this);
   connect(&learn_->step_view(), &StepView::predicted, this, [this](const QString& step, double v) {
     if (!learn_->current_lesson()) return;
     progress_.predictions.push_back({learn_->current_lesson()->id, step.toStdString(),
@@ -233,6 +251,19 @@ void LessonUi::restore_step() {
     learn_->step_view().remember(r.step, r.measures);
     if (r.step == step) learn_->step_view().show_result(outcome_of(r));
   }
+}
+
+void LessonUi::leave_lesson() {
+  const QStringList given = settings_.give_back();
+  if (given.isEmpty()) return;
+  window_.statusBar()->showMessage("Lesson settings given back: " + given.join(", "), 10000);
+}
+
+bool LessonUi::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Close && (watched == &window_ || watched == dock_)) {
+    leave_lesson();  // before the window saves its settings on closing
+  }
+  return QObject::eventFilter(watched, event);
 }
 
 void LessonUi::save_progress() {

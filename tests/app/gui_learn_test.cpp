@@ -14,6 +14,7 @@
 #include <QProgressBar>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -407,6 +408,57 @@ TEST_F(LearnFixture, AStepWhoseExperimentCompletedStaysCompletedInTheSessionAndA
   const QString listed =
       learn().findChild<QListWidget*>("lesson-list")->item(static_cast<int>(row))->text();
   EXPECT_TRUE(listed.contains(all_steps)) << listed.toStdString();
+}
+
+TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearnerChangedThem) {
+  // A batch wait of 300 ms, greedy decoding, the lesson's prompt... stayed after the lesson.
+  window_->set_greedy(false);
+  window_->set_max_tokens(40);
+  window_->set_prompt("My own prompt");
+  // The serving lesson's first step sets greedy decoding, its prompt and 60 tokens.
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  StepView& step = learn().step_view();
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }, 60000));
+  ASSERT_TRUE(window_->greedy());
+  ASSERT_EQ(window_->max_tokens(), 60);
+  window_->set_max_tokens(50);  // the learner's own choice, after the lesson set it
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));  // leaves the serving lesson
+  EXPECT_FALSE(window_->greedy());
+  EXPECT_EQ(window_->prompt(), "My own prompt");
+  EXPECT_EQ(window_->max_tokens(), 50);
+  const QString said = window_->statusBar()->currentMessage();
+  EXPECT_TRUE(said.startsWith("Lesson settings given back: ")) << said.toStdString();
+  EXPECT_TRUE(said.contains("greedy off")) << said.toStdString();
+  EXPECT_FALSE(said.contains("max tokens")) << said.toStdString();
+
+  // Finishing a lesson's last step leaves it too: the KV lesson's last run types its prompt.
+  window_->set_prompt("Mine again");
+  window_->statusBar()->clearMessage();
+  const int last = static_cast<int>(learn().current_lesson()->steps.size()) - 1;
+  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }));
+  EXPECT_EQ(window_->prompt(), "Mine again");
+  EXPECT_TRUE(window_->statusBar()->currentMessage().contains("your prompt"));
+}
+
+TEST_F(LearnFixture, TheBatchingALessonChangedGoesBackWhenTheWindowCloses) {
+  // What the learner had, then a lesson's run sets static batching with a 300 ms wait and
+  // classmates (as the batching lesson does), and the window closes (File > Quit).
+  window_->set_batching(BatchingChoice{false, 20});
+  window_->set_classmates(0);
+  LessonSettings& settings = ui().lesson_settings();
+  settings.run_started();
+  window_->set_batching(BatchingChoice{true, 300});
+  window_->set_classmates(7);
+  settings.run_ended();
+  window_->close();
+  EXPECT_FALSE(window_->batching().static_batches);
+  EXPECT_EQ(window_->batching().wait_ms, 20);
+  EXPECT_EQ(window_->classmates(), 0);
+  EXPECT_EQ(window_->statusBar()->currentMessage(),
+            "Lesson settings given back: classmates 0, continuous batching, batch wait 20 ms");
 }
 
 TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport) {
