@@ -56,7 +56,6 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   list_ = new QListWidget;
   list_->setObjectName("lesson-list");
   list_->setToolTip("The lessons, with the steps you have reached in each");
-  list_->setMaximumHeight(150);
   problems_ = new QLabel;
   problems_->setWordWrap(true);
   problems_->hide();
@@ -163,6 +162,9 @@ void LearnPane::fill_list() {
     list_->addItem(item);
     if (l == current_) list_->setCurrentItem(item);
   }
+  // As tall as its lessons and no taller: the step below gets the rest of a small screen.
+  const int rows_height = list_->count() * std::max(list_->sizeHintForRow(0), 1);
+  list_->setMaximumHeight(std::min(rows_height + 2 * list_->frameWidth() + 2, 150));
 }
 
 void LearnPane::set_reached(const QString& lesson, int steps) {

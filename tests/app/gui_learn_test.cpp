@@ -63,6 +63,12 @@ class LearnFixture : public ::testing::Test {
   }
 
   LessonUi& ui() { return window_->lessons(); }
+
+  // SERVESCOPE_TEST_SHOTS=FOLDER keeps the window as a test left it, to look at.
+  void save_shot(const QString& name) {
+    const QString folder = qEnvironmentVariable("SERVESCOPE_TEST_SHOTS");
+    if (!folder.isEmpty()) window_->grab().save(folder + "/" + name + ".png");
+  }
   LearnPane& learn() { return ui().learn(); }
 
   void key(Qt::Key k) {
@@ -179,10 +185,7 @@ TEST_F(LearnFixture, TheDockedStepWrapsToThePaneAndScrollsAsOnePageByWheelAndKey
     const QString where = QString("%1x%2").arg(screen.width()).arg(screen.height());
     window_->resize(screen);
     wait_until([] { return false; }, 100);  // the layouts settle
-    if (qEnvironmentVariableIsSet("SERVESCOPE_TEST_SHOTS")) {  // to look at the result
-      window_->grab().save(qEnvironmentVariable("SERVESCOPE_TEST_SHOTS") + "/learn-" + where +
-                           ".png");
-    }
+    save_shot("learn-" + where);
     expect_step_page_fits(*scroll, where);
   }
   // At 1280x720 the step is taller than the pane: the page scrolls as one.
@@ -200,6 +203,13 @@ TEST_F(LearnFixture, TheDockedStepWrapsToThePaneAndScrollsAsOnePageByWheelAndKey
   scroll->setFocus();
   QTest::keyClick(scroll, Qt::Key_End, Qt::ControlModifier);
   EXPECT_EQ(bar->value(), bar->maximum());
+  save_shot("learn-1280x720-end");
+  // The end of the step, its explanation's last line, is in view.
+  auto* explanation = scroll->widget()->findChild<QLabel*>("step-explain");
+  ASSERT_NE(explanation, nullptr);
+  const QPoint bottom = explanation->mapTo(scroll->viewport(), QPoint(0, explanation->height()));
+  EXPECT_LE(bottom.y(), scroll->viewport()->height());
+  EXPECT_GT(bottom.y(), 0);
   QTest::keyClick(scroll, Qt::Key_Home, Qt::ControlModifier);
   EXPECT_EQ(bar->value(), 0);
   QTest::keyClick(scroll, Qt::Key_Down);
