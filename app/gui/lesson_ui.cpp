@@ -254,6 +254,8 @@ void LessonUi::restore_step() {
 }
 
 void LessonUi::leave_lesson() {
+  // A run still going ends first, so what it changed is given back too.
+  if (learn_->step_view().part() == StepView::Part::kRunning) learn_->step_view().cancel();
   const QStringList given = settings_.give_back();
   if (given.isEmpty()) return;
   window_.statusBar()->showMessage("Lesson settings given back: " + given.join(", "), 10000);
