@@ -204,6 +204,7 @@ void LearnPane::refill() {
   fill_intro();
   step_view_->refill();
   practice_->refill();
+  Q_EMIT step_shown();  // lecture mode's strip shows the filled text too
 }
 
 void LearnPane::show_current_step() {
