@@ -1,12 +1,13 @@
 #include "app/gui/learn_pane.h"
 
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
-#include <QSplitter>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTabWidget>
-#include <QTextBrowser>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -18,6 +19,34 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+// The step's page: it scrolls vertically only (its text wraps), and besides the arrows and
+// Page Up/Down it knows Home and End, with or without Ctrl, as a document does.
+class StepScroll : public QScrollArea {
+ public:
+  StepScroll() {
+    setObjectName("step-scroll");
+    setWidgetResizable(true);
+    setFrameShape(QFrame::NoFrame);
+    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    setFocusPolicy(Qt::StrongFocus);
+  }
+
+ protected:
+  void keyPressEvent(QKeyEvent* event) override {
+    QScrollBar* bar = verticalScrollBar();
+    switch (event->key()) {
+      case Qt::Key_Home:
+        bar->triggerAction(QAbstractSlider::SliderToMinimum);
+        return event->accept();
+      case Qt::Key_End:
+        bar->triggerAction(QAbstractSlider::SliderToMaximum);
+        return event->accept();
+      default:
+        QScrollArea::keyPressEvent(event);
+    }
+  }
+};
+
 }  // namespace
 
 LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget* parent)
@@ -27,7 +56,6 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   list_ = new QListWidget;
   list_->setObjectName("lesson-list");
   list_->setToolTip("The lessons, with the steps you have reached in each");
-  list_->setMaximumHeight(150);
   problems_ = new QLabel;
   problems_->setWordWrap(true);
   problems_->hide();
@@ -36,10 +64,21 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   auto* lesson_tab = new QWidget;
   auto* lesson_column = new QVBoxLayout(lesson_tab);
   lesson_column->setContentsMargins(0, 0, 0, 0);
-  intro_ = new QTextBrowser;
-  intro_->setFrameShape(QFrame::NoFrame);
-  intro_->setMaximumHeight(110);
+  intro_ = new QLabel;
+  intro_->setObjectName("lesson-intro");
+  intro_->setTextFormat(Qt::MarkdownText);
+  intro_->setWordWrap(true);
+  intro_->setOpenExternalLinks(true);
+  intro_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
   step_view_ = new StepView(dispatcher, context);
+  auto* page = new QWidget;
+  auto* page_column = new QVBoxLayout(page);
+  page_column->setContentsMargins(4, 4, 4, 4);
+  page_column->addWidget(intro_);
+  page_column->addWidget(step_view_);
+  page_column->addStretch(1);  // a short step sits at the top
+  step_scroll_ = new StepScroll;
+  step_scroll_->setWidget(page);
   practice_ = new PracticeView(dispatcher, context);
   flashcards_ = new FlashcardView;
   notice_ = new QLabel;
@@ -56,8 +95,7 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   nav->addWidget(back_);
   nav->addStretch(1);
   nav->addWidget(next_);
-  lesson_column->addWidget(intro_);
-  lesson_column->addWidget(step_view_, 1);
+  lesson_column->addWidget(step_scroll_, 1);
   lesson_column->addLayout(nav);
   tabs_->addTab(lesson_tab, "Lesson");
   tabs_->addTab(practice_, "Practice");
@@ -124,6 +162,9 @@ void LearnPane::fill_list() {
     list_->addItem(item);
     if (l == current_) list_->setCurrentItem(item);
   }
+  // As tall as its lessons and no taller: the step below gets the rest of a small screen.
+  const int rows_height = list_->count() * std::max(list_->sizeHintForRow(0), 1);
+  list_->setMaximumHeight(std::min(rows_height + 2 * list_->frameWidth() + 2, 150));
 }
 
 void LearnPane::set_reached(const QString& lesson, int steps) {
@@ -136,15 +177,10 @@ bool LearnPane::open_lesson(const QString& id, int step) {
     if (qs(l->id) != id) continue;
     if (step < 0 || step >= static_cast<int>(l->steps.size())) return false;
     const bool new_lesson = l != current_;
+    if (new_lesson && current_) Q_EMIT leaving_lesson();
     current_ = l;
     step_ = step;
-    const lessons::Measurements measured = context_.measured();
-    lessons::FillContext fill;
-    fill.model = context_.model();
-    fill.measured = &measured;
-    intro_->setMarkdown(
-        QString("## %1\n\n%2")
-            .arg(qs(l->title), qs(lessons::fill_placeholders(l->intro, fill).text)));
+    fill_intro();
     if (new_lesson) practice_->show_lesson(*l);
     fill_list();
     show_current_step();
@@ -153,8 +189,28 @@ bool LearnPane::open_lesson(const QString& id, int step) {
   return false;
 }
 
+void LearnPane::fill_intro() {
+  const lessons::Measurements measured = context_.measured();
+  lessons::FillContext fill;
+  fill.model = context_.model();
+  fill.measured = &measured;
+  intro_->setText(QString("## %1\n\n%2")
+                      .arg(qs(current_->title),
+                           qs(lessons::fill_placeholders(current_->intro, fill).text)));
+}
+
+void LearnPane::refill() {
+  if (!current_) return;
+  fill_intro();
+  step_view_->refill();
+  practice_->refill();
+  Q_EMIT step_shown();  // lecture mode's strip shows the filled text too
+}
+
 void LearnPane::show_current_step() {
   step_view_->show_step(*current_, step_);
+  intro_->setVisible(step_ == 0);  // the lesson's introduction opens it
+  step_scroll_->verticalScrollBar()->setValue(0);
   back_->setEnabled(step_ > 0);
   next_->setEnabled(step_ + 1 < static_cast<int>(current_->steps.size()));
   set_reached(qs(current_->id), step_ + 1);

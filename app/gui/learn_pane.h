@@ -1,6 +1,8 @@
 // The Learn pane: the lesson list (with each lesson's progress) and, for the chosen lesson,
 // its steps (StepView), its practice questions and its flashcards. It moves through a lesson
-// step by step; lecture mode drives the same moves with its keys.
+// step by step; lecture mode drives the same moves with its keys. The lesson's introduction
+// (on its first step) and the step scroll as one page, by mouse wheel and keyboard, with
+// Back and Next always in view under it.
 #pragma once
 
 #include <QString>
@@ -15,8 +17,8 @@
 class QLabel;
 class QListWidget;
 class QPushButton;
+class QScrollArea;
 class QTabWidget;
-class QTextBrowser;
 
 namespace servescope::gui {
 
@@ -43,6 +45,9 @@ class LearnPane : public QWidget {
   // Steps reached per lesson id (shown in the list); the progress store restores it.
   void set_reached(const QString& lesson, int steps);
 
+  // A model became ready: the open lesson's text and question are filled with its facts.
+  void refill();
+
   void next();
   void back();
   // One press of the lecture key: run the step's experiment, else go to the next step.
@@ -53,11 +58,14 @@ class LearnPane : public QWidget {
 
  Q_SIGNALS:
   void position_changed(const QString& lesson, const QString& step);
+  // Another lesson is about to open in place of the current one.
+  void leaving_lesson();
   void step_shown();
 
  private:
   void fill_list();
   void show_current_step();
+  void fill_intro();
 
   ActionDispatcher& dispatcher_;
   StepContext context_;
@@ -70,7 +78,8 @@ class LearnPane : public QWidget {
   QListWidget* list_;
   QLabel* problems_;
   QTabWidget* tabs_;
-  QTextBrowser* intro_;
+  QScrollArea* step_scroll_;
+  QLabel* intro_;
   StepView* step_view_;
   PracticeView* practice_;
   FlashcardView* flashcards_;

@@ -3,9 +3,12 @@
 #include <QAction>
 #include <QDateTime>
 #include <QDockWidget>
+#include <QEvent>
 #include <QFileDialog>
 #include <QMenu>
 #include <QMenuBar>
+#include <QStatusBar>
+#include <algorithm>
 
 #include "app/common/data_files.h"
 #include "app/gui/action_dispatcher.h"
@@ -16,6 +19,23 @@
 
 namespace servescope::gui {
 namespace {
+
+lessons::StepResultRecord result_record(const std::string& lesson, const StepOutcome& outcome) {
+  lessons::StepResultRecord record{lesson, outcome.step_id, outcome.measures, {},
+                                   QDateTime::currentDateTimeUtc()};
+  for (const lessons::ConditionResult& c : outcome.conditions) {
+    record.conditions.push_back({c.condition, c.passed});
+  }
+  return record;
+}
+
+StepOutcome outcome_of(const lessons::StepResultRecord& record) {
+  StepOutcome outcome{record.step, record.measures, {}};
+  for (const lessons::ConditionRecord& c : record.conditions) {
+    outcome.conditions.push_back({c.condition, std::nullopt, c.passed, {}});
+  }
+  return outcome;
+}
 
 QMenu* menu_named(MainWindow& window, const QString& title) {
   for (QAction* a : window.menuBar()->actions()) {
@@ -28,7 +48,7 @@ QMenu* menu_named(MainWindow& window, const QString& title) {
 
 LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
                    const QString& progress_folder)
-    : QObject(&window), window_(window) {
+    : QObject(&window), window_(window), settings_(window) {
   dispatcher_ = new ActionDispatcher(window, this);
   StepContext context;
   context.model = [this] { return model_facts(); };
@@ -67,6 +87,7 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
     } catch (const std::exception&) {
       facts_.reset();  // {{model.*}} stay as "?" rather than showing another model's numbers
     }
+    learn_->refill();  // what was shown before the model was ready has "?" for its figures
   });
   connect(lecture_->action(), &QAction::toggled, this, [this](bool on) {
     if (on) {
@@ -116,16 +137,26 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
           [this](const QString& lesson, const QString& step) {
             progress_.lesson = lesson.toStdString();
             progress_.step = step.toStdString();
-            // The learner's last prediction for this step, back in its place.
-            for (auto it = progress_.predictions.rbegin(); it != progress_.predictions.rend();
-                 ++it) {
-              if (it->lesson == progress_.lesson && it->step == progress_.step) {
-                learn_->step_view().set_prediction(QString::fromStdString(it->value).toDouble());
-                break;
-              }
-            }
+            restore_step();
             save_progress();
           });
+  connect(&learn_->step_view(), &StepView::run_finished, this, [this] {
+    keep_step_result();
+    const lessons::Lesson* lesson = learn_->current_lesson();
+    if (lesson && learn_->current_step() + 1 == static_cast<int>(lesson->steps.size())) {
+      leave_lesson();  // its last step done: the lesson is finished
+    }
+  });
+  connect(&learn_->step_view(), &StepView::part_changed, this, [this](StepView::Part part) {
+    if (part == StepView::Part::kRunning) {
+      settings_.run_started();
+    } else {
+      settings_.run_ended();  // finished, failed or cancelled
+    }
+  });
+  connect(learn_, &LearnPane::leaving_lesson, this, &LessonUi::leave_lesson);
+  window.installEventFilter(this);
+  dock_->installEventFilter(this);
   connect(&learn_->step_view(), &StepView::predicted, this, [this](const QString& step, double v) {
     if (!learn_->current_lesson()) return;
     progress_.predictions.push_back({learn_->current_lesson()->id, step.toStdString(),
@@ -166,12 +197,18 @@ void LessonUi::apply_progress() {
     answered[a.lesson + "/" + a.question] = a.correct;
   }
   learn_->practice().set_answered(answered);
+  // A step predicted in, or whose experiment completed, counts as reached.
+  const auto visited = [&](const std::string& lesson, const std::string& step) {
+    return progress_.result(lesson, step) ||
+           std::any_of(progress_.predictions.begin(), progress_.predictions.end(),
+                       [&](const lessons::PredictionRecord& p) {
+                         return p.lesson == lesson && p.step == step;
+                       });
+  };
   for (const lessons::Lesson* l : learn_->lessons()) {
     for (size_t i = 0; i < l->steps.size(); ++i) {
-      for (const lessons::PredictionRecord& p : progress_.predictions) {
-        if (p.lesson == l->id && p.step == l->steps[i].id) {
-          learn_->set_reached(QString::fromStdString(l->id), static_cast<int>(i) + 1);
-        }
+      if (visited(l->id, l->steps[i].id)) {
+        learn_->set_reached(QString::fromStdString(l->id), static_cast<int>(i) + 1);
       }
     }
   }
@@ -185,6 +222,50 @@ void LessonUi::apply_progress() {
     if (lesson->steps[i].id == progress_.step) step = static_cast<int>(i);
   }
   learn_->open_lesson(QString::fromStdString(lesson->id), step);
+  restore_step();  // before the position is followed (a restart): the step as it was left
+}
+
+void LessonUi::keep_step_result() {
+  const lessons::Lesson* lesson = learn_->current_lesson();
+  const std::optional<StepOutcome>& outcome = learn_->step_view().outcome();
+  if (!lesson || !outcome) return;
+  progress_.keep_result(result_record(lesson->id, *outcome));
+  save_progress();
+}
+
+void LessonUi::restore_step() {
+  const lessons::Lesson* lesson = learn_->current_lesson();
+  if (!lesson) return;
+  const std::string& step = lesson->steps[static_cast<size_t>(learn_->current_step())].id;
+  // The learner's last prediction for this step, back in its place.
+  for (auto it = progress_.predictions.rbegin(); it != progress_.predictions.rend(); ++it) {
+    if (it->lesson == lesson->id && it->step == step) {
+      learn_->step_view().set_prediction(QString::fromStdString(it->value).toDouble());
+      break;
+    }
+  }
+  // The lesson's kept results: each step's measures for the steps.<id>.* of later steps, and
+  // this step's result on screen when its experiment completed before.
+  for (const lessons::StepResultRecord& r : progress_.results) {
+    if (r.lesson != lesson->id) continue;
+    learn_->step_view().remember(r.step, r.measures);
+    if (r.step == step) learn_->step_view().show_result(outcome_of(r));
+  }
+}
+
+void LessonUi::leave_lesson() {
+  // A run still going ends first, so what it changed is given back too.
+  if (learn_->step_view().part() == StepView::Part::kRunning) learn_->step_view().cancel();
+  const QStringList given = settings_.give_back();
+  if (given.isEmpty()) return;
+  window_.statusBar()->showMessage("Lesson settings given back: " + given.join(", "), 10000);
+}
+
+bool LessonUi::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Close && (watched == &window_ || watched == dock_)) {
+    leave_lesson();  // before the window saves its settings on closing
+  }
+  return QObject::eventFilter(watched, event);
 }
 
 void LessonUi::save_progress() {

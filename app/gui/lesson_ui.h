@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "app/gui/lesson_settings.h"
 #include "app/lessons/model_facts.h"
 #include "app/lessons/progress_store.h"
 
@@ -36,15 +37,28 @@ class LessonUi : public QObject {
   QDockWidget& dock() { return *dock_; }
   const lessons::ModelFacts* model_facts() const { return facts_ ? &*facts_ : nullptr; }
   const lessons::Progress& progress() const { return progress_; }
+  // What the lesson's runs changed in the window, given back when the learner leaves it.
+  LessonSettings& lesson_settings() { return settings_; }
   // File menu's Export / Import progress (for handing in); false with a notice on failure.
   bool export_progress(const QString& path);
   bool import_progress(const QString& path);
+
+ protected:
+  // The window or the Learn pane closing: the learner leaves the lesson.
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void update_lecture_strip();
   void restore_progress();
   void apply_progress();  // position and flashcards from progress_
   void save_progress();
+  // The step's experiment completed: its result is kept and saved at once.
+  void keep_step_result();
+  // The open step as the learner left it: their prediction and, when its experiment
+  // completed, its result.
+  void restore_step();
+  // The learner leaves the open lesson: the settings its runs changed are given back.
+  void leave_lesson();
 
   MainWindow& window_;
   ActionDispatcher* dispatcher_;
@@ -55,6 +69,7 @@ class LessonUi : public QObject {
   std::unique_ptr<lessons::ProgressStore> store_;  // null: progress is not kept on disk
   lessons::Progress progress_;
   bool dock_was_visible_ = true;
+  LessonSettings settings_;
 };
 
 }  // namespace servescope::gui

@@ -725,6 +725,8 @@ int MainWindow::classmates() const { return classmates_->value(); }
 
 int MainWindow::max_tokens() const { return max_tokens_->value(); }
 
+bool MainWindow::greedy() const { return greedy_->isChecked(); }
+
 QString MainWindow::prompt() const { return prompt_->toPlainText(); }
 
 void MainWindow::show_random_weights(bool random) {

@@ -148,6 +148,7 @@ class MainWindow : public QMainWindow {
   QString collecting_status() const;
   int classmates() const;
   int max_tokens() const;
+  bool greedy() const;
   bool dark_theme() const { return dark_; }
   QString prompt() const;
   // Time between frame ticks, and the GUI thread's own work in each (drain, fold, snapshots).

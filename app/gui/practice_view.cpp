@@ -218,11 +218,8 @@ bool PracticeView::show_question(int index) {
   }
   const QSignalBlocker block(list_);
   list_->setCurrentRow(index);
-  refresh_generated();
+  show_prompt();
   const lessons::Question& q = question();
-  prompt_->setMarkdown(filled(q.prompt, std::nullopt) + (generated_problem_.isEmpty()
-                                                             ? QString()
-                                                             : "\n\n*" + generated_problem_ + "*"));
   choices_->setVisible(q.kind == lessons::QuestionKind::kChoice);
   number_->setVisible(q.kind == lessons::QuestionKind::kNumber);
   explanation_->setVisible(q.kind == lessons::QuestionKind::kExplain);
@@ -328,6 +325,18 @@ void PracticeView::confirm() {
 }
 
 QString PracticeView::feedback() const { return feedback_->text(); }
+QString PracticeView::prompt_markdown() const { return prompt_->toMarkdown(); }
+
+void PracticeView::show_prompt() {
+  refresh_generated();
+  prompt_->setMarkdown(filled(question().prompt, std::nullopt) +
+                       (generated_problem_.isEmpty() ? QString()
+                                                     : "\n\n*" + generated_problem_ + "*"));
+}
+
+void PracticeView::refill() {
+  if (index_ >= 0) show_prompt();  // what the learner typed or chose stays
+}
 QString PracticeView::confirmation() const { return confirmation_->text(); }
 
 }  // namespace servescope::gui

@@ -45,6 +45,10 @@ class PracticeView : public QWidget {
   // Runs a generated question's confirmation in the window.
   void confirm();
   QString working_markdown() const;
+  QString prompt_markdown() const;
+  // The model's facts or the measures changed (a model became ready): the shown question's
+  // figures are computed again.
+  void refill();
   QString feedback() const;
   QString confirmation() const;
   // Answers given before ("lesson/question" -> right), marked in the question list.
@@ -59,6 +63,7 @@ class PracticeView : public QWidget {
   const lessons::Question& question() const;
   QString filled(const std::string& markdown, const std::optional<std::string>& answer) const;
   void refresh_generated();
+  void show_prompt();
 
   ActionDispatcher& dispatcher_;
   StepContext context_;

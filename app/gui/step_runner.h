@@ -43,6 +43,10 @@ class StepRunner : public QObject {
   bool busy() const { return step_ != nullptr; }
   // A new lesson: the earlier steps' measures (steps.<id>.*) are forgotten.
   void forget_steps() { earlier_.clear(); }
+  // A step's measures from before (a kept result), for steps.<id>.*.
+  void remember(const std::string& step_id, const lessons::StepMeasures& measures) {
+    earlier_[step_id] = measures;
+  }
 
  Q_SIGNALS:
   void repetition(int run, int runs);  // before each run, from 1

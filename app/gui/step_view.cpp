@@ -1,21 +1,16 @@
 #include "app/gui/step_view.h"
 
-#include <QAbstractTextDocumentLayout>
 #include <QButtonGroup>
 #include <QDoubleSpinBox>
+#include <QGridLayout>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
-#include <QStandardItemModel>
-#include <QTableView>
-#include <QTextBrowser>
 #include <QVBoxLayout>
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "app/gui/action_dispatcher.h"
 #include "app/lessons/format.h"
@@ -28,13 +23,54 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-QTextBrowser* markdown_view() {
-  auto* view = new QTextBrowser;
-  view->setOpenExternalLinks(true);
-  view->setFrameShape(QFrame::NoFrame);
-  view->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
-  return view;
+// The progress bar's words: which run of the step (when it repeats) and which action of it.
+QString progress_label(int run, int runs, int done, int total, const QString& what) {
+  const QString action = done >= total
+                             ? QString("done")
+                             : QString("%1 (action %2 of %3)").arg(what).arg(done + 1).arg(total);
+  if (runs <= 1) return done >= total ? QString("Done") : action;
+  if (done >= total && run >= runs) return "Done";
+  return QString("Run %1 of %2: %3").arg(run).arg(runs).arg(action);
 }
+
+// Text that wraps to the width it is given and takes the height it needs: the Learn pane
+// scrolls the whole step, never one box of it.
+QLabel* wrapping_label(const QString& text = {}, Qt::TextFormat format = Qt::PlainText) {
+  auto* label = new QLabel(text);
+  label->setTextFormat(format);
+  label->setWordWrap(true);
+  label->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  return label;
+}
+
+QLabel* markdown_label(const char* name) {
+  QLabel* label = wrapping_label({}, Qt::MarkdownText);
+  label->setObjectName(name);
+  label->setOpenExternalLinks(true);
+  // Selectable by mouse only: a click leaves the keyboard with the pane's scrolling.
+  label->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
+  return label;
+}
+
+// An option's text beside its radio button: it wraps, which a QRadioButton's own text cannot,
+// and a click on it picks the option.
+class OptionLabel : public QLabel {
+ public:
+  OptionLabel(const QString& text, QAbstractButton* button)
+      : QLabel(text), button_(button) {
+    setWordWrap(true);
+    setBuddy(button);
+  }
+
+ protected:
+  void mousePressEvent(QMouseEvent* event) override {
+    button_->click();
+    event->accept();
+  }
+
+ private:
+  QAbstractButton* button_;
+};
 
 }  // namespace
 
@@ -44,6 +80,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
       runner_(new StepRunner(dispatcher, this)),
       context_(std::move(context)) {
   auto* column = new QVBoxLayout(this);
+  column->setContentsMargins(4, 4, 4, 4);
   heading_ = new QLabel;
   heading_->setObjectName("step-heading");
   heading_->setWordWrap(true);
@@ -51,19 +88,9 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   bold.setBold(true);
   bold.setPointSizeF(bold.pointSizeF() * 1.2);
   heading_->setFont(bold);
-  text_ = markdown_view();
-  text_->setObjectName("step-text");
-  // The step's text takes the height it needs, so the prediction sits right under it; a text
-  // taller than the pane scrolls.
-  connect(text_->document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged,
-          text_, [this](const QSizeF& size) {
-            text_->setMaximumHeight(static_cast<int>(std::ceil(size.height())) +
-                                    2 * text_->frameWidth());
-          });
+  text_ = markdown_label("step-text");
 
-  predict_prompt_ = new QLabel;
-  predict_prompt_->setTextFormat(Qt::MarkdownText);
-  predict_prompt_->setWordWrap(true);
+  predict_prompt_ = wrapping_label({}, Qt::MarkdownText);
   choices_ = new QWidget;
   choices_layout_ = new QVBoxLayout(choices_);
   choices_layout_->setContentsMargins(12, 0, 0, 0);
@@ -91,52 +118,55 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   cancel_ = new QPushButton("Cancel");
   cancel_->setToolTip("Stops the experiment; the window keeps what was measured so far");
   progress_ = new QProgressBar;
+  progress_->setObjectName("step-progress");
   progress_->setTextVisible(true);
   run_row->addWidget(run_);
   run_row->addWidget(cancel_);
   run_row->addWidget(progress_, 1);
-  status_ = new QLabel;
-  status_->setWordWrap(true);
+  status_ = wrapping_label();
 
-  observe_model_ = new QStandardItemModel(0, 3, this);
-  observe_model_->setHorizontalHeaderLabels({"Observed", "Measured", "You predicted"});
-  observe_table_ = new QTableView;
+  observe_table_ = new QFrame;
   observe_table_->setObjectName("observe-table");
-  observe_table_->setModel(observe_model_);
-  observe_table_->verticalHeader()->hide();
-  observe_table_->horizontalHeader()->setStretchLastSection(true);
-  observe_table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
-  observe_table_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
-  observe_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  observe_table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
-  explain_ = markdown_view();
-  explain_->setObjectName("step-explain");
+  observe_table_->setFrameShape(QFrame::StyledPanel);
+  observe_grid_ = new QGridLayout(observe_table_);
+  observe_grid_->setContentsMargins(6, 4, 6, 4);
+  observe_grid_->setHorizontalSpacing(10);
+  int column_index = 0;
+  for (const char* header : {"Observed", "Measured", "You predicted"}) {
+    QLabel* label = wrapping_label(header);
+    QFont font = label->font();
+    font.setBold(true);
+    label->setFont(font);
+    observe_grid_->addWidget(label, 0, column_index);
+    observe_grid_->setColumnStretch(column_index++, 1);  // equal shares; every cell wraps
+  }
+  explain_ = markdown_label("step-explain");
 
   column->addWidget(heading_);
-  column->addWidget(text_, 3);
+  column->addWidget(text_);
   column->addWidget(predict_prompt_);
   column->addWidget(choices_);
   column->addWidget(number_row_);
   column->addLayout(run_row);
   column->addWidget(status_);
   column->addWidget(observe_table_);
-  column->addWidget(explain_, 3);
-  column->addStretch(1);  // before the run, while the explanation is hidden, space goes below
+  column->addWidget(explain_);
 
   connect(run_, &QPushButton::clicked, this, &StepView::run);
   connect(cancel_, &QPushButton::clicked, this, &StepView::cancel);
   connect(&dispatcher_, &ActionDispatcher::progress, this,
           [this](int done, int total, const QString& what) {
             if (part_ != Part::kRunning) return;
-            progress_->setRange(0, std::max(total, 1));
-            progress_->setValue(done);
-            progress_->setFormat(done >= total
-                                     ? QString("Done")
-                                     : QString("%1 (%2 of %3)").arg(what).arg(done + 1).arg(total));
+            // One bar over every run of the step: each run's actions in turn.
+            progress_->setRange(0, std::max(total, 1) * runs_);
+            progress_->setValue((run_index_ - 1) * total + done);
+            progress_->setFormat(progress_label(run_index_, runs_, done, total, what));
           });
   connect(&dispatcher_, &ActionDispatcher::notice, this,
           [this](const QString& text) { status_->setText(text); });
   connect(runner_, &StepRunner::repetition, this, [this](int run, int runs) {
+    run_index_ = run;
+    runs_ = std::max(runs, 1);
     if (runs > 1) status_->setText(QString("Run %1 of %2: each side several times, for the spread.").arg(run).arg(runs));
   });
   connect(runner_, &StepRunner::finished, this, [this](const StepOutcome& outcome) {
@@ -182,12 +212,9 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
   const lessons::Step& step = lesson.steps[static_cast<size_t>(index)];
   heading_->setText(
       QString("%1 (step %2 of %3)").arg(qs(step.title)).arg(index + 1).arg(lesson.steps.size()));
-  text_->setMarkdown(filled(step.text));
+  text_->setText(filled(step.text));
 
-  for (QAbstractButton* b : choice_group_->buttons()) {
-    choice_group_->removeButton(b);
-    delete b;
-  }
+  clear_choices();
   const bool has_predict = step.predict.has_value();
   const bool choice = has_predict && step.predict->kind == lessons::PredictionKind::kChoice;
   predict_prompt_->setVisible(has_predict);
@@ -198,9 +225,15 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
     if (choice) {
       int i = 0;
       for (const std::string& option : step.predict->options) {
-        auto* button = new QRadioButton(QString("%1.  %2").arg(i + 1).arg(qs(option)));
+        auto* row = new QWidget;
+        auto* row_layout = new QHBoxLayout(row);
+        row_layout->setContentsMargins(0, 0, 0, 0);
+        auto* button = new QRadioButton(QString("%1.").arg(i + 1));
+        button->setToolTip(qs(option));
+        row_layout->addWidget(button, 0, Qt::AlignTop);
+        row_layout->addWidget(new OptionLabel(qs(option), button), 1);
         choice_group_->addButton(button, i++);
-        choices_layout_->addWidget(button);
+        choices_layout_->addWidget(row);
       }
     } else {
       number_->setValue(0.0);
@@ -215,10 +248,31 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
   progress_->setVisible(has_run);
   progress_->reset();
   status_->clear();
-  observe_model_->removeRows(0, observe_model_->rowCount());
+  clear_observations();
   observe_table_->hide();
   explain_->hide();
   Q_EMIT part_changed(part_);
+}
+
+void StepView::clear_choices() {
+  for (QAbstractButton* b : choice_group_->buttons()) choice_group_->removeButton(b);
+  while (QLayoutItem* item = choices_layout_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+}
+
+// Leaves the table's header row.
+void StepView::clear_observations() {
+  observed_rows_.clear();
+  for (int i = observe_grid_->count() - 1; i >= 0; --i) {
+    int row = 0, column = 0, rows = 0, columns = 0;
+    observe_grid_->getItemPosition(i, &row, &column, &rows, &columns);
+    if (row == 0) continue;
+    QLayoutItem* item = observe_grid_->takeAt(i);
+    delete item->widget();
+    delete item;
+  }
 }
 
 std::optional<double> StepView::prediction() const {
@@ -261,6 +315,25 @@ void StepView::run() {
 
 void StepView::cancel() { runner_->cancel(); }
 
+void StepView::show_result(const StepOutcome& outcome) {
+  if (!lesson_ || outcome.step_id != lesson_->steps[static_cast<size_t>(index_)].id) return;
+  if (part_ == Part::kRunning) return;  // the run on screen is newer
+  runner_->remember(outcome.step_id, outcome.measures);
+  show_observations(outcome);
+}
+
+void StepView::refill() {
+  if (!lesson_) return;
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  text_->setText(filled(step.text));
+  if (step.predict) predict_prompt_->setText("**Predict:** " + filled(step.predict->prompt));
+  if (part_ == Part::kObserve) explain_->setText(explanation_markdown());
+}
+
+void StepView::remember(const std::string& step_id, const lessons::StepMeasures& measures) {
+  runner_->remember(step_id, measures);
+}
+
 // A measure as the observe table shows it: one run's value, or the median of the step's runs
 // with their spread; what to run first when it has none.
 QString StepView::measured_text(const std::string& measure) const {
@@ -291,8 +364,11 @@ void StepView::show_observations(StepOutcome outcome) {
   run_->setEnabled(true);
   run_->setText(step.run.empty() ? "Show the explanation" : "Run it again");
   cancel_->setEnabled(false);
+  progress_->setRange(0, 1);
+  progress_->setValue(1);
+  progress_->setFormat("Done");
   status_->clear();
-  observe_model_->removeRows(0, observe_model_->rowCount());
+  clear_observations();
   observed_ = context_.measured();
   for (const auto& [name, sample] : outcome_->measures) (*observed_)[name] = sample.median;
   const std::optional<double> predicted = prediction();
@@ -302,21 +378,22 @@ void StepView::show_observations(StepOutcome outcome) {
                          ? qs(step.predict->options[static_cast<size_t>(*predicted)])
                          : qs(lessons::format_quantity(*predicted, step.predict->unit));
   }
-  int row = 0;
+  int row = 1;  // under the header
   for (const lessons::Observation& o : step.observe) {
-    const QString measured = measured_text(o.measure);
-    QList<QStandardItem*> items = {new QStandardItem(qs(o.label.empty() ? o.measure : o.label)),
-                                   new QStandardItem(measured),
-                                   new QStandardItem(row == 0 ? predicted_text : QString())};
-    items[1]->setToolTip(qs(lessons::find_measure(o.measure)
+    const ObservedRow& shown = observed_rows_.emplace_back(
+        ObservedRow{qs(o.label.empty() ? o.measure : o.label), measured_text(o.measure)});
+    QLabel* measured = wrapping_label(shown.measured);
+    measured->setToolTip(qs(lessons::find_measure(o.measure)
                                 ? std::string(lessons::find_measure(o.measure)->help)
                                 : o.measure));
-    observe_model_->appendRow(items);
+    measured->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    observe_grid_->addWidget(wrapping_label(shown.label), row, 0);
+    observe_grid_->addWidget(measured, row, 1);
+    observe_grid_->addWidget(wrapping_label(row == 1 ? predicted_text : QString()), row, 2);
     ++row;
   }
   observe_table_->setVisible(!step.observe.empty());
-  observe_table_->resizeColumnsToContents();
-  explain_->setMarkdown(explanation_markdown());
+  explain_->setText(explanation_markdown());
   explain_->setVisible(!step.explain.empty());
   Q_EMIT part_changed(part_);
 }
@@ -336,9 +413,8 @@ QString StepView::part_markdown() const {
   const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
   if (part_ == Part::kObserve) {
     QString out;
-    for (int r = 0; r < observe_model_->rowCount(); ++r) {
-      out += QString("- %1: **%2**\n")
-                 .arg(observe_model_->item(r, 0)->text(), observe_model_->item(r, 1)->text());
+    for (const ObservedRow& r : observed_rows_) {
+      out += QString("- %1: **%2**\n").arg(r.label, r.measured);
     }
     return out + "\n" + explanation_markdown();
   }

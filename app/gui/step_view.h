@@ -1,13 +1,15 @@
 // One lesson step, in the order the learner meets it: the text and a prediction to commit to
 // (a choice, or a number with its unit), Run (the step's actions through the dispatcher, with
 // progress and Cancel; the window keeps working), then what was measured beside the prediction
-// and the explanation with the numbers just measured filled in.
+// and the explanation with the numbers just measured filled in. Every part wraps to the width
+// it is given and takes the height it needs: the Learn pane scrolls the step as one.
 #pragma once
 
 #include <QString>
 #include <QWidget>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "app/lessons/generators.h"
 #include "app/lessons/lesson.h"
@@ -16,12 +18,11 @@
 
 class QButtonGroup;
 class QDoubleSpinBox;
+class QFrame;
+class QGridLayout;
 class QLabel;
 class QProgressBar;
 class QPushButton;
-class QStandardItemModel;
-class QTableView;
-class QTextBrowser;
 class QVBoxLayout;
 
 namespace servescope::gui {
@@ -57,16 +58,32 @@ class StepView : public QWidget {
   QString explanation_markdown() const;
   // The last run's measures and conditions; nullopt before the step ran.
   const std::optional<StepOutcome>& outcome() const { return outcome_; }
+  // Shows a result the step's experiment gave before (the learner's progress), as if it had
+  // just finished; the step shown must be the outcome's.
+  void show_result(const StepOutcome& outcome);
+  // The model's facts changed (a model became ready): the text's {{model.*}} are filled again;
+  // the learner's prediction and any result stay.
+  void refill();
+  // An earlier step's measures, for the steps.<id>.* a later step's conditions read.
+  void remember(const std::string& step_id, const lessons::StepMeasures& measures);
 
  Q_SIGNALS:
   void part_changed(servescope::gui::StepView::Part part);
   void predicted(const QString& step_id, double value);
-  void run_finished();
+  void run_finished();  // the experiment completed: outcome() is its result
 
  private:
   void show_observations(StepOutcome outcome);
   QString filled(const std::string& markdown) const;
   QString measured_text(const std::string& measure) const;
+  void clear_choices();
+  void clear_observations();
+
+  // One row of the observe table as shown.
+  struct ObservedRow {
+    QString label;
+    QString measured;
+  };
 
   ActionDispatcher& dispatcher_;
   StepRunner* runner_;
@@ -75,9 +92,11 @@ class StepView : public QWidget {
   const lessons::Lesson* lesson_ = nullptr;
   int index_ = 0;
   Part part_ = Part::kPredict;
+  int run_index_ = 1;  // the run of the step under way, from 1
+  int runs_ = 1;       // of how many (its repeat)
 
   QLabel* heading_;
-  QTextBrowser* text_;
+  QLabel* text_;
   QLabel* predict_prompt_;
   QWidget* choices_;
   QVBoxLayout* choices_layout_;
@@ -89,9 +108,11 @@ class StepView : public QWidget {
   QPushButton* cancel_;
   QProgressBar* progress_;
   QLabel* status_;
-  QTableView* observe_table_;
-  QStandardItemModel* observe_model_;
-  QTextBrowser* explain_;
+  // The observe table: a grid of wrapping labels, so it fits any width the pane has.
+  QFrame* observe_table_;
+  QGridLayout* observe_grid_;
+  std::vector<ObservedRow> observed_rows_;
+  QLabel* explain_;
   // The measures as the run left them, read once when its observations are shown: the table
   // and the explanation's placeholders both come from it, so a later step of the engine
   // cannot rewrite one and not the other. Empty before a run.

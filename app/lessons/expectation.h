@@ -31,6 +31,8 @@ struct Sample {
   double low = 0.0;
   double high = 0.0;
   int runs = 1;
+
+  bool operator==(const Sample&) const = default;
 };
 
 // The median (the mean of the middle two for an even count) and min..max; `values` not empty.

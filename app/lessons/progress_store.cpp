@@ -64,6 +64,28 @@ class Fields {
 
 QString element(const char* list, qsizetype i) { return QString("%1[%2]").arg(list).arg(i); }
 
+StepResultRecord result_from_json(const QJsonValue& value, const QString& where) {
+  const Fields r(value, where);
+  StepResultRecord record{r.text("lesson"), r.text("step"), {}, {}, r.time("time")};
+  const Fields measures(r.object().value("measures"), where + ".measures");
+  for (auto it = measures.object().begin(); it != measures.object().end(); ++it) {
+    const Fields m(it.value(), where + ".measures." + it.key());
+    const double runs = m.number("runs");
+    if (runs < 1 || runs != static_cast<int>(runs)) m.fail(".runs is not a whole number from 1");
+    record.measures[it.key().toStdString()] =
+        Sample{m.number("median"), m.number("low"), m.number("high"), static_cast<int>(runs)};
+  }
+  const QJsonArray conditions = r.array("conditions");
+  for (qsizetype i = 0; i < conditions.size(); ++i) {
+    const Fields c(conditions[i], where + "." + element("conditions", i));
+    const QJsonValue passed = c.object().value("passed");
+    if (!passed.isBool() && !passed.isNull()) c.fail(".passed is not true, false or null");
+    record.conditions.push_back(
+        {c.text("condition"), passed.isBool() ? std::optional<bool>(passed.toBool()) : std::nullopt});
+  }
+  return record;
+}
+
 // QSaveFile: the new contents go to a temporary file that replaces `path` only on commit().
 void write_atomically(const QString& path, const QByteArray& bytes,
                       const std::function<void()>& before_commit) {
@@ -121,6 +143,26 @@ QByteArray progress_to_json(const Progress& p) {
                                {"time", iso(r.time)}});
   }
   root["answers"] = answers;
+  QJsonArray results;
+  for (const StepResultRecord& r : p.results) {
+    QJsonObject measures;
+    for (const auto& [name, s] : r.measures) {
+      measures[q(name)] = QJsonObject{
+          {"median", s.median}, {"low", s.low}, {"high", s.high}, {"runs", s.runs}};
+    }
+    QJsonArray conditions;
+    for (const ConditionRecord& c : r.conditions) {
+      conditions.append(QJsonObject{
+          {"condition", q(c.condition)},
+          {"passed", c.passed ? QJsonValue(*c.passed) : QJsonValue(QJsonValue::Null)}});
+    }
+    results.append(QJsonObject{{"lesson", q(r.lesson)},
+                               {"step", q(r.step)},
+                               {"measures", measures},
+                               {"conditions", conditions},
+                               {"time", iso(r.time)}});
+  }
+  root["results"] = results;
   QJsonObject cards;
   for (const auto& [id, state] : p.cards) {
     cards[q(id)] = QJsonObject{{"box", state.box},
@@ -164,6 +206,11 @@ Progress progress_from_json(const QByteArray& json) {
     p.answers.push_back({r.text("lesson"), r.text("question"), r.text("given"), r.flag("correct"),
                          score, r.time("time")});
   }
+  // Files from before step results were kept have none.
+  const QJsonArray results = root.object().value("results").toArray();
+  for (qsizetype i = 0; i < results.size(); ++i) {
+    p.results.push_back(result_from_json(results[i], element("results", i)));
+  }
   const Fields cards(root.object().value("flashcards"), "flashcards");
   for (auto it = cards.object().begin(); it != cards.object().end(); ++it) {
     const Fields card(it.value(), "flashcards." + it.key());
@@ -181,6 +228,21 @@ Progress progress_from_json(const QByteArray& json) {
     p.cards[it.key().toStdString()] = state;
   }
   return p;
+}
+
+const StepResultRecord* Progress::result(const std::string& lesson_id,
+                                         const std::string& step_id) const {
+  for (const StepResultRecord& r : results) {
+    if (r.lesson == lesson_id && r.step == step_id) return &r;
+  }
+  return nullptr;
+}
+
+void Progress::keep_result(StepResultRecord record) {
+  std::erase_if(results, [&](const StepResultRecord& r) {
+    return r.lesson == record.lesson && r.step == record.step;
+  });
+  results.push_back(std::move(record));
 }
 
 QString default_progress_folder() {

@@ -1,5 +1,5 @@
 // A learner's progress: where they are, their predictions, their answers with scores and times,
-// their flashcards' Leitner boxes. Kept as JSON (progress.json) in a folder, by default the
+// the results of the steps whose experiment completed, their flashcards' Leitner boxes. Kept as JSON (progress.json) in a folder, by default the
 // platform's application-data location, written atomically with QSaveFile (a temporary file,
 // then a rename), so a crash or kill during a save leaves the previous file whole. A file that
 // cannot be read is renamed aside (progress.corrupt-<time>.json) and reported, never silently
@@ -10,9 +10,12 @@
 #include <QDateTime>
 #include <QString>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "app/lessons/expectation.h"
 #include "app/lessons/leitner.h"
 #include "engine/core/error.h"
 
@@ -53,14 +56,40 @@ struct AnswerRecord {
   bool operator==(const AnswerRecord&) const = default;
 };
 
+struct ConditionRecord {
+  std::string condition;       // as written
+  std::optional<bool> passed;  // nullopt: not measured
+
+  bool operator==(const ConditionRecord&) const = default;
+};
+
+// A step whose experiment completed: what it measured and how its conditions came out, so the
+// step shows its result again (after a restart too) instead of asking for the run once more.
+struct StepResultRecord {
+  std::string lesson;
+  std::string step;
+  std::map<std::string, Sample> measures;
+  std::vector<ConditionRecord> conditions;
+  QDateTime time;
+
+  bool operator==(const StepResultRecord&) const = default;
+};
+
 struct Progress {
   std::string lesson;  // position: the lesson and step last open
   std::string step;
   std::vector<PredictionRecord> predictions;
   std::vector<AnswerRecord> answers;
+  std::vector<StepResultRecord> results;  // the latest of each completed step
+
   CardStates cards;
 
   bool operator==(const Progress&) const = default;
+
+  // The step's result; nullptr when its experiment never completed.
+  const StepResultRecord* result(const std::string& lesson_id, const std::string& step_id) const;
+  // Keeps `record` as its step's result, replacing an earlier one.
+  void keep_result(StepResultRecord record);
 };
 
 QByteArray progress_to_json(const Progress& progress);

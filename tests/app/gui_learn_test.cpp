@@ -9,10 +9,18 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QListWidget>
+#include <QLabel>
 #include <QMenuBar>
+#include <QProgressBar>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QtTest/qtestspontaneevent.h>
+#include <QWheelEvent>
+#include <algorithm>
 #include <memory>
 
 #include "app/cli/commands.h"
@@ -23,6 +31,7 @@
 #include "app/gui/main_window.h"
 #include "app/lessons/generators.h"
 #include "app/lessons/model_facts.h"
+#include "app/lessons/progress_store.h"
 #include "tests/app/gui_test_support.h"
 
 namespace servescope::gui {
@@ -35,7 +44,8 @@ class LearnFixture : public ::testing::Test {
  protected:
   void SetUp() override { open_window(); }
 
-  void open_window() {
+  // wait_for_engine false: back before the engine has loaded its model.
+  void open_window(bool wait_for_engine = true) {
     app();
     WindowOptions options;
     options.remember_settings = false;
@@ -47,11 +57,18 @@ class LearnFixture : public ::testing::Test {
     window_ = std::make_unique<MainWindow>(options);
     window_->resize(1400, 900);
     window_->show();
+    if (!wait_for_engine) return;
     ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
     QApplication::setActiveWindow(window_.get());
   }
 
   LessonUi& ui() { return window_->lessons(); }
+
+  // SERVESCOPE_TEST_SHOTS=FOLDER keeps the window as a test left it, to look at.
+  void save_shot(const QString& name) {
+    const QString folder = qEnvironmentVariable("SERVESCOPE_TEST_SHOTS");
+    if (!folder.isEmpty()) window_->grab().save(folder + "/" + name + ".png");
+  }
   LearnPane& learn() { return ui().learn(); }
 
   void key(Qt::Key k) {
@@ -135,6 +152,103 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
   window_->stop();
 }
 
+// Every label of the step page lies inside the page's width and is as tall as its wrapped
+// text: nothing is cut, and nothing in the page scrolls on its own (no box with its own bars).
+void expect_step_page_fits(const QScrollArea& scroll, const QString& where) {
+  const QWidget* page = scroll.widget();
+  ASSERT_NE(page, nullptr);
+  EXPECT_LE(page->width(), scroll.viewport()->width()) << where.toStdString();
+  EXPECT_TRUE(page->findChildren<QAbstractScrollArea*>().isEmpty())
+      << where.toStdString() << ": a box inside the step scrolls on its own";
+  for (const QLabel* label : page->findChildren<QLabel*>()) {
+    if (!label->isVisibleTo(page) || label->text().isEmpty()) continue;
+    const QRect box(label->mapTo(page, QPoint(0, 0)), label->size());
+    EXPECT_LE(box.right(), page->width()) << where.toStdString() << ": "
+                                          << label->text().left(60).toStdString();
+    if (label->wordWrap()) {
+      EXPECT_GE(label->height(), label->heightForWidth(label->width()))
+          << where.toStdString() << ": cut off: " << label->text().left(60).toStdString();
+    }
+  }
+}
+
+TEST_F(LearnFixture, TheDockedStepWrapsToThePaneAndScrollsAsOnePageByWheelAndKeyboard) {
+  // The step's text sat in a small box cut mid-sentence that neither the wheel nor the keys
+  // moved, and the observe table was wider than the pane.
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  StepView& step = learn().step_view();
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }, 60000));
+  auto* scroll = learn().findChild<QScrollArea*>("step-scroll");
+  ASSERT_NE(scroll, nullptr) << "the step is one scrolling page";
+  for (const QSize screen : {QSize(1600, 1000), QSize(1280, 720)}) {
+    const QString where = QString("%1x%2").arg(screen.width()).arg(screen.height());
+    window_->resize(screen);
+    wait_until([] { return false; }, 100);  // the layouts settle
+    save_shot("learn-" + where);
+    expect_step_page_fits(*scroll, where);
+  }
+  // At 1280x720 the step is taller than the pane: the page scrolls as one.
+  QScrollBar* bar = scroll->verticalScrollBar();
+  ASSERT_GT(bar->maximum(), 0);
+  auto* text = scroll->widget()->findChild<QLabel*>("step-text");
+  ASSERT_NE(text, nullptr);
+  const QPointF at(text->width() / 2.0, text->height() / 2.0);
+  QWheelEvent wheel(at, text->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton,
+                    Qt::NoModifier, Qt::NoScrollPhase, false);
+  // As the window system delivers it (spontaneous), so it travels up to the scroll area.
+  QSpontaneKeyEvent::setSpontaneous(&wheel);
+  QApplication::instance()->notify(text, &wheel);
+  EXPECT_GT(bar->value(), 0) << "the wheel over the text scrolls the step";
+  scroll->setFocus();
+  QTest::keyClick(scroll, Qt::Key_End, Qt::ControlModifier);
+  EXPECT_EQ(bar->value(), bar->maximum());
+  save_shot("learn-1280x720-end");
+  // The end of the step, its explanation's last line, is in view.
+  auto* explanation = scroll->widget()->findChild<QLabel*>("step-explain");
+  ASSERT_NE(explanation, nullptr);
+  const QPoint bottom = explanation->mapTo(scroll->viewport(), QPoint(0, explanation->height()));
+  EXPECT_LE(bottom.y(), scroll->viewport()->height());
+  EXPECT_GT(bottom.y(), 0);
+  QTest::keyClick(scroll, Qt::Key_Home, Qt::ControlModifier);
+  EXPECT_EQ(bar->value(), 0);
+  QTest::keyClick(scroll, Qt::Key_Down);
+  EXPECT_GT(bar->value(), 0);
+}
+
+TEST_F(LearnFixture, TheProgressOfARepeatedStepSaysWhichRunAndWhichAction) {
+  // "Generating (3 of 11)" read the same at "Run 2 of 3" and "Run 3 of 3".
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  StepView& step = learn().step_view();
+  const lessons::Step& shown = learn().current_lesson()->steps.front();
+  ASSERT_EQ(shown.repeat, 3) << "the first serving step runs three times";
+  auto* bar = step.findChild<QProgressBar*>("step-progress");
+  ASSERT_NE(bar, nullptr);
+  struct Seen {
+    QString label;
+    int value;
+  };
+  std::vector<Seen> seen;  // after the step view has drawn each report
+  QObject::connect(&ui().dispatcher(), &ActionDispatcher::progress, bar,
+                   [&] { seen.push_back({bar->format(), bar->value()}); });
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }, 60000));
+  const auto labelled = [&](const QString& run) {
+    return std::count_if(seen.begin(), seen.end(), [&](const Seen& s) {
+      return s.label.startsWith(run) && s.label.contains("Generating (action ");
+    });
+  };
+  for (const char* run : {"Run 1 of 3: ", "Run 2 of 3: ", "Run 3 of 3: "}) {
+    EXPECT_EQ(labelled(run), 1) << run;
+  }
+  for (size_t i = 1; i < seen.size(); ++i) {  // one bar across the runs: it never goes back
+    EXPECT_GE(seen[i].value, seen[i - 1].value) << seen[i].label.toStdString();
+  }
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().label, "Done");
+  EXPECT_EQ(bar->value(), bar->maximum());
+}
+
 TEST_F(LearnFixture, AStepsExplanationKeepsTheFiguresItsTableShowsWhileTheEngineRunsOn) {
   // The explanation's placeholders were filled again from the live window on every redraw while
   // the table kept the run's figures: the paragraph said 32.8 ms, its bullet 354 ms.
@@ -203,6 +317,36 @@ TEST_F(LearnFixture, AGeneratedQuestionIsMarkedByTheEnginesFormulaAndShowsItsWor
   }
 }
 
+TEST_F(LearnFixture, AGeneratedQuestionShownBeforeTheModelLoadedIsFilledInWhenItIsReady) {
+  // It read "A device has ? MiB for ?... Load a model first" with the model loaded, until the
+  // learner chose the question again.
+  open_window(false);
+  ASSERT_EQ(ui().model_facts(), nullptr) << "the model is not ready yet";
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  const lessons::Lesson& lesson = *learn().current_lesson();
+  int index = -1;
+  for (size_t i = 0; i < lesson.questions.size() && index < 0; ++i) {
+    if (lesson.questions[i].generated()) index = static_cast<int>(i);
+  }
+  ASSERT_GE(index, 0) << "the KV lesson has a generated question";
+  PracticeView& practice = learn().practice();
+  ASSERT_TRUE(practice.show_question(index));
+  practice.type_answer("123");
+  ASSERT_TRUE(practice.prompt_markdown().contains("Load a model first"));
+  ASSERT_TRUE(wait_until([&] { return ui().model_facts() != nullptr; }));
+  EXPECT_FALSE(practice.prompt_markdown().contains("Load a model first"))
+      << practice.prompt_markdown().toStdString();
+  const QString refilled = practice.prompt_markdown();
+  EXPECT_EQ(practice.question_index(), index);
+  // What the learner typed stays: checking it marks 123 (wrong), not an empty answer.
+  const std::optional<lessons::AnswerResult> result = practice.check();
+  ASSERT_TRUE(result.has_value());
+  EXPECT_FALSE(result->correct);
+  // The same as choosing the question again shows.
+  ASSERT_TRUE(practice.show_question(index));
+  EXPECT_EQ(refilled, practice.prompt_markdown());
+}
+
 TEST_F(LearnFixture, FlashcardsAreReviewedWithTheKeyboardOnTheLeitnerBoxes) {
   FlashcardView& cards = learn().flashcards();
   learn().tabs().setCurrentWidget(&cards);
@@ -231,6 +375,110 @@ TEST_F(LearnFixture, FlashcardsAreReviewedWithTheKeyboardOnTheLeitnerBoxes) {
   // Tomorrow the known card is due again.
   cards.set_today(QDate::currentDate().addDays(1));
   EXPECT_EQ(cards.due().due[1], 1);
+}
+
+TEST_F(LearnFixture, AStepWhoseExperimentCompletedStaysCompletedInTheSessionAndAfterQuit) {
+  // A lesson finished at its last step reopened after File > Quit showing "Run the experiment"
+  // at that step; coming back to it in the same session did too.
+  // The KV cache lesson's last step is an experiment of one short run.
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  const lessons::Lesson& lesson = *learn().current_lesson();
+  const int last = static_cast<int>(lesson.steps.size()) - 1;
+  const std::string last_id = lesson.steps.back().id;
+  const QString all_steps = QString("(%1/%1 steps)").arg(lesson.steps.size());  // as listed
+  ASSERT_FALSE(lesson.steps.back().run.empty());
+  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  StepView& step = learn().step_view();
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }));
+  const QString shown = step.part_markdown();
+  // Saved at once: the file on disk holds the result before anything else happens.
+  QFile file(progress_.filePath("progress.json"));
+  ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+  const lessons::Progress on_disk = lessons::progress_from_json(file.readAll());
+  file.close();
+  ASSERT_NE(on_disk.result("kv-cache", last_id), nullptr);
+
+  // Away and back in the same session.
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  EXPECT_EQ(learn().step_view().part(), StepView::Part::kObserve);
+  EXPECT_EQ(learn().step_view().part_markdown(), shown);
+
+  // File > Quit, then a new session on the same progress folder.
+  window_->close();
+  open_window();
+  ASSERT_NE(learn().current_lesson(), nullptr);
+  EXPECT_EQ(learn().current_lesson()->id, "kv-cache");
+  EXPECT_EQ(learn().current_step(), last);
+  EXPECT_EQ(learn().step_view().part(), StepView::Part::kObserve);
+  EXPECT_EQ(learn().step_view().part_markdown(), shown);
+  const auto listed = [&] {
+    const auto& all = learn().lessons();
+    const auto row = std::find_if(all.begin(), all.end(), [](const lessons::Lesson* l) {
+                       return l->id == "kv-cache";
+                     }) - all.begin();
+    return learn().findChild<QListWidget*>("lesson-list")->item(static_cast<int>(row))->text();
+  };
+  EXPECT_TRUE(listed().contains(all_steps)) << listed().toStdString();
+
+  // Quitting in another lesson: the finished one is still listed as finished (it read 6/7,
+  // counting only the steps predicted in).
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  window_->close();
+  open_window();
+  EXPECT_TRUE(listed().contains(all_steps)) << listed().toStdString();
+}
+
+TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearnerChangedThem) {
+  // A batch wait of 300 ms, greedy decoding, the lesson's prompt... stayed after the lesson.
+  window_->set_greedy(false);
+  window_->set_max_tokens(40);
+  window_->set_prompt("My own prompt");
+  // The serving lesson's first step sets greedy decoding, its prompt and 60 tokens.
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  StepView& step = learn().step_view();
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }, 60000));
+  ASSERT_TRUE(window_->greedy());
+  ASSERT_EQ(window_->max_tokens(), 60);
+  window_->set_max_tokens(50);  // the learner's own choice, after the lesson set it
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));  // leaves the serving lesson
+  EXPECT_FALSE(window_->greedy());
+  EXPECT_EQ(window_->prompt(), "My own prompt");
+  EXPECT_EQ(window_->max_tokens(), 50);
+  const QString said = window_->statusBar()->currentMessage();
+  EXPECT_TRUE(said.startsWith("Lesson settings given back: ")) << said.toStdString();
+  EXPECT_TRUE(said.contains("greedy off")) << said.toStdString();
+  EXPECT_FALSE(said.contains("max tokens")) << said.toStdString();
+
+  // Finishing a lesson's last step leaves it too: the KV lesson's last run types its prompt.
+  window_->set_prompt("Mine again");
+  window_->statusBar()->clearMessage();
+  const int last = static_cast<int>(learn().current_lesson()->steps.size()) - 1;
+  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }));
+  EXPECT_EQ(window_->prompt(), "Mine again");
+  EXPECT_TRUE(window_->statusBar()->currentMessage().contains("your prompt"));
+}
+
+TEST_F(LearnFixture, TheBatchingALessonChangedGoesBackWhenTheWindowCloses) {
+  // What the learner had, then a lesson's run sets static batching with a 300 ms wait and
+  // classmates (as the batching lesson does), and the window closes (File > Quit).
+  window_->set_batching(BatchingChoice{false, 20});
+  window_->set_classmates(0);
+  LessonSettings& settings = ui().lesson_settings();
+  settings.run_started();
+  window_->set_batching(BatchingChoice{true, 300});
+  window_->set_classmates(7);
+  settings.run_ended();
+  window_->close();
+  EXPECT_FALSE(window_->batching().static_batches);
+  EXPECT_EQ(window_->batching().wait_ms, 20);
+  EXPECT_EQ(window_->classmates(), 0);
+  EXPECT_EQ(window_->statusBar()->currentMessage(),
+            "Lesson settings given back: classmates 0, continuous batching, batch wait 20 ms");
 }
 
 TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport) {

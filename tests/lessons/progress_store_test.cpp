@@ -5,6 +5,8 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <csignal>
 #include <stdexcept>
@@ -21,6 +23,11 @@ Progress sample_progress() {
   p.predictions.push_back({"kv-cache", "predict-double", "0", kNoon});
   p.answers.push_back({"kv-cache", "kv-bytes-200", "272000", true, 1.0, kNoon.addSecs(60)});
   p.answers.push_back({"kv-cache", "why-cache", "", false, 0.5, kNoon.addSecs(120)});
+  p.results.push_back({"kv-cache",
+                       "measure-f32",
+                       {{"kv_bytes", {272000, 272000, 272000, 1}}, {"tpot_ms", {4.5, 4.1, 5.25, 3}}},
+                       {{"kv_bytes == 272000", true}, {"tpot_ms < 1", false}, {"x > 1", std::nullopt}},
+                       kNoon.addSecs(30)});
   p.cards["fc-kv-what"] = {3, QDate(2026, 3, 5)};
   p.cards["fc-new"] = {1, QDate()};
   return p;
@@ -52,6 +59,25 @@ TEST(ProgressStore, SavesAndLoadsEveryField) {
   EXPECT_EQ(loaded.progress, sample_progress());
   EXPECT_THAT(read(store.path()).toStdString(), testing::HasSubstr("\"schema_version\": 1"));
   EXPECT_EQ(files_in(dir.path()), QStringList{"progress.json"});  // no temporary left
+}
+
+TEST(ProgressStore, AFileFromBeforeStepResultsWereKeptLoadsWithNone) {
+  QByteArray json = progress_to_json(sample_progress());
+  QJsonObject root = QJsonDocument::fromJson(json).object();
+  root.remove("results");
+  Progress expected = sample_progress();
+  expected.results.clear();
+  EXPECT_EQ(progress_from_json(QJsonDocument(root).toJson()), expected);
+}
+
+TEST(ProgressStore, AStepsNewResultReplacesItsOldOne) {
+  Progress p = sample_progress();
+  StepResultRecord again = p.results.front();
+  again.measures["kv_bytes"].median = 1;
+  p.keep_result(again);
+  ASSERT_EQ(p.results.size(), 1u);
+  EXPECT_EQ(p.result("kv-cache", "measure-f32")->measures.at("kv_bytes").median, 1);
+  EXPECT_EQ(p.result("kv-cache", "other"), nullptr);
 }
 
 TEST(ProgressStore, AFailureBetweenWritingAndCommittingLeavesTheOldFileWhole) {
