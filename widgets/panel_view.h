@@ -45,8 +45,9 @@ class PanelView : public QWidget {
   bool set_highlight(const QString& element);
   QString highlight() const { return highlight_; }
   // Where the element was painted last (widget coordinates), empty when it was not painted
-  // (no data yet for it).
+  // (no data yet for it): as one path, and as the parts the panel registered.
   QPainterPath element_shape(const QString& element) const;
+  std::vector<QPainterPath> element_parts(const QString& element) const;
 
  protected:
   void contextMenuEvent(QContextMenuEvent* event) override;
