@@ -10,11 +10,10 @@
 namespace servescope::widgets {
 namespace {
 
-// Which pixels of `box` the parts cover: their filled areas and, as hairlines, their lines (a
-// roof is a line, whose fill is empty). Part by part: Qt fills one path of hundreds of
-// overlapping rectangles far more slowly than the rectangles one by one.
-std::vector<uint8_t> coverage(const std::vector<QPainterPath>& parts, const QRect& box,
-                              qreal ratio) {
+// Which pixels of `box` the element covers: its areas, directly (hundreds of bars cost their
+// pixels), and its paths' filled parts and, as hairlines, their lines (a roof is a line, whose
+// fill is empty).
+std::vector<uint8_t> coverage(const ElementShape& element, const QRect& box, qreal ratio) {
   QImage mask(box.size(), QImage::Format_Grayscale8);
   mask.fill(0);
   {
@@ -23,15 +22,25 @@ std::vector<uint8_t> coverage(const std::vector<QPainterPath>& parts, const QRec
     painter.scale(ratio, ratio);
     QPen hairline(Qt::white, 0);
     hairline.setCosmetic(true);
-    for (const QPainterPath& part : parts) {
-      painter.fillPath(part, Qt::white);
-      painter.strokePath(part, hairline);
+    for (const QPainterPath& path : element.paths) {
+      painter.fillPath(path, Qt::white);
+      painter.strokePath(path, hairline);
     }
   }
   std::vector<uint8_t> inside(static_cast<size_t>(box.width()) * box.height());
   for (int y = 0; y < box.height(); ++y) {
     const uchar* row = mask.constScanLine(y);
     for (int x = 0; x < box.width(); ++x) inside[size_t(y) * box.width() + x] = row[x] > 127;
+  }
+  for (const QRectF& area : element.areas) {
+    const QRect pixels =
+        QRectF(area.topLeft() * ratio, area.size() * ratio).toAlignedRect().translated(
+            -box.topLeft()) &
+        QRect(QPoint(0, 0), box.size());
+    for (int y = pixels.top(); y <= pixels.bottom(); ++y) {
+      uint8_t* row = &inside[size_t(y) * box.width()];
+      std::fill(row + pixels.left(), row + pixels.right() + 1, uint8_t{1});
+    }
   }
   return inside;
 }
@@ -101,29 +110,43 @@ struct Premultiplied {
 
 }  // namespace
 
-QImage highlight_layer(const std::vector<QPainterPath>& parts, QSize size, qreal ratio,
+QRectF ElementShape::bounds() const {
+  std::vector<QRectF> boxes = areas;
+  for (const QPainterPath& path : paths) boxes.push_back(path.boundingRect());
+  if (boxes.empty()) return {};
+  QRectF all = boxes.front();
+  for (const QRectF& r : boxes) {  // a line's box has no height: no QRectF::united
+    all.setCoords(std::min(all.left(), r.left()), std::min(all.top(), r.top()),
+                  std::max(all.right(), r.right()), std::max(all.bottom(), r.bottom()));
+  }
+  return all;
+}
+
+QPainterPath ElementShape::path() const {
+  QPainterPath all;
+  for (const QRectF& area : areas) all.addRect(area);
+  for (const QPainterPath& part : paths) all.addPath(part);
+  return all;
+}
+
+QImage highlight_layer(const ElementShape& element, QSize size, qreal ratio,
                        const HaloStyle& style) {
   QImage layer((QSizeF(size) * ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
   layer.setDevicePixelRatio(ratio);
   layer.fill(style.dim);
-  if (parts.empty() || layer.isNull()) return layer;
-  QRectF bounds = parts.front().boundingRect();
-  for (const QPainterPath& part : parts) {  // a line's box has no height: no QRectF::united
-    const QRectF r = part.boundingRect();
-    bounds.setCoords(std::min(bounds.left(), r.left()), std::min(bounds.top(), r.top()),
-                     std::max(bounds.right(), r.right()), std::max(bounds.bottom(), r.bottom()));
-  }
+  if (element.empty() || layer.isNull()) return layer;
   // In device pixels: the band reaches `reach` either side of the edge, the line around it is
   // `line` wide; nothing further than `cap` from the edge differs from the dimmed rest.
   const float reach = static_cast<float>(style.width * ratio / 2);
   const float line = static_cast<float>(std::max(2.0, style.width / 4) * ratio);
   const int cap = static_cast<int>(std::ceil(reach + line)) + 1;
+  const QRectF bounds = element.bounds();
   const QRect box = QRectF(bounds.topLeft() * ratio, bounds.size() * ratio)
                         .toAlignedRect()
                         .adjusted(-cap, -cap, cap, cap) &
                     layer.rect();
   if (box.isEmpty()) return layer;
-  const std::vector<uint8_t> inside = coverage(parts, box, ratio);
+  const std::vector<uint8_t> inside = coverage(element, box, ratio);
   const std::vector<float> distance = distances_across_edge(inside, box.width(), box.height(), cap);
   for (int y = 0; y < box.height(); ++y) {
     auto* row = reinterpret_cast<QRgb*>(layer.scanLine(box.top() + y)) + box.left();
@@ -131,6 +154,7 @@ QImage highlight_layer(const std::vector<QPainterPath>& parts, QSize size, qreal
       const size_t at = size_t(y) * box.width() + x;
       // Signed distance from the edge (half a pixel between the last pixel in and the first out).
       const float s = inside[at] ? 0.5f - distance[at] : distance[at] - 0.5f;
+      if (s > reach + line) continue;  // dimmed like the rest of the layer
       const float outside = clamp01(s - reach + 0.5f);
       const float deep_inside = clamp01(-s - reach + 0.5f);
       const float band = (1.0f - outside) * (1.0f - deep_inside);

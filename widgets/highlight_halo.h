@@ -11,6 +11,7 @@
 #include <QColor>
 #include <QImage>
 #include <QPainterPath>
+#include <QRectF>
 #include <QSize>
 #include <vector>
 
@@ -23,10 +24,20 @@ struct HaloStyle {
   QColor dim;          // everything else (translucent)
 };
 
+// A highlightable element as a panel painted it: areas (bars, charts) and paths (lines,
+// outlines). Areas are kept apart because they are many (a bar per step) and cheap to cover.
+struct ElementShape {
+  std::vector<QRectF> areas;
+  std::vector<QPainterPath> paths;
+
+  bool empty() const { return areas.empty() && paths.empty(); }
+  QRectF bounds() const;    // of every part, lines (no height or width) included
+  QPainterPath path() const;  // every part as one path
+};
+
 // A layer of `size` logical pixels at `ratio` device pixels per logical pixel, to draw over the
-// panel: the element, painted as `parts` (filled areas and lines, logical coordinates), with
-// its halo, the rest dimmed.
-QImage highlight_layer(const std::vector<QPainterPath>& parts, QSize size, qreal ratio,
+// panel: the element (logical coordinates) with its halo, the rest dimmed.
+QImage highlight_layer(const ElementShape& element, QSize size, qreal ratio,
                        const HaloStyle& style);
 
 }  // namespace servescope::widgets

@@ -14,7 +14,6 @@
 #include <QToolTip>
 #include <algorithm>
 
-#include "widgets/highlight_halo.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -34,8 +33,8 @@ class HighlightOverlay final : public QWidget {
 
  protected:
   void paintEvent(QPaintEvent*) override {
-    const std::vector<QPainterPath> parts = panel_->element_parts(panel_->highlight());
-    if (parts.empty()) return;
+    const ElementShape element = panel_->element_parts(panel_->highlight());
+    if (element.empty()) return;
     const Theme& t = theme();
     HaloStyle style;
     // Logical pixels tied to the font: the same look on a high-DPI screen and a projector.
@@ -49,7 +48,7 @@ class HighlightOverlay final : public QWidget {
     // The device painted on: the screen, or an image or SVG that render() redirects to.
     const QPaintDevice* device = painter.paintEngine()->paintDevice();
     painter.drawImage(QRectF(rect()),
-                      highlight_layer(parts, size(), device->devicePixelRatio(), style));
+                      highlight_layer(element, size(), device->devicePixelRatio(), style));
   }
 
  private:
@@ -74,27 +73,29 @@ bool PanelView::set_highlight(const QString& element) {
 }
 
 QPainterPath PanelView::element_shape(const QString& element) const {
-  QPainterPath shape;
-  for (const QPainterPath& part : element_parts(element)) shape.addPath(part);
-  return shape;
+  return element_parts(element).path();
 }
 
-std::vector<QPainterPath> PanelView::element_parts(const QString& element) const {
-  std::vector<QPainterPath> parts;
-  for (const auto& [name, path] : elements_) {
-    if (name == element) parts.push_back(path);
+ElementShape PanelView::element_parts(const QString& element) const {
+  for (const auto& [name, shape] : elements_) {
+    if (name == element) return shape;
   }
-  return parts;
+  return {};
+}
+
+ElementShape& PanelView::element(const QString& name) {
+  for (auto& [registered, shape] : elements_) {
+    if (registered == name) return shape;
+  }
+  return elements_.emplace_back(name, ElementShape{}).second;
 }
 
 void PanelView::mark_element(const QString& element, const QPainterPath& shape) {
-  elements_.emplace_back(element, shape);
+  this->element(element).paths.push_back(shape);
 }
 
 void PanelView::mark_element(const QString& element, const QRectF& area) {
-  QPainterPath path;
-  path.addRect(area);
-  mark_element(element, path);
+  this->element(element).areas.push_back(area);
 }
 
 bool PanelView::save_png(const QString& path) {
