@@ -33,10 +33,10 @@ std::vector<uint8_t> coverage(const ElementShape& element, const QRect& box, qre
     for (int x = 0; x < box.width(); ++x) inside[size_t(y) * box.width() + x] = row[x] > 127;
   }
   for (const QRectF& area : element.areas) {
-    const QRect pixels =
-        QRectF(area.topLeft() * ratio, area.size() * ratio).toAlignedRect().translated(
-            -box.topLeft()) &
-        QRect(QPoint(0, 0), box.size());
+    const QRect pixels = QRectF(area.topLeft() * ratio, area.size() * ratio)
+                             .toAlignedRect()
+                             .translated(-box.topLeft()) &
+                         QRect(QPoint(0, 0), box.size());
     for (int y = pixels.top(); y <= pixels.bottom(); ++y) {
       uint8_t* row = &inside[size_t(y) * box.width()];
       std::fill(row + pixels.left(), row + pixels.right() + 1, uint8_t{1});

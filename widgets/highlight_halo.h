@@ -31,7 +31,7 @@ struct ElementShape {
   std::vector<QPainterPath> paths;
 
   bool empty() const { return areas.empty() && paths.empty(); }
-  QRectF bounds() const;    // of every part, lines (no height or width) included
+  QRectF bounds() const;      // of every part, lines (no height or width) included
   QPainterPath path() const;  // every part as one path
 };
 

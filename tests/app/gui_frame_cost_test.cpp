@@ -45,7 +45,8 @@ class FrameCost : public ::testing::Test {
     window_->show();
     ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
     dispatcher_ = std::make_unique<ActionDispatcher>(*window_);
-    QObject::connect(dispatcher_.get(), &ActionDispatcher::finished, [this] { done_ = "finished"; });
+    QObject::connect(dispatcher_.get(), &ActionDispatcher::finished,
+                     [this] { done_ = "finished"; });
     QObject::connect(dispatcher_.get(), &ActionDispatcher::failed,
                      [this](const QString& reason) { done_ = "failed: " + reason; });
   }
@@ -84,8 +85,8 @@ TEST_F(FrameCost, TheHighlightedPhasesPanelRepaintsQuicklyAfterLessonZerosSteps)
   timer.start();
   (void)phases.grab();
   const double ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
-  std::cout << "Phases panel with " << decode_bars << " decode bars highlighted: repainted in " << ms
-            << " ms\n";
+  std::cout << "Phases panel with " << decode_bars << " decode bars highlighted: repainted in "
+            << ms << " ms\n";
   // Seconds to minutes while the halo was built by path operations; tens of milliseconds
   // rasterised. A frame is 16 ms; a loaded 2-core machine may take several.
   EXPECT_LT(ms, 500.0) << decode_bars << " decode bars highlighted";
