@@ -7,8 +7,8 @@
 #include <QHelpEvent>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPaintEngine>
 #include <QPainter>
-#include <QPainterPathStroker>
 #include <QPixmap>
 #include <QSvgGenerator>
 #include <QToolTip>
@@ -21,7 +21,8 @@ namespace servescope::widgets {
 namespace {
 
 // Paints the parent panel's highlight over it. A child widget is painted after its parent in
-// the same pass (and by grab() and render()), so the panels only register shapes.
+// the same pass (and by grab() and render()), so the panels only register shapes. The halo is
+// one rasterised layer (highlight_halo.h), whose cost does not grow with the shape's parts.
 class HighlightOverlay final : public QWidget {
  public:
   explicit HighlightOverlay(PanelView* panel) : QWidget(panel), panel_(panel) {
@@ -32,27 +33,22 @@ class HighlightOverlay final : public QWidget {
 
  protected:
   void paintEvent(QPaintEvent*) override {
-    const QPainterPath shape = panel_->element_shape(panel_->highlight());
-    if (shape.isEmpty()) return;
+    const ElementShape element = panel_->element_parts(panel_->highlight());
+    if (element.empty()) return;
     const Theme& t = theme();
-    QPainter painter(this);
-    painter.setRenderHint(QPainter::Antialiasing);
+    HaloStyle style;
     // Logical pixels tied to the font: the same look on a high-DPI screen and a projector.
-    const double width = std::max(6.0, QFontMetricsF(panel_->font()).height() * 0.7);
-    QPainterPathStroker stroker;
-    stroker.setWidth(width);
-    stroker.setCapStyle(Qt::RoundCap);
-    stroker.setJoinStyle(Qt::RoundJoin);
-    const QPainterPath halo = stroker.createStroke(shape).united(shape);
-    QPainterPath rest;
-    rest.addRect(rect());
-    QColor dim = t.background;
-    dim.setAlpha(120);
-    painter.fillPath(rest.subtracted(halo), dim);
-    QColor glow = t.highlight;
-    glow.setAlpha(90);
-    painter.strokePath(shape, QPen(glow, width, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
-    painter.strokePath(stroker.createStroke(shape), QPen(t.highlight, std::max(2.0, width / 4)));
+    style.width = std::max(6.0, QFontMetricsF(panel_->font()).height() * 0.7);
+    style.glow = t.highlight;
+    style.glow.setAlpha(90);
+    style.edge = t.highlight;
+    style.dim = t.background;
+    style.dim.setAlpha(120);
+    QPainter painter(this);
+    // The device painted on: the screen, or an image or SVG that render() redirects to.
+    const QPaintDevice* device = painter.paintEngine()->paintDevice();
+    painter.drawImage(QRectF(rect()),
+                      highlight_layer(element, size(), device->devicePixelRatio(), style));
   }
 
  private:
@@ -77,21 +73,29 @@ bool PanelView::set_highlight(const QString& element) {
 }
 
 QPainterPath PanelView::element_shape(const QString& element) const {
-  QPainterPath shape;
-  for (const auto& [name, path] : elements_) {
-    if (name == element) shape.addPath(path);
+  return element_parts(element).path();
+}
+
+ElementShape PanelView::element_parts(const QString& element) const {
+  for (const auto& [name, shape] : elements_) {
+    if (name == element) return shape;
   }
-  return shape;
+  return {};
+}
+
+ElementShape& PanelView::element(const QString& name) {
+  for (auto& [registered, shape] : elements_) {
+    if (registered == name) return shape;
+  }
+  return elements_.emplace_back(name, ElementShape{}).second;
 }
 
 void PanelView::mark_element(const QString& element, const QPainterPath& shape) {
-  elements_.emplace_back(element, shape);
+  this->element(element).paths.push_back(shape);
 }
 
 void PanelView::mark_element(const QString& element, const QRectF& area) {
-  QPainterPath path;
-  path.addRect(area);
-  mark_element(element, path);
+  this->element(element).areas.push_back(area);
 }
 
 bool PanelView::save_png(const QString& path) {

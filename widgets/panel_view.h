@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "widgets/highlight_halo.h"
+
 class QMenu;
 class QPainter;
 
@@ -45,8 +47,9 @@ class PanelView : public QWidget {
   bool set_highlight(const QString& element);
   QString highlight() const { return highlight_; }
   // Where the element was painted last (widget coordinates), empty when it was not painted
-  // (no data yet for it).
+  // (no data yet for it): as one path, and as the parts the panel registered.
   QPainterPath element_shape(const QString& element) const;
+  ElementShape element_parts(const QString& element) const;
 
  protected:
   void contextMenuEvent(QContextMenuEvent* event) override;
@@ -81,7 +84,9 @@ class PanelView : public QWidget {
   void save_with_dialog(const QString& filter, const QString& suffix);
 
   std::vector<std::pair<QRectF, QString>> tooltips_;
-  std::vector<std::pair<QString, QPainterPath>> elements_;
+  ElementShape& element(const QString& name);  // registered this paint, created empty
+
+  std::vector<std::pair<QString, ElementShape>> elements_;
   QString highlight_;
   QWidget* highlight_overlay_ = nullptr;  // a transparent child painted after the panel
 };

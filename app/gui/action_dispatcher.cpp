@@ -552,6 +552,7 @@ ActionDispatcher::Task ActionDispatcher::generate(std::optional<int> max_tokens)
                                            if (reason == "max_tokens" || reason == "stop_token" ||
                                                reason == "context_full") {
                                              *finished = true;
+                                             if (poll_condition_()) complete();  // folded
                                            } else {
                                              fail(QString("The generation ended early (%1), so "
                                                           "there is nothing to measure.")

@@ -544,6 +544,9 @@ void MainWindow::connect_worker() {
     on_failed(message);
   });
   connect(worker_, &EngineWorker::generation_finished, this, [this](const QString& reason) {
+    // The request's record was queued before this signal: fold it now, so whoever waits for
+    // the generation reads its measures without waiting for a frame (or a busy GUI thread).
+    on_frame();
     generating_ = false;
     update_actions();
     statusBar()->showMessage(QString("Generation finished: %1").arg(finish_sentence(reason)), 6000);

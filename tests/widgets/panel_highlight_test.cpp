@@ -3,8 +3,11 @@
 // unknown element is refused.
 #include <gtest/gtest.h>
 
+#include <QElapsedTimer>
 #include <QImage>
+#include <algorithm>
 #include <functional>
+#include <iostream>
 #include <memory>
 
 #include "tests/widgets/synthetic_model_snapshots.h"
@@ -94,6 +97,53 @@ TEST(PanelHighlight, TheHaloIsDrawnOverTheElementAtEveryPixelRatioInBothThemes) 
     }
   }
   set_theme(ThemeKind::kLight);
+}
+
+// The Phases panel after a lesson's few generations: 512 steps (the window's history), the
+// prompts' prefills between runs of back-to-back decode steps, as a lesson 0 session leaves it.
+PhasesSnapshot long_session_phases() {
+  PhasesSnapshot snap;
+  double clock = 1000.0;
+  for (int64_t index = 0; snap.steps.size() < 512; ++index) {
+    const bool prefill = index % 100 == 0;
+    StepBar s;
+    s.index = index;
+    s.prefill_tokens = prefill ? 12 : 0;
+    s.decode_tokens = prefill ? 0 : 1;
+    s.sequences = 1;
+    s.context_tokens = 12 + index % 100;
+    s.start_ms = clock;
+    s.end_ms = clock + (prefill ? 9.0 : 4.0 + 0.01 * static_cast<double>(index % 100));
+    clock = s.end_ms + (prefill ? 400.0 : 0.2);  // the learner reads between runs
+    snap.steps.push_back(s);
+  }
+  return snap;
+}
+
+double render_ms(PanelView& panel) {
+  QElapsedTimer timer;
+  timer.start();
+  (void)render_at(panel, 1.0);
+  return static_cast<double>(timer.nsecsElapsed()) / 1e6;
+}
+
+// The halo over hundreds of decode bars costs a repaint about what the bars themselves cost:
+// it is painted, not computed as one outline by path boolean operations (which took minutes on
+// a loaded machine for a lesson's session and froze the window at every frame).
+TEST(PanelHighlight, AHaloOverHundredsOfStepsCostsAboutAsMuchAsPaintingThem) {
+  auto panel = full_panel<PhasesPanel>(long_session_phases());
+  ASSERT_TRUE(panel->set_highlight({}));
+  (void)render_at(*panel, 1.0);  // lays the panel out, warms caches
+  double plain_ms = 1e9;
+  for (int i = 0; i < 3; ++i) plain_ms = std::min(plain_ms, render_ms(*panel));
+  for (const QString element : {"prefill", "decode"}) {
+    ASSERT_TRUE(panel->set_highlight(element));
+    const double highlighted_ms = render_ms(*panel);
+    std::cout << "plain " << plain_ms << " ms, " << element.toStdString() << " highlighted "
+              << highlighted_ms << " ms\n";
+    EXPECT_LT(highlighted_ms, 4.0 * plain_ms + 100.0)
+        << element.toStdString() << "; the plain paint took " << plain_ms << " ms";
+  }
 }
 
 TEST(PanelHighlight, AnUnknownElementIsRefusedAndAnEmptyNameClears) {
