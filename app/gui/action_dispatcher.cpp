@@ -185,6 +185,8 @@ void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
     return;
   }
   tasks_ = std::move(tasks);
+  // An earlier step's highlight would cover this experiment's data until its own is set.
+  for (const PanelId id : kAllPanels) window_.panels().panel(id)->set_highlight(QString());
   run_start_counts_ = window_.folder().counts();
   kept_.clear();
   total_ = static_cast<int>(tasks_.size());

@@ -343,6 +343,15 @@ TEST_F(LessonFixture, SwitchingTheKvCacheOffRecomputesEveryTokensContext) {
   EXPECT_GT(decode_steps(), 0);
 }
 
+// A highlight from an earlier step covered the next step's chart while it ran.
+TEST_F(LessonFixture, AnExperimentStartsWithNoHighlightLeftFromAnEarlierStep) {
+  ASSERT_EQ(run(actions_from_yaml("      - highlight: {panel: phases, element: prefill}\n")),
+            "finished");
+  ASSERT_EQ(window_->panels().panel(PanelId::kPhases)->highlight(), "prefill");
+  ASSERT_EQ(run(actions_from_yaml("      - open_panel: kv\n")), "finished");
+  EXPECT_EQ(window_->panels().panel(PanelId::kPhases)->highlight(), QString());
+}
+
 TEST_F(LessonFixture, StaticBatchingMakesTheRequestWaitForItsBatchAndTheTtftShowsIt) {
   constexpr int kWaitMs = 250;
   int collecting_reports = 0;
