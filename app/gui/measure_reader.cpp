@@ -85,7 +85,7 @@ MeasureValue attention_ms_per_100_context(const MeasureInputs& in) {
     xy.emplace_back(static_cast<double>(s.batch.front().start_position + 1),
                     s.kernel_times.attention_ms);
   }
-  const std::optional<double> slope = least_squares_slope(xy);
+  const std::optional<double> slope = thirds_slope(std::move(xy));
   if (!slope) {
     return missing("ms", "Generate first: it is measured on decode steps whose kernels this "
                          "backend times.");
@@ -454,6 +454,29 @@ std::optional<double> fitted_work_per_ms(const std::vector<SizeSweepPoint>& poin
 }
 
 }  // namespace
+
+std::optional<double> thirds_slope(std::vector<std::pair<double, double>> xy) {
+  if (xy.size() < 3) return std::nullopt;
+  std::ranges::sort(xy);
+  const size_t third = xy.size() / 3;
+  const auto median_of = [](std::vector<double> v) {
+    std::ranges::nth_element(v, v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2));
+    return v[v.size() / 2];
+  };
+  const auto part = [&](size_t from, size_t to) {
+    std::vector<double> xs;
+    std::vector<double> ys;
+    for (size_t i = from; i < to; ++i) {
+      xs.push_back(xy[i].first);
+      ys.push_back(xy[i].second);
+    }
+    return std::pair{median_of(xs), median_of(ys)};
+  };
+  const auto [x0, y0] = part(0, third);
+  const auto [x1, y1] = part(xy.size() - third, xy.size());
+  if (x1 <= x0) return std::nullopt;
+  return (y1 - y0) / (x1 - x0);
+}
 
 std::optional<double> least_squares_slope(const std::vector<std::pair<double, double>>& xy) {
   if (xy.size() < 2) return std::nullopt;

@@ -60,6 +60,10 @@ const std::vector<std::string_view>& implemented_measures();
 // The named measure; an unknown name has no value and says so.
 MeasureValue read_measure(const MeasureInputs& inputs, std::string_view name);
 
+// A slope robust to outliers (a busy machine's preempted steps): the medians of the third of
+// the points with the smallest x and of the third with the largest, joined. nullopt below three
+// points or with one x.
+std::optional<double> thirds_slope(std::vector<std::pair<double, double>> xy);
 // The least-squares slope of y against x; nullopt with fewer than two points or one x.
 std::optional<double> least_squares_slope(const std::vector<std::pair<double, double>>& xy);
 

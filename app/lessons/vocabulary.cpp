@@ -260,8 +260,8 @@ std::vector<MeasureSpec> make_measures() {
        "time of a decode step of the learner's request, mean over those steps (the gaps between "
        "steps, which TPOT includes, left out)"},
       {"attention_ms_per_100_context", "ms",
-       "how much a batch-1 decode step's attention time grew per 100 tokens of context "
-       "(least-squares slope)"},
+       "how much a batch-1 decode step's attention time grew per 100 tokens of context (the "
+       "medians of the shortest and longest thirds of the contexts, joined)"},
       {"decode_attention_ms", "ms", "attention time of a batch-1 decode step, mean over steps"},
       {"working_set_roof_gbs", "GB/s",
        "the bandwidth roof the model's weights are read under: the cache roof when they fit "

@@ -125,6 +125,16 @@ TEST(LessonVocabulary, ClassmatesRangeIsTheWorkers) {
   EXPECT_EQ(classmates->max, EngineWorker::kMaxClassmates);
 }
 
+// Attention's growth is a small slope under large outliers: one preempted step must not turn it.
+TEST(MeasureReader, ThirdsSlopeIgnoresAnOutlierThatTurnsTheLeastSquaresSlope) {
+  std::vector<std::pair<double, double>> xy;
+  for (int x = 1; x <= 30; ++x) xy.emplace_back(x, 0.01 * x);
+  xy[2].second = 5.0;  // one step early on waited for a core
+  EXPECT_LT(*least_squares_slope(xy), 0.0);
+  EXPECT_NEAR(*thirds_slope(xy), 0.01, 0.001);
+  EXPECT_FALSE(thirds_slope({{1.0, 1.0}, {2.0, 2.0}}).has_value());
+}
+
 TEST(MeasureReader, LeastSquaresSlopeFitsAnyDirectionAndRefusesOneX) {
   EXPECT_DOUBLE_EQ(*least_squares_slope({{0.0, 1.0}, {1.0, 3.0}, {2.0, 5.0}}), 2.0);
   EXPECT_DOUBLE_EQ(*least_squares_slope({{0.0, 5.0}, {2.0, 1.0}}), -2.0);
