@@ -578,9 +578,10 @@ TEST_F(LessonFixture, TheBatchingLessonsWaitingExperimentMeasuresBothPolicies) {
   const double continuous_ttft = kept.at("continuous").at("ttft_ms");
   const double static_ttft = kept.at("static").at("ttft_ms");
   // Eight requests never fill 16 places: the learner's request waited the whole wait, which
-  // continuous batching never makes it do.
+  // continuous batching never makes it do. (Continuous is not bounded by the wait itself: under
+  // AddressSanitizer with a second test beside it, eight prefills took 434 ms.)
   EXPECT_GE(static_ttft, wait_ms);
-  EXPECT_LT(continuous_ttft, wait_ms);
+  EXPECT_LT(continuous_ttft, static_ttft);
   EXPECT_GT(kept.at("static").at("class_tokens_per_s"), 0.0);
   // The class went home and batching is continuous again: the next lesson starts quiet.
   EXPECT_FALSE(window_->engine_info()->batching.static_batches);
