@@ -31,19 +31,25 @@ widgets::StepBar step_bar(const telemetry::StepRecord& step) {
 
 class PhasesAdapter final : public PanelAdapter {
  public:
+  static constexpr double kIdleGapMs = 2000.0;
+
   explicit PhasesAdapter(QWidget* parent) : panel_(new widgets::PhasesPanel(parent)) {}
   widgets::PanelView* view() const override { return panel_; }
   bool has_data() const override { return !panel_->snapshot().steps.empty(); }
 
   void refresh(const PanelFeed& feed) override {
+    // The steps since the engine last sat idle: a lesson's run fills the chart instead of
+    // being a sliver at the end of the session, and the rates are of the same steps.
+    const auto& all = feed.folder.steps();
+    const auto first =
+        static_cast<std::ptrdiff_t>(telemetry::first_step_after_idle(all, kIdleGapMs));
+    const std::ranges::subrange shown(all.begin() + first, all.end());
     widgets::PhasesSnapshot snapshot;
-    for (const telemetry::StepRecord& step : feed.folder.steps()) {
-      snapshot.steps.push_back(step_bar(step));
-    }
+    for (const telemetry::StepRecord& step : shown) snapshot.steps.push_back(step_bar(step));
     snapshot.prefill_tokens_per_s =
-        telemetry::throughput_tokens_per_s(telemetry::prefill_step_totals(feed.folder.steps()));
+        telemetry::throughput_tokens_per_s(telemetry::prefill_step_totals(shown));
     snapshot.decode_tokens_per_s =
-        telemetry::throughput_tokens_per_s(telemetry::decode_step_totals(feed.folder.steps()));
+        telemetry::throughput_tokens_per_s(telemetry::decode_step_totals(shown));
     snapshot.help = metric_help();
     snapshot.pacing_note = pacing_note(feed.speed);
     panel_->set_snapshot(std::move(snapshot));

@@ -87,6 +87,18 @@ template <std::ranges::input_range Steps>
 StepTotals prefill_step_totals(const Steps& steps) {
   return step_totals_where(steps, is_prefill_step);
 }
+// The index of the first step after the last idle gap longer than `gap_ms` (the engine waited
+// that long between two steps), 0 when there was none: where the current run of work began, so
+// a chart of it is not a sliver at the end of a whole session.
+template <std::ranges::random_access_range Steps>
+size_t first_step_after_idle(const Steps& steps, double gap_ms) {
+  for (size_t i = std::ranges::size(steps); i > 1; --i) {
+    const StepRecord& before = steps[i - 2];
+    const StepRecord& after = steps[i - 1];
+    if (after.start_ms - before.end_ms > gap_ms) return i - 1;
+  }
+  return 0;
+}
 // tokens / (step_ms / 1000); 0 when no time was measured.
 double throughput_tokens_per_s(const StepTotals& totals);
 // step_ms / steps; 0 for no steps.

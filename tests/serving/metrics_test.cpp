@@ -89,6 +89,18 @@ TEST(Metrics, AThroughputIsItsTokensOverItsStepTimeExactly) {
 
 // A cold step (an engine whose kernels were not warmed: 2.4 s for a 5-token prompt on lavapipe)
 // is neither phase's speed: the Phases panel's "Prefill: N tokens/s" must not read 3.6.
+TEST(Metrics, TheCurrentRunOfWorkBeginsAfterTheLastLongIdleGap) {
+  std::deque<StepRecord> steps(5);
+  const double starts[] = {0.0, 10.0, 5000.0, 5010.0, 5020.0};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    steps[i].start_ms = starts[i];
+    steps[i].end_ms = starts[i] + 5.0;
+  }
+  EXPECT_EQ(first_step_after_idle(steps, 2000.0), 2u);  // 10+5 .. 5000: idle 4.985 s
+  EXPECT_EQ(first_step_after_idle(steps, 10000.0), 0u);
+  EXPECT_EQ(first_step_after_idle(std::deque<StepRecord>{}, 2000.0), 0u);
+}
+
 TEST(Metrics, AColdStepIsLeftOutOfEitherPhase) {
   StepRecord cold_prefill = prefill_step(0.0, 1380.0, 5);
   cold_prefill.cold = true;
