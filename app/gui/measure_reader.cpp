@@ -159,23 +159,11 @@ MeasureValue decode_flops_per_byte(const MeasureInputs& in) {
   return value(sums->flops / sums->bytes, "FLOP/byte");
 }
 
-MeasureValue decode_kv_bytes_per_step(const MeasureInputs& in) {
+// One of RodeSums' totals per step: the mean over the decode steps the learner's tokens rode.
+MeasureValue per_rode_step(const MeasureInputs& in, double RodeSums::*total, const char* unit) {
   const std::optional<RodeSums> sums = steps_rode(in);
-  if (!sums) return missing("bytes", kGenerateFirst);
-  return value(sums->kv_bytes_read / static_cast<double>(sums->steps), "bytes");
-}
-
-// The weight bytes one of those steps read: every matrix, but one embedding row per token.
-MeasureValue decode_weight_bytes(const MeasureInputs& in) {
-  const std::optional<RodeSums> sums = steps_rode(in);
-  if (!sums) return missing("bytes", kGenerateFirst);
-  return value(sums->weight_bytes_read / static_cast<double>(sums->steps), "bytes");
-}
-
-MeasureValue decode_step_ms(const MeasureInputs& in) {
-  const std::optional<RodeSums> sums = steps_rode(in);
-  if (!sums) return missing("ms", kGenerateFirst);
-  return value(sums->step_ms / static_cast<double>(sums->steps), "ms");
+  if (!sums) return missing(unit, kGenerateFirst);
+  return value((*sums).*total / static_cast<double>(sums->steps), unit);
 }
 
 // Bytes moved over step time, summed over the same steps: decode_weight_bytes plus the KV
@@ -320,7 +308,10 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
        }},
       {"achieved_gbs", achieved_gbs},
       {"decode_flops_per_byte", decode_flops_per_byte},
-      {"decode_kv_bytes_per_step", decode_kv_bytes_per_step},
+      {"decode_kv_bytes_per_step",
+       [](const MeasureInputs& in) {
+         return per_rode_step(in, &RodeSums::kv_bytes_read, "bytes");
+       }},
       {"memory_roof_gbs",
        [](const MeasureInputs& in) {
          return roof(in, &compute::StepRoofs::memory_gb_per_s, "GB/s");
@@ -347,8 +338,13 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
          if (!gflops) return missing("GFLOP/s", "Run the size sweep first (two sizes or more).");
          return value(*gflops, "GFLOP/s");
        }},
-      {"decode_weight_bytes", decode_weight_bytes},
-      {"decode_step_ms", decode_step_ms},
+      // Weight bytes per step: every matrix, but one embedding row per token.
+      {"decode_weight_bytes",
+       [](const MeasureInputs& in) {
+         return per_rode_step(in, &RodeSums::weight_bytes_read, "bytes");
+       }},
+      {"decode_step_ms",
+       [](const MeasureInputs& in) { return per_rode_step(in, &RodeSums::step_ms, "ms"); }},
       {"attention_ms_per_100_context", attention_ms_per_100_context},
       {"decode_attention_ms", decode_attention_ms},
       {"working_set_roof_gbs", working_set_roof_gbs},

@@ -15,6 +15,7 @@
 #include "app/gui/main_window.h"
 #include "app/lessons/lesson_loader.h"
 #include "tests/app/gui_test_support.h"
+#include "tests/app/gui_window_support.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
@@ -23,24 +24,12 @@ namespace {
 using testing::app;
 using testing::wait_until;
 
-lessons::Lesson lesson(const std::string& id) {
-  for (const std::filesystem::path& file : lessons::lesson_files(SERVESCOPE_LESSONS_DIR)) {
-    lessons::LoadResult result = lessons::load_lesson_file(file);
-    if (result.lesson && result.lesson->id == id) return *result.lesson;
-  }
-  ADD_FAILURE() << "no lesson " << id;
-  return {};
-}
 
 class FrameCost : public ::testing::Test {
  protected:
   void SetUp() override {
     app();
-    WindowOptions options;
-    options.remember_settings = false;
-    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
-    options.cache_folder = cache_.path();
-    window_ = std::make_unique<MainWindow>(options);
+    window_ = std::make_unique<MainWindow>(testing::test_window_options(cache_.path()));
     window_->resize(1600, 1000);
     window_->show();
     ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
@@ -67,7 +56,7 @@ class FrameCost : public ::testing::Test {
 // Lesson 0's four steps as a student runs them, then the Phases panel repainted with step 4's
 // highlight over its hundreds of decode bars: one repaint, as every frame of a generation pays.
 TEST_F(FrameCost, TheHighlightedPhasesPanelRepaintsQuicklyAfterLessonZerosSteps) {
-  const lessons::Lesson serving = lesson("serving");
+  const lessons::Lesson serving = testing::shipped_lesson("serving");
   ASSERT_GE(serving.steps.size(), 4u);
   // Each step read for a moment, and step 4 run again, as the student did: the time line
   // stretches, so the decode bars become hundreds of thin, touching slivers.

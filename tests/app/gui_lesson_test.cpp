@@ -22,6 +22,7 @@
 #include "engine/serving/kv_block_pool.h"
 #include "engine/telemetry/metrics.h"
 #include "tests/app/gui_test_support.h"
+#include "tests/app/gui_window_support.h"
 #include "tests/support/sanitizers.h"
 #include "widgets/panel_view.h"
 
@@ -31,16 +32,7 @@ namespace {
 using testing::app;
 using testing::wait_until;
 
-const std::filesystem::path kLessonsDir = SERVESCOPE_LESSONS_DIR;
 
-lessons::Lesson load_lesson(const std::string& id) {
-  for (const std::filesystem::path& file : lessons::lesson_files(kLessonsDir)) {
-    lessons::LoadResult result = lessons::load_lesson_file(file);
-    if (result.lesson && result.lesson->id == id) return *result.lesson;
-  }
-  ADD_FAILURE() << "no lesson " << id << " in " << kLessonsDir;
-  return {};
-}
 
 // A step's run, as the lesson file writes it, loaded through the lesson loader.
 std::vector<lessons::Action> actions_from_yaml(const std::string& run_lines) {
@@ -58,11 +50,7 @@ class LessonFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     app();
-    WindowOptions options;
-    options.remember_settings = false;
-    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
-    options.cache_folder = cache_.path();
-    window_ = std::make_unique<MainWindow>(options);
+    window_ = std::make_unique<MainWindow>(testing::test_window_options(cache_.path()));
     window_->resize(1400, 900);
     window_->show();
     ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
@@ -490,7 +478,7 @@ TEST_F(LessonFixture, DecodeStepsRunsThatManySingleStepsOfTheUsersRequest) {
 // --- scripted walks through the lessons ---------------------------------------------------------
 
 TEST_F(LessonFixture, TheKvCacheLessonMeasuresTheBytesItsFormulaPredicts) {
-  const lessons::Lesson lesson = load_lesson("kv-cache");
+  const lessons::Lesson lesson = testing::shipped_lesson("kv-cache");
   const model::ModelConfig config =
       model::read_model_config(gguf::GgufFile::open(cli::default_model_path()));
   std::vector<std::pair<int64_t, double>> tokens_and_bytes;
@@ -527,7 +515,7 @@ TEST_F(LessonFixture, TheKvCacheLessonMeasuresTheBytesItsFormulaPredicts) {
 TEST_F(LessonFixture, TheBatchingLessonsSweepShowsThroughputRisingWithBatchSize) {
   // The batching lesson's step that runs the batch sweep.
   std::optional<lessons::Step> sweep_step;
-  for (const lessons::Step& step : load_lesson("batching").steps) {
+  for (const lessons::Step& step : testing::shipped_lesson("batching").steps) {
     for (const lessons::Action& a : step.run) {
       if (a.name == "batch_sweep" && !sweep_step) sweep_step = step;
     }
@@ -560,7 +548,7 @@ TEST_F(LessonFixture, TheBatchingLessonsWaitingExperimentMeasuresBothPolicies) {
   // The lesson's step that sets a batch wait: it alternates continuous and static batching,
   // keeping each side's measures, and leaves the engine as it found it.
   std::optional<lessons::Step> waiting;
-  for (const lessons::Step& step : load_lesson("batching").steps) {
+  for (const lessons::Step& step : testing::shipped_lesson("batching").steps) {
     for (const lessons::Action& a : step.run) {
       if (a.name == "set_batch_wait" && !waiting) waiting = step;
     }

@@ -16,6 +16,7 @@
 #include "app/gui/step_view.h"
 #include "app/lessons/lesson_loader.h"
 #include "tests/app/gui_test_support.h"
+#include "tests/app/gui_window_support.h"
 
 namespace servescope::gui {
 namespace {
@@ -34,11 +35,7 @@ class StepRunnerFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     app();
-    WindowOptions options;
-    options.remember_settings = false;
-    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
-    options.cache_folder = cache_.path();
-    window_ = std::make_unique<MainWindow>(options);
+    window_ = std::make_unique<MainWindow>(testing::test_window_options(cache_.path()));
     ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));
     lesson_ = claims_lesson();
     ASSERT_EQ(lesson_.steps.size(), 2u);

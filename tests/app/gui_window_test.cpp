@@ -30,6 +30,7 @@
 #include "engine/model/model.h"
 #include "tests/support/gguf_copy.h"
 #include "tests/app/gui_test_support.h"
+#include "tests/app/gui_window_support.h"
 #include "widgets/batching_panel.h"
 #include "widgets/quantisation_panel.h"
 
@@ -43,11 +44,7 @@ class WindowFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     app();
-    WindowOptions options;
-    options.remember_settings = false;
-    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
-    options.cache_folder = cache_.path();
-    window_ = std::make_unique<MainWindow>(options);
+    window_ = std::make_unique<MainWindow>(testing::test_window_options(cache_.path()));
     QObject::connect(window_.get(), &MainWindow::failed, window_.get(),
                      [this](const QString& message) { failure_ = message; });
     QObject::connect(window_.get(), &MainWindow::generation_finished, window_.get(),
