@@ -194,6 +194,7 @@ void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
   busy_ = true;
   started_generation_ = false;
   started_sweep_ = false;
+  Q_EMIT started();
   QTimer::singleShot(0, this, &ActionDispatcher::next);
 }
 
@@ -210,7 +211,7 @@ void ActionDispatcher::cancel() {
   if (!busy_) return;
   end_waiting();
   tasks_.clear();
-  busy_ = false;
+  end_run();
   if (started_generation_ && window_.generating()) window_.stop();
   if (started_sweep_ && window_.sweeping()) window_.stop_batch_sweep();
   Q_EMIT cancelled();
@@ -219,7 +220,7 @@ void ActionDispatcher::cancel() {
 void ActionDispatcher::next() {
   if (!busy_) return;
   if (tasks_.empty()) {
-    busy_ = false;
+    end_run();
     Q_EMIT progress(total_, total_, "Done");
     Q_EMIT finished();
     return;
@@ -241,8 +242,13 @@ void ActionDispatcher::fail(const QString& reason) {
   if (!busy_) return;
   end_waiting();
   tasks_.clear();
-  busy_ = false;
+  end_run();
   Q_EMIT failed(reason);
+}
+
+void ActionDispatcher::end_run() {
+  busy_ = false;
+  Q_EMIT ended();
 }
 
 void ActionDispatcher::end_waiting() {

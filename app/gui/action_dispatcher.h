@@ -72,6 +72,10 @@ class ActionDispatcher : public QObject {
   MeasureValue measure(std::string_view name) const;
 
  Q_SIGNALS:
+  // A run began, or it ended (before its finished(), failed() or cancelled()). A run refused
+  // at once (busy, a bad argument) neither starts nor ends.
+  void started();
+  void ended();
   void progress(int done, int total, const QString& what);
   void notice(const QString& text);  // something the learner should know; the run goes on
   void finished();
@@ -88,6 +92,7 @@ class ActionDispatcher : public QObject {
   void next();
   void complete();
   void fail(const QString& reason);
+  void end_run();  // not busy any more: ended()
   void end_waiting();
   // Completes when when() holds after one of the window's signals (or the poll timer).
   template <typename Signal>

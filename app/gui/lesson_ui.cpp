@@ -147,13 +147,9 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
       leave_lesson();  // its last step done: the lesson is finished
     }
   });
-  connect(&learn_->step_view(), &StepView::part_changed, this, [this](StepView::Part part) {
-    if (part == StepView::Part::kRunning) {
-      settings_.run_started();
-    } else {
-      settings_.run_ended();  // finished, failed or cancelled
-    }
-  });
+  // Every experiment, a step's or a practice question's "Run it", goes through the dispatcher.
+  connect(dispatcher_, &ActionDispatcher::started, this, [this] { settings_.run_started(); });
+  connect(dispatcher_, &ActionDispatcher::ended, this, [this] { settings_.run_ended(); });
   connect(learn_, &LearnPane::leaving_lesson, this, &LessonUi::leave_lesson);
   window.installEventFilter(this);
   dock_->installEventFilter(this);
@@ -256,6 +252,7 @@ void LessonUi::restore_step() {
 void LessonUi::leave_lesson() {
   // A run still going ends first, so what it changed is given back too.
   if (learn_->step_view().part() == StepView::Part::kRunning) learn_->step_view().cancel();
+  if (dispatcher_->busy()) dispatcher_->cancel();  // a practice question's "Run it"
   const QStringList given = settings_.give_back();
   if (given.isEmpty()) return;
   window_.statusBar()->showMessage("Lesson settings given back: " + given.join(", "), 10000);

@@ -254,7 +254,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
   // The worker learns the settings before it loads anything.
   const int classmates = classmates_->value();
   const int max_tokens = max_tokens_->value();
-  const auto kv = static_cast<gguf::GgmlType>(kv_picker_->currentData().toInt());
+  const gguf::GgmlType kv = kv_type();
   const auto speed = static_cast<Speed>(speed_picker_->currentData().toInt());
   QMetaObject::invokeMethod(
       worker_, [w = worker_, classmates, max_tokens, kv, speed, batching = batching()] {
@@ -280,7 +280,8 @@ void MainWindow::save_settings() const {
     s.setValue("window/splitter", splitter->saveState());
   }
   s.setValue("settings/version", 2);
-  s.setValue("engine/model", model_path_);
+  // A model still loading at quit is the one asked for last (a lesson's engine given back).
+  s.setValue("engine/model", loading_ ? loading_path_ : model_path_);
   s.setValue("engine/backend", backend_.kind == compute::BackendKind::kVulkan ? "vulkan" : "cpu");
   s.setValue("engine/device", backend_.device);
   s.setValue("engine/classmates", classmates_->value());
@@ -415,6 +416,7 @@ void MainWindow::fill_backend_picker() {
 void MainWindow::open_model(const QString& path) {
   show_message({}, false);
   loading_ = true;  // until the worker answers
+  loading_path_ = path;
   QMetaObject::invokeMethod(
       worker_, [w = worker_, path, backend = backend_] { w->load_model(path, backend); });
 }
@@ -423,16 +425,22 @@ void MainWindow::open_timing_model(const TimingModel& model) {
   show_message({}, false);
   loading_ = true;  // until the worker answers
   const QString path = timing_model_path(timing_folder_, model);
+  loading_path_ = path;
   QMetaObject::invokeMethod(worker_, [w = worker_, model, path, backend = backend_] {
     w->open_timing_model(model, path, backend);
   });
 }
 
 void MainWindow::set_backend(const BackendChoice& backend) {
+  open_model_on(model_path_.isEmpty() ? QString::fromStdString(cli::default_model_path())
+                                      : model_path_,
+                backend);
+}
+
+void MainWindow::open_model_on(const QString& path, const BackendChoice& backend) {
   backend_ = backend;
   update_activations_picker();
-  open_model(model_path_.isEmpty() ? QString::fromStdString(cli::default_model_path())
-                                   : model_path_);
+  open_model(path);
 }
 
 void MainWindow::set_greedy(bool greedy) { greedy_->setChecked(greedy); }
@@ -463,6 +471,10 @@ void MainWindow::set_kv_type(gguf::GgmlType type) {
   const int index = kv_picker_->findData(static_cast<int>(type));
   if (index >= 0) kv_picker_->setCurrentIndex(index);
   QMetaObject::invokeMethod(worker_, [w = worker_, type] { w->set_kv_type(type); });
+}
+
+gguf::GgmlType MainWindow::kv_type() const {
+  return static_cast<gguf::GgmlType>(kv_picker_->currentData().toInt());
 }
 
 void MainWindow::set_keep_kv(bool keep) {

@@ -72,6 +72,8 @@ class MainWindow : public QMainWindow {
   // background when it is not there yet (the current model keeps serving meanwhile).
   void open_timing_model(const TimingModel& model);
   void set_backend(const BackendChoice& backend);
+  // The model at `path` on that backend, in one reload (a lesson's engine given back).
+  void open_model_on(const QString& path, const BackendChoice& backend);
   void set_prompt(const QString& text);
   void set_classmates(int count);
   void set_max_tokens(int count);
@@ -142,6 +144,12 @@ class MainWindow : public QMainWindow {
   // The batching the window asks for (the engine's own is engine_info()->batching).
   BatchingChoice batching() const;
   bool quantised_activations() const { return backend_.quantised_activations; }
+  // The backend the window asks for, the model file it last loaded (empty before one), the KV
+  // type its picker holds, and whether the engine keeps a KV cache.
+  const BackendChoice& backend_choice() const { return backend_; }
+  const QString& model_path() const { return model_path_; }
+  gguf::GgmlType kv_type() const;
+  bool keep_kv() const { return !engine_info_ || engine_info_->keep_kv; }
   // The static batch collecting now, as the engine last reported it (waiting 0: none), and
   // the status bar's text for it.
   const BatchCollecting& batch_collecting() const { return collecting_; }
@@ -229,6 +237,7 @@ class MainWindow : public QMainWindow {
   double last_status_ms_ = -1.0;
   bool generating_ = false;
   bool loading_ = false;
+  QString loading_path_;  // the model file asked for while loading_
   qint64 user_request_ = -1;
   AttentionSample attention_;
   std::optional<QuantLabReport> quant_lab_;

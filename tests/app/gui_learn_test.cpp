@@ -481,6 +481,52 @@ TEST_F(LearnFixture, TheBatchingALessonChangedGoesBackWhenTheWindowCloses) {
             "Lesson settings given back: classmates 0, continuous batching, batch wait 20 ms");
 }
 
+TEST_F(LearnFixture, APracticeRunAndTheEngineALessonChangedAreGivenBackToo) {
+  // The practice question's "Run it" left the KV cache in F32, and lesson 1 left its 100M
+  // timing model loaded, after the learner had left the lesson.
+  const auto engine_holds = [&](const std::function<bool(const EngineInfo&)>& holds) {
+    return wait_until([&] { return window_->engine_info() && holds(*window_->engine_info()); },
+                      60000);
+  };
+  const QString own_model = window_->model_path();
+  window_->set_kv_type(gguf::GgmlType::Q8_0);  // the learner's choice
+  ASSERT_TRUE(engine_holds([](const EngineInfo& i) { return i.kv_type == gguf::GgmlType::Q8_0; }));
+
+  // Lesson 0's practice question on F32 KV bytes runs its experiment in F32.
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  const lessons::Lesson& lesson = *learn().current_lesson();
+  const auto question = std::find_if(lesson.questions.begin(), lesson.questions.end(),
+                                     [](const lessons::Question& q) { return q.confirm; });
+  ASSERT_NE(question, lesson.questions.end()) << "lesson 0 has a question to run";
+  PracticeView& practice = learn().practice();
+  ASSERT_TRUE(practice.show_question(static_cast<int>(question - lesson.questions.begin())));
+  practice.confirm();
+  ASSERT_TRUE(wait_until([&] { return practice.confirmation().startsWith("Measured"); }, 60000))
+      << practice.confirmation().toStdString();
+  ASSERT_EQ(window_->kv_type(), gguf::GgmlType::F32);
+
+  // A run that loads another model file and switches the cache off.
+  QTemporaryDir models;
+  const QString lesson_model = models.filePath("lesson-model.gguf");
+  ASSERT_TRUE(QFile::copy(own_model, lesson_model));
+  LessonSettings& settings = ui().lesson_settings();
+  settings.run_started();
+  window_->open_model(lesson_model);
+  ASSERT_TRUE(engine_holds([&](const EngineInfo& i) { return i.model_path == lesson_model; }));
+  window_->set_keep_kv(false);
+  ASSERT_TRUE(engine_holds([](const EngineInfo& i) { return !i.keep_kv; }));
+  settings.run_ended();
+
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));  // leaves lesson 0
+  const QString said = window_->statusBar()->currentMessage();
+  EXPECT_TRUE(said.contains("on the CPU backend")) << said.toStdString();
+  EXPECT_TRUE(said.contains("KV cache in Q8_0")) << said.toStdString();
+  EXPECT_TRUE(said.contains("KV cache on")) << said.toStdString();
+  EXPECT_TRUE(engine_holds([&](const EngineInfo& i) {
+    return i.model_path == own_model && i.kv_type == gguf::GgmlType::Q8_0 && i.keep_kv;
+  })) << window_->engine_info()->model_path.toStdString();
+}
+
 TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport) {
   // A number prediction is recorded when the learner runs the step: the first step of a
   // shipped lesson that asks for one.
