@@ -190,14 +190,34 @@ std::vector<RooflinePoint> RooflinePanel::points_above_roofs() const {
 }
 
 QString RooflinePanel::raised_note() const {
-  QStringList raised;
-  if (snapshot_.cache_raised && snapshot_.cache_gb_per_s > 0.0) raised << tr("cache");
-  if (snapshot_.memory_raised && snapshot_.memory_gb_per_s > 0.0) raised << tr("main memory");
-  if (snapshot_.compute_raised && snapshot_.compute_gflop_per_s > 0.0) raised << tr("compute");
-  if (raised.isEmpty()) return {};
-  if (raised.size() == 1) return tr("%1 roof raised by a measured step").arg(raised[0]);
-  const QString last = raised.takeLast();
-  return tr("%1 and %2 roofs raised by a measured step").arg(raised.join(tr(", ")), last);
+  // The raised roofs grouped by the step that raised them, in the order cache, memory, compute.
+  std::vector<std::pair<QString, QStringList>> by_step;
+  const auto add = [&](bool raised, double figure, const QString& roof, const QString& by) {
+    if (!raised || !(figure > 0.0)) return;
+    const QString step = by.isEmpty() ? tr("a measured step") : by;
+    const auto it = std::find_if(by_step.begin(), by_step.end(),
+                                 [&](const auto& group) { return group.first == step; });
+    if (it == by_step.end()) {
+      by_step.push_back({step, {roof}});
+    } else {
+      it->second << roof;
+    }
+  };
+  add(snapshot_.cache_raised, snapshot_.cache_gb_per_s, tr("cache"), snapshot_.cache_raised_by);
+  add(snapshot_.memory_raised, snapshot_.memory_gb_per_s, tr("main memory"),
+      snapshot_.memory_raised_by);
+  add(snapshot_.compute_raised, snapshot_.compute_gflop_per_s, tr("compute"),
+      snapshot_.compute_raised_by);
+  QStringList notes;
+  for (auto& [step, roofs] : by_step) {
+    if (roofs.size() == 1) {
+      notes << tr("%1 roof raised by %2").arg(roofs[0], step);
+      continue;
+    }
+    const QString last = roofs.takeLast();
+    notes << tr("%1 and %2 roofs raised by %3").arg(roofs.join(tr(", ")), last, step);
+  }
+  return notes.join(tr("; "));
 }
 
 QStringList RooflinePanel::judged_entries() const {

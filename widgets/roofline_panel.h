@@ -41,6 +41,10 @@ struct RooflineSnapshot {
   bool cache_raised = false;
   bool memory_raised = false;
   bool compute_raised = false;
+  // Which step raised each ("a step of stories.gguf on 2026-12-06"); empty: not said.
+  QString cache_raised_by;
+  QString memory_raised_by;
+  QString compute_raised_by;
   std::vector<RooflinePoint> points;  // in step order; the last one is "latest"
 };
 
@@ -92,7 +96,8 @@ class RooflinePanel : public PanelView {
   // The points drawn above the roof they are judged against (none, when the roofs were raised
   // by the measured steps as they should be).
   std::vector<RooflinePoint> points_above_roofs() const;
-  // "main memory roof raised by a measured step", naming every raised roof; empty when none.
+  // "main memory roof raised by a step of this run", naming every raised roof and which step
+  // raised it ("a measured step" where not said); empty when none.
   QString raised_note() const;
 
  protected:

@@ -1,5 +1,6 @@
 #include "app/gui/engine_worker.h"
 
+#include <QDate>
 #include <QEvent>
 #include <QFileInfo>
 #include <QStringList>
@@ -498,7 +499,11 @@ std::optional<gguf::GgmlType> EngineWorker::main_weight_type() const {
 
 void EngineWorker::keep_raised_roofs() {
   if (!model_ || !tap_.take_raised()) return;
-  compute::apply_raised_roofs(roofs_, tap_.roofs(), main_weight_type());
+  // Kept for every later model on this device: say which model's step it was, and when.
+  const QString raised_by = QString("a step of %1 on %2")
+                                .arg(QFileInfo(model_path_).fileName(),
+                                     QDate::currentDate().toString(Qt::ISODate));
+  compute::apply_raised_roofs(roofs_, tap_.roofs(), main_weight_type(), raised_by.toStdString());
   compute::persist_raised_roofs(*model_->backend, roofs_);
 }
 

@@ -8,10 +8,17 @@ compute::MeasuredStep measured_step(const telemetry::StepRecord& step) {
 
 compute::StepRoofs roofs_under_steps(compute::StepRoofs probed,
                                      const std::deque<telemetry::StepRecord>& steps) {
+  compute::StepRoofs roofs = probed;
   for (const telemetry::StepRecord& step : steps) {
-    compute::raise_roofs_to_step(probed, measured_step(step));
+    compute::raise_roofs_to_step(roofs, measured_step(step));
   }
-  return probed;
+  const auto said = [](double now, double before, std::string& raised_by) {
+    if (now > before) raised_by = kRaisedThisRun;
+  };
+  said(roofs.cache_gb_per_s, probed.cache_gb_per_s, roofs.cache_raised_by);
+  said(roofs.memory_gb_per_s, probed.memory_gb_per_s, roofs.memory_raised_by);
+  said(roofs.compute_gflop_per_s, probed.compute_gflop_per_s, roofs.compute_raised_by);
+  return roofs;
 }
 
 }  // namespace servescope::gui

@@ -14,7 +14,10 @@ namespace servescope::gui {
 // the same figures the roofline plots).
 compute::MeasuredStep measured_step(const telemetry::StepRecord& step);
 
-// `probed` raised by every step of `steps` that beat it.
+// What a roof raised by one of the window's own steps says raised it.
+inline constexpr const char* kRaisedThisRun = "a step of this run";
+
+// `probed` raised by every step of `steps` that beat it (the raised ones say kRaisedThisRun).
 compute::StepRoofs roofs_under_steps(compute::StepRoofs probed,
                                      const std::deque<telemetry::StepRecord>& steps);
 

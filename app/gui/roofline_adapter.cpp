@@ -31,6 +31,9 @@ class RooflineAdapter final : public PanelAdapter {
     snapshot.cache_raised = roofs.cache_raised;
     snapshot.memory_raised = roofs.memory_raised;
     snapshot.compute_raised = roofs.compute_raised;
+    snapshot.cache_raised_by = QString::fromStdString(roofs.cache_raised_by);
+    snapshot.memory_raised_by = QString::fromStdString(roofs.memory_raised_by);
+    snapshot.compute_raised_by = QString::fromStdString(roofs.compute_raised_by);
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
       const double intensity = telemetry::arithmetic_intensity(step);
       const double gflops = telemetry::achieved_gflop_per_s(step);

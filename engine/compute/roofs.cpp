@@ -177,12 +177,14 @@ void keep_higher(BandwidthRoof& roof, const BandwidthRoof& kept) {
   if (kept.gb_per_s <= roof.gb_per_s) return;
   roof.gb_per_s = kept.gb_per_s;
   roof.raised_by_step = kept.raised_by_step;
+  roof.raised_by = kept.raised_by;
 }
 
 void keep_higher(MatmulRoof& roof, const MatmulRoof& kept) {
   if (kept.type != roof.type || kept.gflop_per_s <= roof.gflop_per_s) return;
   roof.gflop_per_s = kept.gflop_per_s;
   roof.raised_by_step = kept.raised_by_step;
+  roof.raised_by = kept.raised_by;
 }
 
 }  // namespace
@@ -226,6 +228,7 @@ std::string type_key(gguf::GgmlType type) {
 }
 
 std::string raised_key(const std::string& roof_key) { return roof_key + "_raised_by_step"; }
+std::string raised_by_key(const std::string& roof_key) { return roof_key + "_raised_by"; }
 
 void write_roofs(std::ostream& out, const Roofs& r) {
   out.precision(17);
@@ -241,6 +244,14 @@ void write_roofs(std::ostream& out, const Roofs& r) {
   for (const MatmulRoof& m : r.matmul) {
     out << raised_key(type_key(m.type)) << " " << m.raised_by_step << "\n";
   }
+  // One line each: a line break in a model's file name would end the entry early.
+  const auto said = [&](const std::string& key, std::string text) {
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    if (!text.empty()) out << raised_by_key(key) << " " << text << "\n";
+  };
+  said("in_cache", r.in_cache.raised_by);
+  said("beyond_cache", r.beyond_cache.raised_by);
+  for (const MatmulRoof& m : r.matmul) said(type_key(m.type), m.raised_by);
 }
 
 // Written beside the file and renamed over it: a window raising its roofs and a probe reading
@@ -280,10 +291,17 @@ std::optional<Roofs> read_cache(const std::filesystem::path& file) {
     r.matmul_cols = std::stoll(entries.at("matmul_cols"));
     r.measured_busy = entries.at("measured_busy") != "0";
     const auto raised = [&](const std::string& key) { return entries.at(raised_key(key)) != "0"; };
+    const auto raised_by = [&](const std::string& key) {  // optional: older files lack it
+      const auto it = entries.find(raised_by_key(key));
+      return it == entries.end() ? std::string() : it->second;
+    };
     r.in_cache.raised_by_step = raised("in_cache");
+    r.in_cache.raised_by = raised_by("in_cache");
     r.beyond_cache.raised_by_step = raised("beyond_cache");
+    r.beyond_cache.raised_by = raised_by("beyond_cache");
     for (const gguf::GgmlType type : kWeightTypes) {
-      r.matmul.push_back({type, std::stod(entries.at(type_key(type))), raised(type_key(type))});
+      r.matmul.push_back({type, std::stod(entries.at(type_key(type))), raised(type_key(type)),
+                          raised_by(type_key(type))});
     }
     const bool positive = r.in_cache.gb_per_s > 0.0 && r.beyond_cache.gb_per_s > 0.0 &&
                           std::all_of(r.matmul.begin(), r.matmul.end(),
@@ -384,12 +402,15 @@ StepRoofs step_roofs(const Roofs& roofs, std::optional<gguf::GgmlType> weight_ty
   StepRoofs s;
   s.cache_gb_per_s = roofs.in_cache.gb_per_s;
   s.cache_raised = roofs.in_cache.raised_by_step;
+  s.cache_raised_by = roofs.in_cache.raised_by;
   s.memory_gb_per_s = roofs.beyond_cache.gb_per_s;
   s.memory_raised = roofs.beyond_cache.raised_by_step;
+  s.memory_raised_by = roofs.beyond_cache.raised_by;
   for (const MatmulRoof& m : roofs.matmul) {
     if (!weight_type || m.type != *weight_type) continue;
     s.compute_gflop_per_s = m.gflop_per_s;
     s.compute_raised = m.raised_by_step;
+    s.compute_raised_by = m.raised_by;
   }
   s.cache_bytes = roofs.last_level_cache_bytes > 0 ? roofs.last_level_cache_bytes
                                                    : roofs.in_cache.working_set_bytes;
@@ -425,12 +446,12 @@ bool raise_roofs_to_step(StepRoofs& roofs, const MeasuredStep& step) {
 }
 
 void apply_raised_roofs(Roofs& roofs, const StepRoofs& raised,
-                        std::optional<gguf::GgmlType> weight_type) {
-  keep_higher(roofs.in_cache, {0, raised.cache_gb_per_s, raised.cache_raised});
-  keep_higher(roofs.beyond_cache, {0, raised.memory_gb_per_s, raised.memory_raised});
+                        std::optional<gguf::GgmlType> weight_type, const std::string& raised_by) {
+  keep_higher(roofs.in_cache, {0, raised.cache_gb_per_s, raised.cache_raised, raised_by});
+  keep_higher(roofs.beyond_cache, {0, raised.memory_gb_per_s, raised.memory_raised, raised_by});
   if (!weight_type) return;
   for (MatmulRoof& m : roofs.matmul) {
-    keep_higher(m, {*weight_type, raised.compute_gflop_per_s, raised.compute_raised});
+    keep_higher(m, {*weight_type, raised.compute_gflop_per_s, raised.compute_raised, raised_by});
   }
 }
 

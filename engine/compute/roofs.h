@@ -27,12 +27,16 @@ struct BandwidthRoof {
   uint64_t working_set_bytes = 0;
   double gb_per_s = 0.0;
   bool raised_by_step = false;  // a measured step beat the probe: the figure is the step's
+  // Which step ("a step of stories.gguf on 2026-12-06"), for a reader who loaded another model
+  // since; empty when not raised or not said (a cache file written before it was kept).
+  std::string raised_by{};
 };
 
 struct MatmulRoof {
   gguf::GgmlType type = gguf::GgmlType::F32;
   double gflop_per_s = 0.0;
   bool raised_by_step = false;
+  std::string raised_by{};
 };
 
 struct Roofs {
@@ -133,6 +137,10 @@ struct StepRoofs {
   bool cache_raised = false;
   bool memory_raised = false;
   bool compute_raised = false;
+  // Which step raised each (BandwidthRoof::raised_by); empty when not said.
+  std::string cache_raised_by{};
+  std::string memory_raised_by{};
+  std::string compute_raised_by{};
 };
 // The type most of a model's matrices are stored in (tensor_types: type name -> tensors, as
 // model::WeightSummary counts them) when the probe measures it: its compute roof is the model's.
@@ -158,9 +166,9 @@ struct MeasuredStep {
 bool raise_roofs_to_step(StepRoofs& roofs, const MeasuredStep& step);
 
 // Writes roofs raised by measured steps into `roofs` (the weight type's compute roof, the two
-// bandwidth roofs), only ever upward.
+// bandwidth roofs), only ever upward; `raised_by` says which step each raised one came from.
 void apply_raised_roofs(Roofs& roofs, const StepRoofs& raised,
-                        std::optional<gguf::GgmlType> weight_type);
+                        std::optional<gguf::GgmlType> weight_type, const std::string& raised_by);
 // Keeps raised roofs in this backend's cache file (the higher of the file's and these); false
 // when there is no cache file to write.
 bool persist_raised_roofs(Backend& backend, const Roofs& roofs);

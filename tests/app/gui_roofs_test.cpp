@@ -72,7 +72,7 @@ TEST(GuiRoofs, NoPointIsDrawnAboveItsRoofAndLessonsReadTheSameRoofs) {
   EXPECT_FALSE(shown.cache_raised);
   EXPECT_DOUBLE_EQ(shown.cache_gb_per_s, 40.0);
   EXPECT_EQ(panel->raised_note(),
-            QStringLiteral("main memory and compute roofs raised by a measured step"));
+            QStringLiteral("main memory and compute roofs raised by a step of this run"));
 
   // The lessons read the roofs the panel draws.
   const MeasureInputs inputs{&folder, &info, -1, nullptr, nullptr};

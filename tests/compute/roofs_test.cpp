@@ -214,7 +214,7 @@ TEST(Roofs, BusyProbesAreTakenAgainAndCachedRoofsOnlyGoUp) {
   Roofs raised = slower.roofs;
   StepRoofs judged = step_roofs(raised, gguf::GgmlType::F32);
   ASSERT_TRUE(raise_roofs_to_step(judged, {1'000'000'000, 0.5e9, 0.02}));  // 50 GB/s, memory
-  apply_raised_roofs(raised, judged, gguf::GgmlType::F32);
+  apply_raised_roofs(raised, judged, gguf::GgmlType::F32, "a step of test.gguf");
   ASSERT_TRUE(persist_raised_roofs(*backend, raised));
   const CachedRoofs kept = probe(0.1, false);
   EXPECT_TRUE(kept.from_cache);
@@ -222,6 +222,10 @@ TEST(Roofs, BusyProbesAreTakenAgainAndCachedRoofsOnlyGoUp) {
   EXPECT_TRUE(kept.roofs.beyond_cache.raised_by_step);
   EXPECT_FALSE(kept.roofs.in_cache.raised_by_step);
   EXPECT_DOUBLE_EQ(kept.roofs.in_cache.gb_per_s, 40.0);
+  // ... and which step it was, for a later model on the same device.
+  EXPECT_EQ(kept.roofs.beyond_cache.raised_by, "a step of test.gguf");
+  EXPECT_EQ(kept.roofs.in_cache.raised_by, "");
+  EXPECT_EQ(step_roofs(kept.roofs, gguf::GgmlType::F32).memory_raised_by, "a step of test.gguf");
   std::filesystem::remove_all(dir);
   unsetenv("XDG_CACHE_HOME");
 }
@@ -264,10 +268,13 @@ TEST(StepRoofs, AStepAboveItsRoofRaisesIt) {
 
   // Raised roofs go into the cached set, only upward.
   Roofs kept = fake_roofs(1.0);
-  apply_raised_roofs(kept, roofs, gguf::GgmlType::F32);
+  apply_raised_roofs(kept, roofs, gguf::GgmlType::F32, "a step of test.gguf");
   EXPECT_NEAR(kept.beyond_cache.gb_per_s, 24.69, 0.01);
   EXPECT_TRUE(kept.beyond_cache.raised_by_step);
   EXPECT_FALSE(kept.in_cache.raised_by_step);
+  EXPECT_EQ(kept.beyond_cache.raised_by, "a step of test.gguf");
+  EXPECT_EQ(kept.matmul[0].raised_by, "a step of test.gguf");
+  EXPECT_EQ(kept.matmul[1].raised_by, "");
   EXPECT_DOUBLE_EQ(kept.matmul[0].gflop_per_s, 150.0);
   EXPECT_DOUBLE_EQ(kept.matmul[1].gflop_per_s, 100.0);  // F16: not this model's type
   EXPECT_DOUBLE_EQ(kept.in_cache.gb_per_s, 40.0);

@@ -197,6 +197,13 @@ TEST(RooflinePanel, RaisedRoofsAreSaidSo) {
   panel.set_snapshot(s);
   EXPECT_EQ(panel.raised_note(),
             QStringLiteral("cache, main memory and compute roofs raised by a measured step"));
+  // Raised on another model, kept on this device: which step it was is said.
+  s.cache_raised_by = s.compute_raised_by = QStringLiteral("a step of big.gguf on 2026-12-06");
+  s.memory_raised_by = QStringLiteral("a step of this run");
+  panel.set_snapshot(s);
+  EXPECT_EQ(panel.raised_note(),
+            QStringLiteral("cache and compute roofs raised by a step of big.gguf on 2026-12-06; "
+                           "main memory roof raised by a step of this run"));
   panel.resize(900, 600);
   EXPECT_FALSE(panel.grab().isNull());
 }
