@@ -31,6 +31,18 @@ class StepScroll : public QScrollArea {
     setFocusPolicy(Qt::StrongFocus);
   }
 
+  // Never narrower than the page's narrowest layout (it cannot scroll sideways), so the pane
+  // keeps that width however short the lesson list's wrapped titles are.
+  QSize minimumSizeHint() const override {
+    QSize hint = QScrollArea::minimumSizeHint();
+    if (widget()) {
+      hint.setWidth(std::max(hint.width(), widget()->minimumSizeHint().width() +
+                                               verticalScrollBar()->sizeHint().width() +
+                                               2 * frameWidth()));
+    }
+    return hint;
+  }
+
  protected:
   void keyPressEvent(QKeyEvent* event) override {
     QScrollBar* bar = verticalScrollBar();
@@ -56,6 +68,9 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   list_ = new QListWidget;
   list_->setObjectName("lesson-list");
   list_->setToolTip("The lessons, with the steps you have reached in each");
+  // A long title wraps inside the pane's width instead of scrolling sideways.
+  list_->setWordWrap(true);
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   problems_ = new QLabel;
   problems_->setWordWrap(true);
   problems_->hide();

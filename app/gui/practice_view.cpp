@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "app/gui/action_dispatcher.h"
+#include "app/gui/option_row.h"
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 
@@ -193,14 +194,14 @@ void PracticeView::refresh_generated() {
 bool PracticeView::show_question(int index) {
   const bool valid = lesson_ && index >= 0 && index < static_cast<int>(lesson_->questions.size());
   index_ = valid ? index : -1;
-  for (QAbstractButton* b : choice_group_->buttons()) {
-    choice_group_->removeButton(b);
-    delete b;
+  for (QAbstractButton* b : choice_group_->buttons()) choice_group_->removeButton(b);
+  for (QVBoxLayout* rows : {choices_layout_, self_check_layout_}) {
+    while (QLayoutItem* item = rows->takeAt(0)) {
+      delete item->widget();
+      delete item;
+    }
   }
-  while (QLayoutItem* item = self_check_layout_->takeAt(0)) {
-    delete item->widget();
-    delete item;
-  }
+  self_checks_.clear();
   feedback_->clear();
   confirmation_->clear();
   working_->clear();
@@ -229,12 +230,13 @@ bool PracticeView::show_question(int index) {
   confirm_->setVisible(q.confirm.has_value());
   int i = 0;
   for (const std::string& option : q.options) {
-    auto* button = new QRadioButton(QString("%1.  %2").arg(i + 1).arg(qs(option)));
+    auto* button = new QRadioButton(QString("%1.").arg(i + 1));
     choice_group_->addButton(button, i++);
-    choices_layout_->addWidget(button);
+    choices_layout_->addWidget(option_row(button, qs(option)));
   }
   for (const std::string& item : q.self_check) {
-    self_check_layout_->addWidget(new QCheckBox(qs(item)));
+    self_checks_.push_back(new QCheckBox);
+    self_check_layout_->addWidget(option_row(self_checks_.back(), qs(item)));
   }
   return true;
 }
@@ -252,8 +254,8 @@ void PracticeView::type_answer(const QString& text) {
 }
 
 void PracticeView::tick(int item, bool on) {
-  if (QLayoutItem* it = self_check_layout_->itemAt(item)) {
-    if (auto* box = qobject_cast<QCheckBox*>(it->widget())) box->setChecked(on);
+  if (item >= 0 && item < static_cast<int>(self_checks_.size())) {
+    self_checks_[static_cast<size_t>(item)]->setChecked(on);
   }
 }
 
@@ -289,10 +291,7 @@ std::optional<lessons::AnswerResult> PracticeView::check() {
         return std::nullopt;
       }
       std::vector<bool> ticked;
-      for (int i = 0; i < self_check_layout_->count(); ++i) {
-        auto* box = qobject_cast<QCheckBox*>(self_check_layout_->itemAt(i)->widget());
-        ticked.push_back(box && box->isChecked());
-      }
+      for (const QCheckBox* box : self_checks_) ticked.push_back(box->isChecked());
       result = lessons::self_marked(q, ticked);
       given = explanation_->toPlainText();
       break;

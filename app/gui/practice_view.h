@@ -16,6 +16,7 @@
 #include "app/lessons/lesson.h"
 
 class QButtonGroup;
+class QCheckBox;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -83,6 +84,7 @@ class PracticeView : public QWidget {
   QPlainTextEdit* explanation_;
   QWidget* self_check_;
   QVBoxLayout* self_check_layout_;
+  std::vector<QCheckBox*> self_checks_;  // in self_check_layout_'s rows, in order
   QPushButton* check_;
   QPushButton* confirm_;
   QLabel* feedback_;

@@ -5,7 +5,6 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QMouseEvent>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
@@ -13,6 +12,7 @@
 #include <algorithm>
 
 #include "app/gui/action_dispatcher.h"
+#include "app/gui/option_row.h"
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 #include "app/lessons/vocabulary.h"
@@ -51,26 +51,6 @@ QLabel* markdown_label(const char* name) {
   label->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
   return label;
 }
-
-// An option's text beside its radio button: it wraps, which a QRadioButton's own text cannot,
-// and a click on it picks the option.
-class OptionLabel : public QLabel {
- public:
-  OptionLabel(const QString& text, QAbstractButton* button)
-      : QLabel(text), button_(button) {
-    setWordWrap(true);
-    setBuddy(button);
-  }
-
- protected:
-  void mousePressEvent(QMouseEvent* event) override {
-    button_->click();
-    event->accept();
-  }
-
- private:
-  QAbstractButton* button_;
-};
 
 }  // namespace
 
@@ -225,15 +205,9 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
     if (choice) {
       int i = 0;
       for (const std::string& option : step.predict->options) {
-        auto* row = new QWidget;
-        auto* row_layout = new QHBoxLayout(row);
-        row_layout->setContentsMargins(0, 0, 0, 0);
         auto* button = new QRadioButton(QString("%1.").arg(i + 1));
-        button->setToolTip(qs(option));
-        row_layout->addWidget(button, 0, Qt::AlignTop);
-        row_layout->addWidget(new OptionLabel(qs(option), button), 1);
         choice_group_->addButton(button, i++);
-        choices_layout_->addWidget(row);
+        choices_layout_->addWidget(option_row(button, qs(option)));
       }
     } else {
       number_->setValue(0.0);

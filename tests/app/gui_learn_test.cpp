@@ -527,6 +527,28 @@ TEST_F(LearnFixture, APracticeRunAndTheEngineALessonChangedAreGivenBackToo) {
   })) << window_->engine_info()->model_path.toStdString();
 }
 
+TEST_F(LearnFixture, NoPracticeQuestionWidensTheWindow) {
+  // Question 5's options and an explanation's self-check items, each a button's own unwrapped
+  // text, made the window 1811 and 1858 px wide on a 1600 px screen.
+  window_->resize(1280, 720);
+  wait_until([] { return false; }, 50);
+  const int width = window_->width();
+  PracticeView& practice = learn().practice();
+  for (const lessons::Lesson* lesson : learn().lessons()) {
+    ASSERT_TRUE(learn().open_lesson(QString::fromStdString(lesson->id), 0));
+    for (size_t i = 0; i < lesson->questions.size(); ++i) {
+      ASSERT_TRUE(practice.show_question(static_cast<int>(i)));
+      practice.choose(0);
+      practice.type_answer("12345");
+      practice.check();
+      wait_until([] { return false; }, 20);
+      EXPECT_EQ(window_->width(), width) << lesson->id << " question " << i;
+      EXPECT_LE(learn().minimumSizeHint().width(), 420) << lesson->id << " question " << i;
+    }
+    save_shot(QString("practice-%1").arg(QString::fromStdString(lesson->id)));
+  }
+}
+
 TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport) {
   // A number prediction is recorded when the learner runs the step: the first step of a
   // shipped lesson that asks for one.
