@@ -186,7 +186,7 @@ void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
   }
   tasks_ = std::move(tasks);
   // An earlier step's highlight would cover this experiment's data until its own is set.
-  for (const PanelId id : kAllPanels) window_.panels().panel(id)->set_highlight(QString());
+  clear_highlights();
   run_start_counts_ = window_.folder().counts();
   kept_.clear();
   total_ = static_cast<int>(tasks_.size());
@@ -205,6 +205,10 @@ QString ActionDispatcher::check(const LessonAction& action) {
     return QString::fromUtf8(error.what());
   }
   return {};
+}
+
+void ActionDispatcher::clear_highlights() {
+  for (const PanelId id : kAllPanels) window_.panels().panel(id)->set_highlight(QString());
 }
 
 void ActionDispatcher::cancel() {

@@ -60,6 +60,8 @@ class ActionDispatcher : public QObject {
   // written finishes in the background (their results still reach the window).
   void cancel();
   bool busy() const { return busy_; }
+  // No panel points at anything: a lesson's highlight ends with the lesson (or the next run).
+  void clear_highlights();
 
   // What timing:SIZE loads: by default the window's F32 presets; tests pass tiny ones.
   void set_timing_models(std::vector<TimingModel> models) { timing_models_ = std::move(models); }

@@ -253,6 +253,7 @@ void LessonUi::leave_lesson() {
   // A run still going ends first, so what it changed is given back too.
   if (learn_->step_view().part() == StepView::Part::kRunning) learn_->step_view().cancel();
   if (dispatcher_->busy()) dispatcher_->cancel();  // a practice question's "Run it"
+  dispatcher_->clear_highlights();
   const QStringList given = settings_.give_back();
   if (given.isEmpty()) return;
   window_.statusBar()->showMessage("Lesson settings given back: " + given.join(", "), 10000);

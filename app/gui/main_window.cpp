@@ -18,6 +18,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScreen>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -186,6 +187,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
   if (remember_settings_) {
     QSettings s = settings();
     restoreGeometry(s.value("window/geometry").toByteArray());
+    keep_on_screen();
     restoreState(s.value("window/state").toByteArray());
     if (auto* splitter = findChild<QSplitter*>("main-splitter")) {
       splitter->restoreState(s.value("window/splitter").toByteArray());
@@ -269,6 +271,19 @@ void MainWindow::restore_settings(const WindowOptions& options) {
   if (remember_settings_) {
     if (const QString problem = settings_problem(); !problem.isEmpty()) show_message(problem, true);
   }
+}
+
+void MainWindow::keep_on_screen() {
+  // restoreGeometry keeps the title bar on screen, not the whole window: one saved at the
+  // screen's full size came back 20 px lower, its status bar below the screen's edge.
+  const QScreen* where = screen();
+  if (!where) return;
+  const QRect available = where->availableGeometry();
+  QRect g = geometry();
+  g.setSize(g.size().boundedTo(available.size()).expandedTo(minimumSizeHint()));
+  g.moveLeft(std::max(available.left(), std::min(g.left(), available.right() + 1 - g.width())));
+  g.moveTop(std::max(available.top(), std::min(g.top(), available.bottom() + 1 - g.height())));
+  setGeometry(g);
 }
 
 void MainWindow::save_settings() const {

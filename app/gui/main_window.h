@@ -198,6 +198,7 @@ class MainWindow : public QMainWindow {
   void connect_worker();
   void connect_quantisation_panel();
   void restore_settings(const WindowOptions& options);
+  void keep_on_screen();  // the whole restored window inside the screen's available area
   void save_settings() const;
   void fill_backend_picker();
   void fill_model_picker();

@@ -29,6 +29,7 @@
 #include "app/gui/lecture_mode.h"
 #include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
+#include "app/gui/panel_host.h"
 #include "app/lessons/generators.h"
 #include "app/lessons/model_facts.h"
 #include "app/lessons/progress_store.h"
@@ -443,7 +444,15 @@ TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearner
   ASSERT_TRUE(window_->greedy());
   ASSERT_EQ(window_->max_tokens(), 60);
   window_->set_max_tokens(50);  // the learner's own choice, after the lesson set it
+  const auto highlighted = [&] {
+    for (const PanelId id : kAllPanels) {
+      if (!window_->panels().panel(id)->highlight().isEmpty()) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(highlighted()) << "the serving lesson's first step points at its chart";
   ASSERT_TRUE(learn().open_lesson("kv-cache", 0));  // leaves the serving lesson
+  EXPECT_FALSE(highlighted()) << "the lesson's highlight stayed over the next lesson's chart";
   EXPECT_FALSE(window_->greedy());
   EXPECT_EQ(window_->prompt(), "My own prompt");
   EXPECT_EQ(window_->max_tokens(), 50);
