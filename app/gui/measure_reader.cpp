@@ -260,7 +260,7 @@ std::optional<ReservationComparison> compare_with_reservation(const MeasureInput
 MeasureValue from_reservation(const MeasureInputs& in, const char* unit,
                               const std::function<double(const ReservationComparison&)>& figure) {
   const std::optional<ReservationComparison> c = compare_with_reservation(in);
-  if (!c) return missing(unit, "Generate first: it is read from the steps of the experiment.");
+  if (!c) return missing(unit, "Run an experiment first: it is read from the steps it ran.");
   return value(figure(*c), unit);
 }
 

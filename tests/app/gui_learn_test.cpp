@@ -452,13 +452,21 @@ TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearner
   EXPECT_TRUE(said.contains("greedy off")) << said.toStdString();
   EXPECT_FALSE(said.contains("max tokens")) << said.toStdString();
 
-  // Finishing a lesson's last step leaves it too: the KV lesson's last run types its prompt.
+  // Finishing a lesson's last step leaves it too: the KV lesson's paging run types its prompt,
+  // and its last step, which runs nothing, is done once its explanation is shown.
   window_->set_prompt("Mine again");
   window_->statusBar()->clearMessage();
-  const int last = static_cast<int>(learn().current_lesson()->steps.size()) - 1;
-  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  const std::vector<lessons::Step>& steps = learn().current_lesson()->steps;
+  const auto paging = std::ranges::find(steps, "paging", &lessons::Step::id);
+  ASSERT_NE(paging, steps.end());
+  ASSERT_TRUE(learn().open_lesson("kv-cache", static_cast<int>(paging - steps.begin())));
   step.run();
   ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }));
+  ASSERT_EQ(window_->prompt(), "Once upon a time");
+  ASSERT_TRUE(steps.back().run.empty());
+  ASSERT_TRUE(learn().open_lesson("kv-cache", static_cast<int>(steps.size()) - 1));
+  step.run();
+  ASSERT_EQ(step.part(), StepView::Part::kObserve);
   EXPECT_EQ(window_->prompt(), "Mine again");
   EXPECT_TRUE(window_->statusBar()->currentMessage().contains("your prompt"));
 }
