@@ -200,6 +200,70 @@ MeasureValue kv_events_since(const MeasureInputs& in, telemetry::KvEventKind kin
   return value(static_cast<double>(count), unit);
 }
 
+// Paging against reserving each request's maximum length, at the experiment's busiest step:
+// the step that ran the most requests, and of those the one whose blocks held the most (the
+// fullest the paged pool was at that batch, the case kindest to reservation). Counts only, so
+// the figures are the same on every machine that schedules the same way.
+struct ReservationComparison {
+  int64_t requests = 0;        // requests that ran in that step
+  double paged_bytes = 0.0;    // the pool's blocks in use x bytes per block
+  double reserved_bytes = 0.0;  // requests x the model's context x bytes per token
+  int64_t full_contexts = 0;   // whole-context reservations the same pool holds
+};
+
+// The steps folded since the experiment started (all the folder keeps without `since`, or when
+// a new engine started the count over).
+std::vector<const telemetry::StepRecord*> experiment_steps(const MeasureInputs& in) {
+  const std::deque<telemetry::StepRecord>& steps = in.folder->steps();
+  size_t count = steps.size();
+  const int64_t now = in.folder->counts().steps;
+  if (in.since && in.since->steps <= now) {
+    count = std::min(count, static_cast<size_t>(now - in.since->steps));
+  }
+  std::vector<const telemetry::StepRecord*> list;
+  for (auto it = steps.end() - static_cast<std::ptrdiff_t>(count); it != steps.end(); ++it) {
+    list.push_back(&*it);
+  }
+  return list;
+}
+
+// How many requests the pool holds when each reserves the model's whole context up front.
+int64_t full_context_reservations(const EngineInfo& e) {
+  return e.context_length > 0 ? e.kv_blocks * e.block_size / e.context_length : 0;
+}
+
+std::optional<ReservationComparison> compare_with_reservation(const MeasureInputs& in) {
+  if (!in.engine || in.engine->context_length <= 0 || in.engine->kv_bytes_per_token == 0) {
+    return std::nullopt;
+  }
+  const telemetry::StepRecord* peak = nullptr;
+  for (const telemetry::StepRecord* s : experiment_steps(in)) {
+    if (!peak || std::pair(s->sequences, s->kv_blocks_used) >
+                     std::pair(peak->sequences, peak->kv_blocks_used)) {
+      peak = s;
+    }
+  }
+  if (!peak || peak->sequences == 0) return std::nullopt;
+  const EngineInfo& e = *in.engine;
+  ReservationComparison c;
+  c.requests = peak->sequences;
+  c.paged_bytes =
+      static_cast<double>(peak->kv_blocks_used) * static_cast<double>(e.kv_bytes_per_block);
+  c.reserved_bytes = static_cast<double>(peak->sequences) *
+                     static_cast<double>(e.context_length) *
+                     static_cast<double>(e.kv_bytes_per_token);
+  c.full_contexts = full_context_reservations(e);
+  return c;
+}
+
+// One figure of the comparison.
+MeasureValue from_reservation(const MeasureInputs& in, const char* unit,
+                              const std::function<double(const ReservationComparison&)>& figure) {
+  const std::optional<ReservationComparison> c = compare_with_reservation(in);
+  if (!c) return missing(unit, "Run an experiment first: it is read from the steps it ran.");
+  return value(figure(*c), unit);
+}
+
 // 1 when every step the roofline places (FLOP per byte, achieved GFLOP/s) is at or under the
 // roof that bounds it, as the panel judges it: the bandwidth roof its working set belongs to
 // (cache or main memory), capped by the compute roof, all raised by the steps that beat them;
@@ -364,6 +428,39 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
       {"preemptions",
        [](const MeasureInputs& in) {
          return kv_events_since(in, telemetry::KvEventKind::kPreempt, "requests");
+       }},
+      {"peak_batch",
+       [](const MeasureInputs& in) {
+         return from_reservation(in, "requests", [](const ReservationComparison& c) {
+           return static_cast<double>(c.requests);
+         });
+       }},
+      {"peak_paged_bytes",
+       [](const MeasureInputs& in) {
+         return from_reservation(in, "bytes",
+                                 [](const ReservationComparison& c) { return c.paged_bytes; });
+       }},
+      {"peak_reserved_bytes",
+       [](const MeasureInputs& in) {
+         return from_reservation(in, "bytes",
+                                 [](const ReservationComparison& c) { return c.reserved_bytes; });
+       }},
+      {"peak_paged_share",
+       [](const MeasureInputs& in) {
+         return from_reservation(in, "%", [](const ReservationComparison& c) {
+           return 100.0 * c.paged_bytes / c.reserved_bytes;
+         });
+       }},
+      {"pool_full_contexts",
+       [](const MeasureInputs& in) {
+         if (!in.engine) return missing("requests", "Load a model first.");
+         return value(static_cast<double>(full_context_reservations(*in.engine)), "requests");
+       }},
+      {"peak_beyond_reservation",
+       [](const MeasureInputs& in) {
+         return from_reservation(in, "requests", [](const ReservationComparison& c) {
+           return static_cast<double>(std::max<int64_t>(0, c.requests - c.full_contexts));
+         });
        }},
       {"all_points_under_roofs", all_points_under_roofs},
       {"variant_mean_kl",

@@ -277,6 +277,7 @@ void StepView::run() {
   if (const std::optional<double> p = prediction()) Q_EMIT predicted(qs(step.id), *p);
   if (step.run.empty()) {
     show_observations(runner_->measure_now(step));
+    Q_EMIT run_finished();  // nothing to run: shown is done (a lesson's last step ends it)
     return;
   }
   part_ = Part::kRunning;

@@ -275,6 +275,23 @@ std::vector<MeasureSpec> make_measures() {
        "times cached prefix blocks were evicted to hold new tokens during the experiment"},
       {"preemptions", "requests",
        "requests preempted (their blocks freed, recomputed later) during the experiment"},
+      {"peak_batch", "requests",
+       "the most requests that ran in one step of the experiment (its busiest step: of the "
+       "steps with that many, the one whose KV blocks held the most)"},
+      {"peak_paged_bytes", "bytes",
+       "at the busiest step: the KV pool's blocks in use x bytes per block, what paging held"},
+      {"peak_reserved_bytes", "bytes",
+       "at the busiest step: its requests x the model's context x KV bytes per token, what "
+       "reserving each request's maximum length would hold"},
+      {"peak_paged_share", "%",
+       "peak_paged_bytes / peak_reserved_bytes x 100: the share of the reservation that paging "
+       "needed, at most the share that would have held keys and values"},
+      {"pool_full_contexts", "requests",
+       "full-context reservations the KV pool holds: pool blocks x block size / the model's "
+       "context, rounded down"},
+      {"peak_beyond_reservation", "requests",
+       "requests of the busiest step beyond pool_full_contexts: those reserving would have "
+       "kept waiting (0 when all fit)"},
       {"all_points_under_roofs", "true/false",
        "1 when every step on the roofline is at or under its roof, 0 when one is above"},
       {"variant_mean_kl", "nats",

@@ -381,18 +381,24 @@ TEST_F(LearnFixture, FlashcardsAreReviewedWithTheKeyboardOnTheLeitnerBoxes) {
 TEST_F(LearnFixture, AStepWhoseExperimentCompletedStaysCompletedInTheSessionAndAfterQuit) {
   // A lesson finished at its last step reopened after File > Quit showing "Run the experiment"
   // at that step; coming back to it in the same session did too.
-  // The KV cache lesson's last step is an experiment of one short run.
+  // The KV cache lesson's last step runs nothing: it reads the class the paging step ran, one
+  // short run, and its result is kept as a run's is.
   ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
   const lessons::Lesson& lesson = *learn().current_lesson();
   const int last = static_cast<int>(lesson.steps.size()) - 1;
   const std::string last_id = lesson.steps.back().id;
   const QString all_steps = QString("(%1/%1 steps)").arg(lesson.steps.size());  // as listed
-  ASSERT_FALSE(lesson.steps.back().run.empty());
-  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  ASSERT_TRUE(lesson.steps.back().run.empty());
+  ASSERT_EQ(lesson.steps[static_cast<size_t>(last - 1)].id, "paging");
+  ASSERT_TRUE(learn().open_lesson("kv-cache", last - 1));
   StepView& step = learn().step_view();
   step.run();
   ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }));
+  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  step.run();
+  ASSERT_EQ(step.part(), StepView::Part::kObserve);
   const QString shown = step.part_markdown();
+  ASSERT_FALSE(shown.contains("Run an experiment first")) << shown.toStdString();
   // Saved at once: the file on disk holds the result before anything else happens.
   QFile file(progress_.filePath("progress.json"));
   ASSERT_TRUE(file.open(QIODevice::ReadOnly));
@@ -461,13 +467,21 @@ TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearner
   EXPECT_TRUE(said.contains("greedy off")) << said.toStdString();
   EXPECT_FALSE(said.contains("max tokens")) << said.toStdString();
 
-  // Finishing a lesson's last step leaves it too: the KV lesson's last run types its prompt.
+  // Finishing a lesson's last step leaves it too: the KV lesson's paging run types its prompt,
+  // and its last step, which runs nothing, is done once its explanation is shown.
   window_->set_prompt("Mine again");
   window_->statusBar()->clearMessage();
-  const int last = static_cast<int>(learn().current_lesson()->steps.size()) - 1;
-  ASSERT_TRUE(learn().open_lesson("kv-cache", last));
+  const std::vector<lessons::Step>& steps = learn().current_lesson()->steps;
+  const auto paging = std::ranges::find(steps, "paging", &lessons::Step::id);
+  ASSERT_NE(paging, steps.end());
+  ASSERT_TRUE(learn().open_lesson("kv-cache", static_cast<int>(paging - steps.begin())));
   step.run();
   ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }));
+  ASSERT_EQ(window_->prompt(), "Once upon a time");
+  ASSERT_TRUE(steps.back().run.empty());
+  ASSERT_TRUE(learn().open_lesson("kv-cache", static_cast<int>(steps.size()) - 1));
+  step.run();
+  ASSERT_EQ(step.part(), StepView::Part::kObserve);
   EXPECT_EQ(window_->prompt(), "Mine again");
   EXPECT_TRUE(window_->statusBar()->currentMessage().contains("your prompt"));
 }

@@ -230,6 +230,50 @@ TEST(MeasureReader, DecodeIntensityAndKvReadsAreThoseOfTheStepsTheLearnersTokens
   EXPECT_DOUBLE_EQ(read_measure(in, "kv_bytes_per_token").value.value_or(-1.0), 2560.0);
 }
 
+// Paging against reservation is read at the experiment's busiest step: the most requests, and of
+// those steps the fullest pool; steps before the experiment do not count.
+TEST(MeasureReader, PagingIsComparedWithReservationAtTheExperimentsBusiestStep) {
+  const auto step = [](int64_t requests, int64_t blocks_used) {
+    telemetry::StepRecord s;
+    s.sequences = requests;
+    s.decode_tokens = requests;
+    s.kv_blocks_used = blocks_used;
+    s.kv_blocks_free = 128 - blocks_used;
+    return s;
+  };
+  TelemetryFolder folder;
+  folder.fold(std::vector<telemetry::TelemetryItem>{step(30, 127)}, 0.0);  // before the experiment
+  const FoldCounts since = folder.counts();
+  folder.fold(std::vector<telemetry::TelemetryItem>{step(10, 40), step(16, 50), step(16, 70),
+                                                    step(12, 100)},
+              0.0);
+  EngineInfo info;
+  info.context_length = 256;
+  info.kv_blocks = 128;
+  info.block_size = 16;
+  info.kv_bytes_per_token = 2560;
+  info.kv_bytes_per_block = 16 * 2560;
+  MeasureInputs in{&folder, &info, -1, nullptr, nullptr, &since};
+  const auto measured = [&in](std::string_view name) {
+    return read_measure(in, name).value.value_or(-1.0);
+  };
+  EXPECT_DOUBLE_EQ(measured("peak_batch"), 16.0);
+  EXPECT_DOUBLE_EQ(measured("peak_paged_bytes"), 70.0 * 16 * 2560);  // 2,867,200
+  EXPECT_DOUBLE_EQ(measured("peak_reserved_bytes"), 16.0 * 256 * 2560);  // 10,485,760
+  EXPECT_DOUBLE_EQ(measured("peak_paged_share"), 100.0 * 70 * 16 / (16 * 256));  // 27.34375
+  EXPECT_DOUBLE_EQ(measured("pool_full_contexts"), 8.0);  // 128 x 16 / 256
+  EXPECT_DOUBLE_EQ(measured("peak_beyond_reservation"), 8.0);
+  // A pool that holds every request's whole context: nobody would have waited.
+  info.kv_blocks = 4096;
+  EXPECT_DOUBLE_EQ(measured("pool_full_contexts"), 256.0);
+  EXPECT_DOUBLE_EQ(measured("peak_beyond_reservation"), 0.0);
+  // An experiment that ran no step has no busiest step.
+  const FoldCounts now = folder.counts();
+  in.since = &now;
+  EXPECT_FALSE(read_measure(in, "peak_batch").value.has_value());
+  EXPECT_FALSE(read_measure(in, "peak_batch").missing.isEmpty());
+}
+
 // The quantisation measures read the row select_variant chose and the lab's KV error, and
 // nothing before a comparison holds that row.
 TEST(MeasureReader, TheVariantMeasuresReadTheChosenRowAndTheKvErrorItsLayers) {
