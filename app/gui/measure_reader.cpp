@@ -174,16 +174,38 @@ MeasureValue achieved_gbs(const MeasureInputs& in) {
   return value(sums->bytes / sums->step_ms / 1e6, "GB/s");
 }
 
-// Throughput at max batch `batch` over batch 1's, from the batch sweep.
-MeasureValue sweep_speedup(const MeasureInputs& in, int batch) {
-  double one = 0.0;
-  double at_batch = 0.0;
+// The batch sweep's point at max batch `batch`; nullptr before the sweep measured that size.
+const BatchSweepPoint* sweep_point(const MeasureInputs& in, int64_t batch) {
   for (const BatchSweepPoint& p : *in.batch_sweep) {
-    if (p.max_batch == 1) one = p.tokens_per_s();
-    if (p.max_batch == batch) at_batch = p.tokens_per_s();
+    if (p.max_batch == batch && p.tokens_per_s() > 0.0) return &p;
   }
-  if (one <= 0.0 || at_batch <= 0.0) return missing("x", "Run the batch sweep first.");
-  return value(at_batch / one, "x");
+  return nullptr;
+}
+
+constexpr const char* kSweepFirst = "Run the batch sweep first.";
+
+// Throughput at max batch `batch` over batch 1's, from the batch sweep.
+MeasureValue sweep_speedup(const MeasureInputs& in, int64_t batch) {
+  const BatchSweepPoint* one = sweep_point(in, 1);
+  const BatchSweepPoint* at_batch = sweep_point(in, batch);
+  if (!one || !at_batch) return missing("x", kSweepFirst);
+  return value(at_batch->tokens_per_s() / one->tokens_per_s(), "x");
+}
+
+// What 1,000 decode tokens cost in machine time at max batch `batch`: 10^6 / tokens per second
+// (the sweep chart's throughput), so a request's share of the steps it shares with the batch.
+MeasureValue sweep_ms_per_1k_tokens(const MeasureInputs& in, int64_t batch) {
+  const BatchSweepPoint* p = sweep_point(in, batch);
+  if (!p) return missing("ms", kSweepFirst);
+  return value(1e6 / p->tokens_per_s(), "ms");
+}
+
+// The mean decode step time at max batch `batch` (the sweep chart's step latency): how long
+// every request of the batch waits for each of its tokens.
+MeasureValue sweep_step_ms(const MeasureInputs& in, int64_t batch) {
+  const BatchSweepPoint* p = sweep_point(in, batch);
+  if (!p) return missing("ms", kSweepFirst);
+  return value(p->decode_step_ms(), "ms");
 }
 
 // KV events of one kind since the experiment started (the folder starts over with each
@@ -390,6 +412,15 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
        }},
       {"sweep_speedup_8", [](const MeasureInputs& in) { return sweep_speedup(in, 8); }},
       {"sweep_speedup_16", [](const MeasureInputs& in) { return sweep_speedup(in, 16); }},
+      {"sweep_ms_per_1k_tokens_1",
+       [](const MeasureInputs& in) { return sweep_ms_per_1k_tokens(in, 1); }},
+      {"sweep_ms_per_1k_tokens_8",
+       [](const MeasureInputs& in) { return sweep_ms_per_1k_tokens(in, 8); }},
+      {"sweep_ms_per_1k_tokens_16",
+       [](const MeasureInputs& in) { return sweep_ms_per_1k_tokens(in, 16); }},
+      {"sweep_step_ms_1", [](const MeasureInputs& in) { return sweep_step_ms(in, 1); }},
+      {"sweep_step_ms_8", [](const MeasureInputs& in) { return sweep_step_ms(in, 8); }},
+      {"sweep_step_ms_16", [](const MeasureInputs& in) { return sweep_step_ms(in, 16); }},
       {"size_sweep_gbs",
        [](const MeasureInputs& in) {
          const std::optional<double> gbs = fitted_bandwidth_gbs(*in.size_sweep);

@@ -323,6 +323,32 @@ TEST(MeasureReader, TheSweepSpeedUpsReadTheirOwnBatchSize) {
   EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_speedup_16").value, 8.0);
 }
 
+// A request's cost is machine time per token (10^6 / tokens per second, per 1,000 tokens) and
+// its wait is the step time: batch 8 here makes 8 tokens per 4 ms step, batch 16 makes 16 per
+// 9 ms step (dearer per token than batch 8), batch 1 one per 2 ms step.
+TEST(MeasureReader, TheSweepCostIsMachineTimePerTokenAndTheWaitIsTheStepTime) {
+  TelemetryFolder folder;
+  const QVector<BatchSweepPoint> sweep = {{1, {50, 50, 100.0}, 0, 0},
+                                          {8, {25, 200, 100.0}, 0, 0},
+                                          {16, {20, 320, 180.0}, 0, 0}};
+  const std::vector<SizeSweepPoint> sizes;
+  const MeasureInputs in{&folder, nullptr, -1, &sweep, &sizes};
+  // 50 tokens in 100 ms: 2 ms a token, 2,000 ms per 1,000; 200 in 100 ms: 500; 320 in 180: 562.5.
+  EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_ms_per_1k_tokens_1").value, 2000.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_ms_per_1k_tokens_8").value, 500.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_ms_per_1k_tokens_16").value, 562.5);
+  EXPECT_EQ(read_measure(in, "sweep_ms_per_1k_tokens_8").unit, "ms");
+  // 100 ms over 50 steps, 100 over 25, 180 over 20.
+  EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_step_ms_1").value, 2.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_step_ms_8").value, 4.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "sweep_step_ms_16").value, 9.0);
+  // A size the sweep did not reach has no value, and says what to run.
+  const QVector<BatchSweepPoint> partial = {sweep[0], sweep[1]};
+  const MeasureInputs part{&folder, nullptr, -1, &partial, &sizes};
+  EXPECT_FALSE(read_measure(part, "sweep_ms_per_1k_tokens_16").value.has_value());
+  EXPECT_FALSE(read_measure(part, "sweep_step_ms_16").missing.isEmpty());
+}
+
 TEST_F(LessonFixture, EveryActionExampleOfTheVocabularyIsAcceptedAndEveryElementPainted) {
   // Each action's example, as an author writes it, passes the dispatcher's argument checks.
   for (const lessons::ActionSpec& spec : lessons::action_specs()) {
