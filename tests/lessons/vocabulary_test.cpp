@@ -65,7 +65,7 @@ TEST(Vocabulary, NamesAreUniqueAndLookupsFindThem) {
   for (const MeasureSpec& m : measure_specs()) EXPECT_EQ(find_measure(m.name), &m);
   for (const GeneratorSpec& g : generator_specs()) EXPECT_EQ(find_generator(g.name), &g);
   EXPECT_EQ(find_action("warp_speed"), nullptr);
-  EXPECT_EQ(measure_specs().size(), 45u);
+  EXPECT_EQ(measure_specs().size(), 51u);
   EXPECT_EQ(generator_specs().size(), 5u);
   EXPECT_EQ(model_choices(), (std::vector<std::string>{"bundled", "timing:25M", "timing:100M",
                                                        "timing:400M", "timing:1B"}));
