@@ -533,6 +533,7 @@ EngineInfo EngineWorker::engine_info() const {
   }
   if (const auto* cpu = dynamic_cast<const compute::CpuBackend*>(model_->backend.get())) {
     info.quantised_activations = cpu->quantised_activations();
+    info.memory_working_bytes = cpu->working_bytes();
   }
   info.roofs = compute::step_roofs(roofs_, main_weight_type());
   info.random_weights = c.random_weights;
@@ -936,8 +937,14 @@ bool EngineWorker::wait_for_batch() {
 }
 
 void EngineWorker::report_memory() {
+  if (const auto* cpu = dynamic_cast<const compute::CpuBackend*>(model_->backend.get())) {
+    // Only working memory is counted apart: the weights and the pool are the model's and the
+    // engine's sizes, which the window has (0 here leaves them to it).
+    Q_EMIT memory_measured(0, 0, cpu->working_bytes());
+    return;
+  }
   const auto* vk = dynamic_cast<const compute::vulkan::VulkanBackend*>(model_->backend.get());
-  if (vk == nullptr) return;  // the CPU backend does not account its memory by purpose
+  if (vk == nullptr) return;
   const auto memory = vk->memory_usage().bytes_in_use;
   using compute::BufferPurpose;
   Q_EMIT memory_measured(memory[static_cast<size_t>(BufferPurpose::kWeights)],

@@ -55,20 +55,31 @@ class ActivationRecycler {
       }
     }
     floats.resize(n);
+    const std::lock_guard lock(mutex_);
+    out_ += floats.capacity();
+    peak_ = std::max(peak_, out_ + held_);
     return floats;
   }
   void give(std::vector<float>&& floats) {
     const std::lock_guard lock(mutex_);
+    out_ -= std::min(out_, floats.capacity());
     if (floats.capacity() == 0 || held_ + floats.capacity() > kMaxHeldFloats) return;
     held_ += floats.capacity();
     free_.push_back(std::move(floats));
+  }
+  // The most activation memory ever held at once, in use and kept for reuse together.
+  size_t peak_floats() {
+    const std::lock_guard lock(mutex_);
+    return peak_;
   }
 
  private:
   static constexpr size_t kMaxHeldFloats = size_t{16} << 20;  // 64 MiB
   std::mutex mutex_;
   std::vector<std::vector<float>> free_;
-  size_t held_ = 0;
+  size_t held_ = 0;  // floats kept for reuse
+  size_t out_ = 0;   // floats in live tensors
+  size_t peak_ = 0;
 };
 
 namespace {
@@ -395,6 +406,16 @@ bool CpuBackend::set_kernel_spans(bool on) {
 
 std::vector<telemetry::KernelSpan> CpuBackend::take_kernel_spans() {
   return std::exchange(profile_.spans, {});
+}
+
+uint64_t CpuBackend::working_bytes() const {
+  size_t floats = recycler_->peak_floats();
+  for (const std::vector<float>& tile : dequantize_scratch_) floats += tile.capacity();
+  for (const AttentionScratch& a : attention_scratch_) {
+    floats += a.keys.capacity() + a.values.capacity() + a.scores.capacity();
+  }
+  return floats * sizeof(float) + quantised_x_.capacity() * sizeof(ActivationBlock) +
+         block_offsets_.capacity() * sizeof(int32_t);
 }
 
 Tensor CpuBackend::create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) {

@@ -31,6 +31,10 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   int threads() const { return pool_->threads(); }
   bool quantised_activations() const { return quantised_activations_; }
+  // Working memory, as a device reports it by purpose: the most activation memory held at
+  // once (reusable buffers included) and the threads' scratch for products and attention.
+  // Call it between steps (the scratch is the threads' during one).
+  uint64_t working_bytes() const;
 
   Tensor create_tensor(int64_t rows, int64_t cols, BufferPurpose purpose) override;
   KvStore create_kv_store(gguf::GgmlType type, int64_t slots, int64_t kv_dim) override;

@@ -26,6 +26,27 @@ namespace {
 
 using gguf::GgmlType;
 
+// The KV panel's device memory showed "working memory 0 B" on the CPU while its lesson said
+// every step needs some: the backend counts its activation memory as a device would.
+TEST(CpuBackend, WorkingMemoryIsTheMostActivationMemoryHeldAtOnce) {
+  CpuBackend backend(1);
+  const uint64_t before = backend.working_bytes();
+  {
+    const Tensor a = backend.create_tensor(64, 256, BufferPurpose::kActivations);
+    const Tensor b = backend.create_tensor(64, 256, BufferPurpose::kActivations);
+    EXPECT_GE(backend.working_bytes(), before + 2 * 64 * 256 * sizeof(float));
+  }
+  const uint64_t peak = backend.working_bytes();
+  {
+    // Freed buffers are reused: the same shapes again hold no more.
+    const Tensor a = backend.create_tensor(64, 256, BufferPurpose::kActivations);
+    EXPECT_EQ(backend.working_bytes(), peak);
+  }
+  // Weights are not working memory.
+  const Tensor w = backend.create_tensor(1024, 1024, BufferPurpose::kWeights);
+  EXPECT_EQ(backend.working_bytes(), peak);
+}
+
 TEST(CpuThreadPool, CoversEveryIndexOnceForOddCountsAndGrains) {
   for (const int threads : {1, 2, 3}) {
     CpuThreadPool pool(threads);
