@@ -58,7 +58,8 @@ class LessonUi : public QObject {
   // completed, its result.
   void restore_step();
   // The learner leaves the open lesson: the settings its runs changed are given back.
-  void leave_lesson();
+  // The status bar says `saying` and what was given back.
+  void leave_lesson(const QString& saying = "Lesson settings given back: ");
 
   MainWindow& window_;
   ActionDispatcher* dispatcher_;
