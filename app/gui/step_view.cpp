@@ -102,7 +102,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   progress_->setTextVisible(true);
   run_row->addWidget(run_);
   run_row->addWidget(cancel_);
-  run_row->addWidget(progress_, 1);
+  run_row->addStretch(1);
   status_ = wrapping_label();
 
   observe_table_ = new QFrame;
@@ -128,6 +128,9 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   column->addWidget(choices_);
   column->addWidget(number_row_);
   column->addLayout(run_row);
+  // The whole page's width: "Run 2 of 3: Sweeping batch sizes 1 to 16 (action 3 of 4)" was
+  // cut off beside the buttons.
+  column->addWidget(progress_);
   column->addWidget(status_);
   column->addWidget(observe_table_);
   column->addWidget(explain_);
@@ -219,7 +222,7 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
   run_->setEnabled(true);
   cancel_->setEnabled(false);
   cancel_->setVisible(has_run);
-  progress_->setVisible(has_run);
+  progress_->hide();  // shown while the experiment runs
   progress_->reset();
   status_->clear();
   clear_observations();
@@ -283,6 +286,7 @@ void StepView::run() {
   part_ = Part::kRunning;
   run_->setEnabled(false);
   cancel_->setEnabled(true);
+  progress_->show();
   status_->setText("Running; the window stays yours meanwhile.");
   Q_EMIT part_changed(part_);
   runner_->run(step);
@@ -342,6 +346,7 @@ void StepView::show_observations(StepOutcome outcome) {
   progress_->setRange(0, 1);
   progress_->setValue(1);
   progress_->setFormat("Done");
+  progress_->hide();  // a full orange "Done" bar read as a button; the table below says it
   status_->clear();
   clear_observations();
   observed_ = context_.measured();
