@@ -11,6 +11,7 @@
 #include <QPainter>
 #include <QPixmap>
 #include <QSvgGenerator>
+#include <QTextDocument>
 #include <QToolTip>
 #include <algorithm>
 
@@ -167,6 +168,11 @@ QString PanelView::tooltip_at(QPointF pos) const {
 
 QString PanelView::computed_tooltip(QPointF) const { return {}; }
 
+QString PanelView::wrapping_tooltip(const QString& text) {
+  if (Qt::mightBeRichText(text)) return text;
+  return QStringLiteral("<p style=\"white-space:pre-wrap\">%1</p>").arg(text.toHtmlEscaped());
+}
+
 bool PanelView::event(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
     auto* help = static_cast<QHelpEvent*>(event);
@@ -175,7 +181,7 @@ bool PanelView::event(QEvent* event) {
       QToolTip::hideText();
       event->ignore();
     } else {
-      QToolTip::showText(help->globalPos(), text, this);
+      QToolTip::showText(help->globalPos(), wrapping_tooltip(text), this);
     }
     return true;
   }

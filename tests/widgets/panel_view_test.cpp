@@ -5,6 +5,8 @@
 #include <QAction>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
+#include <QTextDocument>
 #include <QMenu>
 #include <QPainter>
 #include <QTemporaryDir>
@@ -34,6 +36,23 @@ class SquarePanel : public PanelView {
     add_tooltip(QRectF(10, 10, 40, 40), QStringLiteral("A square."));
   }
 };
+
+// The sweep chart's tooltip, one plain line per batch size after a long definition, showed as
+// a single line 1,200 px wide over the lesson text.
+TEST(PanelView, LongTooltipsWrapAndKeepTheirLines) {
+  const QString plain =
+      QString("Decode tokens per second with this many sequences decoding together. ").repeated(4) +
+      "\nbatch 1: 733 tokens/s\nbatch 8: 2,688 tokens/s & <more>";
+  const QString shown = PanelView::wrapping_tooltip(plain);
+  ASSERT_TRUE(Qt::mightBeRichText(shown));
+  QLabel label;  // as Qt's tooltip shows rich text: word-wrapped
+  label.setWordWrap(true);
+  label.setText(shown);
+  EXPECT_LT(label.sizeHint().width(), 700);
+  EXPECT_TRUE(label.text().contains("&lt;more&gt;"));  // escaped, not markup
+  EXPECT_TRUE(label.text().contains("\nbatch 8"));     // its lines stay (pre-wrap)
+  EXPECT_EQ(PanelView::wrapping_tooltip("<b>rich</b>"), "<b>rich</b>");
+}
 
 TEST(PanelView, SavesPngWithThePaintedPixels) {
   QTemporaryDir dir;
