@@ -26,6 +26,8 @@ class LessonSettings {
   // The learner leaves the lesson: the settings go back as above, and are forgotten either way.
   // Returns what was given back ("batch wait 0 ms", "greedy off", ...); empty when nothing.
   QStringList give_back();
+  // Whether a run of the lesson changed a setting that leaving would give back.
+  bool has_changes() const { return !changed_.empty(); }
 
  private:
   struct Change {

@@ -144,13 +144,20 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
     keep_step_result();
     const lessons::Lesson* lesson = learn_->current_lesson();
     if (lesson && learn_->current_step() + 1 == static_cast<int>(lesson->steps.size())) {
-      leave_lesson("Lesson finished; its settings given back: ");  // its last step done
+      // Giving the settings back now would rebuild the engine under the results being read
+      // (a KV type given back emptied the pool the last step's text points at).
+      window_.statusBar()->showMessage(
+          settings_.has_changes()
+              ? "Lesson finished. The settings it changed stay while you read the results; "
+                "they go back when you open another lesson, close the Learn pane or quit."
+              : "Lesson finished.",
+          15000);
     }
   });
   // Every experiment, a step's or a practice question's "Run it", goes through the dispatcher.
   connect(dispatcher_, &ActionDispatcher::started, this, [this] { settings_.run_started(); });
   connect(dispatcher_, &ActionDispatcher::ended, this, [this] { settings_.run_ended(); });
-  connect(learn_, &LearnPane::leaving_lesson, this, [this] { leave_lesson(); });
+  connect(learn_, &LearnPane::leaving_lesson, this, &LessonUi::leave_lesson);
   window.installEventFilter(this);
   dock_->installEventFilter(this);
   connect(&learn_->step_view(), &StepView::predicted, this, [this](const QString& step, double v) {
@@ -249,14 +256,14 @@ void LessonUi::restore_step() {
   }
 }
 
-void LessonUi::leave_lesson(const QString& saying) {
+void LessonUi::leave_lesson() {
   // A run still going ends first, so what it changed is given back too.
   if (learn_->step_view().part() == StepView::Part::kRunning) learn_->step_view().cancel();
   if (dispatcher_->busy()) dispatcher_->cancel();  // a practice question's "Run it"
   dispatcher_->clear_highlights();
   const QStringList given = settings_.give_back();
   if (given.isEmpty()) return;
-  window_.statusBar()->showMessage(saying + given.join(", "), 10000);
+  window_.statusBar()->showMessage("Lesson settings given back: " + given.join(", "), 10000);
 }
 
 bool LessonUi::eventFilter(QObject* watched, QEvent* event) {

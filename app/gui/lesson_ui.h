@@ -58,8 +58,7 @@ class LessonUi : public QObject {
   // completed, its result.
   void restore_step();
   // The learner leaves the open lesson: the settings its runs changed are given back.
-  // The status bar says `saying` and what was given back.
-  void leave_lesson(const QString& saying = "Lesson settings given back: ");
+  void leave_lesson();
 
   MainWindow& window_;
   ActionDispatcher* dispatcher_;

@@ -467,8 +467,8 @@ TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearner
   EXPECT_TRUE(said.contains("greedy off")) << said.toStdString();
   EXPECT_FALSE(said.contains("max tokens")) << said.toStdString();
 
-  // Finishing a lesson's last step leaves it too: the KV lesson's paging run types its prompt,
-  // and its last step, which runs nothing, is done once its explanation is shown.
+  // Finishing a lesson's last step: the KV lesson's paging run types its prompt, and its last
+  // step, which runs nothing, is done once its explanation is shown.
   window_->set_prompt("Mine again");
   window_->statusBar()->clearMessage();
   const std::vector<lessons::Step>& steps = learn().current_lesson()->steps;
@@ -482,6 +482,13 @@ TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearner
   ASSERT_TRUE(learn().open_lesson("kv-cache", static_cast<int>(steps.size()) - 1));
   step.run();
   ASSERT_EQ(step.part(), StepView::Part::kObserve);
+  // Finished, the lesson keeps its settings while its results are read (giving a KV type back
+  // rebuilt the engine and emptied the pool the last step's text points at), and says so.
+  EXPECT_EQ(window_->prompt(), "Once upon a time");
+  EXPECT_TRUE(window_->statusBar()->currentMessage().startsWith("Lesson finished. The settings"))
+      << window_->statusBar()->currentMessage().toStdString();
+  // Closing the Learn pane leaves the lesson.
+  window_->findChild<QDockWidget*>()->close();
   EXPECT_EQ(window_->prompt(), "Mine again");
   EXPECT_TRUE(window_->statusBar()->currentMessage().contains("your prompt"));
 }
