@@ -1,7 +1,6 @@
 #include "app/gui/learn_pane.h"
 
 #include <QHBoxLayout>
-#include <QKeyEvent>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
@@ -12,52 +11,13 @@
 #include <algorithm>
 
 #include "app/gui/action_dispatcher.h"
+#include "app/gui/page_parts.h"
 #include "app/lessons/placeholders.h"
 
 namespace servescope::gui {
 namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-// The step's page: it scrolls vertically only (its text wraps), and besides the arrows and
-// Page Up/Down it knows Home and End, with or without Ctrl, as a document does.
-class StepScroll : public QScrollArea {
- public:
-  StepScroll() {
-    setObjectName("step-scroll");
-    setWidgetResizable(true);
-    setFrameShape(QFrame::NoFrame);
-    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    setFocusPolicy(Qt::StrongFocus);
-  }
-
-  // Never narrower than the page's narrowest layout (it cannot scroll sideways), so the pane
-  // keeps that width however short the lesson list's wrapped titles are.
-  QSize minimumSizeHint() const override {
-    QSize hint = QScrollArea::minimumSizeHint();
-    if (widget()) {
-      hint.setWidth(std::max(hint.width(), widget()->minimumSizeHint().width() +
-                                               verticalScrollBar()->sizeHint().width() +
-                                               2 * frameWidth()));
-    }
-    return hint;
-  }
-
- protected:
-  void keyPressEvent(QKeyEvent* event) override {
-    QScrollBar* bar = verticalScrollBar();
-    switch (event->key()) {
-      case Qt::Key_Home:
-        bar->triggerAction(QAbstractSlider::SliderToMinimum);
-        return event->accept();
-      case Qt::Key_End:
-        bar->triggerAction(QAbstractSlider::SliderToMaximum);
-        return event->accept();
-      default:
-        QScrollArea::keyPressEvent(event);
-    }
-  }
-};
 
 }  // namespace
 
@@ -92,7 +52,7 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   page_column->addWidget(intro_);
   page_column->addWidget(step_view_);
   page_column->addStretch(1);  // a short step sits at the top
-  step_scroll_ = new StepScroll;
+  step_scroll_ = new PageScroll("step-scroll");
   step_scroll_->setWidget(page);
   practice_ = new PracticeView(dispatcher, context);
   flashcards_ = new FlashcardView;

@@ -9,11 +9,11 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRadioButton>
-#include <QTextBrowser>
+#include <QScrollBar>
 #include <QVBoxLayout>
 
 #include "app/gui/action_dispatcher.h"
-#include "app/gui/option_row.h"
+#include "app/gui/page_parts.h"
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 
@@ -39,14 +39,18 @@ QString kind_label(const lessons::Question& q) {
 PracticeView::PracticeView(ActionDispatcher& dispatcher, StepContext context, QWidget* parent)
     : QWidget(parent), dispatcher_(dispatcher), context_(std::move(context)) {
   auto* column = new QVBoxLayout(this);
+  column->setContentsMargins(0, 0, 0, 0);
   list_ = new QListWidget;
   list_->setObjectName("question-list");
   list_->setMaximumHeight(120);
-  prompt_ = new QTextBrowser;
-  prompt_->setObjectName("question-prompt");
-  prompt_->setFrameShape(QFrame::NoFrame);
+  list_->setWordWrap(true);  // "Question 2 (number, from your model) - try again" was cut
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // The question, its answer and its working on one page that scrolls as one: small boxes of
+  // their own, 2 to 4 lines tall, cut the options and the model answer.
+  prompt_ = markdown_label("question-prompt");
   choices_ = new QWidget;
   choices_layout_ = new QVBoxLayout(choices_);
+  choices_layout_->setContentsMargins(0, 0, 0, 0);
   choice_group_ = new QButtonGroup(this);
   number_ = new QLineEdit;
   number_->setObjectName("answer-number");
@@ -57,9 +61,10 @@ PracticeView::PracticeView(ActionDispatcher& dispatcher, StepContext context, QW
   explanation_->setPlaceholderText(
       "Explain in a few sentences, then check it against the model "
       "answer.");
-  explanation_->setMaximumHeight(90);
+  explanation_->setFixedHeight(110);
   self_check_ = new QWidget;
   self_check_layout_ = new QVBoxLayout(self_check_);
+  self_check_layout_->setContentsMargins(0, 0, 0, 0);
   auto* buttons = new QHBoxLayout;
   check_ = new QPushButton("Check");
   check_->setObjectName("check-answer");
@@ -72,25 +77,29 @@ PracticeView::PracticeView(ActionDispatcher& dispatcher, StepContext context, QW
   buttons->addWidget(check_);
   buttons->addWidget(confirm_);
   buttons->addStretch(1);
-  feedback_ = new QLabel;
+  feedback_ = wrapping_label();
   feedback_->setObjectName("answer-feedback");
-  feedback_->setWordWrap(true);
-  confirmation_ = new QLabel;
-  confirmation_->setWordWrap(true);
-  working_ = new QTextBrowser;
-  working_->setObjectName("question-working");
-  working_->setFrameShape(QFrame::NoFrame);
+  confirmation_ = wrapping_label();
+  working_ = markdown_label("question-working");
+
+  auto* page = new QWidget;
+  auto* page_column = new QVBoxLayout(page);
+  page_column->setContentsMargins(4, 4, 4, 4);
+  page_column->addWidget(prompt_);
+  page_column->addWidget(choices_);
+  page_column->addWidget(number_);
+  page_column->addWidget(explanation_);
+  page_column->addWidget(self_check_);
+  page_column->addLayout(buttons);
+  page_column->addWidget(feedback_);
+  page_column->addWidget(confirmation_);
+  page_column->addWidget(working_);
+  page_column->addStretch(1);
+  page_ = new PageScroll("practice-scroll");
+  page_->setWidget(page);
 
   column->addWidget(list_);
-  column->addWidget(prompt_, 2);
-  column->addWidget(choices_);
-  column->addWidget(number_);
-  column->addWidget(explanation_);
-  column->addWidget(self_check_);
-  column->addLayout(buttons);
-  column->addWidget(feedback_);
-  column->addWidget(confirmation_);
-  column->addWidget(working_, 3);
+  column->addWidget(page_, 1);
 
   connect(list_, &QListWidget::currentRowChanged, this, [this](int row) {
     if (row != index_) show_question(row);
@@ -194,6 +203,7 @@ void PracticeView::refresh_generated() {
 bool PracticeView::show_question(int index) {
   const bool valid = lesson_ && index >= 0 && index < static_cast<int>(lesson_->questions.size());
   index_ = valid ? index : -1;
+  page_->verticalScrollBar()->setValue(0);  // a new question starts at its top
   for (QAbstractButton* b : choice_group_->buttons()) choice_group_->removeButton(b);
   for (QVBoxLayout* rows : {choices_layout_, self_check_layout_}) {
     while (QLayoutItem* item = rows->takeAt(0)) {
@@ -210,7 +220,7 @@ bool PracticeView::show_question(int index) {
   explanation_->clear();
   self_check_->hide();
   if (!valid) {
-    prompt_->setMarkdown(lesson_ ? "This lesson has no practice questions." : QString());
+    prompt_->setText(lesson_ ? "This lesson has no practice questions." : QString());
     for (QWidget* w :
          std::initializer_list<QWidget*>{choices_, number_, explanation_, check_, confirm_}) {
       w->hide();
@@ -284,7 +294,7 @@ std::optional<lessons::AnswerResult> PracticeView::check() {
         // First the model answer and the list to tick; the second press marks it.
         self_check_->show();
         check_->setText("Mark my ticks");
-        working_->setMarkdown("**Model answer:** " + filled(q.model_answer, std::nullopt) +
+        working_->setText("**Model answer:** " + filled(q.model_answer, std::nullopt) +
                               "\n\nTick what your explanation did.\n\n" +
                               filled(q.working, std::nullopt));
         working_->show();
@@ -298,7 +308,7 @@ std::optional<lessons::AnswerResult> PracticeView::check() {
     }
   }
   feedback_->setText(qs(result.feedback));
-  working_->setMarkdown(working_markdown());
+  working_->setText(working_markdown());
   working_->show();
   Q_EMIT answered(qs(lesson_->id), qs(q.id), given, result);
   return result;
@@ -324,11 +334,11 @@ void PracticeView::confirm() {
 }
 
 QString PracticeView::feedback() const { return feedback_->text(); }
-QString PracticeView::prompt_markdown() const { return prompt_->toMarkdown(); }
+QString PracticeView::prompt_markdown() const { return prompt_->text(); }
 
 void PracticeView::show_prompt() {
   refresh_generated();
-  prompt_->setMarkdown(filled(question().prompt, std::nullopt) +
+  prompt_->setText(filled(question().prompt, std::nullopt) +
                        (generated_problem_.isEmpty() ? QString()
                                                      : "\n\n*" + generated_problem_ + "*"));
 }

@@ -22,12 +22,12 @@ class QLineEdit;
 class QListWidget;
 class QPlainTextEdit;
 class QPushButton;
-class QTextBrowser;
 class QVBoxLayout;
 
 namespace servescope::gui {
 
 class ActionDispatcher;
+class PageScroll;
 
 class PracticeView : public QWidget {
   Q_OBJECT
@@ -76,7 +76,7 @@ class PracticeView : public QWidget {
   std::map<std::string, bool> answered_;
 
   QListWidget* list_;
-  QTextBrowser* prompt_;
+  QLabel* prompt_;
   QWidget* choices_;
   QVBoxLayout* choices_layout_;
   QButtonGroup* choice_group_;
@@ -89,7 +89,8 @@ class PracticeView : public QWidget {
   QPushButton* confirm_;
   QLabel* feedback_;
   QLabel* confirmation_;
-  QTextBrowser* working_;
+  QLabel* working_;
+  PageScroll* page_;
 };
 
 }  // namespace servescope::gui

@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "app/gui/action_dispatcher.h"
-#include "app/gui/option_row.h"
+#include "app/gui/page_parts.h"
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 #include "app/lessons/vocabulary.h"
@@ -31,25 +31,6 @@ QString progress_label(int run, int runs, int done, int total, const QString& wh
   if (runs <= 1) return done >= total ? QString("Done") : action;
   if (done >= total && run >= runs) return "Done";
   return QString("Run %1 of %2: %3").arg(run).arg(runs).arg(action);
-}
-
-// Text that wraps to the width it is given and takes the height it needs: the Learn pane
-// scrolls the whole step, never one box of it.
-QLabel* wrapping_label(const QString& text = {}, Qt::TextFormat format = Qt::PlainText) {
-  auto* label = new QLabel(text);
-  label->setTextFormat(format);
-  label->setWordWrap(true);
-  label->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  return label;
-}
-
-QLabel* markdown_label(const char* name) {
-  QLabel* label = wrapping_label({}, Qt::MarkdownText);
-  label->setObjectName(name);
-  label->setOpenExternalLinks(true);
-  // Selectable by mouse only: a click leaves the keyboard with the pane's scrolling.
-  label->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
-  return label;
 }
 
 }  // namespace

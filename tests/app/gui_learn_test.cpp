@@ -564,16 +564,28 @@ TEST_F(LearnFixture, NoPracticeQuestionWidensTheWindow) {
   wait_until([] { return false; }, 50);
   const int width = window_->width();
   PracticeView& practice = learn().practice();
+  auto* tabs = learn().findChild<QTabWidget*>();
+  ASSERT_NE(tabs, nullptr);
   for (const lessons::Lesson* lesson : learn().lessons()) {
     ASSERT_TRUE(learn().open_lesson(QString::fromStdString(lesson->id), 0));
+    tabs->setCurrentWidget(&practice);  // as the learner looks at it
     for (size_t i = 0; i < lesson->questions.size(); ++i) {
       ASSERT_TRUE(practice.show_question(static_cast<int>(i)));
       practice.choose(0);
       practice.type_answer("12345");
       practice.check();
-      wait_until([] { return false; }, 20);
+      wait_until([] { return false; }, 100);  // the layouts settle
       EXPECT_EQ(window_->width(), width) << lesson->id << " question " << i;
       EXPECT_LE(learn().minimumSizeHint().width(), 420) << lesson->id << " question " << i;
+      // The question, its options, its self-check and its working: none cut (an option's
+      // text was cut at top and bottom, the self-check items overlapped).
+      const auto* page = practice.findChild<QScrollArea*>("practice-scroll");
+      ASSERT_NE(page, nullptr) << "the question is one scrolling page";
+      for (const QLabel* label : page->widget()->findChildren<QLabel*>()) {
+        if (!label->isVisibleTo(page->widget()) || label->text().isEmpty()) continue;
+        EXPECT_GE(label->height(), label->heightForWidth(label->width()))
+            << lesson->id << " question " << i << ": " << label->text().left(60).toStdString();
+      }
     }
     save_shot(QString("practice-%1").arg(QString::fromStdString(lesson->id)));
   }
