@@ -125,21 +125,31 @@ QString LearnPane::notice() const { return notice_->isVisible() ? notice_->text(
 
 void LearnPane::fill_list() {
   const QSignalBlocker block(list_);
-  list_->clear();
-  for (const lessons::Lesson* l : usable_) {
+  // The items are updated in place: rebuilding the list under a click that opened a lesson
+  // left the row below highlighted while the clicked lesson showed.
+  if (list_->count() != static_cast<int>(usable_.size())) {
+    list_->clear();
+    for (const lessons::Lesson* l : usable_) list_->addItem(qs(l->summary));
+  }
+  for (int row = 0; row < list_->count(); ++row) {
+    const lessons::Lesson* l = usable_[static_cast<size_t>(row)];
     const int reached = reached_.count(qs(l->id)) ? reached_[qs(l->id)] : 0;
-    auto* item = new QListWidgetItem(QString("%1. %2  (%3/%4 steps)")
-                                         .arg(l->number)
-                                         .arg(qs(l->title))
-                                         .arg(reached)
-                                         .arg(l->steps.size()));
+    QListWidgetItem* item = list_->item(row);
+    item->setText(QString("%1. %2  (%3/%4 steps)")
+                      .arg(l->number)
+                      .arg(qs(l->title))
+                      .arg(reached)
+                      .arg(l->steps.size()));
     item->setToolTip(qs(l->summary));
-    list_->addItem(item);
     if (l == current_) list_->setCurrentItem(item);
   }
-  // As tall as its lessons and no taller: the step below gets the rest of a small screen.
-  const int rows_height = list_->count() * std::max(list_->sizeHintForRow(0), 1);
-  list_->setMaximumHeight(std::min(rows_height + 2 * list_->frameWidth() + 2, 150));
+  // As tall as its lessons (wrapped titles included) and no taller: the step below gets the
+  // rest of a small screen.
+  int rows_height = 0;
+  for (int row = 0; row < list_->count(); ++row) {
+    rows_height += std::max(list_->sizeHintForRow(row), 1);
+  }
+  list_->setMaximumHeight(std::min(rows_height + 2 * list_->frameWidth() + 2, 180));
 }
 
 void LearnPane::set_reached(const QString& lesson, int steps) {

@@ -557,6 +557,24 @@ TEST_F(LearnFixture, APracticeRunAndTheEngineALessonChangedAreGivenBackToo) {
   })) << window_->engine_info()->model_path.toStdString();
 }
 
+TEST_F(LearnFixture, AClickedLessonIsTheOneHighlightedInTheList) {
+  // A tester saw "2. The KV cache" shown with "3. Batching" highlighted after a click (not
+  // reproduced offscreen; the list is no longer rebuilt under a click).
+  auto* list = learn().findChild<QListWidget*>("lesson-list");
+  ASSERT_NE(list, nullptr);
+  for (const int row : {2, 1, 3}) {
+    const QRect box = list->visualItemRect(list->item(row));
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, box.center());
+    wait_until([] { return false; }, 50);
+    ASSERT_NE(learn().current_lesson(), nullptr);
+    EXPECT_EQ(learn().current_lesson(), learn().lessons()[static_cast<size_t>(row)]);
+    const QList<QListWidgetItem*> selected = list->selectedItems();
+    ASSERT_EQ(selected.size(), 1);
+    EXPECT_EQ(list->row(selected.front()), row);
+    EXPECT_EQ(list->currentRow(), row);
+  }
+}
+
 TEST_F(LearnFixture, NoPracticeQuestionWidensTheWindow) {
   // Question 5's options and an explanation's self-check items, each a button's own unwrapped
   // text, made the window 1811 and 1858 px wide on a 1600 px screen.
