@@ -181,11 +181,14 @@ qreal draw_heading(QPainter& painter, const QRectF& area, const QString& text, c
   painter.save();
   painter.setFont(heading_font(painter.font()));
   painter.setPen(theme.text);
-  const qreal height = QFontMetricsF(painter.font()).height();
-  painter.drawText(QRectF(area.left(), area.top(), area.width(), height),
-                   Qt::AlignLeft | Qt::AlignVCenter, text);
+  // Wrapped to the area's width: a heading cut mid-word ("Throughput per phase, all steps al")
+  // lost its meaning at the window's opening size.
+  const QRectF box = painter.boundingRect(QRectF(area.left(), area.top(), area.width(), 0),
+                                          Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, text);
+  painter.drawText(QRectF(area.left(), area.top(), area.width(), box.height()),
+                   Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, text);
   painter.restore();
-  return height + 4;
+  return box.height() + 4;
 }
 
 void fill_patterned(QPainter& painter, const QRectF& rect, const QColor& color,

@@ -73,7 +73,7 @@ struct AxesSpec {
 // data is drawn in.
 Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, const Theme& theme);
 
-// Bold heading at the top of `area`; returns the height it took.
+// Bold heading at the top of `area`, wrapped to its width; returns the height it took.
 qreal draw_heading(QPainter& painter, const QRectF& area, const QString& text, const Theme& theme);
 
 struct LegendEntry {
