@@ -125,8 +125,9 @@ std::string format_bytes(double bytes) {
 }
 
 std::string format_bytes_exact(double bytes) {
-  std::string text = format_number(bytes, 2) + " bytes";
-  if (binary_unit_for(bytes).power > 0) text += " (" + format_bytes(bytes) + ")";
+  const double whole = std::round(bytes);
+  std::string text = format_number(whole) + " bytes";
+  if (binary_unit_for(whole).power > 0) text += " (" + format_bytes(whole) + ")";
   return text;
 }
 

@@ -53,7 +53,8 @@ ByteUnit counterpart(const ByteUnit& unit);
 std::string format_bytes(double bytes);
 
 // The exact figure, then the readable size: "272,000 bytes (265.6 KiB)"; "512 bytes" below
-// 1 KiB.
+// 1 KiB. Rounded to whole bytes: a mean of byte counts (bytes per step over many steps) is
+// written "2,149,515 bytes", not "2,149,515.06 bytes".
 std::string format_bytes_exact(double bytes);
 
 // A decimal quantity with its unit, three significant figures: "12.2 GB/s", "1,234 tokens/s".

@@ -36,16 +36,17 @@ int occupied(const BatchStep& step) {
       [](const SlotCell& c) { return c.request >= 0 && c.state != SlotState::kEmpty; }));
 }
 
-// A small line chart of y against batch size, with dots and values.
+// A small line chart of y against batch size, with dots and values; `spread` adds a bar from
+// each size's fastest to its slowest run (for the step time, whose runs the sweep keeps).
 void paint_sweep_chart(QPainter& painter, const QRectF& area, const std::vector<SweepPoint>& sweep,
                        double SweepPoint::*field, const QString& heading, const QString& y_label,
-                       const QColor& color, const Theme& t) {
+                       const QColor& color, const Theme& t, bool spread = false) {
   const qreal top = area.top() + chart::draw_heading(painter, area, heading, t);
   int64_t max_batch = 1;
   double max_y = 0.0;
   for (const SweepPoint& p : sweep) {
     max_batch = std::max(max_batch, p.batch_size);
-    max_y = std::max(max_y, p.*field);
+    max_y = std::max(max_y, spread ? std::max(p.*field, p.slowest_step_ms) : p.*field);
   }
   chart::AxesSpec spec;
   spec.x_label = QObject::tr("batch size");
@@ -66,6 +67,14 @@ void paint_sweep_chart(QPainter& painter, const QRectF& area, const std::vector<
       line.lineTo(p);
   }
   painter.save();
+  if (spread) {
+    painter.setPen(QPen(color.darker(130), 1.5));
+    for (const SweepPoint& p : sweep) {
+      if (p.slowest_step_ms <= 0.0) continue;
+      const auto x = double(p.batch_size);
+      painter.drawLine(frame.point(x, p.fastest_step_ms), frame.point(x, p.slowest_step_ms));
+    }
+  }
   painter.setPen(QPen(color, 2));
   painter.setBrush(Qt::NoBrush);
   painter.drawPath(line);
@@ -116,6 +125,21 @@ QString sweep_point_text(const SweepPoint& p) {
             .arg(chart::format_number(p.fastest_step_ms), chart::format_number(p.slowest_step_ms));
   }
   return text;
+}
+
+QString sweep_summary(const std::vector<SweepPoint>& sweep) {
+  if (sweep.empty()) return {};
+  QString text = QObject::tr("The last sweep, each size's median run (bars: all its runs).");
+  const auto one = std::ranges::find(sweep, int64_t{1}, &SweepPoint::batch_size);
+  if (one == sweep.end() || one->tokens_per_s <= 0.0) return text;
+  QStringList ratios;
+  for (const SweepPoint& p : sweep) {
+    if (p.batch_size == 1) continue;
+    ratios << QStringLiteral("%1: %2x").arg(p.batch_size).arg(
+                  chart::format_number(p.tokens_per_s / one->tokens_per_s));
+  }
+  if (ratios.isEmpty()) return text;
+  return text + QObject::tr(" Tokens/s against batch 1: %1").arg(ratios.join(QStringLiteral(", ")));
 }
 
 BatchingPanel::BatchingPanel(QWidget* parent) : PanelView(parent) {}
@@ -500,23 +524,41 @@ void BatchingPanel::paint_sweep_alone(QPainter& painter) {
 
 void BatchingPanel::paint_sweep(QPainter& painter, const QRectF& area) {
   const Theme& t = theme();
-  const qreal top = area.top() + chart::draw_heading(painter, area, tr("Batch-size sweep"), t);
-  const QRectF body(area.left(), top, area.width(), area.bottom() - top);
+  qreal top = area.top() + chart::draw_heading(painter, area, tr("Batch-size sweep"), t);
   if (snapshot_.sweep.empty()) {
-    chart::draw_note(painter, body, sweep_note(), t);
+    chart::draw_note(painter, QRectF(area.left(), top, area.width(), area.bottom() - top),
+                     sweep_note(), t);
     return;
   }
+  const QString summary = sweep_summary(snapshot_.sweep);
+  const qreal summary_height =
+      QFontMetricsF(painter.font())
+          .boundingRect(QRectF(0, 0, area.width(), area.height()), Qt::TextWordWrap, summary)
+          .height();
+  painter.save();
+  painter.setPen(t.muted_text);
+  painter.drawText(QRectF(area.left(), top, area.width(), summary_height),
+                   Qt::AlignLeft | Qt::TextWordWrap, summary);
+  painter.restore();
+  top += summary_height + 4;
+  const QRectF body(area.left(), top, area.width(), std::max<qreal>(area.bottom() - top, 0));
   const qreal half = body.width() / 2;
   const QRectF left(body.left(), body.top(), half - 8, body.height());
   const QRectF right(body.left() + half + 8, body.top(), half - 8, body.height());
   paint_sweep_chart(painter, left, snapshot_.sweep, &SweepPoint::tokens_per_s,
                     tr("throughput"), tr("tokens/s"), t.decode, t);
   paint_sweep_chart(painter, right, snapshot_.sweep, &SweepPoint::step_latency_ms,
-                    tr("its latency cost"), tr("step time (ms)"), t.prefill, t);
+                    tr("its latency cost"), tr("step time (ms)"), t.prefill, t, true);
   QStringList points;
   for (const SweepPoint& p : snapshot_.sweep) points << sweep_point_text(p);
-  const QString measured = tr("Measured on the decode steps of each size's run:\n%1")
-                               .arg(points.join(QLatin1Char('\n')));
+  QString measured = summary + QLatin1Char('\n');
+  if (!snapshot_.sweep_workload.isEmpty()) {
+    measured += tr("Each size served %1.").arg(snapshot_.sweep_workload) + QLatin1Char('\n');
+  }
+  measured += tr("Step times move with whatever else the machine runs: compare batch 1 with a "
+                 "live request measured in the same minute, not earlier.\n");
+  measured += tr("Measured on the decode steps of each size's run:\n%1")
+                  .arg(points.join(QLatin1Char('\n')));
   add_tooltip(left, with_definition(tr("Decode tokens per second with this many sequences "
                                        "decoding together."),
                                     snapshot_.help.throughput) +

@@ -64,6 +64,12 @@ struct SweepPoint {
 // 2.4-2.7 ms per step)"
 QString sweep_point_text(const SweepPoint& point);
 
+// What the sweep chart shows, with its own ratios, so they are not mistaken for a figure taken
+// over several sweeps: "The last sweep, each size's median run (bars: all its runs). Tokens/s
+// against batch 1: 2: 1.9x, 4: 3.4x, 8: 3.67x, 16: 4.5x". Empty for no sweep; the ratios are
+// left out without a batch-1 point.
+QString sweep_summary(const std::vector<SweepPoint>& sweep);
+
 struct BatchingSnapshot {
   int32_t slot_count = 0;
   QString policy;                // "continuous batching", "static batching, wait 200 ms"
@@ -71,6 +77,7 @@ struct BatchingSnapshot {
   std::vector<BatchStep> steps;  // oldest first
   std::vector<RequestLatency> requests;
   std::vector<SweepPoint> sweep;  // empty until the user presses Sweep
+  QString sweep_workload;         // what each size served ("2 requests per slot, ..."), or empty
   MetricHelp help;                // the figures' definitions, for the tooltips
   QString pacing_note;            // "Slow motion: times are real ...", or empty
 };

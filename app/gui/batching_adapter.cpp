@@ -61,6 +61,7 @@ class BatchingAdapter final : public PanelAdapter {
       }
     }
     if (feed.batch_sweep != nullptr) {
+      snapshot.sweep_workload = batch_sweep_workload_text();
       for (const BatchSweepPoint& p : *feed.batch_sweep) {
         snapshot.sweep.push_back({p.max_batch, p.tokens_per_s(), p.decode_step_ms(),
                                   p.tokens_per_step(), p.fastest_step_ms, p.slowest_step_ms});

@@ -15,6 +15,7 @@
 #include "engine/compute/backend.h"
 #include "engine/compute/roofs.h"
 #include "engine/serving/kv_block_pool.h"
+#include "engine/serving/load_generator.h"
 #include "engine/serving/sampler.h"
 #include "engine/telemetry/kv_event.h"
 #include "engine/telemetry/metrics.h"
@@ -157,6 +158,14 @@ struct BatchSweepPoint {
 // the faster of the two middle ones), with the spread of all of them; nullopt for none.
 std::optional<BatchSweepPoint> median_sweep_point(int64_t max_batch,
                                                   std::span<const telemetry::StepTotals> runs);
+
+// The requests one size of the sweep serves (greedy, all at t = 0): twice as many as its slots,
+// prompts drawn from `text_ids` (random ids below `vocab_size` when empty).
+serving::WorkloadSpec batch_sweep_workload(int64_t max_batch, std::vector<int32_t> text_ids,
+                                           int32_t vocab_size);
+// What every size serves, for the chart's tooltip: "2 requests per slot, prompts of 16-32
+// tokens, up to 32 output tokens each, greedy, on a fresh engine after one untimed run".
+QString batch_sweep_workload_text();
 
 }  // namespace servescope::gui
 

@@ -217,13 +217,8 @@ telemetry::StepTotals EngineWorker::run_sweep_size(int64_t batch,
   serving::EngineConfig config;
   config.max_batch_size = batch;
   config.kv_type = kv_type_;
-  serving::WorkloadSpec spec;
-  spec.clients = 2 * batch;
-  spec.prompt_tokens = {16, 32};
-  spec.output_tokens = {32, 32};
-  spec.seed = 7;
-  spec.text_ids = classmate_text_ids_;
-  spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
+  const serving::WorkloadSpec spec = batch_sweep_workload(
+      batch, classmate_text_ids_, static_cast<int32_t>(model_->config.vocab_size));
   const serving::LoadResult result = serving::run_load(*model_->transformer, weight_bytes_, config,
                                                        serving::make_workload(spec), progress);
   return telemetry::decode_step_totals(result.steps);

@@ -192,6 +192,16 @@ TEST(BatchSweepPoint, KeepsTheMedianRunWhoseThroughputIsItsTokensOverItsTime) {
   EXPECT_FALSE(median_sweep_point(8, {}).has_value());
 }
 
+// The tooltip's description is made from the workload the sweep runs, not written beside it.
+TEST(BatchSweep, TheWorkloadTextDescribesTheWorkloadItRuns) {
+  const serving::WorkloadSpec spec = batch_sweep_workload(4, {5, 6, 7}, 100);
+  EXPECT_EQ(spec.clients, 8);
+  EXPECT_EQ(spec.text_ids, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(batch_sweep_workload_text().toStdString(),
+            "2 requests per slot, prompts of 16-32 tokens, up to 32 output tokens each, greedy, on "
+            "a fresh engine after one untimed run");
+}
+
 TEST_F(WorkerFixture, AStaticBatchRunsWhenItsWaitEndsWithOneTimerNotABusyLoop) {
   load(kTestData + "/models/llama-f32.gguf");
   constexpr int kWaitMs = 150;
@@ -345,6 +355,49 @@ TEST_F(WorkerFixture, ALostVulkanDeviceMovesTheEngineToTheCpuAndSaysSo) {
   on_worker([](EngineWorker& w) { w.generate("Once upon a time"); });
   ASSERT_TRUE(wait_until([&] { return finished_.has_value(); }));
   EXPECT_EQ(finished_->toStdString(), "max_tokens");
+}
+
+// The sweep's batch 1 is the lesson's live request alone on the same model and engine config:
+// a decode step of one sequence either way. A tester saw the sweep chart's batch 1 at twice
+// the live time per token; measured in one process, alternating, the two must agree within
+// 1.5x either way (medians of three, so a busy spell of a shared machine moves both).
+TEST_F(WorkerFixture, TheSweepsBatchOneStepTakesAsLongAsALiveBatchOneDecodeStep) {
+  load(kTestData + "/../../assets/models/servescope-stories.gguf");
+  std::optional<QVector<BatchSweepPoint>> sweep;
+  QObject::connect(worker_, &EngineWorker::batch_sweep_ready, &receiver_,
+                   [&](const QVector<BatchSweepPoint>& points) { sweep = points; });
+  on_worker([](EngineWorker& w) {
+    w.set_classmates(0);
+    w.set_max_tokens(100);
+    w.set_sampling(serving::SamplingParams{});  // greedy, as the lesson's request
+  });
+  std::vector<double> live_ms;
+  std::vector<double> sweep_ms;
+  for (int run = 0; run < 3; ++run) {
+    TelemetryFolder folder;
+    folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
+    finished_.reset();
+    idle_.reset();
+    on_worker([](EngineWorker& w) { w.generate("Once upon a time"); });
+    ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+    const telemetry::StepTotals live = telemetry::decode_step_totals(folder.steps());
+    ASSERT_GT(live.steps, 50);
+    live_ms.push_back(telemetry::mean_step_time_ms(live));
+
+    sweep.reset();
+    on_worker([](EngineWorker& w) { w.run_batch_sweep(); });
+    ASSERT_TRUE(wait_until([&] { return sweep.has_value(); }));
+    ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+    ASSERT_FALSE(sweep->isEmpty());
+    ASSERT_EQ(sweep->front().max_batch, 1);
+    sweep_ms.push_back(sweep->front().decode_step_ms());
+  }
+  const double live = telemetry::percentile(live_ms, 50.0);
+  const double swept = telemetry::percentile(sweep_ms, 50.0);
+  const std::string runs = "live " + std::to_string(live) + " ms, sweep " + std::to_string(swept) +
+                           " ms (medians of three)";
+  EXPECT_LT(swept, 1.5 * live) << runs;
+  EXPECT_LT(live, 1.5 * swept) << runs;
 }
 
 }  // namespace

@@ -13,6 +13,8 @@ TEST(Format, BytesShowTheExactFigureAndAReadableSize) {
   EXPECT_EQ(format_quantity(512, "bytes"), "512 bytes");
   EXPECT_EQ(format_quantity(1310720, "bytes"), "1,310,720 bytes (1.25 MiB)");
   EXPECT_EQ(format_quantity(18459648, "bytes"), "18,459,648 bytes (17.6 MiB)");
+  // decode_kv_bytes_per_step is a mean over steps: shown in whole bytes.
+  EXPECT_EQ(format_quantity(2149515.06, "bytes"), "2,149,515 bytes (2.05 MiB)");
   EXPECT_EQ(format_quantity(3.0 * 1024 * 1024 * 1024, "bytes"), "3,221,225,472 bytes (3 GiB)");
 }
 

@@ -52,6 +52,12 @@ TEST(FormatBytes, ExactFigureThenTheReadableSize) {
   EXPECT_EQ(format_bytes_exact(3 * kGiB), "3,221,225,472 bytes (3 GiB)");
 }
 
+TEST(FormatBytes, AMeanOfByteCountsIsWrittenInWholeBytes) {
+  EXPECT_EQ(format_bytes_exact(2149515.06), "2,149,515 bytes (2.05 MiB)");
+  EXPECT_EQ(format_bytes_exact(1023.5), "1,024 bytes (1 KiB)");
+  EXPECT_EQ(format_bytes_exact(511.49), "511 bytes");
+}
+
 TEST(FormatDecimal, RatesKeepTheirDecimalUnitAndThreeSignificantFigures) {
   EXPECT_EQ(format_decimal(12.2345, "GB/s"), "12.2 GB/s");
   EXPECT_EQ(format_decimal(33.3, "GFLOP/s"), "33.3 GFLOP/s");

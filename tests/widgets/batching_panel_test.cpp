@@ -180,6 +180,33 @@ TEST(BatchingPanel, TooltipsExplainTpotByItsStepsAndTheSweepByItsTotals) {
             "runs 2.40-2.70 ms per step)");
 }
 
+// The chart is one sweep; a lesson's figure may be a median over several. The chart says which
+// it is and gives its own ratios (a tester read 2,688 / 733 = 3.67x off the chart while the
+// lesson said "a median of 3.4x" over three sweeps).
+TEST(BatchingPanel, TheSweepSummarySaysItIsTheLastSweepAndGivesItsOwnRatios) {
+  EXPECT_TRUE(sweep_summary({}).isEmpty());
+  const std::vector<SweepPoint> sweep = {{1, 733.0, 1.364}, {4, 3287.0, 1.217}, {8, 2688.0, 2.976}};
+  EXPECT_EQ(sweep_summary(sweep).toStdString(),
+            "The last sweep, each size's median run (bars: all its runs). Tokens/s against batch "
+            "1: 4: 4.48x, 8: 3.67x");
+  EXPECT_EQ(sweep_summary({{4, 3287.0, 1.217}}).toStdString(),
+            "The last sweep, each size's median run (bars: all its runs).");
+}
+
+TEST(BatchingPanel, TheSweepTooltipSaysWhatEachSizeServed) {
+  BatchingPanel panel;
+  panel.resize(900, 600);
+  BatchingSnapshot swept;
+  swept.sweep = {{1, 200.0, 5.0, 1.0, 4.5, 6.0}, {4, 680.0, 5.9, 4.0, 5.5, 7.0}};
+  swept.sweep_workload = "2 requests per slot";
+  panel.set_snapshot(swept);
+  panel.grab();
+  const QRectF sweep = panel.element_shape("sweep").boundingRect();
+  const QString tip = panel.tooltip_at(sweep.center() + QPointF(sweep.width() / 4, 0));
+  EXPECT_TRUE(tip.contains("Each size served 2 requests per slot.")) << tip.toStdString();
+  EXPECT_TRUE(tip.contains("The last sweep")) << tip.toStdString();
+}
+
 TEST(BatchingPanel, CsvHasOneRowPerStepAndSlot) {
   BatchingPanel panel;
   panel.set_snapshot(small_batch());
