@@ -83,6 +83,25 @@ QVariantMap map_argument(const LessonAction& a) {
   bad(a, "needs a map such as {max_tokens: 100}");
 }
 
+// staggered_load's fields: a policy, its wait (static only), the clients and their rate.
+StaggeredLoad staggered_load_argument(const LessonAction& a) {
+  const QVariantMap m = map_argument(a);
+  const QString policy = m.value("policy").toString();
+  if (policy != "continuous" && policy != "static") {
+    bad(a, "policy is continuous or static, not " + policy);
+  }
+  StaggeredLoad load;
+  load.batching.static_batches = policy == "static";
+  if (m.contains("wait_ms")) {
+    if (!load.batching.static_batches)
+      bad(a, "wait_ms needs policy: static (continuous never waits)");
+    load.batching.wait_ms = int_field(a, m.value("wait_ms"), "wait_ms");
+  }
+  load.clients = int_field(a, m.value("clients"), "clients");
+  load.rate_per_s = int_field(a, m.value("rate"), "rate");
+  return load;
+}
+
 std::optional<gguf::GgmlType> parse_kv_type(const QString& s) {
   if (s == "f32") return gguf::GgmlType::F32;
   if (s == "f16") return gguf::GgmlType::F16;
@@ -152,11 +171,13 @@ ActionDispatcher::~ActionDispatcher() { end_waiting(); }
 
 const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
   static const std::vector<std::string_view> names = {
-      "load_model",   "set_backend",    "set_kv_type",     "set_classmates",
-      "set_batching", "set_batch_wait", "set_activations", "set_greedy",
-      "set_prompt",   "set_max_tokens", "generate",        "decode_steps",
-      "batch_sweep",  "size_sweep",     "quant_compare",   "select_variant",
-      "keep",         "open_panel",     "highlight",       "forget_cached_prefixes",
+      "load_model",      "set_backend",    "set_kv_type",
+      "set_classmates",  "set_batching",   "set_batch_wait",
+      "set_activations", "set_greedy",     "set_prompt",
+      "set_max_tokens",  "generate",       "decode_steps",
+      "batch_sweep",     "staggered_load", "size_sweep",
+      "quant_compare",   "select_variant", "keep",
+      "open_panel",      "highlight",      "forget_cached_prefixes",
       "set_kv_cache"};
   return names;
 }
@@ -355,6 +376,7 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
         "Forgetting cached prompts", [this] { window_.forget_cached_prefixes(); }, this)};
   }
   if (n == "batch_sweep") return {batch_sweep()};
+  if (n == "staggered_load") return {staggered_load(staggered_load_argument(a))};
   if (n == "size_sweep") {
     const QVariantMap m = map_argument(a);
     QStringList sizes = m.value("sizes").toStringList();
@@ -637,6 +659,23 @@ ActionDispatcher::Task ActionDispatcher::batch_sweep() {
                   started_sweep_ = true;
                   window_.sweep_batch_sizes();
                 }
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::staggered_load(const StaggeredLoad& load) {
+  return Task{QString("Running %1 requests arriving at %2 per second, %3")
+                  .arg(load.clients)
+                  .arg(load.rate_per_s)
+                  .arg(batching_text(load.batching)),
+              [this, load] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                if (window_.sweeping()) {
+                  return fail("A batch sweep is running; wait for it to finish or stop it.");
+                }
+                wait_for(&MainWindow::staggered_load_finished, [] { return true; });
+                fail_on_window_failure();
+                started_sweep_ = true;  // cancel() stops it as it stops a sweep
+                window_.run_staggered_load(load);
               }};
 }
 

@@ -112,6 +112,7 @@ class ActionDispatcher : public QObject {
   Task generate(std::optional<int> max_tokens);
   Task decode_steps(int steps);
   Task batch_sweep();
+  Task staggered_load(const StaggeredLoad& load);
   std::vector<Task> size_sweep(const QStringList& sizes);
   Task quant_compare(const QStringList& types);
   Task highlight(const QString& panel, const QString& element);

@@ -167,12 +167,36 @@ serving::WorkloadSpec batch_sweep_workload(int64_t max_batch, std::vector<int32_
 // tokens, up to 32 output tokens each, greedy, on a fresh engine after one untimed run".
 QString batch_sweep_workload_text();
 
+// A load of simulated clients arriving spread out in time (Poisson, at rate_per_s), run on
+// an engine of its own beside the window's, like the batch sweep: how a batching policy copes
+// when requests trickle in rather than all at once.
+struct StaggeredLoad {
+  BatchingChoice batching;
+  int clients = 16;
+  int rate_per_s = 100;
+};
+
+// A staggered load's run: the engine's summary of what finished (serving::summarize_load).
+// A run stopped early covers fewer than `load.clients` requests.
+struct StaggeredLoadResult {
+  StaggeredLoad load;
+  int64_t max_batch = 0;  // the engine's batch slots
+  serving::LoadSummary summary;
+  bool complete() const { return summary.requests == load.clients; }
+  // Requests per step, on average over its steps (prefill and decode alike).
+  double mean_batch() const {
+    return summary.mean_batch_occupancy * static_cast<double>(max_batch);
+  }
+};
+
 }  // namespace servescope::gui
 
 Q_DECLARE_METATYPE(servescope::gui::BackendChoice)
 Q_DECLARE_METATYPE(servescope::gui::BatchingChoice)
 Q_DECLARE_METATYPE(servescope::gui::BatchCollecting)
 Q_DECLARE_METATYPE(servescope::gui::BatchSweepPoint)
+Q_DECLARE_METATYPE(servescope::gui::StaggeredLoad)
+Q_DECLARE_METATYPE(servescope::gui::StaggeredLoadResult)
 Q_DECLARE_METATYPE(servescope::gui::Speed)
 Q_DECLARE_METATYPE(servescope::gui::EngineInfo)
 Q_DECLARE_METATYPE(servescope::gui::GeneratedToken)

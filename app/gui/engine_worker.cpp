@@ -128,6 +128,8 @@ void EngineWorker::register_types() {
   qRegisterMetaType<QuantLabReport>();
   qRegisterMetaType<BatchSweepPoint>();
   qRegisterMetaType<QVector<BatchSweepPoint>>();
+  qRegisterMetaType<StaggeredLoad>();
+  qRegisterMetaType<StaggeredLoadResult>();
 }
 
 EngineWorker::EngineWorker(QObject* parent)
@@ -186,7 +188,6 @@ void EngineWorker::run_batch_sweep() {
   };
   QVector<BatchSweepPoint> points;
   try {
-    model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
     // Untimed first: the first run after loading pays for cold caches and page faults, which
     // made batch 1 look slower than batch 4.
     run_sweep_size(1, stop_if_cancelled);
@@ -208,20 +209,71 @@ void EngineWorker::run_batch_sweep() {
   } catch (const std::exception& error) {
     Q_EMIT failed(QString("Batch sweep: %1").arg(failure_text(error, "for the sweep's engines")));
   }
-  capture_user_attention();
   Q_EMIT batch_sweep_ready(points);
+}
+
+void EngineWorker::request_staggered_load(const StaggeredLoad& load) {
+  sweep_cancel_requested_ = false;
+  QMetaObject::invokeMethod(
+      this, [this, load] { run_staggered_load(load); }, Qt::QueuedConnection);
+}
+
+void EngineWorker::run_staggered_load(StaggeredLoad load) {
+  StaggeredLoadResult result{load, kMaxBatch, {}};
+  if (!model_) {
+    Q_EMIT staggered_load_ready(result);  // the window is waiting for an answer
+    return;
+  }
+  serving::EngineConfig config;
+  config.max_batch_size = kMaxBatch;  // the window's engine's slots
+  config.batching = policy_of(load.batching);
+  config.batch_wait_ms = load.batching.static_batches ? load.batching.wait_ms : 0;
+  // Short prompts and long answers, as `servescope-cli bench --prompt-tokens 16
+  // --output-tokens 100`: decode steps dominate, so a batch's size is what sets its pace.
+  serving::WorkloadSpec spec;
+  spec.clients = load.clients;
+  spec.rate_per_s = load.rate_per_s;
+  spec.prompt_tokens = {16, 16};
+  spec.output_tokens = {100, 100};
+  spec.seed = 7;
+  int64_t reported = -1;
+  const serving::LoadProgress progress = [this, &reported](int64_t finished, int64_t total) {
+    if (finished == std::exchange(reported, finished)) return;  // once per finished request
+    Q_EMIT staggered_load_progress(finished, total);
+  };
+  try {
+    result.summary = run_own_load(config, spec, progress, [this] {
+                       return sweep_cancel_requested_.load();
+                     }).summary;
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("Staggered load: %1").arg(failure_text(error, "for its engine")));
+  }
+  Q_EMIT staggered_load_ready(result);
+}
+
+serving::LoadResult EngineWorker::run_own_load(serving::EngineConfig config,
+                                               serving::WorkloadSpec spec,
+                                               const serving::LoadProgress& progress,
+                                               const std::function<bool()>& should_stop) {
+  config.kv_type = kv_type_;
+  spec.text_ids = classmate_text_ids_;
+  spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
+  model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
+  struct CaptureAgain {  // however the run ends, the user's request is captured again
+    EngineWorker* worker;
+    ~CaptureAgain() { worker->capture_user_attention(); }
+  } capture_again{this};
+  return serving::run_load(*model_->transformer, weight_bytes_, config,
+                           serving::make_workload(spec), progress, should_stop);
 }
 
 telemetry::StepTotals EngineWorker::run_sweep_size(int64_t batch,
                                                    const serving::LoadProgress& progress) {
   serving::EngineConfig config;
   config.max_batch_size = batch;
-  config.kv_type = kv_type_;
   const serving::WorkloadSpec spec = batch_sweep_workload(
       batch, classmate_text_ids_, static_cast<int32_t>(model_->config.vocab_size));
-  const serving::LoadResult result = serving::run_load(*model_->transformer, weight_bytes_, config,
-                                                       serving::make_workload(spec), progress);
-  return telemetry::decode_step_totals(result.steps);
+  return telemetry::decode_step_totals(run_own_load(config, spec, progress).steps);
 }
 
 void EngineWorker::start_quant_lab(const QString& prompt, const QStringList& types) {

@@ -124,6 +124,12 @@ class EngineWorker : public QObject {
   // A cancel that comes before the queued sweep starts still counts.
   void request_batch_sweep();
   void cancel_batch_sweep() { sweep_cancel_requested_ = true; }
+  // Runs a staggered load (simulated clients arriving spread out, engine_types.h) on an engine
+  // of its own, as the sweep does; staggered_load_progress follows it and staggered_load_ready
+  // brings its summary. request_staggered_load is thread-safe like request_batch_sweep, and
+  // cancel_batch_sweep ends the run after the current step (the summary covers what finished).
+  void run_staggered_load(servescope::gui::StaggeredLoad load);
+  void request_staggered_load(const StaggeredLoad& load);
   // Runs the quantisation lab for the loaded model on a thread of its own, comparing these
   // weight types with F32 (a lab still running is cancelled first). quant_lab_ready brings
   // the quick parts, then the whole report; quant_lab_progress follows the comparison.
@@ -167,6 +173,8 @@ class EngineWorker : public QObject {
   void memory_measured(quint64 weights, quint64 kv_cache, quint64 working);
   void batch_sweep_point(servescope::gui::BatchSweepPoint point);
   void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
+  void staggered_load_progress(qint64 finished, qint64 total);
+  void staggered_load_ready(servescope::gui::StaggeredLoadResult result);
   // The engine's batching policy after set_batching() (read back from its scheduler).
   void batching_changed(servescope::gui::BatchingChoice choice);
   // Static batching: a batch is collecting (waiting > 0) or no longer is (waiting == 0). Sent
@@ -198,6 +206,11 @@ class EngineWorker : public QObject {
   void update_timer();
   // One timed run of the batch sweep at this max batch: its decode steps' totals.
   telemetry::StepTotals run_sweep_size(int64_t batch, const serving::LoadProgress& progress);
+  // A load run on an engine of its own with the window's KV type, the classmates' prompts and
+  // the model's serving alone (no attention capture meanwhile).
+  serving::LoadResult run_own_load(serving::EngineConfig config, serving::WorkloadSpec spec,
+                                   const serving::LoadProgress& progress,
+                                   const std::function<bool()>& should_stop = {});
   // While a static batch collects: sleeps until it is due (a timer, never a busy loop) and
   // says so. Returns false when no batch is collecting.
   bool wait_for_batch();

@@ -574,6 +574,18 @@ void MainWindow::sweep_batch_sizes() {
   worker_->request_batch_sweep();
 }
 
+void MainWindow::run_staggered_load(const StaggeredLoad& load) {
+  if (sweeping_) return;
+  sweeping_ = true;
+  staggered_load_.reset();
+  update_actions();
+  statusBar()->showMessage(QString("Staggered load: %1 requests arriving at %2 per second "
+                                   "(Esc stops)...")
+                               .arg(load.clients)
+                               .arg(load.rate_per_s));
+  worker_->request_staggered_load(load);
+}
+
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
 
 void MainWindow::start_pending_quant_lab() {
@@ -675,6 +687,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   collecting_changed_ = true;
   folder_.reset(FoldFacts{info.kv_blocks, info.block_size, info.kv_bytes_per_block});
   batch_sweep_.clear();  // measured on the engine being replaced
+  staggered_load_.reset();
   attention_ = {};
   attention_seen_ = 0;
   panels_->reset_counts();

@@ -97,6 +97,10 @@ class MainWindow : public QMainWindow {
   // Ends a running batch sweep after the engine step in progress; the sizes measured so far
   // stay (batch_sweep_finished follows).
   void stop_batch_sweep();
+  // Runs a staggered load on an engine of its own (EngineWorker::run_staggered_load), the
+  // live engine waiting as for the sweep; stop_batch_sweep ends it early, and
+  // staggered_load_finished follows. Ignored while a sweep or another load runs.
+  void run_staggered_load(const servescope::gui::StaggeredLoad& load);
   // File > Model details (Ctrl+I): the loaded model's facts and provenance in a dialog.
   void show_model_details();
   void show_panel(PanelId panel);
@@ -127,7 +131,10 @@ class MainWindow : public QMainWindow {
   Speed speed() const;
   // The last batch-size sweep (empty before one finished, or after the engine was rebuilt).
   const QVector<BatchSweepPoint>& batch_sweep() const { return batch_sweep_; }
+  // A batch sweep or a staggered load runs on its own engine (the live engine waits).
   bool sweeping() const { return sweeping_; }
+  // The last staggered load (none before one finished, or after the engine was rebuilt).
+  const std::optional<StaggeredLoadResult>& staggered_load() const { return staggered_load_; }
   // The quantisation lab: its last report, the comparison running now (or how the last one
   // ended), and the weight types it compares; compare_quantisation() runs it again on others.
   // A model's first comparison starts when the Quantisation panel is first shown.
@@ -175,6 +182,7 @@ class MainWindow : public QMainWindow {
   void generation_finished(const QString& reason);
   void engine_idle(const servescope::gui::EngineCounters& counters);
   void batch_sweep_finished();
+  void staggered_load_finished();
   void batching_changed(const servescope::gui::BatchingChoice& batching);
   void batch_collecting_changed(const servescope::gui::BatchCollecting& state);
   void panel_shown(servescope::gui::PanelId panel);
@@ -197,6 +205,7 @@ class MainWindow : public QMainWindow {
   void build_menus();
   void connect_worker();
   void connect_quantisation_panel();
+  void connect_staggered_load();
   void restore_settings(const WindowOptions& options);
   void keep_on_screen();  // the whole restored window inside the screen's available area
   void save_settings() const;
@@ -250,6 +259,7 @@ class MainWindow : public QMainWindow {
   QStringList quant_types_;
   widgets::QuantLimits quant_limits_ = default_lab_limits();  // the lab's accept-only-if rule
   QVector<BatchSweepPoint> batch_sweep_;
+  std::optional<StaggeredLoadResult> staggered_load_;
   bool sweeping_ = false;
   bool sweep_changed_ = false;
   bool memory_changed_ = false;

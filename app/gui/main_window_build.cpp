@@ -472,6 +472,24 @@ void MainWindow::build_menus() {
   });
 }
 
+void MainWindow::connect_staggered_load() {
+  connect(worker_, &EngineWorker::staggered_load_progress, this,
+          [this](qint64 finished, qint64 total) {
+            statusBar()->showMessage(
+                QString("Staggered load: %1 of %2 requests finished (Esc stops)...")
+                    .arg(finished)
+                    .arg(total));
+          });
+  connect(worker_, &EngineWorker::staggered_load_ready, this,
+          [this](const StaggeredLoadResult& result) {
+            staggered_load_ = result;
+            sweeping_ = false;
+            update_actions();
+            statusBar()->showMessage(staggered_load_text(result), 8000);
+            Q_EMIT staggered_load_finished();
+          });
+}
+
 void MainWindow::connect_quantisation_panel() {
   // The lab compares what the user chose last (only types this build can still write), else
   // the defaults.
@@ -605,6 +623,7 @@ void MainWindow::connect_worker() {
                                      4000);
             Q_EMIT batch_sweep_finished();
           });
+  connect_staggered_load();
   connect(worker_, &EngineWorker::batching_changed, this, [this](const BatchingChoice& batching) {
     if (engine_info_) engine_info_->batching = batching;
     collecting_changed_ = true;

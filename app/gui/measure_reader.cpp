@@ -208,6 +208,18 @@ MeasureValue sweep_step_ms(const MeasureInputs& in, int64_t batch) {
   return value(p->decode_step_ms(), "ms");
 }
 
+// A figure of the last staggered load's summary; none before one ran to its end.
+MeasureValue from_staggered_load(const MeasureInputs& in, const char* unit,
+                                 double (*figure)(const StaggeredLoadResult&)) {
+  if (!in.staggered_load) return missing(unit, "Run a staggered load first.");
+  if (!in.staggered_load->complete()) {
+    return missing(unit,
+                   "The staggered load was stopped before its requests finished; run it "
+                   "again.");
+  }
+  return value(figure(*in.staggered_load), unit);
+}
+
 // KV events of one kind since the experiment started (the folder starts over with each
 // engine, and then so does the count).
 MeasureValue kv_events_since(const MeasureInputs& in, telemetry::KvEventKind kind,
@@ -421,6 +433,28 @@ const std::vector<std::pair<std::string_view, Reader>>& readers() {
       {"sweep_step_ms_1", [](const MeasureInputs& in) { return sweep_step_ms(in, 1); }},
       {"sweep_step_ms_8", [](const MeasureInputs& in) { return sweep_step_ms(in, 8); }},
       {"sweep_step_ms_16", [](const MeasureInputs& in) { return sweep_step_ms(in, 16); }},
+      {"load_tokens_per_s",
+       [](const MeasureInputs& in) {
+         return from_staggered_load(in, "tokens/s", [](const StaggeredLoadResult& r) {
+           return r.summary.output_tokens_per_s;
+         });
+       }},
+      {"load_ttft_p50_ms",
+       [](const MeasureInputs& in) {
+         return from_staggered_load(
+             in, "ms", [](const StaggeredLoadResult& r) { return r.summary.ttft_ms.p50; });
+       }},
+      {"load_steps",
+       [](const MeasureInputs& in) {
+         return from_staggered_load(in, "steps", [](const StaggeredLoadResult& r) {
+           return static_cast<double>(r.summary.steps);
+         });
+       }},
+      {"load_mean_batch",
+       [](const MeasureInputs& in) {
+         return from_staggered_load(in, "requests",
+                                    [](const StaggeredLoadResult& r) { return r.mean_batch(); });
+       }},
       {"size_sweep_gbs",
        [](const MeasureInputs& in) {
          const std::optional<double> gbs = fitted_bandwidth_gbs(*in.size_sweep);
@@ -541,6 +575,7 @@ MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSwe
   in.engine = window.engine_info() ? &*window.engine_info() : nullptr;
   in.user_request = window.user_request();
   in.batch_sweep = &window.batch_sweep();
+  in.staggered_load = window.staggered_load() ? &*window.staggered_load() : nullptr;
   in.size_sweep = &sizes;
   return in;
 }

@@ -43,6 +43,7 @@ struct MeasureInputs {
   // variant_* measures read: "baseline" or a weight type ("q4_0").
   const QuantLabReport* quant_lab = nullptr;
   std::string variant = {};
+  const StaggeredLoadResult* staggered_load = nullptr;  // nullptr before one finished
 };
 
 MeasureInputs measure_inputs(const MainWindow& window, const std::vector<SizeSweepPoint>& sizes,

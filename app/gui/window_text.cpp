@@ -127,6 +127,25 @@ QString batching_text(const BatchingChoice& batching) {
                                  : QString("continuous batching");
 }
 
+QString staggered_load_text(const StaggeredLoadResult& result) {
+  const QString head = "Staggered load, " + batching_text(result.load.batching);
+  const serving::LoadSummary& s = result.summary;
+  if (!result.complete()) {
+    return QString("%1: stopped after %2 of %3 requests")
+        .arg(head)
+        .arg(s.requests)
+        .arg(result.load.clients);
+  }
+  return QString(
+             "%1: %2 tokens/s, first token after %3 ms (median), %4 steps of %5 requests "
+             "on average")
+      .arg(head)
+      .arg(QLocale().toString(s.output_tokens_per_s, 'f', 0))
+      .arg(s.ttft_ms.p50, 0, 'f', 0)
+      .arg(s.steps)
+      .arg(result.mean_batch(), 0, 'f', 1);
+}
+
 QString collecting_text(const BatchCollecting& state, double remaining_ms) {
   if (state.waiting <= 0) return {};
   const QString when = remaining_ms >= 1.0

@@ -51,6 +51,10 @@ QString device_tooltip(const EngineInfo& info);
 
 // "continuous batching" or "static batching, wait 200 ms".
 QString batching_text(const BatchingChoice& batching);
+// The status bar after a staggered load: "Staggered load, static batching, wait 200 ms: 2,512
+// tokens/s, first token after 121 ms (median), 104 steps of 15.4 requests on average", or
+// how many requests finished before it was stopped.
+QString staggered_load_text(const StaggeredLoadResult& result);
 // "collecting a batch: 3 of 16, runs in 120 ms" (remaining_ms from the engine's due time), or
 // "... runs now" once it is due; empty when nothing is collecting.
 QString collecting_text(const BatchCollecting& state, double remaining_ms);

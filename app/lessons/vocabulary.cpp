@@ -12,6 +12,9 @@ constexpr int64_t kMaxClassmates = 32;  // the window's classmates spin box (Eng
 constexpr int64_t kMaxTokens = 4096;
 constexpr int64_t kMaxDecodeSteps = 512;
 constexpr int64_t kMaxBatchWaitMs = 10000;  // the window's batch wait spin box
+// A staggered load's bounds: a run of a few seconds at most on a laptop CPU.
+constexpr int64_t kMaxStaggeredClients = 64;
+constexpr int64_t kMaxArrivalRate = 10000;  // arrivals per second
 
 const std::vector<std::string>& panels_as_strings() {
   static const std::vector<std::string> panels = {"phases",       "kv",       "batching",
@@ -162,6 +165,37 @@ std::vector<ActionSpec> make_actions() {
        {},
        "batch_sweep: {}",
        "Runs the window's batch-size sweep and waits until it is done."},
+      {"staggered_load",
+       ArgKind::kFields,
+       {},
+       0,
+       0,
+       {{"policy", ArgKind::kChoice, {"continuous", "static"}, 0, 0, true, "the batching policy"},
+        {"wait_ms",
+         ArgKind::kInteger,
+         {},
+         0,
+         kMaxBatchWaitMs,
+         false,
+         "static only: how long the oldest request waits for the batch to fill (default 0)"},
+        {"clients",
+         ArgKind::kInteger,
+         {},
+         1,
+         kMaxStaggeredClients,
+         true,
+         "requests, one per simulated client"},
+        {"rate",
+         ArgKind::kInteger,
+         {},
+         1,
+         kMaxArrivalRate,
+         true,
+         "mean arrivals per second (Poisson, the same seeded schedule every run)"}},
+       "staggered_load: {policy: static, wait_ms: 200, clients: 16, rate: 100}",
+       "Runs simulated clients arriving spread out in time (16 prompt tokens, 100 output "
+       "tokens each) on an engine of its own with the window's 16 batch slots, the window's "
+       "engine waiting meanwhile as for the batch sweep, and waits until all have finished."},
       {"size_sweep",
        ArgKind::kFields,
        {},
@@ -260,6 +294,15 @@ std::vector<MeasureSpec> make_measures() {
        "mean decode step time at batch 8: each request's wait per token (batch sweep)"},
       {"sweep_step_ms_16", "ms",
        "mean decode step time at batch 16: each request's wait per token (batch sweep)"},
+      {"load_tokens_per_s", "tokens/s",
+       "output tokens per second of the last staggered load: all its tokens over the time from "
+       "the first arrival to the last token"},
+      {"load_ttft_p50_ms", "ms",
+       "the median time to first token of the last staggered load's requests, from each one's "
+       "arrival"},
+      {"load_steps", "steps", "engine steps the last staggered load took, prefill and decode"},
+      {"load_mean_batch", "requests",
+       "requests per step of the last staggered load, on average over its steps"},
       {"size_sweep_gbs", "GB/s",
        "the fitted slope of decode time against weight bytes (size sweep), as bandwidth"},
       {"size_sweep_gflops", "GFLOP/s",

@@ -46,7 +46,7 @@ struct ActionSpec {
 
 // load_model, set_backend, set_kv_type, set_classmates, set_batching, set_batch_wait,
 // set_activations, set_greedy, set_prompt, set_max_tokens, generate, decode_steps, batch_sweep,
-// size_sweep, quant_compare, select_variant, keep, open_panel, highlight.
+// staggered_load, size_sweep, quant_compare, select_variant, keep, open_panel, highlight.
 std::span<const ActionSpec> action_specs();
 const ActionSpec* find_action(std::string_view name);
 const FieldSpec* find_field(const ActionSpec& action, std::string_view field);

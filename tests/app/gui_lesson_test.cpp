@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QDir>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <algorithm>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_config.h"
 #include "engine/serving/kv_block_pool.h"
+#include "engine/serving/load_generator.h"
 #include "engine/telemetry/metrics.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"
@@ -349,6 +351,43 @@ TEST(MeasureReader, TheSweepCostIsMachineTimePerTokenAndTheWaitIsTheStepTime) {
   EXPECT_FALSE(read_measure(part, "sweep_step_ms_16").missing.isEmpty());
 }
 
+// The staggered load's measures, from a summary of hand-made records: three requests arriving
+// at 0, 10 and 20 ms, first tokens at 5, 40 and 42 ms (TTFT 5, 30, 22: median 22), six tokens
+// in the 60 ms from the first arrival to the last token (100 tokens/s), and four steps of 1, 1,
+// 3 and 3 requests in 16 slots (2 requests per step).
+TEST(MeasureReader, TheStaggeredLoadMeasuresReadItsSummary) {
+  std::vector<telemetry::StepRecord> steps(4);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    steps[i].max_batch_size = 16;
+    steps[i].sequences = i < 2 ? 1 : 3;
+  }
+  std::vector<telemetry::RequestRecord> requests(3);
+  requests[0] = {0, 16, 0, 0, 0.0, 0.0, {5.0, 15.0}};
+  requests[1] = {1, 16, 0, 0, 10.0, 10.0, {40.0, 50.0}};
+  requests[2] = {2, 16, 0, 0, 20.0, 20.0, {42.0, 60.0}};
+  StaggeredLoadResult result;
+  result.load.clients = 3;
+  result.max_batch = 16;
+  result.summary = serving::summarize_load(steps, requests, 60.0, 1024);
+
+  TelemetryFolder folder;
+  const QVector<BatchSweepPoint> sweep;
+  const std::vector<SizeSweepPoint> sizes;
+  MeasureInputs in{&folder, nullptr, -1, &sweep, &sizes};
+  EXPECT_FALSE(read_measure(in, "load_steps").value.has_value());  // before any load
+  EXPECT_TRUE(read_measure(in, "load_steps").missing.contains("staggered load"));
+  in.staggered_load = &result;
+  EXPECT_DOUBLE_EQ(*read_measure(in, "load_tokens_per_s").value, 100.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "load_ttft_p50_ms").value, 22.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "load_steps").value, 4.0);
+  EXPECT_DOUBLE_EQ(*read_measure(in, "load_mean_batch").value, 2.0);
+  EXPECT_EQ(read_measure(in, "load_mean_batch").unit, "requests");
+  // A run stopped before its fourth client finished measures nothing.
+  result.load.clients = 4;
+  EXPECT_FALSE(read_measure(in, "load_tokens_per_s").value.has_value());
+  EXPECT_TRUE(read_measure(in, "load_tokens_per_s").missing.contains("stopped"));
+}
+
 TEST_F(LessonFixture, EveryActionExampleOfTheVocabularyIsAcceptedAndEveryElementPainted) {
   // Each action's example, as an author writes it, passes the dispatcher's argument checks.
   for (const lessons::ActionSpec& spec : lessons::action_specs()) {
@@ -504,6 +543,37 @@ TEST_F(LessonFixture, CancellingARunStopsTheBatchSweepItStarted) {
   EXPECT_EQ(outcome_.value_or(""), "cancelled");
   ASSERT_TRUE(wait_until([&] { return !window_->sweeping(); }));
   EXPECT_LT(window_->batch_sweep().size(), kBatchSweepSizes);
+}
+
+// A staggered load runs on its own engine and ends; its four requests, all there within the
+// 200 ms wait, share one static batch, and the status bar sums the run up.
+TEST_F(LessonFixture, AStaggeredLoadRunsOnItsOwnEngineAndEnds) {
+  ASSERT_EQ(run(actions_from_yaml(
+                "      - staggered_load: {policy: static, wait_ms: 200, clients: 4, rate: 100}\n")),
+            "finished");
+  EXPECT_FALSE(window_->sweeping());
+  ASSERT_TRUE(window_->staggered_load().has_value());
+  EXPECT_TRUE(window_->staggered_load()->complete());
+  EXPECT_DOUBLE_EQ(measured("load_mean_batch"), 4.0);
+  EXPECT_GT(measured("load_steps"), 1.0);
+  EXPECT_GT(measured("load_tokens_per_s"), 0.0);
+  EXPECT_GT(measured("load_ttft_p50_ms"), 0.0);
+  const QString status = window_->statusBar()->currentMessage();
+  EXPECT_TRUE(status.startsWith("Staggered load, static batching, wait 200 ms: "))
+      << status.toStdString();
+}
+
+TEST_F(LessonFixture, CancellingARunStopsTheStaggeredLoadItStarted) {
+  outcome_.reset();
+  dispatcher_->run(to_lesson_actions(
+      actions_from_yaml("      - staggered_load: {policy: continuous, clients: 64, rate: 1}\n")));
+  ASSERT_TRUE(wait_until([&] { return window_->sweeping(); }));
+  dispatcher_->cancel();
+  EXPECT_EQ(outcome_.value_or(""), "cancelled");
+  ASSERT_TRUE(wait_until([&] { return !window_->sweeping(); }, 5000));
+  ASSERT_TRUE(window_->staggered_load().has_value());
+  EXPECT_FALSE(window_->staggered_load()->complete());
+  EXPECT_FALSE(dispatcher_->measure("load_steps").value.has_value());
 }
 
 TEST_F(LessonFixture, GenerateCompletesWhenTheUsersRequestEndsWhileClassmatesGoOn) {

@@ -61,11 +61,11 @@ TEST(Vocabulary, NamesAreUniqueAndLookupsFindThem) {
     EXPECT_TRUE(names.insert(a.name).second) << a.name;
     EXPECT_EQ(find_action(a.name), &a);
   }
-  EXPECT_EQ(names.size(), 21u);  // the actions lessons/README.md lists
+  EXPECT_EQ(names.size(), 22u);  // the actions lessons/README.md lists
   for (const MeasureSpec& m : measure_specs()) EXPECT_EQ(find_measure(m.name), &m);
   for (const GeneratorSpec& g : generator_specs()) EXPECT_EQ(find_generator(g.name), &g);
   EXPECT_EQ(find_action("warp_speed"), nullptr);
-  EXPECT_EQ(measure_specs().size(), 51u);
+  EXPECT_EQ(measure_specs().size(), 55u);
   EXPECT_EQ(generator_specs().size(), 5u);
   EXPECT_EQ(model_choices(), (std::vector<std::string>{"bundled", "timing:25M", "timing:100M",
                                                        "timing:400M", "timing:1B"}));
