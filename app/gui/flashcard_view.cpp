@@ -1,5 +1,6 @@
 #include "app/gui/flashcard_view.h"
 
+#include <QCheckBox>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QVBoxLayout>
@@ -8,8 +9,14 @@ namespace servescope::gui {
 
 FlashcardView::FlashcardView(QWidget* parent) : QWidget(parent) {
   setFocusPolicy(Qt::StrongFocus);
-  setToolTip("Keyboard only: Space shows the back, 1 = didn't know, 2 = knew it");
+  setToolTip("Keyboard only: Space shows the back, 1 = didn't know, 2 = knew it, A = this "
+             "lesson's cards or every lesson's");
   auto* column = new QVBoxLayout(this);
+  all_lessons_ = new QCheckBox("Every lesson's cards (A)");
+  all_lessons_->setObjectName("flashcards-all-lessons");
+  all_lessons_->setToolTip("Off: only the open lesson's cards are reviewed");
+  all_lessons_->setFocusPolicy(Qt::NoFocus);  // the keys stay with the review
+  connect(all_lessons_, &QCheckBox::toggled, this, [this] { refresh_scope(); });
   counts_ = new QLabel;
   counts_->setObjectName("flashcard-counts");
   counts_->setWordWrap(true);
@@ -29,6 +36,7 @@ FlashcardView::FlashcardView(QWidget* parent) : QWidget(parent) {
   back_->setAlignment(Qt::AlignCenter);
   keys_ = new QLabel;
   keys_->setAlignment(Qt::AlignCenter);
+  column->addWidget(all_lessons_);
   column->addWidget(counts_);
   column->addStretch(1);
   column->addWidget(front_);
@@ -41,16 +49,30 @@ FlashcardView::FlashcardView(QWidget* parent) : QWidget(parent) {
 
 void FlashcardView::set_deck(const std::vector<const lessons::Lesson*>& lessons) {
   deck_.clear();
-  ids_.clear();
   for (const lessons::Lesson* l : lessons) {
     for (const lessons::Flashcard& c : l->flashcards) {
-      deck_.push_back({c.id, QString::fromStdString(c.front), QString::fromStdString(c.back)});
-      ids_.push_back(c.id);
+      deck_.push_back(
+          {c.id, l->id, QString::fromStdString(c.front), QString::fromStdString(c.back)});
     }
   }
-  queue_ = lessons::due_cards(ids_, states_, today_);
-  back_shown_ = false;
-  update_view();
+  refresh_scope();
+}
+
+void FlashcardView::set_lesson(const std::string& lesson_id) {
+  lesson_ = lesson_id;
+  refresh_scope();
+}
+
+void FlashcardView::set_all_lessons(bool all) { all_lessons_->setChecked(all); }
+
+bool FlashcardView::all_lessons() const { return all_lessons_->isChecked(); }
+
+void FlashcardView::refresh_scope() {
+  ids_.clear();
+  for (const Card& c : deck_) {
+    if (all_lessons() || c.lesson == lesson_) ids_.push_back(c.id);
+  }
+  set_states(states_);
 }
 
 void FlashcardView::set_states(const lessons::CardStates& states) {
@@ -103,6 +125,9 @@ void FlashcardView::keyPressEvent(QKeyEvent* event) {
     case Qt::Key_2:
       answer(true);
       break;
+    case Qt::Key_A:
+      set_all_lessons(!all_lessons());
+      break;
     default:
       QWidget::keyPressEvent(event);
       return;
@@ -119,12 +144,15 @@ void FlashcardView::update_view() {
                  .arg(counts.due[static_cast<size_t>(b)])
                  .arg(counts.cards[static_cast<size_t>(b)]);
   }
-  counts_->setText(QString("<b>%1 cards due today</b> (%2 in this session). %3")
+  counts_->setText(QString("<b>%1 cards due today</b>, %2 (%3 in this session). %4")
                        .arg(counts.due_total)
+                       .arg(all_lessons() ? "every lesson's" : "this lesson's")
                        .arg(queue_.size())
                        .arg(boxes.join(", ")));
   if (queue_.empty()) {
-    front_->setText(ids_.empty() ? "No flashcards in the lessons." : "Nothing due. Well done.");
+    front_->setText(ids_.empty() ? (all_lessons() ? "No flashcards in the lessons."
+                                                  : "This lesson has no flashcards.")
+                                 : "Nothing due. Well done.");
     back_->clear();
     keys_->clear();
     return;

@@ -1,5 +1,6 @@
 #include "app/gui/learn_pane.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
@@ -31,6 +32,7 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   // A long title wraps inside the pane's width instead of scrolling sideways.
   list_->setWordWrap(true);
   list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  list_->installEventFilter(this);  // its wrapped height follows its width
   problems_ = new QLabel;
   problems_->setWordWrap(true);
   problems_->hide();
@@ -143,13 +145,24 @@ void LearnPane::fill_list() {
     item->setToolTip(qs(l->summary));
     if (l == current_) list_->setCurrentItem(item);
   }
+  fit_list_height();
+}
+
+void LearnPane::fit_list_height() {
   // As tall as its lessons (wrapped titles included) and no taller: the step below gets the
   // rest of a small screen.
+  list_->doItemsLayout();
   int rows_height = 0;
   for (int row = 0; row < list_->count(); ++row) {
-    rows_height += std::max(list_->sizeHintForRow(row), 1);
+    rows_height += std::max(list_->visualItemRect(list_->item(row)).height(), 1);
   }
-  list_->setMaximumHeight(std::min(rows_height + 2 * list_->frameWidth() + 2, 180));
+  const int wanted = std::min(rows_height + 2 * list_->frameWidth() + 2, 180);
+  if (list_->maximumHeight() != wanted) list_->setMaximumHeight(wanted);
+}
+
+bool LearnPane::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == list_ && event->type() == QEvent::Resize) fit_list_height();
+  return QWidget::eventFilter(watched, event);
 }
 
 void LearnPane::set_reached(const QString& lesson, int steps) {
@@ -166,7 +179,10 @@ bool LearnPane::open_lesson(const QString& id, int step) {
     current_ = l;
     step_ = step;
     fill_intro();
-    if (new_lesson) practice_->show_lesson(*l);
+    if (new_lesson) {
+      practice_->show_lesson(*l);
+      flashcards_->set_lesson(l->id);
+    }
     fill_list();
     show_current_step();
     return true;

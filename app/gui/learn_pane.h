@@ -62,8 +62,12 @@ class LearnPane : public QWidget {
   void leaving_lesson();
   void step_shown();
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void fill_list();
+  void fit_list_height();
   void show_current_step();
   void fill_intro();
 

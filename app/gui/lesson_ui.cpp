@@ -148,8 +148,7 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
       // (a KV type given back emptied the pool the last step's text points at).
       window_.statusBar()->showMessage(
           settings_.has_changes()
-              ? "Lesson finished. The settings it changed stay while you read the results; "
-                "they go back when you open another lesson, close the Learn pane or quit."
+              ? "Lesson finished. Its settings go back when you leave the lesson."
               : "Lesson finished.",
           15000);
     }

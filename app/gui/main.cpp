@@ -15,6 +15,7 @@
 #include "app/gui/gui_options.h"
 #include "app/gui/lesson_run.h"
 #include "app/gui/main_window.h"
+#include "app/gui/termination.h"
 #include "app/lessons/lesson_set.h"
 #include "engine/compute/backend.h"
 #include "engine/core/error.h"
@@ -169,5 +170,6 @@ int main(int argc, char** argv) {
   }
   window.show_overlay(options.overlay);
   window.show();
+  new TerminationCloser(window);  // owned by the window
   return QApplication::exec();
 }

@@ -80,7 +80,11 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   cancel_->setToolTip("Stops the experiment; the window keeps what was measured so far");
   progress_ = new QProgressBar;
   progress_->setObjectName("step-progress");
-  progress_->setTextVisible(true);
+  // Its words wrap below it: inside the bar "Run 3 of 3: Sweeping batch sizes 1 to 16 (action
+  // 3 of 4)" spilled out at the docked width.
+  progress_->setTextVisible(false);
+  progress_text_ = wrapping_label();
+  progress_text_->setObjectName("step-progress-text");
   run_row->addWidget(run_);
   run_row->addWidget(cancel_);
   run_row->addStretch(1);
@@ -112,6 +116,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   // The whole page's width: "Run 2 of 3: Sweeping batch sizes 1 to 16 (action 3 of 4)" was
   // cut off beside the buttons.
   column->addWidget(progress_);
+  column->addWidget(progress_text_);
   column->addWidget(status_);
   column->addWidget(observe_table_);
   column->addWidget(explain_);
@@ -124,7 +129,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
             // One bar over every run of the step: each run's actions in turn.
             progress_->setRange(0, std::max(total, 1) * runs_);
             progress_->setValue((run_index_ - 1) * total + done);
-            progress_->setFormat(progress_label(run_index_, runs_, done, total, what));
+            progress_text_->setText(progress_label(run_index_, runs_, done, total, what));
           });
   connect(&dispatcher_, &ActionDispatcher::notice, this,
           [this](const QString& text) { status_->setText(text); });
@@ -204,6 +209,7 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
   cancel_->setEnabled(false);
   cancel_->setVisible(has_run);
   progress_->hide();  // shown while the experiment runs
+  progress_text_->hide();
   progress_->reset();
   status_->clear();
   clear_observations();
@@ -268,6 +274,8 @@ void StepView::run() {
   run_->setEnabled(false);
   cancel_->setEnabled(true);
   progress_->show();
+  progress_text_->clear();
+  progress_text_->show();
   status_->setText("Running; the window stays yours meanwhile.");
   Q_EMIT part_changed(part_);
   runner_->run(step);
@@ -326,8 +334,10 @@ void StepView::show_observations(StepOutcome outcome) {
   cancel_->setEnabled(false);
   progress_->setRange(0, 1);
   progress_->setValue(1);
-  progress_->setFormat("Done");
-  progress_->hide();  // a full orange "Done" bar read as a button; the table below says it
+  progress_text_->setText("Done");
+  // A full orange "Done" bar read as a button; the table below says it is done.
+  progress_->hide();
+  progress_text_->hide();
   status_->clear();
   clear_observations();
   observed_ = context_.measured();

@@ -107,6 +107,7 @@ class StepView : public QWidget {
   QPushButton* run_;
   QPushButton* cancel_;
   QProgressBar* progress_;
+  QLabel* progress_text_;  // the bar's words: which run, which action
   QLabel* status_;
   // The observe table: a grid of wrapping labels, so it fits any width the pane has.
   QFrame* observe_table_;

@@ -225,13 +225,15 @@ TEST_F(LearnFixture, TheProgressOfARepeatedStepSaysWhichRunAndWhichAction) {
   ASSERT_EQ(shown.repeat, 3) << "the first serving step runs three times";
   auto* bar = step.findChild<QProgressBar*>("step-progress");
   ASSERT_NE(bar, nullptr);
+  auto* words = step.findChild<QLabel*>("step-progress-text");
+  ASSERT_NE(words, nullptr);
   struct Seen {
     QString label;
     int value;
   };
   std::vector<Seen> seen;  // after the step view has drawn each report
   QObject::connect(&ui().dispatcher(), &ActionDispatcher::progress, bar,
-                   [&] { seen.push_back({bar->format(), bar->value()}); });
+                   [&] { seen.push_back({words->text(), bar->value()}); });
   step.run();
   ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }, 60000));
   const auto labelled = [&](const QString& run) {
@@ -352,6 +354,25 @@ TEST_F(LearnFixture, FlashcardsAreReviewedWithTheKeyboardOnTheLeitnerBoxes) {
   FlashcardView& cards = learn().flashcards();
   learn().tabs().setCurrentWidget(&cards);
   cards.setFocus();
+  // The open lesson's cards first (a student reviewing the KV lesson met lesson 0's), every
+  // lesson's after A.
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  ASSERT_FALSE(cards.all_lessons());
+  EXPECT_EQ(cards.due().due_total,
+            static_cast<int>(learn().current_lesson()->flashcards.size()));
+  const auto& own = learn().current_lesson()->flashcards;
+  EXPECT_NE(std::ranges::find(own, cards.current_card().toStdString(), &lessons::Flashcard::id),
+            own.end())
+      << cards.current_card().toStdString() << " is not one of the KV lesson's cards";
+  learn().tabs().setCurrentWidget(&cards);
+  wait_until([] { return false; }, 100);
+  save_shot("flashcards-kv");
+  learn().tabs().setCurrentIndex(0);
+  wait_until([] { return false; }, 100);
+  save_shot("lesson-kv");
+  learn().tabs().setCurrentWidget(&cards);
+  QTest::keyClick(&cards, Qt::Key_A);
+  ASSERT_TRUE(cards.all_lessons());
   const lessons::DueCounts before = cards.due();
   ASSERT_GE(before.due_total, 30);  // every card is new: due, in box 1
   EXPECT_EQ(before.cards[0], before.due_total);
@@ -485,7 +506,7 @@ TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearner
   // Finished, the lesson keeps its settings while its results are read (giving a KV type back
   // rebuilt the engine and emptied the pool the last step's text points at), and says so.
   EXPECT_EQ(window_->prompt(), "Once upon a time");
-  EXPECT_TRUE(window_->statusBar()->currentMessage().startsWith("Lesson finished. The settings"))
+  EXPECT_TRUE(window_->statusBar()->currentMessage().startsWith("Lesson finished. Its settings go back"))
       << window_->statusBar()->currentMessage().toStdString();
   // Closing the Learn pane leaves the lesson.
   window_->findChild<QDockWidget*>()->close();

@@ -2,6 +2,7 @@
 // generation with classmates brings every panel to life; a corrupt model file gives a clear
 // message and the previous model keeps answering.
 #include <fcntl.h>
+#include <csignal>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
+#include "app/gui/termination.h"
 #include "engine/compute/devices.h"
 #include "engine/eval/random_model.h"
 #include "engine/model/model.h"
@@ -427,6 +429,31 @@ WindowOptions remembering_on_the_cpu() {
   options.remember_settings = true;
   options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
   return options;
+}
+
+// Killed with SIGTERM (a logout, `kill`), the window lost the learner's settings: it is closed
+// as File > Quit closes it, and saves them.
+TEST(WindowSettings, ATerminationSignalClosesTheWindowAndItsSettingsAreSaved) {
+  QTemporaryDir dir;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+  const WindowOptions options = remembering_on_the_cpu();
+  struct sigaction before = {};
+  sigaction(SIGTERM, nullptr, &before);
+  {
+    MainWindow first(options);
+    first.show();
+    ASSERT_TRUE(wait_until([&] { return first.engine_info().has_value(); }));
+    auto* closer = new TerminationCloser(first);
+    first.set_classmates(5);
+    ASSERT_EQ(::raise(SIGTERM), 0);  // the process lives on: the handler only writes a byte
+    EXPECT_TRUE(wait_until([&] { return !first.isVisible(); }, 10000));
+    delete closer;
+  }
+  struct sigaction after = {};
+  sigaction(SIGTERM, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, before.sa_handler) << "the previous handler came back";
+  MainWindow second(options);
+  EXPECT_EQ(second.classmates(), 5);
 }
 
 // Settings live in a folder of the test's own, never the user's.
