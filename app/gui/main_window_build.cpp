@@ -312,7 +312,7 @@ void MainWindow::build_central() {
     auto* button = new QToolButton;
     button->setDefaultAction(action);
     button->setToolButtonStyle(Qt::ToolButtonTextOnly);
-    button->setMinimumWidth(80);
+    button->setMinimumWidth(64);  // even buttons; 80 held the window over 1,280 px
     buttons->addWidget(button);
   }
   buttons->addStretch();
@@ -355,9 +355,11 @@ void MainWindow::build_central() {
   connect(top_p_, &QDoubleSpinBox::valueChanged, this, &MainWindow::send_sampling);
   connect(seed_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
 
-  column->addWidget(
-      new QLabel("<b>Generated</b> (shade: the token's probability; hover for "
-                 "the alternatives)"));
+  // Wrapped: one line of it held the whole window at least 1,367 px wide.
+  auto* generated = new QLabel("<b>Generated</b> (shade: the token's probability; hover for "
+                               "the alternatives)");
+  generated->setWordWrap(true);
+  column->addWidget(generated);
   output_chips_ = new TokenChips(TokenChips::Shading::kProbability);
   output_chips_->set_placeholder("Press Generate (Ctrl+Return).");
   auto* scroll = new QScrollArea;

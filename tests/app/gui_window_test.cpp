@@ -431,6 +431,22 @@ WindowOptions remembering_on_the_cpu() {
   return options;
 }
 
+// A 1280x720 projector: the window (Learn pane docked) held itself at least 1,367 px wide, by
+// one unwrapped label and four 80 px buttons.
+TEST(WindowLayout, TheWindowFitsA1280x720Screen) {
+  testing::app();
+  WindowOptions options;
+  options.remember_settings = false;
+  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  MainWindow window(options);
+  window.show();
+  window.resize(1280, 720);
+  wait_until([] { return false; }, 200);
+  EXPECT_LE(window.minimumSizeHint().width(), 1280);
+  EXPECT_LE(window.minimumSizeHint().height(), 720);
+  EXPECT_EQ(window.width(), 1280);
+}
+
 // Killed with SIGTERM (a logout, `kill`), the window lost the learner's settings: it is closed
 // as File > Quit closes it, and saves them.
 TEST(WindowSettings, ATerminationSignalClosesTheWindowAndItsSettingsAreSaved) {
