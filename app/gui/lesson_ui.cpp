@@ -195,10 +195,13 @@ void LessonUi::apply_progress() {
   learn_->flashcards().set_states(progress_.cards);
   // A step the learner predicted in counts as reached; the practice list marks answers.
   std::map<std::string, bool> answered;
+  std::map<std::string, QString> given;  // the last answer to each question
   for (const lessons::AnswerRecord& a : progress_.answers) {
     answered[a.lesson + "/" + a.question] = a.correct;
+    given[a.lesson + "/" + a.question] = QString::fromStdString(a.given);
   }
   learn_->practice().set_answered(answered);
+  learn_->practice().set_given(std::move(given));
   // A step predicted in, or whose experiment completed, counts as reached.
   const auto visited = [&](const std::string& lesson, const std::string& step) {
     return progress_.result(lesson, step) ||

@@ -248,7 +248,30 @@ bool PracticeView::show_question(int index) {
     self_checks_.push_back(new QCheckBox);
     self_check_layout_->addWidget(option_row(self_checks_.back(), qs(item)));
   }
+  restore_given();
   return true;
+}
+
+void PracticeView::set_given(std::map<std::string, QString> given) {
+  given_ = std::move(given);
+  if (index_ >= 0) restore_given();
+}
+
+void PracticeView::restore_given() {
+  const lessons::Question& q = question();
+  const auto it = given_.find(lesson_->id + "/" + q.id);
+  if (it == given_.end()) return;
+  switch (q.kind) {
+    case lessons::QuestionKind::kChoice:
+      choose(it->second.toInt());
+      break;
+    case lessons::QuestionKind::kNumber:
+      number_->setText(it->second);
+      break;
+    case lessons::QuestionKind::kExplain:
+      explanation_->setPlainText(it->second);
+      break;
+  }
 }
 
 void PracticeView::choose(int option) {
@@ -290,7 +313,7 @@ std::optional<lessons::AnswerResult> PracticeView::check() {
       given = number_->text();
       break;
     case lessons::QuestionKind::kExplain: {
-      if (!self_check_->isVisible()) {
+      if (self_check_->isHidden()) {  // isVisible() is false on a hidden tab too
         // First the model answer and the list to tick; the second press marks it.
         self_check_->show();
         check_->setText("Mark my ticks");
@@ -310,6 +333,7 @@ std::optional<lessons::AnswerResult> PracticeView::check() {
   feedback_->setText(qs(result.feedback));
   working_->setText(working_markdown());
   working_->show();
+  given_[lesson_->id + "/" + q.id] = given;
   Q_EMIT answered(qs(lesson_->id), qs(q.id), given, result);
   return result;
 }

@@ -54,6 +54,10 @@ class PracticeView : public QWidget {
   QString confirmation() const;
   // Answers given before ("lesson/question" -> right), marked in the question list.
   void set_answered(std::map<std::string, bool> answered);
+  // The learner's last answer to each question ("lesson/question" -> the option's index, the
+  // typed number or the explanation), put back when the question is shown: after a restart the
+  // fields were empty beside the "right" marks.
+  void set_given(std::map<std::string, QString> given);
   void mark_answered(const std::string& key, bool correct);
 
  Q_SIGNALS:
@@ -65,6 +69,7 @@ class PracticeView : public QWidget {
   QString filled(const std::string& markdown, const std::optional<std::string>& answer) const;
   void refresh_generated();
   void show_prompt();
+  void restore_given();
 
   ActionDispatcher& dispatcher_;
   StepContext context_;
@@ -74,6 +79,7 @@ class PracticeView : public QWidget {
   QString generated_problem_;
   bool confirming_ = false;
   std::map<std::string, bool> answered_;
+  std::map<std::string, QString> given_;
 
   QListWidget* list_;
   QLabel* prompt_;

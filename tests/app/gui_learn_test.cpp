@@ -8,7 +8,9 @@
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QLineEdit>
 #include <QListWidget>
+#include <QPlainTextEdit>
 #include <QLabel>
 #include <QMenuBar>
 #include <QProgressBar>
@@ -594,6 +596,37 @@ TEST_F(LearnFixture, AClickedLessonIsTheOneHighlightedInTheList) {
     EXPECT_EQ(list->row(selected.front()), row);
     EXPECT_EQ(list->currentRow(), row);
   }
+}
+
+TEST_F(LearnFixture, APracticeAnswerIsThereAgainAfterARestart) {
+  // After a restart the answer fields were empty beside their "right" and "try again" marks.
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  const lessons::Lesson& lesson = *learn().current_lesson();
+  const auto number = std::ranges::find(lesson.questions, lessons::QuestionKind::kNumber,
+                                        &lessons::Question::kind);
+  const auto explain = std::ranges::find(lesson.questions, lessons::QuestionKind::kExplain,
+                                         &lessons::Question::kind);
+  ASSERT_NE(number, lesson.questions.end());
+  ASSERT_NE(explain, lesson.questions.end());
+  const int number_index = static_cast<int>(number - lesson.questions.begin());
+  const int explain_index = static_cast<int>(explain - lesson.questions.begin());
+  PracticeView& practice = learn().practice();
+  ASSERT_TRUE(practice.show_question(number_index));
+  practice.type_answer("123,456 bytes");
+  ASSERT_TRUE(practice.check().has_value());
+  ASSERT_TRUE(practice.show_question(explain_index));
+  practice.type_answer("Blocks are pages.");
+  practice.check();  // the model answer and the list to tick
+  ASSERT_TRUE(practice.check().has_value());
+
+  window_->close();
+  open_window();
+  ASSERT_TRUE(learn().open_lesson("kv-cache", 0));
+  PracticeView& again = learn().practice();
+  ASSERT_TRUE(again.show_question(number_index));
+  EXPECT_EQ(again.findChild<QLineEdit*>("answer-number")->text(), "123,456 bytes");
+  ASSERT_TRUE(again.show_question(explain_index));
+  EXPECT_EQ(again.findChild<QPlainTextEdit*>()->toPlainText(), "Blocks are pages.");
 }
 
 TEST_F(LearnFixture, NoPracticeQuestionWidensTheWindow) {
