@@ -241,9 +241,21 @@ void LearnPane::advance() {
     case StepView::Part::kRunning:
       break;  // the experiment finishes first (Page Up leaves it)
     case StepView::Part::kObserve:
-      next();
+      if (step_ + 1 < static_cast<int>(current_->steps.size())) {
+        next();
+      } else {
+        open_adjacent_lesson(+1);  // Space did nothing at a lesson's last step
+      }
       break;
   }
+}
+
+bool LearnPane::open_adjacent_lesson(int delta) {
+  const auto at = std::find(usable_.begin(), usable_.end(), current_);
+  if (at == usable_.end()) return false;
+  const std::ptrdiff_t index = (at - usable_.begin()) + delta;
+  if (index < 0 || index >= static_cast<std::ptrdiff_t>(usable_.size())) return false;
+  return open_lesson(qs(usable_[static_cast<size_t>(index)]->id), 0);
 }
 
 QString LearnPane::step_title() const {

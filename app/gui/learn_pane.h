@@ -50,7 +50,10 @@ class LearnPane : public QWidget {
 
   void next();
   void back();
-  // One press of the lecture key: run the step's experiment, else go to the next step.
+  // The next (+1) or previous (-1) lesson in the list, at its first step; false at an end.
+  bool open_adjacent_lesson(int delta);
+  // One press of the lecture key: run the step's experiment, else go to the next step (after
+  // a lesson's last step, the next lesson's first).
   void advance();
   // The step as lecture mode shows it: its title and the current part's Markdown.
   QString step_title() const;

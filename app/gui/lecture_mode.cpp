@@ -7,7 +7,10 @@
 #include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QMenu>
+#include <QMenuBar>
 #include <QShortcut>
+#include <functional>
 #include <QVBoxLayout>
 
 #include "app/gui/main_window.h"
@@ -18,7 +21,8 @@ namespace servescope::gui {
 namespace {
 
 constexpr const char* kKeys =
-    "Space next   PgUp back   P pause   S step   M slow   1-6 panels   T text   Esc";
+    "Space next   PgUp back   N / Shift+N lesson   P pause   S step   M slow   1-6 panels   "
+    "T text   Esc";
 
 }  // namespace
 
@@ -68,6 +72,8 @@ LectureMode::LectureMode(MainWindow& window)
   add_key(QKeySequence(Qt::Key_PageDown), [this] { Q_EMIT advance_requested(); });
   add_key(QKeySequence(Qt::Key_Right), [this] { Q_EMIT advance_requested(); });
   add_key(QKeySequence(Qt::Key_PageUp), [this] { Q_EMIT back_requested(); });
+  add_key(QKeySequence(Qt::Key_N), [this] { Q_EMIT lesson_requested(+1); });
+  add_key(QKeySequence(Qt::SHIFT | Qt::Key_N), [this] { Q_EMIT lesson_requested(-1); });
   add_key(QKeySequence(Qt::Key_Left), [this] { Q_EMIT back_requested(); });
   add_key(QKeySequence(Qt::Key_P), [this] { toggle_pause(); });
   add_key(QKeySequence(Qt::Key_S), [this] { single_step(); });
@@ -107,6 +113,7 @@ void LectureMode::set_active(bool on) {
   if (action_->isChecked() != on) action_->setChecked(on);
   for (QShortcut* key : keys_) key->setEnabled(on);
   lend_keys(on);
+  carry_menu_actions(on);
   if (on) {
     saved_font_ = window_.font();
     was_full_screen_ = window_.isFullScreen();
@@ -163,6 +170,26 @@ void LectureMode::lend_keys(bool on) {
   } else {
     for (auto& [a, key] : lent_) a->setShortcut(key);
     lent_.clear();
+  }
+}
+
+void LectureMode::carry_menu_actions(bool on) {
+  // A hidden menu bar takes its actions' shortcuts with it: the window carries them meanwhile.
+  if (!on) {
+    for (QAction* a : carried_) window_.removeAction(a);
+    carried_.clear();
+    return;
+  }
+  std::function<void(QMenu*)> carry = [&](QMenu* menu) {
+    for (QAction* a : menu->actions()) {
+      if (a->menu()) carry(a->menu());
+      if (a->shortcut().isEmpty() || window_.actions().contains(a)) continue;
+      window_.addAction(a);
+      carried_.push_back(a);
+    }
+  };
+  for (QAction* top : window_.menuBar()->actions()) {
+    if (top->menu()) carry(top->menu());
   }
 }
 

@@ -2,6 +2,7 @@
 // one lesson step (a strip across the top) and one panel at a time. A clicker-friendly key map:
 //   Space, Page Down, Right   the next part of the step (advance_requested)
 //   Page Up, Left             back (back_requested)
+//   N, Shift+N                the next / previous lesson (lesson_requested)
 //   P                          pause / resume the generation (single-step speed while paused)
 //   S                          one decode step (pauses first)
 //   M                          slow motion on / off
@@ -9,6 +10,7 @@
 //   Up, Down                   scroll a long step
 //   T                          hide / show the step's text (the panel gets the whole screen)
 //   Esc, F11                   leave
+// The window's menu actions keep their keys while the menu bar is hidden (the theme's was dead).
 // Sizes are in pixels for a 1280x720 projector: body text kBodyPx, the smallest text (chart
 // tick labels, 0.9 of the body) smallest_font_px().
 #pragma once
@@ -53,6 +55,7 @@ class LectureMode : public QObject {
  Q_SIGNALS:
   void advance_requested();
   void back_requested();
+  void lesson_requested(int delta);  // +1 the next lesson, -1 the previous
 
  private:
   void add_key(const QKeySequence& key, std::function<void()> act);
@@ -61,6 +64,7 @@ class LectureMode : public QObject {
   void toggle_slow_motion();
   void scroll_by(int pages);
   void lend_keys(bool on);
+  void carry_menu_actions(bool on);
 
   MainWindow& window_;
   QAction* action_;
@@ -70,6 +74,7 @@ class LectureMode : public QObject {
   QScrollArea* scroll_;
   std::vector<QShortcut*> keys_;
   std::vector<std::pair<QAction*, QKeySequence>> lent_;  // window actions whose key is lent
+  std::vector<QAction*> carried_;  // menu actions the window carries while the menus hide
   bool active_ = false;
   // What lecture mode changed, to put back when it ends.
   QFont saved_font_;

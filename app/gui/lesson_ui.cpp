@@ -99,6 +99,8 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
     update_lecture_strip();
   });
   connect(lecture_, &LectureMode::advance_requested, learn_, &LearnPane::advance);
+  connect(lecture_, &LectureMode::lesson_requested, learn_,
+          [this](int delta) { learn_->open_adjacent_lesson(delta); });
   connect(lecture_, &LectureMode::back_requested, this, [this] {
     if (learn_->step_view().part() == StepView::Part::kRunning) {
       learn_->step_view().cancel();

@@ -110,6 +110,20 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
   EXPECT_GE(QFontInfo(window_->panels().panel(PanelId::kRoofline)->font()).pixelSize(),
             LectureMode::kBodyPx - 1);
 
+  // N and Shift+N change lesson; the menus' keys work with the menu bar hidden (the theme's
+  // was dead in lecture mode).
+  key(Qt::Key_N);
+  ASSERT_NE(learn().current_lesson(), nullptr);
+  EXPECT_EQ(learn().current_lesson()->id, learn().lessons()[1]->id);
+  QTest::keyClick(window_.get(), Qt::Key_N, Qt::ShiftModifier);
+  wait_until([] { return false; }, 30);
+  EXPECT_EQ(learn().current_lesson()->id, "serving");
+  const bool dark = window_->dark_theme();
+  QTest::keyClick(window_.get(), Qt::Key_D, Qt::ControlModifier | Qt::ShiftModifier);
+  wait_until([] { return false; }, 30);
+  EXPECT_NE(window_->dark_theme(), dark) << "Ctrl+Shift+D in lecture mode";
+  window_->set_dark_theme(dark);
+
   // Digits pick the one panel on screen.
   key(Qt::Key_5);
   EXPECT_EQ(window_->current_panel(), PanelId::kRoofline);
@@ -147,6 +161,16 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
   EXPECT_TRUE(wait_until([&] { return steps() == paused_at + 1; }));
   key(Qt::Key_P);
   EXPECT_EQ(window_->speed(), Speed::kRealTime);
+
+  // At a lesson's last step Space, once it has been shown, goes on to the next lesson.
+  const int last = static_cast<int>(learn().lessons()[2]->steps.size()) - 1;
+  ASSERT_TRUE(learn().open_lesson(QString::fromStdString(learn().lessons()[2]->id), last));
+  ASSERT_TRUE(learn().lessons()[2]->steps.back().run.empty()) << "it shows, running nothing";
+  key(Qt::Key_Space);
+  ASSERT_EQ(learn().step_view().part(), StepView::Part::kObserve);
+  key(Qt::Key_Space);
+  EXPECT_EQ(learn().current_lesson(), learn().lessons()[3]);
+  EXPECT_EQ(learn().current_step(), 0);
 
   // Esc leaves and gives the controls back.
   key(Qt::Key_Escape);
