@@ -131,7 +131,7 @@ void LearnPane::fill_list() {
   // left the row below highlighted while the clicked lesson showed.
   if (list_->count() != static_cast<int>(usable_.size())) {
     list_->clear();
-    for (const lessons::Lesson* l : usable_) list_->addItem(qs(l->summary));
+    for (size_t i = 0; i < usable_.size(); ++i) list_->addItem(QString());  // texts below
   }
   for (int row = 0; row < list_->count(); ++row) {
     const lessons::Lesson* l = usable_[static_cast<size_t>(row)];

@@ -53,11 +53,10 @@ class ActivationRecycler {
         free_.erase(best);
         held_ -= floats.capacity();
       }
+      out_ += std::max(floats.capacity(), n);  // a fresh vector is sized to n below
+      peak_ = std::max(peak_, out_ + held_);
     }
     floats.resize(n);
-    const std::lock_guard lock(mutex_);
-    out_ += floats.capacity();
-    peak_ = std::max(peak_, out_ + held_);
     return floats;
   }
   void give(std::vector<float>&& floats) {
