@@ -4,6 +4,7 @@
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "widgets/theme.h"
 
@@ -108,33 +109,81 @@ QString format_tick(double value, const std::vector<double>& ticks) {
 
 }  // namespace
 
+namespace {
+
+// The tick target, lowered until neighbouring labels keep `min_gap` apart along the axis:
+// at lecture size (24 px type) the requested 6 ticks smeared into each other.
+std::vector<double> spaced_ticks(Range range, int target, bool integer_steps, qreal length,
+                                 const std::function<qreal(const QString&)>& extent,
+                                 qreal min_gap) {
+  std::vector<double> ticks;
+  for (int t = std::max(target, 2); t >= 2; --t) {
+    ticks = nice_ticks(range.min, range.max, t, integer_steps);
+    if (ticks.size() < 2) return ticks;
+    qreal widest = 0;
+    for (double v : ticks) widest = std::max(widest, extent(format_tick(v, ticks)));
+    const qreal spacing = length * (ticks[1] - ticks[0]) / std::max(range.span(), 1e-300);
+    if (spacing >= widest + min_gap) return ticks;
+  }
+  return {ticks.front(), ticks.back()};
+}
+
+// An axis title too long for its side is broken at the space nearest its middle (never cut
+// short: "achieved GFLOP/s (log sc..." told the class nothing).
+QString fit_title(const QString& title, const QFontMetricsF& metrics, qreal length) {
+  if (metrics.horizontalAdvance(title) <= length) return title;
+  const qsizetype middle = title.size() / 2;
+  qsizetype best = -1;
+  for (qsizetype i = 0; i < title.size(); ++i) {
+    if (title[i] == QLatin1Char(' ') && (best < 0 || std::abs(i - middle) < std::abs(best - middle)))
+      best = i;
+  }
+  if (best < 0) return title;
+  return title.left(best) + QLatin1Char('\n') + title.mid(best + 1);
+}
+
+}  // namespace
+
 Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, const Theme& theme) {
   painter.save();
   const QFont base = painter.font();
   const QFont tick_font = small_font(base);
   const QFontMetricsF label_metrics(base);
   const QFontMetricsF tick_metrics(tick_font);
+  const qreal tick_height = tick_metrics.height();
 
-  const std::vector<double> x_ticks =
-      nice_ticks(spec.x.min, spec.x.max, spec.x_ticks, spec.integer_x);
+  // Bottom: tick labels, x title; top: half a tick label, so the top one is not cut.
+  const qreal bottom = tick_height + 4 + label_metrics.height() + 2;
+  const qreal top = tick_height / 2;
+  const qreal plot_height = outer.height() - top - bottom;
+  const QString y_title = fit_title(spec.y_label, label_metrics, plot_height + 2 * top);
+  const int y_title_lines = spec.y_label.isEmpty() ? 0 : int(y_title.count(QLatin1Char('\n'))) + 1;
+
   const std::vector<double> y_ticks =
-      spec.y_ticks > 0 ? nice_ticks(spec.y.min, spec.y.max, spec.y_ticks, spec.integer_y)
-                       : std::vector<double>{};
+      spec.y_ticks > 0
+          ? spaced_ticks(spec.y, spec.y_ticks, spec.integer_y, plot_height,
+                         [tick_height](const QString&) { return tick_height; }, tick_height / 2)
+          : std::vector<double>{};
   qreal y_tick_width = 0;
   for (double v : y_ticks)
     y_tick_width = std::max(y_tick_width, tick_metrics.horizontalAdvance(format_tick(v, y_ticks)));
 
-  // Left: rotated y label, tick labels; bottom: tick labels, x label.
-  const qreal left = (spec.y_label.isEmpty() ? 0 : label_metrics.height() + 6) +
+  // Left: the rotated y title, tick labels.
+  const qreal left = (y_title_lines == 0 ? 0 : y_title_lines * label_metrics.height() + 6) +
                      (y_ticks.empty() ? 1 : y_tick_width + 6);
-  const qreal bottom = tick_metrics.height() + 4 + label_metrics.height() + 2;
+  const auto tick_width = [&tick_metrics](const QString& text) {
+    return tick_metrics.horizontalAdvance(text);
+  };
+  const qreal em = tick_metrics.horizontalAdvance(QLatin1Char('M'));
+  std::vector<double> x_ticks =
+      spaced_ticks(spec.x, spec.x_ticks, spec.integer_x, outer.width() - left, tick_width, em);
   const qreal right =
       tick_metrics.horizontalAdvance(format_tick(x_ticks.empty() ? 0 : x_ticks.back(), x_ticks)) /
           2 +
       4;
-  const qreal top = tick_metrics.height() / 2;
   QRectF plot = outer.adjusted(left, top, -right, -bottom);
   if (plot.width() < 10 || plot.height() < 10) plot = outer;
+  x_ticks = spaced_ticks(spec.x, spec.x_ticks, spec.integer_x, plot.width(), tick_width, em);
   const Frame frame(plot, spec.x, spec.y);
 
   painter.setFont(tick_font);
@@ -144,8 +193,10 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
     painter.setPen(QPen(theme.grid, 1));
     painter.drawLine(QPointF(plot.left(), py), QPointF(plot.right(), py));
     painter.setPen(theme.muted_text);
-    painter.drawText(QRectF(plot.left() - y_tick_width - 6, py - tick_metrics.height() / 2,
-                            y_tick_width + 2, tick_metrics.height()),
+    // The lowest label sits on the axis, not across it, clear of the x axis' first label.
+    const qreal label_top = std::min(py - tick_height / 2, plot.bottom() - tick_height + 2);
+    painter.drawText(QRectF(plot.left() - y_tick_width - 6, label_top, y_tick_width + 2,
+                            tick_height),
                      Qt::AlignRight | Qt::AlignVCenter, format_tick(v, y_ticks));
   }
   for (double v : x_ticks) {
@@ -156,7 +207,7 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
     painter.setPen(theme.muted_text);
     const QString text = format_tick(v, x_ticks);
     const qreal w = tick_metrics.horizontalAdvance(text);
-    painter.drawText(QRectF(px - w / 2 - 2, plot.bottom() + 3, w + 4, tick_metrics.height()),
+    painter.drawText(QRectF(px - w / 2 - 2, plot.bottom() + 3, w + 4, tick_height),
                      Qt::AlignCenter, text);
   }
   painter.setPen(QPen(theme.muted_text, 1));
@@ -171,8 +222,9 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
                    label_metrics.elidedText(spec.x_label, Qt::ElideRight, outer.width()));
   painter.translate(outer.left(), plot.center().y());
   painter.rotate(-90);
-  painter.drawText(QRectF(-plot.height() / 2 - 40, 0, plot.height() + 80, label_metrics.height()),
-                   Qt::AlignHCenter | Qt::AlignTop, spec.y_label);
+  painter.drawText(QRectF(-plot.height() / 2 - 40, 0, plot.height() + 80,
+                          y_title_lines * label_metrics.height()),
+                   Qt::AlignHCenter | Qt::AlignTop, y_title);
   painter.restore();
   return frame;
 }
