@@ -135,11 +135,11 @@ QImage highlight_layer(const ElementShape& element, QSize size, qreal ratio,
   layer.setDevicePixelRatio(ratio);
   layer.fill(style.dim);
   if (element.empty() || layer.isNull()) return layer;
-  // In device pixels: the band reaches `reach` either side of the edge, the line around it is
-  // `line` wide; nothing further than `cap` from the edge differs from the dimmed rest.
-  const float reach = static_cast<float>(style.width * ratio / 2);
+  // In device pixels: a line `line` wide runs `gap` outside the element's edge; the element
+  // itself stays as painted (an outline never covers what it points at), the rest is dimmed.
+  const float gap = static_cast<float>(style.gap * ratio);
   const float line = static_cast<float>(std::max(2.0, style.width / 4) * ratio);
-  const int cap = static_cast<int>(std::ceil(reach + line)) + 1;
+  const int cap = static_cast<int>(std::ceil(gap + line)) + 2;
   const QRectF bounds = element.bounds();
   const QRect box = QRectF(bounds.topLeft() * ratio, bounds.size() * ratio)
                         .toAlignedRect()
@@ -148,21 +148,20 @@ QImage highlight_layer(const ElementShape& element, QSize size, qreal ratio,
   if (box.isEmpty()) return layer;
   const std::vector<uint8_t> inside = coverage(element, box, ratio);
   const std::vector<float> distance = distances_across_edge(inside, box.width(), box.height(), cap);
+  const float middle = gap + line / 2;
   for (int y = 0; y < box.height(); ++y) {
     auto* row = reinterpret_cast<QRgb*>(layer.scanLine(box.top() + y)) + box.left();
     for (int x = 0; x < box.width(); ++x) {
       const size_t at = size_t(y) * box.width() + x;
-      // Signed distance from the edge (half a pixel between the last pixel in and the first out).
-      const float s = inside[at] ? 0.5f - distance[at] : distance[at] - 0.5f;
-      if (s > reach + line) continue;  // dimmed like the rest of the layer
-      const float outside = clamp01(s - reach + 0.5f);
-      const float deep_inside = clamp01(-s - reach + 0.5f);
-      const float band = (1.0f - outside) * (1.0f - deep_inside);
-      const float edge = clamp01(line / 2 + 0.5f - std::abs(std::abs(s) - reach));
-      row[x] = Premultiplied::of(style.edge, edge)
-                   .over(Premultiplied::of(style.glow, band))
-                   .over(Premultiplied::of(style.dim, outside))
-                   .rgb();
+      if (inside[at]) {
+        row[x] = qRgba(0, 0, 0, 0);
+        continue;
+      }
+      // Distance from the edge (half a pixel between the last pixel in and the first out).
+      const float s = distance[at] - 0.5f;
+      if (s > gap + line + 1) continue;  // dimmed like the rest of the layer
+      const float edge = clamp01(line / 2 + 0.5f - std::abs(s - middle));
+      row[x] = Premultiplied::of(style.edge, edge).over(Premultiplied::of(style.dim, 1.0f)).rgb();
     }
   }
   return layer;

@@ -1,5 +1,6 @@
-// The marker-pen halo a lesson puts over a panel's element: a glowing band along the element's
-// edge, a line around it and the rest of the panel dimmed, as one translucent layer.
+// The outline a lesson puts around a panel's element: a line just outside the element's edge,
+// the element itself untouched (an outline never covers the data it points at) and the rest of
+// the panel dimmed, as one translucent layer.
 //
 // It is rasterised from a distance field, not built from path operations: stroking or uniting
 // the outline of a few hundred thin step bars (the Phases panel after a lesson's generations)
@@ -18,10 +19,10 @@
 namespace servescope::widgets {
 
 struct HaloStyle {
-  double width = 8.0;  // the marker's width in logical pixels: the glowing band along the edge
-  QColor glow;         // the band (translucent)
-  QColor edge;         // the line around the band
-  QColor dim;          // everything else (translucent)
+  double width = 8.0;  // logical pixels; the outline is a quarter of it (at least 2) wide
+  double gap = 2.0;    // logical pixels between the element's edge and its outline
+  QColor edge;         // the outline
+  QColor dim;          // everything outside the element (translucent)
 };
 
 // A highlightable element as a panel painted it: areas (bars, charts) and paths (lines,
@@ -36,7 +37,7 @@ struct ElementShape {
 };
 
 // A layer of `size` logical pixels at `ratio` device pixels per logical pixel, to draw over the
-// panel: the element (logical coordinates) with its halo, the rest dimmed.
+// panel: the element (logical coordinates) outlined and clear, the rest dimmed.
 QImage highlight_layer(const ElementShape& element, QSize size, qreal ratio,
                        const HaloStyle& style);
 

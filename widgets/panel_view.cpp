@@ -40,11 +40,10 @@ class HighlightOverlay final : public QWidget {
     HaloStyle style;
     // Logical pixels tied to the font: the same look on a high-DPI screen and a projector.
     style.width = std::max(6.0, QFontMetricsF(panel_->font()).height() * 0.7);
-    style.glow = t.highlight;
-    style.glow.setAlpha(90);
+    style.gap = std::max(2.0, style.width / 8);
     style.edge = t.highlight;
     style.dim = t.background;
-    style.dim.setAlpha(120);
+    style.dim.setAlpha(t.dim_alpha());
     QPainter painter(this);
     // The device painted on: the screen, or an image or SVG that render() redirects to.
     const QPaintDevice* device = painter.paintEngine()->paintDevice();

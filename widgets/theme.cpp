@@ -1,6 +1,8 @@
 #include "widgets/theme.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace servescope::widgets {
 namespace {
@@ -21,6 +23,22 @@ constexpr std::array<QRgb, Theme::kSeriesCount> kDarkSeries = {
     0xE69F00, 0x56B4E9, 0x009E73, 0xF0E442, 0x3D9BE0, 0xD55E00, 0xCC79A7, 0xBBBBBB,
 };
 
+double linear(double channel) {
+  return channel <= 0.04045 ? channel / 12.92 : std::pow((channel + 0.055) / 1.055, 2.4);
+}
+
+double luminance(const QColor& c) {
+  return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF());
+}
+
+// `top` at `alpha` (0..255) over `bottom`.
+QColor washed(const QColor& bottom, const QColor& top, int alpha) {
+  const double a = alpha / 255.0;
+  return QColor::fromRgbF(float(top.redF() * a + bottom.redF() * (1 - a)),
+                          float(top.greenF() * a + bottom.greenF() * (1 - a)),
+                          float(top.blueF() * a + bottom.blueF() * (1 - a)));
+}
+
 Theme& current() {
   static Theme theme = Theme::light();
   return theme;
@@ -32,6 +50,25 @@ QColor Theme::series(int i) const {
   const auto& palette = kind == ThemeKind::kDark ? kDarkSeries : kLightSeries;
   if (i < 0) return QColor(palette.back());
   return QColor(palette[static_cast<size_t>(i % kSeriesCount)]);
+}
+
+double contrast_ratio(const QColor& a, const QColor& b) {
+  const double la = luminance(a), lb = luminance(b);
+  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+int Theme::dim_alpha() const {
+  constexpr int kPlainDim = 120;
+  if (!projector) return kPlainDim;
+  const auto keeps_seven_to_one = [this](int alpha) {
+    for (const QColor& ink : {text, muted_text, warning}) {
+      if (contrast_ratio(washed(ink, background, alpha), background) < 7.1) return false;
+    }
+    return true;
+  };
+  int alpha = 0;
+  while (alpha < kPlainDim && keeps_seven_to_one(alpha + 1)) ++alpha;
+  return alpha;
 }
 
 Theme Theme::light() {
@@ -72,6 +109,10 @@ Theme Theme::high_contrast(Theme t) {
   t.text = dark ? QColor(Qt::white) : QColor(Qt::black);
   t.muted_text = dark ? QColor(0xDDDDDD) : QColor(0x222222);
   t.grid = QColor(0x8A8A8A);  // visible on black and on white
+  // Text in these colours ("Now collecting a batch ...", the latest step) keeps 7:1 too.
+  t.warning = dark ? QColor(0xFFA570) : QColor(0x6E2900);
+  t.highlight = dark ? QColor(0xFF7A33) : QColor(0xB34700);
+  t.projector = true;
   return t;
 }
 

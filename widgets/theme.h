@@ -13,6 +13,11 @@ struct Theme {
   QColor background, surface, text, muted_text, grid;
   // Meanings shared by all panels, so prefill looks the same everywhere.
   QColor prefill, decode, recompute, highlight, warning;
+  bool projector = false;  // high_contrast(): lecture mode's: every text at least 7:1 on the background
+
+  // The alpha of the wash a highlight lays over the rest of the panel: in high contrast the
+  // strongest wash that keeps the text, muted text and warnings at 7:1 (a stronger one took it to 4.4:1).
+  int dim_alpha() const;
 
   // Colour of data series i (requests, variants, ...); cycles through the seven Okabe-Ito hues,
   // then the neutral one, and repeats for i >= 8. Negative i gives the neutral colour.
@@ -24,6 +29,9 @@ struct Theme {
   // The same theme with text at full strength and stronger grid lines, for a projector.
   static Theme high_contrast(Theme base);
 };
+
+// WCAG 2 contrast ratio of two opaque colours: 1 (none) to 21 (black on white).
+double contrast_ratio(const QColor& a, const QColor& b);
 
 // The current theme; panels read it in paintEvent. The app calls set_theme and then update()s.
 const Theme& theme();

@@ -137,6 +137,8 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
   restore_progress();
   connect(learn_, &LearnPane::position_changed, this,
           [this](const QString& lesson, const QString& step) {
+            // An earlier step's outline pointed at the wrong chart for this step's text.
+            dispatcher_->clear_highlights();
             progress_.lesson = lesson.toStdString();
             progress_.step = step.toStdString();
             restore_step();

@@ -540,6 +540,25 @@ TEST_F(LearnFixture, LeavingALessonGivesBackTheSettingsItChangedUnlessTheLearner
   EXPECT_TRUE(window_->statusBar()->currentMessage().contains("your prompt"));
 }
 
+// A step's outline stayed over the next step's chart, pointing at what that step's text did
+// not talk about.
+TEST_F(LearnFixture, TheNextStepStartsWithNoOutlineFromThePreviousOne) {
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  StepView& step = learn().step_view();
+  step.run();
+  ASSERT_TRUE(wait_until([&] { return step.part() == StepView::Part::kObserve; }, 60000));
+  const auto highlighted = [&] {
+    for (const PanelId id : kAllPanels) {
+      if (!window_->panels().panel(id)->highlight().isEmpty()) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(highlighted()) << "the serving lesson's first step points at its chart";
+  learn().next();
+  EXPECT_TRUE(learn().step_title().contains("(2/")) << learn().step_title().toStdString();
+  EXPECT_FALSE(highlighted());
+}
+
 TEST_F(LearnFixture, TheBatchingALessonChangedGoesBackWhenTheWindowCloses) {
   // What the learner had, then a lesson's run sets static batching with a 300 ms wait and
   // classmates (as the batching lesson does), and the window closes (File > Quit).

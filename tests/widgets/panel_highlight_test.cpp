@@ -99,6 +99,36 @@ TEST(PanelHighlight, TheHaloIsDrawnOverTheElementAtEveryPixelRatioInBothThemes) 
   set_theme(ThemeKind::kLight);
 }
 
+// A lecturer saw the halo cover the bars it pointed at: the outline now runs outside the
+// element, whose pixels stay exactly as painted without a highlight.
+TEST(PanelHighlight, TheOutlineLeavesTheElementItselfUntouched) {
+  for (const ThemeKind kind : {ThemeKind::kLight, ThemeKind::kDark}) {
+    set_theme(kind, true);
+    for (const auto& panel : every_panel()) {
+      for (const QString& element : panel->highlight_elements()) {
+        ASSERT_TRUE(panel->set_highlight({}));
+        (void)render_at(*panel, 1.0);
+        const QImage plain = render_at(*panel, 1.0);
+        ASSERT_TRUE(panel->set_highlight(element));
+        const QImage outlined = render_at(*panel, 1.0);
+        int compared = 0, changed = 0;
+        for (const QRectF& area : panel->element_parts(element).areas) {
+          const QRect inner = area.toAlignedRect().adjusted(1, 1, -1, -1) & plain.rect();
+          for (int y = inner.top(); y <= inner.bottom(); ++y) {
+            for (int x = inner.left(); x <= inner.right(); ++x) {
+              ++compared;
+              changed += plain.pixel(x, y) != outlined.pixel(x, y);
+            }
+          }
+        }
+        EXPECT_EQ(changed, 0) << panel->title().toStdString() << ": " << element.toStdString()
+                              << ", " << compared << " pixels compared";
+      }
+    }
+  }
+  set_theme(ThemeKind::kLight);
+}
+
 // The Phases panel after a lesson's few generations: 512 steps (the window's history), the
 // prompts' prefills between runs of back-to-back decode steps, as a lesson 0 session leaves it.
 PhasesSnapshot long_session_phases() {

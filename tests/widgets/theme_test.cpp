@@ -69,6 +69,30 @@ TEST(Theme, HighContrastMeetsWcagAaaForTextAndMutedText) {
   EXPECT_EQ(theme().text, Theme::light().text);
 }
 
+// Lecture mode's promise: every text at least 7:1, the warning line ("Now collecting a batch")
+// and text under a highlight's dimming wash included (it took the muted text to 4.4:1).
+TEST(Theme, HighContrastKeepsSevenToOneForWarningsAndUnderTheHighlightsWash) {
+  const auto washed = [](const QColor& text, const QColor& wash, int alpha) {
+    const double a = alpha / 255.0;
+    return QColor::fromRgbF(float(wash.redF() * a + text.redF() * (1 - a)),
+                            float(wash.greenF() * a + text.greenF() * (1 - a)),
+                            float(wash.blueF() * a + text.blueF() * (1 - a)));
+  };
+  for (const Theme& base : {Theme::light(), Theme::dark()}) {
+    const Theme t = Theme::high_contrast(base);
+    EXPECT_TRUE(t.projector);
+    EXPECT_FALSE(base.projector);
+    EXPECT_GE(contrast(t.warning, t.background), 7.0);
+    EXPECT_GE(t.dim_alpha(), 30) << "a wash the class can see";
+    for (const QColor& text : {t.text, t.muted_text, t.warning}) {
+      EXPECT_GE(contrast(washed(text, t.background, t.dim_alpha()), t.background), 7.0)
+          << text.name().toStdString();
+    }
+    EXPECT_EQ(base.dim_alpha(), 120);  // the window's own themes dim as before
+    EXPECT_NEAR(contrast_ratio(t.text, t.background), contrast(t.text, t.background), 1e-6);
+  }
+}
+
 TEST(Theme, SetThemeSwitchesTheCurrentOne) {
   set_theme(ThemeKind::kDark);
   EXPECT_EQ(theme().kind, ThemeKind::kDark);
