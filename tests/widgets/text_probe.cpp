@@ -1,5 +1,6 @@
 #include "tests/widgets/text_probe.h"
 
+#include <QAbstractScrollArea>
 #include <QPaintDevice>
 #include <QPaintEngine>
 #include <QPainter>
@@ -35,8 +36,15 @@ class TextRecordingEngine : public QPaintEngine {
     PaintedText text;
     text.text = item.text();
     text.box = to_device.mapRect(ink);
+    text.quad = to_device.map(QPolygonF(ink));
     text.color = p->pen().color();
-    if (p->hasClipping()) text.clip = to_device.mapRect(p->clipBoundingRect());
+    // A child widget is clipped to itself by the system clip, a scroll area's content to its
+    // viewport; the painter's own clip narrows it further.
+    if (!systemClip().isEmpty()) text.clip = QRectF(systemClip().boundingRect());
+    if (p->hasClipping()) {
+      const QRectF own = to_device.mapRect(p->clipBoundingRect());
+      text.clip = text.clip ? text.clip->intersected(own) : own;
+    }
     out_.push_back(std::move(text));
   }
 
@@ -80,6 +88,24 @@ QString describe(const PaintedText& text) {
 
 bool blank(const QString& text) { return text.trimmed().isEmpty(); }
 
+// The part of a text's box its clip lets show.
+QRectF visible(const PaintedText& text) { return text.clip ? text.box & *text.clip : text.box; }
+
+// The quad moved `by` pixels towards its centre at each corner (the tolerance of a touch).
+QPolygonF shrunk(const QPolygonF& quad, double by) {
+  if (quad.size() < 4) return quad;
+  QPointF centre;
+  for (int i = 0; i < 4; ++i) centre += quad[i];
+  centre /= 4;
+  QPolygonF out;
+  for (const QPointF& corner : quad) {
+    const QPointF towards = centre - corner;
+    const double length = std::hypot(towards.x(), towards.y());
+    out << (length > 2 * by ? corner + towards * (by * 1.4142 / length) : corner);
+  }
+  return out;
+}
+
 double channel_luminance(int value) {
   const double c = value / 255.0;
   return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
@@ -96,6 +122,18 @@ std::vector<PaintedText> painted_texts(QWidget& widget) {
   std::vector<PaintedText> texts;
   TextRecordingDevice device(widget.size(), texts);
   widget.render(&device, QPoint(), QRegion(), QWidget::DrawChildren);
+  std::vector<QRectF> viewports;
+  for (const QAbstractScrollArea* area : widget.findChildren<QAbstractScrollArea*>()) {
+    const QWidget* viewport = area->viewport();
+    if (!viewport->isVisibleTo(&widget)) continue;
+    viewports.emplace_back(QRectF(viewport->mapTo(&widget, QPoint(0, 0)), viewport->size()));
+  }
+  for (PaintedText& text : texts) {
+    if (!text.clip) continue;
+    for (const QRectF& viewport : viewports) {
+      if (viewport.adjusted(-1, -1, 1, 1).contains(*text.clip)) text.scrolls = true;
+    }
+  }
   return texts;
 }
 
@@ -103,17 +141,31 @@ std::vector<std::string> layout_faults(const std::vector<PaintedText>& texts, co
                                        double tolerance) {
   std::vector<std::string> faults;
   auto fault = [&faults](const QString& line) { faults.push_back(line.toStdString()); };
+  // A text wholly outside its clip is not on screen (a scrolled-away line): not a fault.
+  const auto shown = [](const PaintedText& t) {
+    return !blank(t.text) && (!t.clip || t.clip->intersects(t.box));
+  };
   for (size_t i = 0; i < texts.size(); ++i) {
     const PaintedText& a = texts[i];
-    if (blank(a.text)) continue;
-    const QRectF inner = a.box.adjusted(tolerance, tolerance, -tolerance, -tolerance);
+    if (!shown(a)) continue;
+    const QRectF inner = visible(a).adjusted(tolerance, tolerance, -tolerance, -tolerance);
     if (a.text.contains(QChar(0x2026))) fault(QStringLiteral("elided: ") + describe(a));
-    if (!bounds.contains(inner)) fault(QStringLiteral("outside the widget: ") + describe(a));
-    if (a.clip && !a.clip->contains(inner)) fault(QStringLiteral("cut by its clip: ") + describe(a));
+    const QPolygonF corners = shrunk(a.quad, tolerance);
+    const auto within = [&corners](const QRectF& area) {
+      return std::all_of(corners.begin(), corners.end(),
+                         [&area](const QPointF& p) { return area.contains(p); });
+    };
+    if (!within(bounds)) fault(QStringLiteral("outside the widget: ") + describe(a));
+    if (a.clip && !a.scrolls && !within(*a.clip))
+      fault(QStringLiteral("cut by its clip: ") + describe(a));
     for (size_t j = i + 1; j < texts.size(); ++j) {
       const PaintedText& b = texts[j];
-      if (blank(b.text)) continue;
-      if (inner.intersects(b.box.adjusted(tolerance, tolerance, -tolerance, -tolerance)))
+      if (!shown(b)) continue;
+      if (!inner.intersects(visible(b).adjusted(tolerance, tolerance, -tolerance, -tolerance)))
+        continue;
+      // Turned text (a roof's label along its slope) is judged by its own outline, not the
+      // upright box around it.
+      if (shrunk(a.quad, tolerance).intersects(shrunk(b.quad, tolerance)))
         fault(QStringLiteral("overlap: ") + describe(a) + QStringLiteral(" and ") + describe(b));
     }
   }
@@ -130,7 +182,7 @@ std::vector<RenderedContrast> rendered_contrast(const QImage& image,
   std::vector<RenderedContrast> out;
   const QImage rgb = image.convertToFormat(QImage::Format_RGB32);
   for (const PaintedText& text : texts) {
-    if (blank(text.text)) continue;
+    if (blank(text.text) || (text.clip && !text.clip->intersects(text.box))) continue;
     const QRect box = text.box.toAlignedRect().intersected(rgb.rect());
     if (box.isEmpty()) continue;
     std::map<QRgb, int> counts;

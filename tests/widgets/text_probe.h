@@ -6,6 +6,7 @@
 
 #include <QColor>
 #include <QImage>
+#include <QPolygonF>
 #include <QRectF>
 #include <QString>
 #include <optional>
@@ -19,8 +20,10 @@ namespace servescope::widgets::testing {
 struct PaintedText {
   QString text;
   QRectF box;                   // ink extent: advance width x (ascent + descent), device pixels
+  QPolygonF quad;               // the same extent as painted: turned with the text if rotated
   QColor color;                 // the pen it was drawn with
-  std::optional<QRectF> clip;   // the clip's bounding rectangle when clipping was on
+  std::optional<QRectF> clip;   // the clip's bounding rectangle: the painter's and the widget's
+  bool scrolls = false;         // inside a scroll area's viewport (clipped to it)
 };
 
 // Every text item `widget` and its visible children paint, in `widget`'s coordinates.
@@ -28,6 +31,8 @@ std::vector<PaintedText> painted_texts(QWidget& widget);
 
 // Faults a reader would see, one line each: two text boxes that overlap (by more than
 // `tolerance` px each way), a text outside `bounds` or cut by its clip, an elided text ("…").
+// A text wholly outside its clip (a line scrolled out of view) is not on screen and not judged;
+// one a scroll area's viewport cuts (a line half scrolled into view) is judged by what shows.
 std::vector<std::string> layout_faults(const std::vector<PaintedText>& texts, const QRectF& bounds,
                                        double tolerance = 1.0);
 
