@@ -36,6 +36,7 @@
 #include "app/lessons/model_facts.h"
 #include "app/lessons/progress_store.h"
 #include "tests/app/gui_test_support.h"
+#include "tests/app/gui_window_support.h"
 
 namespace servescope::gui {
 namespace {
@@ -50,10 +51,7 @@ class LearnFixture : public ::testing::Test {
   // wait_for_engine false: back before the engine has loaded its model.
   void open_window(bool wait_for_engine = true) {
     app();
-    WindowOptions options;
-    options.remember_settings = false;
-    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
-    options.cache_folder = cache_.path();
+    WindowOptions options = testing::test_window_options(cache_.path());
     options.lessons_folder = QString(SERVESCOPE_LESSONS_DIR);
     options.progress_folder = progress_.path();
     window_.reset();

@@ -18,6 +18,7 @@
 #include "app/gui/main_window.h"
 #include "app/gui/panel_host.h"
 #include "tests/app/gui_test_support.h"
+#include "tests/app/gui_window_support.h"
 #include "tests/widgets/text_probe.h"
 
 namespace servescope::gui {
@@ -30,10 +31,7 @@ class LectureFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     app();
-    WindowOptions options;
-    options.remember_settings = false;
-    options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
-    options.cache_folder = cache_.path();
+    WindowOptions options = testing::test_window_options(cache_.path());
     options.lessons_folder = QString(SERVESCOPE_LESSONS_DIR);
     options.progress_folder = progress_.path();
     window_ = std::make_unique<MainWindow>(options);
