@@ -10,6 +10,7 @@
 #include "app/gui/lecture_mode.h"
 #include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
+#include "app/gui/step_view.h"
 
 namespace servescope::gui {
 
@@ -37,9 +38,19 @@ void DemoRunner::start() {
   } else {
     window_.generate();
   }
-  if (plan_.screenshot) {  // without one the demo stays open, as a lecture would use it
-    QTimer::singleShot(plan_.after_ms, this, &DemoRunner::finish);
+  if (!plan_.screenshot) return;  // without one the demo stays open, as a lecture would use it
+  StepView& step = window_.lessons().learn().step_view();
+  if (plan_.lesson && plan_.run_step && step.part() == StepView::Part::kRunning) {
+    // A step's experiment takes from a second to a minute: the shot shows its result.
+    connect(&step, &StepView::part_changed, this, [this](StepView::Part part) {
+      if (part != StepView::Part::kRunning && !finishing_) {
+        finishing_ = true;
+        QTimer::singleShot(plan_.after_ms, this, &DemoRunner::finish);
+      }
+    });
+    return;
   }
+  QTimer::singleShot(plan_.after_ms, this, &DemoRunner::finish);
 }
 
 void DemoRunner::finish() {

@@ -1,6 +1,7 @@
 // The scripted demo: once the engine is ready it sets the classmates, generates the prompt,
 // shows the chosen panel, and after the given time writes a screenshot of the window and ends
-// the application (exit code 0, or 1 with a one-line reason on stderr).
+// the application (exit code 0, or 1 with a one-line reason on stderr). A lesson step's run
+// (--run) is waited for first: the time counts from its end.
 #pragma once
 
 #include <QObject>
@@ -49,6 +50,7 @@ class DemoRunner : public QObject {
   MainWindow& window_;
   DemoPlan plan_;
   bool started_ = false;
+  bool finishing_ = false;  // the screenshot's timer runs
 };
 
 }  // namespace servescope::gui
