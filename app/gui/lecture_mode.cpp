@@ -10,6 +10,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QShortcut>
+#include <QToolTip>
 #include <functional>
 #include <QVBoxLayout>
 
@@ -119,6 +120,8 @@ void LectureMode::set_active(bool on) {
     was_full_screen_ = window_.isFullScreen();
     was_maximized_ = window_.isMaximized();
     window_.setFont(lecture_font());
+    saved_tooltip_font_ = QToolTip::font();
+    QToolTip::setFont(lecture_font());  // a tooltip is read from the back row too
     QFont title_font = lecture_font();
     title_font.setPointSizeF(title_font.pointSizeF() * 1.15);
     title_font.setBold(true);
@@ -136,6 +139,7 @@ void LectureMode::set_active(bool on) {
   } else {
     strip_->hide();
     window_.setFont(saved_font_);
+    QToolTip::setFont(saved_tooltip_font_);
     window_.set_high_contrast(false);
     window_.set_controls_visible(true);
     if (!was_full_screen_) {

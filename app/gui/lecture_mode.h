@@ -78,6 +78,7 @@ class LectureMode : public QObject {
   bool active_ = false;
   // What lecture mode changed, to put back when it ends.
   QFont saved_font_;
+  QFont saved_tooltip_font_;
   bool was_full_screen_ = false;
   bool was_maximized_ = false;
   Speed resume_speed_ = Speed::kRealTime;

@@ -10,6 +10,7 @@
 #include <QGuiApplication>
 #include <QScreen>
 #include <QTemporaryDir>
+#include <QToolTip>
 #include <memory>
 
 #include "app/gui/learn_pane.h"
@@ -81,6 +82,8 @@ TEST_F(LectureFixture, EveryPanelAfterAClassOf16IsWholeApartAndAtSevenToOne) {
   ASSERT_TRUE(lessons.learn().open_lesson("batching", 0));
   lessons.lecture().action()->trigger();
   ASSERT_TRUE(lessons.lecture().active());
+  // Tooltips at lecture size (they were 9 px tall), and back to the window's after.
+  EXPECT_GE(QFontInfo(QToolTip::font()).pixelSize(), LectureMode::kBodyPx - 1);
   window_->generate();
   ASSERT_TRUE(wait_until([&] { return window_->folder().counts().steps > 40; }, 60000));
   window_->stop();
@@ -98,6 +101,8 @@ TEST_F(LectureFixture, EveryPanelAfterAClassOf16IsWholeApartAndAtSevenToOne) {
     }
   }
   window_->set_dark_theme(false);
+  lessons.lecture().set_active(false);
+  EXPECT_LT(QFontInfo(QToolTip::font()).pixelSize(), LectureMode::kBodyPx - 1);
 }
 
 }  // namespace
