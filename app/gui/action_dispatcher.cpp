@@ -7,6 +7,7 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
+#include "app/gui/pinned_figures.h"
 #include "app/gui/window_text.h"
 #include "app/lessons/vocabulary.h"
 #include "engine/telemetry/records.h"
@@ -178,7 +179,7 @@ const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
       "batch_sweep",     "staggered_load", "size_sweep",
       "quant_compare",   "select_variant", "keep",
       "open_panel",      "highlight",      "forget_cached_prefixes",
-      "set_kv_cache"};
+      "set_kv_cache",    "pin"};
   return names;
 }
 
@@ -325,6 +326,16 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     const QString which = text_argument(a);
     if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
     return {set_keep_kv(which == "on")};
+  }
+  if (n == "pin") {
+    const QString which = text_argument(a);
+    if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
+    PinnedFigures& pinned = window_.pinned_figures();
+    if (which == "off") return {now("Unpinning", [&pinned] { pinned.unpin(); }, this)};
+    return {Task{"Pinning the last run's figures", [this, &pinned] {
+                   if (pinned.pin()) return complete();
+                   fail("pin: there is no run to pin yet; generate first");
+                 }}};
   }
   if (n == "set_classmates") {
     const int count = int_argument(a);

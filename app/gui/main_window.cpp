@@ -1,4 +1,5 @@
 #include "app/gui/main_window.h"
+#include "app/gui/pinned_figures.h"
 
 #include <QAction>
 #include <QApplication>
@@ -136,6 +137,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
     QMetaObject::invokeMethod(worker_,
                               [w = worker_, layer, head] { w->set_attention_head(layer, head); });
   });
+  pinned_ = new PinnedFigures(*this);
   build_actions();
   build_toolbar();
   build_serving_toolbar();

@@ -35,6 +35,7 @@ namespace servescope::gui {
 
 class EngineWorker;
 class LessonUi;
+class PinnedFigures;
 class TokenChips;
 
 struct WindowOptions {
@@ -148,6 +149,8 @@ class MainWindow : public QMainWindow {
   bool show_quant_block(const QString& type);
   const std::vector<TimingModel>& timing_models() const { return timing_models_; }
   PanelId current_panel() const;
+  // The pinned run's figures and the strip that compares the current run with them.
+  PinnedFigures& pinned_figures() const { return *pinned_; }
   // The batching the window asks for (the engine's own is engine_info()->batching).
   BatchingChoice batching() const;
   bool quantised_activations() const { return backend_.quantised_activations; }
@@ -235,6 +238,7 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<QThread> engine_thread_;
   EngineWorker* worker_ = nullptr;  // lives on engine_thread_
   LessonUi* lessons_ = nullptr;
+  PinnedFigures* pinned_ = nullptr;
   bool remember_settings_;
 
   TelemetryFolder folder_;

@@ -34,6 +34,7 @@
 #include "app/cli/commands.h"
 #include "app/gui/engine_worker.h"
 #include "app/gui/main_window.h"
+#include "app/gui/pinned_figures.h"
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
 #include "app/gui/window_text.h"
@@ -389,8 +390,15 @@ void MainWindow::build_central() {
 
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->setObjectName("main-splitter");
+  // The pinned run's figures sit above every panel (lecture mode shows them too).
+  auto* panels = new QWidget;
+  auto* panel_column = new QVBoxLayout(panels);
+  panel_column->setContentsMargins(0, 0, 0, 0);
+  panel_column->setSpacing(0);
+  panel_column->addWidget(pinned_->strip());
+  panel_column->addWidget(tabs_, 1);
   splitter->addWidget(left);
-  splitter->addWidget(tabs_);
+  splitter->addWidget(panels);
   splitter->setStretchFactor(0, 0);
   splitter->setStretchFactor(1, 1);
   splitter->setSizes({400, 1000});
@@ -450,6 +458,9 @@ void MainWindow::build_menus() {
   run->addAction(stop_action_);
   run->addAction(step_action_);
   run->addAction(sweep_action_);
+  run->addSeparator();
+  run->addAction(pinned_->pin_action());
+  run->addAction(pinned_->unpin_action());
 
   QMenu* view = menuBar()->addMenu("&View");
   dark_action_ = view->addAction("Dark theme");

@@ -67,6 +67,15 @@ std::vector<ActionSpec> make_actions() {
        "set_kv_cache: off",
        "Serves with the KV cache, or without it: every new token then recomputes its whole "
        "context (the engine is rebuilt). Switch it on again before the lesson ends."},
+      {"pin",
+       ArgKind::kChoice,
+       {"on", "off"},
+       0,
+       0,
+       {},
+       "pin: on",
+       "Pins the last run's headline figures (TTFT, TPOT, tokens/s, KV and weight bytes, KL) "
+       "above every panel, so the next run's appear beside them with the ratio; off unpins."},
       {"set_classmates",
        ArgKind::kInteger,
        {},

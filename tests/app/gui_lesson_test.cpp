@@ -5,6 +5,7 @@
 
 #include <QDir>
 #include <QStatusBar>
+#include <QLabel>
 #include <QTemporaryDir>
 #include <algorithm>
 #include <filesystem>
@@ -16,6 +17,8 @@
 #include "app/gui/action_dispatcher.h"
 #include "app/gui/engine_worker.h"
 #include "app/gui/main_window.h"
+#include "app/gui/pinned_figures.h"
+#include "widgets/chart_painting.h"
 #include "app/lessons/lesson_loader.h"
 #include "app/lessons/vocabulary.h"
 #include "engine/gguf/gguf_file.h"
@@ -448,6 +451,56 @@ TEST_F(LessonFixture, SwitchingTheKvCacheOffRecomputesEveryTokensContext) {
             "finished");
   EXPECT_TRUE(window_->engine_info()->keep_kv);
   EXPECT_GT(decode_steps(), 0);
+}
+
+// "What if 4 bits?": the roofline re-measured and the class never saw both runs together. A
+// pinned run's figures stay above every panel with the next run's beside them, as ratios, and
+// are the lessons' own measures.
+TEST_F(LessonFixture, APinnedRunsFiguresStayBesideTheNextRunsWithTheRatio) {
+  PinnedFigures& pinned = window_->pinned_figures();
+  EXPECT_TRUE(run(actions_from_yaml("      - pin: on\n")).startsWith("failed: pin: there is no run"));
+  EXPECT_FALSE(pinned.pinned());
+  ASSERT_EQ(run(actions_from_yaml("      - set_greedy: true\n"
+                                  "      - set_classmates: 0\n"
+                                  "      - generate: {max_tokens: 12}\n"
+                                  "      - pin: on\n")),
+            "finished");
+  ASSERT_TRUE(pinned.pinned());
+  const HeadlineFigure& ttft = pinned.pinned()->figures.front();
+  ASSERT_EQ(ttft.measure, "ttft_ms");
+  EXPECT_DOUBLE_EQ(ttft.value.value_or(-1), measured("ttft_ms"));
+  EXPECT_TRUE(pinned.pinned()->setup.contains("0 classmates"));
+  EXPECT_TRUE(pinned.strip()->isVisibleTo(window_.get()));
+
+  ASSERT_EQ(run(actions_from_yaml("      - set_classmates: 3\n"
+                                  "      - generate: {max_tokens: 12}\n")),
+            "finished");
+  wait_until([] { return false; }, 600);  // the strip's refresh
+  const QString text = static_cast<QLabel*>(pinned.strip())->text();
+  EXPECT_TRUE(text.contains("3 classmates")) << text.toStdString();
+  const double ratio = measured("ttft_ms") / *ttft.value;
+  EXPECT_TRUE(text.contains(QString("TTFT %1 ms (%2x)")
+                                .arg(widgets::chart::format_number(measured("ttft_ms")),
+                                     QString::number(ratio, 'g', 3))))
+      << text.toStdString();
+  if (const QString shots = qEnvironmentVariable("SERVESCOPE_TEST_SHOTS"); !shots.isEmpty())
+    window_->grab().save(shots + "/pinned-figures.png");
+  ASSERT_EQ(run(actions_from_yaml("      - pin: off\n")), "finished");
+  EXPECT_FALSE(pinned.pinned());
+  EXPECT_FALSE(pinned.strip()->isVisibleTo(window_.get()));
+}
+
+TEST(PinnedFigures, AFigureIsWrittenWithItsUnitAndItsRatioToThePinnedOne) {
+  EXPECT_EQ(figure_text({"ttft_ms", "TTFT", 12.0, "ms"}), "TTFT 12 ms");
+  EXPECT_EQ(figure_text({"ttft_ms", "TTFT", 12.0, "ms"}, 10.0), "TTFT 12 ms (1.2x)");
+  EXPECT_EQ(figure_text({"kv_bytes", "KV", 2621440.0, "bytes"}), "KV 2.5 MiB");
+  EXPECT_EQ(figure_text({"ttft_ms", "TTFT", std::nullopt, "ms"}, 10.0), "");
+  RunFigures then{"F32", {{"ttft_ms", "TTFT", 10.0, "ms"}, {"tpot_ms", "TPOT", std::nullopt, "ms"}}};
+  RunFigures now{"Q4_0", {{"ttft_ms", "TTFT", 5.0, "ms"}, {"tpot_ms", "TPOT", 2.0, "ms"}}};
+  const QString html = comparison_html(then, now);
+  EXPECT_TRUE(html.contains("(F32): TTFT 10 ms<br>")) << html.toStdString();
+  EXPECT_TRUE(html.contains("TTFT 5 ms (0.5x)")) << html.toStdString();
+  EXPECT_TRUE(html.contains("TPOT 2 ms")) << "measured now only: no ratio";
 }
 
 // A highlight from an earlier step covered the next step's chart while it ran.

@@ -1,0 +1,77 @@
+// Pinned comparisons, for a class's "what if 4-bit weights? static batching?": the headline
+// figures of a run are pinned, and the figures of each run after it appear beside them with
+// the ratio, in a strip above every panel, until unpinned. The figures are the lessons' own
+// measures (measure_reader.h), so a pinned TTFT is the TTFT a lesson step reads.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <optional>
+#include <string>
+#include <vector>
+
+class QAction;
+class QLabel;
+class QTimer;
+class QWidget;
+
+namespace servescope::gui {
+
+class MainWindow;
+struct MeasureInputs;
+
+struct HeadlineFigure {
+  std::string measure;  // the lesson measure it is ("ttft_ms")
+  QString label;        // "TTFT"
+  std::optional<double> value;
+  QString unit;  // the measure's unit ("ms", "bytes", "tokens/s", "nats")
+};
+
+// One run's figures and what it ran on: "Q4_0 weights, KV F16, continuous batching, 15
+// classmates, CPU".
+struct RunFigures {
+  QString setup;
+  std::vector<HeadlineFigure> figures;
+  bool measured() const;  // a request of the run got its first token (TTFT has a value)
+};
+
+// The headline figures read from `inputs` (TTFT, TPOT, the class's tokens/s, the request's KV
+// bytes, the weights' bytes, the mean KL against the baseline when the lab measured it).
+RunFigures run_figures(const MeasureInputs& inputs, const QString& setup);
+
+// "TTFT 12.1 ms", with " (0.83x)" when a pinned value to compare with is given.
+QString figure_text(const HeadlineFigure& figure, std::optional<double> pinned = std::nullopt);
+
+// The strip's two lines as rich text: the pinned run's figures, then the current one's with
+// the ratio to the pinned value for each figure both runs measured.
+QString comparison_html(const RunFigures& pinned, const RunFigures& now);
+
+class PinnedFigures : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit PinnedFigures(MainWindow& window);
+
+  QWidget* strip() const;  // hidden while nothing is pinned
+  QAction* pin_action() const { return pin_action_; }
+  QAction* unpin_action() const { return unpin_action_; }
+
+  // Pins the last run's figures (false, and nothing pinned, when it has none yet).
+  bool pin();
+  void unpin();
+  const std::optional<RunFigures>& pinned() const { return pinned_; }
+  // The current run's figures as the strip shows them next to the pinned ones.
+  RunFigures current() const;
+
+ private:
+  void refresh();
+
+  MainWindow& window_;
+  QLabel* strip_;
+  QAction* pin_action_;
+  QAction* unpin_action_;
+  QTimer* refresh_timer_;
+  std::optional<RunFigures> pinned_;
+};
+
+}  // namespace servescope::gui
