@@ -89,9 +89,9 @@ std::unique_ptr<PanelView> panel_with(const Snapshot& snapshot) {
 }
 
 const LecturePanel kLecturePanels[] = {
-    {"phases", [] { return panel_with<PhasesPanel>(testing::synthetic_phases(true)); }},
-    {"kv_cache", [] { return panel_with<KvCachePanel>(testing::synthetic_kv_cache()); }},
-    {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching(true)); }},
+    {"phases", [] { return panel_with<PhasesPanel>(testing::synthetic_phases(true, 400)); }},
+    {"kv_cache", [] { return panel_with<KvCachePanel>(testing::synthetic_kv_cache_class()); }},
+    {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching_class(true)); }},
     {"quantisation",
      [] { return panel_with<QuantisationPanel>(testing::synthetic_quantisation()); }},
     {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline()); }},
