@@ -23,9 +23,6 @@ constexpr double kOccupancyLines = 6.0;
 constexpr double kLatencyLines = 6.0;
 constexpr double kSweepLines = 10.0;
 constexpr double kSweepNoteLines = 3.0;  // the "No sweep yet" message
-// With fewer lines the legend leaves out the request colours (they repeat every eight
-// requests anyway; hovering a cell names its request).
-constexpr double kLinesForRequestLegend = 24.0;
 
 Qt::BrushStyle state_pattern(SlotState state) {
   switch (state) {
@@ -341,7 +338,9 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
                    "when the oldest request's wait ends."));
   }
   const qreal line = QFontMetricsF(font()).lineSpacing();
-  const bool request_legend = area.height() / line >= kLinesForRequestLegend;
+  // In less room the legend leaves out the request colours (they repeat every eight requests
+  // anyway; hovering a cell names its request).
+  const bool request_legend = area.height() / line >= kLinesForExplanations;
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()),
                           legend(request_legend), t) +
        6;

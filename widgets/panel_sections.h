@@ -15,6 +15,10 @@ namespace servescope::widgets {
 
 struct Theme;
 
+// Below this many lines a panel leaves out explanations that take room from the charts (long
+// legend labels, legends a tooltip also gives).
+inline constexpr double kLinesForExplanations = 24.0;
+
 struct SectionNeed {
   QString name;      // the panel's element name where a lesson can highlight it
   double min_lines;  // below this many lines of the panel's font its chart is unreadable
