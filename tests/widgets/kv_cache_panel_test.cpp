@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <QImage>
 #include <QPixmap>
 #include <QStringList>
 #include <algorithm>
+
+#include "tests/widgets/synthetic_snapshots.h"
+#include "tests/widgets/text_probe.h"
+#include "widgets/theme.h"
 
 namespace servescope::widgets {
 namespace {
@@ -157,6 +162,61 @@ TEST(KvCachePanel, HoveringABlockExplainsIt) {
     }
   }
   FAIL() << "block 4 not found";
+}
+
+// A class's cache (128 blocks) on a 1280x720 projector's panel (1280x460) at lecture type.
+void paint_at_lecture_size(KvCachePanel& panel, const QString& highlight) {
+  panel.set_snapshot(testing::synthetic_kv_cache_class());
+  QFont font = panel.font();
+  font.setPointSizeF(18);
+  panel.setFont(font);
+  panel.resize(1280, 460);
+  panel.set_highlight(highlight);
+  panel.grab();
+}
+
+bool painted_text_starting(KvCachePanel& panel, const QString& start) {
+  for (const auto& text : testing::painted_texts(panel)) {
+    if (text.text.startsWith(start)) return true;
+  }
+  return false;
+}
+
+TEST(KvCachePanel, InAProjectorsRoomTheGridAndTheFormulaChartStay) {
+  KvCachePanel panel;
+  paint_at_lecture_size(panel, {});
+  EXPECT_FALSE(panel.element_shape("blocks").isEmpty());
+  EXPECT_FALSE(panel.element_shape("retained-bytes").isEmpty());
+  EXPECT_TRUE(panel.element_shape("layers").isEmpty());
+  EXPECT_TRUE(panel.element_shape("memory").isEmpty());
+  EXPECT_TRUE(painted_text_starting(
+      panel, "Hidden for room: bytes per layer, device memory. A larger window or T"));
+}
+
+TEST(KvCachePanel, AHighlightedChartStaysOnScreenInAProjectorsRoom) {
+  for (const char* element : {"layers", "memory"}) {
+    KvCachePanel panel;
+    paint_at_lecture_size(panel, element);
+    EXPECT_FALSE(panel.element_shape(element).isEmpty()) << element;
+  }
+}
+
+TEST(KvCachePanel, EventLettersHaveSevenToOneContrastOnAnyRequestColour) {
+  for (ThemeKind kind : {ThemeKind::kLight, ThemeKind::kDark}) {
+    set_theme(kind, true);
+    KvCachePanel panel;
+    panel.set_snapshot(testing::synthetic_kv_cache());
+    panel.resize(1200, 700);
+    const QImage image = panel.grab().toImage();
+    int letters = 0;
+    for (const auto& text : testing::rendered_contrast(image, testing::painted_texts(panel))) {
+      if (text.text.text.size() != 1) continue;
+      ++letters;
+      EXPECT_GE(text.ratio, 7.0) << text.text.text.toStdString();
+    }
+    EXPECT_GE(letters, 5);
+  }
+  set_theme(ThemeKind::kLight);
 }
 
 }  // namespace
