@@ -7,6 +7,7 @@
 #include <QStringList>
 #include <memory>
 
+#include "tests/widgets/lecture_room.h"
 #include "tests/widgets/synthetic_snapshots.h"
 #include "tests/widgets/text_probe.h"
 #include "widgets/theme.h"
@@ -225,11 +226,10 @@ TEST(BatchingPanel, CsvHasOneRowPerStepAndSlot) {
 std::unique_ptr<BatchingPanel> class_run_at(QSize size, qreal points, const QString& highlight) {
   auto panel = std::make_unique<BatchingPanel>();
   panel->set_snapshot(testing::synthetic_batching_class(true));
+  testing::paint_in_lecture_room(*panel, highlight, size);
   QFont font = panel->font();
-  font.setPointSizeF(points);
+  font.setPointSizeF(points);  // the room in lines, not in pixels, decides
   panel->setFont(font);
-  panel->resize(size);
-  panel->set_highlight(highlight);
   panel->grab();
   return panel;
 }
@@ -239,10 +239,7 @@ bool painted(const BatchingPanel& panel, const char* element) {
 }
 
 QString hidden_note(BatchingPanel& panel) {
-  for (const auto& text : testing::painted_texts(panel)) {
-    if (text.text.startsWith("Hidden for room")) return text.text;
-  }
-  return {};
+  return testing::painted_text_starting(panel, "Hidden for room");
 }
 
 TEST(BatchingPanel, AProjectorsRoomKeepsTheSlotsAndTheLatencyTableAndSaysWhatIsHidden) {

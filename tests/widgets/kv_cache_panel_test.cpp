@@ -7,6 +7,7 @@
 #include <QStringList>
 #include <algorithm>
 
+#include "tests/widgets/lecture_room.h"
 #include "tests/widgets/synthetic_snapshots.h"
 #include "tests/widgets/text_probe.h"
 #include "widgets/theme.h"
@@ -164,22 +165,10 @@ TEST(KvCachePanel, HoveringABlockExplainsIt) {
   FAIL() << "block 4 not found";
 }
 
-// A class's cache (128 blocks) on a 1280x720 projector's panel (1280x460) at lecture type.
+// A class's cache (128 blocks) in a lecture's room.
 void paint_at_lecture_size(KvCachePanel& panel, const QString& highlight) {
   panel.set_snapshot(testing::synthetic_kv_cache_class());
-  QFont font = panel.font();
-  font.setPointSizeF(18);
-  panel.setFont(font);
-  panel.resize(1280, 460);
-  panel.set_highlight(highlight);
-  panel.grab();
-}
-
-bool painted_text_starting(KvCachePanel& panel, const QString& start) {
-  for (const auto& text : testing::painted_texts(panel)) {
-    if (text.text.startsWith(start)) return true;
-  }
-  return false;
+  testing::paint_in_lecture_room(panel, highlight);
 }
 
 TEST(KvCachePanel, InAProjectorsRoomTheGridAndTheFormulaChartStay) {
@@ -189,8 +178,9 @@ TEST(KvCachePanel, InAProjectorsRoomTheGridAndTheFormulaChartStay) {
   EXPECT_FALSE(panel.element_shape("retained-bytes").isEmpty());
   EXPECT_TRUE(panel.element_shape("layers").isEmpty());
   EXPECT_TRUE(panel.element_shape("memory").isEmpty());
-  EXPECT_TRUE(painted_text_starting(
-      panel, "Hidden for room: bytes per layer, device memory. A larger window or T"));
+  EXPECT_FALSE(testing::painted_text_starting(
+                   panel, "Hidden for room: bytes per layer, device memory. A larger window or T")
+                   .isEmpty());
 }
 
 TEST(KvCachePanel, AHighlightedChartStaysOnScreenInAProjectorsRoom) {

@@ -5,6 +5,7 @@
 #include <QImage>
 #include <QStringList>
 
+#include "tests/widgets/lecture_room.h"
 #include "tests/widgets/synthetic_snapshots.h"
 #include "tests/widgets/text_probe.h"
 #include "widgets/theme.h"
@@ -155,22 +156,14 @@ TEST(PhasesPanel, HoveringTheTimeLineFindsTheStepUnderThePointer) {
   EXPECT_FALSE(panel.step_at(QPointF(1190, y_lane)).has_value());  // after the last step
 }
 
-// Hundreds of decode steps on a 1280x720 projector's panel (1280x460) at lecture type.
+// Hundreds of decode steps in a lecture's room.
 void paint_at_lecture_size(PhasesPanel& panel, const QString& highlight) {
   panel.set_snapshot(testing::synthetic_phases(true, 400));
-  QFont font = panel.font();
-  font.setPointSizeF(18);
-  panel.setFont(font);
-  panel.resize(1280, 460);
-  panel.set_highlight(highlight);
-  panel.grab();
+  testing::paint_in_lecture_room(panel, highlight);
 }
 
 bool painted_text_starting(PhasesPanel& panel, const QString& start) {
-  for (const auto& text : testing::painted_texts(panel)) {
-    if (text.text.startsWith(start)) return true;
-  }
-  return false;
+  return !testing::painted_text_starting(panel, start).isEmpty();
 }
 
 TEST(PhasesPanel, InAProjectorsRoomTheTimeLineStaysAndANoteNamesWhatIsHidden) {
