@@ -19,7 +19,7 @@ constexpr qreal kMinCellWidth = 4.0;
 // Lines of the panel's font each section needs to stay readable: a heading, the axes' tick
 // labels and title, and a plot a few lines tall.
 constexpr double kSlotsLines = 7.0;
-constexpr double kOccupancyLines = 6.0;
+constexpr double kOccupancyLines = 7.0;
 constexpr double kLatencyLines = 6.0;
 constexpr double kSweepLines = 10.0;
 constexpr double kSweepNoteLines = 3.0;  // the "No sweep yet" message
@@ -50,7 +50,10 @@ int occupied(const BatchStep& step) {
 void paint_sweep_chart(QPainter& painter, const QRectF& area, const std::vector<SweepPoint>& sweep,
                        double SweepPoint::*field, const QString& heading, const QString& y_label,
                        const QColor& color, const Theme& t, bool spread = false) {
-  const qreal top = area.top() + chart::draw_heading(painter, area, heading, t);
+  // A heading that would wrap in a narrow chart is left out: the y title names the chart.
+  const bool one_line = QFontMetricsF(chart::heading_font(painter.font())).horizontalAdvance(
+                            heading) <= area.width();
+  const qreal top = area.top() + (one_line ? chart::draw_heading(painter, area, heading, t) : 0);
   int64_t max_batch = 1;
   double max_y = 0.0;
   for (const SweepPoint& p : sweep) {
@@ -347,8 +350,11 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
 
   // What fits: each column keeps what the lesson highlights and then the most important; a
   // note says what is hidden, and the choice is remade with the note's line taken.
-  Layout layout = layout_for((area.bottom() - y) / line);
-  if (!layout.hidden.isEmpty()) layout = layout_for((area.bottom() - y) / line - 1.5);
+  const double body_lines = (area.bottom() - y) / line;
+  Layout layout = layout_for(body_lines);
+  for (int i = 0; i < 2 && !layout.hidden.isEmpty(); ++i)
+    layout = layout_for(body_lines -
+                        hidden_sections_note_lines(font(), area.width(), layout.hidden));
   y += draw_hidden_sections_note(painter, QRectF(area.left(), y, area.width(), area.height()),
                                  layout.hidden, t);
 
@@ -421,7 +427,10 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   painter.setFont(font());
   QRectF heat;
   if (with_occupancy) {
-    const qreal heat_height = (area.bottom() - top) * 0.62;
+    // The occupancy chart gets its readable height at least: its heading may wrap.
+    const qreal heat_height =
+        std::min((area.bottom() - top) * 0.62,
+                 area.bottom() - top - kOccupancyLines * QFontMetricsF(font()).lineSpacing());
     const chart::Frame occ_frame =
         paint_occupancy(painter, QRectF(area.left(), top + heat_height + 8, area.width(),
                                         area.bottom() - top - heat_height - 8),
@@ -544,8 +553,11 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
   }
   if (first > 0) {
     painter.setPen(t.muted_text);
+    const QString earlier = tr("%1 earlier requests in the CSV export").arg(first);
     painter.drawText(QRectF(area.left(), top, area.width(), line), Qt::AlignLeft | Qt::AlignVCenter,
-                     tr("%1 earlier requests in the CSV export").arg(first));
+                     metrics.horizontalAdvance(earlier) <= area.width()
+                         ? earlier
+                         : tr("%1 earlier in the CSV").arg(first));
     top += line;
   }
   for (size_t i = first; i < snapshot_.requests.size(); ++i) {

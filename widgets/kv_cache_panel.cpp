@@ -17,8 +17,8 @@ constexpr QSize kMinimumSize(560, 380);
 
 // Lines of the panel's font each chart on the right needs to stay readable: its heading, its
 // text or legend, and axes around a plot a few lines tall.
-constexpr double kFormulaLines = 12.0;
-constexpr double kMemoryLines = 6.5;
+constexpr double kFormulaLinesBesideItsText = 8.0;  // the formula's own lines come on top
+constexpr double kMemoryLines = 7.0;
 constexpr double kLayersLines = 8.0;
 
 QString event_letter(KvBlockEvent event) {
@@ -274,26 +274,42 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
 
   // The right column keeps what the lesson highlights, then the formula chart, the device
   // memory and the layers, as many as the room holds; a note names the others.
-  const auto fit = [this](double lines) {
-    return sections_that_fit({{QStringLiteral("retained-bytes"), kFormulaLines},
-                              {QStringLiteral("memory"), kMemoryLines},
-                              {QStringLiteral("layers"), kLayersLines}},
-                             lines, highlight());
-  };
-  QStringList shown = fit((area.bottom() - y) / line);
-  QStringList hidden;
-  if (shown.size() < 3) {
-    shown = fit((area.bottom() - y) / line - 1.5);
+  // In little room the charts' column is wider, so the formula takes fewer lines.
+  const qreal split = area.width() * (explained_ ? 0.46 : 0.4);
+  const qreal right_width = area.width() - split - 12;
+  const double formula_lines =
+      kFormulaLinesBesideItsText +
+      QFontMetricsF(font())
+              .boundingRect(QRectF(0, 0, right_width, 0), Qt::TextWordWrap, formula_text())
+              .height() /
+          line;
+  const auto choose = [&](double lines, QStringList& hidden) {
+    const std::vector<SectionNeed> needs = {{QStringLiteral("retained-bytes"), formula_lines},
+                                            {QStringLiteral("memory"), kMemoryLines},
+                                            {QStringLiteral("layers"), kLayersLines}};
+    QStringList shown = sections_that_fit(needs, lines, highlight());
+    // Where not even one fits, the grid takes the whole width, unless a lesson points there.
+    const bool pointed_at = shown.size() == 1 && shown.front() == highlight();
+    if (shown.size() == 1 && !pointed_at &&
+        std::ranges::find(needs, shown.front(), &SectionNeed::name)->min_lines > lines)
+      shown.clear();
+    hidden.clear();
     if (!shown.contains(QStringLiteral("retained-bytes"))) hidden << tr("bytes against tokens");
     if (!shown.contains(QStringLiteral("layers"))) hidden << tr("bytes per layer");
     if (!shown.contains(QStringLiteral("memory"))) hidden << tr("device memory");
-  }
+    return shown;
+  };
+  const double body_lines = (area.bottom() - y) / line;
+  QStringList hidden;
+  QStringList shown = choose(body_lines, hidden);
+  for (int i = 0; i < 2 && !hidden.isEmpty(); ++i)
+    shown = choose(body_lines - hidden_sections_note_lines(font(), area.width(), hidden), hidden);
   y += draw_hidden_sections_note(painter, QRectF(area.left(), y, area.width(), area.height()),
                                  hidden, t);
 
   const QRectF body(area.left(), y, area.width(), std::max<qreal>(area.bottom() - y, 0));
-  const qreal split = body.width() * 0.46;
-  const QRectF grid(body.left(), body.top(), split - 12, body.height());
+  const QRectF grid(body.left(), body.top(), shown.isEmpty() ? body.width() : split - 12,
+                    body.height());
   paint_grid(painter, grid);
   mark_element(QStringLiteral("blocks"), grid);
   const QRectF right(body.left() + split + 12, body.top(), body.width() - split - 12,
@@ -301,7 +317,7 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
   // Each shown chart gets its share of the column in proportion to the lines it needs, in
   // the order formula, layers, memory.
   const std::pair<const char*, double> order[] = {
-      {"retained-bytes", kFormulaLines}, {"layers", kLayersLines}, {"memory", kMemoryLines}};
+      {"retained-bytes", formula_lines}, {"layers", kLayersLines}, {"memory", kMemoryLines}};
   double needed = 0.0;
   for (const auto& [name, lines] : order)
     needed += shown.contains(QLatin1String(name)) ? lines : 0.0;
@@ -591,6 +607,7 @@ void KvCachePanel::paint_memory(QPainter& painter, const QRectF& area) {
     return;
   }
   const QRectF capacity(area.left(), top, area.width(), metrics.height() * 0.6);
+  if (capacity.bottom() + 3 + metrics.height() > area.bottom()) return;  // no room for it
   painter.fillRect(capacity, t.surface);
   painter.fillRect(
       QRectF(capacity.left(), capacity.top(),

@@ -1,5 +1,6 @@
 #include "widgets/panel_sections.h"
 
+#include <QFontMetricsF>
 #include <QObject>
 #include <QPainter>
 #include <algorithm>
@@ -35,6 +36,17 @@ QString hidden_sections_note(const QStringList& hidden_titles) {
   return QObject::tr("Hidden for room: %1. A larger window or T (hide text) shows %2.")
       .arg(hidden_titles.join(QStringLiteral(", ")),
            hidden_titles.size() == 1 ? QObject::tr("it") : QObject::tr("them"));
+}
+
+double hidden_sections_note_lines(const QFont& font, qreal width,
+                                  const QStringList& hidden_titles) {
+  const QString note = hidden_sections_note(hidden_titles);
+  if (note.isEmpty()) return 0.0;
+  const QFontMetricsF metrics(font);
+  return (metrics.boundingRect(QRectF(0, 0, width, 0), Qt::AlignLeft | Qt::TextWordWrap, note)
+              .height() +
+          4) /
+         metrics.lineSpacing();
 }
 
 qreal draw_hidden_sections_note(QPainter& painter, const QRectF& area,

@@ -4,6 +4,7 @@
 // 24 px type get the same treatment.
 #pragma once
 
+#include <QFont>
 #include <QRectF>
 #include <QString>
 #include <QStringList>
@@ -34,6 +35,10 @@ QStringList sections_that_fit(const std::vector<SectionNeed>& sections, double l
 // The one short line that says what is left out and how to see it, or empty when nothing is:
 // "Hidden for room: occupancy, sweep. A larger window or T (hide text) shows them."
 QString hidden_sections_note(const QStringList& hidden_titles);
+
+// The lines of `font` that note takes wrapped to `width` (0 when nothing is hidden), so a panel
+// can make its choice again with the note's room taken.
+double hidden_sections_note_lines(const QFont& font, qreal width, const QStringList& hidden_titles);
 
 // That note in the muted text colour at the top of `area`, wrapped to its width; returns the
 // height it took (0 when nothing is hidden).

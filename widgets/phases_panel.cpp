@@ -249,9 +249,12 @@ void PhasesPanel::paintEvent(QPaintEvent*) {
   QStringList shown = fit((area.bottom() - y) / line);
   QStringList hidden;
   if (shown.size() < 2) {
-    shown = fit((area.bottom() - y) / line - 1.5);
+    // One of the two is hidden either way; the note's lines decide which.
+    const QStringList longest_note = {tr("decode time chart"), tr("throughput")};
+    shown = fit((area.bottom() - y) / line -
+                hidden_sections_note_lines(font(), area.width(), longest_note));
     if (shown.contains(QStringLiteral("timeline")))
-      hidden << tr("decode time chart") << tr("throughput");
+      hidden = longest_note;
     else
       hidden << tr("steps over time");
   }
