@@ -81,12 +81,7 @@ struct LecturePanel {
 // ctest lists a case by its name.
 void PrintTo(const LecturePanel& panel, std::ostream* out) { *out << panel.name; }
 
-template <typename Panel, typename Snapshot>
-std::unique_ptr<PanelView> panel_with(const Snapshot& snapshot) {
-  auto panel = std::make_unique<Panel>();
-  panel->set_snapshot(snapshot);
-  return panel;
-}
+using testing::panel_with;
 
 const LecturePanel kLecturePanels[] = {
     {"phases", [] { return panel_with<PhasesPanel>(testing::synthetic_phases(true, 400)); }},

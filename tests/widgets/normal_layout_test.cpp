@@ -19,12 +19,7 @@ struct NamedPanel {
   std::function<std::unique_ptr<PanelView>()> make;
 };
 
-template <typename Panel, typename Snapshot>
-std::unique_ptr<PanelView> panel_with(const Snapshot& snapshot) {
-  auto panel = std::make_unique<Panel>();
-  panel->set_snapshot(snapshot);
-  return panel;
-}
+using testing::panel_with;
 
 const NamedPanel kPanels[] = {
     {"phases", [] { return panel_with<PhasesPanel>(testing::synthetic_phases(true)); }},

@@ -2,11 +2,21 @@
 // default model, for widget tests and for rendering the panels to look at them.
 #pragma once
 
+#include <memory>
+
 #include "widgets/batching_panel.h"
 #include "widgets/kv_cache_panel.h"
 #include "widgets/phases_panel.h"
 
 namespace servescope::widgets::testing {
+
+// A new panel of type Panel showing `snapshot`.
+template <typename Panel, typename Snapshot>
+std::unique_ptr<PanelView> panel_with(const Snapshot& snapshot) {
+  auto panel = std::make_unique<Panel>();
+  panel->set_snapshot(snapshot);
+  return panel;
+}
 
 // A 160-token prompt prefilled in one step, then a second request joining (a mixed step), then
 // decode steps (90 of them with both requests, or `shared_decode_steps`) whose attention time
