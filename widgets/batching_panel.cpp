@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "widgets/panel_sections.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -14,6 +15,14 @@ namespace {
 constexpr QSize kMinimumSize(560, 380);
 
 constexpr qreal kMinCellWidth = 4.0;
+
+// Lines of the panel's font each section needs to stay readable: a heading, the axes' tick
+// labels and title, and a plot a few lines tall.
+constexpr double kSlotsLines = 7.0;
+constexpr double kOccupancyLines = 7.0;
+constexpr double kLatencyLines = 6.0;
+constexpr double kSweepLines = 10.0;
+constexpr double kSweepNoteLines = 3.0;  // the "No sweep yet" message
 
 Qt::BrushStyle state_pattern(SlotState state) {
   switch (state) {
@@ -41,7 +50,10 @@ int occupied(const BatchStep& step) {
 void paint_sweep_chart(QPainter& painter, const QRectF& area, const std::vector<SweepPoint>& sweep,
                        double SweepPoint::*field, const QString& heading, const QString& y_label,
                        const QColor& color, const Theme& t, bool spread = false) {
-  const qreal top = area.top() + chart::draw_heading(painter, area, heading, t);
+  // A heading that would wrap in a narrow chart is left out: the y title names the chart.
+  const bool one_line = QFontMetricsF(chart::heading_font(painter.font())).horizontalAdvance(
+                            heading) <= area.width();
+  const qreal top = area.top() + (one_line ? chart::draw_heading(painter, area, heading, t) : 0);
   int64_t max_batch = 1;
   double max_y = 0.0;
   for (const SweepPoint& p : sweep) {
@@ -210,7 +222,7 @@ QString BatchingPanel::sweep_note() const {
       "No sweep yet: press Sweep to measure throughput and step latency at several batch sizes.");
 }
 
-std::vector<chart::LegendEntry> BatchingPanel::legend() const {
+std::vector<chart::LegendEntry> BatchingPanel::legend(bool with_requests) const {
   const Theme& t = theme();
   std::set<int64_t> requests;
   for (const BatchStep& step : snapshot_.steps) {
@@ -221,7 +233,7 @@ std::vector<chart::LegendEntry> BatchingPanel::legend() const {
   std::vector<chart::LegendEntry> entries;
   int shown = 0;
   for (int64_t r : requests) {
-    if (++shown > Theme::kSeriesCount) break;
+    if (!with_requests || ++shown > Theme::kSeriesCount) break;
     entries.push_back({tr("request %1").arg(r), request_color(r, t)});
   }
   entries.push_back({tr("prefill (hatched)"), t.muted_text, Qt::BDiagPattern});
@@ -234,7 +246,7 @@ std::vector<chart::LegendEntry> BatchingPanel::legend() const {
 
 QStringList BatchingPanel::legend_labels() const {
   QStringList labels;
-  for (const chart::LegendEntry& e : legend()) labels << e.label;
+  for (const chart::LegendEntry& e : legend(true)) labels << e.label;
   return labels;
 }
 
@@ -328,91 +340,118 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
                 tr("Measured by the engine: the requests waiting now, the batch's places, and "
                    "when the oldest request's wait ends."));
   }
-  y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
-                          t) +
+  const qreal line = QFontMetricsF(font()).lineSpacing();
+  // In less room the legend leaves out the request colours (they repeat every eight requests
+  // anyway; hovering a cell names its request).
+  const bool request_legend = area.height() / line >= kLinesForExplanations;
+  y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()),
+                          legend(request_legend), t) +
        6;
 
+  // What fits: each column keeps what the lesson highlights and then the most important; a
+  // note says what is hidden, and the choice is remade with the note's line taken.
+  const double body_lines = (area.bottom() - y) / line;
+  Layout layout = layout_for(body_lines);
+  for (int i = 0; i < 2 && !layout.hidden.isEmpty(); ++i)
+    layout = layout_for(body_lines -
+                        hidden_sections_note_lines(font(), area.width(), layout.hidden));
+  y += draw_hidden_sections_note(painter, QRectF(area.left(), y, area.width(), area.height()),
+                                 layout.hidden, t);
+
   const QRectF body(area.left(), y, area.width(), std::max<qreal>(area.bottom() - y, 0));
-  const qreal split = body.width() * 0.58;
+  // The latency table is narrow; the sweep's two charts want half the width.
+  const qreal split = body.width() * (layout.right.contains(QStringLiteral("latencies")) ? 0.58
+                                                                                         : 0.5);
   const QRectF slot_area(body.left(), body.top(), split - 12, body.height());
-  paint_heatmap_and_occupancy(painter, slot_area);
+  paint_heatmap_and_occupancy(painter, slot_area,
+                              layout.left.contains(QStringLiteral("occupancy")));
+  mark_element(QStringLiteral("slots"), slot_area);
   const QRectF right(body.left() + split + 12, body.top(), body.width() - split - 12,
                      body.height());
-  const QRectF latencies(right.left(), right.top(), right.width(), right.height() * 0.5 - 8);
-  const QRectF sweep(right.left(), right.top() + right.height() * 0.5, right.width(),
+  const bool both = layout.right.size() == 2;
+  const QRectF upper(right.left(), right.top(), right.width(),
+                     both ? right.height() * 0.5 - 8 : right.height());
+  const QRectF lower(right.left(), right.top() + right.height() * 0.5, right.width(),
                      right.height() * 0.5);
-  paint_latencies(painter, latencies);
-  paint_sweep(painter, sweep);
-  mark_element(QStringLiteral("slots"), slot_area);
-  mark_element(QStringLiteral("latencies"), latencies);
-  mark_element(QStringLiteral("sweep"), sweep);
+  for (const QString& section : layout.right) {
+    const QRectF box = section == layout.right.front() ? upper : lower;
+    if (section == QStringLiteral("latencies"))
+      paint_latencies(painter, box);
+    else
+      paint_sweep(painter, box);
+    mark_element(section, box);
+  }
 }
 
-void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area) {
-  const Theme& t = theme();
-  const qreal top = area.top() + chart::draw_heading(painter, area, tr("Slots over steps"), t);
-  const qreal heat_height = (area.bottom() - top) * 0.62;
-  const qreal occ_top = top + heat_height + 8;
+BatchingPanel::Layout BatchingPanel::layout_for(double body_lines) const {
+  const QString highlighted = highlight();
+  Layout layout;
+  layout.left = sections_that_fit({{QStringLiteral("slots"), kSlotsLines},
+                                   {QStringLiteral("occupancy"), kOccupancyLines}},
+                                  body_lines, highlighted);
+  layout.right = sections_that_fit(
+      {{QStringLiteral("latencies"), kLatencyLines},
+       {QStringLiteral("sweep"), snapshot_.sweep.empty() ? kSweepNoteLines : kSweepLines}},
+      body_lines, highlighted);
+  if (!layout.left.contains(QStringLiteral("occupancy"))) layout.hidden << tr("occupancy chart");
+  if (!layout.right.contains(QStringLiteral("latencies"))) layout.hidden << tr("latency table");
+  if (!layout.right.contains(QStringLiteral("sweep"))) layout.hidden << tr("batch-size sweep");
+  return layout;
+}
 
-  // The occupancy chart owns the shared step axis; the heatmap sits above its plot.
-  const std::vector<double> occ = occupancy();
+void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area,
+                                                bool with_occupancy) {
+  const Theme& t = theme();
+  // The steps drawn: the newest that fit at kMinCellWidth each.
   const qreal rough_width = std::max<qreal>(area.width() - 60, 1);
   const size_t max_visible = std::max<size_t>(1, size_t(rough_width / kMinCellWidth));
-  const size_t first =
+  first_shown_ =
       snapshot_.steps.size() > max_visible ? snapshot_.steps.size() - max_visible : 0;
-  first_shown_ = first;  // the heading's mean is over these steps, the ones drawn
-  first_visible_index_ = snapshot_.steps[first].index;
+  first_visible_index_ = snapshot_.steps[first_shown_].index;
   const int64_t last_index = snapshot_.steps.back().index;
-
-  const QRectF occ_heading_box(area.left(), occ_top, area.width(), area.height());
-  const qreal occ_heading = chart::draw_heading(painter, occ_heading_box, occupancy_heading(), t);
-  add_tooltip(QRectF(area.left(), occ_top, area.width(), occ_heading), snapshot_.help.occupancy);
   chart::AxesSpec spec;
   spec.x_label = tr("engine step");
-  spec.y_label = tr("in use (%)");
   spec.x = {double(first_visible_index_) - 0.5, double(last_index) + 0.5};
-  spec.y = {0.0, 100.0};
-  spec.y_ticks = 2;
   spec.integer_x = true;
   spec.x_ticks = 8;
-  const chart::Frame occ_frame =
-      chart::draw_axes(painter,
-                       QRectF(area.left(), occ_top + occ_heading, area.width(),
-                              area.bottom() - occ_top - occ_heading),
-                       spec, t);
-  // A step function: each engine step holds its occupancy over its whole column.
-  QPainterPath line;
-  QPainterPath fill(occ_frame.point(spec.x.min, 0));
-  for (size_t i = first; i < snapshot_.steps.size(); ++i) {
-    const double index = double(snapshot_.steps[i].index);
-    const QPointF left = occ_frame.point(index - 0.5, 100.0 * occ[i]);
-    const QPointF right = occ_frame.point(index + 0.5, 100.0 * occ[i]);
-    if (i == first)
-      line.moveTo(left);
-    else
-      line.lineTo(left);
-    line.lineTo(right);
-    fill.lineTo(left);
-    fill.lineTo(right);
-  }
-  fill.lineTo(occ_frame.point(spec.x.max, 0));
-  QColor area_color = t.text;
-  area_color.setAlphaF(0.12f);
-  painter.fillPath(fill, area_color);
-  painter.setPen(QPen(t.text, 1.8));
-  painter.setBrush(Qt::NoBrush);
-  painter.drawPath(line);
-  add_tooltip(occ_frame.plot(),
-              with_definition(tr("Empty slots are throughput the device could have had."),
-                              snapshot_.help.occupancy));
 
-  const QRectF heat(occ_frame.plot().left(), top, occ_frame.plot().width(), heat_height);
+  // Without the occupancy chart its mean joins the heading, so the figure stays on screen.
+  const QString heading =
+      with_occupancy ? tr("Slots over steps")
+                     : tr("Slots over steps: %1% in use on average")
+                           .arg(chart::format_number(100.0 * mean_occupancy(), 3));
+  const qreal top = area.top() + chart::draw_heading(painter, area, heading, t);
+  painter.setFont(chart::small_font(font()));
+  const qreal label_width =
+      QFontMetricsF(painter.font()).horizontalAdvance(tr("slot %1").arg(snapshot_.slot_count)) + 8;
+  painter.setFont(font());
+  QRectF heat;
+  if (with_occupancy) {
+    // The occupancy chart gets its readable height at least: its heading may wrap.
+    const qreal heat_height =
+        std::min((area.bottom() - top) * 0.62,
+                 area.bottom() - top - kOccupancyLines * QFontMetricsF(font()).lineSpacing());
+    const chart::Frame occ_frame =
+        paint_occupancy(painter, QRectF(area.left(), top + heat_height + 8, area.width(),
+                                        area.bottom() - top - heat_height - 8),
+                        spec);
+    heat = QRectF(occ_frame.plot().left(), top, occ_frame.plot().width(), heat_height);
+  } else {
+    // The heatmap carries the step axis itself, its slot labels left of it.
+    spec.y = {0.0, double(snapshot_.slot_count)};
+    spec.y_ticks = 0;
+    heat = chart::draw_axes(painter,
+                            QRectF(area.left() + label_width, top, area.width() - label_width,
+                                   area.bottom() - top),
+                            spec, t)
+               .plot();
+  }
   heatmap_ = chart::Frame(heat, spec.x, {0.0, double(snapshot_.slot_count)});
   painter.fillRect(heat, t.surface);
   const qreal row = heat.height() / snapshot_.slot_count;
   const qreal gap = row > 10 ? 1.5 : 0.0;
   painter.setRenderHint(QPainter::Antialiasing, false);  // seamless columns
-  for (size_t i = first; i < snapshot_.steps.size(); ++i) {
+  for (size_t i = first_shown_; i < snapshot_.steps.size(); ++i) {
     const BatchStep& step = snapshot_.steps[i];
     for (int slot = 0; slot < snapshot_.slot_count && slot < int(step.cells.size()); ++slot) {
       const SlotCell& c = step.cells[size_t(slot)];
@@ -429,11 +468,54 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   const int every = std::max(1, int(std::ceil(small.height() / std::max<qreal>(row, 1e-3))));
   painter.setPen(t.muted_text);
   for (int slot = 0; slot < snapshot_.slot_count; slot += every) {
-    painter.drawText(
-        QRectF(area.left(), heat.top() + slot * row, heat.left() - area.left() - 4, row),
-        Qt::AlignRight | Qt::AlignVCenter, tr("slot %1").arg(slot));
+    // Each label centred on its row, kept inside the heatmap's height.
+    const qreal centre = std::clamp(heat.top() + (slot + 0.5) * row, heat.top() + small.height() / 2,
+                                    heat.bottom() - small.height() / 2);
+    painter.drawText(QRectF(area.left(), centre - small.height() / 2,
+                            heat.left() - area.left() - 4, small.height()),
+                     Qt::AlignRight | Qt::AlignVCenter, tr("slot %1").arg(slot));
   }
   painter.setFont(font());
+}
+
+chart::Frame BatchingPanel::paint_occupancy(QPainter& painter, const QRectF& area,
+                                            chart::AxesSpec spec) {
+  const Theme& t = theme();
+  const std::vector<double> occ = occupancy();
+  const qreal heading = chart::draw_heading(painter, area, occupancy_heading(), t);
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), heading), snapshot_.help.occupancy);
+  spec.y_label = tr("in use (%)");
+  spec.y = {0.0, 100.0};
+  spec.y_ticks = 2;
+  const chart::Frame frame = chart::draw_axes(
+      painter, QRectF(area.left(), area.top() + heading, area.width(), area.height() - heading),
+      spec, t);
+  // A step function: each engine step holds its occupancy over its whole column.
+  QPainterPath line;
+  QPainterPath fill(frame.point(spec.x.min, 0));
+  for (size_t i = first_shown_; i < snapshot_.steps.size(); ++i) {
+    const double index = double(snapshot_.steps[i].index);
+    const QPointF left = frame.point(index - 0.5, 100.0 * occ[i]);
+    const QPointF right = frame.point(index + 0.5, 100.0 * occ[i]);
+    if (i == first_shown_)
+      line.moveTo(left);
+    else
+      line.lineTo(left);
+    line.lineTo(right);
+    fill.lineTo(left);
+    fill.lineTo(right);
+  }
+  fill.lineTo(frame.point(spec.x.max, 0));
+  QColor area_color = t.text;
+  area_color.setAlphaF(0.12f);
+  painter.fillPath(fill, area_color);
+  painter.setPen(QPen(t.text, 1.8));
+  painter.setBrush(Qt::NoBrush);
+  painter.drawPath(line);
+  add_tooltip(frame.plot(),
+              with_definition(tr("Empty slots are throughput the device could have had."),
+                              snapshot_.help.occupancy));
+  return frame;
 }
 
 void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
@@ -471,8 +553,11 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
   }
   if (first > 0) {
     painter.setPen(t.muted_text);
+    const QString earlier = tr("%1 earlier requests in the CSV export").arg(first);
     painter.drawText(QRectF(area.left(), top, area.width(), line), Qt::AlignLeft | Qt::AlignVCenter,
-                     tr("%1 earlier requests in the CSV export").arg(first));
+                     metrics.horizontalAdvance(earlier) <= area.width()
+                         ? earlier
+                         : tr("%1 earlier in the CSV").arg(first));
     top += line;
   }
   for (size_t i = first; i < snapshot_.requests.size(); ++i) {
@@ -531,16 +616,19 @@ void BatchingPanel::paint_sweep(QPainter& painter, const QRectF& area) {
     return;
   }
   const QString summary = sweep_summary(snapshot_.sweep);
+  const QFontMetricsF metrics(painter.font());
   const qreal summary_height =
-      QFontMetricsF(painter.font())
-          .boundingRect(QRectF(0, 0, area.width(), area.height()), Qt::TextWordWrap, summary)
+      metrics.boundingRect(QRectF(0, 0, area.width(), area.height()), Qt::TextWordWrap, summary)
           .height();
-  painter.save();
-  painter.setPen(t.muted_text);
-  painter.drawText(QRectF(area.left(), top, area.width(), summary_height),
-                   Qt::AlignLeft | Qt::TextWordWrap, summary);
-  painter.restore();
-  top += summary_height + 4;
+  // The summary only where the charts keep their readable height; its tooltip has it too.
+  if (area.bottom() - top - summary_height >= (kSweepLines - 1.5) * metrics.lineSpacing()) {
+    painter.save();
+    painter.setPen(t.muted_text);
+    painter.drawText(QRectF(area.left(), top, area.width(), summary_height),
+                     Qt::AlignLeft | Qt::TextWordWrap, summary);
+    painter.restore();
+    top += summary_height + 4;
+  }
   const QRectF body(area.left(), top, area.width(), std::max<qreal>(area.bottom() - top, 0));
   const qreal half = body.width() / 2;
   const QRectF left(body.left(), body.top(), half - 8, body.height());

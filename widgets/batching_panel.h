@@ -122,8 +122,15 @@ class BatchingPanel : public PanelView {
   QString computed_tooltip(QPointF pos) const override;  // heatmap cells
 
  private:
-  std::vector<chart::LegendEntry> legend() const;
-  void paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area);
+  // The sections shown in `body_lines` lines of room, per column, and the titles of those
+  // left out.
+  struct Layout {
+    QStringList left, right, hidden;
+  };
+  Layout layout_for(double body_lines) const;
+  std::vector<chart::LegendEntry> legend(bool with_requests) const;
+  void paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area, bool with_occupancy);
+  chart::Frame paint_occupancy(QPainter& painter, const QRectF& area, chart::AxesSpec spec);
   void paint_latencies(QPainter& painter, const QRectF& area);
   void paint_sweep(QPainter& painter, const QRectF& area);
   void paint_sweep_alone(QPainter& painter);

@@ -290,6 +290,41 @@ qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<Legen
   return entries.empty() ? 0.0 : y - area.top() + line;
 }
 
+namespace {
+
+double relative_luminance(const QColor& color) {
+  const auto channel = [](double c) {
+    return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
+  };
+  return 0.2126 * channel(color.redF()) + 0.7152 * channel(color.greenF()) +
+         0.0722 * channel(color.blueF());
+}
+
+}  // namespace
+
+double contrast_ratio(const QColor& a, const QColor& b) {
+  const double la = relative_luminance(a), lb = relative_luminance(b);
+  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+void draw_text_on_fill(QPainter& painter, const QRectF& box, int flags, const QString& text,
+                       const QColor& fill, const Theme& theme) {
+  constexpr double kReadable = 7.0;
+  const QColor black(Qt::black), white(Qt::white);
+  const QColor ink =
+      contrast_ratio(black, fill) >= contrast_ratio(white, fill) ? black : white;
+  painter.save();
+  if (contrast_ratio(ink, fill) >= kReadable) {
+    painter.setPen(ink);
+  } else {
+    const QRectF used = painter.boundingRect(box, flags, text).adjusted(-2, 0, 2, 0);
+    painter.fillRect(used, theme.background);
+    painter.setPen(theme.text);
+  }
+  painter.drawText(box, flags, text);
+  painter.restore();
+}
+
 void draw_note(QPainter& painter, const QRectF& area, const QString& text, const Theme& theme) {
   painter.save();
   painter.setPen(theme.muted_text);

@@ -7,12 +7,19 @@
 #include <cmath>
 #include <set>
 
+#include "widgets/panel_sections.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
 namespace {
 
 constexpr QSize kMinimumSize(560, 380);
+
+// Lines of the panel's font each chart on the right needs to stay readable: its heading, its
+// text or legend, and axes around a plot a few lines tall.
+constexpr double kFormulaLinesBesideItsText = 8.0;  // the formula's own lines come on top
+constexpr double kMemoryLines = 7.0;
+constexpr double kLayersLines = 8.0;
 
 QString event_letter(KvBlockEvent event) {
   switch (event) {
@@ -52,6 +59,9 @@ QString block_tooltip(const KvBlock& b, int index, int32_t block_size) {
   }
   return text + QLatin1Char('.');
 }
+
+// The narrowest block that shows its event letter in a badge.
+qreal letter_cell_width(const QFontMetricsF& small) { return small.height() * 2.2; }
 
 }  // namespace
 
@@ -156,7 +166,7 @@ QString KvCachePanel::formula_text() const {
   return line1 + QLatin1Char('\n') + line2;
 }
 
-std::vector<chart::LegendEntry> KvCachePanel::legend() const {
+std::vector<chart::LegendEntry> KvCachePanel::legend(bool with_requests) const {
   const Theme& t = theme();
   std::set<int64_t> owners;
   for (const KvBlock& b : snapshot_.blocks) {
@@ -165,7 +175,7 @@ std::vector<chart::LegendEntry> KvCachePanel::legend() const {
   std::vector<chart::LegendEntry> entries;
   int shown = 0;
   for (int64_t owner : owners) {
-    if (++shown > Theme::kSeriesCount) break;
+    if (!with_requests || ++shown > Theme::kSeriesCount) break;
     entries.push_back({tr("request %1").arg(owner), t.series(int(owner % Theme::kSeriesCount))});
   }
   entries.push_back({tr("prefix-shared (x sequences)"), t.text, Qt::SolidPattern, true});
@@ -177,7 +187,7 @@ std::vector<chart::LegendEntry> KvCachePanel::legend() const {
 
 QStringList KvCachePanel::legend_labels() const {
   QStringList labels;
-  for (const chart::LegendEntry& e : legend()) labels << e.label;
+  for (const chart::LegendEntry& e : legend(true)) labels << e.label;
   return labels;
 }
 
@@ -254,39 +264,99 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
   add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
               tr("The KV cache keeps every processed token's keys and values, in fixed-size blocks "
                  "handed to requests as they grow (paged attention)."));
-  y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
-                          t) +
+  const qreal line = QFontMetricsF(font()).lineSpacing();
+  explained_ = area.height() / line >= kLinesForExplanations;
+  // In less room the legend leaves out the request colours (they repeat every eight requests;
+  // hovering a block names its request).
+  y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()),
+                          legend(explained_), t) +
        6;
 
+  // The right column keeps what the lesson highlights, then the formula chart, the device
+  // memory and the layers, as many as the room holds; a note names the others.
+  // In little room the charts' column is wider, so the formula takes fewer lines.
+  const qreal split = area.width() * (explained_ ? 0.46 : 0.4);
+  const qreal right_width = area.width() - split - 12;
+  const double formula_lines =
+      kFormulaLinesBesideItsText +
+      QFontMetricsF(font())
+              .boundingRect(QRectF(0, 0, right_width, 0), Qt::TextWordWrap, formula_text())
+              .height() /
+          line;
+  const auto choose = [&](double lines, QStringList& hidden) {
+    const std::vector<SectionNeed> needs = {{QStringLiteral("retained-bytes"), formula_lines},
+                                            {QStringLiteral("memory"), kMemoryLines},
+                                            {QStringLiteral("layers"), kLayersLines}};
+    QStringList shown = sections_that_fit(needs, lines, highlight());
+    // Where not even one fits, the grid takes the whole width, unless a lesson points there.
+    const bool pointed_at = shown.size() == 1 && shown.front() == highlight();
+    if (shown.size() == 1 && !pointed_at &&
+        std::ranges::find(needs, shown.front(), &SectionNeed::name)->min_lines > lines)
+      shown.clear();
+    hidden.clear();
+    if (!shown.contains(QStringLiteral("retained-bytes"))) hidden << tr("bytes against tokens");
+    if (!shown.contains(QStringLiteral("layers"))) hidden << tr("bytes per layer");
+    if (!shown.contains(QStringLiteral("memory"))) hidden << tr("device memory");
+    return shown;
+  };
+  const double body_lines = (area.bottom() - y) / line;
+  QStringList hidden;
+  QStringList shown = choose(body_lines, hidden);
+  for (int i = 0; i < 2 && !hidden.isEmpty(); ++i)
+    shown = choose(body_lines - hidden_sections_note_lines(font(), area.width(), hidden), hidden);
+  y += draw_hidden_sections_note(painter, QRectF(area.left(), y, area.width(), area.height()),
+                                 hidden, t);
+
   const QRectF body(area.left(), y, area.width(), std::max<qreal>(area.bottom() - y, 0));
-  const qreal split = body.width() * 0.46;
-  const QRectF grid(body.left(), body.top(), split - 12, body.height());
+  const QRectF grid(body.left(), body.top(), shown.isEmpty() ? body.width() : split - 12,
+                    body.height());
   paint_grid(painter, grid);
+  mark_element(QStringLiteral("blocks"), grid);
   const QRectF right(body.left() + split + 12, body.top(), body.width() - split - 12,
                      body.height());
-  const qreal chart_height = right.height() * 0.5;
-  const qreal layers_height = right.height() * 0.27;
-  const QRectF formula(right.left(), right.top(), right.width(), chart_height - 8);
-  const QRectF layers(right.left(), right.top() + chart_height, right.width(), layers_height - 8);
-  const QRectF memory(right.left(), right.top() + chart_height + layers_height, right.width(),
-                      right.height() - chart_height - layers_height);
-  paint_formula_chart(painter, formula);
-  paint_layers(painter, layers);
-  paint_memory(painter, memory);
-  mark_element(QStringLiteral("blocks"), grid);
-  mark_element(QStringLiteral("retained-bytes"), formula);
-  mark_element(QStringLiteral("layers"), layers);
-  mark_element(QStringLiteral("memory"), memory);
+  // Each shown chart gets its share of the column in proportion to the lines it needs, in
+  // the order formula, layers, memory.
+  const std::pair<const char*, double> order[] = {
+      {"retained-bytes", formula_lines}, {"layers", kLayersLines}, {"memory", kMemoryLines}};
+  double needed = 0.0;
+  for (const auto& [name, lines] : order)
+    needed += shown.contains(QLatin1String(name)) ? lines : 0.0;
+  qreal top = right.top();
+  for (const auto& [name, lines] : order) {
+    const QString element = QLatin1String(name);
+    if (!shown.contains(element)) continue;
+    const QRectF box(right.left(), top, right.width(), right.height() * lines / needed - 8);
+    if (element == QStringLiteral("retained-bytes"))
+      paint_formula_chart(painter, box);
+    else if (element == QStringLiteral("layers"))
+      paint_layers(painter, box);
+    else
+      paint_memory(painter, box);
+    mark_element(element, box);
+    top = box.bottom() + 8;
+  }
 }
 
 void KvCachePanel::paint_grid(QPainter& painter, const QRectF& area) {
   const Theme& t = theme();
-  qreal top =
-      area.top() + chart::draw_heading(
-                       painter, area, tr("Block pool (each cell one block, filling bottom-up)"), t);
+  qreal top = area.top() + chart::draw_heading(
+                               painter, area,
+                               explained_ ? tr("Block pool (each cell one block, filling bottom-up)")
+                                          : tr("Block pool, filling bottom-up"),
+                               t);
   painter.setFont(chart::small_font(font()));
-  const QString note = tr(
-      "Letters mark recent events: A allocate, W write, F free, E evict, P preempt, H prefix hit.");
+  // The event letters need cells about two lines wide; in smaller cells the rings alone mark
+  // the events.
+  const QSize rough_shape = grid_shape(QSizeF(area.width(), area.bottom() - top));
+  const bool letters =
+      rough_shape.width() > 0 &&
+      std::min(area.width() / rough_shape.width(), (area.bottom() - top) / rough_shape.height()) *
+              0.84 >
+          letter_cell_width(QFontMetricsF(painter.font()));
+  const QString note =
+      letters ? tr("Letters mark recent events: A allocate, W write, F free, E evict, P preempt, "
+                   "H prefix hit.")
+              : tr("Rings mark recent events; hover a block for which.");
   const QRectF note_box =
       painter.boundingRect(QRectF(area.left(), 0, area.width(), 1000), Qt::TextWordWrap, note);
   const QRectF grid(area.left(), top, area.width(), area.bottom() - top - note_box.height() - 6);
@@ -349,13 +419,15 @@ void KvCachePanel::paint_block(QPainter& painter, const QRectF& cell, const KvBl
     ring.setAlphaF(float(0.25 + 0.75 * strength));
     painter.setPen(QPen(ring, std::max<qreal>(2.5, inset * 1.2)));
     painter.drawRect(cell.adjusted(1, 1, -1, -1));
-    if (box.width() > small.height() * 2.2) {
+    if (box.width() > letter_cell_width(small)) {
+      // The letter in the text colour on a background disc ringed in the event colour: 7:1
+      // whatever the request's colour under it.
       const qreal d = small.height() * 1.1;
       const QRectF badge(box.right() - d - 1, box.top() + 1, d, d);
-      painter.setPen(Qt::NoPen);
-      painter.setBrush(ring);
+      painter.setPen(QPen(ring, 2));
+      painter.setBrush(t.background);
       painter.drawEllipse(badge);
-      painter.setPen(Qt::white);
+      painter.setPen(t.text);
       painter.drawText(badge, Qt::AlignCenter, event_letter(b.last_event));
       painter.setBrush(Qt::NoBrush);
     }
@@ -384,7 +456,9 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
   top += chart::draw_legend(painter, QRectF(area.left(), top, area.width(), area.height()),
                             {{tr("measured"), t.series(4)},
                              {tr("formula, exact"), t.muted_text},
-                             {tr("formula, whole blocks (one request)"), t.text}},
+                             {explained_ ? tr("formula, whole blocks (one request)")
+                                         : tr("whole blocks"),
+                              t.text}},
                             t);
 
   int64_t max_tokens = int64_t(snapshot_.block_size) * 4;
@@ -533,6 +607,7 @@ void KvCachePanel::paint_memory(QPainter& painter, const QRectF& area) {
     return;
   }
   const QRectF capacity(area.left(), top, area.width(), metrics.height() * 0.6);
+  if (capacity.bottom() + 3 + metrics.height() > area.bottom()) return;  // no room for it
   painter.fillRect(capacity, t.surface);
   painter.fillRect(
       QRectF(capacity.left(), capacity.top(),

@@ -104,7 +104,7 @@ class KvCachePanel : public PanelView {
   QString computed_tooltip(QPointF pos) const override;  // blocks
 
  private:
-  std::vector<chart::LegendEntry> legend() const;
+  std::vector<chart::LegendEntry> legend(bool with_requests) const;
   void paint_grid(QPainter& painter, const QRectF& area);
   void paint_block(QPainter& painter, const QRectF& cell, const KvBlock& block);
   void paint_formula_chart(QPainter& painter, const QRectF& area);
@@ -116,6 +116,7 @@ class KvCachePanel : public PanelView {
   QPointF grid_origin_;
   qreal cell_ = 0.0;
   int grid_columns_ = 0;
+  bool explained_ = true;  // room for the long labels in this paint
 };
 
 }  // namespace servescope::widgets

@@ -6,6 +6,7 @@
 #include <array>
 #include <numeric>
 
+#include "widgets/panel_sections.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -33,10 +34,10 @@ QColor phase_color(StepPhase phase, const Theme& t) {
   return phase == StepPhase::kDecode ? t.decode : t.prefill;
 }
 
-// Black or white, whichever reads better on `fill`.
-QColor text_on(const QColor& fill) {
-  return fill.lightness() > 140 ? QColor(0x1A1A1A) : QColor(Qt::white);
-}
+// Lines of the panel's font each part needs to stay readable: the time line's heading, two
+// lanes and its axis; the decode chart's heading, legend, axes and a few lines of plot.
+constexpr double kTimelineLines = 6.5;
+constexpr double kDecodeRowLines = 8.0;
 
 double duration(const StepBar& s) { return std::max(0.0, s.end_ms - s.start_ms); }
 
@@ -56,6 +57,18 @@ QString step_tooltip(const StepBar& s) {
                      chart::format_number(s.norm_ms), chart::format_number(s.other_ms));
   }
   return text;
+}
+
+// Draws `text` wrapped at the top of `box` when all of it fits there, moving `y` below it;
+// returns false when it does not fit (and draws nothing: the tooltips carry these texts).
+bool draw_if_it_fits(QPainter& painter, const QRectF& box, const QString& text, qreal& y) {
+  const int flags = Qt::AlignLeft | Qt::TextWordWrap;
+  const QRectF used = painter.boundingRect(QRectF(box.left(), box.top(), box.width(), 0), flags,
+                                           text);
+  if (used.height() > box.height()) return false;
+  painter.drawText(box, flags, text);
+  y = box.top() + used.height() + 4;
+  return true;
 }
 
 }  // namespace
@@ -118,18 +131,21 @@ QString PhasesPanel::kernel_note() const {
   return tr("kernel times not measured on this device");
 }
 
-std::vector<chart::LegendEntry> PhasesPanel::legend() const {
+std::vector<chart::LegendEntry> PhasesPanel::legend(bool explained) const {
   const Theme& t = theme();
   std::vector<chart::LegendEntry> entries;
   if (step_count(StepPhase::kPrefill) > 0 || step_count(StepPhase::kMixed) > 0) {
-    entries.push_back({tr("prefill step (many prompt tokens)"), t.prefill});
+    entries.push_back(
+        {explained ? tr("prefill step (many prompt tokens)") : tr("prefill step"), t.prefill});
   }
   if (step_count(StepPhase::kDecode) > 0 || step_count(StepPhase::kMixed) > 0) {
-    entries.push_back({tr("decode step (one token per sequence)"), t.decode});
+    entries.push_back(
+        {explained ? tr("decode step (one token per sequence)") : tr("decode step"), t.decode});
   }
   if (step_count(StepPhase::kMixed) > 0) {
-    entries.push_back({tr("mixed step (prefill above, decode below)"), t.prefill, Qt::SolidPattern,
-                       false, t.decode});
+    entries.push_back({explained ? tr("mixed step (prefill above, decode below)")
+                                 : tr("mixed step"),
+                       t.prefill, Qt::SolidPattern, false, t.decode});
   }
   if (kernels_measured()) {
     for (const KernelClass& k : kKernels)
@@ -140,7 +156,7 @@ std::vector<chart::LegendEntry> PhasesPanel::legend() const {
 
 QStringList PhasesPanel::legend_labels() const {
   QStringList labels;
-  for (const chart::LegendEntry& e : legend()) labels << e.label;
+  for (const chart::LegendEntry& e : legend(true)) labels << e.label;
   return labels;
 }
 
@@ -216,14 +232,44 @@ void PhasesPanel::paintEvent(QPaintEvent*) {
                  "sequence per step. Every duration here was measured."));
   y += paint_pacing_note(painter, QRectF(area.left(), y, area.width(), area.height()),
                          snapshot_.pacing_note);
-  y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()), legend(),
-                          t) +
+  const qreal line = QFontMetricsF(font()).lineSpacing();
+  y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()),
+                          legend(area.height() / line >= kLinesForExplanations), t) +
        6;
 
+  // The time line over the decode chart and throughput; in too little room the part the
+  // lesson points at stays and a note names the other.
+  const auto fit = [this](double lines) {
+    const QString highlighted =
+        highlight() == QStringLiteral("decode-time") ? highlight() : QStringLiteral("timeline");
+    return sections_that_fit({{QStringLiteral("timeline"), kTimelineLines},
+                              {QStringLiteral("decode-time"), kDecodeRowLines}},
+                             lines, highlight().isEmpty() ? QString() : highlighted);
+  };
+  QStringList shown = fit((area.bottom() - y) / line);
+  QStringList hidden;
+  if (shown.size() < 2) {
+    // One of the two is hidden either way; the note's lines decide which.
+    const QStringList longest_note = {tr("decode time chart"), tr("throughput")};
+    shown = fit((area.bottom() - y) / line -
+                hidden_sections_note_lines(font(), area.width(), longest_note));
+    if (shown.contains(QStringLiteral("timeline")))
+      hidden = longest_note;
+    else
+      hidden << tr("steps over time");
+  }
+  y += draw_hidden_sections_note(painter, QRectF(area.left(), y, area.width(), area.height()),
+                                 hidden, t);
+
   const qreal rest = std::max<qreal>(area.bottom() - y, 0);
-  const QRectF timeline(area.left(), y, area.width(), rest * 0.45);
-  paint_timeline(painter, timeline);
-  const QRectF bottom(area.left(), timeline.bottom() + 12, area.width(), rest * 0.55 - 12);
+  qreal timeline_height = 0;
+  if (shown.contains(QStringLiteral("timeline"))) {
+    timeline_height = shown.size() == 1 ? rest : std::max(rest * 0.45, kTimelineLines * line);
+    paint_timeline(painter, QRectF(area.left(), y, area.width(), timeline_height));
+  }
+  if (!shown.contains(QStringLiteral("decode-time"))) return;
+  const qreal bottom_top = y + timeline_height + (timeline_height > 0 ? 12 : 0);
+  const QRectF bottom(area.left(), bottom_top, area.width(), area.bottom() - bottom_top);
   const qreal split = bottom.width() * 0.58;
   const QRectF decode_chart(bottom.left(), bottom.top(), split - 16, bottom.height());
   paint_decode_chart(painter, decode_chart);
@@ -283,10 +329,9 @@ void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
     if (phase != StepPhase::kDecode) {
       const QString label = tr("%1 tok").arg(s.prefill_tokens);
       if (small.horizontalAdvance(label) + 6 < bar.width()) {
-        painter.setPen(text_on(fill));
-        painter.drawText(
-            bar.adjusted(0, 0, 0, phase == StepPhase::kMixed ? -bar.height() * 0.35 : 0),
-            Qt::AlignCenter, label);
+        chart::draw_text_on_fill(
+            painter, bar.adjusted(0, 0, 0, phase == StepPhase::kMixed ? -bar.height() * 0.35 : 0),
+            Qt::AlignCenter, label, fill, t);
       }
     }
   }
@@ -349,7 +394,10 @@ void PhasesPanel::paint_decode_chart(QPainter& painter, const QRectF& area) {
   }
   chart::AxesSpec spec;
   spec.x_label = tr("context length (tokens)");
-  spec.y_label = tr("time per step (ms)");
+  // A short title where the plot is only a few lines tall, so it stays beside the plot.
+  spec.y_label = area.height() < 12 * QFontMetricsF(painter.font()).lineSpacing()
+                     ? tr("ms per step")
+                     : tr("time per step (ms)");
   spec.x = chart::nice_range(0.0, max_context, 6, true);
   spec.y = chart::nice_range(0.0, max_ms, 5);
   spec.integer_x = true;
@@ -433,19 +481,17 @@ void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {
                              .arg(chart::format_number(total_ms / count))
                              .arg(chart::format_number(double(tokens) / count));
     painter.setPen(t.muted_text);
-    const QRectF box(area.left(), y, area.width(), area.bottom() - y);
-    const QRectF used = painter.boundingRect(box, Qt::AlignLeft | Qt::TextWordWrap, line);
-    painter.drawText(box, Qt::AlignLeft | Qt::TextWordWrap, line);
-    y += used.height() + 4;
+    if (!draw_if_it_fits(painter, QRectF(area.left(), y, area.width(), area.bottom() - y), line,
+                         y))
+      return;
   }
   const QString why = tr(
       "Why they differ: a prefill step reads every weight once for many prompt tokens, so it is "
       "limited by arithmetic; a decode step reads every weight for one token per sequence, so it "
       "is limited by memory bandwidth.");
   painter.setPen(t.text);
-  painter.drawText(
-      QRectF(area.left(), y + 6, area.width(), std::max<qreal>(area.bottom() - y - 6, 0)),
-      Qt::AlignLeft | Qt::TextWordWrap, why);
+  draw_if_it_fits(painter, QRectF(area.left(), y + 6, area.width(), area.bottom() - y - 6), why,
+                  y);
 }
 
 }  // namespace servescope::widgets

@@ -73,7 +73,7 @@ class PhasesPanel : public PanelView {
   QString computed_tooltip(QPointF pos) const override;  // steps on the time line
 
  private:
-  std::vector<chart::LegendEntry> legend() const;
+  std::vector<chart::LegendEntry> legend(bool explained) const;
   void paint_timeline(QPainter& painter, const QRectF& area);
   void paint_kernel_strip(QPainter& painter, const chart::Frame& frame, const QRectF& lane);
   void paint_decode_chart(QPainter& painter, const QRectF& area);

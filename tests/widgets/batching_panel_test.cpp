@@ -5,7 +5,11 @@
 #include <QImage>
 #include <QPixmap>
 #include <QStringList>
+#include <memory>
 
+#include "tests/widgets/lecture_room.h"
+#include "tests/widgets/synthetic_snapshots.h"
+#include "tests/widgets/text_probe.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -216,6 +220,62 @@ TEST(BatchingPanel, CsvHasOneRowPerStepAndSlot) {
   EXPECT_EQ(rows[1], "10,0,5,prefill");
   EXPECT_EQ(rows[2], "10,1,,empty");
   EXPECT_EQ(rows[10], "13,0,5,recompute");
+}
+
+// A class's run in a panel `size` large at `points` type, painted once.
+std::unique_ptr<BatchingPanel> class_run_at(QSize size, qreal points, const QString& highlight) {
+  auto panel = std::make_unique<BatchingPanel>();
+  panel->set_snapshot(testing::synthetic_batching_class(true));
+  testing::paint_in_lecture_room(*panel, highlight, size);
+  QFont font = panel->font();
+  font.setPointSizeF(points);  // the room in lines, not in pixels, decides
+  panel->setFont(font);
+  panel->grab();
+  return panel;
+}
+
+bool painted(const BatchingPanel& panel, const char* element) {
+  return !panel.element_shape(QString::fromLatin1(element)).isEmpty();
+}
+
+QString hidden_note(BatchingPanel& panel) {
+  return testing::painted_text_starting(panel, "Hidden for room");
+}
+
+TEST(BatchingPanel, AProjectorsRoomKeepsTheSlotsAndTheLatencyTableAndSaysWhatIsHidden) {
+  auto panel = class_run_at(QSize(1280, 460), 18, {});
+  EXPECT_TRUE(painted(*panel, "slots"));
+  EXPECT_TRUE(painted(*panel, "latencies"));
+  EXPECT_FALSE(painted(*panel, "sweep"));
+  EXPECT_EQ(hidden_note(*panel),
+            "Hidden for room: occupancy chart, batch-size sweep. A larger window or T (hide text) "
+            "shows them.");
+}
+
+TEST(BatchingPanel, AHighlightedSweepStaysOnScreenInTheLatencyTablesPlace) {
+  auto panel = class_run_at(QSize(1280, 460), 18, "sweep");
+  EXPECT_TRUE(painted(*panel, "slots"));
+  EXPECT_TRUE(painted(*panel, "sweep"));
+  EXPECT_FALSE(painted(*panel, "latencies"));
+  EXPECT_TRUE(hidden_note(*panel).contains("latency table"));
+}
+
+TEST(BatchingPanel, TheRoomInLinesDecidesNotThePixels) {
+  // The same pixels in small type hold every chart.
+  auto panel = class_run_at(QSize(1280, 460), 7, {});
+  EXPECT_TRUE(painted(*panel, "slots"));
+  EXPECT_TRUE(painted(*panel, "latencies"));
+  EXPECT_TRUE(painted(*panel, "sweep"));
+  EXPECT_TRUE(hidden_note(*panel).isEmpty());
+}
+
+TEST(BatchingPanel, WithoutTheOccupancyChartItsMeanJoinsTheSlotsHeading) {
+  auto panel = class_run_at(QSize(1280, 460), 18, {});
+  const QString mean = chart::format_number(100.0 * panel->mean_occupancy(), 3);
+  bool found = false;
+  for (const auto& text : testing::painted_texts(*panel))
+    found = found || text.text == QString("Slots over steps: %1% in use on average").arg(mean);
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

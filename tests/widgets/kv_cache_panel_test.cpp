@@ -2,9 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <QImage>
 #include <QPixmap>
 #include <QStringList>
 #include <algorithm>
+
+#include "tests/widgets/lecture_room.h"
+#include "tests/widgets/synthetic_snapshots.h"
+#include "tests/widgets/text_probe.h"
+#include "widgets/theme.h"
 
 namespace servescope::widgets {
 namespace {
@@ -157,6 +163,50 @@ TEST(KvCachePanel, HoveringABlockExplainsIt) {
     }
   }
   FAIL() << "block 4 not found";
+}
+
+// A class's cache (128 blocks) in a lecture's room.
+void paint_at_lecture_size(KvCachePanel& panel, const QString& highlight) {
+  panel.set_snapshot(testing::synthetic_kv_cache_class());
+  testing::paint_in_lecture_room(panel, highlight);
+}
+
+TEST(KvCachePanel, InAProjectorsRoomTheGridAndTheFormulaChartStay) {
+  KvCachePanel panel;
+  paint_at_lecture_size(panel, {});
+  EXPECT_FALSE(panel.element_shape("blocks").isEmpty());
+  EXPECT_FALSE(panel.element_shape("retained-bytes").isEmpty());
+  EXPECT_TRUE(panel.element_shape("layers").isEmpty());
+  EXPECT_TRUE(panel.element_shape("memory").isEmpty());
+  EXPECT_FALSE(testing::painted_text_starting(
+                   panel, "Hidden for room: bytes per layer, device memory. A larger window or T")
+                   .isEmpty());
+}
+
+TEST(KvCachePanel, AHighlightedChartStaysOnScreenInAProjectorsRoom) {
+  for (const char* element : {"layers", "memory"}) {
+    KvCachePanel panel;
+    paint_at_lecture_size(panel, element);
+    EXPECT_FALSE(panel.element_shape(element).isEmpty()) << element;
+  }
+}
+
+TEST(KvCachePanel, EventLettersHaveSevenToOneContrastOnAnyRequestColour) {
+  for (ThemeKind kind : {ThemeKind::kLight, ThemeKind::kDark}) {
+    set_theme(kind, true);
+    KvCachePanel panel;
+    panel.set_snapshot(testing::synthetic_kv_cache());
+    panel.resize(1200, 700);
+    const QImage image = panel.grab().toImage();
+    int letters = 0;
+    for (const auto& text : testing::rendered_contrast(image, testing::painted_texts(panel))) {
+      if (text.text.text.size() != 1) continue;
+      ++letters;
+      EXPECT_GE(text.ratio, 7.0) << text.text.text.toStdString();
+    }
+    EXPECT_GE(letters, 5);
+  }
+  set_theme(ThemeKind::kLight);
 }
 
 }  // namespace

@@ -81,17 +81,12 @@ struct LecturePanel {
 // ctest lists a case by its name.
 void PrintTo(const LecturePanel& panel, std::ostream* out) { *out << panel.name; }
 
-template <typename Panel, typename Snapshot>
-std::unique_ptr<PanelView> panel_with(const Snapshot& snapshot) {
-  auto panel = std::make_unique<Panel>();
-  panel->set_snapshot(snapshot);
-  return panel;
-}
+using testing::panel_with;
 
 const LecturePanel kLecturePanels[] = {
-    {"phases", [] { return panel_with<PhasesPanel>(testing::synthetic_phases(true)); }},
-    {"kv_cache", [] { return panel_with<KvCachePanel>(testing::synthetic_kv_cache()); }},
-    {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching(true)); }},
+    {"phases", [] { return panel_with<PhasesPanel>(testing::synthetic_phases(true, 400)); }},
+    {"kv_cache", [] { return panel_with<KvCachePanel>(testing::synthetic_kv_cache_class()); }},
+    {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching_class(true)); }},
     {"quantisation",
      [] { return panel_with<QuantisationPanel>(testing::synthetic_quantisation()); }},
     {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline()); }},

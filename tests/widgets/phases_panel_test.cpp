@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <QImage>
 #include <QStringList>
+
+#include "tests/widgets/lecture_room.h"
+#include "tests/widgets/synthetic_snapshots.h"
+#include "tests/widgets/text_probe.h"
+#include "widgets/theme.h"
 
 namespace servescope::widgets {
 namespace {
@@ -148,6 +154,47 @@ TEST(PhasesPanel, HoveringTheTimeLineFindsTheStepUnderThePointer) {
   EXPECT_TRUE(
       panel.tooltip_at(QPointF(100, y_lane)).startsWith("Step 0: 32 prompt tokens prefilled"));
   EXPECT_FALSE(panel.step_at(QPointF(1190, y_lane)).has_value());  // after the last step
+}
+
+// Hundreds of decode steps in a lecture's room.
+void paint_at_lecture_size(PhasesPanel& panel, const QString& highlight) {
+  panel.set_snapshot(testing::synthetic_phases(true, 400));
+  testing::paint_in_lecture_room(panel, highlight);
+}
+
+bool painted_text_starting(PhasesPanel& panel, const QString& start) {
+  return !testing::painted_text_starting(panel, start).isEmpty();
+}
+
+TEST(PhasesPanel, InAProjectorsRoomTheTimeLineStaysAndANoteNamesWhatIsHidden) {
+  PhasesPanel panel;
+  paint_at_lecture_size(panel, {});
+  EXPECT_FALSE(panel.element_shape("decode").isEmpty());
+  EXPECT_TRUE(panel.element_shape("decode-time").isEmpty());
+  EXPECT_TRUE(painted_text_starting(panel, "Hidden for room: decode time chart, throughput."));
+}
+
+TEST(PhasesPanel, AHighlightedDecodeTimeChartStaysOnScreen) {
+  PhasesPanel panel;
+  paint_at_lecture_size(panel, "decode-time");
+  EXPECT_FALSE(panel.element_shape("decode-time").isEmpty());
+  EXPECT_TRUE(painted_text_starting(panel, "Hidden for room: steps over time."));
+}
+
+TEST(PhasesPanel, APrefillLabelOnItsBarHasSevenToOneContrast) {
+  set_theme(ThemeKind::kLight, true);
+  PhasesPanel panel;
+  panel.set_snapshot(testing::synthetic_phases(true));
+  panel.resize(1200, 700);
+  const QImage image = panel.grab().toImage();
+  bool seen = false;
+  for (const auto& text : testing::rendered_contrast(image, testing::painted_texts(panel))) {
+    if (!text.text.text.endsWith(" tok")) continue;
+    seen = true;
+    EXPECT_GE(text.ratio, 7.0) << text.text.text.toStdString();
+  }
+  EXPECT_TRUE(seen);
+  set_theme(ThemeKind::kLight);
 }
 
 }  // namespace
