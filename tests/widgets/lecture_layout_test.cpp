@@ -96,7 +96,7 @@ const LecturePanel kLecturePanels[] = {
      [] { return panel_with<QuantisationPanel>(testing::synthetic_quantisation()); }},
     {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline()); }},
     {"attention",
-     [] { return panel_with<AttentionPanel>(testing::synthetic_attention(40, true)); }},
+     [] { return panel_with<AttentionPanel>(testing::synthetic_attention(150, true)); }},
 };
 
 // The panel area lecture mode leaves at 1280x720 (under the step's strip) and at 1920x1080.
