@@ -94,7 +94,7 @@ const LecturePanel kLecturePanels[] = {
     {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching(true)); }},
     {"quantisation",
      [] { return panel_with<QuantisationPanel>(testing::synthetic_quantisation()); }},
-    {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline()); }},
+    {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline_class()); }},
     {"attention",
      [] { return panel_with<AttentionPanel>(testing::synthetic_attention(150, true)); }},
 };

@@ -32,6 +32,27 @@ RooflineSnapshot synthetic_roofline() {
   return s;
 }
 
+RooflineSnapshot synthetic_roofline_class() {
+  RooflineSnapshot s = synthetic_roofline();
+  s.points.clear();
+  int64_t step = 0;
+  // Sixteen classmates join one by one: each prompt is prefilled (intensity grows with its
+  // length), a few joins share a step with the decodes (mixed), and the decode batch grows
+  // 1, 2, ..., 16 with a few steps at each size.
+  for (int batch = 1; batch <= 16; ++batch) {
+    const double prompt_tokens = 24.0 + 11.0 * (batch % 5);
+    const double prefill_intensity = 0.49 * prompt_tokens * 0.93;
+    s.points.push_back({step++, batch % 4 == 0 ? StepPhase::kMixed : StepPhase::kPrefill, batch,
+                        prefill_intensity, std::min(prefill_intensity * 11.0, 88.0) * 0.8});
+    const double intensity = 0.49 * batch * 0.93;
+    for (int i = 0; i < 3; ++i) {
+      s.points.push_back({step++, StepPhase::kDecode, batch, intensity,
+                          std::min(intensity * 11.0, 80.0) * (0.88 + 0.04 * i)});
+    }
+  }
+  return s;
+}
+
 namespace {
 
 // Q4_0 as GGML stores it: blocks of 32, scale d = (value of largest magnitude) / -8, codes
