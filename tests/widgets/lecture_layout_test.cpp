@@ -93,7 +93,7 @@ const LecturePanel kLecturePanels[] = {
     {"kv_cache", [] { return panel_with<KvCachePanel>(testing::synthetic_kv_cache()); }},
     {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching(true)); }},
     {"quantisation",
-     [] { return panel_with<QuantisationPanel>(testing::synthetic_quantisation()); }},
+     [] { return panel_with<QuantisationPanel>(testing::synthetic_quantisation_every_type()); }},
     {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline_class()); }},
     {"attention",
      [] { return panel_with<AttentionPanel>(testing::synthetic_attention(150, true)); }},

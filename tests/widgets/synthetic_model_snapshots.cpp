@@ -237,6 +237,44 @@ QuantisationSnapshot synthetic_quantisation() {
   return s;
 }
 
+QuantisationSnapshot synthetic_quantisation_every_type() {
+  QuantisationSnapshot s = synthetic_quantisation();
+  // Every weight type the panel offers, each with the F32 KV cache, after the six measured
+  // rows; figures between those of their neighbours in bits per weight.
+  struct Extra {
+    const char* weights;
+    double weight_million_bytes, bits, decode, kl, top1;
+  };
+  const Extra extras[] = {{"bf16", 9.23, 16.0, 985, 2.9e-5, 0.999},
+                          {"q5_1", 3.46, 6.0, 1301, 8.1e-3, 0.962},
+                          {"q5_0", 3.18, 5.5, 1342, 1.12e-2, 0.951},
+                          {"q4_1", 2.89, 5.0, 1189, 2.94e-2, 0.912}};
+  for (const Extra& e : extras) {
+    QuantVariantRow row = s.variants[2];  // q8_0 weights, F32 KV: the latencies' shape
+    row.weight_type = QString::fromLatin1(e.weights);
+    row.weight_bytes = e.weight_million_bytes * 1e6;
+    row.bits_per_weight = e.bits;
+    row.memory_bytes = row.weight_bytes + 1.31e6;
+    row.decode_tokens_per_s = e.decode;
+    row.mean_kl = e.kl;
+    row.top1_agreement = e.top1;
+    s.variants.push_back(row);
+  }
+  // The judge reads the rows it was given: give it these.
+  s.judge = [rows = s.variants](int row, const QuantLimits& limits) {
+    QuantVerdict v;
+    const QuantVariantRow& r = rows[static_cast<size_t>(row)];
+    if (r.mean_kl > limits.max_kl) v.reasons << QStringLiteral("mean KL above the limit");
+    if (decode_speedup(r, rows.front()) < limits.min_speedup) {
+      v.reasons << QStringLiteral("decode speed-up below the limit");
+    }
+    v.accepted = v.reasons.isEmpty();
+    return v;
+  };
+  s.chosen_types = s.type_choices;
+  return s;
+}
+
 AttentionSnapshot synthetic_attention(int tokens, bool decode) {
   static const char* const kWords[] = {
       "<s>",  "▁Once",   "▁upon",    "▁a",     "▁time", ",",    "▁there", "▁was",

@@ -21,6 +21,8 @@ RooflineSnapshot synthetic_roofline_class();
 // simulated weights quantised exactly as Q4_0 does, SQNR per layer, and a prompt continued by
 // the F32 baseline and Q4_0 weights that part at token 8.
 QuantisationSnapshot synthetic_quantisation();
+// The same with every weight type the panel offers in the table (ten rows), all chosen.
+QuantisationSnapshot synthetic_quantisation_every_type();
 
 // Attention of a prefill of `tokens` prompt tokens from position 0 (queries = keys), or of one
 // decode step over `tokens` cached tokens when decode is true. Each visible row is a softmax
