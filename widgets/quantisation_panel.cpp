@@ -269,7 +269,7 @@ void QuantisationPanel::set_snapshot(QuantisationSnapshot snapshot) {
   for (const QuantVariantRow& row : snapshot_.variants) {
     one_kv_type = one_kv_type && row.kv_type == snapshot_.variants.front().kv_type;
   }
-  table_->setColumnHidden(QuantVariantModel::kKvCache, one_kv_type);
+  one_kv_type_ = one_kv_type;
   block_->set_type(block_type_->currentText());
   fit_table();
   fit_parts();
@@ -397,7 +397,32 @@ QSize QuantisationPanel::minimumSizeHint() const {
   return {kMinimumWidth, static_cast<int>(std::ceil(line * (kChartsLines + kNoteLines) + 12))};
 }
 
+void QuantisationPanel::fit_table_columns() {
+  table_->setColumnHidden(QuantVariantModel::kKvCache, one_kv_type_);
+  // Narrower than its columns (24 px type at 1280 px): the figures a class needs least go,
+  // their values still in the CSV and the other columns' tooltips.
+  constexpr int kLeastNeeded[] = {QuantVariantModel::kCost, QuantVariantModel::kTtft,
+                                  QuantVariantModel::kBitsPerWeight, QuantVariantModel::kTop1};
+  for (const int column : kLeastNeeded) table_->setColumnHidden(column, false);
+  table_->resizeColumnsToContents();
+  const int room = width() - 12 - 2 * table_->frameWidth();
+  const auto needed = [this] {
+    int total = 0;
+    for (int column = 0; column < model_->columnCount(); ++column) {
+      if (!table_->isColumnHidden(column)) {
+        total += table_->horizontalHeader()->sectionSizeHint(column);
+      }
+    }
+    return total;
+  };
+  for (const int column : kLeastNeeded) {
+    if (needed() <= room) break;
+    table_->setColumnHidden(column, true);
+  }
+}
+
 void QuantisationPanel::fit_table() {
+  fit_table_columns();
   // A handful of variants: the table takes the rows it needs, the charts the rest.
   const int row_height = static_cast<int>(std::ceil(QFontMetricsF(font()).height() * 1.3));
   table_->verticalHeader()->setMinimumSectionSize(row_height);
@@ -419,7 +444,7 @@ QuantPartNeeds QuantisationPanel::part_needs() const {
   const int controls_height = controls_->layout()->hasHeightForWidth()
                                   ? controls_->layout()->heightForWidth(width() - 12)
                                   : controls_->sizeHint().height();
-  return {kChartsLines, lines(table_->height()), lines(continuation_->minimumSizeHint().height()),
+  return {kChartsLines, lines(table_->height()), lines(continuation_->sizeHint().height()),
           lines(controls_height)};
 }
 

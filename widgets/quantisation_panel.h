@@ -124,6 +124,7 @@ class QuantisationPanel : public PanelView {
   void follow_theme();
   // Rows as tall as their font needs, the table as tall as its rows.
   void fit_table();
+  void fit_table_columns();  // hides the least needed columns when the table is too wide
   // Shows the parts that fit the panel's height (all of them, when it is too small for any:
   // the message asking for room covers them).
   void fit_parts();
@@ -156,6 +157,7 @@ class QuantisationPanel : public PanelView {
   QWidget* controls_ = nullptr;   // the run row, the limits and the rule
   QLabel* hidden_note_ = nullptr;  // "Not shown for room: ..."
   QuantParts parts_{true, true, true, true};
+  bool one_kv_type_ = true;  // one KV type in every row: its column says nothing
 };
 
 }  // namespace servescope::widgets

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "tests/widgets/synthetic_model_snapshots.h"
+#include "tests/widgets/text_probe.h"
 #include "widgets/quant_block_view.h"
 #include "widgets/quant_variant_model.h"
 #include "widgets/quantisation_charts.h"
@@ -406,6 +407,37 @@ TEST(QuantisationPanel, AtLectureSizeShowsWhatFitsAndSaysWhatNot) {
   const auto* table = panel.findChild<QTableView*>();
   ASSERT_NE(table, nullptr);
   EXPECT_GE(table->rowHeight(1), QFontMetrics(font).height());
+}
+
+}  // namespace
+}  // namespace servescope::widgets
+
+namespace servescope::widgets {
+namespace {
+
+// Beyond the lecture layout test's first tab: the table alone when a lesson highlights it, at
+// lecture size in 24 px type, its least needed columns left out at 1280 px.
+TEST(QuantisationPanel, HighlightedTableFitsLectureSize) {
+  for (const QSize size : {QSize(1280, 460), QSize(1920, 820)}) {
+    for (const bool block : {false}) {
+      QuantisationPanel panel;
+      panel.set_snapshot(testing::synthetic_quantisation());
+      QFont font = panel.font();
+      font.setPointSizeF(18);
+      panel.setFont(font);
+      panel.resize(size);
+      if (block) {
+        ASSERT_TRUE(panel.show_block(QStringLiteral("q4_1")));
+      } else {
+        ASSERT_TRUE(panel.set_highlight(QStringLiteral("variants")));
+      }
+      (void)panel.grab();
+      for (const std::string& fault :
+           testing::layout_faults(testing::painted_texts(panel), QRectF(panel.rect())))
+        ADD_FAILURE() << size.width() << "x" << size.height() << (block ? " block: " : " table: ")
+                      << fault;
+    }
+  }
 }
 
 }  // namespace
