@@ -115,6 +115,10 @@ void AttentionPanel::set_snapshot(AttentionSnapshot snapshot) {
 
 QString AttentionPanel::title() const { return tr("Attention"); }
 
+QString AttentionPanel::query_axis_title() const {
+  return query_count(snapshot_) == 1 ? tr("query") : tr("query: this step's tokens");
+}
+
 QSize AttentionPanel::minimumSizeHint() const { return kMinimumSize; }
 
 void AttentionPanel::resizeEvent(QResizeEvent* event) {
@@ -242,18 +246,29 @@ void AttentionPanel::paintEvent(QPaintEvent*) {
   const double label_room = std::min(fm.horizontalAdvance(sample) * 0.75, body.width() * 0.2);
   const double legend_room =
       std::min(fm.horizontalAdvance(tr("masked (future)")) + line * 2.5, body.width() * 0.3);
-  const double left = body.left() + line * 1.4 + label_room;
   const double bottom_room = std::min(label_room + line * 1.6, body.height() * 0.4);
-  const QRectF grid_room(QPointF(left, body.top()),
-                         QPointF(body.right() - legend_room, body.bottom() - bottom_room));
   const int64_t queries = query_count(snapshot_);
   const int64_t keys = key_count(snapshot_);
   // Cells as large as fit, up to three lines of text, and never more than twice as wide as
-  // high or the other way round (a decode step's single row stays a readable strip).
-  cell_width_ = std::min(grid_room.width() / static_cast<double>(keys), line * 3.0);
-  cell_height_ = std::min(grid_room.height() / static_cast<double>(queries), line * 3.0);
-  cell_width_ = std::min(cell_width_, 2.0 * cell_height_);
-  cell_height_ = std::min(cell_height_, 2.0 * cell_width_);
+  // high or the other way round, except a decode step's single row: a strip a line high, so
+  // a long context's row stays visible from the back of a lecture hall.
+  const auto grid_room_from = [&](double left) {
+    const QRectF room(QPointF(left, body.top()),
+                      QPointF(body.right() - legend_room, body.bottom() - bottom_room));
+    cell_width_ = std::min(room.width() / static_cast<double>(keys), line * 3.0);
+    cell_height_ = std::min(room.height() / static_cast<double>(queries), line * 3.0);
+    cell_width_ = std::min(cell_width_, 2.0 * cell_height_);
+    cell_height_ = std::min(cell_height_, std::max(2.0 * cell_width_, queries == 1 ? line : 0.0));
+    return room;
+  };
+  QRectF grid_room = grid_room_from(body.left() + line * 1.4 + label_room);
+  // A grid lower than the query axis' title gets the title level, left of the query labels.
+  query_title_level_ =
+      cell_height_ * static_cast<double>(queries) < fm.horizontalAdvance(query_axis_title());
+  if (query_title_level_) {
+    grid_room = grid_room_from(body.left() + fm.horizontalAdvance(query_axis_title()) +
+                               line * 0.5 + label_room);
+  }
   if (cell_width_ <= 0.0 || cell_height_ <= 0.0) return;
   grid_origin_ = grid_room.topLeft();
   const QRectF grid(grid_origin_, QSizeF(cell_width_ * static_cast<double>(keys),
@@ -361,14 +376,19 @@ double AttentionPanel::paint_labels(QPainter& painter) {
                    title_metrics.elidedText(x_text, Qt::ElideRight, x_title.width()));
   add_tooltip(x_title, tr("Keys: every token in the KV cache this step could attend to."));
   const double grid_height = cell_height_ * static_cast<double>(queries);
-  painter.save();
-  painter.translate(8, grid_origin_.y() + grid_height / 2);
-  painter.rotate(-90);
-  const QString y_text = queries == 1 ? tr("query") : tr("query: this step's tokens");
-  painter.drawText(QRectF(-grid_height / 2 - 60, 0, grid_height + 120, title_metrics.height()),
-                   Qt::AlignHCenter | Qt::AlignTop,
-                   title_metrics.elidedText(y_text, Qt::ElideRight, grid_height + 120));
-  painter.restore();
+  const QString y_text = query_axis_title();
+  if (query_title_level_) {
+    painter.drawText(QRectF(8, grid_origin_.y() + grid_height / 2 - title_metrics.height() / 2,
+                            title_metrics.horizontalAdvance(y_text), title_metrics.height()),
+                     Qt::AlignLeft | Qt::AlignVCenter, y_text);
+  } else {  // along the grid's side
+    painter.save();
+    painter.translate(8, grid_origin_.y() + grid_height / 2);
+    painter.rotate(-90);
+    painter.drawText(QRectF(-grid_height / 2, 0, grid_height, title_metrics.height()),
+                     Qt::AlignHCenter | Qt::AlignTop, y_text);
+    painter.restore();
+  }
   add_tooltip(QRectF(0, grid_origin_.y(), grid_origin_.x(), grid_height),
               tr("Queries: the tokens this step computed; each row is one token's attention."));
   return x_title.bottom();
@@ -384,8 +404,10 @@ void AttentionPanel::paint_colour_legend(QPainter& painter, const QRectF& area) 
   painter.drawText(QRectF(area.left(), area.top(), area.width(), line),
                    Qt::AlignLeft | Qt::AlignVCenter,
                    fm.elidedText(tr("weight"), Qt::ElideRight, area.width()));
-  const double bar_height = std::min(area.height() - line * 4.5, line * 12);
-  const QRectF bar(area.left(), area.top() + line * 1.4, line * 0.9, std::max(bar_height, line));
+  // The bar starts a title line and half a tick label down: its top label is centred on it.
+  const double bar_top = area.top() + line * 1.6;
+  const double bar_height = std::min(area.height() - line * 4.7, line * 12);
+  const QRectF bar(area.left(), bar_top, line * 0.9, std::max(bar_height, line));
   QLinearGradient gradient(bar.bottomLeft(), bar.topLeft());
   for (int i = 0; i <= 8; ++i) gradient.setColorAt(i / 8.0, viridis(i / 8.0));
   painter.fillRect(bar, gradient);

@@ -73,6 +73,7 @@ class AttentionPanel : public PanelView {
   bool event(QEvent* event) override;
 
  private:
+  QString query_axis_title() const;
   // Returns the bottom of the key labels.
   double paint_labels(QPainter& painter);
   void paint_colour_legend(QPainter& painter, const QRectF& area);
@@ -86,6 +87,7 @@ class AttentionPanel : public PanelView {
   QPointF grid_origin_;
   double cell_width_ = 0.0;
   double cell_height_ = 0.0;
+  bool query_title_level_ = false;  // the grid is lower than the query axis' title
   int64_t painted_visible_ = 0;
   int64_t painted_masked_ = 0;
 };

@@ -128,6 +128,8 @@ std::vector<double> spaced_ticks(Range range, int target, bool integer_steps, qr
   return {ticks.front(), ticks.back()};
 }
 
+}  // namespace
+
 // An axis title too long for its side is broken at the space nearest its middle (never cut
 // short: "achieved GFLOP/s (log sc..." told the class nothing).
 QString fit_title(const QString& title, const QFontMetricsF& metrics, qreal length) {
@@ -141,8 +143,6 @@ QString fit_title(const QString& title, const QFontMetricsF& metrics, qreal leng
   if (best < 0) return title;
   return title.left(best) + QLatin1Char('\n') + title.mid(best + 1);
 }
-
-}  // namespace
 
 Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, const Theme& theme) {
   painter.save();

@@ -4,6 +4,7 @@
 
 #include <QColor>
 #include <QFont>
+#include <QFontMetricsF>
 #include <QPointF>
 #include <QRectF>
 #include <QString>
@@ -58,6 +59,9 @@ class Frame {
   QRectF plot_;
   Range x_, y_;
 };
+
+// `title` as it fits `length`: whole, or broken at the space nearest its middle (two lines).
+QString fit_title(const QString& title, const QFontMetricsF& metrics, qreal length);
 
 struct AxesSpec {
   QString x_label;  // with its unit, e.g. "context length (tokens)"

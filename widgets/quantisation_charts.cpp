@@ -28,9 +28,13 @@ chart::Frame draw_bar_axes(QPainter& painter, const QRectF& outer, chart::Range 
   for (const double v : ticks) {
     tick_width = std::max(tick_width, tick_metrics.horizontalAdvance(chart::format_number(v)));
   }
-  const double left = fm.height() + 6 + tick_width + 6;
-  QRectF plot =
-      outer.adjusted(left, tick_metrics.height() / 2, -4, -(bottom_room + fm.height() + 4));
+  // The y title along the plot's height, in two lines when one is longer (never cut short).
+  const double top = tick_metrics.height() / 2;
+  const double bottom = bottom_room + fm.height() + 4;
+  const QString y_title = chart::fit_title(y_label, fm, outer.height() - top - bottom);
+  const auto title_lines = static_cast<double>(y_title.count(QLatin1Char('\n')) + 1);
+  const double left = title_lines * fm.height() + 6 + tick_width + 6;
+  QRectF plot = outer.adjusted(left, top, -4, -bottom);
   if (plot.width() < 10 || plot.height() < 10) plot = outer;
   const chart::Frame frame(plot, {0.0, 1.0}, y);
   painter.setFont(tick_font);
@@ -55,9 +59,8 @@ chart::Frame draw_bar_axes(QPainter& painter, const QRectF& outer, chart::Range 
                    fm.elidedText(x_label, Qt::ElideRight, plot.width()));
   painter.translate(outer.left(), plot.center().y());
   painter.rotate(-90);
-  painter.drawText(QRectF(-plot.height() / 2 - 40, 0, plot.height() + 80, fm.height()),
-                   Qt::AlignHCenter | Qt::AlignTop,
-                   fm.elidedText(y_label, Qt::ElideRight, plot.height() + 80));
+  painter.drawText(QRectF(-plot.height() / 2, 0, plot.height(), title_lines * fm.height()),
+                   Qt::AlignHCenter | Qt::AlignTop, y_title);
   painter.restore();
   return frame;
 }
@@ -134,9 +137,10 @@ void ErrorHistogramView::paintEvent(QPaintEvent*) {
     return;
   }
   painter.setPen(t.text);
-  const QRectF stats(area.left(), area.top(), area.width(), fm.height());
-  painter.drawText(stats, Qt::AlignLeft | Qt::AlignVCenter,
-                   fm.elidedText(statistics_text(), Qt::ElideRight, stats.width()));
+  // Wrapped to the chart's width: at lecture size the SQNR would be cut off.
+  const QRectF stats = painter.boundingRect(QRectF(area.left(), area.top(), area.width(), 0),
+                                            Qt::AlignLeft | Qt::TextWordWrap, statistics_text());
+  painter.drawText(stats, Qt::AlignLeft | Qt::TextWordWrap, statistics_text());
   add_tip(stats, tr("RMSE: root mean square of quantised minus original value; SQNR: "
                     "signal power over error power in decibels (higher is better)."));
   area.setTop(stats.bottom() + 4);
@@ -151,7 +155,7 @@ void ErrorHistogramView::paintEvent(QPaintEvent*) {
   const QFontMetricsF tick_metrics(tick_font);
   const chart::Frame frame =
       draw_bar_axes(painter, area, chart::nice_range(0.0, std::max(top_share, 1.0), 5),
-                    tr("share of elements (%)"), tr("error: quantised \u2212 original value"),
+                    tr("% of elements"), tr("error: quantised \u2212 original value"),
                     tick_metrics.height() + 4);
   const QRectF plot = frame.plot();
   const auto bins = static_cast<double>(e.counts.size());

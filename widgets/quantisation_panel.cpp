@@ -3,6 +3,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -29,9 +30,45 @@
 namespace servescope::widgets {
 namespace {
 
-constexpr QSize kMinimumSize(640, 480);
+// Charts: the tab bar, a heading, the statistics line, a plot of four lines, its ticks and
+// axis title.
+constexpr double kChartsLines = 11.0;
+constexpr double kNoteLines = 1.4;  // the line naming the parts left out
+constexpr int kMinimumWidth = 640;
 
 }  // namespace
+
+QStringList QuantParts::hidden() const {
+  QStringList names;
+  if (!charts) names << QuantisationPanel::tr("charts");
+  if (!table) names << QuantisationPanel::tr("variant table");
+  if (!continuation) names << QuantisationPanel::tr("token comparison");
+  if (!controls) names << QuantisationPanel::tr("controls");
+  return names;
+}
+
+QuantParts choose_quant_parts(const QuantPartNeeds& needs, double room_lines,
+                              const QString& highlight) {
+  QuantParts parts;
+  if (needs.charts + needs.table + needs.continuation + needs.controls <= room_lines) {
+    return {true, true, true, true};
+  }
+  std::vector<std::pair<bool*, double>> order = {{&parts.charts, needs.charts},
+                                                 {&parts.table, needs.table},
+                                                 {&parts.continuation, needs.continuation},
+                                                 {&parts.controls, needs.controls}};
+  if (highlight == QStringLiteral("variants")) std::swap(order[0], order[1]);
+  double left = room_lines - kNoteLines;
+  for (size_t i = 0; i < order.size(); ++i) {
+    auto [shown, need] = order[i];
+    // The first part is shown whatever it needs: below its room the panel asks for more.
+    if (i == 0 || need <= left) {
+      *shown = true;
+      left -= need;
+    }
+  }
+  return parts;
+}
 
 QuantisationPanel::QuantisationPanel(QWidget* parent) : PanelView(parent) {
   model_ = new QuantVariantModel(this);
@@ -104,17 +141,27 @@ QuantisationPanel::QuantisationPanel(QWidget* parent) : PanelView(parent) {
   limits->addWidget(min_speedup_label);
   limits->addWidget(min_speedup_);
   limits->addStretch(1);
+  controls_ = new QWidget(this);
+  auto* controls = new QVBoxLayout(controls_);
+  controls->setContentsMargins(0, 0, 0, 0);
+  controls->setSpacing(6);
+  controls->addLayout(build_run_row());
+  controls->addLayout(limits);
+  controls->addWidget(rule);
+  hidden_note_ = new QLabel(this);
+  hidden_note_->setObjectName(QStringLiteral("muted"));
+  hidden_note_->setToolTip(tr("A taller window shows every part."));
+  hidden_note_->hide();
   auto* column = new QVBoxLayout(this);
   column->setSizeConstraint(QLayout::SetNoConstraint);  // minimumSizeHint() says the minimum
   column->setContentsMargins(6, 6, 6, 6);
   column->setSpacing(6);
   // The table, the controls and the continuations take the height they need; the tabs the rest.
   column->addWidget(tabs_, 1);
-  column->addLayout(build_run_row());
-  column->addLayout(limits);
-  column->addWidget(rule);
+  column->addWidget(controls_);
   column->addWidget(table_);
   column->addWidget(continuation_);
+  column->addWidget(hidden_note_);
 
   connect(max_kl_enabled_, &QCheckBox::toggled, this, [this](bool on) {
     max_kl_->setEnabled(on);
@@ -222,17 +269,10 @@ void QuantisationPanel::set_snapshot(QuantisationSnapshot snapshot) {
   for (const QuantVariantRow& row : snapshot_.variants) {
     one_kv_type = one_kv_type && row.kv_type == snapshot_.variants.front().kv_type;
   }
-  table_->setColumnHidden(QuantVariantModel::kKvCache, one_kv_type);
+  one_kv_type_ = one_kv_type;
   block_->set_type(block_type_->currentText());
-  // A handful of variants: the table takes the rows it needs, the charts the rest.
-  table_->resizeRowsToContents();
-  int rows_height = 0;
-  for (int row = 0; row < model_->rowCount(); ++row) rows_height += table_->rowHeight(row);
-  const int scrollbar = table_->horizontalHeader()->length() > table_->viewport()->width()
-                            ? table_->horizontalScrollBar()->sizeHint().height()
-                            : 0;
-  table_->setFixedHeight(table_->horizontalHeader()->sizeHint().height() + rows_height + scrollbar +
-                         2 * table_->frameWidth() + 2);
+  fit_table();
+  fit_parts();
   update();
   histogram_->update();
   sqnr_->update();
@@ -350,14 +390,100 @@ int64_t QuantisationPanel::first_divergent_token() const {
 
 QString QuantisationPanel::title() const { return tr("Quantisation"); }
 
-QSize QuantisationPanel::minimumSizeHint() const { return kMinimumSize; }
+// Room for the charts and the line naming the parts left out: at any height above, the panel
+// shows what fits (fit_parts).
+QSize QuantisationPanel::minimumSizeHint() const {
+  const double line = QFontMetricsF(font()).height();
+  return {kMinimumWidth, static_cast<int>(std::ceil(line * (kChartsLines + kNoteLines) + 12))};
+}
+
+void QuantisationPanel::fit_table_columns() {
+  table_->setColumnHidden(QuantVariantModel::kKvCache, one_kv_type_);
+  // Narrower than its columns (24 px type at 1280 px): the figures a class needs least go,
+  // their values still in the CSV and the other columns' tooltips.
+  constexpr int kLeastNeeded[] = {QuantVariantModel::kCost, QuantVariantModel::kTtft,
+                                  QuantVariantModel::kBitsPerWeight, QuantVariantModel::kTop1};
+  for (const int column : kLeastNeeded) table_->setColumnHidden(column, false);
+  table_->resizeColumnsToContents();
+  const int room = width() - 12 - 2 * table_->frameWidth();
+  const auto needed = [this] {
+    int total = 0;
+    for (int column = 0; column < model_->columnCount(); ++column) {
+      if (!table_->isColumnHidden(column)) {
+        total += table_->horizontalHeader()->sectionSizeHint(column);
+      }
+    }
+    return total;
+  };
+  for (const int column : kLeastNeeded) {
+    if (needed() <= room) break;
+    table_->setColumnHidden(column, true);
+  }
+}
+
+void QuantisationPanel::fit_table() {
+  fit_table_columns();
+  // A handful of variants: the table takes the rows it needs, the charts the rest.
+  const int row_height = static_cast<int>(std::ceil(QFontMetricsF(font()).height() * 1.3));
+  table_->verticalHeader()->setMinimumSectionSize(row_height);
+  table_->verticalHeader()->setDefaultSectionSize(row_height);
+  table_->resizeRowsToContents();
+  int rows_height = 0;
+  for (int row = 0; row < model_->rowCount(); ++row) rows_height += table_->rowHeight(row);
+  const int scrollbar = table_->horizontalHeader()->length() > table_->viewport()->width()
+                            ? table_->horizontalScrollBar()->sizeHint().height()
+                            : 0;
+  table_->setFixedHeight(table_->horizontalHeader()->sizeHint().height() + rows_height + scrollbar +
+                         2 * table_->frameWidth() + 2);
+}
+
+QuantPartNeeds QuantisationPanel::part_needs() const {
+  const double line = QFontMetricsF(font()).height();
+  const double spacing = 6.0;
+  const auto lines = [line, spacing](int pixels) { return (pixels + spacing) / line; };
+  const int controls_height = controls_->layout()->hasHeightForWidth()
+                                  ? controls_->layout()->heightForWidth(width() - 12)
+                                  : controls_->sizeHint().height();
+  return {kChartsLines, lines(table_->height()), lines(continuation_->sizeHint().height()),
+          lines(controls_height)};
+}
+
+void QuantisationPanel::fit_parts() {
+  const double line = QFontMetricsF(font()).height();
+  const QSize minimum = minimumSizeHint();
+  // Too small for any part: they give way to the message asking for room.
+  if (width() < minimum.width() || height() < minimum.height()) {
+    show_controls(*this, false);
+    return;
+  }
+  parts_ = choose_quant_parts(part_needs(), (height() - 12) / line, highlight());
+  tabs_->setVisible(parts_.charts);
+  table_->setVisible(parts_.table);
+  continuation_->setVisible(parts_.continuation);
+  controls_->setVisible(parts_.controls);
+  hidden_note_->setText(tr("Not shown for room: %1").arg(parts_.hidden().join(tr(", "))));
+  hidden_note_->setVisible(!parts_.all());
+  // Without the charts, the table or the comparison takes the height the tabs had.
+  if (auto* column = qobject_cast<QVBoxLayout*>(layout())) {
+    column->setStretchFactor(continuation_, parts_.charts ? 0 : 1);
+    column->activate();  // the parts' places now: this paint (or a render) already uses them
+  }
+}
 
 void QuantisationPanel::resizeEvent(QResizeEvent* event) {
   status_->setText(status_->fontMetrics().elidedText(status_text_, Qt::ElideRight,
                                                      std::max(40, status_->width())));
-  // Too small for its parts: they give way to the message asking for room.
-  show_controls(*this, width() >= kMinimumSize.width() && height() >= kMinimumSize.height());
+  fit_table();  // a wider panel may need no scroll bar under the table
+  fit_parts();
   PanelView::resizeEvent(event);
+}
+
+void QuantisationPanel::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::FontChange) {
+    fit_table();
+    fit_parts();
+  }
+  PanelView::changeEvent(event);
 }
 
 QString QuantisationPanel::csv() const {
@@ -470,15 +596,20 @@ void QuantisationPanel::follow_theme() {
 void QuantisationPanel::paintEvent(QPaintEvent*) {
   follow_theme();
   clear_tooltips();
+  // A lesson's highlight picks which part keeps its place when not every part fits.
+  if (choose_quant_parts(part_needs(), (height() - 12) / QFontMetricsF(font()).height(),
+                         highlight()) != parts_) {
+    fit_parts();
+  }
   QPainter painter(this);
-  if (paint_if_too_small(painter, kMinimumSize)) return;
+  if (paint_if_too_small(painter, minimumSizeHint())) return;
   painter.fillRect(rect(), theme().background);
   // The parts are child widgets: their places, in this panel's coordinates.
   const auto place = [this](const QWidget* part) {
     return QRectF(QRect(part->mapTo(this, QPoint(0, 0)), part->size()));
   };
-  mark_element(QStringLiteral("variants"), place(table_));
-  mark_element(QStringLiteral("error"), place(histogram_));
+  if (parts_.table) mark_element(QStringLiteral("variants"), place(table_));
+  if (parts_.charts) mark_element(QStringLiteral("error"), place(histogram_));
 }
 
 }  // namespace servescope::widgets

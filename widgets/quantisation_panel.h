@@ -30,6 +30,31 @@ class QuantBlockView;
 class QuantVariantModel;
 class SqnrBarsView;
 
+// The panel's parts and the room each needs, in lines of the panel's font: the charts (error
+// histogram and SQNR, or a block), the variant table, the token comparison, the controls (run,
+// limits, rule).
+struct QuantPartNeeds {
+  double charts = 0.0;
+  double table = 0.0;
+  double continuation = 0.0;
+  double controls = 0.0;
+};
+struct QuantParts {
+  bool charts = false;
+  bool table = false;
+  bool continuation = false;
+  bool controls = false;
+  bool all() const { return charts && table && continuation && controls; }
+  // The parts left out, named for the line that says so ("variant table, controls").
+  QStringList hidden() const;
+  bool operator==(const QuantParts&) const = default;
+};
+// Which parts fit `room_lines`: all when they do, else in order of need (the charts, the
+// table, the token comparison, the controls) those that fit beside a line naming the others.
+// The part the lesson highlights ("variants": the table, "error": the charts) comes first.
+QuantParts choose_quant_parts(const QuantPartNeeds& needs, double room_lines,
+                              const QString& highlight);
+
 class QuantisationPanel : public PanelView {
   Q_OBJECT
 
@@ -74,6 +99,9 @@ class QuantisationPanel : public PanelView {
   const ErrorHistogramView& histogram_view() const { return *histogram_; }
   const SqnrBarsView& sqnr_view() const { return *sqnr_; }
   const ContinuationView& continuation_view() const { return *continuation_; }
+  // The parts shown for the room the panel has now, and the line naming those left out.
+  QuantParts shown_parts() const { return parts_; }
+  QLabel* hidden_parts_control() const { return hidden_note_; }
 
  Q_SIGNALS:
   // The user changed a limit; the table's verdicts already follow. max_kl and max_tpot_ms are
@@ -86,6 +114,7 @@ class QuantisationPanel : public PanelView {
  protected:
   void paintEvent(QPaintEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
+  void changeEvent(QEvent* event) override;
 
  private:
   void show_limits(const QuantLimits& limits);
@@ -93,6 +122,13 @@ class QuantisationPanel : public PanelView {
   void show_run();
   void on_limits_edited();
   void follow_theme();
+  // Rows as tall as their font needs, the table as tall as its rows.
+  void fit_table();
+  void fit_table_columns();  // hides the least needed columns when the table is too wide
+  // Shows the parts that fit the panel's height (all of them, when it is too small for any:
+  // the message asking for room covers them).
+  void fit_parts();
+  QuantPartNeeds part_needs() const;
   QWidget* build_error_page();
   QWidget* build_block_page();
   QLayout* build_run_row();
@@ -118,6 +154,10 @@ class QuantisationPanel : public PanelView {
   ErrorHistogramView* histogram_ = nullptr;
   SqnrBarsView* sqnr_ = nullptr;
   ContinuationView* continuation_ = nullptr;
+  QWidget* controls_ = nullptr;   // the run row, the limits and the rule
+  QLabel* hidden_note_ = nullptr;  // "Not shown for room: ..."
+  QuantParts parts_{true, true, true, true};
+  bool one_kv_type_ = true;  // one KV type in every row: its column says nothing
 };
 
 }  // namespace servescope::widgets

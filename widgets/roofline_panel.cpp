@@ -6,10 +6,12 @@
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "widgets/chart_painting.h"
+#include "widgets/label_layout.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -324,41 +326,188 @@ QString RooflinePanel::csv() const {
   return out;
 }
 
+// The legend's parts, in the order drawn; when the room is short the least needed go first.
+struct LegendCell {
+  QString text;
+  bool ring = false;  // the latest step's ring, else a shape in a fill and outline
+  StepPhase shape = StepPhase::kDecode;
+  QColor fill;
+  QPen outline;
+};
+struct LegendSection {
+  QString heading;
+  std::vector<LegendCell> cells;
+  QString note;       // wrapped text instead of cells (which roofs were raised)
+  int drop_rank = 0;  // 0: always shown; higher ranks are hidden first for room
+  QColor note_colour;
+};
+
+// The legend laid out for its room: rows of cells (side by side where they fit the column's
+// width) in as many columns of the plot's height as they need.
+struct RooflineLegend {
+  struct Row {
+    QString heading;
+    std::vector<LegendCell> cells;
+    QString note;
+    QColor note_colour;
+    double height = 0.0;
+  };
+  double column_width = 0.0;
+  double gap = 0.0;
+  std::vector<Row> rows;
+  std::vector<int> column_of;
+  QStringList hidden;  // sections left out for room
+
+  int columns() const { return column_of.empty() ? 0 : column_of.back() + 1; }
+  double width() const { return columns() == 0 ? 0.0 : columns() * (column_width + gap) - gap; }
+};
+
 namespace {
 
-// The plot's frame: a title line, the log-log area, and the legend on the right.
+double cell_width(const LegendCell& cell, const QFontMetricsF& fm) {
+  return fm.height() * 1.4 + fm.horizontalAdvance(cell.text);
+}
+
+double wrapped_height(const QString& text, const QFontMetricsF& fm, double width) {
+  return fm.boundingRect(QRectF(0, 0, width, 1e6), Qt::AlignLeft | Qt::TextWordWrap, text)
+      .height();
+}
+
+// The sections as rows in columns of `column_height`, the hidden ones named in a last line.
+RooflineLegend arrange_legend(const std::vector<LegendSection>& sections, const QStringList& hidden,
+                              const QFontMetricsF& fm, double column_height) {
+  const double line = fm.height();
+  const double row_height = line * 1.25;
+  const QString hidden_note =
+      hidden.isEmpty() ? QString() : RooflinePanel::tr("not shown for room: %1").arg(hidden.join(", "));
+  RooflineLegend legend;
+  legend.gap = line;
+  legend.hidden = hidden;
+  for (const LegendSection& section : sections) {
+    legend.column_width = std::max(legend.column_width, fm.horizontalAdvance(section.heading));
+    for (const LegendCell& cell : section.cells)
+      legend.column_width = std::max(legend.column_width, cell_width(cell, fm));
+  }
+  const double width = legend.column_width;
+  std::vector<FlowRow> flow;
+  const auto add = [&](RooflineLegend::Row row, bool keep_with_next) {
+    flow.push_back({row.height, keep_with_next});
+    legend.rows.push_back(std::move(row));
+  };
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const LegendSection& section = sections[i];
+    if (i > 0) add({{}, {}, {}, {}, line * 0.4}, false);
+    if (!section.heading.isEmpty()) add({section.heading, {}, {}, {}, row_height}, true);
+    if (!section.note.isEmpty()) {
+      add({{}, {}, section.note, section.note_colour, wrapped_height(section.note, fm, width)}, false);
+    }
+    // Cells side by side while they fit the column, a little apart.
+    RooflineLegend::Row row{{}, {}, {}, {}, row_height};
+    double used = 0.0;
+    for (const LegendCell& cell_item : section.cells) {
+      const double cell = cell_width(cell_item, fm);
+      if (!row.cells.empty() && used + line * 0.6 + cell > width) {
+        add(row, false);
+        row.cells.clear();
+        used = 0.0;
+      }
+      used += (row.cells.empty() ? 0.0 : line * 0.6) + cell;
+      row.cells.push_back(cell_item);
+    }
+    if (!row.cells.empty()) add(row, false);
+  }
+  if (!hidden_note.isEmpty()) {
+    add({{}, {}, {}, {}, line * 0.4}, false);
+    add({{}, {}, hidden_note, {}, wrapped_height(hidden_note, fm, width)}, false);
+  }
+  legend.column_of = flow_into_columns(flow, column_height);
+  return legend;
+}
+
+// The plot's frame: a title line, the log-log area (left of it the y title in one or two
+// lines and the tick labels), and the legend on the right.
 struct RooflineLayout {
   QRectF title;
   QRectF plot;
   QRectF legend;
+  QString y_title;
 };
 
-RooflineLayout roofline_layout(QRectF bounds, const QFontMetricsF& fm, double legend_width) {
+}  // namespace
+
+namespace {
+
+RooflineLegend lay_out_legend(std::vector<LegendSection> sections, const QFontMetricsF& fm,
+                              double column_height, double max_width) {
+  QStringList hidden;
+  for (;;) {
+    RooflineLegend legend = arrange_legend(sections, hidden, fm, column_height);
+    const auto last = std::max_element(
+        sections.begin(), sections.end(),
+        [](const LegendSection& a, const LegendSection& b) { return a.drop_rank < b.drop_rank; });
+    if (legend.width() <= max_width || last == sections.end() || last->drop_rank == 0) {
+      return legend;
+    }
+    hidden.prepend(last->heading);
+    sections.erase(last);
+  }
+}
+
+}  // namespace
+
+std::vector<LegendSection> RooflinePanel::legend_sections() const {
+  std::vector<LegendSection> sections;
+  if (snapshot_.points.empty()) return sections;
+  const Theme& t = theme();
+  const std::vector<int64_t> sizes = batch_sizes();
+  const QStringList entries = legend_entries();
+  LegendSection colours{tr("colour: batch size"), {}, {}, 0, {}};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    colours.cells.push_back({QString::number(sizes[i]), false, StepPhase::kDecode,
+                             batch_colour(t, static_cast<int>(i)), QPen(t.text, 0.8)});
+  }
+  LegendSection shapes{tr("shape: phase"), {}, {}, 0, {}};
+  for (const QString& entry : entries.mid(static_cast<int>(sizes.size()))) {
+    const StepPhase phase = entry == phase_name(StepPhase::kPrefill)  ? StepPhase::kPrefill
+                            : entry == phase_name(StepPhase::kDecode) ? StepPhase::kDecode
+                                                                      : StepPhase::kMixed;
+    shapes.cells.push_back({entry, false, phase, t.surface, QPen(t.text, 0.8)});
+  }
+  shapes.cells.push_back({tr("latest step"), true, StepPhase::kDecode, {}, QPen(t.highlight, 2.6)});
+  sections.push_back(colours);
+  sections.push_back(shapes);
+  const QString raised = raised_note();
+  if (!raised.isEmpty()) sections.push_back({{}, {}, raised, 1, t.highlight});
+  LegendSection judged{tr("judged against"), {}, {}, 2, {}};
+  for (const QString& entry : judged_entries()) {
+    const PointRoof roof = entry.startsWith(tr("cache")) ? PointRoof::kCache : PointRoof::kMemory;
+    judged.cells.push_back({entry, false, StepPhase::kDecode, t.surface, judged_pen(t, roof)});
+  }
+  sections.push_back(judged);
+  return sections;
+}
+
+namespace {
+
+RooflineLayout roofline_layout(QRectF bounds, const QFontMetricsF& fm, double legend_width,
+                               const QString& y_title) {
   const double line = fm.height();
   RooflineLayout layout;
   layout.title = QRectF(bounds.left() + 8, bounds.top() + 4, bounds.width() - 16, line * 1.4);
-  const double left = bounds.left() + line * 1.8 + fm.horizontalAdvance(QStringLiteral("100k"));
-  const double bottom = bounds.bottom() - line * 2.8;
-  const double right = bounds.right() - (legend_width > 0 ? legend_width + 20 : 12);
   const double top = layout.title.bottom() + line * 0.6;
+  const double bottom = bounds.bottom() - line * 2.8;
+  // The y title along the plot's height, broken in two when it is longer (never cut short).
+  layout.y_title = chart::fit_title(y_title, fm, bottom - top);
+  const auto title_lines = static_cast<double>(layout.y_title.count(QLatin1Char('\n')) + 1);
+  const double left = bounds.left() + line * (0.6 + 1.1 * title_lines) +
+                      fm.horizontalAdvance(QStringLiteral("100k"));
+  const double right = bounds.right() - (legend_width > 0 ? legend_width + 20 : 12);
   layout.plot = QRectF(QPointF(left, top), QPointF(std::max(left + 10, right), bottom));
   layout.legend = QRectF(layout.plot.right() + 14, top, legend_width, bottom - top);
   return layout;
 }
 
 }  // namespace
-
-double RooflinePanel::legend_width() const {
-  if (snapshot_.points.empty()) return 0.0;
-  const QFontMetricsF fm(font());
-  double width = fm.horizontalAdvance(tr("colour: batch size"));
-  QStringList entries = legend_entries() + judged_entries();
-  entries << tr("latest step") << tr("judged against");
-  for (const QString& entry : entries) {
-    width = std::max(width, fm.horizontalAdvance(entry) + 1.6 * fm.height());
-  }
-  return width;
-}
 
 void RooflinePanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
@@ -370,7 +519,12 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   const Theme& t = theme();
   painter.fillRect(rect(), t.background);
   const QFontMetricsF fm(font());
-  const RooflineLayout layout = roofline_layout(rect(), fm, legend_width());
+  // The legend takes at most two fifths of the width; beyond that its least needed parts go.
+  const double plot_height = height() - fm.height() * (1.4 + 0.6 + 2.8) - 4;
+  const RooflineLegend legend =
+      lay_out_legend(legend_sections(), fm, plot_height, 0.4 * width());
+  const RooflineLayout layout =
+      roofline_layout(rect(), fm, legend.width(), tr("achieved GFLOP/s (log scale)"));
 
   const QString device =
       snapshot_.device_name.isEmpty() ? tr("unknown device") : snapshot_.device_name;
@@ -382,9 +536,12 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   add_tooltip(layout.plot, tr("Each engine step at its arithmetic intensity (FLOPs per byte "
                               "moved) and achieved speed, under the roofs measured on this "
                               "device."));
-  paint_axes(painter, layout.plot);
-  paint_roofs(painter, layout.plot);
-  paint_points(painter, layout.plot);
+  paint_axes(painter, layout.plot, layout.y_title);
+  // Labels go where they meet no line, point or other label.
+  LabelPlacer placer(layout.plot.adjusted(2, 2, -2, -2));
+  paint_roofs(painter, layout.plot, placer);
+  paint_points(painter, layout.plot, placer);
+  paint_roof_labels(painter, layout.plot, placer);
   plot_area_ = layout.plot;
 
   const QStringList messages = notes();
@@ -393,10 +550,11 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
     painter.setPen(t.muted_text);
     painter.drawText(box, Qt::AlignCenter | Qt::TextWordWrap, messages.join(QLatin1Char('\n')));
   }
-  paint_legend(painter, layout.legend);
+  paint_legend(painter, legend, layout.legend.topLeft());
+  hidden_legend_sections_ = legend.hidden;
 }
 
-void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot) {
+void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot, const QString& y_title) {
   const Theme& t = theme();
   const QFontMetricsF fm(font());
   const double line = fm.height();
@@ -437,11 +595,13 @@ void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot) {
     painter.drawText(QRectF(x - 50, plot.bottom() + 3, 100, line), Qt::AlignHCenter | Qt::AlignTop,
                      decade_label(e));
   }
+  // Decades at least a line and a half apart: the lowest label sits above the x axis, clear of
+  // the x axis' first label, and needs the room of the one above it.
   const int y_count = y_decades_.high - y_decades_.low + 1;
   const int y_step =
-      std::max(1, static_cast<int>(std::ceil(y_count * line * 1.1 / std::max(1.0, plot.height()))));
+      std::max(1, static_cast<int>(std::ceil(y_count * line * 1.6 / std::max(1.0, plot.height()))));
   for (int e = y_decades_.low; e <= y_decades_.high; e += y_step) {
-    const double y = map.py(std::pow(10.0, e));
+    const double y = std::min(map.py(std::pow(10.0, e)), plot.bottom() - line / 2 + 2);
     painter.drawText(QRectF(plot.left() - 205, y - line / 2, 200, line),
                      Qt::AlignRight | Qt::AlignVCenter, decade_label(e));
   }
@@ -452,62 +612,58 @@ void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot) {
                                  plot.width()));
   add_tooltip(x_title, tr("Arithmetic intensity: floating-point operations a step does per byte "
                           "it moves between memory and the processor."));
+  const auto title_lines = static_cast<double>(y_title.count(QLatin1Char('\n')) + 1);
   painter.save();
   painter.translate(rect().left() + 2, plot.center().y());
   painter.rotate(-90);
-  painter.drawText(
-      QRectF(-plot.height() / 2, 0, plot.height(), line * 1.2), Qt::AlignHCenter | Qt::AlignVCenter,
-      fm.elidedText(tr("achieved GFLOP/s (log scale)"), Qt::ElideRight, plot.height()));
+  painter.drawText(QRectF(-plot.height() / 2, 0, plot.height(), line * 1.1 * title_lines),
+                   Qt::AlignHCenter | Qt::AlignVCenter, y_title);
   painter.restore();
-  add_tooltip(QRectF(rect().left(), plot.top(), line * 1.4, plot.height()),
+  add_tooltip(QRectF(rect().left(), plot.top(), line * 1.1 * title_lines, plot.height()),
               tr("Achieved performance: a step's FLOPs divided by its measured wall time."));
 }
 
-void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
+std::vector<RooflinePanel::RoofLine> RooflinePanel::roof_lines(const QRectF& plot) const {
+  const LogMap map{plot, x_decades_, y_decades_};
+  const double compute = snapshot_.compute_gflop_per_s;
+  std::vector<RoofLine> lines;
+  // Bandwidth slopes, each ending where it meets the compute roof.
+  for (const Bandwidth& band : bandwidths()) {
+    const double end_x = compute > 0.0
+                             ? std::min(ridge_intensity(band.gb_per_s, compute), map.x_max())
+                             : map.x_max();
+    // The part inside the plot starts where the slope rises above its floor.
+    const double visible_x = std::max(map.x_min(), map.y_min() / band.gb_per_s);
+    lines.push_back({band, QLineF(map.at(map.x_min(), band.gb_per_s * map.x_min()),
+                                  map.at(end_x, band.gb_per_s * end_x)),
+                     QLineF(map.at(visible_x, band.gb_per_s * visible_x),
+                            map.at(end_x, band.gb_per_s * end_x))});
+  }
+  return lines;
+}
+
+void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot, LabelPlacer& placer) {
   const Theme& t = theme();
-  const QFontMetricsF fm(font());
-  const double line = fm.height();
   const LogMap map{plot, x_decades_, y_decades_};
   const double compute = snapshot_.compute_gflop_per_s;
   const std::vector<Bandwidth> bands = bandwidths();
   painter.save();
   painter.setClipRect(plot);
-
-  // Bandwidth slopes, each ending where it meets the compute roof, labelled along the slope.
-  const double slope_angle = -std::atan2(plot.height() / (y_decades_.high - y_decades_.low),
-                                         plot.width() / (x_decades_.high - x_decades_.low)) *
-                             180.0 / M_PI;
-  for (const Bandwidth& band : bands) {
-    const bool is_cache = band.cache;
+  for (const RoofLine& roof : roof_lines(plot)) {
+    const bool is_cache = roof.band.cache;
     // Roofs are neutral (the data is in colour): main memory solid, cache dashed and muted.
-    const QColor colour = is_cache ? t.muted_text : t.text;
-    painter.setPen(QPen(colour, 2.4, is_cache ? Qt::DashLine : Qt::SolidLine));
-    const double end_x = compute > 0.0
-                             ? std::min(ridge_intensity(band.gb_per_s, compute), map.x_max())
-                             : map.x_max();
-    const QPointF start = map.at(map.x_min(), band.gb_per_s * map.x_min());
-    const QPointF end = map.at(end_x, band.gb_per_s * end_x);
-    painter.drawLine(start, end);
-    QPainterPath roof_path(start);
-    roof_path.lineTo(end);
+    painter.setPen(QPen(is_cache ? t.muted_text : t.text, 2.4,
+                        is_cache ? Qt::DashLine : Qt::SolidLine));
+    painter.drawLine(roof.line);
+    placer.avoid(roof.visible);
+    QPainterPath roof_path(roof.line.p1());
+    roof_path.lineTo(roof.line.p2());
     mark_element(is_cache ? QStringLiteral("cache-roof") : QStringLiteral("memory-roof"),
                  roof_path);
-    // The label starts where the slope is inside the plot, a little way along it.
-    const double visible_x = std::max(map.x_min(), map.y_min() / band.gb_per_s);
-    const double label_x =
-        std::pow(10.0, std::log10(visible_x) + 0.12 * (std::log10(end_x) - std::log10(visible_x)));
-    const QString text = bandwidth_label(band.name, band.gb_per_s, band.raised);
-    painter.save();
-    painter.translate(map.at(label_x, band.gb_per_s * label_x));
-    painter.rotate(slope_angle);
-    painter.setPen(colour);
-    // Cache above its line, main memory below, so the two labels never collide.
-    painter.drawText(QPointF(0, is_cache ? -line * 0.35 : line * 1.0), text);
-    painter.restore();
-    const QRectF hit = QRectF(start, end).normalized().adjusted(-4, -4, 4, 4);
-    const QString measured = band.raised ? tr(" A measured step read faster than the probe "
-                                              "did, so the roof is that step's figure.")
-                                         : QString();
+    const QRectF hit = QRectF(roof.line.p1(), roof.line.p2()).normalized().adjusted(-4, -4, 4, 4);
+    const QString measured = roof.band.raised ? tr(" A measured step read faster than the probe "
+                                                   "did, so the roof is that step's figure.")
+                                              : QString();
     add_tooltip(hit, (is_cache ? tr("Cache bandwidth: the best this device read when its data "
                                     "stays in cache; the ceiling for steps whose weights and KV "
                                     "fit the last-level cache.")
@@ -524,45 +680,110 @@ void RooflinePanel::paint_roofs(QPainter& painter, const QRectF& plot) {
     }
     painter.setPen(QPen(t.text, 2.4));
     const QPointF roof_left = map.at(std::max(roof_start, map.x_min()), compute);
-    painter.drawLine(roof_left, map.at(map.x_max(), compute));
-    QPainterPath compute_path(roof_left);
-    compute_path.lineTo(map.at(map.x_max(), compute));
+    const QLineF roof(roof_left, map.at(map.x_max(), compute));
+    painter.drawLine(roof);
+    placer.avoid(roof);
+    QPainterPath compute_path(roof.p1());
+    compute_path.lineTo(roof.p2());
     mark_element(QStringLiteral("compute-roof"), compute_path);
-    const QRectF label(plot.left(), map.py(compute) - line * 1.3, plot.width() - 8, line * 1.2);
-    painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-                     compute_label(compute, snapshot_.compute_raised));
+    const double line = QFontMetricsF(font()).height();
     add_tooltip(
         QRectF(roof_left.x(), roof_left.y() - line * 1.3, plot.right() - roof_left.x(), line * 1.6),
         tr("Compute roof: the most floating-point operations per second this device reached "
            "(the probe's product in the model's weight type, or a measured step that beat it)."));
-    int i = 0;
     for (const Bandwidth& band : bands) {
-      const double ridge = ridge_intensity(band.gb_per_s, compute);
-      const QPointF at = map.at(ridge, compute);
+      const QPointF at = map.at(ridge_intensity(band.gb_per_s, compute), compute);
       painter.setPen(QPen(t.muted_text, 1, Qt::DotLine));
-      painter.drawLine(at, QPointF(at.x(), plot.bottom()));
+      const QLineF drop(at, QPointF(at.x(), plot.bottom()));
+      painter.drawLine(drop);
+      placer.avoid(drop);
       painter.setPen(QPen(t.text, 1.2));
       painter.setBrush(t.background);
       painter.drawEllipse(at, 4, 4);
       mark_element(QStringLiteral("ridge"), QRectF(at - QPointF(4, 4), QSizeF(8, 8)));
       painter.setBrush(Qt::NoBrush);
-      const QString text = tr("ridge %1 FLOP/byte").arg(chart::format_number(ridge));
-      const double width = fm.horizontalAdvance(text);
-      // At the foot of the dotted drop line, where points rarely are; flipped left near the
-      // right edge, stacked when there are two ridges.
-      const double x = at.x() + 6 + width > plot.right() ? at.x() - 6 - width : at.x() + 6;
-      const QRectF box(x, plot.bottom() - line * (1.3 + 1.2 * i), width, line);
-      painter.setPen(t.muted_text);
-      painter.drawText(box, Qt::AlignLeft | Qt::AlignVCenter, text);
-      add_tooltip(box, tr("Ridge point: the intensity (compute / bandwidth) above which a step "
-                          "can be compute bound rather than bandwidth bound."));
-      ++i;
     }
   }
   painter.restore();
 }
 
-void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
+namespace {
+
+// Boxes of `size` beside a point of a line that rises to the right: above and left of it
+// (the line passes under the box's lower right corner), or below and right of it.
+QRectF box_above(QPointF at, QSizeF size, double gap) {
+  return QRectF(QPointF(at.x() - gap - size.width(), at.y() - gap - size.height()), size);
+}
+QRectF box_below(QPointF at, QSizeF size, double gap) {
+  return QRectF(QPointF(at.x() + gap, at.y() + gap), size);
+}
+
+}  // namespace
+
+void RooflinePanel::paint_roof_labels(QPainter& painter, const QRectF& plot, LabelPlacer& placer) {
+  const Theme& t = theme();
+  const QFontMetricsF fm(font());
+  const double line = fm.height();
+  const LogMap map{plot, x_decades_, y_decades_};
+  const double compute = snapshot_.compute_gflop_per_s;
+  const auto draw = [&](const std::optional<QRectF>& box, const QColor& colour,
+                        const QString& text) {
+    if (!box) return;
+    painter.setPen(colour);
+    painter.drawText(*box, Qt::AlignLeft | Qt::AlignVCenter, text);
+  };
+  // Ridges first (their place is fixed: beside their drop line), then the compute roof's
+  // figure over its line, then the slopes', which may go anywhere along them.
+  if (compute > 0.0) {
+    for (const Bandwidth& band : bandwidths()) {
+      const double ridge = ridge_intensity(band.gb_per_s, compute);
+      const double x = map.px(ridge);
+      // The unit is the x axis': said there, so the label stays short in a crowded plot.
+      const QString text = tr("ridge %1").arg(chart::format_number(ridge));
+      const double width = fm.horizontalAdvance(text);
+      std::vector<QRectF> candidates;
+      for (int level = 0; level < 6; ++level) {
+        const double top = plot.bottom() - line * (1.2 + 1.1 * level);
+        candidates.emplace_back(x + 6, top, width, line);
+        candidates.emplace_back(x - 6 - width, top, width, line);
+      }
+      const std::optional<QRectF> box = placer.place(candidates);
+      draw(box, t.muted_text, text);
+      if (box) {
+        add_tooltip(*box, tr("Ridge point: the intensity (compute / bandwidth) above which a "
+                             "step can be compute bound rather than bandwidth bound."));
+      }
+    }
+    const QString text = compute_label(compute, snapshot_.compute_raised);
+    const QSizeF size(fm.horizontalAdvance(text), line);
+    const double y = map.py(compute);
+    std::vector<QRectF> candidates;
+    for (const double y_top : {y - 4 - line, y + 4}) {  // over the roof, else under it
+      for (double right = plot.right() - 8; right - size.width() > plot.left(); right -= line * 2)
+        candidates.emplace_back(QPointF(right - size.width(), y_top), size);
+    }
+    draw(placer.place(candidates), t.text, text);
+  }
+  for (const RoofLine& roof : roof_lines(plot)) {
+    const QString text = bandwidth_label(roof.band.name, roof.band.gb_per_s, roof.band.raised);
+    const QSizeF size(fm.horizontalAdvance(text), line);
+    // Cache above its line, main memory below, when there is room; along the visible part.
+    std::vector<QRectF> preferred;
+    std::vector<QRectF> other;
+    // Next to the line, else a little further off where points hug it.
+    for (const double gap : {3.0, 12.0}) {
+      for (int step = 1; step < 40; ++step) {
+        const QPointF at = roof.visible.pointAt(step / 40.0);
+        preferred.push_back(roof.band.cache ? box_above(at, size, gap) : box_below(at, size, gap));
+        other.push_back(roof.band.cache ? box_below(at, size, gap) : box_above(at, size, gap));
+      }
+    }
+    preferred.insert(preferred.end(), other.begin(), other.end());
+    draw(placer.place(preferred), roof.band.cache ? t.muted_text : t.text, text);
+  }
+}
+
+void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot, LabelPlacer& placer) {
   const Theme& t = theme();
   const LogMap map{plot, x_decades_, y_decades_};
   const std::vector<int64_t> sizes = batch_sizes();
@@ -593,14 +814,17 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot) {
     const QPainterPath marker =
         marker_path(p.phase, map.at(p.intensity_flop_per_byte, p.gflop_per_s), kMarkerRadius);
     painter.drawPath(marker);
+    placer.avoid(marker.boundingRect());
     points_area = points_area.united(marker.boundingRect());
   }
   if (!points_area.isEmpty()) mark_element(QStringLiteral("points"), points_area);
   if (latest != nullptr) {
     painter.setBrush(Qt::NoBrush);
     painter.setPen(QPen(t.highlight, 2.6));
-    painter.drawEllipse(map.at(latest->intensity_flop_per_byte, latest->gflop_per_s),
-                        kMarkerRadius + 5, kMarkerRadius + 5);
+    const QPointF at = map.at(latest->intensity_flop_per_byte, latest->gflop_per_s);
+    const double ring = kMarkerRadius + 5;
+    painter.drawEllipse(at, ring, ring);
+    placer.avoid(QRectF(at - QPointF(ring, ring), QSizeF(2 * ring, 2 * ring)));
   }
   painter.restore();
 }
@@ -645,77 +869,49 @@ bool RooflinePanel::event(QEvent* event) {
   return PanelView::event(event);
 }
 
-void RooflinePanel::paint_legend(QPainter& painter, const QRectF& area) {
-  if (snapshot_.points.empty()) return;
+void RooflinePanel::paint_legend(QPainter& painter, const RooflineLegend& legend,
+                                 QPointF top_left) {
+  if (legend.rows.empty()) return;
   const Theme& t = theme();
   const QFontMetricsF fm(font());
   const double line = fm.height();
-  const double row = line * 1.25;
-  const std::vector<int64_t> sizes = batch_sizes();
-  const QStringList entries = legend_entries();
-  double y = area.top();
-  auto draw_entry = [&](StepPhase shape, const QBrush& fill, const QString& text) {
-    const QPointF centre(area.left() + line * 0.5, y + row / 2);
-    painter.setPen(QPen(t.text, 0.8));
-    painter.setBrush(fill);
-    painter.drawPath(marker_path(shape, centre, kMarkerRadius));
-    painter.setPen(t.text);
-    painter.drawText(QRectF(area.left() + line * 1.4, y, area.width(), row),
-                     Qt::AlignLeft | Qt::AlignVCenter, text);
-    y += row;
-  };
-  auto draw_heading = [&](const QString& text) {
-    painter.setPen(t.muted_text);
-    painter.drawText(QRectF(area.left(), y, area.width() + 10, row),
-                     Qt::AlignLeft | Qt::AlignVCenter, text);
-    y += row;
-  };
-
-  draw_heading(tr("colour: batch size"));
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    draw_entry(StepPhase::kDecode, batch_colour(t, static_cast<int>(i)),
-               entries[static_cast<int>(i)]);
+  std::vector<double> column_y(static_cast<size_t>(legend.columns()), top_left.y());
+  for (size_t i = 0; i < legend.rows.size(); ++i) {
+    const RooflineLegend::Row& row = legend.rows[i];
+    const int column = legend.column_of[i];
+    double& y = column_y[static_cast<size_t>(column)];
+    double x = top_left.x() + column * (legend.column_width + legend.gap);
+    if (!row.heading.isEmpty()) {
+      painter.setPen(t.muted_text);
+      painter.drawText(QRectF(x, y, legend.column_width, row.height),
+                       Qt::AlignLeft | Qt::AlignVCenter, row.heading);
+    } else if (!row.note.isEmpty()) {
+      painter.setPen(row.note_colour.isValid() ? row.note_colour : t.muted_text);
+      painter.drawText(QRectF(x, y, legend.column_width, row.height),
+                       Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, row.note);
+    }
+    for (const LegendCell& cell : row.cells) {
+      const QPointF centre(x + line * 0.5, y + row.height / 2);
+      painter.setPen(cell.outline);
+      if (cell.ring) {
+        painter.setBrush(Qt::NoBrush);
+        painter.drawEllipse(centre, kMarkerRadius + 2, kMarkerRadius + 2);
+      } else {
+        painter.setBrush(cell.fill);
+        painter.drawPath(marker_path(cell.shape, centre, kMarkerRadius));
+      }
+      painter.setPen(t.text);
+      const double text_width = fm.horizontalAdvance(cell.text);
+      painter.drawText(QRectF(x + line * 1.4, y, text_width + 1, row.height),
+                       Qt::AlignLeft | Qt::AlignVCenter, cell.text);
+      x += line * 1.4 + text_width + line * 0.6;
+    }
+    y += row.height;
   }
-  y += line * 0.5;
-  draw_heading(tr("shape: phase"));
-  for (const QString& entry : entries.mid(static_cast<int>(sizes.size()))) {
-    const StepPhase phase = entry == phase_name(StepPhase::kPrefill)  ? StepPhase::kPrefill
-                            : entry == phase_name(StepPhase::kDecode) ? StepPhase::kDecode
-                                                                      : StepPhase::kMixed;
-    draw_entry(phase, t.surface, entry);
-  }
-  y += line * 0.5;
   painter.setBrush(Qt::NoBrush);
-  painter.setPen(QPen(t.highlight, 2.6));
-  painter.drawEllipse(QPointF(area.left() + line * 0.5, y + row / 2), kMarkerRadius + 2,
-                      kMarkerRadius + 2);
-  painter.setPen(t.text);
-  painter.drawText(QRectF(area.left() + line * 1.4, y, area.width(), row),
-                   Qt::AlignLeft | Qt::AlignVCenter, tr("latest step"));
-  y += row + line * 0.5;
-  draw_heading(tr("judged against"));
-  for (const QString& entry : judged_entries()) {
-    const PointRoof roof = entry.startsWith(tr("cache")) ? PointRoof::kCache : PointRoof::kMemory;
-    const QPointF centre(area.left() + line * 0.5, y + row / 2);
-    painter.setPen(judged_pen(t, roof));
-    painter.setBrush(t.surface);
-    painter.drawPath(marker_path(StepPhase::kDecode, centre, kMarkerRadius));
-    painter.setPen(t.text);
-    painter.drawText(QRectF(area.left() + line * 1.4, y, area.width(), row),
-                     Qt::AlignLeft | Qt::AlignVCenter, entry);
-    y += row;
-  }
-  const QString raised = raised_note();
-  if (!raised.isEmpty()) {
-    y += line * 0.5;
-    painter.setPen(t.highlight);
-    // Wrapped to the legend's width: as many lines as it takes.
-    QRectF box(area.left(), y, area.width(), area.bottom() - y);
-    box = painter.boundingRect(box, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, raised);
-    painter.drawText(box, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, raised);
-    y += box.height();
-  }
-  add_tooltip(QRectF(area.left(), area.top(), area.width(), y + row - area.top()),
+  add_tooltip(QRectF(top_left, QSizeF(legend.width(),
+                                      *std::max_element(column_y.begin(), column_y.end()) -
+                                          top_left.y())),
               tr("Legend: colour is the number of sequences in the step, shape is its phase, the "
                  "outline the roof it is judged against: dashed for the cache roof (its weights "
                  "and KV fit the last-level cache), solid for main memory. A roof is the best "

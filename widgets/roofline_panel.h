@@ -3,6 +3,7 @@
 // slope; prefill and large batches walk right, toward the compute roof.
 #pragma once
 
+#include <QLineF>
 #include <QString>
 #include <QStringList>
 #include <cstdint>
@@ -14,6 +15,10 @@
 class QPainter;
 
 namespace servescope::widgets {
+
+class LabelPlacer;
+struct LegendSection;
+struct RooflineLegend;
 
 // StepPhase (prefill, decode, mixed: chunked prefill beside decodes) is the phases panel's.
 
@@ -85,6 +90,9 @@ class RooflinePanel : public PanelView {
   QStringList roof_labels() const;           // one per measured roof, with its value
   std::vector<double> ridge_points() const;  // one per measured bandwidth when compute is known
   QStringList legend_entries() const;        // batch sizes, then the phase shapes
+  // The legend's parts the last paint left out for room ("judged against"), named in the
+  // legend's last line; the least needed go first.
+  QStringList hidden_legend_sections() const { return hidden_legend_sections_; }
   bool has_roofs() const;
   // What is missing, written over the plot: "device not probed yet", "no data yet: ...".
   QStringList notes() const;
@@ -112,19 +120,29 @@ class RooflinePanel : public PanelView {
     bool raised;
   };
   std::vector<Bandwidth> bandwidths() const;
+  // A bandwidth roof as drawn: the whole slope, and its part above the plot's floor.
+  struct RoofLine {
+    Bandwidth band;
+    QLineF line;
+    QLineF visible;
+  };
+  std::vector<RoofLine> roof_lines(const QRectF& plot) const;
   std::vector<int64_t> batch_sizes() const;  // distinct, ascending
   void update_ranges();
-  double legend_width() const;
-  void paint_axes(QPainter& painter, const QRectF& plot);
-  void paint_roofs(QPainter& painter, const QRectF& plot);
-  void paint_points(QPainter& painter, const QRectF& plot);
-  void paint_legend(QPainter& painter, const QRectF& area);
+  std::vector<LegendSection> legend_sections() const;
+  void paint_axes(QPainter& painter, const QRectF& plot, const QString& y_title);
+  // The roofs' lines, then their figures where they meet nothing else drawn.
+  void paint_roofs(QPainter& painter, const QRectF& plot, LabelPlacer& placer);
+  void paint_roof_labels(QPainter& painter, const QRectF& plot, LabelPlacer& placer);
+  void paint_points(QPainter& painter, const QRectF& plot, LabelPlacer& placer);
+  void paint_legend(QPainter& painter, const RooflineLegend& legend, QPointF top_left);
   QStringList judged_entries() const;  // the roofs points are judged against, with counts
 
   RooflineSnapshot snapshot_;
   DecadeRange x_decades_;
   DecadeRange y_decades_;
   QRectF plot_area_;  // of the last paint, for tooltips found on hover
+  QStringList hidden_legend_sections_;
 };
 
 }  // namespace servescope::widgets

@@ -88,10 +88,10 @@ const LecturePanel kLecturePanels[] = {
     {"kv_cache", [] { return panel_with<KvCachePanel>(testing::synthetic_kv_cache_class()); }},
     {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching_class(true)); }},
     {"quantisation",
-     [] { return panel_with<QuantisationPanel>(testing::synthetic_quantisation()); }},
-    {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline()); }},
+     [] { return panel_with<QuantisationPanel>(testing::synthetic_quantisation_every_type()); }},
+    {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline_class()); }},
     {"attention",
-     [] { return panel_with<AttentionPanel>(testing::synthetic_attention(40, true)); }},
+     [] { return panel_with<AttentionPanel>(testing::synthetic_attention(150, true)); }},
 };
 
 // The panel area lecture mode leaves at 1280x720 (under the step's strip) and at 1920x1080.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <QTableView>
+
 #include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
@@ -12,6 +14,7 @@
 #include <limits>
 
 #include "tests/widgets/synthetic_model_snapshots.h"
+#include "tests/widgets/text_probe.h"
 #include "widgets/quant_block_view.h"
 #include "widgets/quant_variant_model.h"
 #include "widgets/quantisation_charts.h"
@@ -347,11 +350,94 @@ TEST(QuantisationPanel, TooSmallAsksForRoomInsteadOfSqueezingItsParts) {
   panel.resize(200, 150);
   EXPECT_EQ(panel.grab().size(), QSize(200, 150) * panel.devicePixelRatio());
   EXPECT_TRUE(panel.tabs_control()->isHidden());
-  EXPECT_TRUE(panel.max_kl_control()->isHidden());
+  EXPECT_FALSE(panel.max_kl_control()->isVisibleTo(&panel));
+  // At its minimum the charts show; the other parts when there is room for them.
   panel.resize(panel.minimumSizeHint());
   (void)panel.grab();
   EXPECT_FALSE(panel.tabs_control()->isHidden());
-  EXPECT_FALSE(panel.max_kl_control()->isHidden());
+  panel.resize(1200, 900);
+  (void)panel.grab();
+  EXPECT_FALSE(panel.tabs_control()->isHidden());
+  EXPECT_TRUE(panel.max_kl_control()->isVisibleTo(&panel));
+}
+
+// Needs of the lecture case, in lines: charts 11, ten table rows 16.5, comparison 5, controls 5.
+constexpr QuantPartNeeds kNeeds{11.0, 16.5, 5.0, 5.0};
+
+TEST(QuantParts, AllPartsWhenTheyFit) {
+  EXPECT_TRUE(choose_quant_parts(kNeeds, 37.5, {}).all());
+  EXPECT_TRUE(choose_quant_parts(kNeeds, 37.5, {}).hidden().isEmpty());
+}
+
+TEST(QuantParts, ShortOfRoomTheChartsComeFirstThenTheTable) {
+  // 1280x460 in 24 px type: 16 lines, the charts alone (the table does not fit beside them).
+  const QuantParts small = choose_quant_parts(kNeeds, 16.0, {});
+  EXPECT_EQ(small, (QuantParts{true, false, false, false}));
+  EXPECT_EQ(small.hidden(), (QStringList{"variant table", "token comparison", "controls"}));
+  // A little more room: the comparison, which needs less than the table.
+  EXPECT_EQ(choose_quant_parts(kNeeds, 18.0, {}), (QuantParts{true, false, true, false}));
+  // 1920x820: 29 lines, the charts and the table; no room left for the rest.
+  EXPECT_EQ(choose_quant_parts(kNeeds, 29.0, {}), (QuantParts{true, true, false, false}));
+}
+
+TEST(QuantParts, TheHighlightedPartStaysOnScreen) {
+  EXPECT_TRUE(choose_quant_parts(kNeeds, 16.0, QStringLiteral("variants")).table);
+  EXPECT_FALSE(choose_quant_parts(kNeeds, 16.0, QStringLiteral("variants")).charts);
+  EXPECT_TRUE(choose_quant_parts(kNeeds, 16.0, QStringLiteral("error")).charts);
+}
+
+// The panel applies the choice: at lecture size the charts rather than the "too small"
+// message, the table when a lesson highlights it, table rows as tall as their type.
+TEST(QuantisationPanel, AtLectureSizeShowsWhatFitsAndSaysWhatNot) {
+  QuantisationPanel panel;
+  panel.set_snapshot(testing::synthetic_quantisation_every_type());
+  QFont font = panel.font();
+  font.setPointSizeF(18);
+  panel.setFont(font);
+  panel.resize(1280, 460);
+  (void)panel.grab();
+  EXPECT_TRUE(panel.shown_parts().charts);
+  EXPECT_FALSE(panel.tabs_control()->isHidden());
+  EXPECT_FALSE(panel.hidden_parts_control()->isHidden());
+  EXPECT_TRUE(panel.hidden_parts_control()->text().contains("variant table"));
+  ASSERT_TRUE(panel.set_highlight(QStringLiteral("variants")));
+  (void)panel.grab();
+  EXPECT_TRUE(panel.shown_parts().table);
+  EXPECT_FALSE(panel.element_shape(QStringLiteral("variants")).isEmpty());
+  const auto* table = panel.findChild<QTableView*>();
+  ASSERT_NE(table, nullptr);
+  EXPECT_GE(table->rowHeight(1), QFontMetrics(font).height());
+}
+
+}  // namespace
+}  // namespace servescope::widgets
+
+namespace servescope::widgets {
+namespace {
+
+// Beyond the lecture layout test's first tab: the table alone when a lesson highlights it, at
+// lecture size in 24 px type, its least needed columns left out at 1280 px.
+TEST(QuantisationPanel, HighlightedTableFitsLectureSize) {
+  for (const QSize size : {QSize(1280, 460), QSize(1920, 820)}) {
+    for (const bool block : {false}) {
+      QuantisationPanel panel;
+      panel.set_snapshot(testing::synthetic_quantisation());
+      QFont font = panel.font();
+      font.setPointSizeF(18);
+      panel.setFont(font);
+      panel.resize(size);
+      if (block) {
+        ASSERT_TRUE(panel.show_block(QStringLiteral("q4_1")));
+      } else {
+        ASSERT_TRUE(panel.set_highlight(QStringLiteral("variants")));
+      }
+      (void)panel.grab();
+      for (const std::string& fault :
+           testing::layout_faults(testing::painted_texts(panel), QRectF(panel.rect())))
+        ADD_FAILURE() << size.width() << "x" << size.height() << (block ? " block: " : " table: ")
+                      << fault;
+    }
+  }
 }
 
 }  // namespace

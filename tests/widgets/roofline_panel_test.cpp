@@ -5,9 +5,13 @@
 #include <QFileInfo>
 #include <QImage>
 #include <QTemporaryDir>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <cmath>
 
 #include "tests/widgets/synthetic_model_snapshots.h"
+#include "widgets/label_layout.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -233,6 +237,69 @@ TEST(RooflinePanel, UnplaceableStepsAreLeftOut) {
     EXPECT_FALSE(panel.grab().isNull());
   }
   EXPECT_EQ(panel.csv().count('\n'), 1 + 5);
+}
+
+}  // namespace
+}  // namespace servescope::widgets
+
+namespace servescope::widgets {
+namespace {
+
+TEST(LabelPlacer, TakesTheFirstCandidateThatMeetsNothing) {
+  LabelPlacer placer(QRectF(0, 0, 200, 100));
+  placer.avoid(QRectF(0, 0, 50, 20));
+  placer.avoid(QLineF(QPointF(0, 50), QPointF(200, 50)));
+  const std::optional<QRectF> box = placer.place({QRectF(10, 10, 40, 10),    // meets the box
+                                                  QRectF(10, 45, 40, 10),    // meets the line
+                                                  QRectF(250, 10, 40, 10),   // outside
+                                                  QRectF(60, 10, 40, 10)});  // free
+  ASSERT_TRUE(box.has_value());
+  EXPECT_EQ(*box, QRectF(60, 10, 40, 10));
+  // Taken now: the next label goes elsewhere.
+  EXPECT_FALSE(placer.is_free(QRectF(70, 12, 10, 5)));
+  EXPECT_EQ(*placer.place({QRectF(70, 12, 10, 5), QRectF(70, 60, 10, 5)}), QRectF(70, 60, 10, 5));
+}
+
+TEST(LabelPlacer, NeverDropsALabelInsideItsBounds) {
+  LabelPlacer placer(QRectF(0, 0, 100, 100));
+  placer.avoid(QRectF(0, 0, 100, 100));
+  EXPECT_TRUE(placer.place({QRectF(10, 10, 20, 10)}).has_value());  // the least bad
+  EXPECT_FALSE(placer.place({QRectF(-10, 10, 20, 10)}).has_value());
+}
+
+TEST(LabelPlacer, SegmentsMeetBoxesTheyCrossOrEndIn) {
+  const QRectF box(10, 10, 10, 10);
+  EXPECT_TRUE(segment_meets(QLineF(0, 0, 30, 30), box));  // crosses
+  EXPECT_TRUE(segment_meets(QLineF(15, 15, 50, 15), box));  // starts inside
+  EXPECT_FALSE(segment_meets(QLineF(0, 30, 30, 25), box));  // passes under
+}
+
+TEST(LegendFlow, FillsColumnsInOrderAndKeepsHeadingsWithTheirRows) {
+  const std::vector<FlowRow> rows = {{10, true}, {10, false}, {10, false}, {10, true}, {10, false}};
+  EXPECT_EQ(flow_into_columns(rows, 50), (std::vector<int>{0, 0, 0, 0, 0}));
+  EXPECT_EQ(flow_into_columns(rows, 30), (std::vector<int>{0, 0, 0, 1, 1}));
+  // A heading that would end a column moves on with its row.
+  EXPECT_EQ(flow_into_columns(rows, 40), (std::vector<int>{0, 0, 0, 1, 1}));
+  EXPECT_EQ(flow_into_columns({{80, false}, {10, false}}, 50), (std::vector<int>{0, 1}));
+}
+
+// At a 1280x720 projector's panel size in 24 px type the legend of a class's sixteen batch
+// sizes leaves out its least needed part and says so; with the room of 1920x1080 it shows all.
+TEST(RooflinePanel, LegendDropsItsLeastNeededPartOnlyWhenShortOfRoom) {
+  for (const auto& [size, hidden] :
+       {std::pair{QSize(1280, 460), QStringList{QStringLiteral("judged against")}},
+        std::pair{QSize(1920, 820), QStringList{}}, std::pair{QSize(900, 600), QStringList{}}}) {
+    RooflinePanel panel;
+    panel.set_snapshot(testing::synthetic_roofline_class());
+    if (size.width() > 1000) {
+      QFont font = panel.font();
+      font.setPointSizeF(18);
+      panel.setFont(font);
+    }
+    panel.resize(size);
+    panel.grab();
+    EXPECT_EQ(panel.hidden_legend_sections(), hidden) << size.width() << "x" << size.height();
+  }
 }
 
 }  // namespace

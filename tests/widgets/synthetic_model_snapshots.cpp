@@ -32,6 +32,27 @@ RooflineSnapshot synthetic_roofline() {
   return s;
 }
 
+RooflineSnapshot synthetic_roofline_class() {
+  RooflineSnapshot s = synthetic_roofline();
+  s.points.clear();
+  int64_t step = 0;
+  // Sixteen classmates join one by one: each prompt is prefilled (intensity grows with its
+  // length), a few joins share a step with the decodes (mixed), and the decode batch grows
+  // 1, 2, ..., 16 with a few steps at each size.
+  for (int batch = 1; batch <= 16; ++batch) {
+    const double prompt_tokens = 24.0 + 11.0 * (batch % 5);
+    const double prefill_intensity = 0.49 * prompt_tokens * 0.93;
+    s.points.push_back({step++, batch % 4 == 0 ? StepPhase::kMixed : StepPhase::kPrefill, batch,
+                        prefill_intensity, std::min(prefill_intensity * 11.0, 88.0) * 0.8});
+    const double intensity = 0.49 * batch * 0.93;
+    for (int i = 0; i < 3; ++i) {
+      s.points.push_back({step++, StepPhase::kDecode, batch, intensity,
+                          std::min(intensity * 11.0, 80.0) * (0.88 + 0.04 * i)});
+    }
+  }
+  return s;
+}
+
 namespace {
 
 // Q4_0 as GGML stores it: blocks of 32, scale d = (value of largest magnitude) / -8, codes
@@ -213,6 +234,44 @@ QuantisationSnapshot synthetic_quantisation() {
       continuation(QStringLiteral("q4_0 weights"),
                    {",", "▁there", "▁was", "▁a", "▁little", "▁girl", "▁named", "▁Lucy", ".",
                     "▁Lucy", "▁liked", "▁to", "▁play", "▁with", "▁her", "▁toys", ".", "▁One"});
+  return s;
+}
+
+QuantisationSnapshot synthetic_quantisation_every_type() {
+  QuantisationSnapshot s = synthetic_quantisation();
+  // Every weight type the panel offers, each with the F32 KV cache, after the six measured
+  // rows; figures between those of their neighbours in bits per weight.
+  struct Extra {
+    const char* weights;
+    double weight_million_bytes, bits, decode, kl, top1;
+  };
+  const Extra extras[] = {{"bf16", 9.23, 16.0, 985, 2.9e-5, 0.999},
+                          {"q5_1", 3.46, 6.0, 1301, 8.1e-3, 0.962},
+                          {"q5_0", 3.18, 5.5, 1342, 1.12e-2, 0.951},
+                          {"q4_1", 2.89, 5.0, 1189, 2.94e-2, 0.912}};
+  for (const Extra& e : extras) {
+    QuantVariantRow row = s.variants[2];  // q8_0 weights, F32 KV: the latencies' shape
+    row.weight_type = QString::fromLatin1(e.weights);
+    row.weight_bytes = e.weight_million_bytes * 1e6;
+    row.bits_per_weight = e.bits;
+    row.memory_bytes = row.weight_bytes + 1.31e6;
+    row.decode_tokens_per_s = e.decode;
+    row.mean_kl = e.kl;
+    row.top1_agreement = e.top1;
+    s.variants.push_back(row);
+  }
+  // The judge reads the rows it was given: give it these.
+  s.judge = [rows = s.variants](int row, const QuantLimits& limits) {
+    QuantVerdict v;
+    const QuantVariantRow& r = rows[static_cast<size_t>(row)];
+    if (r.mean_kl > limits.max_kl) v.reasons << QStringLiteral("mean KL above the limit");
+    if (decode_speedup(r, rows.front()) < limits.min_speedup) {
+      v.reasons << QStringLiteral("decode speed-up below the limit");
+    }
+    v.accepted = v.reasons.isEmpty();
+    return v;
+  };
+  s.chosen_types = s.type_choices;
   return s;
 }
 

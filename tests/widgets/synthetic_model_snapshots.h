@@ -13,11 +13,16 @@ namespace servescope::widgets::testing {
 // A probed device (cache, main memory, compute) and steps: one prefill, decodes at batch 1,
 // a mixed step, then decodes at batch 2..32 walking up the main-memory slope.
 RooflineSnapshot synthetic_roofline();
+// What a class sees: sixteen requests joining one by one, each prefilled (mixed with the
+// decodes for every fourth), decode batches of every size from 1 to 16.
+RooflineSnapshot synthetic_roofline_class();
 
 // The bundled model's quant-report figures (BENCHMARKS.md), a Q4_0 error histogram of
 // simulated weights quantised exactly as Q4_0 does, SQNR per layer, and a prompt continued by
 // the F32 baseline and Q4_0 weights that part at token 8.
 QuantisationSnapshot synthetic_quantisation();
+// The same with every weight type the panel offers in the table (ten rows), all chosen.
+QuantisationSnapshot synthetic_quantisation_every_type();
 
 // Attention of a prefill of `tokens` prompt tokens from position 0 (queries = keys), or of one
 // decode step over `tokens` cached tokens when decode is true. Each visible row is a softmax

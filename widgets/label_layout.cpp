@@ -1,0 +1,64 @@
+#include "widgets/label_layout.h"
+
+#include <algorithm>
+
+namespace servescope::widgets {
+
+bool segment_meets(const QLineF& segment, const QRectF& box) {
+  if (box.contains(segment.p1()) || box.contains(segment.p2())) return true;
+  const QLineF edges[] = {{box.topLeft(), box.topRight()},
+                          {box.topRight(), box.bottomRight()},
+                          {box.bottomRight(), box.bottomLeft()},
+                          {box.bottomLeft(), box.topLeft()}};
+  return std::any_of(std::begin(edges), std::end(edges), [&segment](const QLineF& edge) {
+    return segment.intersects(edge, nullptr) == QLineF::BoundedIntersection;
+  });
+}
+
+int LabelPlacer::conflicts(const QRectF& box) const {
+  const auto boxes = std::count_if(boxes_.begin(), boxes_.end(),
+                                   [&box](const QRectF& other) { return box.intersects(other); });
+  const auto lines = std::count_if(segments_.begin(), segments_.end(),
+                                   [&box](const QLineF& line) { return segment_meets(line, box); });
+  return static_cast<int>(boxes + lines);
+}
+
+bool LabelPlacer::is_free(const QRectF& box) const {
+  return bounds_.contains(box) && conflicts(box) == 0;
+}
+
+std::optional<QRectF> LabelPlacer::place(const std::vector<QRectF>& candidates) {
+  std::optional<QRectF> best;
+  int best_conflicts = 0;
+  for (const QRectF& box : candidates) {
+    if (!bounds_.contains(box)) continue;
+    const int count = conflicts(box);
+    if (!best || count < best_conflicts) {
+      best = box;
+      best_conflicts = count;
+    }
+    if (count == 0) break;
+  }
+  if (best) boxes_.push_back(*best);
+  return best;
+}
+
+std::vector<int> flow_into_columns(const std::vector<FlowRow>& rows, double column_height) {
+  std::vector<int> columns(rows.size(), 0);
+  int column = 0;
+  double used = 0.0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    // A heading goes with the row after it: both must fit, or both move on.
+    const double needed =
+        rows[i].height + (rows[i].keep_with_next && i + 1 < rows.size() ? rows[i + 1].height : 0);
+    if (used > 0.0 && used + needed > column_height) {
+      ++column;
+      used = 0.0;
+    }
+    columns[i] = column;
+    used += rows[i].height;
+  }
+  return columns;
+}
+
+}  // namespace servescope::widgets

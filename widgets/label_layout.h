@@ -1,0 +1,47 @@
+// Placing a chart's texts where they meet nothing else: labels that may go in several places
+// (a roof's figure along its line, a ridge's at the foot of its drop line), and a legend that
+// flows into as many columns as the room's height needs. Plain geometry, so it is tested alone.
+#pragma once
+
+#include <QLineF>
+#include <QRectF>
+#include <optional>
+#include <vector>
+
+namespace servescope::widgets {
+
+// Gives each label in turn the first of its candidate boxes that lies inside the bounds and
+// meets no obstacle and no label placed before it.
+class LabelPlacer {
+ public:
+  explicit LabelPlacer(QRectF bounds) : bounds_(bounds) {}
+
+  void avoid(const QRectF& box) { boxes_.push_back(box); }
+  void avoid(const QLineF& segment) { segments_.push_back(segment); }
+  bool is_free(const QRectF& box) const;
+  // The first free candidate, now taken; when none is free, the one inside the bounds that
+  // meets the fewest others (a label is never dropped), or nothing when none is inside.
+  std::optional<QRectF> place(const std::vector<QRectF>& candidates);
+
+ private:
+  int conflicts(const QRectF& box) const;
+
+  QRectF bounds_;
+  std::vector<QRectF> boxes_;
+  std::vector<QLineF> segments_;
+};
+
+// Whether a line segment crosses or touches a rectangle.
+bool segment_meets(const QLineF& segment, const QRectF& box);
+
+// A legend's row: its height, and whether it must stay in the column of the row after it (a
+// heading with its first entry).
+struct FlowRow {
+  double height = 0.0;
+  bool keep_with_next = false;
+};
+// The column (0, 1, ...) of each row when the rows fill columns of `column_height` top to
+// bottom, in order. A row taller than a column gets one to itself.
+std::vector<int> flow_into_columns(const std::vector<FlowRow>& rows, double column_height);
+
+}  // namespace servescope::widgets
