@@ -133,6 +133,7 @@ void MainWindow::build_toolbar() {
 
   bar->addWidget(new QLabel("  Weights "));
   weights_picker_ = new QComboBox;
+  weights_picker_->setObjectName("weights-picker");
   weights_picker_->addItem("as loaded", QString());
   for (const char* type : {"f16", "q8_0", "q4_0"}) {
     weights_picker_->addItem(QString(type).toUpper(), QString(type));
