@@ -600,6 +600,8 @@ void MainWindow::connect_worker() {
             work_->advance(WorkProgress::Task::kWeights, total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0);
           });
   connect(worker_, &EngineWorker::timing_model_progress, this, &MainWindow::show_timing_progress);
+  connect(worker_, &EngineWorker::load_stage, this,
+          [this](const QString& stage) { work_->set_stage(WorkProgress::Task::kLoad, stage); });
   connect(worker_, &EngineWorker::memory_measured, this,
           [this](quint64 weights, quint64 kv_cache, quint64 working) {
             if (!engine_info_) return;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <QFileInfo>
+#include <QStringList>
 
 namespace servescope::gui {
 
@@ -14,6 +15,7 @@ QString loading_what(const QString& path) {
 void WorkProgress::start(Task task, const QString& what) {
   Running& run = running_[task];
   run.what = what;
+  run.stage.clear();
   run.fraction = -1.0;
   run.clock.start();
   run.order = ++starts_;
@@ -24,6 +26,13 @@ void WorkProgress::advance(Task task, double fraction) {
   const auto it = running_.find(task);
   if (it == running_.end()) return;
   it->second.fraction = std::clamp(fraction, 0.0, 1.0);
+  Q_EMIT changed();
+}
+
+void WorkProgress::set_stage(Task task, const QString& stage) {
+  const auto it = running_.find(task);
+  if (it == running_.end()) return;
+  it->second.stage = stage;
   Q_EMIT changed();
 }
 
@@ -42,12 +51,13 @@ const WorkProgress::Running* WorkProgress::latest() const {
 QString WorkProgress::line() const {
   const Running* run = latest();
   if (run == nullptr) return {};
-  const QString seconds = QString::number(static_cast<double>(run->clock.elapsed()) / 1000.0, 'f', 1);
-  if (run->fraction < 0.0) return QString("%1 (%2 s)").arg(run->what, seconds);
-  return QString("%1: %2 % (%3 s)")
-      .arg(run->what)
-      .arg(static_cast<int>(std::floor(run->fraction * 100.0)))
-      .arg(seconds);
+  QStringList parts{run->what};
+  if (!run->stage.isEmpty()) parts << run->stage;
+  if (run->fraction >= 0.0) {
+    parts << QString("%1 %").arg(static_cast<int>(std::floor(run->fraction * 100.0)));
+  }
+  const double seconds = static_cast<double>(run->clock.elapsed()) / 1000.0;
+  return QString("%1 (%2 s)").arg(parts.join(": ")).arg(seconds, 0, 'f', 1);
 }
 
 double WorkProgress::fraction() const {

@@ -28,13 +28,15 @@ class WorkProgress : public QObject {
   void start(Task task, const QString& what);
   // How far a running task has got, 0..1; ignored when the task is not running.
   void advance(Task task, double fraction);
+  // What a running task does now ("measuring the device's roofs"); ignored when not running.
+  void set_stage(Task task, const QString& stage);
   void finish(Task task);
 
   bool running(Task task) const { return running_.contains(task); }
   bool busy() const { return !running_.empty(); }
   // The task that started last and runs still, as lecture mode shows it: "Writing the 100M
-  // F32 timing model: 43 % (2.1 s)", or "Loading stories15M.gguf (3.4 s)" while the fraction
-  // is unknown; empty when nothing runs.
+  // F32 timing model: 43 % (2.1 s)", or "Loading stories15M.gguf: warming up the kernels
+  // (3.4 s)" with a stage and no fraction known; empty when nothing runs.
   QString line() const;
   // That task's fraction done, or < 0 when unknown or nothing runs.
   double fraction() const;
@@ -45,6 +47,7 @@ class WorkProgress : public QObject {
  private:
   struct Running {
     QString what;
+    QString stage;
     double fraction = -1.0;
     QElapsedTimer clock;
     quint64 order = 0;  // start order: the latest one is shown

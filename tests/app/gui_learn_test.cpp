@@ -251,7 +251,8 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
       << type.toStdString();
   shift(Qt::Key_Q);
   EXPECT_EQ(weights->currentIndex(), from);
-  ASSERT_TRUE(wait_until([&] { return !window_->loading() && window_->engine_info(); }));
+  ASSERT_TRUE(wait_until(
+      [&] { return window_->engine_info()->weight_type == weights->itemData(from).toString(); }));
 
   // Backend: the Backend picker's next entry (the CPU again where it is the only one).
   const auto* backends = window_->findChild<QComboBox*>("backend-picker");
@@ -321,6 +322,7 @@ TEST_F(LearnFixture, LectureModeShowsTheProgressOfATimingModelBeingWritten) {
   EXPECT_TRUE(shown.first().endsWith(" s)")) << shown.first().toStdString();
   EXPECT_TRUE(shown.filter("Loading " + QFileInfo(path).fileName()).size() > 0)
       << shown.join(" | ").toStdString();
+  EXPECT_TRUE(shown.filter("warming up the kernels").size() > 0) << shown.join(" | ").toStdString();
   EXPECT_TRUE(ui().lecture().progress_line().isEmpty());
   EXPECT_FALSE(line->isVisible());
   key(Qt::Key_Escape);
@@ -339,6 +341,9 @@ TEST(WorkProgress, WorkProgressSaysWhatHowFarAndHowLong) {
   work.start(WorkProgress::Task::kLoad, loading_what("/tmp/model.gguf"));
   EXPECT_TRUE(work.line().startsWith("Loading model.gguf (")) << work.line().toStdString();
   EXPECT_LT(work.fraction(), 0.0);
+  work.set_stage(WorkProgress::Task::kLoad, "warming up the kernels");
+  EXPECT_TRUE(work.line().startsWith("Loading model.gguf: warming up the kernels ("))
+      << work.line().toStdString();
   work.finish(WorkProgress::Task::kLoad);
   EXPECT_TRUE(work.line().startsWith("Writing the 100M F32 timing model: 43 %"));
   work.advance(WorkProgress::Task::kWeights, 0.5);  // not running: nothing to say
