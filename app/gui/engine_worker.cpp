@@ -470,7 +470,7 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
   } catch (const InputError&) {
   }
   roofs_ = {};
-  Q_EMIT load_stage("measuring the device's roofs (cached after the first time)");
+  Q_EMIT load_stage("measuring the device's roofs");  // cached after the first time
   try {
     roofs_ = compute::probe_device_roofs(*model_->backend, false).roofs;  // cached per device
   } catch (const std::exception& error) {

@@ -141,6 +141,7 @@ QWidget* LectureMode::build_notice_row() {
   QFont bold = notice_->font();
   bold.setBold(true);
   notice_->setFont(bold);
+  notice_->setContentsMargins(0, 0, 32, 0);  // apart from the progress line beside it
   progress_text_ = new QLabel;
   progress_text_->setObjectName("lecture-progress");
   progress_bar_ = new QProgressBar;
@@ -148,8 +149,10 @@ QWidget* LectureMode::build_notice_row() {
   progress_bar_->setTextVisible(false);
   progress_bar_->setRange(0, 1000);
   progress_bar_->setMaximumWidth(240);
+  // Neither line may widen the strip past the screen (the step's text would stop wrapping):
+  // a long pair shares the row, cut at its end, for the few seconds the notice shows.
+  for (QLabel* label : {notice_, progress_text_}) label->setMinimumWidth(1);
   row->addWidget(notice_);
-  row->addSpacing(32);
   row->addWidget(progress_text_);
   row->addWidget(progress_bar_, 1);
   row->addStretch();

@@ -265,6 +265,16 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
   ASSERT_TRUE(wait_until([&] { return !window_->loading(); }));
   save_shot("lecture-what-if");
 
+  // A refusal shows in the strip too (the controls column that would show it is hidden), and
+  // however long it is, the step's text still wraps inside the screen.
+  const QString refusal = "Could not load " + QString(40, 'x') + ".gguf: " + QString(200, 'y');
+  Q_EMIT window_->failed(refusal + "\nStill serving the story model.");
+  EXPECT_EQ(ui().lecture().notice(), refusal);
+  wait_until([] { return false; }, 50);
+  const auto* body = window_->findChild<QLabel*>("lecture-body");
+  ASSERT_NE(body, nullptr);
+  EXPECT_LE(body->mapTo(window_.get(), QPoint(body->width(), 0)).x(), window_->width());
+
   // Changed by hand in lecture mode, the classmates are the learner's: leaving the lesson keeps
   // them.
   key(Qt::Key_C);
