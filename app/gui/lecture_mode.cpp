@@ -50,6 +50,7 @@ int climb(std::span<const int> ladder, int now, int delta) {
 }
 
 constexpr int kProgressTickMs = 250;
+
 }  // namespace
 
 LectureMode::LectureMode(MainWindow& window)
@@ -353,9 +354,8 @@ void LectureMode::toggle_batching() {
   BatchingChoice batching = window_.batching();
   batching.static_batches = !batching.static_batches;
   window_.set_batching(batching);
-  say(batching.static_batches
-          ? QString("Batching: static (batch wait %1 ms)").arg(batching.wait_ms)
-          : QString("Batching: continuous"));
+  say(batching.static_batches ? QString("Batching: static (batch wait %1 ms)").arg(batching.wait_ms)
+                              : QString("Batching: continuous"));
 }
 
 void LectureMode::step_batch_wait(int delta) {

@@ -597,7 +597,9 @@ void MainWindow::connect_worker() {
               work_->start(WorkProgress::Task::kWeights,
                            QString("Quantising the weights to %1").arg(type.toUpper()));
             }
-            work_->advance(WorkProgress::Task::kWeights, total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0);
+            work_->advance(
+                WorkProgress::Task::kWeights,
+                total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0);
           });
   connect(worker_, &EngineWorker::timing_model_progress, this, &MainWindow::show_timing_progress);
   connect(worker_, &EngineWorker::load_stage, this,
@@ -665,7 +667,8 @@ void MainWindow::show_timing_progress(quint64 written, quint64 total, const QStr
     return;
   }
   if (total > 0) {
-    work_->advance(WorkProgress::Task::kTimingModel, static_cast<double>(written) / static_cast<double>(total));
+    work_->advance(WorkProgress::Task::kTimingModel,
+                   static_cast<double>(written) / static_cast<double>(total));
   }
   const QString done =
       total > 0 ? QString(": %1 of %2").arg(bytes_text(written), bytes_text(total)) : "...";

@@ -1,10 +1,9 @@
 #include "app/gui/work_progress.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include <QFileInfo>
 #include <QStringList>
+#include <algorithm>
+#include <cmath>
 
 namespace servescope::gui {
 

@@ -192,8 +192,8 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
   ASSERT_TRUE(ui().lecture().active());
   const auto* keys = window_->findChild<QLabel*>("lecture-keys");
   ASSERT_NE(keys, nullptr);
-  for (const char* listed : {"D theme", "C/\u21e7C classmates", "Q/\u21e7Q weights",
-                             "A batching", "W/\u21e7W wait", "G backend", "N/\u21e7N lesson"}) {
+  for (const char* listed : {"D theme", "C/\u21e7C classmates", "Q/\u21e7Q weights", "A batching",
+                             "W/\u21e7W wait", "G backend", "N/\u21e7N lesson"}) {
     EXPECT_TRUE(keys->text().contains(QString::fromUtf8(listed))) << listed;
   }
   const auto shift = [&](Qt::Key k) {
