@@ -470,6 +470,7 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
   } catch (const InputError&) {
   }
   roofs_ = {};
+  Q_EMIT load_stage("measuring the device's roofs");  // cached after the first time
   try {
     roofs_ = compute::probe_device_roofs(*model_->backend, false).roofs;  // cached per device
   } catch (const std::exception& error) {
@@ -498,6 +499,7 @@ void EngineWorker::rebuild_engine() {
   try {
     config.kv_bytes = kv_budget_bytes();
     // Kernels run once untimed first, so the first step anyone sees is a warm one.
+    Q_EMIT load_stage("warming up the kernels");
     warm_up_ms_ = serving::warm_up(*model_->transformer, weight_bytes_, config).wall_ms;
     config.warmed_up = true;
     engine_ = std::make_unique<serving::Engine>(*model_->transformer, weight_bytes_, config, &tap_);

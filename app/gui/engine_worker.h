@@ -166,6 +166,9 @@ class EngineWorker : public QObject {
   void quant_lab_progress(bool running, const QString& stage, double fraction,
                           const QString& outcome);
   void weight_progress(int done, int total, const QString& type);
+  // What a load (or a rebuild) does now that can take seconds on a first run: "measuring the
+  // device's roofs", "warming up the kernels".
+  void load_stage(const QString& stage);
   // Bytes of a timing model written so far, of about `total`; written == total when done.
   void timing_model_progress(quint64 written, quint64 total, const QString& path);
   // Device memory by purpose (Vulkan), after the engine's first steps and when it falls idle:

@@ -3,16 +3,20 @@
 #include <QAction>
 #include <QDockWidget>
 #include <QFontInfo>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QProgressBar>
 #include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
-#include <QMenu>
-#include <QMenuBar>
 #include <QShortcut>
+#include <QTimer>
 #include <QToolTip>
 #include <functional>
 #include <QVBoxLayout>
+#include <span>
 
 #include "app/gui/main_window.h"
 #include "widgets/chart_painting.h"
@@ -21,9 +25,33 @@
 namespace servescope::gui {
 namespace {
 
+// Two lines at 1280x720 and 24 px: moving through the lesson, then the class's "what if"s.
 constexpr const char* kKeys =
-    "Space next   PgUp back   N / Shift+N lesson   P pause   S step   M slow   1-6 panels   "
-    "T text   Esc";
+    "Space next   PgUp back   N/\u21e7N lesson   1-6 panel   P pause   S step   M slow   "
+    "T text   Esc leave\n"
+    "D theme   C/\u21e7C classmates   Q/\u21e7Q weights   A batching   W/\u21e7W wait   "
+    "G backend";
+
+// The values C / Shift+C and W / Shift+W step through: a few presses reach what a class asks
+// ("16 classmates?"), where the toolbar's spin boxes step by one (or 50 ms).
+constexpr int kClassmateSteps[] = {0, 1, 2, 4, 8, 16, 32};
+constexpr int kBatchWaitSteps[] = {0, 50, 100, 200, 500, 1000, 2000};
+
+// The value after `now` on `ladder` going up (delta > 0) or down; past an end it stays.
+int climb(std::span<const int> ladder, int now, int delta) {
+  if (delta > 0) {
+    for (const int value : ladder) {
+      if (value > now) return value;
+    }
+  } else {
+    for (auto it = ladder.rbegin(); it != ladder.rend(); ++it) {
+      if (*it < now) return *it;
+    }
+  }
+  return now;
+}
+
+constexpr int kProgressTickMs = 250;
 
 }  // namespace
 
@@ -34,7 +62,8 @@ LectureMode::LectureMode(MainWindow& window)
   action_->setToolTip(
       "Lecture mode (F11): full screen, large type, high contrast, one lesson step and one "
       "panel at a time. Space or Page Down next, Page Up back, P pause, S one decode step, "
-      "M slow motion, 1-6 panels, Esc leave.");
+      "M slow motion, 1-6 panels, D theme, C classmates, Q weights, A batching, W batch wait, "
+      "G backend, Esc leave.");
   connect(action_, &QAction::toggled, this, &LectureMode::set_active);
 
   strip_ = new QDockWidget(&window);
@@ -59,11 +88,12 @@ LectureMode::LectureMode(MainWindow& window)
   scroll_->setWidgetResizable(true);
   scroll_->setFrameShape(QFrame::NoFrame);
   scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  auto* keys = new QLabel(kKeys);
+  auto* keys = new QLabel(QString::fromUtf8(kKeys));
   keys->setObjectName("lecture-keys");
   keys->setWordWrap(true);
   column->addWidget(title_);
   column->addWidget(scroll_, 1);
+  column->addWidget(build_notice_row());
   column->addWidget(keys);
   strip_->setWidget(content);
   window.addDockWidget(Qt::TopDockWidgetArea, strip_);
@@ -86,6 +116,60 @@ LectureMode::LectureMode(MainWindow& window)
   for (const PanelId id : kAllPanels) {
     add_key(QKeySequence(Qt::Key_1 + static_cast<int>(id)), [this, id] { window_.show_panel(id); });
   }
+  add_key(QKeySequence(Qt::Key_D), [this] { toggle_theme(); });
+  add_key(QKeySequence(Qt::Key_C), [this] { step_classmates(+1); });
+  add_key(QKeySequence(Qt::SHIFT | Qt::Key_C), [this] { step_classmates(-1); });
+  add_key(QKeySequence(Qt::Key_Q), [this] { say("Weights: " + window_.step_weight_type(+1)); });
+  add_key(QKeySequence(Qt::SHIFT | Qt::Key_Q),
+          [this] { say("Weights: " + window_.step_weight_type(-1)); });
+  add_key(QKeySequence(Qt::Key_A), [this] { toggle_batching(); });
+  add_key(QKeySequence(Qt::Key_W), [this] { step_batch_wait(+1); });
+  add_key(QKeySequence(Qt::SHIFT | Qt::Key_W), [this] { step_batch_wait(-1); });
+  add_key(QKeySequence(Qt::Key_G), [this] { say("Backend: " + window_.step_backend(+1)); });
+
+  connect(&window_.work(), &WorkProgress::changed, this, &LectureMode::show_progress);
+  connect(progress_timer_, &QTimer::timeout, this, &LectureMode::show_progress);
+  // A refused load or experiment would otherwise show only in the hidden controls column.
+  connect(&window_, &MainWindow::failed, this, [this](const QString& message) {
+    if (active_) say(message.section('\n', 0, 0), 3 * kNoticeMs);
+  });
+}
+
+QWidget* LectureMode::build_notice_row() {
+  notice_row_ = new QWidget;
+  auto* row = new QHBoxLayout(notice_row_);
+  row->setContentsMargins(0, 0, 0, 0);
+  notice_ = new QLabel;
+  notice_->setObjectName("lecture-notice");
+  QFont bold = notice_->font();
+  bold.setBold(true);
+  notice_->setFont(bold);
+  notice_->setContentsMargins(0, 0, 32, 0);  // apart from the progress line beside it
+  progress_text_ = new QLabel;
+  progress_text_->setObjectName("lecture-progress");
+  progress_bar_ = new QProgressBar;
+  progress_bar_->setObjectName("lecture-progress-bar");
+  progress_bar_->setTextVisible(false);
+  progress_bar_->setRange(0, 1000);
+  progress_bar_->setMaximumWidth(240);
+  // Neither line may widen the strip past the screen (the step's text would stop wrapping):
+  // a long pair shares the row, cut at its end, for the few seconds the notice shows.
+  for (QLabel* label : {notice_, progress_text_}) label->setMinimumWidth(1);
+  row->addWidget(notice_);
+  row->addWidget(progress_text_);
+  row->addWidget(progress_bar_, 1);
+  row->addStretch();
+  notice_row_->hide();
+
+  notice_timer_ = new QTimer(this);
+  notice_timer_->setSingleShot(true);
+  connect(notice_timer_, &QTimer::timeout, this, [this] {
+    notice_->clear();
+    update_notice_row();
+  });
+  progress_timer_ = new QTimer(this);
+  progress_timer_->setInterval(kProgressTickMs);
+  return notice_row_;
 }
 
 void LectureMode::add_key(const QKeySequence& key, std::function<void()> act) {
@@ -119,6 +203,9 @@ void LectureMode::set_active(bool on) {
     saved_font_ = window_.font();
     was_full_screen_ = window_.isFullScreen();
     was_maximized_ = window_.isMaximized();
+    saved_geometry_ = window_.geometry();
+    saved_minimum_ = window_.minimumSize();
+    saved_maximum_ = window_.maximumSize();
     window_.setFont(lecture_font());
     saved_tooltip_font_ = QToolTip::font();
     QToolTip::setFont(lecture_font());  // a tooltip is read from the back row too
@@ -129,27 +216,47 @@ void LectureMode::set_active(bool on) {
     window_.set_controls_visible(false);
     window_.set_high_contrast(true);
     strip_->show();
-    // The step's text gets a third of the screen; the panel keeps the rest (at 1280x720 that
-    // is 480 pixels, every panel's minimum height).
-    strip_->setFixedHeight(window_.screen() ? window_.screen()->geometry().height() / 3 : 240);
     window_.showFullScreen();
-    // Without a window manager (a kiosk, Xvfb) full screen is only a request: take the screen.
-    if (window_.screen()) window_.setGeometry(window_.screen()->geometry());
+    fill_screen();
+    if (QScreen* screen = window_.screen()) {
+      screen_resized_ = connect(screen, &QScreen::geometryChanged, this, &LectureMode::fill_screen);
+    }
+    show_progress();
     window_.setFocus();
   } else {
+    disconnect(screen_resized_);
     strip_->hide();
+    notice_->clear();
+    progress_timer_->stop();
     window_.setFont(saved_font_);
     QToolTip::setFont(saved_tooltip_font_);
     window_.set_high_contrast(false);
     window_.set_controls_visible(true);
+    window_.setMinimumSize(saved_minimum_);
+    window_.setMaximumSize(saved_maximum_);
     if (!was_full_screen_) {
       if (was_maximized_) {
         window_.showMaximized();
       } else {
         window_.showNormal();
+        window_.setGeometry(saved_geometry_);
       }
     }
   }
+}
+
+void LectureMode::fill_screen() {
+  const QScreen* screen = window_.screen();
+  if (screen == nullptr) return;
+  // Full screen is only a request where no window manager grants it (Xvfb, a kiosk): the
+  // window takes the screen itself, and a fixed size keeps a layout that wants more than the
+  // screen from growing it past the screen's edge.
+  const QRect area = screen->geometry();
+  window_.setFixedSize(area.size());
+  window_.setGeometry(area);
+  // The step's text gets a third of the screen; the panel keeps the rest (at 1280x720 that
+  // is 480 pixels, every panel's minimum height).
+  strip_->setFixedHeight(area.height() / 3);
 }
 
 void LectureMode::scroll_by(int pages) {
@@ -204,6 +311,66 @@ void LectureMode::set_step(const QString& title, const QString& markdown) {
 }
 
 QString LectureMode::step_title() const { return title_->text(); }
+
+QString LectureMode::notice() const { return notice_->text(); }
+
+QString LectureMode::progress_line() const { return progress_text_->text(); }
+
+void LectureMode::say(const QString& text, int ms) {
+  notice_->setText(text);
+  notice_timer_->start(ms);
+  update_notice_row();
+}
+
+void LectureMode::show_progress() {
+  const WorkProgress& work = window_.work();
+  const bool shown = active_ && work.busy();
+  progress_text_->setText(shown ? work.line() : QString());
+  progress_bar_->setVisible(shown);
+  if (shown) {
+    const double fraction = work.fraction();
+    progress_bar_->setMaximum(fraction < 0.0 ? 0 : 1000);  // 0: busy, no fraction known
+    progress_bar_->setValue(fraction < 0.0 ? 0 : static_cast<int>(fraction * 1000.0));
+    if (!progress_timer_->isActive()) progress_timer_->start();
+  } else {
+    progress_timer_->stop();
+  }
+  update_notice_row();
+}
+
+void LectureMode::update_notice_row() {
+  notice_->setVisible(!notice_->text().isEmpty());
+  progress_text_->setVisible(!progress_text_->text().isEmpty());
+  notice_row_->setVisible(notice_->isVisibleTo(notice_row_) ||
+                          progress_text_->isVisibleTo(notice_row_));
+}
+
+void LectureMode::toggle_theme() {
+  window_.set_dark_theme(!window_.dark_theme());
+  say(window_.dark_theme() ? "Dark theme" : "Light theme");
+}
+
+void LectureMode::step_classmates(int delta) {
+  window_.set_classmates(climb(kClassmateSteps, window_.classmates(), delta));
+  say(QString("Classmates: %1").arg(window_.classmates()));
+}
+
+void LectureMode::toggle_batching() {
+  BatchingChoice batching = window_.batching();
+  batching.static_batches = !batching.static_batches;
+  window_.set_batching(batching);
+  say(batching.static_batches ? QString("Batching: static (batch wait %1 ms)").arg(batching.wait_ms)
+                              : QString("Batching: continuous"));
+}
+
+void LectureMode::step_batch_wait(int delta) {
+  BatchingChoice batching = window_.batching();
+  batching.wait_ms = climb(kBatchWaitSteps, batching.wait_ms, delta);
+  window_.set_batching(batching);
+  say(QString("Batch wait: %1 ms%2")
+          .arg(batching.wait_ms)
+          .arg(batching.static_batches ? "" : " (for static batching: A)"));
+}
 
 void LectureMode::toggle_pause() {
   if (window_.speed() == Speed::kSingleStep) {

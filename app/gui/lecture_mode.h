@@ -10,7 +10,20 @@
 //   Up, Down                   scroll a long step
 //   T                          hide / show the step's text (the panel gets the whole screen)
 //   Esc, F11                   leave
+// and the class's "what if" questions, each through the window's own control (so settings,
+// a lesson's given-back settings and the status bar follow) and confirmed in the strip:
+//   D                          dark / light theme
+//   C, Shift+C                 more / fewer classmates (0, 1, 2, 4, 8, 16, 32)
+//   Q, Shift+Q                 the next / previous weight type (as loaded, F16, Q8_0, Q4_0)
+//   A                          continuous / static batching
+//   W, Shift+W                 a longer / shorter batch wait (0, 50, 100, 200, 500, 1000, 2000 ms)
+//   G                          the next backend (CPU, each Vulkan device)
+// B and "." are left alone: clickers send them for a black screen.
 // The window's menu actions keep their keys while the menu bar is hidden (the theme's was dead).
+// The window takes exactly the geometry of the screen it is on, also where no window manager
+// sizes a full-screen window (Xvfb, a kiosk), and gets its own geometry back on leaving.
+// Long work (a timing model written, a model loading, weights quantised, a sweep) shows in the
+// strip with its progress, since the status bar is hidden.
 // Sizes are in pixels for a 1280x720 projector: body text kBodyPx, the smallest text (chart
 // tick labels, 0.9 of the body) smallest_font_px().
 #pragma once
@@ -18,7 +31,10 @@
 #include <QFont>
 #include <QKeySequence>
 #include <QObject>
+#include <QRect>
+#include <QSize>
 #include <QString>
+#include <functional>
 #include <vector>
 
 #include "app/gui/engine_types.h"
@@ -26,8 +42,10 @@
 class QAction;
 class QDockWidget;
 class QLabel;
+class QProgressBar;
 class QScrollArea;
 class QShortcut;
+class QTimer;
 
 namespace servescope::gui {
 
@@ -38,6 +56,7 @@ class LectureMode : public QObject {
 
  public:
   static constexpr int kBodyPx = 24;
+  static constexpr int kNoticeMs = 4000;
 
   explicit LectureMode(MainWindow& window);
 
@@ -47,6 +66,10 @@ class LectureMode : public QObject {
   // What the strip shows: the step's title and its Markdown (the learn pane's current part).
   void set_step(const QString& title, const QString& markdown);
   QString step_title() const;
+  // The strip's short confirmation of the last key's change ("Classmates: 16") or failure,
+  // empty once it has gone; the long work's progress line, empty when none runs.
+  QString notice() const;
+  QString progress_line() const;
   // The smallest text lecture mode paints, in pixels (the panels' tick labels).
   int smallest_font_px() const;
   // The body font lecture mode gives the window.
@@ -62,6 +85,16 @@ class LectureMode : public QObject {
   void toggle_pause();
   void single_step();
   void toggle_slow_motion();
+  void step_classmates(int delta);
+  void step_batch_wait(int delta);
+  void toggle_batching();
+  void toggle_theme();
+  // Shows `text` in the strip for a few seconds (the toolbar that would show it is hidden).
+  void say(const QString& text, int ms = kNoticeMs);
+  void show_progress();
+  void update_notice_row();
+  void fill_screen();
+  QWidget* build_notice_row();
   void scroll_by(int pages);
   void lend_keys(bool on);
   void carry_menu_actions(bool on);
@@ -72,6 +105,12 @@ class LectureMode : public QObject {
   QLabel* title_;
   QLabel* body_;
   QScrollArea* scroll_;
+  QWidget* notice_row_;  // shown while it has something to say
+  QLabel* notice_;
+  QLabel* progress_text_;
+  QProgressBar* progress_bar_;
+  QTimer* notice_timer_;
+  QTimer* progress_timer_;  // the seconds tick on while long work runs
   std::vector<QShortcut*> keys_;
   std::vector<std::pair<QAction*, QKeySequence>> lent_;  // window actions whose key is lent
   std::vector<QAction*> carried_;  // menu actions the window carries while the menus hide
@@ -81,6 +120,10 @@ class LectureMode : public QObject {
   QFont saved_tooltip_font_;
   bool was_full_screen_ = false;
   bool was_maximized_ = false;
+  QRect saved_geometry_;
+  QSize saved_minimum_;
+  QSize saved_maximum_;
+  QMetaObject::Connection screen_resized_;
   Speed resume_speed_ = Speed::kRealTime;
 };
 

@@ -434,6 +434,7 @@ void MainWindow::open_model(const QString& path) {
   show_message({}, false);
   loading_ = true;  // until the worker answers
   loading_path_ = path;
+  work_->start(WorkProgress::Task::kLoad, loading_what(path));
   QMetaObject::invokeMethod(
       worker_, [w = worker_, path, backend = backend_] { w->load_model(path, backend); });
 }
@@ -443,6 +444,12 @@ void MainWindow::open_timing_model(const TimingModel& model) {
   loading_ = true;  // until the worker answers
   const QString path = timing_model_path(timing_folder_, model);
   loading_path_ = path;
+  if (!QFileInfo::exists(path)) {
+    work_->start(WorkProgress::Task::kTimingModel,
+                 QString("Writing the %1 %2 timing model").arg(model.label, model.type.toUpper()));
+  } else {
+    work_->start(WorkProgress::Task::kLoad, loading_what(path));
+  }
   QMetaObject::invokeMethod(worker_, [w = worker_, model, path, backend = backend_] {
     w->open_timing_model(model, path, backend);
   });
@@ -572,6 +579,7 @@ void MainWindow::sweep_batch_sizes() {
   sweep_changed_ = true;
   update_actions();
   statusBar()->showMessage("Sweeping batch sizes 1 to 16 (Esc stops)...");
+  work_->start(WorkProgress::Task::kBatchSweep, "Sweeping batch sizes 1 to 16");
   show_panel(PanelId::kBatching);
   worker_->request_batch_sweep();
 }
@@ -630,6 +638,28 @@ void MainWindow::set_controls_visible(bool visible) {
   tabs_->setMinimumSize(visible ? QSize(0, 0) : QSize(320, 240));
 }
 
+namespace {
+
+// The picker's entry `delta` rows on from the current one (wrapping), chosen as a person
+// would: its activated() handler runs, the one that serves the toolbar.
+QString choose_entry(QComboBox& picker, int delta) {
+  const int count = picker.count();
+  if (count == 0) return {};
+  const int from = std::max(picker.currentIndex(), 0);
+  const int index = ((from + delta) % count + count) % count;
+  if (index != picker.currentIndex()) {
+    picker.setCurrentIndex(index);
+    Q_EMIT picker.activated(index);
+  }
+  return picker.itemText(index);
+}
+
+}  // namespace
+
+QString MainWindow::step_weight_type(int delta) { return choose_entry(*weights_picker_, delta); }
+
+QString MainWindow::step_backend(int delta) { return choose_entry(*backend_picker_, delta); }
+
 void MainWindow::set_high_contrast(bool on) {
   high_contrast_ = on;
   apply_theme();
@@ -666,6 +696,8 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   engine_info_ = info;
   model_path_ = info.model_path;
   loading_ = false;
+  work_->finish(WorkProgress::Task::kLoad);
+  work_->finish(WorkProgress::Task::kWeights);
   if (new_model) {
     cancel_quantisation();  // the replaced model's comparison, if one runs
     quant_lab_.reset();
@@ -704,6 +736,10 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
 
 void MainWindow::on_load_failed(const QString& message, bool serving) {
   loading_ = false;
+  for (const auto task : {WorkProgress::Task::kTimingModel, WorkProgress::Task::kLoad,
+                          WorkProgress::Task::kWeights}) {
+    work_->finish(task);
+  }
   if (serving && engine_info_) {
     backend_ = loaded_backend(*engine_info_, backend_);
     update_activations_picker();

@@ -19,6 +19,7 @@
 #include "app/gui/quant_lab.h"
 #include "app/gui/telemetry_folder.h"
 #include "app/gui/timing_models.h"
+#include "app/gui/work_progress.h"
 
 class QAction;
 class QCheckBox;
@@ -113,11 +114,17 @@ class MainWindow : public QMainWindow {
   void set_controls_visible(bool visible);
   // The theme with full-strength text and grid lines (lecture mode).
   void set_high_contrast(bool on);
+  // Lecture mode's keys: the Weights / Backend picker's entry `delta` rows on (wrapping),
+  // chosen as a person would choose it there; returns the entry's text.
+  QString step_weight_type(int delta);
+  QString step_backend(int delta);
 
   // What the window shows, for tests and the demo.
   const TelemetryFolder& folder() const { return folder_; }
   const PanelHost& panels() const { return *panels_; }
   const std::optional<EngineInfo>& engine_info() const { return engine_info_; }
+  // The long work under way (a timing model written, a model loading, ...); lecture mode shows it.
+  const WorkProgress& work() const { return *work_; }
   const QVector<GeneratedToken>& generated_tokens() const;
   const QVector<GeneratedToken>& prompt_tokens() const;
   QString message() const;
@@ -239,6 +246,7 @@ class MainWindow : public QMainWindow {
   EngineWorker* worker_ = nullptr;  // lives on engine_thread_
   LessonUi* lessons_ = nullptr;
   PinnedFigures* pinned_ = nullptr;
+  WorkProgress* work_ = new WorkProgress(this);
   bool remember_settings_;
 
   TelemetryFolder folder_;

@@ -134,6 +134,7 @@ void MainWindow::build_toolbar() {
 
   bar->addWidget(new QLabel("  Weights "));
   weights_picker_ = new QComboBox;
+  weights_picker_->setObjectName("weights-picker");
   weights_picker_->addItem("as loaded", QString());
   for (const char* type : {"f16", "q8_0", "q4_0"}) {
     weights_picker_->addItem(QString(type).toUpper(), QString(type));
@@ -603,8 +604,17 @@ void MainWindow::connect_worker() {
                     .arg(done)
                     .arg(total),
                 done < total ? 0 : 3000);
+            if (!work_->running(WorkProgress::Task::kWeights)) {
+              work_->start(WorkProgress::Task::kWeights,
+                           QString("Quantising the weights to %1").arg(type.toUpper()));
+            }
+            work_->advance(
+                WorkProgress::Task::kWeights,
+                total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0);
           });
   connect(worker_, &EngineWorker::timing_model_progress, this, &MainWindow::show_timing_progress);
+  connect(worker_, &EngineWorker::load_stage, this,
+          [this](const QString& stage) { work_->set_stage(WorkProgress::Task::kLoad, stage); });
   connect(worker_, &EngineWorker::memory_measured, this,
           [this](quint64 weights, quint64 kv_cache, quint64 working) {
             if (!engine_info_) return;
@@ -616,6 +626,8 @@ void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::batch_sweep_point, this, [this](const BatchSweepPoint& point) {
     batch_sweep_.push_back(point);
     sweep_changed_ = true;
+    work_->advance(WorkProgress::Task::kBatchSweep,
+                   static_cast<double>(batch_sweep_.size()) / kBatchSweepSizes);
     statusBar()->showMessage(QString("Sweeping batch sizes: max batch %1 measured, %2 tokens/s "
                                      "(Esc stops)...")
                                  .arg(point.max_batch)
@@ -627,6 +639,7 @@ void MainWindow::connect_worker() {
             batch_sweep_ = points;
             sweeping_ = false;
             sweep_changed_ = true;
+            work_->finish(WorkProgress::Task::kBatchSweep);
             update_actions();
             statusBar()->showMessage(complete
                                          ? QString("Batch sweep done")
@@ -660,7 +673,13 @@ void MainWindow::show_timing_progress(quint64 written, quint64 total, const QStr
   const QString name = QFileInfo(path).fileName();
   if (total > 0 && written >= total) {
     statusBar()->showMessage(QString("Timing model %1 written; loading it").arg(name), 4000);
+    work_->finish(WorkProgress::Task::kTimingModel);
+    work_->start(WorkProgress::Task::kLoad, loading_what(path));
     return;
+  }
+  if (total > 0) {
+    work_->advance(WorkProgress::Task::kTimingModel,
+                   static_cast<double>(written) / static_cast<double>(total));
   }
   const QString done =
       total > 0 ? QString(": %1 of %2").arg(bytes_text(written), bytes_text(total)) : "...";

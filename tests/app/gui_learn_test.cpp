@@ -9,7 +9,9 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QLineEdit>
+#include <QComboBox>
 #include <QListWidget>
+#include <QSpinBox>
 #include <QPlainTextEdit>
 #include <QLabel>
 #include <QMenuBar>
@@ -32,6 +34,8 @@
 #include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
 #include "app/gui/panel_host.h"
+#include "app/gui/timing_models.h"
+#include "app/gui/work_progress.h"
 #include "app/lessons/generators.h"
 #include "app/lessons/model_facts.h"
 #include "app/lessons/progress_store.h"
@@ -175,6 +179,188 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
   EXPECT_FALSE(ui().lecture().active());
   EXPECT_TRUE(window_->menuBar()->isVisible());
   window_->stop();
+}
+
+// The class's "what if"s without leaving lecture mode: each key moves the window's own control
+// (the one the toolbar shows), the engine follows, the strip confirms it, and the key strip
+// names the key.
+TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  const auto* keys = window_->findChild<QLabel*>("lecture-keys");
+  ASSERT_NE(keys, nullptr);
+  for (const char* listed : {"D theme", "C/\u21e7C classmates", "Q/\u21e7Q weights", "A batching",
+                             "W/\u21e7W wait", "G backend", "N/\u21e7N lesson"}) {
+    EXPECT_TRUE(keys->text().contains(QString::fromUtf8(listed))) << listed;
+  }
+  const auto shift = [&](Qt::Key k) {
+    QTest::keyClick(window_.get(), k, Qt::ShiftModifier);
+    wait_until([] { return false; }, 30);
+  };
+
+  const bool dark = window_->dark_theme();
+  key(Qt::Key_D);
+  EXPECT_NE(window_->dark_theme(), dark);
+  EXPECT_EQ(ui().lecture().notice(), dark ? "Light theme" : "Dark theme");
+  key(Qt::Key_D);
+  EXPECT_EQ(window_->dark_theme(), dark);
+
+  // Classmates double: 16 in five presses from none.
+  window_->set_classmates(0);
+  for (int press = 0; press < 5; ++press) key(Qt::Key_C);
+  EXPECT_EQ(window_->classmates(), 16);
+  EXPECT_EQ(ui().lecture().notice(), "Classmates: 16");
+  shift(Qt::Key_C);
+  EXPECT_EQ(window_->classmates(), 8);
+  window_->set_classmates(0);
+
+  // Batching policy and wait: the Serving toolbar's pickers move and the engine takes them.
+  window_->set_batching(BatchingChoice{false, 200});
+  key(Qt::Key_A);
+  const auto* policy = window_->findChild<QComboBox*>("batching-picker");
+  ASSERT_NE(policy, nullptr);
+  EXPECT_TRUE(policy->currentData().toBool());
+  EXPECT_EQ(ui().lecture().notice(), "Batching: static (batch wait 200 ms)");
+  key(Qt::Key_W);
+  EXPECT_EQ(window_->findChild<QSpinBox*>("batch-wait")->value(), 500);
+  EXPECT_EQ(ui().lecture().notice(), "Batch wait: 500 ms");
+  EXPECT_TRUE(wait_until([&] {
+    return window_->engine_info()->batching.static_batches &&
+           window_->engine_info()->batching.wait_ms == 500;
+  }));
+  shift(Qt::Key_W);
+  shift(Qt::Key_W);
+  EXPECT_EQ(window_->batching().wait_ms, 100);
+  key(Qt::Key_A);
+  EXPECT_FALSE(window_->batching().static_batches);
+  EXPECT_TRUE(wait_until([&] { return !window_->engine_info()->batching.static_batches; }));
+
+  // Weights: the Weights picker's next entry, quantised and served.
+  const auto* weights = window_->findChild<QComboBox*>("weights-picker");
+  ASSERT_NE(weights, nullptr);
+  const int from = weights->currentIndex();
+  key(Qt::Key_Q);
+  const int to = (from + 1) % weights->count();
+  EXPECT_EQ(weights->currentIndex(), to);
+  EXPECT_EQ(ui().lecture().notice(), "Weights: " + weights->itemText(to));
+  const QString type = weights->itemData(to).toString();
+  EXPECT_TRUE(wait_until([&] { return window_->engine_info()->weight_type == type; }))
+      << type.toStdString();
+  shift(Qt::Key_Q);
+  EXPECT_EQ(weights->currentIndex(), from);
+  ASSERT_TRUE(wait_until(
+      [&] { return window_->engine_info()->weight_type == weights->itemData(from).toString(); }));
+
+  // Backend: the Backend picker's next entry (the CPU again where it is the only one).
+  const auto* backends = window_->findChild<QComboBox*>("backend-picker");
+  ASSERT_NE(backends, nullptr);
+  const int next = (backends->currentIndex() + 1) % backends->count();
+  key(Qt::Key_G);
+  EXPECT_EQ(backends->currentIndex(), next);
+  EXPECT_EQ(ui().lecture().notice(), "Backend: " + backends->itemText(next));
+  EXPECT_EQ(window_->backend_choice().device, backends->itemData(next).toInt());
+  ASSERT_TRUE(wait_until([&] { return !window_->loading(); }));
+  save_shot("lecture-what-if");
+
+  // A refusal shows in the strip too (the controls column that would show it is hidden), and
+  // however long it is, the step's text still wraps inside the screen.
+  const QString refusal = "Could not load " + QString(40, 'x') + ".gguf: " + QString(200, 'y');
+  Q_EMIT window_->failed(refusal + "\nStill serving the story model.");
+  EXPECT_EQ(ui().lecture().notice(), refusal);
+  wait_until([] { return false; }, 50);
+  const auto* body = window_->findChild<QLabel*>("lecture-body");
+  ASSERT_NE(body, nullptr);
+  EXPECT_LE(body->mapTo(window_.get(), QPoint(body->width(), 0)).x(), window_->width());
+
+  // Changed by hand in lecture mode, the classmates are the learner's: leaving the lesson keeps
+  // them.
+  key(Qt::Key_C);
+  EXPECT_EQ(window_->classmates(), 1);
+  EXPECT_FALSE(ui().lesson_settings().give_back().contains("classmates 1"));
+  EXPECT_EQ(window_->classmates(), 1);
+  key(Qt::Key_Escape);
+  window_->set_backend(BackendChoice{compute::BackendKind::kCpu, -1});
+  ASSERT_TRUE(wait_until([&] { return !window_->loading(); }));
+}
+
+// F11 fills the screen the window is on, exactly, whatever the window's content asks for (no
+// window manager sizes it here, as under Xvfb); leaving gives the window's geometry back.
+TEST_F(LearnFixture, LectureModeFillsTheScreenItIsOnAndGivesTheGeometryBack) {
+  window_->setGeometry(40, 30, 700, 500);
+  wait_until([] { return false; }, 30);
+  const QRect before = window_->geometry();
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  wait_until([] { return false; }, 50);
+  const QRect screen = window_->screen()->geometry();
+  EXPECT_EQ(window_->geometry(), screen);
+  // Content that wants more height than the screen has (a long step, a tall panel) does not
+  // push the window past the screen's edge.
+  window_->centralWidget()->setMinimumHeight(2 * screen.height());
+  wait_until([] { return false; }, 50);
+  EXPECT_EQ(window_->geometry(), screen);
+  window_->centralWidget()->setMinimumHeight(0);
+  key(Qt::Key_Escape);
+  ASSERT_FALSE(ui().lecture().active());
+  wait_until([] { return false; }, 50);
+  EXPECT_EQ(window_->geometry(), before);
+}
+
+// A first run's long work (a timing model written, then loaded) shows in the strip while it
+// runs, since the status bar is hidden, and is gone when done. The tiny timing model is
+// written within one progress tick, so its line has no percentage yet; the percentage and the
+// seconds are checked on WorkProgress itself (WorkProgressSaysWhatHowFarAndHowLong).
+TEST_F(LearnFixture, LectureModeShowsTheProgressOfATimingModelBeingWritten) {
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  const auto* line = window_->findChild<QLabel*>("lecture-progress");
+  ASSERT_NE(line, nullptr);
+  QStringList shown;  // the strip's line each time the work changed, while it was visible
+  QObject::connect(&window_->work(), &WorkProgress::changed, window_.get(), [&] {
+    if (line->isVisible()) shown << line->text();
+  });
+  const TimingModel tiny = testing::tiny_timing_model();
+  const QString path = timing_model_path(window_->timing_folder(), tiny);
+  window_->open_timing_model(tiny);
+  ASSERT_TRUE(wait_until([&] { return window_->engine_info()->model_path == path; }));
+  ASSERT_FALSE(shown.isEmpty());
+  EXPECT_TRUE(shown.first().startsWith("Writing the test-tiny Q4_0 timing model"))
+      << shown.first().toStdString();
+  EXPECT_TRUE(shown.first().endsWith(" s)")) << shown.first().toStdString();
+  EXPECT_TRUE(shown.filter("Loading " + QFileInfo(path).fileName()).size() > 0)
+      << shown.join(" | ").toStdString();
+  EXPECT_TRUE(shown.filter("warming up the kernels").size() > 0) << shown.join(" | ").toStdString();
+  EXPECT_TRUE(ui().lecture().progress_line().isEmpty());
+  EXPECT_FALSE(line->isVisible());
+  key(Qt::Key_Escape);
+}
+
+TEST(WorkProgress, WorkProgressSaysWhatHowFarAndHowLong) {
+  WorkProgress work;
+  EXPECT_FALSE(work.busy());
+  EXPECT_TRUE(work.line().isEmpty());
+  work.start(WorkProgress::Task::kTimingModel, "Writing the 100M F32 timing model");
+  EXPECT_EQ(work.line(), "Writing the 100M F32 timing model (0.0 s)");
+  work.advance(WorkProgress::Task::kTimingModel, 0.437);
+  EXPECT_EQ(work.line(), "Writing the 100M F32 timing model: 43 % (0.0 s)");
+  EXPECT_DOUBLE_EQ(work.fraction(), 0.437);
+  // The task started last is the one shown; when it ends, the other shows again.
+  work.start(WorkProgress::Task::kLoad, loading_what("/tmp/model.gguf"));
+  EXPECT_TRUE(work.line().startsWith("Loading model.gguf (")) << work.line().toStdString();
+  EXPECT_LT(work.fraction(), 0.0);
+  work.set_stage(WorkProgress::Task::kLoad, "warming up the kernels");
+  EXPECT_TRUE(work.line().startsWith("Loading model.gguf: warming up the kernels ("))
+      << work.line().toStdString();
+  work.finish(WorkProgress::Task::kLoad);
+  EXPECT_TRUE(work.line().startsWith("Writing the 100M F32 timing model: 43 %"));
+  work.advance(WorkProgress::Task::kWeights, 0.5);  // not running: nothing to say
+  EXPECT_FALSE(work.running(WorkProgress::Task::kWeights));
+  QThread::msleep(120);
+  EXPECT_TRUE(work.line().endsWith("(0.1 s)")) << work.line().toStdString();
+  work.finish(WorkProgress::Task::kTimingModel);
+  EXPECT_FALSE(work.busy());
+  EXPECT_TRUE(work.line().isEmpty());
 }
 
 // Every label of the step page lies inside the page's width and is as tall as its wrapped

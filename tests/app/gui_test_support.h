@@ -7,6 +7,8 @@
 #include <QThread>
 #include <string>
 
+#include "app/gui/timing_models.h"
+
 namespace servescope::gui::testing {
 
 // The application gui_test_main.cpp made.
@@ -26,5 +28,11 @@ bool wait_until(Pred pred, int timeout_ms = 120000) {
 }
 
 inline const std::string kTestData = SERVESCOPE_TEST_DATA_DIR;
+
+// A timing model of a tiny shape, through the same path as the menus' 25M to 1B presets.
+inline TimingModel tiny_timing_model() {
+  // dim 64, 2 layers, 2 heads sharing 1 KV head, ffn 192, context 128.
+  return TimingModel{"test-tiny", eval::RandomModelShape{64, 2, 2, 1, 192, 128}, "q4_0"};
+}
 
 }  // namespace servescope::gui::testing

@@ -41,6 +41,7 @@ namespace {
 
 using testing::app;
 using testing::wait_until;
+using testing::tiny_timing_model;
 
 class WindowFixture : public ::testing::Test {
  protected:
@@ -335,12 +336,6 @@ TEST_F(WindowFixture, ACorruptModelFileLeavesThePreviousModelServing) {
 
   generate_and_wait(8, 0);
   EXPECT_EQ(window_->generated_tokens().size(), 8);
-}
-
-// A timing model of a tiny shape, through the same path as the menus' 25M to 1B presets.
-TimingModel tiny_timing_model() {
-  // dim 64, 2 layers, 2 heads sharing 1 KV head, ffn 192, context 128.
-  return TimingModel{"test-tiny", eval::RandomModelShape{64, 2, 2, 1, 192, 128}, "q4_0"};
 }
 
 TEST_F(WindowFixture, ATimingModelIsWrittenToTheCacheLoadedAndLabelledRandom) {
