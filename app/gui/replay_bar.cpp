@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QSlider>
 #include <QToolButton>
+#include <QVBoxLayout>
 
 #include "app/gui/replay_player.h"
 
@@ -78,14 +79,20 @@ ReplayBar::ReplayBar(ReplayPlayer& player, QWidget* window)
   seek_->setToolTip("Where the replay is in the recorded run; drag to go there");
   connect(seek_, &QSlider::valueChanged, this, [this](int ms) { player_.seek(ms); });
 
-  auto* layout = new QHBoxLayout(this);
+  // The banner on a row of its own, wrapped where lecture mode's large text needs it: the
+  // date and the device must stay readable beside nothing else.
+  banner_->setWordWrap(true);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(button_for(restart));
+  controls->addWidget(button_for(play_));
+  controls->addWidget(button_for(step));
+  controls->addWidget(seek_, 1);
+  controls->addWidget(time_);
+  auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 2, 6, 2);
+  layout->setSpacing(2);
   layout->addWidget(banner_);
-  layout->addWidget(button_for(restart));
-  layout->addWidget(button_for(play_));
-  layout->addWidget(button_for(step));
-  layout->addWidget(seek_, 1);
-  layout->addWidget(time_);
+  layout->addLayout(controls);
   connect(&player_, &ReplayPlayer::moved, this, &ReplayBar::show_position);
   show_position();
 }

@@ -83,7 +83,7 @@ void ReplayPlayer::pause() {
   Q_EMIT moved();
 }
 
-void ReplayPlayer::set_speed(double factor) { speed_ = std::clamp(factor, kMinSpeed, kMaxSpeed); }
+void ReplayPlayer::set_speed(double factor) { speed_ = std::clamp(factor, kMinReplaySpeed, kMaxReplaySpeed); }
 
 void ReplayPlayer::step() {
   pause();

@@ -22,9 +22,6 @@ class ReplayPlayer : public QObject {
   Q_OBJECT
 
  public:
-  static constexpr double kMinSpeed = 0.1;
-  static constexpr double kMaxSpeed = 16.0;
-
   // Paused at the start, before the recorded engine appears; play() begins.
   ReplayPlayer(Trace trace, EngineWorker& worker, QObject* parent);
 
@@ -42,7 +39,7 @@ class ReplayPlayer : public QObject {
 
   void play();
   void pause();
-  void set_speed(double factor);  // clamped to kMinSpeed .. kMaxSpeed
+  void set_speed(double factor);  // clamped to kMinReplaySpeed .. kMaxReplaySpeed
   // Pauses, then plays up to and including the next engine step.
   void step();
   // Plays from the start up to `ms` of the run (clamped), keeping playing or paused.

@@ -108,11 +108,14 @@ void TraceWriter::write_line(const std::string& line) {
 // --- reading ------------------------------------------------------------------------------------
 
 Trace read_trace(const std::filesystem::path& path) {
-  const std::string bytes = read_all(path);
-  if (bytes.empty()) throw TraceError(file_name(path) + ": empty, not a ServeScope trace");
+  return parse_trace(read_all(path), file_name(path));
+}
+
+Trace parse_trace(const std::string& bytes, const std::string& name) {
+  if (bytes.empty()) throw TraceError(name + ": empty, not a ServeScope trace");
   Lines lines(bytes);
   const auto fail = [&](const std::string& what) -> TraceError {
-    return TraceError(file_name(path) + ": line " + std::to_string(lines.number()) + " (byte " +
+    return TraceError(name + ": line " + std::to_string(lines.number()) + " (byte " +
                       std::to_string(lines.offset()) + "): " + what);
   };
   Trace trace;
@@ -121,6 +124,10 @@ Trace read_trace(const std::filesystem::path& path) {
     bool ended = false;
     const std::string_view line = lines.next(ended);
     if (end_count) throw fail("text after the end line");
+    const auto cut_short = [&] {
+      return fail("cut short (the line has no end; the recording did not finish)");
+    };
+    if (!ended && lines.number() > 1) throw cut_short();  // a header cut short is not a trace
     try {
       if (lines.number() == 1) {
         trace.header = decode_header(line);
@@ -141,19 +148,19 @@ Trace read_trace(const std::filesystem::path& path) {
     } catch (const TraceFormatError& error) {
       throw fail(error.what());
     }
-    if (!ended) throw fail("cut short (the line has no end; the recording did not finish)");
+    if (!ended) throw cut_short();
   }
   if (!end_count) {
-    throw TraceError(file_name(path) + ": cut short after line " +
+    throw TraceError(name + ": cut short after line " +
                      std::to_string(lines.number()) +
                      " (no end line: the recording did not finish)");
   }
   if (*end_count != static_cast<int64_t>(trace.events.size())) {
-    throw TraceError(file_name(path) + ": the end line counts " + std::to_string(*end_count) +
+    throw TraceError(name + ": the end line counts " + std::to_string(*end_count) +
                      " events, the file holds " + std::to_string(trace.events.size()));
   }
   if (trace.events.empty()) {
-    throw TraceError(file_name(path) + ": holds no run (no model was loaded while recording)");
+    throw TraceError(name + ": holds no run (no model was loaded while recording)");
   }
   return trace;
 }

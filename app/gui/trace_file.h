@@ -56,6 +56,8 @@ inline constexpr uint64_t kMaxTraceBytes = uint64_t{1} << 30;
 
 // The whole file, checked line by line. TraceError: "run.sstrace: line 12 (byte 4242): ..."
 Trace read_trace(const std::filesystem::path& path);
+// The same check of a file's bytes; `name` begins each error.
+Trace parse_trace(const std::string& bytes, const std::string& name);
 
 // The current time as the header's recorded_at: "2026-12-06T16:20:00Z".
 std::string trace_time_now();

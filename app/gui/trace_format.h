@@ -37,6 +37,10 @@ namespace servescope::gui {
 inline constexpr std::string_view kTraceFormat = "servescope-trace";
 inline constexpr int kTraceVersion = 1;
 
+// A replay's speed, times the recorded pace.
+inline constexpr double kMinReplaySpeed = 0.1;
+inline constexpr double kMaxReplaySpeed = 16.0;
+
 // A line that is not what the format says; the message names the field at fault. The reader
 // adds the file, line and byte offset.
 class TraceFormatError : public std::runtime_error {

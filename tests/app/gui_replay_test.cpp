@@ -206,7 +206,7 @@ TEST_F(RecordAndReplay, SteppingAndSeekingRebuildTheStateFoldedFromTheRecordingA
 TEST_F(RecordAndReplay, PlayingAtSpeedReachesTheEndAndThePanelsFill) {
   WindowOptions options = testing::test_window_options(cache_.path());
   options.replay = std::make_shared<const Trace>(read_trace(*path_));
-  options.replay_speed = ReplayPlayer::kMaxSpeed;
+  options.replay_speed = kMaxReplaySpeed;
   MainWindow window(options);
   window.show();
   window.show_panel(PanelId::kBatching);

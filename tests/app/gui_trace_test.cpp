@@ -216,14 +216,30 @@ TEST_F(TraceFile, EveryEventKindSurvivesARoundTrip) {
 TEST_F(TraceFile, AFileCutAtAnyByteIsRefusedAndNeverCrashes) {
   const std::string bytes = read_bytes(write_every_kind("whole.sstrace"));
   ASSERT_EQ(read_error(file("whole.sstrace")), "");
-  const std::filesystem::path cut = file("cut.sstrace");
   for (size_t size = 0; size < bytes.size(); ++size) {
-    write_file(cut, bytes.substr(0, size));
-    const std::string error = read_error(cut);
+    std::string error;
+    try {
+      parse_trace(bytes.substr(0, size), "cut.sstrace");
+    } catch (const TraceError& refused) {
+      error = refused.what();
+    }
     EXPECT_NE(error, "") << "cut at byte " << size;
-    EXPECT_TRUE(error.starts_with(cut.string() + ": ")) << error;
+    EXPECT_TRUE(error.starts_with("cut.sstrace: ")) << error;
+    // Past the header, the reason is the cut, not the half line's JSON.
+    if (size > bytes.find('\n')) {
+      EXPECT_NE(error.find("cut short"), std::string::npos) << error;
+    }
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
+  // And from a file: cut inside its last line, and at the end of a line before it.
+  const std::filesystem::path cut = file("cut.sstrace");
+  write_file(cut, bytes.substr(0, bytes.size() - 1));
+  EXPECT_NE(read_error(cut).find("line 11 (byte"), std::string::npos) << read_error(cut);
+  EXPECT_NE(read_error(cut).find("cut short"), std::string::npos) << read_error(cut);
+  write_file(cut, bytes.substr(0, bytes.rfind('\n', bytes.size() - 2) + 1));
+  EXPECT_EQ(read_error(cut), cut.string() +
+                                 ": cut short after line 10 (no end line: the recording did not "
+                                 "finish)");
 }
 
 TEST_F(TraceFile, NotATraceANewerVersionAndAMissingFileAreSaidPlainly) {
