@@ -12,6 +12,8 @@
 #include <map>
 #include <sstream>
 
+#include "app/gui/action_dispatcher.h"
+#include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
 #include "app/gui/replay_bar.h"
 #include "app/gui/replay_player.h"
@@ -243,6 +245,13 @@ TEST_F(RecordAndReplay, AReplayIsMarkedInLectureModeTooAndDrivesNoEngine) {
   EXPECT_FALSE(window->loading());
   EXPECT_EQ(window->engine_info()->model_path, engine.model_path);
   EXPECT_EQ(window->recorder(), nullptr);
+  // A lesson's experiment is refused at once, not left waiting for an engine.
+  std::optional<QString> refused;
+  QObject::connect(&window->lessons().dispatcher(), &ActionDispatcher::failed, window.get(),
+                   [&](const QString& message) { refused = message; });
+  window->lessons().dispatcher().run({});
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_TRUE(refused->contains("needs a live engine")) << refused->toStdString();
 }
 
 }  // namespace
