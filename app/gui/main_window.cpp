@@ -37,6 +37,7 @@
 #include "app/cli/commands.h"
 #include "app/gui/engine_worker.h"
 #include "app/gui/lesson_ui.h"
+#include "app/gui/replay_player.h"
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
 #include "app/gui/trace_recorder.h"
@@ -489,6 +490,7 @@ void MainWindow::set_continuous_classmates(bool continuous) {
 void MainWindow::set_speed(Speed speed) {
   const int index = speed_picker_->findData(static_cast<int>(speed));
   if (index >= 0) speed_picker_->setCurrentIndex(index);
+  if (player_) return pace_replay(speed);
   QMetaObject::invokeMethod(worker_, [w = worker_, speed] { w->set_speed(speed); });
 }
 
@@ -570,6 +572,7 @@ void MainWindow::stop_batch_sweep() {
 }
 
 void MainWindow::step() {
+  if (player_) return player_->step();
   QMetaObject::invokeMethod(worker_, [w = worker_] { w->step_once(); });
 }
 

@@ -248,6 +248,8 @@ class MainWindow : public QMainWindow {
   // controls off. A replay loads no model: refused_in_replay() says so and returns true.
   void start_replay(const Trace& trace, double speed);
   bool refused_in_replay();
+  // The pace keys (lecture mode's P, S) on a replay: single step pauses it, the others play.
+  void pace_replay(Speed speed);
 
   std::unique_ptr<QThread> engine_thread_;
   EngineWorker* worker_ = nullptr;  // lives on engine_thread_

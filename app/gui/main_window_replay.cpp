@@ -32,6 +32,14 @@ void MainWindow::start_replay(const Trace& trace, double speed) {
   QTimer::singleShot(0, player_, &ReplayPlayer::play);
 }
 
+void MainWindow::pace_replay(Speed speed) {
+  if (speed == Speed::kSingleStep) {
+    player_->pause();
+  } else {
+    player_->play();
+  }
+}
+
 bool MainWindow::refused_in_replay() {
   if (!player_) return false;
   show_message(

@@ -231,6 +231,16 @@ TEST_F(RecordAndReplay, AReplayIsMarkedInLectureModeTooAndDrivesNoEngine) {
   window->set_controls_visible(false);  // lecture mode's view
   EXPECT_TRUE(bar->isVisible());
   window->set_controls_visible(true);
+  // The pace keys lecture mode sends (P, S) pause and step the replay.
+  ReplayPlayer& player = *window->replay_player();
+  ASSERT_TRUE(player.playing());
+  window->set_speed(Speed::kSingleStep);
+  EXPECT_FALSE(player.playing());
+  const int64_t steps = player.steps_played();
+  window->step();
+  EXPECT_EQ(player.steps_played(), steps + 1);
+  window->set_speed(Speed::kRealTime);
+  EXPECT_TRUE(player.playing());
   // Generation is off; asking anyway says why and loads nothing.
   const auto actions = window->findChildren<QAction*>();
   for (QAction* action : actions) {
