@@ -539,7 +539,7 @@ QString MainWindow::collecting_status() const {
 }
 
 void MainWindow::generate() {
-  if (generating_ || refused_in_replay()) return;
+  if (refused_in_replay() || generating_) return;
   prefill_timer_->stop();
   prompt_chips_->set_pending_from(-1);
   output_chips_->clear_tokens();
