@@ -238,6 +238,8 @@ concept HasFields = requires(NoField f, T& t) { describe(f, t); };
 
 // --- enums, by name ---------------------------------------------------------------------------
 
+// count: the enum's values, 0 .. count - 1 (kept in step with the enum; gui_trace_test walks
+// every value through a round trip).
 template <typename E>
 struct EnumNames;
 template <>

@@ -213,6 +213,46 @@ TEST_F(TraceFile, EveryEventKindSurvivesARoundTrip) {
   EXPECT_EQ(std::get<trace::GenerationFinished>(trace.events[8].body).reason, "max_tokens");
 }
 
+TEST(TraceFormat, EveryValueOfEveryEnumIsWrittenByNameAndReadBack) {
+  for (int kind = 0; kind <= static_cast<int>(telemetry::KvEventKind::kIndex); ++kind) {
+    KvEvent event = sample_kv();
+    event.kind = static_cast<telemetry::KvEventKind>(kind);
+    const TraceEvent back = decode_event(encode_event({1.0, trace::Telemetry{{event}}}));
+    const auto& items = std::get<trace::Telemetry>(back.body).items;
+    EXPECT_EQ(std::get<KvEvent>(items.at(0)).kind, event.kind) << kind;
+  }
+  for (int phase = 0; phase <= static_cast<int>(telemetry::SequencePhase::kRecompute); ++phase) {
+    StepRecord step = sample_step();
+    step.batch[0].phase = static_cast<telemetry::SequencePhase>(phase);
+    const TraceEvent back = decode_event(encode_event({1.0, trace::Telemetry{{step}}}));
+    const auto& read = std::get<StepRecord>(std::get<trace::Telemetry>(back.body).items.at(0));
+    EXPECT_EQ(read.batch[0].phase, step.batch[0].phase) << phase;
+  }
+  for (int kind = 0; kind <= static_cast<int>(telemetry::KernelKind::kOther); ++kind) {
+    StepRecord step = sample_step();
+    step.spans[0].kind = static_cast<telemetry::KernelKind>(kind);
+    const TraceEvent back = decode_event(encode_event({1.0, trace::Telemetry{{step}}}));
+    const auto& read = std::get<StepRecord>(std::get<trace::Telemetry>(back.body).items.at(0));
+    EXPECT_EQ(read.spans[0].kind, step.spans[0].kind) << kind;
+  }
+  for (int reason = 0; reason <= static_cast<int>(telemetry::FinishReason::kCancelled); ++reason) {
+    RequestRecord request = sample_request();
+    request.finish_reason = static_cast<telemetry::FinishReason>(reason);
+    const TraceEvent back = decode_event(encode_event({1.0, trace::Telemetry{{request}}}));
+    EXPECT_EQ(std::get<RequestRecord>(std::get<trace::Telemetry>(back.body).items.at(0))
+                  .finish_reason,
+              request.finish_reason)
+        << reason;
+  }
+  for (const gguf::GgmlType type : {gguf::GgmlType::F32, gguf::GgmlType::F16, gguf::GgmlType::Q8_0,
+                                    gguf::GgmlType::Q4_0, gguf::GgmlType::Q6_K}) {
+    EngineInfo info = sample_info();
+    info.kv_type = type;
+    const TraceEvent back = decode_event(encode_event({1.0, trace::Engine{info}}));
+    EXPECT_EQ(std::get<trace::Engine>(back.body).info.kv_type, type);
+  }
+}
+
 TEST_F(TraceFile, AFileCutAtAnyByteIsRefusedAndNeverCrashes) {
   const std::string bytes = read_bytes(write_every_kind("whole.sstrace"));
   ASSERT_EQ(read_error(file("whole.sstrace")), "");
