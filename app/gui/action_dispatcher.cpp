@@ -197,6 +197,11 @@ void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
     Q_EMIT failed("An experiment is already running; wait for it or cancel it.");
     return;
   }
+  if (window_.replay_player() != nullptr) {
+    Q_EMIT failed("This window replays a recorded run: an experiment needs a live engine. Start "
+                  "ServeScope without --replay to run it.");
+    return;
+  }
   std::deque<Task> tasks;
   try {
     for (const LessonAction& a : actions) {

@@ -26,16 +26,18 @@ DemoRunner::DemoRunner(MainWindow& window, DemoPlan plan)
 
 void DemoRunner::start() {
   started_ = true;
-  window_.set_classmates(plan_.clients);
-  // The engine stays busy until the screenshot (a lesson sets its own classmates).
-  window_.set_continuous_classmates(!plan_.lesson);
-  window_.set_prompt(plan_.prompt);
-  if (plan_.sweep) window_.sweep_batch_sizes();  // the engine's thread runs it, then generates
-  if (plan_.quant_types) window_.compare_quantisation(*plan_.quant_types);
+  if (!plan_.replay) {
+    window_.set_classmates(plan_.clients);
+    // The engine stays busy until the screenshot (a lesson sets its own classmates).
+    window_.set_continuous_classmates(!plan_.lesson);
+    window_.set_prompt(plan_.prompt);
+    if (plan_.sweep) window_.sweep_batch_sizes();  // the engine's thread runs it, then generates
+    if (plan_.quant_types) window_.compare_quantisation(*plan_.quant_types);
+  }
   if (plan_.panel) window_.show_panel(*plan_.panel);
   if (plan_.lesson) {
     if (!show_lesson()) return;
-  } else {
+  } else if (!plan_.replay) {
     window_.generate();
   }
   if (!plan_.screenshot) return;  // without one the demo stays open, as a lecture would use it

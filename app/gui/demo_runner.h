@@ -1,7 +1,8 @@
 // The scripted demo: once the engine is ready it sets the classmates, generates the prompt,
 // shows the chosen panel, and after the given time writes a screenshot of the window and ends
 // the application (exit code 0, or 1 with a one-line reason on stderr). A lesson step's run
-// (--run) is waited for first: the time counts from its end.
+// (--run) is waited for first: the time counts from its end. With a replay the recorded run is
+// the engine: the demo only shows the panel (or lesson) and takes the picture.
 #pragma once
 
 #include <QObject>
@@ -16,6 +17,7 @@ namespace servescope::gui {
 class MainWindow;
 
 struct DemoPlan {
+  bool replay = false;  // a recorded run plays: nothing is generated, set or measured
   QString prompt;
   int clients = 0;
   std::optional<PanelId> panel;

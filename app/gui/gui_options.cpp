@@ -7,6 +7,7 @@
 
 #include "app/gui/quant_block.h"
 #include "app/gui/quant_lab.h"
+#include "app/gui/trace_format.h"
 
 namespace servescope::gui {
 namespace {
@@ -24,6 +25,58 @@ int whole_number(const std::string& option, const std::string& text, int min, in
                         std::to_string(max) + ", got '" + text + "'");
   }
   return value;
+}
+
+double decimal_number(const std::string& option, const std::string& text, double min,
+                      double max) {
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty() ||
+      !(value >= min && value <= max)) {
+    std::ostringstream bounds;
+    bounds << option << " needs a number from " << min << " to " << max << ", got '" << text
+           << "'";
+    throw GuiUsageError(bounds.str());
+  }
+  return value;
+}
+
+// A file the program will write: its folder must exist.
+void check_output_folder(const std::string& option, const std::string& file) {
+  const std::filesystem::path path(file);
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  if (!std::filesystem::is_directory(folder)) {
+    throw GuiUsageError(option + " " + file + ": folder " + folder.string() + " does not exist");
+  }
+}
+
+// A replay runs no engine: the options that drive one are refused, naming the first given.
+void check_replay(const GuiOptions& options) {
+  if (options.record) {
+    throw GuiUsageError("--record and --replay: a replay runs no engine to record; choose one");
+  }
+  if (options.demo_prompt) {
+    throw GuiUsageError("--demo generates live and --replay plays a recording; choose one");
+  }
+  const std::pair<bool, const char*> live_only[] = {
+      {options.clients > 0, "--clients"},
+      {options.sweep, "--sweep"},
+      {options.model.has_value(), "--model"},
+      {options.backend.has_value(), "--backend"},
+      {options.device.has_value(), "--device"},
+      {options.static_batching.has_value(), "--batching"},
+      {options.batch_wait_ms.has_value(), "--batch-wait"},
+      {options.quantised_activations.has_value(), "--activations"},
+      {options.run_step, "--run"},
+      {options.quant_types.has_value(), "--quant-types"},
+      {options.quant_block.has_value(), "--quant-block"},
+  };
+  for (const auto& [given, name] : live_only) {
+    if (given) {
+      throw GuiUsageError(std::string(name) +
+                          " needs a live engine; --replay plays a recorded run without one");
+    }
+  }
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
@@ -48,6 +101,12 @@ std::string gui_usage() {
          "                   [--question N [--answer TEXT]] [--lecture]]\n"
          "                  [--quant-types f16,q8_0,... (the lab's variants)] "
          "[--quant-block TYPE (its block tab)]\n"
+         "       servescope --record RUN.sstrace [--demo PROMPT ...]   (the run written down)\n"
+         "       servescope --replay RUN.sstrace [--speed 0.1-16] [--panel P] [--screenshot "
+         "OUT.png]\n"
+         "                  [--after-ms MS] [--lesson ID [--step N] [--lecture]] [--theme "
+         "dark|light]\n"
+         "                  (a recorded run played into the panels, no engine)\n"
          "       servescope --check-lessons [DIR]   (no window: validate lesson files)\n"
          "       servescope --run-lessons [DIR] [--lesson ID]... [--json]\n"
          "                  (headless, CPU: run every step's experiment, check its expect "
@@ -130,12 +189,14 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       }
     } else if (name == "--screenshot") {
       options.screenshot = value();
-      const std::filesystem::path path(*options.screenshot);
-      const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
-      if (!std::filesystem::is_directory(folder)) {
-        throw GuiUsageError("--screenshot " + *options.screenshot + ": folder " + folder.string() +
-                            " does not exist");
-      }
+      check_output_folder(name, *options.screenshot);
+    } else if (name == "--record") {
+      options.record = value();
+      check_output_folder(name, *options.record);
+    } else if (name == "--replay") {
+      options.replay = value();
+    } else if (name == "--speed") {
+      options.replay_speed = decimal_number(name, value(), kMinReplaySpeed, kMaxReplaySpeed);
     } else if (name == "--after-ms") {
       options.after_ms = whole_number(name, value(), 0, kMaxAfterMs);
     } else if (name == "--model") {
@@ -186,13 +247,15 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     return options;
   }
   if (options.json) throw GuiUsageError("--json needs --run-lessons");
+  if (options.replay) check_replay(options);
+  if (options.replay_speed != 1.0 && !options.replay) throw GuiUsageError("--speed needs --replay");
   const bool demo_only = options.clients > 0 || options.panel || options.screenshot ||
                          options.sweep || options.lesson || options.lecture ||
                          options.quant_types || options.quant_block;
-  if (demo_only && !options.demo_prompt) {
+  if (demo_only && !options.demo_prompt && !options.replay) {
     throw GuiUsageError(
         "--clients, --panel, --screenshot, --sweep, --lesson, --lecture, --quant-types and "
-        "--quant-block need --demo PROMPT");
+        "--quant-block need --demo PROMPT (or, the view options, --replay FILE)");
   }
   const bool lesson_only = options.step != 1 || options.run_step || options.learn_tab ||
                            options.question || options.answer;

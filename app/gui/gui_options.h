@@ -7,6 +7,10 @@
 //              [--lesson ID [--step N] [--run] [--learn-tab lesson|practice|flashcards]
 //               [--question N [--answer TEXT]] [--lecture]]
 //              [--quant-types f16,q8_0,...] [--quant-block q4_1]
+// or a run recorded, or a recorded run replayed with no engine (the demo's view options apply):
+//   servescope --record run.sstrace [--demo ...]
+//   servescope --replay run.sstrace [--speed X] [--panel P] [--screenshot OUT.png]
+//              [--after-ms MS] [--lesson ID [--step N] [--lecture]] [--theme dark|light]
 // or, without a window, the lesson files' check for authors:
 //   servescope --check-lessons [DIR]
 // or every lesson experiment run headless, each step's expect conditions checked:
@@ -69,6 +73,11 @@ struct GuiOptions {
   std::optional<std::string> run_lessons;
   std::vector<std::string> lesson_ids;  // every --lesson given, in order
   bool json = false;
+  // --record FILE: the run is written to this trace; --replay FILE: a recorded run is played
+  // into the panels with no engine, at --speed X (trace_format.h's bounds).
+  std::optional<std::string> record;
+  std::optional<std::string> replay;
+  double replay_speed = 1.0;
 };
 
 // args: the arguments after the program name (Qt's own options already removed).

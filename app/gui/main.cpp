@@ -16,6 +16,7 @@
 #include "app/gui/lesson_run.h"
 #include "app/gui/main_window.h"
 #include "app/gui/termination.h"
+#include "app/gui/trace_file.h"
 #include "app/lessons/lesson_set.h"
 #include "engine/compute/backend.h"
 #include "engine/core/error.h"
@@ -86,6 +87,28 @@ int run_lessons(const servescope::gui::GuiOptions& options) {
   return QApplication::exec();
 }
 
+// --record and --replay: the trace to write, or the recorded run to play (read whole and
+// checked before the window opens). False after saying why in one line.
+bool open_traces(const servescope::gui::GuiOptions& options,
+                 servescope::gui::WindowOptions& window_options) {
+  using namespace servescope::gui;
+  try {
+    if (options.record) {
+      window_options.record = std::make_shared<TraceWriter>(
+          *options.record, TraceHeader{kTraceVersion, trace_time_now()});
+    }
+    if (options.replay) {
+      window_options.replay = std::make_shared<const Trace>(read_trace(*options.replay));
+      window_options.replay_speed = options.replay_speed;
+    }
+  } catch (const TraceError& error) {
+    std::fprintf(stderr, "servescope: %s %s\n", options.record ? "--record" : "--replay",
+                 error.what());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,7 +151,8 @@ int main(int argc, char** argv) {
   if (options.reset) MainWindow::forget_settings();
 
   WindowOptions window_options;
-  window_options.remember_settings = !options.demo_prompt.has_value();
+  // The demo and a replay leave the learner's settings as they were.
+  window_options.remember_settings = !options.demo_prompt && !options.replay;
   if (options.model) window_options.model = QString::fromStdString(*options.model);
   if (options.backend || options.device) {
     const bool vulkan = options.backend ? *options.backend == "vulkan" : true;
@@ -140,12 +164,14 @@ int main(int argc, char** argv) {
   window_options.static_batching = options.static_batching;
   window_options.batch_wait_ms = options.batch_wait_ms;
   window_options.quantised_activations = options.quantised_activations;
+  if (!open_traces(options, window_options)) return 2;
 
   MainWindow window(window_options);
-  if (options.demo_prompt) {
+  if (options.demo_prompt || options.replay) {
     window.resize(1600, 1000);
     DemoPlan plan;
-    plan.prompt = QString::fromStdString(*options.demo_prompt);
+    plan.replay = options.replay.has_value();
+    plan.prompt = QString::fromStdString(options.demo_prompt.value_or(""));
     plan.clients = options.clients;
     plan.panel = options.panel;
     if (options.screenshot) plan.screenshot = QString::fromStdString(*options.screenshot);

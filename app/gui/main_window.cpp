@@ -38,8 +38,10 @@
 #include "app/cli/commands.h"
 #include "app/gui/engine_worker.h"
 #include "app/gui/lesson_ui.h"
+#include "app/gui/replay_player.h"
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
+#include "app/gui/trace_recorder.h"
 #include "app/gui/window_text.h"
 #include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
@@ -156,6 +158,13 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   connect_worker();
   connect_quantisation_panel();
   engine_thread_->start();
+  if (options.record) {
+    recorder_ = new TraceRecorder(*worker_, options.record, [this] {
+      return static_cast<double>(clock_.nsecsElapsed()) / 1e6;
+    }, this);
+    connect(recorder_, &TraceRecorder::failed, this, &MainWindow::on_failed);
+  }
+  if (options.replay) start_replay(*options.replay, options.replay_speed);
 
   frame_timer_ = new QTimer(this);
   frame_timer_->setTimerType(Qt::PreciseTimer);
@@ -268,7 +277,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
         w->set_speed(speed);
         w->set_batching(batching);
       });
-  open_model(model);
+  if (!player_) open_model(model);
   fill_model_picker();
   if (remember_settings_) {
     if (const QString problem = settings_problem(); !problem.isEmpty()) show_message(problem, true);
@@ -431,6 +440,7 @@ void MainWindow::fill_backend_picker() {
 // --- actions ------------------------------------------------------------------------------
 
 void MainWindow::open_model(const QString& path) {
+  if (refused_in_replay()) return;
   show_message({}, false);
   loading_ = true;  // until the worker answers
   loading_path_ = path;
@@ -440,6 +450,7 @@ void MainWindow::open_model(const QString& path) {
 }
 
 void MainWindow::open_timing_model(const TimingModel& model) {
+  if (refused_in_replay()) return;
   show_message({}, false);
   loading_ = true;  // until the worker answers
   const QString path = timing_model_path(timing_folder_, model);
@@ -488,6 +499,7 @@ void MainWindow::set_continuous_classmates(bool continuous) {
 void MainWindow::set_speed(Speed speed) {
   const int index = speed_picker_->findData(static_cast<int>(speed));
   if (index >= 0) speed_picker_->setCurrentIndex(index);
+  if (player_) return pace_replay(speed);
   QMetaObject::invokeMethod(worker_, [w = worker_, speed] { w->set_speed(speed); });
 }
 
@@ -536,7 +548,7 @@ QString MainWindow::collecting_status() const {
 }
 
 void MainWindow::generate() {
-  if (generating_) return;
+  if (refused_in_replay() || generating_) return;
   prefill_timer_->stop();
   prompt_chips_->set_pending_from(-1);
   output_chips_->clear_tokens();
@@ -569,6 +581,7 @@ void MainWindow::stop_batch_sweep() {
 }
 
 void MainWindow::step() {
+  if (player_) return player_->step();
   QMetaObject::invokeMethod(worker_, [w = worker_] { w->step_once(); });
 }
 
@@ -679,7 +692,7 @@ void MainWindow::send_sampling() {
 }
 
 void MainWindow::update_actions() {
-  const bool ready = engine_info_.has_value();
+  const bool ready = engine_info_.has_value() && !player_;  // a replay runs no engine
   generate_action_->setEnabled(ready && !generating_);
   stop_action_->setEnabled(generating_ || sweeping_);
   step_action_->setEnabled(ready && engine_running_);
@@ -884,6 +897,7 @@ void MainWindow::on_frame() {
     }
   } work_timer{*this, now, sender() == frame_timer_};
   const std::vector<telemetry::TelemetryItem> items = engine_info_->telemetry->drain();
+  if (recorder_) recorder_->record_telemetry(items, now);
   if (!items.empty()) folder_.fold(items, now);
   PanelMask changed = folder_.take_changed();
   if (engine_info_->attention) {

@@ -37,7 +37,11 @@ namespace servescope::gui {
 class EngineWorker;
 class LessonUi;
 class PinnedFigures;
+class ReplayPlayer;
 class TokenChips;
+class TraceRecorder;
+class TraceWriter;
+struct Trace;
 
 struct WindowOptions {
   bool remember_settings = true;  // false: neither read nor write QSettings (demo, tests)
@@ -55,6 +59,11 @@ struct WindowOptions {
   // Where the learner's progress.json is kept: the platform's application-data folder when not
   // given and settings are remembered; in memory only otherwise (demo, tests).
   std::optional<QString> progress_folder;
+  // --record: what the window receives from its engine is written to this trace.
+  std::shared_ptr<TraceWriter> record;
+  // --replay: a recorded run played into the panels at this speed; no model is loaded.
+  std::shared_ptr<const Trace> replay;
+  double replay_speed = 1.0;
 };
 
 class MainWindow : public QMainWindow {
@@ -183,6 +192,10 @@ class MainWindow : public QMainWindow {
   // The lessons: the Learn dock, lecture mode and the dispatcher of their experiments.
   LessonUi& lessons() const { return *lessons_; }
 
+  // The recorded run being played (replay mode), else null; and the recording, else null.
+  ReplayPlayer* replay_player() const { return player_; }
+  const TraceRecorder* recorder() const { return recorder_; }
+
   // Forgets every remembered setting (the --reset option).
   static void forget_settings();
 
@@ -241,12 +254,20 @@ class MainWindow : public QMainWindow {
   void apply_theme();
   void update_actions();
   void start_pending_quant_lab();  // the first comparison of a model, once its panel shows
+  // Replay mode (main_window_replay.cpp): the player, its bar above the panels, the engine's
+  // controls off. A replay loads no model: refused_in_replay() says so and returns true.
+  void start_replay(const Trace& trace, double speed);
+  bool refused_in_replay();
+  // The pace keys (lecture mode's P, S) on a replay: single step pauses it, the others play.
+  void pace_replay(Speed speed);
 
   std::unique_ptr<QThread> engine_thread_;
   EngineWorker* worker_ = nullptr;  // lives on engine_thread_
   LessonUi* lessons_ = nullptr;
   PinnedFigures* pinned_ = nullptr;
   WorkProgress* work_ = new WorkProgress(this);
+  TraceRecorder* recorder_ = nullptr;
+  ReplayPlayer* player_ = nullptr;
   bool remember_settings_;
 
   TelemetryFolder folder_;

@@ -536,7 +536,7 @@ void MainWindow::connect_quantisation_panel() {
 }
 
 void MainWindow::compare_quantisation(const QStringList& types) {
-  if (!engine_info_ || engine_info_->random_weights || types.isEmpty()) return;
+  if (!engine_info_ || engine_info_->random_weights || types.isEmpty() || player_) return;
   quant_lab_pending_ = false;
   quant_types_ = types;
   quant_run_ = {true, QStringLiteral("starting"), 0.0, QString()};

@@ -142,5 +142,42 @@ TEST(GuiOptions, RefusesBadInputWithTheOptionAtFault) {
   }
 }
 
+TEST(GuiOptions, RecordAndReplayTakeTheDemosViewOptionsAndRefuseWhatNeedsAnEngine) {
+  const GuiOptions replay =
+      parse_gui_options({"--replay", "run.sstrace", "--speed", "2.5", "--panel", "batching",
+                         "--screenshot", "out.png", "--after-ms", "3000", "--lecture"});
+  EXPECT_EQ(replay.replay, "run.sstrace");
+  EXPECT_EQ(replay.replay_speed, 2.5);
+  EXPECT_EQ(replay.panel, PanelId::kBatching);
+  EXPECT_TRUE(replay.lecture);
+  EXPECT_EQ(parse_gui_options({"--replay", "run.sstrace"}).replay_speed, 1.0);
+  const GuiOptions record =
+      parse_gui_options({"--record", "run.sstrace", "--demo", "Once", "--clients", "3"});
+  EXPECT_EQ(record.record, "run.sstrace");
+  const auto refusal = [](const std::vector<std::string>& args) {
+    try {
+      parse_gui_options(args);
+      return std::string();
+    } catch (const GuiUsageError& error) {
+      return std::string(error.what());
+    }
+  };
+  EXPECT_EQ(refusal({"--replay", "r", "--speed", "20"}),
+            "--speed needs a number from 0.1 to 16, got '20'");
+  EXPECT_EQ(refusal({"--replay", "r", "--speed", "fast"}),
+            "--speed needs a number from 0.1 to 16, got 'fast'");
+  EXPECT_EQ(refusal({"--speed", "2"}), "--speed needs --replay");
+  EXPECT_EQ(refusal({"--replay", "r", "--record", "w"}),
+            "--record and --replay: a replay runs no engine to record; choose one");
+  EXPECT_EQ(refusal({"--replay", "r", "--demo", "Once"}),
+            "--demo generates live and --replay plays a recording; choose one");
+  EXPECT_EQ(refusal({"--replay", "r", "--clients", "4"}),
+            "--clients needs a live engine; --replay plays a recorded run without one");
+  EXPECT_EQ(refusal({"--replay", "r", "--backend", "cpu"}),
+            "--backend needs a live engine; --replay plays a recorded run without one");
+  EXPECT_EQ(refusal({"--record", "/no/such/folder/run.sstrace"}),
+            "--record /no/such/folder/run.sstrace: folder /no/such/folder does not exist");
+}
+
 }  // namespace
 }  // namespace servescope::gui

@@ -1,0 +1,52 @@
+// Replay mode: a recorded run (trace_file.h) plays into the window through the engine worker's
+// own reports (replay_player.h), with no model loaded and the engine's controls off.
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include "app/gui/main_window.h"
+#include "app/gui/replay_bar.h"
+#include "app/gui/replay_player.h"
+
+namespace servescope::gui {
+
+void MainWindow::start_replay(const Trace& trace, double speed) {
+  player_ = new ReplayPlayer(trace, *worker_, this);
+  player_->set_speed(speed);
+  // The bar goes above the panels, which lecture mode keeps on screen.
+  auto* splitter = findChild<QSplitter*>("main-splitter");
+  auto* panels_column = new QWidget;
+  auto* layout = new QVBoxLayout(panels_column);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  splitter->replaceWidget(1, panels_column);
+  layout->addWidget(new ReplayBar(*player_, this));
+  layout->addWidget(tabs_, 1);
+  // Nothing here drives an engine: the recording does.
+  splitter->widget(0)->setEnabled(false);
+  for (QToolBar* bar : findChildren<QToolBar*>()) bar->setEnabled(false);
+  // From the event loop, as a live engine's first report comes: whoever waits for the
+  // window's engine_ready (the scripted demo) has connected by then.
+  QTimer::singleShot(0, player_, &ReplayPlayer::play);
+}
+
+void MainWindow::pace_replay(Speed speed) {
+  if (speed == Speed::kSingleStep) {
+    player_->pause();
+  } else {
+    player_->play();
+  }
+}
+
+bool MainWindow::refused_in_replay() {
+  if (!player_) return false;
+  show_message(
+      "This window replays a recorded run: no engine runs here. Start ServeScope without "
+      "--replay to load a model and generate.",
+      true);
+  return true;
+}
+
+}  // namespace servescope::gui
