@@ -421,6 +421,9 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
                      : tr("Slots over steps: %1% in use on average")
                            .arg(chart::format_number(100.0 * mean_occupancy(), 3));
   const qreal top = area.top() + chart::draw_heading(painter, area, heading, t);
+  if (!with_occupancy)
+    add_tooltip(QRectF(area.left(), area.top(), area.width(), top - area.top()),
+                snapshot_.help.occupancy);
   painter.setFont(chart::small_font(font()));
   const qreal label_width =
       QFontMetricsF(painter.font()).horizontalAdvance(tr("slot %1").arg(snapshot_.slot_count)) + 8;
