@@ -417,6 +417,23 @@ namespace {
 
 // Beyond the lecture layout test's first tab: the table alone when a lesson highlights it, at
 // lecture size in 24 px type, its least needed columns left out at 1280 px.
+// The block tab needs the room of 1920x1080 in lecture type: the table gives way to it.
+TEST(QuantisationPanel, BlockTabFitsAtLectureSizeOf1920) {
+  QuantisationPanel panel;
+  panel.set_snapshot(testing::synthetic_quantisation_every_type());
+  QFont font = panel.font();
+  font.setPointSizeF(18);
+  panel.setFont(font);
+  panel.resize(1920, 820);
+  ASSERT_TRUE(panel.show_block(QStringLiteral("q4_1")));
+  (void)panel.grab();
+  EXPECT_TRUE(panel.shown_parts().charts);
+  EXPECT_FALSE(panel.shown_parts().table);
+  for (const std::string& fault :
+       testing::layout_faults(testing::painted_texts(panel), QRectF(panel.rect())))
+    ADD_FAILURE() << fault;
+}
+
 TEST(QuantisationPanel, HighlightedTableFitsLectureSize) {
   for (const QSize size : {QSize(1280, 460), QSize(1920, 820)}) {
     QuantisationPanel panel;
