@@ -386,15 +386,20 @@ TEST(QuantParts, TheHighlightedPartStaysOnScreen) {
   EXPECT_TRUE(choose_quant_parts(kNeeds, 16.0, QStringLiteral("error")).charts);
 }
 
+// A panel in lecture type (24 px) at `size`: a projector's panel area.
+void to_lecture_size(QuantisationPanel& panel, QSize size) {
+  QFont font = panel.font();
+  font.setPointSizeF(18);
+  panel.setFont(font);
+  panel.resize(size);
+}
+
 // The panel applies the choice: at lecture size the charts rather than the "too small"
 // message, the table when a lesson highlights it, table rows as tall as their type.
 TEST(QuantisationPanel, AtLectureSizeShowsWhatFitsAndSaysWhatNot) {
   QuantisationPanel panel;
   panel.set_snapshot(testing::synthetic_quantisation_every_type());
-  QFont font = panel.font();
-  font.setPointSizeF(18);
-  panel.setFont(font);
-  panel.resize(1280, 460);
+  to_lecture_size(panel, QSize(1280, 460));
   (void)panel.grab();
   EXPECT_TRUE(panel.shown_parts().charts);
   EXPECT_FALSE(panel.tabs_control()->isHidden());
@@ -406,7 +411,7 @@ TEST(QuantisationPanel, AtLectureSizeShowsWhatFitsAndSaysWhatNot) {
   EXPECT_FALSE(panel.element_shape(QStringLiteral("variants")).isEmpty());
   const auto* table = panel.findChild<QTableView*>();
   ASSERT_NE(table, nullptr);
-  EXPECT_GE(table->rowHeight(1), QFontMetrics(font).height());
+  EXPECT_GE(table->rowHeight(1), QFontMetrics(panel.font()).height());
 }
 
 }  // namespace
@@ -421,10 +426,7 @@ namespace {
 TEST(QuantisationPanel, BlockTabFitsAtLectureSizeOf1920) {
   QuantisationPanel panel;
   panel.set_snapshot(testing::synthetic_quantisation_every_type());
-  QFont font = panel.font();
-  font.setPointSizeF(18);
-  panel.setFont(font);
-  panel.resize(1920, 820);
+  to_lecture_size(panel, QSize(1920, 820));
   ASSERT_TRUE(panel.show_block(QStringLiteral("q4_1")));
   (void)panel.grab();
   EXPECT_TRUE(panel.shown_parts().charts);
@@ -438,10 +440,7 @@ TEST(QuantisationPanel, HighlightedTableFitsLectureSize) {
   for (const QSize size : {QSize(1280, 460), QSize(1920, 820)}) {
     QuantisationPanel panel;
     panel.set_snapshot(testing::synthetic_quantisation());
-    QFont font = panel.font();
-    font.setPointSizeF(18);
-    panel.setFont(font);
-    panel.resize(size);
+    to_lecture_size(panel, size);
     ASSERT_TRUE(panel.set_highlight(QStringLiteral("variants")));
     (void)panel.grab();
     EXPECT_TRUE(panel.shown_parts().table);
