@@ -33,6 +33,9 @@ namespace {
 // Charts: the tab bar, a heading, the statistics line, a plot of four lines, its ticks and
 // axis title.
 constexpr double kChartsLines = 11.0;
+// The block tab: its type row, a heading, the bytes bar, the scales, a legend, the quants'
+// row, a plot of five lines with its ticks and title, the block's error.
+constexpr double kBlockLines = 19.0;
 constexpr double kNoteLines = 1.4;  // the line naming the parts left out
 constexpr int kMinimumWidth = 640;
 
@@ -88,6 +91,8 @@ QuantisationPanel::QuantisationPanel(QWidget* parent) : PanelView(parent) {
   tabs_ = new QTabWidget(this);
   tabs_->addTab(build_error_page(), tr("Error per layer"));
   tabs_->addTab(build_block_page(), tr("Inside a block"));
+  // The block tab needs more room than the charts: the parts shown follow the tab.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { fit_parts(); });
   tabs_->setToolTip(
       tr("Error per layer: how far the quantised weights are from the originals. Inside a "
          "block: how one block of this model's weights is stored, number by number."));
@@ -444,7 +449,8 @@ QuantPartNeeds QuantisationPanel::part_needs() const {
   const int controls_height = controls_->layout()->hasHeightForWidth()
                                   ? controls_->layout()->heightForWidth(width() - 12)
                                   : controls_->sizeHint().height();
-  return {kChartsLines, lines(table_->height()), lines(continuation_->sizeHint().height()),
+  const bool block_tab = tabs_->currentIndex() == 1;
+  return {block_tab ? kBlockLines : kChartsLines, lines(table_->height()), lines(continuation_->sizeHint().height()),
           lines(controls_height)};
 }
 

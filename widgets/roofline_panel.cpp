@@ -477,7 +477,8 @@ std::vector<LegendSection> RooflinePanel::legend_sections() const {
   sections.push_back(colours);
   sections.push_back(shapes);
   const QString raised = raised_note();
-  if (!raised.isEmpty()) sections.push_back({{}, {}, raised, 1, t.highlight});
+  // In the text colour: the highlight colour read at 3.9:1 on the light background.
+  if (!raised.isEmpty()) sections.push_back({{}, {}, raised, 1, t.text});
   LegendSection judged{tr("judged against"), {}, {}, 2, {}};
   for (const QString& entry : judged_entries()) {
     const PointRoof roof = entry.startsWith(tr("cache")) ? PointRoof::kCache : PointRoof::kMemory;

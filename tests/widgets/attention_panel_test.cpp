@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tests/widgets/synthetic_model_snapshots.h"
+#include "tests/widgets/text_probe.h"
 
 namespace servescope::widgets {
 namespace {
@@ -183,6 +184,31 @@ TEST(AttentionPanel, TooSmallAsksForRoomInsteadOfSqueezingTheMap) {
   (void)panel.grab();
   EXPECT_EQ(panel.painted_visible_cells(), 24 * 25 / 2);
   EXPECT_FALSE(panel.layer_selector()->isHidden());
+}
+
+}  // namespace
+}  // namespace servescope::widgets
+
+namespace servescope::widgets {
+namespace {
+
+// A class's context at lecture size (24 px type): a prefill of 150 tokens and one decode step
+// over them, no text overlapping, cut or elided.
+TEST(AttentionPanel, LongContextFitsLectureSize) {
+  for (const bool decode : {false, true}) {
+    for (const QSize size : {QSize(1280, 460), QSize(1920, 820)}) {
+      AttentionPanel panel;
+      panel.set_snapshot(testing::synthetic_attention(150, decode));
+      QFont font = panel.font();
+      font.setPointSizeF(18);
+      panel.setFont(font);
+      panel.resize(size);
+      for (const std::string& fault :
+           testing::layout_faults(testing::painted_texts(panel), QRectF(panel.rect())))
+        ADD_FAILURE() << (decode ? "decode " : "prefill ") << size.width() << "x"
+                      << size.height() << ": " << fault;
+    }
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "tests/widgets/synthetic_model_snapshots.h"
+#include "tests/widgets/text_probe.h"
 #include "widgets/label_layout.h"
 #include "widgets/theme.h"
 
@@ -300,6 +301,38 @@ TEST(RooflinePanel, LegendDropsItsLeastNeededPartOnlyWhenShortOfRoom) {
     panel.grab();
     EXPECT_EQ(panel.hidden_legend_sections(), hidden) << size.width() << "x" << size.height();
   }
+}
+
+}  // namespace
+}  // namespace servescope::widgets
+
+namespace servescope::widgets {
+namespace {
+
+// A raised roof's note joins the legend: at lecture size it still fits, and reads at 7:1.
+TEST(RooflinePanel, RaisedNoteFitsAndReadsAtLectureSize) {
+  for (const ThemeKind kind : {ThemeKind::kLight, ThemeKind::kDark}) {
+    set_theme(kind, true);
+    for (const QSize size : {QSize(1280, 460), QSize(1920, 820)}) {
+      RooflineSnapshot s = testing::synthetic_roofline_class();
+      s.memory_raised = true;
+      s.compute_raised = true;
+      s.memory_raised_by = QStringLiteral("a step of this run");
+      RooflinePanel panel;
+      panel.set_snapshot(s);
+      QFont font = panel.font();
+      font.setPointSizeF(18);
+      panel.setFont(font);
+      panel.resize(size);
+      const QImage image = panel.grab().toImage();
+      const auto texts = testing::painted_texts(panel);
+      for (const std::string& fault : testing::layout_faults(texts, QRectF(panel.rect())))
+        ADD_FAILURE() << size.width() << "x" << size.height() << ": " << fault;
+      for (const auto& text : testing::rendered_contrast(image, texts))
+        EXPECT_GE(text.ratio, 7.0) << text.text.text.toStdString();
+    }
+  }
+  set_theme(ThemeKind::kLight);
 }
 
 }  // namespace
