@@ -5,6 +5,7 @@
 #include <QFontInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLayout>
 #include <QMenu>
 #include <QMenuBar>
 #include <QProgressBar>
@@ -204,8 +205,6 @@ void LectureMode::set_active(bool on) {
     was_full_screen_ = window_.isFullScreen();
     was_maximized_ = window_.isMaximized();
     saved_geometry_ = window_.geometry();
-    saved_minimum_ = window_.minimumSize();
-    saved_maximum_ = window_.maximumSize();
     window_.setFont(lecture_font());
     saved_tooltip_font_ = QToolTip::font();
     QToolTip::setFont(lecture_font());  // a tooltip is read from the back row too
@@ -232,8 +231,10 @@ void LectureMode::set_active(bool on) {
     QToolTip::setFont(saved_tooltip_font_);
     window_.set_high_contrast(false);
     window_.set_controls_visible(true);
-    window_.setMinimumSize(saved_minimum_);
-    window_.setMaximumSize(saved_maximum_);
+    window_.setMinimumSize(0, 0);  // not explicit any more: the layout's minimum binds again
+    // Layouts inside docks hidden meanwhile (the Learn pane) kept the sizes they computed in
+    // the lecture font, and would hold the window 112 px wider than before: they recompute.
+    for (QLayout* layout : window_.findChildren<QLayout*>()) layout->invalidate();
     if (!was_full_screen_) {
       if (was_maximized_) {
         window_.showMaximized();
@@ -249,10 +250,11 @@ void LectureMode::fill_screen() {
   const QScreen* screen = window_.screen();
   if (screen == nullptr) return;
   // Full screen is only a request where no window manager grants it (Xvfb, a kiosk): the
-  // window takes the screen itself, and a fixed size keeps a layout that wants more than the
-  // screen from growing it past the screen's edge.
+  // window takes the screen itself. An explicit minimum size keeps the layout's own minimum
+  // (a long step, a tall panel) from growing the window past the screen's edge; a fixed size
+  // would do too, but a window manager may refuse full screen to a window it cannot resize.
   const QRect area = screen->geometry();
-  window_.setFixedSize(area.size());
+  window_.setMinimumSize(1, 1);
   window_.setGeometry(area);
   // The step's text gets a third of the screen; the panel keeps the rest (at 1280x720 that
   // is 480 pixels, every panel's minimum height).

@@ -32,7 +32,6 @@
 #include <QKeySequence>
 #include <QObject>
 #include <QRect>
-#include <QSize>
 #include <QString>
 #include <functional>
 #include <vector>
@@ -121,8 +120,6 @@ class LectureMode : public QObject {
   bool was_full_screen_ = false;
   bool was_maximized_ = false;
   QRect saved_geometry_;
-  QSize saved_minimum_;
-  QSize saved_maximum_;
   QMetaObject::Connection screen_resized_;
   Speed resume_speed_ = Speed::kRealTime;
 };

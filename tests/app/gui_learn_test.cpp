@@ -285,7 +285,9 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
 }
 
 // F11 fills the screen the window is on, exactly, whatever the window's content asks for (no
-// window manager sizes it here, as under Xvfb); leaving gives the window's geometry back.
+// window manager sizes it here, as under Xvfb); leaving gives the window's geometry back (the
+// Learn pane's layouts, hidden meanwhile, kept the lecture font's sizes and held it 112 px
+// wider).
 TEST_F(LearnFixture, LectureModeFillsTheScreenItIsOnAndGivesTheGeometryBack) {
   window_->setGeometry(40, 30, 700, 500);
   wait_until([] { return false; }, 30);
