@@ -143,9 +143,11 @@ void ReplayPlayer::play_event(const TraceEvent& event) {
           Q_EMIT batch_collecting(e.state);
         } else if constexpr (std::is_same_v<E, trace::GenerationStarted>) {
           Q_EMIT generation_started(e.request, e.prompt_tokens);
-        } else {
-          static_assert(std::is_same_v<E, trace::GenerationFinished>);
+        } else if constexpr (std::is_same_v<E, trace::GenerationFinished>) {
           Q_EMIT generation_finished(QString::fromStdString(e.reason));
+        } else {
+          static_assert(std::is_same_v<E, trace::LessonShown>);
+          Q_EMIT lesson_shown(QString::fromStdString(e.lesson), QString::fromStdString(e.step));
         }
       },
       event.body);

@@ -55,6 +55,8 @@ class ReplayPlayer : public QObject {
   void batch_collecting(servescope::gui::BatchCollecting state);
   void generation_started(qint64 request, int prompt_tokens);
   void generation_finished(const QString& reason);
+  // The Learn pane showed this lesson step in the recorded run (ids).
+  void lesson_shown(const QString& lesson, const QString& step);
   // The position or the play / pause state changed.
   void moved();
 

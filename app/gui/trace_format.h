@@ -18,6 +18,7 @@
 //   collecting           "state": BatchCollecting (a static batch collecting, or done)
 //   generation_started   "request", "prompt_tokens"
 //   generation_finished  "reason"
+//   lesson               "lesson", "step": the Learn pane's lesson and step ids, as it showed one
 // Enums are written by name ("decode", "allocate", "Q8_0"); a number that is not finite is
 // written as "inf", "-inf" or "nan". A reader ignores fields it does not know (a later minor
 // addition) and refuses a missing one; a new kind or a changed meaning raises the version.
@@ -84,12 +85,16 @@ struct GenerationStarted {
 struct GenerationFinished {
   std::string reason;
 };
+struct LessonShown {
+  std::string lesson;  // ids, as in the lesson files
+  std::string step;
+};
 }  // namespace trace
 
 using TraceBody =
     std::variant<trace::Engine, trace::Telemetry, trace::Memory, trace::SweepPoint,
                  trace::SweepDone, trace::Batching, trace::Collecting, trace::GenerationStarted,
-                 trace::GenerationFinished>;
+                 trace::GenerationFinished, trace::LessonShown>;
 
 struct TraceEvent {
   double ms = 0.0;  // the recording window's clock when it arrived

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "app/gui/action_dispatcher.h"
+#include "app/gui/learn_pane.h"
 #include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
 #include "app/gui/replay_bar.h"
@@ -114,6 +115,7 @@ class RecordAndReplay : public ::testing::Test {
                        [&] { outcome = "finished"; });
       QObject::connect(&dispatcher, &ActionDispatcher::failed, &window,
                        [&](const QString& reason) { outcome = "failed: " + reason; });
+      ASSERT_TRUE(window.lessons().learn().open_lesson("batching", 0));
       dispatcher.run(to_lesson_actions(testing::shipped_lesson("batching").steps.at(0).run));
       ASSERT_TRUE(wait_until([&] { return outcome.has_value(); }, 240000));
       ASSERT_EQ(outcome->toStdString(), "finished");
@@ -167,6 +169,11 @@ TEST_F(RecordAndReplay, AReplayOfARecordedLesson3RunShowsTheSameFiguresAsTheLive
   EXPECT_EQ(window->folder().counts().steps, live_steps_);
   EXPECT_EQ(window->folder().counts().kv_events, live_kv_events_);
   EXPECT_EQ(window->folder().counts().inconsistent_kv_events, live_inconsistent_);
+  // The Learn pane follows the recording to the lesson step it showed.
+  const LearnPane& learn = window->lessons().learn();
+  ASSERT_NE(learn.current_lesson(), nullptr);
+  EXPECT_EQ(learn.current_lesson()->id, "batching");
+  EXPECT_EQ(learn.current_step(), 0);
   const std::map<PanelId, std::string> replayed = panel_csvs(*window);
   for (const PanelId id : kRecordedPanels) {
     EXPECT_GT(live_->at(id).size(), 100u) << panel_key(id);
