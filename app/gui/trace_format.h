@@ -4,7 +4,8 @@
 // by '\n':
 //
 //   line 1   {"format":"servescope-trace","version":1,"recorded_at":"2026-12-06T16:20:00Z"}
-//   then     one event per line: {"ms":1234.5,"kind":KIND,...}, ms non-decreasing
+//   then     one event per line: {"ms":1234.5,"kind":KIND,...}, ms non-decreasing; an engine
+//            event before any other but a lesson (which the Learn pane may show before a model)
 //   last     {"end":true,"events":N}   (N events above it; a file without it is cut short)
 //
 // KIND and its fields (every struct's fields are named as in its C++ struct):

@@ -268,5 +268,28 @@ TEST_F(RecordAndReplay, AReplayIsMarkedInLectureModeTooAndDrivesNoEngine) {
   EXPECT_TRUE(refused->contains("needs a live engine")) << refused->toStdString();
 }
 
+TEST_F(RecordAndReplay, ALessonStepShownBeforeTheModelLoadedPlaysAtTheStart) {
+  // The scripted demo opens its lesson when the engine is ready, so the Learn pane's event is
+  // written just before the engine's.
+  Trace trace = read_trace(*path_);
+  const double engine_ms = trace.events.front().ms;
+  trace.events.insert(trace.events.begin(),
+                      TraceEvent{engine_ms - 0.5, trace::LessonShown{"batching", "sweep"}});
+  WindowOptions options = testing::test_window_options(cache_.path());
+  options.replay = std::make_shared<const Trace>(trace);
+  MainWindow window(options);
+  window.show();
+  ASSERT_TRUE(wait_until([&] { return window.engine_info().has_value(); }, 10000));
+  EXPECT_EQ(window.lessons().learn().current_lesson()->id, "batching");
+  EXPECT_EQ(window.lessons().learn().current_step(), 1);
+  ReplayPlayer& player = *window.replay_player();
+  player.pause();
+  player.seek(player.duration_ms());
+  player.seek(0.0);  // the start is the engine: the folder starts over
+  settle();
+  EXPECT_EQ(window.folder().counts().steps, 0);
+  EXPECT_EQ(player.position_ms(), 0.0);
+}
+
 }  // namespace
 }  // namespace servescope::gui

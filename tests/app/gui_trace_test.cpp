@@ -323,14 +323,29 @@ TEST_F(TraceFile, ABadFieldIsNamedWithItsLineAndByte) {
       << read_error(file("negative.sstrace"));
 }
 
-TEST_F(TraceFile, TheFirstEventIsTheEngineAndTheEndLineCountsTheEvents) {
+TEST_F(TraceFile, AnEngineComesBeforeItsReportsAndTheEndLineCountsTheEvents) {
   const std::filesystem::path path = file("no-engine.sstrace");
   {
     TraceWriter writer(path, TraceHeader{kTraceVersion, "t"});
     writer.write({1.0, trace::Memory{1, 2, 3}});
   }
   EXPECT_NE(read_error(path).find("line 2 (byte"), std::string::npos) << read_error(path);
-  EXPECT_NE(read_error(path).find("the first event must be the engine"), std::string::npos);
+  EXPECT_NE(read_error(path).find("an engine's report before any engine event"),
+            std::string::npos);
+  // The Learn pane may show a lesson step before a model loads: that may come first.
+  {
+    TraceWriter writer(file("lesson-first.sstrace"), TraceHeader{kTraceVersion, "t"});
+    writer.write({1.0, trace::LessonShown{"batching", "sweep"}});
+    writer.write({2.0, trace::Engine{sample_info()}});
+  }
+  EXPECT_EQ(read_error(file("lesson-first.sstrace")), "");
+  {
+    TraceWriter writer(file("lesson-only.sstrace"), TraceHeader{kTraceVersion, "t"});
+    writer.write({1.0, trace::LessonShown{"batching", "sweep"}});
+  }
+  EXPECT_EQ(read_error(file("lesson-only.sstrace")),
+            file("lesson-only.sstrace").string() +
+                ": holds no run (no model was loaded while recording)");
   std::string bytes = read_bytes(write_every_kind("run.sstrace"));
   bytes.replace(bytes.find("\"events\":10"), 11, "\"events\":9");
   write_file(file("miscounted.sstrace"), bytes);
