@@ -37,6 +37,7 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/engine_worker.h"
+#include "app/gui/learn_pane.h"
 #include "app/gui/lesson_ui.h"
 #include "app/gui/replay_player.h"
 #include "app/gui/token_chips.h"
@@ -163,6 +164,8 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
       return static_cast<double>(clock_.nsecsElapsed()) / 1e6;
     }, this);
     connect(recorder_, &TraceRecorder::failed, this, &MainWindow::on_failed);
+    connect(&lessons_->learn(), &LearnPane::position_changed, recorder_,
+            &TraceRecorder::record_lesson);
   }
   if (options.replay) start_replay(*options.replay, options.replay_speed);
 

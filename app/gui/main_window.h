@@ -260,6 +260,8 @@ class MainWindow : public QMainWindow {
   bool refused_in_replay();
   // The pace keys (lecture mode's P, S) on a replay: single step pauses it, the others play.
   void pace_replay(Speed speed);
+  // The recorded run's Learn pane showed this lesson step: this one shows it too.
+  void show_replayed_lesson(const QString& lesson, const QString& step);
 
   std::unique_ptr<QThread> engine_thread_;
   EngineWorker* worker_ = nullptr;  // lives on engine_thread_

@@ -6,6 +6,8 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "app/gui/learn_pane.h"
+#include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
 #include "app/gui/replay_bar.h"
 #include "app/gui/replay_player.h"
@@ -27,9 +29,24 @@ void MainWindow::start_replay(const Trace& trace, double speed) {
   // Nothing here drives an engine: the recording does.
   splitter->widget(0)->setEnabled(false);
   for (QToolBar* bar : findChildren<QToolBar*>()) bar->setEnabled(false);
+  connect(player_, &ReplayPlayer::lesson_shown, this, &MainWindow::show_replayed_lesson);
   // From the event loop, as a live engine's first report comes: whoever waits for the
   // window's engine_ready (the scripted demo) has connected by then.
   QTimer::singleShot(0, player_, &ReplayPlayer::play);
+}
+
+void MainWindow::show_replayed_lesson(const QString& lesson, const QString& step) {
+  LearnPane& learn = lessons_->learn();
+  for (const lessons::Lesson* shown : learn.lessons()) {
+    if (QString::fromStdString(shown->id) != lesson) continue;
+    for (size_t i = 0; i < shown->steps.size(); ++i) {
+      if (QString::fromStdString(shown->steps[i].id) == step) {
+        learn.open_lesson(lesson, static_cast<int>(i));
+        return;
+      }
+    }
+  }
+  // A lesson this installation does not have: the panels play on without its text.
 }
 
 void MainWindow::pace_replay(Speed speed) {

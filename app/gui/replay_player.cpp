@@ -39,7 +39,9 @@ ReplayPlayer::ReplayPlayer(Trace trace, EngineWorker& worker, QObject* parent)
       header_(std::move(trace.header)),
       events_(one_record_each(std::move(trace.events))),
       timer_(new QTimer(this)) {
-  start_ = events_.empty() ? 0.0 : events_.front().ms;
+  // The run starts with its engine: a lesson step shown before it plays at the start too, and
+  // a seek to 0 always rebuilds the window from the engine's reset.
+  start_ = first_engine_event().ms;
   position_ = start_;
   queue_capacity_ = std::max<size_t>(1, events_.size());
   // The window hears the worker; the worker says what the recording says.
@@ -58,9 +60,15 @@ ReplayPlayer::ReplayPlayer(Trace trace, EngineWorker& worker, QObject* parent)
   connect(timer_, &QTimer::timeout, this, &ReplayPlayer::tick);
 }
 
+const TraceEvent& ReplayPlayer::first_engine_event() const {
+  // read_trace refuses a trace without one.
+  return *std::find_if(events_.begin(), events_.end(), [](const TraceEvent& e) {
+    return std::holds_alternative<trace::Engine>(e.body);
+  });
+}
+
 const EngineInfo& ReplayPlayer::first_engine() const {
-  // read_trace guarantees the first event is the engine.
-  return std::get<trace::Engine>(events_.front().body).info;
+  return std::get<trace::Engine>(first_engine_event().body).info;
 }
 
 double ReplayPlayer::duration_ms() const {
@@ -143,9 +151,11 @@ void ReplayPlayer::play_event(const TraceEvent& event) {
           Q_EMIT batch_collecting(e.state);
         } else if constexpr (std::is_same_v<E, trace::GenerationStarted>) {
           Q_EMIT generation_started(e.request, e.prompt_tokens);
-        } else {
-          static_assert(std::is_same_v<E, trace::GenerationFinished>);
+        } else if constexpr (std::is_same_v<E, trace::GenerationFinished>) {
           Q_EMIT generation_finished(QString::fromStdString(e.reason));
+        } else {
+          static_assert(std::is_same_v<E, trace::LessonShown>);
+          Q_EMIT lesson_shown(QString::fromStdString(e.lesson), QString::fromStdString(e.step));
         }
       },
       event.body);

@@ -26,9 +26,11 @@ class ReplayPlayer : public QObject {
   ReplayPlayer(Trace trace, EngineWorker& worker, QObject* parent);
 
   const TraceHeader& header() const { return header_; }
-  // The run's first engine (its model and device), for the "Replay of ..." banner.
+  // The run's first engine (its model and device), for the "Replay of ..." banner. The trace
+  // must hold one (read_trace makes sure).
   const EngineInfo& first_engine() const;
-  // From the first event to the last, and where the replay is, in the run's milliseconds.
+  // From the first engine event to the last event, and where the replay is, in the run's
+  // milliseconds.
   double duration_ms() const;
   double position_ms() const { return position_ - start_; }
   bool playing() const { return playing_; }
@@ -55,10 +57,13 @@ class ReplayPlayer : public QObject {
   void batch_collecting(servescope::gui::BatchCollecting state);
   void generation_started(qint64 request, int prompt_tokens);
   void generation_finished(const QString& reason);
+  // The Learn pane showed this lesson step in the recorded run (ids).
+  void lesson_shown(const QString& lesson, const QString& step);
   // The position or the play / pause state changed.
   void moved();
 
  private:
+  const TraceEvent& first_engine_event() const;
   void tick();
   void play_until(double trace_ms);
   void play_event(const TraceEvent& event);
@@ -67,7 +72,7 @@ class ReplayPlayer : public QObject {
   TraceHeader header_;
   std::vector<TraceEvent> events_;  // a telemetry event holds one record each
   size_t next_ = 0;
-  double start_ = 0.0;     // the first event's time
+  double start_ = 0.0;     // the first engine event's time: the run's 0
   double position_ = 0.0;  // the run's time played up to
   double speed_ = 1.0;
   bool playing_ = false;

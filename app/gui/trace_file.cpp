@@ -120,6 +120,7 @@ Trace parse_trace(const std::string& bytes, const std::string& name) {
   };
   Trace trace;
   std::optional<int64_t> end_count;
+  bool seen_engine = false;
   while (!lines.done()) {
     bool ended = false;
     const std::string_view line = lines.next(ended);
@@ -135,8 +136,10 @@ Trace parse_trace(const std::string& bytes, const std::string& name) {
         end_count = decode_end(line);
       } else {
         TraceEvent event = decode_event(line);
-        if (trace.events.empty() && !std::holds_alternative<trace::Engine>(event.body)) {
-          throw TraceFormatError("the first event must be the engine (its model, device, ...)");
+        seen_engine = seen_engine || std::holds_alternative<trace::Engine>(event.body);
+        if (!seen_engine && !std::holds_alternative<trace::LessonShown>(event.body)) {
+          throw TraceFormatError(
+              "an engine's report before any engine event (its model, device, ...)");
         }
         if (!trace.events.empty() && event.ms < trace.events.back().ms) {
           throw TraceFormatError("event.ms: " + std::to_string(event.ms) +
@@ -159,7 +162,7 @@ Trace parse_trace(const std::string& bytes, const std::string& name) {
     throw TraceError(name + ": the end line counts " + std::to_string(*end_count) +
                      " events, the file holds " + std::to_string(trace.events.size()));
   }
-  if (trace.events.empty()) {
+  if (!seen_engine) {
     throw TraceError(name + ": holds no run (no model was loaded while recording)");
   }
   return trace;

@@ -48,7 +48,8 @@ class TraceWriter {
 
 struct Trace {
   TraceHeader header;
-  std::vector<TraceEvent> events;  // ms non-decreasing; the first is an engine event
+  // ms non-decreasing; an engine event comes before every event but a lesson step's
+  std::vector<TraceEvent> events;
 };
 
 // The largest trace read (a lesson's run is a few MB).

@@ -360,10 +360,14 @@ void encode_body(const TraceBody& body, Json& out) {
           out["kind"] = "generation_started";
           out["request"] = e.request;
           out["prompt_tokens"] = e.prompt_tokens;
-        } else {
-          static_assert(std::is_same_v<E, trace::GenerationFinished>);
+        } else if constexpr (std::is_same_v<E, trace::GenerationFinished>) {
           out["kind"] = "generation_finished";
           out["reason"] = e.reason;
+        } else {
+          static_assert(std::is_same_v<E, trace::LessonShown>);
+          out["kind"] = "lesson";
+          out["lesson"] = e.lesson;
+          out["step"] = e.step;
         }
       },
       body);
@@ -528,6 +532,10 @@ TraceBody decode_body(const Json& j) {
   }
   if (kind == "generation_finished") {
     return trace::GenerationFinished{decoded<std::string>(j, "reason", path)};
+  }
+  if (kind == "lesson") {
+    return trace::LessonShown{decoded<std::string>(j, "lesson", path),
+                              decoded<std::string>(j, "step", path)};
   }
   refuse("event.kind", "'" + kind + "' is not an event kind of format version " +
                            std::to_string(kTraceVersion));

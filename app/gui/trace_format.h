@@ -4,7 +4,8 @@
 // by '\n':
 //
 //   line 1   {"format":"servescope-trace","version":1,"recorded_at":"2026-12-06T16:20:00Z"}
-//   then     one event per line: {"ms":1234.5,"kind":KIND,...}, ms non-decreasing
+//   then     one event per line: {"ms":1234.5,"kind":KIND,...}, ms non-decreasing; an engine
+//            event before any other but a lesson (which the Learn pane may show before a model)
 //   last     {"end":true,"events":N}   (N events above it; a file without it is cut short)
 //
 // KIND and its fields (every struct's fields are named as in its C++ struct):
@@ -18,6 +19,7 @@
 //   collecting           "state": BatchCollecting (a static batch collecting, or done)
 //   generation_started   "request", "prompt_tokens"
 //   generation_finished  "reason"
+//   lesson               "lesson", "step": the Learn pane's lesson and step ids, as it showed one
 // Enums are written by name ("decode", "allocate", "Q8_0"); a number that is not finite is
 // written as "inf", "-inf" or "nan". A reader ignores fields it does not know (a later minor
 // addition) and refuses a missing one; a new kind or a changed meaning raises the version.
@@ -84,12 +86,16 @@ struct GenerationStarted {
 struct GenerationFinished {
   std::string reason;
 };
+struct LessonShown {
+  std::string lesson;  // ids, as in the lesson files
+  std::string step;
+};
 }  // namespace trace
 
 using TraceBody =
     std::variant<trace::Engine, trace::Telemetry, trace::Memory, trace::SweepPoint,
                  trace::SweepDone, trace::Batching, trace::Collecting, trace::GenerationStarted,
-                 trace::GenerationFinished>;
+                 trace::GenerationFinished, trace::LessonShown>;
 
 struct TraceEvent {
   double ms = 0.0;  // the recording window's clock when it arrived

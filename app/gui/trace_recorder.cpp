@@ -39,6 +39,10 @@ void TraceRecorder::record_telemetry(std::span<const telemetry::TelemetryItem> i
   write(TraceEvent{now_ms, trace::Telemetry{{items.begin(), items.end()}}});
 }
 
+void TraceRecorder::record_lesson(const QString& lesson, const QString& step) {
+  record(trace::LessonShown{lesson.toStdString(), step.toStdString()});
+}
+
 void TraceRecorder::write(const TraceEvent& event) {
   if (stopped_) return;
   try {

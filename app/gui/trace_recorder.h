@@ -25,6 +25,8 @@ class TraceRecorder : public QObject {
 
   // One frame's drained records, at the window clock's time of the drain.
   void record_telemetry(std::span<const telemetry::TelemetryItem> items, double now_ms);
+  // The Learn pane showed this lesson step (LearnPane::position_changed).
+  void record_lesson(const QString& lesson, const QString& step);
   const TraceWriter& writer() const { return *writer_; }
 
  Q_SIGNALS:

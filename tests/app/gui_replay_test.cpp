@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "app/gui/action_dispatcher.h"
+#include "app/gui/learn_pane.h"
 #include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
 #include "app/gui/replay_bar.h"
@@ -114,6 +115,7 @@ class RecordAndReplay : public ::testing::Test {
                        [&] { outcome = "finished"; });
       QObject::connect(&dispatcher, &ActionDispatcher::failed, &window,
                        [&](const QString& reason) { outcome = "failed: " + reason; });
+      ASSERT_TRUE(window.lessons().learn().open_lesson("batching", 0));
       dispatcher.run(to_lesson_actions(testing::shipped_lesson("batching").steps.at(0).run));
       ASSERT_TRUE(wait_until([&] { return outcome.has_value(); }, 240000));
       ASSERT_EQ(outcome->toStdString(), "finished");
@@ -167,6 +169,11 @@ TEST_F(RecordAndReplay, AReplayOfARecordedLesson3RunShowsTheSameFiguresAsTheLive
   EXPECT_EQ(window->folder().counts().steps, live_steps_);
   EXPECT_EQ(window->folder().counts().kv_events, live_kv_events_);
   EXPECT_EQ(window->folder().counts().inconsistent_kv_events, live_inconsistent_);
+  // The Learn pane follows the recording to the lesson step it showed.
+  const LearnPane& learn = window->lessons().learn();
+  ASSERT_NE(learn.current_lesson(), nullptr);
+  EXPECT_EQ(learn.current_lesson()->id, "batching");
+  EXPECT_EQ(learn.current_step(), 0);
   const std::map<PanelId, std::string> replayed = panel_csvs(*window);
   for (const PanelId id : kRecordedPanels) {
     EXPECT_GT(live_->at(id).size(), 100u) << panel_key(id);
@@ -259,6 +266,29 @@ TEST_F(RecordAndReplay, AReplayIsMarkedInLectureModeTooAndDrivesNoEngine) {
   window->lessons().dispatcher().run({});
   ASSERT_TRUE(refused.has_value());
   EXPECT_TRUE(refused->contains("needs a live engine")) << refused->toStdString();
+}
+
+TEST_F(RecordAndReplay, ALessonStepShownBeforeTheModelLoadedPlaysAtTheStart) {
+  // The scripted demo opens its lesson when the engine is ready, so the Learn pane's event is
+  // written just before the engine's.
+  Trace trace = read_trace(*path_);
+  const double engine_ms = trace.events.front().ms;
+  trace.events.insert(trace.events.begin(),
+                      TraceEvent{engine_ms - 0.5, trace::LessonShown{"batching", "sweep"}});
+  WindowOptions options = testing::test_window_options(cache_.path());
+  options.replay = std::make_shared<const Trace>(trace);
+  MainWindow window(options);
+  window.show();
+  ASSERT_TRUE(wait_until([&] { return window.engine_info().has_value(); }, 10000));
+  EXPECT_EQ(window.lessons().learn().current_lesson()->id, "batching");
+  EXPECT_EQ(window.lessons().learn().current_step(), 1);
+  ReplayPlayer& player = *window.replay_player();
+  player.pause();
+  player.seek(player.duration_ms());
+  player.seek(0.0);  // the start is the engine: the folder starts over
+  settle();
+  EXPECT_EQ(window.folder().counts().steps, 0);
+  EXPECT_EQ(player.position_ms(), 0.0);
 }
 
 }  // namespace

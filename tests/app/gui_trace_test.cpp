@@ -141,6 +141,7 @@ std::vector<TraceEvent> every_kind() {
       {25.0, trace::Collecting{{3, 16, 120.5}}},
       {26.0, trace::GenerationStarted{5, 12}},
       {27.0, trace::GenerationFinished{"max_tokens"}},
+      {28.0, trace::LessonShown{"batching", "classmates"}},
   };
 }
 
@@ -211,6 +212,7 @@ TEST_F(TraceFile, EveryEventKindSurvivesARoundTrip) {
   EXPECT_EQ(std::get<trace::SweepDone>(trace.events[4].body).points.size(), 2);
   EXPECT_EQ(std::get<trace::Collecting>(trace.events[6].body).state.due_in_ms, 120.5);
   EXPECT_EQ(std::get<trace::GenerationFinished>(trace.events[8].body).reason, "max_tokens");
+  EXPECT_EQ(std::get<trace::LessonShown>(trace.events[9].body).step, "classmates");
 }
 
 TEST(TraceFormat, EveryValueOfEveryEnumIsWrittenByNameAndReadBack) {
@@ -274,11 +276,11 @@ TEST_F(TraceFile, AFileCutAtAnyByteIsRefusedAndNeverCrashes) {
   // And from a file: cut inside its last line, and at the end of a line before it.
   const std::filesystem::path cut = file("cut.sstrace");
   write_file(cut, bytes.substr(0, bytes.size() - 1));
-  EXPECT_NE(read_error(cut).find("line 11 (byte"), std::string::npos) << read_error(cut);
+  EXPECT_NE(read_error(cut).find("line 12 (byte"), std::string::npos) << read_error(cut);
   EXPECT_NE(read_error(cut).find("cut short"), std::string::npos) << read_error(cut);
   write_file(cut, bytes.substr(0, bytes.rfind('\n', bytes.size() - 2) + 1));
   EXPECT_EQ(read_error(cut), cut.string() +
-                                 ": cut short after line 10 (no end line: the recording did not "
+                                 ": cut short after line 11 (no end line: the recording did not "
                                  "finish)");
 }
 
@@ -321,20 +323,35 @@ TEST_F(TraceFile, ABadFieldIsNamedWithItsLineAndByte) {
       << read_error(file("negative.sstrace"));
 }
 
-TEST_F(TraceFile, TheFirstEventIsTheEngineAndTheEndLineCountsTheEvents) {
+TEST_F(TraceFile, AnEngineComesBeforeItsReportsAndTheEndLineCountsTheEvents) {
   const std::filesystem::path path = file("no-engine.sstrace");
   {
     TraceWriter writer(path, TraceHeader{kTraceVersion, "t"});
     writer.write({1.0, trace::Memory{1, 2, 3}});
   }
   EXPECT_NE(read_error(path).find("line 2 (byte"), std::string::npos) << read_error(path);
-  EXPECT_NE(read_error(path).find("the first event must be the engine"), std::string::npos);
+  EXPECT_NE(read_error(path).find("an engine's report before any engine event"),
+            std::string::npos);
+  // The Learn pane may show a lesson step before a model loads: that may come first.
+  {
+    TraceWriter writer(file("lesson-first.sstrace"), TraceHeader{kTraceVersion, "t"});
+    writer.write({1.0, trace::LessonShown{"batching", "sweep"}});
+    writer.write({2.0, trace::Engine{sample_info()}});
+  }
+  EXPECT_EQ(read_error(file("lesson-first.sstrace")), "");
+  {
+    TraceWriter writer(file("lesson-only.sstrace"), TraceHeader{kTraceVersion, "t"});
+    writer.write({1.0, trace::LessonShown{"batching", "sweep"}});
+  }
+  EXPECT_EQ(read_error(file("lesson-only.sstrace")),
+            file("lesson-only.sstrace").string() +
+                ": holds no run (no model was loaded while recording)");
   std::string bytes = read_bytes(write_every_kind("run.sstrace"));
-  bytes.replace(bytes.find("\"events\":9"), 10, "\"events\":8");
+  bytes.replace(bytes.find("\"events\":10"), 11, "\"events\":9");
   write_file(file("miscounted.sstrace"), bytes);
   EXPECT_EQ(read_error(file("miscounted.sstrace")),
             file("miscounted.sstrace").string() +
-                ": the end line counts 8 events, the file holds 9");
+                ": the end line counts 9 events, the file holds 10");
 }
 
 TEST_F(TraceFile, AFileThatCannotBeWrittenIsSaidAtOnce) {
