@@ -488,6 +488,7 @@ void QuantisationPanel::changeEvent(QEvent* event) {
   if (event->type() == QEvent::FontChange) {
     fit_table();
     fit_parts();
+    updateGeometry();  // the minimum is counted in lines of the font
   }
   PanelView::changeEvent(event);
 }
