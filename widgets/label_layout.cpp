@@ -1,6 +1,7 @@
 #include "widgets/label_layout.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace servescope::widgets {
 
@@ -59,6 +60,16 @@ std::vector<int> flow_into_columns(const std::vector<FlowRow>& rows, double colu
     used += rows[i].height;
   }
   return columns;
+}
+
+double distance_to_segment(const QPointF& point, const QLineF& segment) {
+  const QPointF d = segment.p2() - segment.p1();
+  const double length2 = QPointF::dotProduct(d, d);
+  const double t =
+      length2 > 0 ? std::clamp(QPointF::dotProduct(point - segment.p1(), d) / length2, 0.0, 1.0)
+                  : 0.0;
+  const QPointF nearest = segment.p1() + t * d;
+  return std::hypot(point.x() - nearest.x(), point.y() - nearest.y());
 }
 
 }  // namespace servescope::widgets

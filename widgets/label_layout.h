@@ -31,6 +31,9 @@ class LabelPlacer {
   std::vector<QLineF> segments_;
 };
 
+// The distance from a point to the nearest point of a segment.
+double distance_to_segment(const QPointF& point, const QLineF& segment);
+
 // Whether a line segment crosses or touches a rectangle.
 bool segment_meets(const QLineF& segment, const QRectF& box);
 

@@ -198,7 +198,9 @@ void PanelView::paint_empty_state(QPainter& painter, const QString& message) con
 
 bool PanelView::paint_if_too_small(QPainter& painter, QSize needed) const {
   if (width() >= needed.width() && height() >= needed.height()) return false;
-  paint_empty_state(painter, tr("Enlarge the %1 panel (to at least %2 x %3) to see its charts.")
+  paint_empty_state(painter, tr("Enlarge the %1 panel (to at least %2 x %3) to see its charts: a "
+                                "larger window, smaller type (Ctrl+-), or in lecture mode T "
+                                "(hides the step's text).")
                                  .arg(title())
                                  .arg(needed.width())
                                  .arg(needed.height()));

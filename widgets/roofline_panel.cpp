@@ -448,7 +448,8 @@ RooflineLegend lay_out_legend(std::vector<LegendSection> sections, const QFontMe
     if (legend.width() <= max_width || last == sections.end() || last->drop_rank == 0) {
       return legend;
     }
-    hidden.prepend(last->heading);
+    // A note has no heading of its own: it is named by what it is about.
+    hidden.prepend(last->heading.isEmpty() ? RooflinePanel::tr("raised roofs") : last->heading);
     sections.erase(last);
   }
 }
@@ -542,6 +543,10 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   LabelPlacer placer(layout.plot.adjusted(2, 2, -2, -2));
   paint_roofs(painter, layout.plot, placer);
   paint_points(painter, layout.plot, placer);
+  // A lesson's outline runs just outside the element it points at: no label under it.
+  const double outline = QFontMetricsF(font()).height() * 0.3 + 4;
+  for (const QRectF& area : element_parts(highlight()).areas)
+    placer.avoid(area.adjusted(-outline, -outline, outline, outline));
   paint_roof_labels(painter, layout.plot, placer);
   plot_area_ = layout.plot;
 
@@ -759,20 +764,32 @@ void RooflinePanel::paint_roof_labels(QPainter& painter, const QRectF& plot, Lab
     const QSizeF size(fm.horizontalAdvance(text), line);
     const double y = map.py(compute);
     std::vector<QRectF> candidates;
-    for (const double y_top : {y - 4 - line, y + 4}) {  // over the roof, else under it
+    // Over the roof, else under it, else a line higher (clear of a ridge a lesson outlines).
+    for (const double y_top : {y - 4 - line, y + 4, y - 4 - 2 * line}) {
       for (double right = plot.right() - 8; right - size.width() > plot.left(); right -= line * 2)
         candidates.emplace_back(QPointF(right - size.width(), y_top), size);
     }
     draw(placer.place(candidates), t.text, text);
   }
-  for (const RoofLine& roof : roof_lines(plot)) {
+  const std::vector<RoofLine> roofs = roof_lines(plot);
+  // A figure nearer another roof's line than its own reads as that roof's ("main memory" over
+  // the dashed cache line): such places are taken only when there is no other.
+  const auto nearer_own_line = [&roofs](const RoofLine& own, const QRectF& box) {
+    const double mine = distance_to_segment(box.center(), own.visible);
+    for (const RoofLine& other : roofs) {
+      if (&other != &own && distance_to_segment(box.center(), other.visible) < mine) return false;
+    }
+    return true;
+  };
+  for (const RoofLine& roof : roofs) {
     const QString text = bandwidth_label(roof.band.name, roof.band.gb_per_s, roof.band.raised);
     const QSizeF size(fm.horizontalAdvance(text), line);
     // Cache above its line, main memory below, when there is room; along the visible part.
     std::vector<QRectF> preferred;
     std::vector<QRectF> other;
-    // Next to the line, else a little further off where points hug it.
-    for (const double gap : {3.0, 12.0}) {
+    // Next to the line, else a little further off where points (or a lesson's outline
+    // around them) hug it.
+    for (const double gap : {3.0, 12.0, 1.5 * line}) {
       for (int step = 1; step < 40; ++step) {
         const QPointF at = roof.visible.pointAt(step / 40.0);
         preferred.push_back(roof.band.cache ? box_above(at, size, gap) : box_below(at, size, gap));
@@ -780,6 +797,9 @@ void RooflinePanel::paint_roof_labels(QPainter& painter, const QRectF& plot, Lab
       }
     }
     preferred.insert(preferred.end(), other.begin(), other.end());
+    std::stable_partition(preferred.begin(), preferred.end(), [&](const QRectF& box) {
+      return nearer_own_line(roof, box);
+    });
     draw(placer.place(preferred), roof.band.cache ? t.muted_text : t.text, text);
   }
 }

@@ -20,6 +20,7 @@
 #include <span>
 
 #include "app/gui/main_window.h"
+#include "app/gui/pinned_figures.h"
 #include "widgets/chart_painting.h"
 #include "widgets/panel_view.h"
 
@@ -30,8 +31,8 @@ namespace {
 constexpr const char* kKeys =
     "Space next   PgUp back   N/\u21e7N lesson   1-6 panel   P pause   S step   M slow   "
     "T text   Esc leave\n"
-    "D theme   C/\u21e7C classmates   Q/\u21e7Q weights   A batching   W/\u21e7W wait   "
-    "G backend";
+    "\u23ce generate   K pin   D theme   C/\u21e7C classmates   Q/\u21e7Q weights   "
+    "A batching   W/\u21e7W wait   G backend";
 
 // The values C / Shift+C and W / Shift+W step through: a few presses reach what a class asks
 // ("16 classmates?"), where the toolbar's spin boxes step by one (or 50 ms).
@@ -117,6 +118,10 @@ LectureMode::LectureMode(MainWindow& window)
   for (const PanelId id : kAllPanels) {
     add_key(QKeySequence(Qt::Key_1 + static_cast<int>(id)), [this, id] { window_.show_panel(id); });
   }
+  // A "what if" is answered by a run: Return generates (Ctrl+Return is not in the strip), K
+  // pins the run before it so both stay on screen, and unpins.
+  add_key(QKeySequence(Qt::Key_Return), [this] { window_.generate(); });
+  add_key(QKeySequence(Qt::Key_K), [this] { toggle_pin(); });
   add_key(QKeySequence(Qt::Key_D), [this] { toggle_theme(); });
   add_key(QKeySequence(Qt::Key_C), [this] { step_classmates(+1); });
   add_key(QKeySequence(Qt::SHIFT | Qt::Key_C), [this] { step_classmates(-1); });
@@ -345,6 +350,17 @@ void LectureMode::update_notice_row() {
   progress_text_->setVisible(!progress_text_->text().isEmpty());
   notice_row_->setVisible(notice_->isVisibleTo(notice_row_) ||
                           progress_text_->isVisibleTo(notice_row_));
+}
+
+void LectureMode::toggle_pin() {
+  PinnedFigures& pinned = window_.pinned_figures();
+  if (pinned.pinned()) {
+    pinned.unpin();
+    say("Unpinned");
+  } else {
+    say(pinned.pin() ? "Pinned: the next run's figures appear beside these"
+                     : "Nothing to pin yet: press Return to generate first");
+  }
 }
 
 void LectureMode::toggle_theme() {

@@ -12,6 +12,8 @@
 //   Esc, F11                   leave
 // and the class's "what if" questions, each through the window's own control (so settings,
 // a lesson's given-back settings and the status bar follow) and confirmed in the strip:
+//   Return                     generate (the answer to a "what if" is a run)
+//   K                          pin the last run's figures above the panel / unpin them
 //   D                          dark / light theme
 //   C, Shift+C                 more / fewer classmates (0, 1, 2, 4, 8, 16, 32)
 //   Q, Shift+Q                 the next / previous weight type (as loaded, F16, Q8_0, Q4_0)
@@ -88,6 +90,7 @@ class LectureMode : public QObject {
   void step_batch_wait(int delta);
   void toggle_batching();
   void toggle_theme();
+  void toggle_pin();
   // Shows `text` in the strip for a few seconds (the toolbar that would show it is hidden).
   void say(const QString& text, int ms = kNoticeMs);
   void show_progress();

@@ -34,6 +34,7 @@
 #include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
 #include "app/gui/panel_host.h"
+#include "app/gui/pinned_figures.h"
 #include "app/gui/timing_models.h"
 #include "app/gui/work_progress.h"
 #include "app/lessons/generators.h"
@@ -366,6 +367,28 @@ TEST(WorkProgress, WorkProgressSaysWhatHowFarAndHowLong) {
   work.finish(WorkProgress::Task::kTimingModel);
   EXPECT_FALSE(work.busy());
   EXPECT_TRUE(work.line().isEmpty());
+}
+
+// A lecturer answering "what if 4 bits?" found no key to generate (Ctrl+Return is not in the
+// strip): Return generates, K pins the run so the next one's figures appear beside it, and
+// unpins.
+TEST_F(LearnFixture, LectureModeReturnGeneratesAndKPinsTheRunAndUnpinsIt) {
+  ASSERT_TRUE(learn().open_lesson("serving", 0));
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  window_->set_max_tokens(8);
+  key(Qt::Key_K);
+  EXPECT_FALSE(window_->pinned_figures().pinned()) << "nothing to pin before a run";
+  key(Qt::Key_Return);
+  ASSERT_TRUE(wait_until([&] { return window_->user_request() >= 0; }));
+  ASSERT_TRUE(wait_until([&] { return !window_->generating(); }, 30000));
+  wait_until([] { return false; }, 100);  // the finished request folded
+  key(Qt::Key_K);
+  EXPECT_TRUE(window_->pinned_figures().pinned());
+  EXPECT_TRUE(window_->pinned_figures().strip()->isVisibleTo(window_.get()));
+  key(Qt::Key_K);
+  EXPECT_FALSE(window_->pinned_figures().pinned());
+  key(Qt::Key_Escape);
 }
 
 // Every label of the step page lies inside the page's width and is as tall as its wrapped

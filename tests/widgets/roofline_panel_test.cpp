@@ -275,6 +275,14 @@ TEST(LabelPlacer, SegmentsMeetBoxesTheyCrossOrEndIn) {
   EXPECT_FALSE(segment_meets(QLineF(0, 30, 30, 25), box));  // passes under
 }
 
+TEST(LabelPlacer, DistanceToASegmentIsToItsNearestPoint) {
+  const QLineF segment(QPointF(0, 0), QPointF(10, 0));
+  EXPECT_DOUBLE_EQ(distance_to_segment(QPointF(5, 3), segment), 3.0);
+  EXPECT_DOUBLE_EQ(distance_to_segment(QPointF(13, 4), segment), 5.0);  // past its end
+  EXPECT_DOUBLE_EQ(distance_to_segment(QPointF(-3, 0), QLineF(QPointF(1, 1), QPointF(1, 1))),
+                   std::hypot(4.0, 1.0));
+}
+
 TEST(LegendFlow, FillsColumnsInOrderAndKeepsHeadingsWithTheirRows) {
   const std::vector<FlowRow> rows = {{10, true}, {10, false}, {10, false}, {10, true}, {10, false}};
   EXPECT_EQ(flow_into_columns(rows, 50), (std::vector<int>{0, 0, 0, 0, 0}));
@@ -330,6 +338,39 @@ TEST(RooflinePanel, RaisedNoteFitsAndReadsAtLectureSize) {
         ADD_FAILURE() << size.width() << "x" << size.height() << ": " << fault;
       for (const auto& text : testing::rendered_contrast(image, texts))
         EXPECT_GE(text.ratio, 7.0) << text.text.text.toStdString();
+    }
+  }
+  set_theme(ThemeKind::kLight);
+}
+
+// A lecturer saw the outline around the highlighted points run through the cache roof's
+// label: labels are placed clear of the band the outline takes around the element.
+TEST(RooflinePanel, NoLabelLiesUnderTheOutlineOfAHighlightedElement) {
+  set_theme(ThemeKind::kLight, true);
+  for (const QSize size : {QSize(1280, 460), QSize(1920, 820), QSize(900, 600)}) {
+    RooflinePanel panel;
+    panel.set_snapshot(testing::synthetic_roofline_class());
+    QFont font = panel.font();
+    font.setPointSizeF(18);
+    panel.setFont(font);
+    panel.resize(size);
+    (void)panel.grab();  // laid out: the element is where it is painted
+    for (const QString& element : panel.highlight_elements()) {
+      ASSERT_TRUE(panel.set_highlight(element));
+      (void)panel.grab();
+      const ElementShape parts = panel.element_parts(element);
+      const double band = QFontMetricsF(panel.font()).height() * 0.3;
+      for (const testing::PaintedText& text : testing::painted_texts(panel)) {
+        for (const QRectF& area : parts.areas) {
+          const bool on_band = text.box.intersects(area.adjusted(-band, -band, band, band)) &&
+                               !area.contains(text.box);
+          EXPECT_FALSE(on_band) << element.toStdString() << " at " << size.width() << "x"
+                                << size.height() << ": \"" << text.text.toStdString() << "\" "
+                                << text.box.x() << "," << text.box.y() << " " << text.box.width()
+                                << "x" << text.box.height() << " area " << area.x() << ","
+                                << area.y() << " " << area.width() << "x" << area.height();
+        }
+      }
     }
   }
   set_theme(ThemeKind::kLight);
