@@ -112,6 +112,10 @@ PinnedFigures::PinnedFigures(MainWindow& window)
     if (!pin()) window_.statusBar()->showMessage("Nothing to pin yet: generate first.", 5000);
   });
   connect(unpin_action_, &QAction::triggered, this, &PinnedFigures::unpin);
+  // The figures are those of the last finished run: so is the setup they are labelled with
+  // (the toolbar may already say what the next run will use).
+  connect(&window_, &MainWindow::generation_finished, this,
+          [this] { run_setup_ = setup_text(window_); });
   refresh_timer_->setInterval(500);  // the next run's figures as they are measured
   connect(refresh_timer_, &QTimer::timeout, this, &PinnedFigures::refresh);
 }
@@ -125,7 +129,7 @@ RunFigures PinnedFigures::current() const {
                                                               : std::string("none");
   static const std::vector<SizeSweepPoint> kNoSizes;
   return run_figures(measure_inputs(window_, kNoSizes, nullptr, std::move(variant)),
-                     setup_text(window_));
+                     run_setup_.isEmpty() ? setup_text(window_) : run_setup_);
 }
 
 bool PinnedFigures::pin() {

@@ -72,6 +72,7 @@ class PinnedFigures : public QObject {
   QAction* unpin_action_;
   QTimer* refresh_timer_;
   std::optional<RunFigures> pinned_;
+  QString run_setup_;  // what the last finished run ran on (empty before one)
 };
 
 }  // namespace servescope::gui

@@ -1,6 +1,7 @@
 #include "app/lessons/lesson_validator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -14,6 +15,19 @@
 
 namespace servescope::lessons {
 namespace {
+
+// Whether the word after a measure's placeholder (past any ** and spaces) is the unit it is
+// filled with, so the reader sees it twice.
+bool unit_written_after(const std::string& text, const PlaceholderRef& ref, std::string_view unit) {
+  size_t at = ref.offset + ref.length;
+  while (at < text.size() && (text[at] == '*' || std::isspace(static_cast<unsigned char>(text[at]))))
+    ++at;
+  size_t end = at;
+  while (end < text.size() && (std::isalpha(static_cast<unsigned char>(text[end])) || text[end] == '/'))
+    ++end;
+  return end > at && !unit.empty() && std::isalpha(static_cast<unsigned char>(unit.front())) &&
+         std::string_view(text).substr(at, end - at) == unit;
+}
 
 constexpr double kMaxTolerance = 0.5;
 constexpr int64_t kMaxRepeat = 9;  // runs of one step: enough for a median, short enough to wait
@@ -133,8 +147,12 @@ class Checker {
       } else if (ref.space == "measure") {
         const std::string_view measure = kept_measure(ref.name);
         const std::string kept = ref.name.substr(0, ref.name.size() - measure.size());
-        if (find_measure(measure) == nullptr) {
+        const MeasureSpec* spec = find_measure(measure);
+        if (spec == nullptr) {
           add(at, head + "names no measure (see lessons/README.md)");
+        } else if (unit_written_after(text, ref, spec->unit)) {
+          add(at, head + "is filled with its unit (" + std::string(spec->unit) +
+                      "): the word after it repeats it (\"200 steps steps\")");
         } else if (!kept.empty() && allowed.kept.count(kept.substr(0, kept.size() - 1)) == 0) {
           add(at, head + "names a measure the step's run does not keep");
         } else if (!allowed.measure) {

@@ -472,6 +472,10 @@ TEST_F(LessonFixture, APinnedRunsFiguresStayBesideTheNextRunsWithTheRatio) {
   EXPECT_TRUE(pinned.pinned()->setup.contains("0 classmates"));
   EXPECT_TRUE(pinned.strip()->isVisibleTo(window_.get()));
 
+  // A setting changed for the next run does not relabel the figures of the last one.
+  window_->set_classmates(5);
+  wait_until([] { return false; }, 600);
+  EXPECT_TRUE(pinned.current().setup.contains("0 classmates")) << pinned.current().setup.toStdString();
   ASSERT_EQ(run(actions_from_yaml("      - set_classmates: 3\n"
                                   "      - generate: {max_tokens: 12}\n")),
             "finished");

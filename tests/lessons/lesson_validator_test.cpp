@@ -146,6 +146,16 @@ TEST(LessonValidator, MeasuresInExplainNeedARunInThisOrAnEarlierStep) {
   EXPECT_THAT(all_lines(problems_of(lesson_text(ran))), testing::IsEmpty());
 }
 
+// A lecturer read "200 steps steps of 8 requests requests": a measure is filled with its unit.
+TEST(LessonValidator, AMeasuresUnitIsNotWrittenAgainAfterIt) {
+  const std::string run = "    run: [{generate: {}}]\n";
+  const std::string twice = run + "    explain: 'ran **{{measure.kv_tokens}}** tokens'\n";
+  EXPECT_THAT(at_line(problems_of(lesson_text(twice)), 11),
+              testing::HasSubstr("is filled with its unit (tokens)"));
+  const std::string once = run + "    explain: 'ran **{{measure.kv_tokens}}** in all'\n";
+  EXPECT_THAT(all_lines(problems_of(lesson_text(once))), testing::IsEmpty());
+}
+
 TEST(LessonValidator, CollectionsRefuseRepeatedIdsNumbersAndFlashcards) {
   const std::string cards = "flashcards:\n  - {id: fc-a, front: F, back: B}\n";
   LoadResult one = load_lesson_text(lesson_text("") + cards, "01-mini.yaml");
