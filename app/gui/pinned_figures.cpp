@@ -74,6 +74,22 @@ QString figure_text(const HeadlineFigure& figure, std::optional<double> pinned) 
   return text;
 }
 
+namespace {
+
+// The parts of `setup` ("Q4_0 weights, KV F16, ...") the other run's setup does not share: the
+// strip names only what changed between the runs, so it stays short at lecture size.
+QString differing_setup(const QString& setup, const QString& other) {
+  const QStringList mine = setup.split(QStringLiteral(", "));
+  const QStringList theirs = other.split(QStringLiteral(", "));
+  QStringList differing;
+  for (const QString& part : mine) {
+    if (!theirs.contains(part)) differing << part;
+  }
+  return differing.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(differing.join(", "));
+}
+
+}  // namespace
+
 QString comparison_html(const RunFigures& pinned, const RunFigures& now) {
   QStringList then_parts, now_parts;
   for (size_t i = 0; i < pinned.figures.size(); ++i) {
@@ -84,8 +100,9 @@ QString comparison_html(const RunFigures& pinned, const RunFigures& now) {
     }
   }
   const QString separator = QStringLiteral(" &nbsp;·&nbsp; ");
-  return QStringLiteral("<b>Pinned</b> (%1): %2<br><b>Now</b> (%3): %4")
-      .arg(pinned.setup.toHtmlEscaped(), then_parts.join(separator), now.setup.toHtmlEscaped(),
+  return QStringLiteral("<b>Pinned</b>%1: %2<br><b>Now</b>%3: %4")
+      .arg(differing_setup(pinned.setup, now.setup).toHtmlEscaped(), then_parts.join(separator),
+           differing_setup(now.setup, pinned.setup).toHtmlEscaped(),
            now_parts.isEmpty() ? QStringLiteral("no run yet") : now_parts.join(separator));
 }
 
@@ -151,7 +168,11 @@ void PinnedFigures::unpin() {
 }
 
 void PinnedFigures::refresh() {
-  if (pinned_) strip_->setText(comparison_html(*pinned_, current()));
+  if (!pinned_) return;
+  const RunFigures now = current();
+  strip_->setText(comparison_html(*pinned_, now));
+  // The whole of each setup, where the strip names only what differs.
+  strip_->setToolTip(QStringLiteral("Pinned: %1\nNow: %2").arg(pinned_->setup, now.setup));
 }
 
 }  // namespace servescope::gui

@@ -43,7 +43,8 @@ RunFigures run_figures(const MeasureInputs& inputs, const QString& setup);
 QString figure_text(const HeadlineFigure& figure, std::optional<double> pinned = std::nullopt);
 
 // The strip's two lines as rich text: the pinned run's figures, then the current one's with
-// the ratio to the pinned value for each figure both runs measured.
+// the ratio to the pinned value for each figure both runs measured; each labelled with the
+// parts of its setup the other run does not share ("Q4_0 weights, 16 classmates").
 QString comparison_html(const RunFigures& pinned, const RunFigures& now);
 
 class PinnedFigures : public QObject {

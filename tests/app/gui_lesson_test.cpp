@@ -481,7 +481,8 @@ TEST_F(LessonFixture, APinnedRunsFiguresStayBesideTheNextRunsWithTheRatio) {
             "finished");
   wait_until([] { return false; }, 600);  // the strip's refresh
   const QString text = static_cast<QLabel*>(pinned.strip())->text();
-  EXPECT_TRUE(text.contains("3 classmates")) << text.toStdString();
+  EXPECT_TRUE(text.contains("(0 classmates)")) << text.toStdString();
+  EXPECT_TRUE(text.contains("(3 classmates)")) << text.toStdString();
   const double ratio = measured("ttft_ms") / *ttft.value;
   EXPECT_TRUE(text.contains(QString("TTFT %1 ms (%2x)")
                                 .arg(widgets::chart::format_number(measured("ttft_ms")),
@@ -499,10 +500,14 @@ TEST(PinnedFigures, AFigureIsWrittenWithItsUnitAndItsRatioToThePinnedOne) {
   EXPECT_EQ(figure_text({"ttft_ms", "TTFT", 12.0, "ms"}, 10.0), "TTFT 12 ms (1.2x)");
   EXPECT_EQ(figure_text({"kv_bytes", "KV", 2621440.0, "bytes"}), "KV 2.5 MiB");
   EXPECT_EQ(figure_text({"ttft_ms", "TTFT", std::nullopt, "ms"}, 10.0), "");
-  RunFigures then{"F32", {{"ttft_ms", "TTFT", 10.0, "ms"}, {"tpot_ms", "TPOT", std::nullopt, "ms"}}};
-  RunFigures now{"Q4_0", {{"ttft_ms", "TTFT", 5.0, "ms"}, {"tpot_ms", "TPOT", 2.0, "ms"}}};
+  RunFigures then{"F32 weights, KV F16, 0 classmates",
+                  {{"ttft_ms", "TTFT", 10.0, "ms"}, {"tpot_ms", "TPOT", std::nullopt, "ms"}}};
+  RunFigures now{"Q4_0 weights, KV F16, 0 classmates",
+                 {{"ttft_ms", "TTFT", 5.0, "ms"}, {"tpot_ms", "TPOT", 2.0, "ms"}}};
   const QString html = comparison_html(then, now);
-  EXPECT_TRUE(html.contains("(F32): TTFT 10 ms<br>")) << html.toStdString();
+  // Only what differs between the runs names them: short enough for lecture type.
+  EXPECT_TRUE(html.contains("<b>Pinned</b> (F32 weights): TTFT 10 ms<br>")) << html.toStdString();
+  EXPECT_TRUE(html.contains("<b>Now</b> (Q4_0 weights): ")) << html.toStdString();
   EXPECT_TRUE(html.contains("TTFT 5 ms (0.5x)")) << html.toStdString();
   EXPECT_TRUE(html.contains("TPOT 2 ms")) << "measured now only: no ratio";
 }
