@@ -64,8 +64,8 @@ LectureMode::LectureMode(MainWindow& window)
   action_->setToolTip(
       "Lecture mode (F11): full screen, large type, high contrast, one lesson step and one "
       "panel at a time. Space or Page Down next, Page Up back, P pause, S one decode step, "
-      "M slow motion, 1-6 panels, D theme, C classmates, Q weights, A batching, W batch wait, "
-      "G backend, Esc leave.");
+      "M slow motion, 1-6 panels, Return generate, K pin the run's figures, D theme, "
+      "C classmates, Q weights, A batching, W batch wait, G backend, Esc leave.");
   connect(action_, &QAction::toggled, this, &LectureMode::set_active);
 
   strip_ = new QDockWidget(&window);
