@@ -393,6 +393,7 @@ void MainWindow::build_central() {
   splitter->setObjectName("main-splitter");
   // The pinned run's figures sit above every panel (lecture mode shows them too).
   auto* panels = new QWidget;
+  panels->setObjectName("panel-column");  // a replay puts its bar on top
   auto* panel_column = new QVBoxLayout(panels);
   panel_column->setContentsMargins(0, 0, 0, 0);
   panel_column->setSpacing(0);

@@ -17,15 +17,10 @@ namespace servescope::gui {
 void MainWindow::start_replay(const Trace& trace, double speed) {
   player_ = new ReplayPlayer(trace, *worker_, this);
   player_->set_speed(speed);
-  // The bar goes above the panels, which lecture mode keeps on screen.
+  // The bar goes above the panels (and the pinned figures), which lecture mode keeps on screen.
   auto* splitter = findChild<QSplitter*>("main-splitter");
-  auto* panels_column = new QWidget;
-  auto* layout = new QVBoxLayout(panels_column);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->setSpacing(0);
-  splitter->replaceWidget(1, panels_column);
-  layout->addWidget(new ReplayBar(*player_, this));
-  layout->addWidget(tabs_, 1);
+  auto* column = qobject_cast<QVBoxLayout*>(findChild<QWidget*>("panel-column")->layout());
+  column->insertWidget(0, new ReplayBar(*player_, this));
   // Nothing here drives an engine: the recording does.
   splitter->widget(0)->setEnabled(false);
   for (QToolBar* bar : findChildren<QToolBar*>()) bar->setEnabled(false);
