@@ -290,23 +290,6 @@ qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<Legen
   return entries.empty() ? 0.0 : y - area.top() + line;
 }
 
-namespace {
-
-double relative_luminance(const QColor& color) {
-  const auto channel = [](double c) {
-    return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
-  };
-  return 0.2126 * channel(color.redF()) + 0.7152 * channel(color.greenF()) +
-         0.0722 * channel(color.blueF());
-}
-
-}  // namespace
-
-double contrast_ratio(const QColor& a, const QColor& b) {
-  const double la = relative_luminance(a), lb = relative_luminance(b);
-  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
-}
-
 void draw_text_on_fill(QPainter& painter, const QRectF& box, int flags, const QString& text,
                        const QColor& fill, const Theme& theme) {
   constexpr double kReadable = 7.0;

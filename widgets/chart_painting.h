@@ -96,8 +96,6 @@ qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<Legen
 void fill_patterned(QPainter& painter, const QRectF& rect, const QColor& color,
                     Qt::BrushStyle pattern, const QColor& pattern_color);
 
-// WCAG 2 contrast ratio of two opaque colours (1 .. 21).
-double contrast_ratio(const QColor& a, const QColor& b);
 
 // `text` in `box` over a fill of `fill`: in black or white where one has 7:1 contrast on it,
 // else in the text colour on a badge of the background just large enough for it.
