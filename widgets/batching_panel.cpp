@@ -35,10 +35,6 @@ Qt::BrushStyle state_pattern(SlotState state) {
   }
 }
 
-QColor request_color(int64_t request, const Theme& t) {
-  return t.series(int(request % Theme::kSeriesCount));
-}
-
 int occupied(const BatchStep& step) {
   return static_cast<int>(std::count_if(
       step.cells.begin(), step.cells.end(),
@@ -224,18 +220,15 @@ QString BatchingPanel::sweep_note() const {
 
 std::vector<chart::LegendEntry> BatchingPanel::legend(bool with_requests) const {
   const Theme& t = theme();
+  // The requests of the steps the chart draws, so the legend names what is on screen.
   std::set<int64_t> requests;
-  for (const BatchStep& step : snapshot_.steps) {
-    for (const SlotCell& c : step.cells) {
+  for (size_t i = first_shown_step(); i < snapshot_.steps.size(); ++i) {
+    for (const SlotCell& c : snapshot_.steps[i].cells) {
       if (c.request >= 0 && c.state != SlotState::kEmpty) requests.insert(c.request);
     }
   }
   std::vector<chart::LegendEntry> entries;
-  int shown = 0;
-  for (int64_t r : requests) {
-    if (!with_requests || ++shown > Theme::kSeriesCount) break;
-    entries.push_back({tr("request %1").arg(r), request_color(r, t)});
-  }
+  if (with_requests) entries = snapshot_.own_requests.legend(requests, t);
   entries.push_back({tr("prefill (hatched)"), t.muted_text, Qt::BDiagPattern});
   entries.push_back({tr("decode (solid)"), t.muted_text});
   entries.push_back(
@@ -285,11 +278,10 @@ QString BatchingPanel::computed_tooltip(QPointF pos) const {
         .arg(step->index)
         .arg(id->slot);
   }
-  return tr("Step %1, slot %2: request %3, %4.")
+  return tr("Step %1, slot %2: %3, %4.")
       .arg(step->index)
       .arg(id->slot)
-      .arg(c.request)
-      .arg(slot_state_name(c.state));
+      .arg(snapshot_.own_requests.name(c.request), slot_state_name(c.state));
 }
 
 void BatchingPanel::paintEvent(QPaintEvent*) {
@@ -454,14 +446,22 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   const qreal row = heat.height() / snapshot_.slot_count;
   const qreal gap = row > 10 ? 1.5 : 0.0;
   painter.setRenderHint(QPainter::Antialiasing, false);  // seamless columns
+  // Where a slot passes to another request, a gap in the background's colour marks the
+  // hand-over (two classmates may share a tone).
+  std::vector<int64_t> previous(size_t(snapshot_.slot_count), -1);
+  const qreal hand_over = std::min<qreal>(2.0, heat.width() / 200.0);
   for (size_t i = first_shown_; i < snapshot_.steps.size(); ++i) {
     const BatchStep& step = snapshot_.steps[i];
     for (int slot = 0; slot < snapshot_.slot_count && slot < int(step.cells.size()); ++slot) {
       const SlotCell& c = step.cells[size_t(slot)];
-      if (c.request < 0 || c.state == SlotState::kEmpty) continue;
+      const bool held = c.request >= 0 && c.state != SlotState::kEmpty;
+      const int64_t before = std::exchange(previous[size_t(slot)], held ? c.request : -1);
+      if (!held) continue;
       const QRectF cell = *cell_rect(step.index, slot);
-      chart::fill_patterned(painter, cell.adjusted(0, gap, 0, -gap), request_color(c.request, t),
-                            state_pattern(c.state), t.background);
+      const qreal left = before >= 0 && before != c.request ? hand_over : 0.0;
+      chart::fill_patterned(painter, cell.adjusted(left, gap, 0, -gap),
+                            snapshot_.own_requests.colour(c.request, t), state_pattern(c.state),
+                            t.background);
     }
   }
   painter.setRenderHint(QPainter::Antialiasing, true);
@@ -521,6 +521,22 @@ chart::Frame BatchingPanel::paint_occupancy(QPainter& painter, const QRectF& are
   return frame;
 }
 
+std::vector<size_t> BatchingPanel::latency_rows(size_t lines) const {
+  // The newest requests that fit, less a line for "N earlier" when some are left out; the
+  // user's latest request keeps its row (the oldest one shown gives way), so "your request"
+  // of the legend is always in the table.
+  const size_t count = snapshot_.requests.size();
+  const size_t rows = count > lines ? lines - 1 : count;
+  std::vector<size_t> shown;
+  for (size_t i = count - rows; i < count; ++i) shown.push_back(i);
+  for (size_t i = count; i-- > 0 && !shown.empty();) {
+    if (!snapshot_.own_requests.contains(snapshot_.requests[i].request)) continue;
+    if (i < shown.front()) shown.front() = i;
+    break;
+  }
+  return shown;
+}
+
 void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
   const Theme& t = theme();
   qreal top =
@@ -533,7 +549,12 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
   painter.setFont(chart::small_font(font()));
   const QFontMetricsF metrics(painter.font());
   const qreal line = metrics.height() + 3;
-  const qreal label_width = metrics.horizontalAdvance(tr("request 000")) + 6;
+  QFont bold = painter.font();
+  bold.setBold(true);
+  int64_t widest_id = 999;
+  for (const RequestLatency& r : snapshot_.requests) widest_id = std::max(widest_id, r.request);
+  const qreal label_width =
+      QFontMetricsF(bold).horizontalAdvance(tr("request %1").arg(widest_id)) + 6;
   const qreal value_width = metrics.horizontalAdvance(QStringLiteral("00000 ms")) + 6;
   const qreal column = (area.width() - label_width) / 2;
   const qreal bar_max = std::max<qreal>(column - value_width - 8, 4);
@@ -547,28 +568,33 @@ void BatchingPanel::paint_latencies(QPainter& painter, const QRectF& area) {
   add_tooltip(QRectF(area.left() + label_width + column, top, column, line), snapshot_.help.tpot);
   top += line + 2;
 
-  const size_t rows = std::max<size_t>(1, size_t(std::max<qreal>(area.bottom() - top, 0) / line));
-  const size_t first = snapshot_.requests.size() > rows ? snapshot_.requests.size() - rows + 1 : 0;
+  const size_t fit = std::max<size_t>(1, size_t(std::max<qreal>(area.bottom() - top, 0) / line));
+  const std::vector<size_t> rows = latency_rows(fit);
   double max_ttft = 1e-9, max_tpot = 1e-9;
   for (const RequestLatency& r : snapshot_.requests) {
     max_ttft = std::max(max_ttft, r.ttft_ms);
     max_tpot = std::max(max_tpot, r.tpot_ms);
   }
-  if (first > 0) {
+  if (const size_t hidden = snapshot_.requests.size() - rows.size(); hidden > 0) {
     painter.setPen(t.muted_text);
-    const QString earlier = tr("%1 earlier requests in the CSV export").arg(first);
+    const QString earlier = tr("%1 earlier requests in the CSV export").arg(hidden);
     painter.drawText(QRectF(area.left(), top, area.width(), line), Qt::AlignLeft | Qt::AlignVCenter,
                      metrics.horizontalAdvance(earlier) <= area.width()
                          ? earlier
-                         : tr("%1 earlier in the CSV").arg(first));
+                         : tr("%1 earlier in the CSV").arg(hidden));
     top += line;
   }
-  for (size_t i = first; i < snapshot_.requests.size(); ++i) {
+  for (size_t i : rows) {
     const RequestLatency& r = snapshot_.requests[i];
-    const QColor color = request_color(r.request, t);
+    const OwnRequests& own = snapshot_.own_requests;
+    const QColor color = own.colour(r.request, t);
     painter.setPen(t.text);
+    // The user's own row in bold: its bar has the colour the legend names "your request".
+    painter.save();
+    if (own.contains(r.request)) painter.setFont(bold);
     painter.drawText(QRectF(area.left(), top, label_width, line), Qt::AlignLeft | Qt::AlignVCenter,
                      tr("request %1").arg(r.request));
+    painter.restore();
     const std::pair<double, double> values[] = {{r.ttft_ms, max_ttft}, {r.tpot_ms, max_tpot}};
     for (int k = 0; k < 2; ++k) {
       const qreal x = area.left() + label_width + k * column;

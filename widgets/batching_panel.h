@@ -12,6 +12,7 @@
 #include "widgets/chart_painting.h"
 #include "widgets/metric_help.h"
 #include "widgets/panel_view.h"
+#include "widgets/request_colours.h"
 
 namespace servescope::widgets {
 
@@ -79,6 +80,7 @@ struct BatchingSnapshot {
   std::vector<SweepPoint> sweep;  // empty until the user presses Sweep
   QString sweep_workload;         // what each size served ("2 requests per slot, ..."), or empty
   MetricHelp help;                // the figures' definitions, for the tooltips
+  OwnRequests own_requests;       // the user's, in their own colour
   QString pacing_note;            // "Slow motion: times are real ...", or empty
 };
 
@@ -132,6 +134,8 @@ class BatchingPanel : public PanelView {
   void paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area, bool with_occupancy);
   chart::Frame paint_occupancy(QPainter& painter, const QRectF& area, chart::AxesSpec spec);
   void paint_latencies(QPainter& painter, const QRectF& area);
+  // Indices into snapshot_.requests of the table's rows, given `lines` lines of room.
+  std::vector<size_t> latency_rows(size_t lines) const;
   void paint_sweep(QPainter& painter, const QRectF& area);
   void paint_sweep_alone(QPainter& painter);
 

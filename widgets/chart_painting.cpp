@@ -260,13 +260,18 @@ qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<Legen
   qreal x = area.left();
   qreal y = area.top();
   for (const LegendEntry& entry : entries) {
-    const qreal width = swatch + 5 + metrics.horizontalAdvance(entry.label) + 14;
+    // A line swatch is wider, so that a dash pattern shows.
+    const qreal swatch_width = entry.line != Qt::NoPen ? 2 * swatch : swatch;
+    const qreal width = swatch_width + 5 + metrics.horizontalAdvance(entry.label) + 14;
     if (x > area.left() && x + width > area.right()) {
       x = area.left();
       y += line;
     }
-    const QRectF box(x, y + (line - swatch) / 2, swatch, swatch);
-    if (entry.outlined) {
+    const QRectF box(x, y + (line - swatch) / 2, swatch_width, swatch);
+    if (entry.line != Qt::NoPen) {
+      painter.setPen(QPen(entry.color, 2.5, entry.line, Qt::FlatCap));
+      painter.drawLine(QPointF(box.left(), box.center().y()), QPointF(box.right(), box.center().y()));
+    } else if (entry.outlined) {
       painter.setPen(QPen(entry.color, 2.5));
       painter.setBrush(Qt::NoBrush);
       painter.drawRect(box.adjusted(1, 1, -1, -1));
@@ -282,8 +287,8 @@ qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<Legen
       painter.drawRect(box);
     }
     painter.setPen(theme.text);
-    painter.drawText(QRectF(x + swatch + 5, y, width, line), Qt::AlignLeft | Qt::AlignVCenter,
-                     entry.label);
+    painter.drawText(QRectF(x + swatch_width + 5, y, width, line),
+                     Qt::AlignLeft | Qt::AlignVCenter, entry.label);
     x += width;
   }
   painter.restore();

@@ -86,6 +86,7 @@ struct LegendEntry {
   Qt::BrushStyle pattern = Qt::SolidPattern;  // drawn over the colour in the text colour
   bool outlined = false;                      // swatch drawn as a thick outline only
   QColor lower = QColor();  // when valid, the swatch's lower third in this colour (two-part marks)
+  Qt::PenStyle line = Qt::NoPen;  // when set, the swatch is a line in this style (a chart's line)
 };
 
 // Swatch + label pairs laid out left to right, wrapping inside `area`; returns the height used.

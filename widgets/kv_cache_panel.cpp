@@ -8,6 +8,7 @@
 #include <set>
 
 #include "widgets/panel_sections.h"
+#include "widgets/request_colours.h"
 #include "widgets/theme.h"
 
 namespace servescope::widgets {
@@ -41,11 +42,11 @@ QString event_letter(KvBlockEvent event) {
   return {};
 }
 
-QString block_tooltip(const KvBlock& b, int index, int32_t block_size) {
+QString block_tooltip(const KvBlock& b, int index, int32_t block_size, const OwnRequests& own) {
   QString text = b.owner < 0 ? QObject::tr("Block %1: free").arg(index)
-                             : QObject::tr("Block %1: request %2, %3 of %4 tokens written")
+                             : QObject::tr("Block %1: %2, %3 of %4 tokens written")
                                    .arg(index)
-                                   .arg(b.owner)
+                                   .arg(own.name(b.owner))
                                    .arg(b.tokens_used)
                                    .arg(block_size);
   if (b.owner < 0 && b.cached_prefix)
@@ -173,11 +174,7 @@ std::vector<chart::LegendEntry> KvCachePanel::legend(bool with_requests) const {
     if (b.owner >= 0) owners.insert(b.owner);
   }
   std::vector<chart::LegendEntry> entries;
-  int shown = 0;
-  for (int64_t owner : owners) {
-    if (!with_requests || ++shown > Theme::kSeriesCount) break;
-    entries.push_back({tr("request %1").arg(owner), t.series(int(owner % Theme::kSeriesCount))});
-  }
+  if (with_requests) entries = snapshot_.own_requests.legend(owners, t);
   entries.push_back({tr("prefix-shared (x sequences)"), t.text, Qt::SolidPattern, true});
   entries.push_back({tr("free"), t.surface});
   entries.push_back({tr("free, prefix cached"), t.surface, Qt::BDiagPattern});
@@ -233,7 +230,8 @@ std::optional<int> KvCachePanel::block_at(QPointF pos) const {
 QString KvCachePanel::computed_tooltip(QPointF pos) const {
   const std::optional<int> index = block_at(pos);
   if (!index) return {};
-  return block_tooltip(snapshot_.blocks[size_t(*index)], *index, snapshot_.block_size);
+  return block_tooltip(snapshot_.blocks[size_t(*index)], *index, snapshot_.block_size,
+                       snapshot_.own_requests);
 }
 
 void KvCachePanel::paintEvent(QPaintEvent*) {
@@ -387,7 +385,7 @@ void KvCachePanel::paint_block(QPainter& painter, const QRectF& cell, const KvBl
   painter.fillRect(box, t.surface);
   if (b.owner < 0 && b.cached_prefix) painter.fillRect(box, QBrush(t.muted_text, Qt::BDiagPattern));
   if (b.owner >= 0) {
-    const QColor color = t.series(int(b.owner % Theme::kSeriesCount));
+    const QColor color = snapshot_.own_requests.colour(b.owner, t);
     const double fill =
         std::clamp(double(b.tokens_used) / std::max(snapshot_.block_size, 1), 0.0, 1.0);
     painter.fillRect(
@@ -455,10 +453,12 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
   top += formula_box.height() + 4;
   top += chart::draw_legend(painter, QRectF(area.left(), top, area.width(), area.height()),
                             {{tr("measured"), t.series(4)},
-                             {tr("formula, exact"), t.muted_text},
-                             {explained_ ? tr("formula, whole blocks (one request)")
-                                         : tr("whole blocks"),
-                              t.text}},
+                             {.label = tr("formula, exact"), .color = t.muted_text,
+                              .line = Qt::DashLine},
+                             {.label = explained_ ? tr("formula, whole blocks (one request)")
+                                                  : tr("whole blocks"),
+                              .color = t.text,
+                              .line = Qt::SolidLine}},
                             t);
 
   int64_t max_tokens = int64_t(snapshot_.block_size) * 4;

@@ -11,6 +11,7 @@
 
 #include "widgets/chart_painting.h"
 #include "widgets/panel_view.h"
+#include "widgets/request_colours.h"
 
 namespace servescope::widgets {
 
@@ -61,6 +62,7 @@ struct KvCacheSnapshot {
   std::vector<KvPoint> history;  // oldest first; the last one is now
   std::vector<KvLayerBytes> layers;
   DeviceMemory memory;
+  OwnRequests own_requests;  // the user's, in their own colour
 };
 
 class KvCachePanel : public PanelView {

@@ -61,11 +61,10 @@ QPainterPath marker_path(StepPhase phase, QPointF centre, double radius) {
   return path;
 }
 
-// Colour of the i-th batch size: the palette reordered so that sky blue and blue (close on a
-// dark background) only meet when there are seven batch sizes.
-QColor batch_colour(const Theme& t, int i) {
-  static constexpr int kOrder[] = {0, 1, 2, 5, 6, 3, 4, 7};
-  return t.series(kOrder[i % 8]);
+// Colour of the i-th of `count` batch sizes (smallest first): an ordered scale, darkest for
+// the smallest, so that 16 sizes stay in order where 8 hues repeated (1 and 12 looked alike).
+QColor batch_colour(const Theme& t, size_t i, size_t count) {
+  return t.ordinal(count <= 1 ? 0.0 : double(i) / double(count - 1));
 }
 
 bool placeable(const RooflinePoint& p) {
@@ -227,8 +226,13 @@ QStringList RooflinePanel::judged_entries() const {
   int memory = 0;
   for (const RooflinePoint& p : snapshot_.points) (p.roof == PointRoof::kCache ? cache : memory)++;
   QStringList entries;
-  if (cache > 0) entries << tr("cache roof: %1 steps").arg(cache);
-  if (memory > 0) entries << tr("main memory roof: %1 steps").arg(memory);
+  if (cache > 0) {
+    entries << (cache == 1 ? tr("cache roof: 1 step") : tr("cache roof: %1 steps").arg(cache));
+  }
+  if (memory > 0) {
+    entries << (memory == 1 ? tr("main memory roof: 1 step")
+                            : tr("main memory roof: %1 steps").arg(memory));
+  }
   return entries;
 }
 
@@ -465,7 +469,7 @@ std::vector<LegendSection> RooflinePanel::legend_sections() const {
   LegendSection colours{tr("colour: batch size"), {}, {}, 0, {}};
   for (size_t i = 0; i < sizes.size(); ++i) {
     colours.cells.push_back({QString::number(sizes[i]), false, StepPhase::kDecode,
-                             batch_colour(t, static_cast<int>(i)), QPen(t.text, 0.8)});
+                             batch_colour(t, i, sizes.size()), QPen(t.text, 0.8)});
   }
   LegendSection shapes{tr("shape: phase"), {}, {}, 0, {}};
   for (const QString& entry : entries.mid(static_cast<int>(sizes.size()))) {
@@ -829,7 +833,7 @@ void RooflinePanel::paint_points(QPainter& painter, const QRectF& plot, LabelPla
     if (!draw[i]) continue;
     const RooflinePoint& p = snapshot_.points[i];
     const auto index = std::find(sizes.begin(), sizes.end(), p.batch_size) - sizes.begin();
-    painter.setBrush(batch_colour(t, static_cast<int>(index)));
+    painter.setBrush(batch_colour(t, static_cast<size_t>(index), sizes.size()));
     // The outline says which roof judges the point: dashed like the cache roof, else solid.
     painter.setPen(judged_pen(t, p.roof));
     const QPainterPath marker =

@@ -23,6 +23,10 @@ constexpr std::array<QRgb, Theme::kSeriesCount> kDarkSeries = {
     0xE69F00, 0x56B4E9, 0x009E73, 0xF0E442, 0x3D9BE0, 0xD55E00, 0xCC79A7, 0xBBBBBB,
 };
 
+// Viridis (van der Walt & Smith, matplotlib 2015) at 0, 1/4, 1/2, 3/4 and 1: perceptually
+// even and readable by the common forms of colour blindness.
+constexpr std::array<QRgb, 5> kViridis = {0x440154, 0x3B528B, 0x21918C, 0x5EC962, 0xFDE725};
+
 double linear(double channel) {
   return channel <= 0.04045 ? channel / 12.92 : std::pow((channel + 0.055) / 1.055, 2.4);
 }
@@ -50,6 +54,24 @@ QColor Theme::series(int i) const {
   const auto& palette = kind == ThemeKind::kDark ? kDarkSeries : kLightSeries;
   if (i < 0) return QColor(palette.back());
   return QColor(palette[static_cast<size_t>(i % kSeriesCount)]);
+}
+
+QColor Theme::request(int64_t id, bool own) const {
+  if (own) return own_request;
+  return id % 2 == 0 ? classmate : classmate_alternate;
+}
+
+QColor Theme::ordinal(double fraction) const {
+  // The end that would vanish into the background is left out: yellow on white, purple on black.
+  const double lo = kind == ThemeKind::kDark ? 0.2 : 0.0;
+  const double hi = kind == ThemeKind::kDark ? 1.0 : 0.85;
+  const double at = (lo + std::clamp(fraction, 0.0, 1.0) * (hi - lo)) * (kViridis.size() - 1);
+  const size_t below = std::min(static_cast<size_t>(at), kViridis.size() - 2);
+  const double t = at - double(below);
+  const QColor a(kViridis[below]), b(kViridis[below + 1]);
+  return QColor::fromRgbF(float(a.redF() + t * (b.redF() - a.redF())),
+                          float(a.greenF() + t * (b.greenF() - a.greenF())),
+                          float(a.blueF() + t * (b.blueF() - a.blueF())));
 }
 
 double contrast_ratio(const QColor& a, const QColor& b) {
@@ -84,6 +106,9 @@ Theme Theme::light() {
   t.recompute = QColor(0xCC79A7);
   t.highlight = QColor(0xD55E00);
   t.warning = QColor(0xB24500);
+  t.own_request = QColor(0xE69F00);  // orange against the classmates' blues: apart for every eye
+  t.classmate = QColor(0x0072B2);
+  t.classmate_alternate = QColor(0x56B4E9);
   return t;
 }
 
@@ -100,6 +125,9 @@ Theme Theme::dark() {
   t.recompute = QColor(0xCC79A7);
   t.highlight = QColor(0xFF7A33);
   t.warning = QColor(0xFF8A4C);
+  t.own_request = QColor(0xE69F00);
+  t.classmate = QColor(0x2A78B8);  // the two blues further apart than the light theme's on black
+  t.classmate_alternate = QColor(0x9AD3F5);
   return t;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QColor>
+#include <cstdint>
 
 namespace servescope::widgets {
 
@@ -23,6 +24,17 @@ struct Theme {
   // then the neutral one, and repeats for i >= 8. Negative i gives the neutral colour.
   QColor series(int i) const;
   static constexpr int kSeriesCount = 8;
+
+  // Whose request: the user's own in one colour in every panel and run; every other request a
+  // classmate's, in one of two tones of another hue alternating by number, so that neighbours in
+  // a slot or in the block pool stay apart. (Eight hues cannot tell 16 or 32 requests apart:
+  // the numbers are on hover and in the tables instead.)
+  QColor own_request, classmate, classmate_alternate;
+  QColor request(int64_t id, bool own) const;
+
+  // An ordered quantity (batch size, ...) at `fraction` 0..1 of its range: a sequential scale
+  // (viridis) whose lightness rises with it, readable on this theme's background and in grey.
+  QColor ordinal(double fraction) const;
 
   static Theme light();
   static Theme dark();

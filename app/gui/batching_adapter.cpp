@@ -45,6 +45,7 @@ class BatchingAdapter final : public PanelAdapter {
     snapshot.collecting = feed.collecting;
     snapshot.help = metric_help();
     snapshot.pacing_note = pacing_note(feed.speed);
+    snapshot.own_requests = widgets::OwnRequests(feed.folder.own_requests());
     for (const telemetry::StepRecord& step : feed.folder.steps()) {
       widgets::BatchStep row;
       row.index = step.step_index;

@@ -48,6 +48,7 @@ class KvCacheAdapter final : public PanelAdapter {
     const EngineInfo& info = feed.info;
     widgets::KvCacheSnapshot snapshot;
     snapshot.block_size = static_cast<int32_t>(info.block_size);
+    snapshot.own_requests = widgets::OwnRequests(feed.folder.own_requests());
     for (const FoldedBlock& folded : feed.folder.blocks()) {
       widgets::KvBlock block;
       block.owner = folded.ref_count > 0 ? folded.owner : -1;

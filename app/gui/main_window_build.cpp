@@ -569,6 +569,7 @@ void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::generation_started, this, [this](qint64 request, int) {
     generating_ = true;
     user_request_ = request;
+    folder_.mark_own_request(request);
     update_actions();
   });
   connect(worker_, &EngineWorker::generation_refused, this, [this](const QString& message) {

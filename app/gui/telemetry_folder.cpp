@@ -27,6 +27,7 @@ void TelemetryFolder::reset(const FoldFacts& facts) {
   released_kv_.clear();
   kv_fill_.clear();
   watched_request_ = -1;
+  own_requests_.clear();
   watched_tokens_.clear();
   recent_tokens_.clear();
   changed_ = kAllPanelBits;  // every panel redraws its empty state

@@ -88,6 +88,9 @@ class TelemetryFolder {
   // The token records of the newest request that reported them (only the user's request asks
   // for token probabilities), in order.
   int64_t watched_request() const { return watched_request_; }
+  // The user's own requests (the others are classmates'), in the order they were submitted.
+  void mark_own_request(int64_t request) { own_requests_.push_back(request); }
+  const std::vector<int64_t>& own_requests() const { return own_requests_; }
   const std::vector<telemetry::TokenRecord>& watched_tokens() const { return watched_tokens_; }
   int64_t blocks_used() const { return blocks_used_; }
   uint64_t kv_bytes_used() const {
@@ -123,6 +126,7 @@ class TelemetryFolder {
   std::deque<std::pair<int64_t, SequenceKv>> released_kv_;
   std::deque<KvFillPoint> kv_fill_;
   int64_t watched_request_ = -1;
+  std::vector<int64_t> own_requests_;
   std::vector<telemetry::TokenRecord> watched_tokens_;
   int64_t blocks_used_ = 0;
   struct Arrival {

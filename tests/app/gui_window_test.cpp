@@ -196,6 +196,27 @@ TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
   EXPECT_GE(window_->folder().counts().requests, 3);
 }
 
+TEST_F(WindowFixture, YourRequestIsTheOneThePanelsMarkAsYours) {
+  generate_and_wait(6, 3);
+  const int64_t user = window_->user_request();
+  ASSERT_GE(user, 0);
+  window_->show_panel(PanelId::kBatching);
+  wait_until([] { return false; }, 100);  // a frame: the panel hears of it
+  const auto* panel =
+      dynamic_cast<const widgets::BatchingPanel*>(window_->panels().panel(PanelId::kBatching));
+  ASSERT_NE(panel, nullptr);
+  const widgets::OwnRequests& own = panel->snapshot().own_requests;
+  EXPECT_TRUE(own.contains(user));
+  int classmates = 0;
+  for (const widgets::RequestLatency& r : panel->snapshot().requests) {
+    if (r.request != user) {
+      ++classmates;
+      EXPECT_FALSE(own.contains(r.request)) << r.request;
+    }
+  }
+  EXPECT_GE(classmates, 1);
+}
+
 TEST_F(WindowFixture, TypingPrefillsThePromptAndGenerateReusesItsCachedBlocks) {
   const QString prompt =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the "

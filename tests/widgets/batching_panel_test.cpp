@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QImage>
+#include <algorithm>
 #include <QPixmap>
 #include <QStringList>
 #include <memory>
@@ -17,6 +18,12 @@ namespace {
 
 SlotCell cell(int64_t request, SlotState state) { return {request, state}; }
 const SlotCell kEmpty{};
+
+// The colour painted at `p` in widget coordinates.
+QRgb pixel_at(const QImage& image, QPointF p) {
+  const qreal dpr = image.devicePixelRatioF();
+  return image.pixelColor(qRound(p.x() * dpr), qRound(p.y() * dpr)).rgb();
+}
 
 // 3 slots over 4 steps: request 5 prefills then decodes, request 9 joins, request 5 is
 // preempted and recomputed.
@@ -47,13 +54,79 @@ TEST(BatchingPanel, OccupancyIsSlotsInUseOverSlots) {
   EXPECT_DOUBLE_EQ(panel.mean_occupancy(), (1.0 + 2.0 + 1.0 + 3.0) / 12.0);
 }
 
-TEST(BatchingPanel, LegendListsRequestsThenTheSlotStates) {
+TEST(BatchingPanel, LegendNamesYourRequestThenTheClassmatesThenTheSlotStates) {
   BatchingPanel panel;
-  panel.set_snapshot(small_batch());
-  EXPECT_EQ(
-      panel.legend_labels(),
-      (QStringList{"request 2", "request 5", "request 9", "prefill (hatched)", "decode (solid)",
-                   "recompute after preemption (cross-hatched)", "empty slot"}));
+  BatchingSnapshot snap = small_batch();
+  panel.set_snapshot(snap);
+  const QStringList states = {"prefill (hatched)", "decode (solid)",
+                              "recompute after preemption (cross-hatched)", "empty slot"};
+  EXPECT_EQ(panel.legend_labels(), QStringList{"classmates (hover for the number)"} + states);
+  snap.own_requests = OwnRequests({5});
+  panel.set_snapshot(snap);
+  EXPECT_EQ(panel.legend_labels(),
+            (QStringList{"your request 5", "classmates (hover for the number)"} + states));
+}
+
+TEST(BatchingPanel, YourRequestHasOneColourAndNeighbouringClassmatesTwoTones) {
+  set_theme(ThemeKind::kLight);
+  BatchingPanel panel;
+  BatchingSnapshot snap = small_batch();
+  snap.own_requests = OwnRequests({5});
+  panel.set_snapshot(snap);
+  panel.resize(1200, 700);
+  const QImage image = panel.grab().toImage();
+  const auto color_at = [&image](QPointF p) { return pixel_at(image, p); };
+  EXPECT_EQ(color_at(panel.cell_rect(11, 0)->center()), theme().own_request.rgb());  // decode
+  EXPECT_EQ(color_at(panel.cell_rect(12, 1)->center()), theme().classmate_alternate.rgb());  // 9
+  EXPECT_EQ(color_at(panel.cell_rect(13, 2)->center()), theme().classmate.rgb());            // 2
+  EXPECT_EQ(panel.tooltip_at(panel.cell_rect(13, 0)->center()),
+            "Step 13, slot 0: your request 5, recompute.");
+}
+
+TEST(BatchingPanel, ASlotHandedToAnotherRequestShowsTheHandOver) {
+  // Requests 4 and 6 share a tone: the gap between them says the slot changed hands.
+  set_theme(ThemeKind::kLight);
+  BatchingSnapshot snap;
+  snap.slot_count = 1;
+  snap.steps = {{1, {cell(4, SlotState::kDecode)}},
+                {2, {cell(4, SlotState::kDecode)}},
+                {3, {cell(6, SlotState::kDecode)}}};
+  BatchingPanel panel;
+  panel.set_snapshot(snap);
+  panel.resize(1200, 700);
+  const QImage image = panel.grab().toImage();
+  const auto color_at = [&image](QPointF p) { return pixel_at(image, p); };
+  const QRectF second = *panel.cell_rect(2, 0), third = *panel.cell_rect(3, 0);
+  EXPECT_EQ(color_at(QPointF(second.right() - 2, second.center().y())), theme().classmate.rgb());
+  EXPECT_EQ(color_at(QPointF(third.left() + 0.5, third.center().y())), theme().surface.rgb());
+  EXPECT_EQ(color_at(third.center()), theme().classmate.rgb());
+  // Within one request's run there is no gap.
+  EXPECT_EQ(color_at(QPointF(second.left() + 0.5, second.center().y())),
+            theme().classmate.rgb());
+}
+
+TEST(BatchingPanel, TheLatencyTableKeepsYourRequestAmongManyClassmates) {
+  BatchingSnapshot snap = small_batch();
+  snap.requests.clear();
+  for (int64_t r = 100; r < 140; ++r) snap.requests.push_back({r, 10.0, 2.0, 8, false});
+  snap.own_requests = OwnRequests({101});
+  BatchingPanel panel;
+  panel.set_snapshot(snap);
+  panel.resize(1200, 700);
+  QStringList painted;
+  for (const testing::PaintedText& text : testing::painted_texts(panel)) painted << text.text;
+  EXPECT_TRUE(painted.contains("request 101"));   // yours, though older than every row shown
+  EXPECT_TRUE(painted.contains("request 139"));   // the newest
+  EXPECT_FALSE(painted.contains("request 102"));  // the oldest of the rest gave way
+  const auto earlier = std::find_if(painted.begin(), painted.end(), [](const QString& s) {
+    return s.contains("earlier requests in the CSV");
+  });
+  ASSERT_NE(earlier, painted.end());
+  // Every request is either a row or counted as earlier.
+  const int rows = int(std::count_if(painted.begin(), painted.end(), [](const QString& s) {
+    return s.startsWith("request 1");
+  }));
+  EXPECT_EQ(earlier->split(' ').front().toInt() + rows, 40);
 }
 
 TEST(BatchingPanel, EmptySweepAsksForTheSweepButton) {
@@ -88,15 +161,12 @@ TEST(BatchingPanel, HeatmapCellsShowTheRequestHoldingTheSlot) {
   panel.set_snapshot(small_batch());
   panel.resize(1200, 700);
   const QImage image = panel.grab().toImage();
-  const qreal dpr = image.devicePixelRatioF();
-  auto color_at = [&](QPointF p) {
-    return image.pixelColor(qRound(p.x() * dpr), qRound(p.y() * dpr)).rgb();
-  };
+  const auto color_at = [&image](QPointF p) { return pixel_at(image, p); };
 
   // Decode cells are solid in the request's colour; empty slots keep the surface colour.
   const std::optional<QRectF> decode = panel.cell_rect(12, 1);
   ASSERT_TRUE(decode.has_value());
-  EXPECT_EQ(color_at(decode->center()), theme().series(9 % Theme::kSeriesCount).rgb());
+  EXPECT_EQ(color_at(decode->center()), theme().classmate_alternate.rgb());  // request 9
   const std::optional<QRectF> empty = panel.cell_rect(12, 0);
   ASSERT_TRUE(empty.has_value());
   EXPECT_EQ(color_at(empty->center()), theme().surface.rgb());

@@ -83,12 +83,17 @@ TEST(KvCachePanel, CountsUsedSharedAndRecentlyChangedBlocks) {
   EXPECT_EQ(KvCachePanel::event_strength(snap.blocks[0]), 0.0);
 }
 
-TEST(KvCachePanel, LegendListsTheRequestsPresentThenTheBlockKinds) {
+TEST(KvCachePanel, LegendNamesYourRequestThenTheClassmatesThenTheBlockKinds) {
   KvCachePanel panel;
   panel.set_snapshot(default_model_snapshot());
   EXPECT_EQ(panel.legend_labels(),
-            (QStringList{"request 3", "request 7", "prefix-shared (x sequences)", "free",
-                         "free, prefix cached", "recent event"}));
+            (QStringList{"classmates (hover for the number)", "prefix-shared (x sequences)",
+                         "free", "free, prefix cached", "recent event"}));
+  KvCacheSnapshot yours = default_model_snapshot();
+  yours.own_requests = OwnRequests({7});
+  panel.set_snapshot(yours);
+  EXPECT_EQ(panel.legend_labels().mid(0, 2),
+            (QStringList{"your request 7", "classmates (hover for the number)"}));
 }
 
 TEST(KvCachePanel, GridShapeGivesTheLargestSquareCells) {

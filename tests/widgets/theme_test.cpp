@@ -102,5 +102,35 @@ TEST(Theme, SetThemeSwitchesTheCurrentOne) {
   EXPECT_EQ(theme().background, Theme::light().background);
 }
 
+TEST(Theme, YourRequestStandsApartFromTheClassmatesWhoseTwoTonesAlternate) {
+  for (const Theme& base : {Theme::light(), Theme::dark()}) {
+    for (const Theme& t : {base, Theme::high_contrast(base)}) {
+      EXPECT_EQ(t.request(12, true), t.request(13, true));  // one colour, whatever the number
+      EXPECT_EQ(t.request(12, false), t.classmate);
+      EXPECT_EQ(t.request(13, false), t.classmate_alternate);
+      // The two tones differ in lightness, which every eye and a greyscale print can tell.
+      EXPECT_GE(contrast(t.classmate, t.classmate_alternate), 1.8);
+      // Orange against blues: the pair that stays apart for the common colour blindness.
+      for (const QColor& classmate : {t.classmate, t.classmate_alternate}) {
+        EXPECT_GT(std::abs(t.own_request.hue() - classmate.hue()), 120);
+      }
+    }
+  }
+}
+
+TEST(Theme, TheOrdinalScaleGrowsLighterWithTheQuantityAndStaysOffTheBackground) {
+  for (const Theme& t : {Theme::light(), Theme::dark()}) {
+    double before = 0.0;
+    for (int i = 0; i <= 16; ++i) {
+      const QColor c = t.ordinal(i / 16.0);
+      EXPECT_GT(luminance(c), before) << "step " << i;
+      before = luminance(c);
+      EXPECT_GE(contrast(c, t.background), 1.3) << "step " << i;  // outlined, but never lost
+    }
+    EXPECT_EQ(t.ordinal(-1.0), t.ordinal(0.0));
+    EXPECT_EQ(t.ordinal(2.0), t.ordinal(1.0));
+  }
+}
+
 }  // namespace
 }  // namespace servescope::widgets
