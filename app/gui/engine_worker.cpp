@@ -713,9 +713,11 @@ void EngineWorker::prefill(const QString& prompt) {
     serving::EngineRequest request;
     request.prompt_ids = ids;
     request.max_tokens = 1;  // only the prompt's keys and values matter
-    live_requests_.insert(engine_->submit(request));
+    const serving::SequenceId id = engine_->submit(request);
+    live_requests_.insert(id);
     ++requests_submitted_;
     last_prefill_ids_ = ids;
+    Q_EMIT prompt_prefill_started(id);
   } catch (const std::exception& error) {
     Q_EMIT failed(QString("Prompt: %1").arg(error.what()));
     return;

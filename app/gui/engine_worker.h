@@ -156,6 +156,8 @@ class EngineWorker : public QObject {
   // A problem that changed no state the window holds (sampling, batching, a step that failed).
   void failed(const QString& message);
   void notice(const QString& message);
+  // The typed prompt's prefill (ahead of Generate, for the prefix cache) was submitted.
+  void prompt_prefill_started(qint64 request);
   void generation_started(qint64 request, int prompt_tokens);
   void generation_finished(const QString& reason);
   void running_changed(bool running);

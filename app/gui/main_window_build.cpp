@@ -566,6 +566,9 @@ void MainWindow::connect_worker() {
   connect(worker_, &EngineWorker::failed, this, &MainWindow::on_failed);
   connect(worker_, &EngineWorker::notice, this,
           [this](const QString& text) { show_message(text, false); });
+  // The typed prompt's prefill is the user's request too: it is coloured as theirs.
+  connect(worker_, &EngineWorker::prompt_prefill_started, this,
+          [this](qint64 request) { folder_.mark_own_request(request); });
   connect(worker_, &EngineWorker::generation_started, this, [this](qint64 request, int) {
     generating_ = true;
     user_request_ = request;

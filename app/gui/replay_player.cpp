@@ -54,6 +54,7 @@ ReplayPlayer::ReplayPlayer(Trace trace, EngineWorker& worker, QObject* parent)
   forward(&ReplayPlayer::batch_sweep_ready, &EngineWorker::batch_sweep_ready);
   forward(&ReplayPlayer::batching_changed, &EngineWorker::batching_changed);
   forward(&ReplayPlayer::batch_collecting, &EngineWorker::batch_collecting);
+  forward(&ReplayPlayer::prompt_prefill_started, &EngineWorker::prompt_prefill_started);
   forward(&ReplayPlayer::generation_started, &EngineWorker::generation_started);
   forward(&ReplayPlayer::generation_finished, &EngineWorker::generation_finished);
   timer_->setTimerType(Qt::PreciseTimer);
@@ -149,6 +150,8 @@ void ReplayPlayer::play_event(const TraceEvent& event) {
           Q_EMIT batching_changed(e.choice);
         } else if constexpr (std::is_same_v<E, trace::Collecting>) {
           Q_EMIT batch_collecting(e.state);
+        } else if constexpr (std::is_same_v<E, trace::PromptPrefill>) {
+          Q_EMIT prompt_prefill_started(e.request);
         } else if constexpr (std::is_same_v<E, trace::GenerationStarted>) {
           Q_EMIT generation_started(e.request, e.prompt_tokens);
         } else if constexpr (std::is_same_v<E, trace::GenerationFinished>) {

@@ -55,6 +55,7 @@ class ReplayPlayer : public QObject {
   void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
   void batching_changed(servescope::gui::BatchingChoice choice);
   void batch_collecting(servescope::gui::BatchCollecting state);
+  void prompt_prefill_started(qint64 request);
   void generation_started(qint64 request, int prompt_tokens);
   void generation_finished(const QString& reason);
   // The Learn pane showed this lesson step in the recorded run (ids).

@@ -356,6 +356,9 @@ void encode_body(const TraceBody& body, Json& out) {
         } else if constexpr (std::is_same_v<E, trace::Collecting>) {
           out["kind"] = "collecting";
           out["state"] = encode(e.state);
+        } else if constexpr (std::is_same_v<E, trace::PromptPrefill>) {
+          out["kind"] = "prompt_prefill";
+          out["request"] = e.request;
         } else if constexpr (std::is_same_v<E, trace::GenerationStarted>) {
           out["kind"] = "generation_started";
           out["request"] = e.request;
@@ -526,6 +529,7 @@ TraceBody decode_body(const Json& j) {
   }
   if (kind == "batching") return trace::Batching{decoded<BatchingChoice>(j, "choice", path)};
   if (kind == "collecting") return trace::Collecting{decoded<BatchCollecting>(j, "state", path)};
+  if (kind == "prompt_prefill") return trace::PromptPrefill{decoded<int64_t>(j, "request", path)};
   if (kind == "generation_started") {
     return trace::GenerationStarted{decoded<int64_t>(j, "request", path),
                                     decoded<int>(j, "prompt_tokens", path)};

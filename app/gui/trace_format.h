@@ -1,9 +1,9 @@
 // A recorded run (`servescope --record run.sstrace`): what the window received from its engine,
 // with the window clock's time of each arrival, so `servescope --replay` can play it into the
-// same panels with no engine. The format, version 1, is JSON lines in UTF-8, each line ended
+// same panels with no engine. The format, version 2, is JSON lines in UTF-8, each line ended
 // by '\n':
 //
-//   line 1   {"format":"servescope-trace","version":1,"recorded_at":"2026-12-06T16:20:00Z"}
+//   line 1   {"format":"servescope-trace","version":2,"recorded_at":"2026-12-06T16:20:00Z"}
 //   then     one event per line: {"ms":1234.5,"kind":KIND,...}, ms non-decreasing; an engine
 //            event before any other but a lesson (which the Learn pane may show before a model)
 //   last     {"end":true,"events":N}   (N events above it; a file without it is cut short)
@@ -17,12 +17,14 @@
 //   sweep_done           "points": [BatchSweepPoint] (the sweep ended)
 //   batching             "choice": BatchingChoice (the policy the engine now runs)
 //   collecting           "state": BatchCollecting (a static batch collecting, or done)
+//   prompt_prefill       "request": the typed prompt prefilled ahead of Generate (version 2)
 //   generation_started   "request", "prompt_tokens"
 //   generation_finished  "reason"
 //   lesson               "lesson", "step": the Learn pane's lesson and step ids, as it showed one
 // Enums are written by name ("decode", "allocate", "Q8_0"); a number that is not finite is
 // written as "inf", "-inf" or "nan". A reader ignores fields it does not know (a later minor
 // addition) and refuses a missing one; a new kind or a changed meaning raises the version.
+// Version 1 lacked prompt_prefill (its replays show the typed prompt's prefill as a classmate's).
 #pragma once
 
 #include <QVector>
@@ -37,7 +39,7 @@
 namespace servescope::gui {
 
 inline constexpr std::string_view kTraceFormat = "servescope-trace";
-inline constexpr int kTraceVersion = 1;
+inline constexpr int kTraceVersion = 2;
 
 // A replay's speed, times the recorded pace.
 inline constexpr double kMinReplaySpeed = 0.1;
@@ -79,6 +81,9 @@ struct Batching {
 struct Collecting {
   BatchCollecting state;
 };
+struct PromptPrefill {
+  int64_t request = 0;
+};
 struct GenerationStarted {
   int64_t request = 0;
   int prompt_tokens = 0;
@@ -94,8 +99,8 @@ struct LessonShown {
 
 using TraceBody =
     std::variant<trace::Engine, trace::Telemetry, trace::Memory, trace::SweepPoint,
-                 trace::SweepDone, trace::Batching, trace::Collecting, trace::GenerationStarted,
-                 trace::GenerationFinished, trace::LessonShown>;
+                 trace::SweepDone, trace::Batching, trace::Collecting, trace::PromptPrefill,
+                 trace::GenerationStarted, trace::GenerationFinished, trace::LessonShown>;
 
 struct TraceEvent {
   double ms = 0.0;  // the recording window's clock when it arrived

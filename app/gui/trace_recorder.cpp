@@ -25,6 +25,8 @@ TraceRecorder::TraceRecorder(EngineWorker& worker, std::shared_ptr<TraceWriter> 
           [this](const BatchingChoice& choice) { record(trace::Batching{choice}); });
   connect(&worker, &EngineWorker::batch_collecting, this,
           [this](const BatchCollecting& state) { record(trace::Collecting{state}); });
+  connect(&worker, &EngineWorker::prompt_prefill_started, this,
+          [this](qint64 request) { record(trace::PromptPrefill{request}); });
   connect(&worker, &EngineWorker::generation_started, this, [this](qint64 request, int tokens) {
     record(trace::GenerationStarted{request, tokens});
   });

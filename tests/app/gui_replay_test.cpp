@@ -124,6 +124,7 @@ class RecordAndReplay : public ::testing::Test {
       live_steps_ = window.folder().counts().steps;
       live_kv_events_ = window.folder().counts().kv_events;
       live_inconsistent_ = window.folder().counts().inconsistent_kv_events;
+      live_own_ = window.folder().own_requests();
       *live_ = panel_csvs(window);
       ASSERT_EQ(window.folder().counts().steps, live_steps_) << "the engine ran on";
     }
@@ -151,6 +152,7 @@ class RecordAndReplay : public ::testing::Test {
   static int64_t live_steps_;
   static int64_t live_kv_events_;
   static int64_t live_inconsistent_;
+  static std::vector<int64_t> live_own_;  // the user's requests, in their own colour
   QTemporaryDir cache_;
 };
 
@@ -159,6 +161,7 @@ std::map<PanelId, std::string>* RecordAndReplay::live_ = nullptr;
 int64_t RecordAndReplay::live_steps_ = 0;
 int64_t RecordAndReplay::live_kv_events_ = 0;
 int64_t RecordAndReplay::live_inconsistent_ = 0;
+std::vector<int64_t> RecordAndReplay::live_own_;
 
 TEST_F(RecordAndReplay, AReplayOfARecordedLesson3RunShowsTheSameFiguresAsTheLiveRun) {
   ASSERT_GT(live_steps_, 24) << "the live run did not run";
@@ -169,6 +172,8 @@ TEST_F(RecordAndReplay, AReplayOfARecordedLesson3RunShowsTheSameFiguresAsTheLive
   EXPECT_EQ(window->folder().counts().steps, live_steps_);
   EXPECT_EQ(window->folder().counts().kv_events, live_kv_events_);
   EXPECT_EQ(window->folder().counts().inconsistent_kv_events, live_inconsistent_);
+  ASSERT_FALSE(live_own_.empty());
+  EXPECT_EQ(window->folder().own_requests(), live_own_);  // yours is yours in the replay too
   // The Learn pane follows the recording to the lesson step it showed.
   const LearnPane& learn = window->lessons().learn();
   ASSERT_NE(learn.current_lesson(), nullptr);

@@ -139,6 +139,7 @@ std::vector<TraceEvent> every_kind() {
       {23.0, trace::SweepDone{{sample_point(), sample_point()}}},
       {24.0, trace::Batching{{true, 150}}},
       {25.0, trace::Collecting{{3, 16, 120.5}}},
+      {25.5, trace::PromptPrefill{4}},
       {26.0, trace::GenerationStarted{5, 12}},
       {27.0, trace::GenerationFinished{"max_tokens"}},
       {28.0, trace::LessonShown{"batching", "classmates"}},
@@ -211,8 +212,9 @@ TEST_F(TraceFile, EveryEventKindSurvivesARoundTrip) {
   EXPECT_EQ(std::get<TokenRecord>(items[3]).top.at(1).prob, 0.125);
   EXPECT_EQ(std::get<trace::SweepDone>(trace.events[4].body).points.size(), 2);
   EXPECT_EQ(std::get<trace::Collecting>(trace.events[6].body).state.due_in_ms, 120.5);
-  EXPECT_EQ(std::get<trace::GenerationFinished>(trace.events[8].body).reason, "max_tokens");
-  EXPECT_EQ(std::get<trace::LessonShown>(trace.events[9].body).step, "classmates");
+  EXPECT_EQ(std::get<trace::PromptPrefill>(trace.events[7].body).request, 4);
+  EXPECT_EQ(std::get<trace::GenerationFinished>(trace.events[9].body).reason, "max_tokens");
+  EXPECT_EQ(std::get<trace::LessonShown>(trace.events[10].body).step, "classmates");
 }
 
 TEST(TraceFormat, EveryValueOfEveryEnumIsWrittenByNameAndReadBack) {
@@ -276,11 +278,11 @@ TEST_F(TraceFile, AFileCutAtAnyByteIsRefusedAndNeverCrashes) {
   // And from a file: cut inside its last line, and at the end of a line before it.
   const std::filesystem::path cut = file("cut.sstrace");
   write_file(cut, bytes.substr(0, bytes.size() - 1));
-  EXPECT_NE(read_error(cut).find("line 12 (byte"), std::string::npos) << read_error(cut);
+  EXPECT_NE(read_error(cut).find("line 13 (byte"), std::string::npos) << read_error(cut);
   EXPECT_NE(read_error(cut).find("cut short"), std::string::npos) << read_error(cut);
   write_file(cut, bytes.substr(0, bytes.rfind('\n', bytes.size() - 2) + 1));
   EXPECT_EQ(read_error(cut), cut.string() +
-                                 ": cut short after line 11 (no end line: the recording did not "
+                                 ": cut short after line 12 (no end line: the recording did not "
                                  "finish)");
 }
 
@@ -294,12 +296,24 @@ TEST_F(TraceFile, NotATraceANewerVersionAndAMissingFileAreSaidPlainly) {
   write_file(file("json.sstrace"), "{\"format\":\"other\"}\n");
   EXPECT_NE(read_error(file("json.sstrace")).find("not a ServeScope trace"), std::string::npos);
   write_file(file("newer.sstrace"),
-             "{\"format\":\"servescope-trace\",\"version\":2,\"recorded_at\":\"x\"}\n"
+             "{\"format\":\"servescope-trace\",\"version\":3,\"recorded_at\":\"x\"}\n"
              "{\"end\":true,\"events\":0}\n");
   EXPECT_EQ(read_error(file("newer.sstrace")),
             file("newer.sstrace").string() +
-                ": line 1 (byte 0): format version 2 is not one this ServeScope reads (version 1 "
-                "to 1; it was written by a newer one)");
+                ": line 1 (byte 0): format version 3 is not one this ServeScope reads (version 1 "
+                "to 2; it was written by a newer one)");
+}
+
+TEST_F(TraceFile, AVersionOneRecordingStillReads) {
+  // Version 2 added the prompt_prefill kind; a version 1 file has none and reads as it was.
+  std::string bytes = read_bytes(write_every_kind("v1.sstrace"));
+  bytes.replace(bytes.find("\"version\":2"), 11, "\"version\":1");
+  const size_t prefill = bytes.find("{\"ms\":25.5");
+  ASSERT_NE(prefill, std::string::npos);
+  bytes.erase(prefill, bytes.find('\n', prefill) + 1 - prefill);
+  bytes.replace(bytes.find("\"events\":11"), 11, "\"events\":10");
+  write_file(file("v1.sstrace"), bytes);
+  EXPECT_EQ(read_error(file("v1.sstrace")), "");
 }
 
 TEST_F(TraceFile, ABadFieldIsNamedWithItsLineAndByte) {
@@ -347,11 +361,11 @@ TEST_F(TraceFile, AnEngineComesBeforeItsReportsAndTheEndLineCountsTheEvents) {
             file("lesson-only.sstrace").string() +
                 ": holds no run (no model was loaded while recording)");
   std::string bytes = read_bytes(write_every_kind("run.sstrace"));
-  bytes.replace(bytes.find("\"events\":10"), 11, "\"events\":9");
+  bytes.replace(bytes.find("\"events\":11"), 11, "\"events\":9");
   write_file(file("miscounted.sstrace"), bytes);
   EXPECT_EQ(read_error(file("miscounted.sstrace")),
             file("miscounted.sstrace").string() +
-                ": the end line counts 9 events, the file holds 10");
+                ": the end line counts 9 events, the file holds 11");
 }
 
 TEST_F(TraceFile, AFileThatCannotBeWrittenIsSaidAtOnce) {

@@ -20,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QCheckBox>
 #include <QDoubleSpinBox>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <fstream>
@@ -235,6 +236,12 @@ TEST_F(WindowFixture, TypingPrefillsThePromptAndGenerateReusesItsCachedBlocks) {
   ASSERT_NE(record, nullptr);
   // Every full 16-token block of the prompt came from the prefix cache, not from a new prefill.
   EXPECT_EQ(record->cached_prompt_tokens, (prompt_tokens - 1) / 16 * 16);
+  // No classmates: the typed prompt's prefill and the generation are both the user's own.
+  const std::vector<int64_t>& own = window_->folder().own_requests();
+  ASSERT_GE(window_->folder().requests().size(), 2u);
+  for (const auto& r : window_->folder().requests()) {
+    EXPECT_NE(std::find(own.begin(), own.end(), r.request_id), own.end()) << r.request_id;
+  }
 }
 
 TEST_F(WindowFixture, FontScalingReachesThePanels) {
