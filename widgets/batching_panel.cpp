@@ -215,7 +215,8 @@ QString BatchingPanel::occupancy_heading() const {
 QString BatchingPanel::sweep_note() const {
   if (!snapshot_.sweep.empty()) return {};
   return tr(
-      "No sweep yet: press Sweep to measure throughput and step latency at several batch sizes.");
+      "No sweep yet: press Sweep (Ctrl+Shift+B) to measure throughput and step latency at "
+      "several batch sizes.");
 }
 
 std::vector<chart::LegendEntry> BatchingPanel::legend(bool with_requests) const {
@@ -470,10 +471,14 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   const QFontMetricsF small(painter.font());
   const int every = std::max(1, int(std::ceil(small.height() / std::max<qreal>(row, 1e-3))));
   painter.setPen(t.muted_text);
+  qreal free_from = heat.top();  // below the last label drawn
   for (int slot = 0; slot < snapshot_.slot_count; slot += every) {
-    // Each label centred on its row, kept inside the heatmap's height.
+    // Each label centred on its row, kept inside the heatmap's height; one the clamp would push
+    // onto its neighbour is left out (the last of 16 slots crowded slot 12).
     const qreal centre = std::clamp(heat.top() + (slot + 0.5) * row, heat.top() + small.height() / 2,
                                     heat.bottom() - small.height() / 2);
+    if (centre - small.height() / 2 < free_from - 0.5) continue;
+    free_from = centre + small.height() / 2;
     painter.drawText(QRectF(area.left(), centre - small.height() / 2,
                             heat.left() - area.left() - 4, small.height()),
                      Qt::AlignRight | Qt::AlignVCenter, tr("slot %1").arg(slot));

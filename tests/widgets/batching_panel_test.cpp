@@ -129,6 +129,32 @@ TEST(BatchingPanel, TheLatencyTableKeepsYourRequestAmongManyClassmates) {
   EXPECT_EQ(earlier->split(' ').front().toInt() + rows, 40);
 }
 
+TEST(BatchingPanel, SlotLabelsNeverCrowdEachOtherAtAnyHeight) {
+  // The last of 16 slots was pulled inside the chart onto slot 12's label (5 px apart).
+  BatchingSnapshot snap;
+  snap.slot_count = 16;
+  for (int64_t step = 0; step < 40; ++step) {
+    BatchStep row{step, std::vector<SlotCell>(16, cell(step % 7, SlotState::kDecode))};
+    snap.steps.push_back(row);
+  }
+  BatchingPanel panel;
+  panel.set_snapshot(snap);
+  QFont lecture = panel.font();
+  lecture.setPointSizeF(18);  // 24 px
+  panel.setFont(lecture);
+  for (int height = 380; height <= 900; height += 3) {
+    panel.resize(1280, height);
+    std::vector<QRectF> labels;
+    for (const testing::PaintedText& text : testing::painted_texts(panel)) {
+      if (text.text.startsWith("slot ")) labels.push_back(text.box);
+    }
+    ASSERT_GE(labels.size(), 2u) << height;
+    for (size_t i = 1; i < labels.size(); ++i) {
+      EXPECT_GE(labels[i].top(), labels[i - 1].bottom() - 1.0) << "height " << height;
+    }
+  }
+}
+
 TEST(BatchingPanel, EmptySweepAsksForTheSweepButton) {
   BatchingPanel panel;
   panel.set_snapshot(small_batch());
