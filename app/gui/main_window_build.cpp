@@ -307,7 +307,8 @@ void MainWindow::build_central() {
   prompt_chips_ = new TokenChips(TokenChips::Shading::kAlternating);
   prompt_chips_->setToolTip("The prompt's tokens; dashed ones are not yet in the KV cache");
   prompt_chips_->set_placeholder("The prompt's tokens appear here.");
-  column->addWidget(prompt_chips_);
+  // A long prompt's chips scroll after four lines instead of crushing the controls below.
+  column->addWidget(new ChipsScroll(prompt_chips_, 4));
 
   auto* buttons = new QHBoxLayout;
   for (QAction* action : {generate_action_, stop_action_, step_action_, sweep_action_}) {
@@ -399,7 +400,13 @@ void MainWindow::build_central() {
   panel_column->setSpacing(0);
   panel_column->addWidget(pinned_->strip());
   panel_column->addWidget(tabs_, 1);
-  splitter->addWidget(left);
+  // A window too short for the controls (no window manager to grow it) scrolls them instead
+  // of overprinting the sampling rows.
+  auto* left_scroll = new QScrollArea;
+  left_scroll->setWidget(left);
+  left_scroll->setWidgetResizable(true);
+  left_scroll->setFrameShape(QFrame::NoFrame);
+  splitter->addWidget(left_scroll);
   splitter->addWidget(panels);
   splitter->setStretchFactor(0, 0);
   splitter->setStretchFactor(1, 1);

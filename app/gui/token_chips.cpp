@@ -22,7 +22,11 @@ QColor mix(const QColor& a, const QColor& b, double t) {
 }  // namespace
 
 TokenChips::TokenChips(Shading shading, QWidget* parent) : QWidget(parent), shading_(shading) {
-  setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+  // Height for width in the policy too: a resizable scroll area asks the policy, not the
+  // virtual, before it gives the chips the height their rows need.
+  QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+  policy.setHeightForWidth(true);
+  setSizePolicy(policy);
   setMouseTracking(true);
 }
 
@@ -82,6 +86,11 @@ int TokenChips::heightForWidth(int width) const {
   int height = 0;
   layout_chips(width, &height);
   return height;
+}
+
+int TokenChips::height_of_lines(int lines, const QFont& font) {
+  const int chip_height = QFontMetrics(font).height() + 4;
+  return 2 * kMargin + lines * chip_height + (lines - 1) * kGap;
 }
 
 QSize TokenChips::sizeHint() const { return {300, heightForWidth(300)}; }
@@ -174,5 +183,22 @@ bool TokenChips::event(QEvent* event) {
   }
   return QWidget::event(event);
 }
+
+ChipsScroll::ChipsScroll(TokenChips* chips, int max_lines, QWidget* parent)
+    : QScrollArea(parent), max_lines_(max_lines) {
+  setWidget(chips);
+  setWidgetResizable(true);
+  setFrameShape(QFrame::NoFrame);
+  setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  cap_height();
+}
+
+void ChipsScroll::changeEvent(QEvent* event) {
+  QScrollArea::changeEvent(event);
+  if (event->type() == QEvent::FontChange) cap_height();  // larger type, taller rows
+}
+
+// The scroll area's font: the chips inherit it, perhaps after this area heard of the change.
+void ChipsScroll::cap_height() { setMaximumHeight(TokenChips::height_of_lines(max_lines_, font())); }
 
 }  // namespace servescope::gui

@@ -2,6 +2,7 @@
 // tokens shaded by their probability with the top alternatives in a hover tooltip.
 #pragma once
 
+#include <QScrollArea>
 #include <QVector>
 #include <QWidget>
 
@@ -29,6 +30,9 @@ class TokenChips : public QWidget {
   QString tooltip_for(int index) const;
   int chip_at(QPoint pos) const;
 
+  // The height of `lines` rows of chips in `font`, margins included.
+  static int height_of_lines(int lines, const QFont& font);
+
   bool hasHeightForWidth() const override { return true; }
   int heightForWidth(int width) const override;
   QSize sizeHint() const override;
@@ -50,6 +54,21 @@ class TokenChips : public QWidget {
   QVector<QRect> rects_;
   int pending_from_ = -1;
   QString placeholder_;
+};
+
+// Chips in a scroll area at most `max_lines` rows of chips tall (at the current font size).
+class ChipsScroll : public QScrollArea {
+  Q_OBJECT
+
+ public:
+  ChipsScroll(TokenChips* chips, int max_lines, QWidget* parent = nullptr);
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void cap_height();
+  int max_lines_;
 };
 
 }  // namespace servescope::gui

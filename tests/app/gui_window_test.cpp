@@ -20,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QCheckBox>
 #include <QDoubleSpinBox>
+#include <QGroupBox>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -28,6 +29,7 @@
 #include "app/cli/commands.h"
 #include "app/gui/main_window.h"
 #include "app/gui/termination.h"
+#include "app/gui/token_chips.h"
 #include "engine/compute/devices.h"
 #include "engine/eval/random_model.h"
 #include "engine/model/model.h"
@@ -242,6 +244,27 @@ TEST_F(WindowFixture, TypingPrefillsThePromptAndGenerateReusesItsCachedBlocks) {
   for (const auto& r : window_->folder().requests()) {
     EXPECT_NE(std::find(own.begin(), own.end(), r.request_id), own.end()) << r.request_id;
   }
+}
+
+TEST_F(WindowFixture, ALongPromptScrollsItsChipsInsteadOfCrushingTheSamplingControls) {
+  // A lecturer's long prompt grew the chips until Temperature to Seed overprinted each other
+  // in a 557 px tall window (no window manager to grow it).
+  QString prompt;
+  for (int i = 0; i < 40; ++i) prompt += "Mia had a little blue boat that she kept by the pond. ";
+  window_->set_prompt(prompt);
+  window_->resize(1220, 557);
+  ASSERT_TRUE(wait_until([&] { return window_->prompt_tokens().size() > 400; }));
+  wait_until([] { return false; }, 100);
+  QGroupBox* sampling = nullptr;
+  for (QGroupBox* box : window_->findChildren<QGroupBox*>()) {
+    if (box->title() == "Sampling") sampling = box;
+  }
+  ASSERT_NE(sampling, nullptr);
+  EXPECT_GE(sampling->height(), sampling->minimumSizeHint().height());
+  auto* chips = window_->findChild<ChipsScroll*>();
+  ASSERT_NE(chips, nullptr);
+  EXPECT_LE(chips->height(), TokenChips::height_of_lines(4, chips->font()));
+  EXPECT_GT(chips->widget()->height(), chips->height());  // the rest scrolls
 }
 
 TEST_F(WindowFixture, FontScalingReachesThePanels) {
