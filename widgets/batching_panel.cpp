@@ -219,7 +219,7 @@ QString BatchingPanel::sweep_note() const {
       "several batch sizes.");
 }
 
-std::vector<chart::LegendEntry> BatchingPanel::legend(bool with_requests) const {
+std::vector<chart::LegendEntry> BatchingPanel::legend(bool compact) const {
   const Theme& t = theme();
   // The requests of the steps the chart draws, so the legend names what is on screen.
   std::set<int64_t> requests;
@@ -228,19 +228,19 @@ std::vector<chart::LegendEntry> BatchingPanel::legend(bool with_requests) const 
       if (c.request >= 0 && c.state != SlotState::kEmpty) requests.insert(c.request);
     }
   }
-  std::vector<chart::LegendEntry> entries;
-  if (with_requests) entries = snapshot_.own_requests.legend(requests, t);
+  std::vector<chart::LegendEntry> entries = snapshot_.own_requests.legend(requests, t, compact);
   entries.push_back({tr("prefill (hatched)"), t.muted_text, Qt::BDiagPattern});
   entries.push_back({tr("decode (solid)"), t.muted_text});
-  entries.push_back(
-      {tr("recompute after preemption (cross-hatched)"), t.muted_text, Qt::DiagCrossPattern});
-  entries.push_back({tr("empty slot"), t.surface});
+  entries.push_back({compact ? tr("recompute (cross-hatched)")
+                             : tr("recompute after preemption (cross-hatched)"),
+                     t.muted_text, Qt::DiagCrossPattern});
+  entries.push_back({compact ? tr("empty") : tr("empty slot"), t.surface});
   return entries;
 }
 
 QStringList BatchingPanel::legend_labels() const {
   QStringList labels;
-  for (const chart::LegendEntry& e : legend(true)) labels << e.label;
+  for (const chart::LegendEntry& e : legend()) labels << e.label;
   return labels;
 }
 
@@ -333,12 +333,11 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
                 tr("Measured by the engine: the requests waiting now, the batch's places, and "
                    "when the oldest request's wait ends."));
   }
+  // In a projector's room the legend's words are short, so it takes one line.
   const qreal line = QFontMetricsF(font()).lineSpacing();
-  // In less room the legend leaves out the request colours (they repeat every eight requests
-  // anyway; hovering a cell names its request).
-  const bool request_legend = area.height() / line >= kLinesForExplanations;
+  const bool compact = area.height() / line < kLinesForExplanations;
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()),
-                          legend(request_legend), t) +
+                          legend(compact), t) +
        6;
 
   // What fits: each column keeps what the lesson highlights and then the most important; a

@@ -130,7 +130,7 @@ class BatchingPanel : public PanelView {
     QStringList left, right, hidden;
   };
   Layout layout_for(double body_lines) const;
-  std::vector<chart::LegendEntry> legend(bool with_requests) const;
+  std::vector<chart::LegendEntry> legend(bool compact = false) const;
   void paint_heatmap_and_occupancy(QPainter& painter, const QRectF& area, bool with_occupancy);
   chart::Frame paint_occupancy(QPainter& painter, const QRectF& area, chart::AxesSpec spec);
   void paint_latencies(QPainter& painter, const QRectF& area);

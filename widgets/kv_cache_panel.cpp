@@ -42,6 +42,9 @@ QString event_letter(KvBlockEvent event) {
   return {};
 }
 
+// Reddish purple: apart from your request's orange and the classmates' blues it rings.
+QColor event_colour(const Theme& t) { return t.series(6); }
+
 QString block_tooltip(const KvBlock& b, int index, int32_t block_size, const OwnRequests& own) {
   QString text = b.owner < 0 ? QObject::tr("Block %1: free").arg(index)
                              : QObject::tr("Block %1: %2, %3 of %4 tokens written")
@@ -167,24 +170,23 @@ QString KvCachePanel::formula_text() const {
   return line1 + QLatin1Char('\n') + line2;
 }
 
-std::vector<chart::LegendEntry> KvCachePanel::legend(bool with_requests) const {
+std::vector<chart::LegendEntry> KvCachePanel::legend(bool compact) const {
   const Theme& t = theme();
   std::set<int64_t> owners;
   for (const KvBlock& b : snapshot_.blocks) {
     if (b.owner >= 0) owners.insert(b.owner);
   }
-  std::vector<chart::LegendEntry> entries;
-  if (with_requests) entries = snapshot_.own_requests.legend(owners, t);
+  std::vector<chart::LegendEntry> entries = snapshot_.own_requests.legend(owners, t, compact);
   entries.push_back({tr("prefix-shared (x sequences)"), t.text, Qt::SolidPattern, true});
   entries.push_back({tr("free"), t.surface});
   entries.push_back({tr("free, prefix cached"), t.surface, Qt::BDiagPattern});
-  entries.push_back({tr("recent event"), t.highlight, Qt::SolidPattern, true});
+  entries.push_back({tr("recent event"), event_colour(t), Qt::SolidPattern, true});
   return entries;
 }
 
 QStringList KvCachePanel::legend_labels() const {
   QStringList labels;
-  for (const chart::LegendEntry& e : legend(true)) labels << e.label;
+  for (const chart::LegendEntry& e : legend()) labels << e.label;
   return labels;
 }
 
@@ -264,10 +266,8 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
                  "handed to requests as they grow (paged attention)."));
   const qreal line = QFontMetricsF(font()).lineSpacing();
   explained_ = area.height() / line >= kLinesForExplanations;
-  // In less room the legend leaves out the request colours (they repeat every eight requests;
-  // hovering a block names its request).
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()),
-                          legend(explained_), t) +
+                          legend(!explained_), t) +
        6;
 
   // The right column keeps what the lesson highlights, then the formula chart, the device
@@ -339,8 +339,8 @@ void KvCachePanel::paint_grid(QPainter& painter, const QRectF& area) {
   const Theme& t = theme();
   qreal top = area.top() + chart::draw_heading(
                                painter, area,
-                               explained_ ? tr("Block pool (each cell one block, filling bottom-up)")
-                                          : tr("Block pool, filling bottom-up"),
+                               explained_ ? tr("Block pool (block 0 top left; each fills bottom-up)")
+                                          : tr("Block pool: each block fills bottom-up"),
                                t);
   painter.setFont(chart::small_font(font()));
   // The event letters need cells about two lines wide; in smaller cells the rings alone mark
@@ -413,7 +413,7 @@ void KvCachePanel::paint_block(QPainter& painter, const QRectF& cell, const KvBl
   }
   const double strength = event_strength(b);
   if (strength > 0.0) {
-    QColor ring = t.highlight;
+    QColor ring = event_colour(t);
     ring.setAlphaF(float(0.25 + 0.75 * strength));
     painter.setPen(QPen(ring, std::max<qreal>(2.5, inset * 1.2)));
     painter.drawRect(cell.adjusted(1, 1, -1, -1));

@@ -106,7 +106,7 @@ class KvCachePanel : public PanelView {
   QString computed_tooltip(QPointF pos) const override;  // blocks
 
  private:
-  std::vector<chart::LegendEntry> legend(bool with_requests) const;
+  std::vector<chart::LegendEntry> legend(bool compact = false) const;
   void paint_grid(QPainter& painter, const QRectF& area);
   void paint_block(QPainter& painter, const QRectF& cell, const KvBlock& block);
   void paint_formula_chart(QPainter& painter, const QRectF& area);

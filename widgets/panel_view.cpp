@@ -167,6 +167,15 @@ QString PanelView::tooltip_at(QPointF pos) const {
 
 QString PanelView::computed_tooltip(QPointF) const { return {}; }
 
+QRect PanelView::tooltip_region(QPointF pos) const {
+  for (auto it = tooltips_.rbegin(); it != tooltips_.rend(); ++it) {
+    if (it->first.contains(pos)) return it->first.toAlignedRect();
+  }
+  // A computed tooltip names what is under the mouse (a cell, a point): a few pixels' worth.
+  constexpr int kReach = 4;
+  return QRect(pos.toPoint() - QPoint(kReach, kReach), QSize(2 * kReach + 1, 2 * kReach + 1));
+}
+
 QString PanelView::wrapping_tooltip(const QString& text) {
   if (Qt::mightBeRichText(text)) return text;
   return QStringLiteral("<p style=\"white-space:pre-wrap\">%1</p>").arg(text.toHtmlEscaped());
@@ -180,7 +189,10 @@ bool PanelView::event(QEvent* event) {
       QToolTip::hideText();
       event->ignore();
     } else {
-      QToolTip::showText(help->globalPos(), wrapping_tooltip(text), this);
+      // With the region it describes, so that it goes when the mouse leaves it (a lecturer's
+      // long tooltip stayed over the next step's text).
+      QToolTip::showText(help->globalPos(), wrapping_tooltip(text), this,
+                         tooltip_region(help->pos()));
     }
     return true;
   }

@@ -39,6 +39,8 @@ class PanelView : public QWidget {
   // The one-sentence explanation of the metric painted at `pos` in the last paint, or empty:
   // a registered area's text, else computed_tooltip(pos).
   QString tooltip_at(QPointF pos) const;
+  // The area that tooltip describes: it hides when the mouse leaves it.
+  QRect tooltip_region(QPointF pos) const;
   // Plain tooltip text as the tooltip shows it: rich text, so Qt wraps its long lines (a plain
   // one is a single line, 1,200 px wide for the sweep's) while its own line breaks stay.
   static QString wrapping_tooltip(const QString& text);

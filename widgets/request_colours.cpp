@@ -11,7 +11,7 @@ QString OwnRequests::name(int64_t request) const {
 }
 
 std::vector<chart::LegendEntry> OwnRequests::legend(const std::set<int64_t>& shown,
-                                                    const Theme& t) const {
+                                                    const Theme& t, bool compact) const {
   QStringList own;
   bool classmates = false;
   for (int64_t request : shown) {
@@ -25,7 +25,8 @@ std::vector<chart::LegendEntry> OwnRequests::legend(const std::set<int64_t>& sho
   if (!own.isEmpty()) {
     // A long session's many generations are named by their first and last.
     const QString label =
-        own.size() == 1   ? QObject::tr("your request %1").arg(own.front())
+        compact           ? QObject::tr("yours")
+        : own.size() == 1 ? QObject::tr("your request %1").arg(own.front())
         : own.size() <= 3 ? QObject::tr("your requests %1").arg(own.join(", "))
                           : QObject::tr("your %1 requests, %2 to %3")
                                 .arg(own.size())
@@ -33,7 +34,8 @@ std::vector<chart::LegendEntry> OwnRequests::legend(const std::set<int64_t>& sho
     entries.push_back({label, t.own_request});
   }
   if (classmates) {
-    entries.push_back({.label = QObject::tr("classmates (hover for the number)"),
+    entries.push_back({.label = compact ? QObject::tr("classmates")
+                                        : QObject::tr("classmates (hover for the number)"),
                        .color = t.classmate,
                        .lower = t.classmate_alternate});
   }

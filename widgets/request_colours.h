@@ -26,8 +26,10 @@ class OwnRequests {
   QString name(int64_t request) const;
 
   // Legend entries for the requests a chart shows: "your request 12" (several: "your
-  // requests 12, 15") in the user's colour, then one two-tone "classmates" entry.
-  std::vector<chart::LegendEntry> legend(const std::set<int64_t>& shown, const Theme& t) const;
+  // requests 12, 15") in the user's colour, then one two-tone "classmates" entry; `compact`
+  // (a projector's room) says just "yours" and "classmates", the numbers left to the hover.
+  std::vector<chart::LegendEntry> legend(const std::set<int64_t>& shown, const Theme& t,
+                                         bool compact = false) const;
 
  private:
   std::set<int64_t> ids_;

@@ -609,6 +609,9 @@ void MainWindow::run_staggered_load(const StaggeredLoad& load) {
                                    "(Esc stops)...")
                                .arg(load.clients)
                                .arg(load.rate_per_s));
+  work_->start(WorkProgress::Task::kStaggeredLoad, QString("Staggered load, %1: %2 requests")
+                                                       .arg(batching_text(load.batching))
+                                                       .arg(load.clients));
   worker_->request_staggered_load(load);
 }
 

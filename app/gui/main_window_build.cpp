@@ -497,6 +497,9 @@ void MainWindow::build_menus() {
 void MainWindow::connect_staggered_load() {
   connect(worker_, &EngineWorker::staggered_load_progress, this,
           [this](qint64 finished, qint64 total) {
+            work_->advance(WorkProgress::Task::kStaggeredLoad,
+                           total > 0 ? static_cast<double>(finished) / static_cast<double>(total)
+                                     : 0.0);
             statusBar()->showMessage(
                 QString("Staggered load: %1 of %2 requests finished (Esc stops)...")
                     .arg(finished)
@@ -506,6 +509,7 @@ void MainWindow::connect_staggered_load() {
           [this](const StaggeredLoadResult& result) {
             staggered_load_ = result;
             sweeping_ = false;
+            work_->finish(WorkProgress::Task::kStaggeredLoad);
             update_actions();
             statusBar()->showMessage(staggered_load_text(result), 8000);
             Q_EMIT staggered_load_finished();

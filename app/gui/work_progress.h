@@ -19,7 +19,7 @@ class WorkProgress : public QObject {
   Q_OBJECT
 
  public:
-  enum class Task { kTimingModel, kLoad, kWeights, kBatchSweep };
+  enum class Task { kTimingModel, kLoad, kWeights, kBatchSweep, kStaggeredLoad };
 
   using QObject::QObject;
 
