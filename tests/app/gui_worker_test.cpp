@@ -151,6 +151,27 @@ TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineM
   }
 }
 
+// Lesson 3's class cycles the pool: once every never-cached block is in use, a new block is
+// taken from the cached prefixes, and its kEvict comes before the block's kAllocate or
+// kAppend. Every event's occupancy must be the one its replay gives (23 evictions a run of the
+// lesson disagreed by the blocks already taken).
+TEST_F(WorkerFixture, EvictionsWhileTheClassCyclesThePoolReportTheReplayedOccupancy) {
+  load(kTestData + "/models/llama-f32.gguf");
+  TelemetryFolder folder;
+  folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
+  on_worker([](EngineWorker& w) {
+    w.set_classmates(16);
+    w.set_max_tokens(120);
+    w.generate("Once upon a time");
+  });
+  ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+  const auto kinds = folder.counts().kv_events_by_kind;
+  ASSERT_GT(kinds[static_cast<size_t>(telemetry::KvEventKind::kEvict)], 0)
+      << "the run must evict cached prefixes to test them";
+  EXPECT_EQ(folder.counts().inconsistent_kv_events, 0);
+  EXPECT_EQ(folder.blocks_used(), idle_->kv_blocks_used);
+}
+
 TEST_F(WorkerFixture, SlowMotionLeavesTtftAndTpotAtTheStepsOwnTimes) {
   // Slow motion waits 400 ms between steps; the request's times must not contain the waits
   // (TTFT 416 ms and TPOT 400 ms, before: continuous batching looked slower than static).
