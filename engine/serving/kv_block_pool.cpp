@@ -287,19 +287,15 @@ telemetry::KvSnapshot KvBlockPool::snapshot() const {
 }
 
 std::vector<BlockId> KvBlockPool::take_free_blocks(int64_t count) {
-  // The cached prefixes of the blocks about to be taken are dropped first, in one kEvict
-  // reported while the blocks are still free: its occupancy is the one before they are taken
-  // (reported with them, by the caller's kAllocate or kAppend).
-  std::vector<BlockId> evicted;
+  // The cached prefixes of the blocks about to be taken are dropped first, one kEvict per
+  // block (the lessons count evictions), reported while the blocks are still free: their
+  // occupancy is the one before the blocks are taken (reported with them, by the caller's
+  // kAllocate or kAppend).
   auto next = free_blocks_.begin();
   for (int64_t i = 0; i < count; ++i, ++next) {
     if (!blocks_[*next].hash) continue;
     drop_cached_prefix(*next);
-    evicted.push_back(*next);
-  }
-  if (!evicted.empty()) {
-    const auto tokens = static_cast<int64_t>(evicted.size()) * layout_.block_size;
-    emit(KvEventKind::kEvict, -1, std::move(evicted), tokens);
+    emit(KvEventKind::kEvict, -1, {*next}, layout_.block_size);
   }
   std::vector<BlockId> taken;
   for (int64_t i = 0; i < count; ++i) {
