@@ -39,6 +39,7 @@
 #include "app/gui/engine_worker.h"
 #include "app/gui/learn_pane.h"
 #include "app/gui/lesson_ui.h"
+#include "app/gui/recording_mark.h"
 #include "app/gui/replay_player.h"
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
@@ -164,6 +165,10 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
       return static_cast<double>(clock_.nsecsElapsed()) / 1e6;
     }, this);
     connect(recorder_, &TraceRecorder::failed, this, &MainWindow::on_failed);
+    // Seen above the panels, lecture mode included, for as long as the recording runs.
+    auto* mark = new RecordingMark(options.record);
+    connect(recorder_, &TraceRecorder::failed, mark, &RecordingMark::stop);
+    findChild<QHBoxLayout*>("figures-row")->addWidget(mark, 0, Qt::AlignRight);
     connect(&lessons_->learn(), &LearnPane::position_changed, recorder_,
             &TraceRecorder::record_lesson);
   }

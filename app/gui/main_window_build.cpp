@@ -398,7 +398,11 @@ void MainWindow::build_central() {
   auto* panel_column = new QVBoxLayout(panels);
   panel_column->setContentsMargins(0, 0, 0, 0);
   panel_column->setSpacing(0);
-  panel_column->addWidget(pinned_->strip());
+  // The pinned figures share their line with the recording mark (--record), if any.
+  auto* figures_row = new QHBoxLayout;
+  figures_row->setObjectName("figures-row");
+  figures_row->addWidget(pinned_->strip(), 1);
+  panel_column->addLayout(figures_row);
   panel_column->addWidget(tabs_, 1);
   // A window too short for the controls (no window manager to grow it) scrolls them instead
   // of overprinting the sampling rows.

@@ -1,6 +1,8 @@
 #include "app/gui/pinned_figures.h"
 
 #include <QAction>
+#include <QEvent>
+#include <QFontMetrics>
 #include <QKeySequence>
 #include <QLabel>
 #include <QStatusBar>
@@ -31,6 +33,11 @@ constexpr Headline kHeadlines[] = {
 QString value_text(double value, const QString& unit) {
   if (unit == QLatin1String("bytes")) return bytes_text(static_cast<uint64_t>(value));
   return widgets::chart::format_number(value) + QLatin1Char(' ') + unit;
+}
+
+// " (0.83x)": `value` as a multiple of the pinned one.
+QString ratio_text(double value, double pinned) {
+  return QStringLiteral(" (%1x)").arg(QString::number(value / pinned, 'g', 3));
 }
 
 QString setup_text(const MainWindow& window) {
@@ -65,12 +72,18 @@ RunFigures run_figures(const MeasureInputs& inputs, const QString& setup) {
   return run;
 }
 
-QString figure_text(const HeadlineFigure& figure, std::optional<double> pinned) {
-  if (!figure.value) return {};
-  QString text = figure.label + QLatin1Char(' ') + value_text(*figure.value, figure.unit);
-  if (pinned && *pinned > 0.0) {
-    text += QStringLiteral(" (%1x)").arg(QString::number(*figure.value / *pinned, 'g', 3));
-  }
+QString change_text(const HeadlineFigure& pinned, const HeadlineFigure& now) {
+  if (!pinned.value && !now.value) return {};
+  const auto value = [](const HeadlineFigure& f) {
+    return f.value ? value_text(*f.value, f.unit) : QStringLiteral("–");
+  };
+  // "TTFT 48.2 → 61.5 ms": a unit said once where both are plain numbers of it (bytes are
+  // written each in its own binary prefix).
+  const bool one_unit = pinned.value && now.value && pinned.unit != QLatin1String("bytes");
+  const QString before =
+      one_unit ? widgets::chart::format_number(*pinned.value) : value(pinned);
+  QString text = pinned.label + QLatin1Char(' ') + before + QStringLiteral(" → ") + value(now);
+  if (pinned.value && now.value && *pinned.value > 0.0) text += ratio_text(*now.value, *pinned.value);
   return text;
 }
 
@@ -85,25 +98,55 @@ QString differing_setup(const QString& setup, const QString& other) {
   for (const QString& part : mine) {
     if (!theirs.contains(part)) differing << part;
   }
-  return differing.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(differing.join(", "));
+  return differing.join(", ");
+}
+
+// "0 classmates → 16 classmates: ", what changed from the pinned run to this one, or "Pinned →
+// now: " when nothing did.
+QString runs_compared(const RunFigures& pinned, const RunFigures& now) {
+  const QString from = differing_setup(pinned.setup, now.setup);
+  const QString to = differing_setup(now.setup, pinned.setup);
+  if (from.isEmpty() && to.isEmpty()) return QStringLiteral("Pinned → now: ");
+  return QStringLiteral("%1 → %2: ").arg(from.isEmpty() ? QStringLiteral("pinned") : from,
+                                          to.isEmpty() ? QStringLiteral("now") : to);
+}
+
+// Each headline figure either run measured, in the headline order.
+QStringList changes(const RunFigures& pinned, const RunFigures& now) {
+  QStringList texts;
+  for (size_t i = 0; i < pinned.figures.size() && i < now.figures.size(); ++i) {
+    if (QString text = change_text(pinned.figures[i], now.figures[i]); !text.isEmpty()) {
+      texts << text;
+    }
+  }
+  return texts;
 }
 
 }  // namespace
 
-QString comparison_html(const RunFigures& pinned, const RunFigures& now) {
-  QStringList then_parts, now_parts;
-  for (size_t i = 0; i < pinned.figures.size(); ++i) {
-    const HeadlineFigure& p = pinned.figures[i];
-    if (p.value) then_parts << figure_text(p).toHtmlEscaped();
-    if (i < now.figures.size() && now.figures[i].value) {
-      now_parts << figure_text(now.figures[i], p.value).toHtmlEscaped();
-    }
+QString comparison_line(const RunFigures& pinned, const RunFigures& now,
+                        const QFontMetrics& metrics, int width) {
+  const QString separator = QStringLiteral(" · ");
+  const QString more = separator + QStringLiteral("…");
+  QString line = runs_compared(pinned, now);
+  const QStringList figures = changes(pinned, now);
+  int shown = 0;
+  for (const QString& figure : figures) {
+    const QString longer = line + (shown > 0 ? separator : QString()) + figure;
+    // The last figure needs no room for "…" after it.
+    const bool last = shown + 1 == figures.size();
+    if (metrics.horizontalAdvance(longer + (last ? QString() : more)) > width) break;
+    line = longer;
+    ++shown;
   }
-  const QString separator = QStringLiteral(" &nbsp;·&nbsp; ");
-  return QStringLiteral("<b>Pinned</b>%1: %2<br><b>Now</b>%3: %4")
-      .arg(differing_setup(pinned.setup, now.setup).toHtmlEscaped(), then_parts.join(separator),
-           differing_setup(now.setup, pinned.setup).toHtmlEscaped(),
-           now_parts.isEmpty() ? QStringLiteral("no run yet") : now_parts.join(separator));
+  if (shown < figures.size()) line += shown > 0 ? more : QStringLiteral("…");
+  // A setup change too long for the width on its own is cut short too.
+  return metrics.elidedText(line, Qt::ElideRight, width);
+}
+
+QString comparison_tooltip(const RunFigures& pinned, const RunFigures& now) {
+  return QStringLiteral("Pinned: %1\nNow: %2\n%3")
+      .arg(pinned.setup, now.setup, changes(pinned, now).join('\n'));
 }
 
 PinnedFigures::PinnedFigures(MainWindow& window)
@@ -114,9 +157,11 @@ PinnedFigures::PinnedFigures(MainWindow& window)
       unpin_action_(new QAction("Unpin", this)),
       refresh_timer_(new QTimer(this)) {
   strip_->setObjectName("pinned-figures");
-  strip_->setWordWrap(true);
-  strip_->setTextFormat(Qt::RichText);
+  strip_->setTextFormat(Qt::PlainText);
   strip_->setContentsMargins(8, 4, 8, 4);
+  // One line whatever the text: it is fitted to the width the strip is given, never the reverse.
+  strip_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+  strip_->installEventFilter(this);
   strip_->hide();
   pin_action_->setShortcut(QKeySequence("Ctrl+K"));
   pin_action_->setToolTip(
@@ -136,8 +181,6 @@ PinnedFigures::PinnedFigures(MainWindow& window)
   refresh_timer_->setInterval(500);  // the next run's figures as they are measured
   connect(refresh_timer_, &QTimer::timeout, this, &PinnedFigures::refresh);
 }
-
-QWidget* PinnedFigures::strip() const { return strip_; }
 
 RunFigures PinnedFigures::current() const {
   const std::optional<EngineInfo>& info = window_.engine_info();
@@ -167,12 +210,21 @@ void PinnedFigures::unpin() {
   strip_->hide();
 }
 
+bool PinnedFigures::eventFilter(QObject* watched, QEvent* event) {
+  // Wider or narrower (lecture mode, the splitter) or in lecture type: as many figures as fit.
+  if (watched == strip_ &&
+      (event->type() == QEvent::Resize || event->type() == QEvent::FontChange)) {
+    refresh();
+  }
+  return QObject::eventFilter(watched, event);
+}
+
 void PinnedFigures::refresh() {
   if (!pinned_) return;
   const RunFigures now = current();
-  strip_->setText(comparison_html(*pinned_, now));
-  // The whole of each setup, where the strip names only what differs.
-  strip_->setToolTip(QStringLiteral("Pinned: %1\nNow: %2").arg(pinned_->setup, now.setup));
+  strip_->setText(comparison_line(*pinned_, now, strip_->fontMetrics(),
+                                  strip_->contentsRect().width()));
+  strip_->setToolTip(comparison_tooltip(*pinned_, now));
 }
 
 }  // namespace servescope::gui

@@ -1,6 +1,6 @@
 // Pinned comparisons, for a class's "what if 4-bit weights? static batching?": the headline
 // figures of a run are pinned, and the figures of each run after it appear beside them with
-// the ratio, in a strip above every panel, until unpinned. The figures are the lessons' own
+// the ratio, in a one-line strip above every panel, until unpinned. The figures are the lessons' own
 // measures (measure_reader.h), so a pinned TTFT is the TTFT a lesson step reads.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 class QAction;
+class QFontMetrics;
 class QLabel;
 class QTimer;
 class QWidget;
@@ -39,13 +40,19 @@ struct RunFigures {
 // bytes, the weights' bytes, the mean KL against the baseline when the lab measured it).
 RunFigures run_figures(const MeasureInputs& inputs, const QString& setup);
 
-// "TTFT 12.1 ms", with " (0.83x)" when a pinned value to compare with is given.
-QString figure_text(const HeadlineFigure& figure, std::optional<double> pinned = std::nullopt);
+// One figure of both runs: "TTFT 10 → 5 ms (0.5x)", "–" for a run that did not measure it
+// (then no ratio); empty when neither did.
+QString change_text(const HeadlineFigure& pinned, const HeadlineFigure& now);
 
-// The strip's two lines as rich text: the pinned run's figures, then the current one's with
-// the ratio to the pinned value for each figure both runs measured; each labelled with the
-// parts of its setup the other run does not share ("Q4_0 weights, 16 classmates").
-QString comparison_html(const RunFigures& pinned, const RunFigures& now);
+// The strip's one line, at most `width` pixels in `metrics`: what changed between the runs,
+// the parts of each setup the other does not share ("0 classmates → 3 classmates: "), then
+// as many figures as fit, in the headline order (TTFT first), and "…" when some did not: at
+// lecture size a second line took the panel's room (the tooltip, comparison_tooltip, has them
+// all).
+QString comparison_line(const RunFigures& pinned, const RunFigures& now,
+                        const QFontMetrics& metrics, int width);
+// Both setups whole and every figure, one a line.
+QString comparison_tooltip(const RunFigures& pinned, const RunFigures& now);
 
 class PinnedFigures : public QObject {
   Q_OBJECT
@@ -53,7 +60,7 @@ class PinnedFigures : public QObject {
  public:
   explicit PinnedFigures(MainWindow& window);
 
-  QWidget* strip() const;  // hidden while nothing is pinned
+  QLabel* strip() const { return strip_; }  // hidden while nothing is pinned
   QAction* pin_action() const { return pin_action_; }
   QAction* unpin_action() const { return unpin_action_; }
 
@@ -65,6 +72,7 @@ class PinnedFigures : public QObject {
   RunFigures current() const;
 
  private:
+  bool eventFilter(QObject* watched, QEvent* event) override;  // the strip's resizes
   void refresh();
 
   MainWindow& window_;

@@ -133,11 +133,7 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
     default:
       break;
   }
-  // A prefix hit is reported after the same allocation's fresh blocks were taken, so only
-  // the other events can be checked against the pool's occupancy.
-  if (event.kind != KvEventKind::kPrefixHit && event.blocks_used_after != blocks_used_) {
-    ++counts_.inconsistent_kv_events;
-  }
+  if (event.blocks_used_after != blocks_used_) ++counts_.inconsistent_kv_events;
   keep(kv_events_, event);
   changed_ |= panel_bit(PanelId::kKvCache);
 }

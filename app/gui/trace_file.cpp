@@ -103,6 +103,7 @@ void TraceWriter::write_line(const std::string& line) {
     finished_ = true;
     throw TraceError(file_name(path_) + ": cannot be written (is the disk full?)");
   }
+  bytes_written_ += line.size() + 1;
 }
 
 // --- reading ------------------------------------------------------------------------------------

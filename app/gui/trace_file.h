@@ -35,6 +35,8 @@ class TraceWriter {
   void finish();
   const std::filesystem::path& path() const { return path_; }
   int64_t events() const { return events_; }
+  // The file's size so far (header and events; every line is flushed as it is written).
+  uint64_t bytes_written() const { return bytes_written_; }
 
  private:
   void write_line(const std::string& line);
@@ -42,6 +44,7 @@ class TraceWriter {
   std::filesystem::path path_;
   std::ofstream out_;
   int64_t events_ = 0;
+  uint64_t bytes_written_ = 0;
   double last_ms_ = 0.0;
   bool finished_ = false;
 };

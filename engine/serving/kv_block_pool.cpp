@@ -125,6 +125,8 @@ int64_t KvBlockPool::allocate(SequenceId sequence, std::span<const int32_t> toke
   if (tokens.empty()) throw std::logic_error("KvBlockPool::allocate: no tokens");
   if (!can_allocate(tokens)) throw std::logic_error("KvBlockPool::allocate: not enough blocks");
 
+  // Each change is reported as it is made, so that every event's occupancy is the one the
+  // events before it give: the shared blocks, then any eviction, then the fresh blocks.
   const auto hits = match_cached_prefix(tokens);
   SequenceTable t;
   for (const PrefixCache::Hit& hit : hits) {
@@ -134,23 +136,17 @@ int64_t KvBlockPool::allocate(SequenceId sequence, std::span<const int32_t> toke
   }
   t.indexed_blocks = static_cast<int64_t>(hits.size());
   const int64_t cached_tokens = t.indexed_blocks * layout_.block_size;
+  if (!hits.empty()) emit(KvEventKind::kPrefixHit, sequence, t.blocks, cached_tokens);
   const auto n = static_cast<int64_t>(tokens.size());
-  std::vector<BlockId> fresh;
-  while (static_cast<int64_t>(t.blocks.size()) < blocks_for_tokens(n, layout_.block_size)) {
-    fresh.push_back(take_free_block());
-    t.blocks.push_back(fresh.back());
-  }
+  std::vector<BlockId> fresh =
+      take_free_blocks(blocks_for_tokens(n, layout_.block_size) - t.indexed_blocks);
+  t.blocks.insert(t.blocks.end(), fresh.begin(), fresh.end());
   t.tokens = n;
   t.written = cached_tokens;
   tables_.emplace(sequence, std::move(t));
 
   prefix_lookup_tokens_ += n;
   prefix_hit_tokens_ += cached_tokens;
-  if (!hits.empty()) {
-    std::vector<BlockId> shared;
-    for (const PrefixCache::Hit& hit : hits) shared.push_back(hit.block);
-    emit(KvEventKind::kPrefixHit, sequence, std::move(shared), cached_tokens);
-  }
   emit(KvEventKind::kAllocate, sequence, std::move(fresh), n);
   return cached_tokens;
 }
@@ -163,7 +159,7 @@ void KvBlockPool::append(SequenceId sequence) {
   SequenceTable& t = table(sequence);
   if (t.tokens % layout_.block_size == 0) {
     if (blocks_free() == 0) throw std::logic_error("KvBlockPool::append: no free block");
-    const BlockId block = take_free_block();
+    const BlockId block = take_free_blocks(1).front();
     t.blocks.push_back(block);
     ++t.tokens;
     emit(KvEventKind::kAppend, sequence, {block}, 1);
@@ -290,16 +286,26 @@ telemetry::KvSnapshot KvBlockPool::snapshot() const {
   return s;
 }
 
-BlockId KvBlockPool::take_free_block() {
-  const BlockId block = free_blocks_.front();
-  free_blocks_.pop_front();
-  if (blocks_[block].hash) {
-    drop_cached_prefix(block);
-    emit(KvEventKind::kEvict, -1, {block}, layout_.block_size);
+std::vector<BlockId> KvBlockPool::take_free_blocks(int64_t count) {
+  // The cached prefixes of the blocks about to be taken are dropped first, one kEvict per
+  // block (the lessons count evictions), reported while the blocks are still free: their
+  // occupancy is the one before the blocks are taken (reported with them, by the caller's
+  // kAllocate or kAppend).
+  auto next = free_blocks_.begin();
+  for (int64_t i = 0; i < count; ++i, ++next) {
+    if (!blocks_[*next].hash) continue;
+    drop_cached_prefix(*next);
+    emit(KvEventKind::kEvict, -1, {*next}, layout_.block_size);
   }
-  blocks_[block].ref_count = 1;
-  blocks_[block].fill = 0;
-  return block;
+  std::vector<BlockId> taken;
+  for (int64_t i = 0; i < count; ++i) {
+    const BlockId block = free_blocks_.front();
+    free_blocks_.pop_front();
+    blocks_[block].ref_count = 1;
+    blocks_[block].fill = 0;
+    taken.push_back(block);
+  }
+  return taken;
 }
 
 void KvBlockPool::share_block(BlockId block) {

@@ -195,7 +195,8 @@ class KvBlockPool {
 
   std::vector<PrefixCache::Hit> match_cached_prefix(std::span<const int32_t> tokens) const;
   int64_t free_blocks_among(const std::vector<PrefixCache::Hit>& hits) const;
-  BlockId take_free_block();
+  // The first `count` free blocks, taken fresh (reference count 1, fill 0).
+  std::vector<BlockId> take_free_blocks(int64_t count);
   void share_block(BlockId block);
   void release(SequenceId sequence, telemetry::KvEventKind kind);
   void drop_cached_prefix(BlockId block);

@@ -1,7 +1,10 @@
 // Changes to the paged KV cache, as a view animates them (which sequence, which blocks, why,
 // and every token's keys and values written), and a snapshot of the whole block table for a
 // consumer that fell behind. Replaying the events from an empty pool gives exactly the state
-// of the snapshot at every step boundary (tests/serving/engine_live_test.cpp does so):
+// of the snapshot at every step boundary (tests/serving/engine_live_test.cpp does so), and
+// each event's blocks_used_after is the occupancy the replay gives right after it (a new
+// sequence's kPrefixHit comes before its kAllocate, the kEvict of blocks about to be taken
+// before the kAllocate or kAppend that takes them):
 //
 //   kAllocate   blocks[] taken fresh: reference count 1, fill 0, appended to the table
 //   kPrefixHit  blocks[] shared: reference count + 1, appended to the table; the sequence's

@@ -102,8 +102,8 @@ TEST(TelemetryFolder, RebuildsTheBlockPoolFromItsEvents) {
           write(0, 4, 0, 4, 2, 2),
           event(KvEventKind::kIndex, 0, {2}, 4, 2),
           write(0, 4, 2, 6, 1, 2),
+          event(KvEventKind::kPrefixHit, 1, {2}, 4, 2),
           event(KvEventKind::kAllocate, 1, {5}, 5, 3),
-          event(KvEventKind::kPrefixHit, 1, {2}, 4, 3),
           write(1, 5, 0, 4, 1, 3),
       },
       0.0);
@@ -146,8 +146,8 @@ TEST(TelemetryFolder, KeepsEachSequencesKvShareAfterItReleasesItsBlocks) {
   // appends block 1 for its seventh token; sequence 4 is preempted after one block.
   folder.fold(
       std::vector<TelemetryItem>{
-          event(KvEventKind::kAllocate, 3, {5}, 6, 1),
-          event(KvEventKind::kPrefixHit, 3, {2}, 4, 2),
+          event(KvEventKind::kPrefixHit, 3, {2}, 4, 1),
+          event(KvEventKind::kAllocate, 3, {5}, 6, 2),
           write(3, 5, 0, 4, 2, 2),
           event(KvEventKind::kAppend, 3, {1}, 1, 3),
           write(3, 1, 0, 8, 1, 3),

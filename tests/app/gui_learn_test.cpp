@@ -56,9 +56,7 @@ class LearnFixture : public ::testing::Test {
   // wait_for_engine false: back before the engine has loaded its model.
   void open_window(bool wait_for_engine = true) {
     app();
-    WindowOptions options = testing::test_window_options(cache_.path());
-    options.lessons_folder = QString(SERVESCOPE_LESSONS_DIR);
-    options.progress_folder = progress_.path();
+    WindowOptions options = testing::lesson_window_options(cache_.path(), progress_.path());
     window_.reset();
     window_ = std::make_unique<MainWindow>(options);
     window_->resize(1400, 900);

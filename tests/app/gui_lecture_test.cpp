@@ -32,9 +32,7 @@ class LectureFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     app();
-    WindowOptions options = testing::test_window_options(cache_.path());
-    options.lessons_folder = QString(SERVESCOPE_LESSONS_DIR);
-    options.progress_folder = progress_.path();
+    WindowOptions options = testing::lesson_window_options(cache_.path(), progress_.path());
     window_ = std::make_unique<MainWindow>(options);
     window_->show();
     ASSERT_TRUE(wait_until([&] { return window_->engine_info().has_value(); }));

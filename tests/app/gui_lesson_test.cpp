@@ -480,12 +480,12 @@ TEST_F(LessonFixture, APinnedRunsFiguresStayBesideTheNextRunsWithTheRatio) {
                                   "      - generate: {max_tokens: 12}\n")),
             "finished");
   wait_until([] { return false; }, 600);  // the strip's refresh
-  const QString text = static_cast<QLabel*>(pinned.strip())->text();
-  EXPECT_TRUE(text.contains("(0 classmates)")) << text.toStdString();
-  EXPECT_TRUE(text.contains("(3 classmates)")) << text.toStdString();
+  const QString text = pinned.strip()->text();
+  EXPECT_TRUE(text.startsWith("0 classmates → 3 classmates: ")) << text.toStdString();
   const double ratio = measured("ttft_ms") / *ttft.value;
-  EXPECT_TRUE(text.contains(QString("TTFT %1 ms (%2x)")
-                                .arg(widgets::chart::format_number(measured("ttft_ms")),
+  EXPECT_TRUE(text.contains(QString("TTFT %1 → %2 ms (%3x)")
+                                .arg(widgets::chart::format_number(*ttft.value),
+                                     widgets::chart::format_number(measured("ttft_ms")),
                                      QString::number(ratio, 'g', 3))))
       << text.toStdString();
   if (const QString shots = qEnvironmentVariable("SERVESCOPE_TEST_SHOTS"); !shots.isEmpty())
@@ -496,20 +496,34 @@ TEST_F(LessonFixture, APinnedRunsFiguresStayBesideTheNextRunsWithTheRatio) {
 }
 
 TEST(PinnedFigures, AFigureIsWrittenWithItsUnitAndItsRatioToThePinnedOne) {
-  EXPECT_EQ(figure_text({"ttft_ms", "TTFT", 12.0, "ms"}), "TTFT 12 ms");
-  EXPECT_EQ(figure_text({"ttft_ms", "TTFT", 12.0, "ms"}, 10.0), "TTFT 12 ms (1.2x)");
-  EXPECT_EQ(figure_text({"kv_bytes", "KV", 2621440.0, "bytes"}), "KV 2.5 MiB");
-  EXPECT_EQ(figure_text({"ttft_ms", "TTFT", std::nullopt, "ms"}, 10.0), "");
+  const HeadlineFigure none{"ttft_ms", "TTFT", std::nullopt, "ms"};
+  EXPECT_EQ(change_text({"ttft_ms", "TTFT", 10.0, "ms"}, {"ttft_ms", "TTFT", 12.0, "ms"}),
+            "TTFT 10 → 12 ms (1.2x)");
+  EXPECT_EQ(change_text({"kv_bytes", "KV", 2621440.0, "bytes"}, {"kv_bytes", "KV", 1310720.0, "bytes"}),
+            "KV 2.5 MiB → 1.25 MiB (0.5x)");
+  EXPECT_EQ(change_text({"ttft_ms", "TTFT", 10.0, "ms"}, none), "TTFT 10 ms → –");
+  EXPECT_EQ(change_text(none, none), "");
   RunFigures then{"F32 weights, KV F16, 0 classmates",
                   {{"ttft_ms", "TTFT", 10.0, "ms"}, {"tpot_ms", "TPOT", std::nullopt, "ms"}}};
   RunFigures now{"Q4_0 weights, KV F16, 0 classmates",
                  {{"ttft_ms", "TTFT", 5.0, "ms"}, {"tpot_ms", "TPOT", 2.0, "ms"}}};
-  const QString html = comparison_html(then, now);
+  EXPECT_EQ(change_text(then.figures[0], now.figures[0]), "TTFT 10 → 5 ms (0.5x)");
+  EXPECT_EQ(change_text(then.figures[1], now.figures[1]), "TPOT – → 2 ms") << "no ratio";
   // Only what differs between the runs names them: short enough for lecture type.
-  EXPECT_TRUE(html.contains("<b>Pinned</b> (F32 weights): TTFT 10 ms<br>")) << html.toStdString();
-  EXPECT_TRUE(html.contains("<b>Now</b> (Q4_0 weights): ")) << html.toStdString();
-  EXPECT_TRUE(html.contains("TTFT 5 ms (0.5x)")) << html.toStdString();
-  EXPECT_TRUE(html.contains("TPOT 2 ms")) << "measured now only: no ratio";
+  const QFontMetrics metrics(QFont{});
+  const QString both = "F32 weights → Q4_0 weights: TTFT 10 → 5 ms (0.5x)";
+  EXPECT_EQ(comparison_line(then, now, metrics, 100000), both + " · TPOT – → 2 ms");
+  // Narrower: the figures that fit, in order, and "…" for the rest (one line, never two).
+  const int narrow = metrics.horizontalAdvance(both + " · …");
+  EXPECT_EQ(comparison_line(then, now, metrics, narrow), both + " · …");
+  EXPECT_EQ(comparison_line(then, now, metrics, narrow - 1).right(1), "…");
+  EXPECT_LE(metrics.horizontalAdvance(comparison_line(then, now, metrics, narrow - 1)), narrow - 1);
+  // The tooltip has both setups whole and every figure.
+  EXPECT_EQ(comparison_tooltip(then, now),
+            "Pinned: F32 weights, KV F16, 0 classmates\nNow: Q4_0 weights, KV F16, 0 classmates\n"
+            "TTFT 10 → 5 ms (0.5x)\nTPOT – → 2 ms");
+  now.setup = then.setup;
+  EXPECT_TRUE(comparison_line(then, now, metrics, 100000).startsWith("Pinned → now: TTFT"));
 }
 
 // A highlight from an earlier step covered the next step's chart while it ran.

@@ -3,11 +3,17 @@
 // point is ever drawn above the roof it is judged against.
 #include <gtest/gtest.h>
 
+#include <QTemporaryDir>
+#include <memory>
 #include <vector>
 
+#include "app/gui/main_window.h"
 #include "app/gui/measure_reader.h"
 #include "app/gui/measured_roofs.h"
 #include "app/gui/panel_adapter.h"
+#include "app/gui/panel_host.h"
+#include "tests/app/gui_test_support.h"
+#include "tests/app/gui_window_support.h"
 #include "widgets/roofline_panel.h"
 
 namespace servescope::gui {
@@ -88,6 +94,49 @@ TEST(GuiRoofs, StepsUnderTheRoofsLeaveThemAsProbed) {
   EXPECT_DOUBLE_EQ(roofs.memory_gb_per_s, 12.2);
   EXPECT_DOUBLE_EQ(roofs.compute_gflop_per_s, 33.3);
   EXPECT_FALSE(roofs.cache_raised || roofs.memory_raised || roofs.compute_raised);
+}
+
+// README: each roof is "kept highest across probes, raised to any measured step that beat it".
+// The roofline a class saw raised by a run is not lowered again when the engine is rebuilt for
+// another KV type or the model reloaded (the weights as loaded, another backend).
+TEST(GuiRoofs, TheRooflineKeepsItsRaisedRoofsWhenTheEngineIsRebuilt) {
+  using testing::wait_until;
+  testing::app();
+  QTemporaryDir roofs_cache;
+  const testing::ScopedCacheHome cache_home(roofs_cache.path());
+  testing::cache_roofs_every_step_beats();
+  QTemporaryDir cache;
+  MainWindow window(testing::test_window_options(cache.path()));
+  int engines = 0;
+  QObject::connect(&window, &MainWindow::engine_ready, &window, [&] { ++engines; });
+  window.resize(1400, 900);
+  window.show();
+  ASSERT_TRUE(wait_until([&] { return window.engine_info().has_value(); }));
+  window.show_panel(PanelId::kRoofline);
+  const auto* panel = qobject_cast<widgets::RooflinePanel*>(window.panels().panel(PanelId::kRoofline));
+  ASSERT_NE(panel, nullptr);
+  window.set_max_tokens(8);
+  window.generate();
+  ASSERT_TRUE(wait_until([&] { return window.generating(); }));
+  ASSERT_TRUE(wait_until([&] { return !window.generating(); }));
+  wait_until([] { return false; }, 300);  // the last records folded and drawn
+  const widgets::RooflineSnapshot raised = panel->snapshot();
+  ASSERT_TRUE(raised.memory_raised && raised.compute_raised);
+
+  const auto expect_kept = [&](const char* after) {
+    wait_until([] { return false; }, 300);  // the new engine's roofs drawn
+    const widgets::RooflineSnapshot shown = panel->snapshot();
+    EXPECT_GE(shown.memory_gb_per_s, raised.memory_gb_per_s) << after;
+    EXPECT_GE(shown.compute_gflop_per_s, raised.compute_gflop_per_s) << after;
+    EXPECT_TRUE(shown.memory_raised && shown.compute_raised) << after;
+  };
+  window.set_kv_type(window.kv_type() == gguf::GgmlType::F32 ? gguf::GgmlType::F16
+                                                             : gguf::GgmlType::F32);
+  ASSERT_TRUE(wait_until([&] { return engines == 1; }));
+  expect_kept("another KV type");
+  window.set_backend(BackendChoice{compute::BackendKind::kCpu, -1});
+  ASSERT_TRUE(wait_until([&] { return engines == 2; }));
+  expect_kept("the model reloaded");
 }
 
 }  // namespace

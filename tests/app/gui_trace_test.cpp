@@ -7,8 +7,11 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <memory>
 
+#include "app/gui/recording_mark.h"
 #include "app/gui/trace_file.h"
+#include "tests/app/gui_test_support.h"
 
 namespace servescope::gui {
 namespace {
@@ -370,6 +373,20 @@ TEST_F(TraceFile, AnEngineComesBeforeItsReportsAndTheEndLineCountsTheEvents) {
 
 TEST_F(TraceFile, AFileThatCannotBeWrittenIsSaidAtOnce) {
   EXPECT_THROW(TraceWriter(file("no-folder") / "run.sstrace", TraceHeader{}), TraceError);
+}
+
+// The mark a recording shows: the file and the bytes written so far (all flushed), then, when
+// the recording could not go on, why.
+TEST_F(TraceFile, TheRecordingMarkSaysTheFileItsSizeAndWhenItStopped) {
+  testing::app();
+  auto writer = std::make_shared<TraceWriter>(file("class.sstrace"), TraceHeader{kTraceVersion, "t"});
+  EXPECT_EQ(writer->bytes_written(), std::filesystem::file_size(file("class.sstrace")));
+  RecordingMark mark(writer);
+  EXPECT_EQ(mark.text(), recording_text("class.sstrace", writer->bytes_written()));
+  EXPECT_TRUE(mark.text().startsWith("Recording to class.sstrace, ")) << mark.text().toStdString();
+  EXPECT_GT(mark.sizeHint().width(), mark.fontMetrics().horizontalAdvance(mark.text()));
+  mark.stop("Recording stopped: class.sstrace: cannot be written (is the disk full?)");
+  EXPECT_EQ(mark.text(), "Recording stopped: class.sstrace: cannot be written (is the disk full?)");
 }
 
 }  // namespace

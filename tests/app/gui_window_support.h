@@ -23,6 +23,15 @@ inline WindowOptions test_window_options(const QString& cache_folder) {
   return options;
 }
 
+// The same with the shipped lessons, the learner's progress kept in `progress_folder`.
+inline WindowOptions lesson_window_options(const QString& cache_folder,
+                                           const QString& progress_folder) {
+  WindowOptions options = test_window_options(cache_folder);
+  options.lessons_folder = QString(SERVESCOPE_LESSONS_DIR);
+  options.progress_folder = progress_folder;
+  return options;
+}
+
 // The shipped lesson with this id (a test failure and an empty lesson when there is none).
 inline lessons::Lesson shipped_lesson(const std::string& id) {
   const std::filesystem::path dir = SERVESCOPE_LESSONS_DIR;

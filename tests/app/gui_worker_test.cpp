@@ -7,6 +7,7 @@
 
 #include <QCoreApplication>
 #include <QObject>
+#include <QTemporaryDir>
 #include <QThread>
 #include <algorithm>
 #include <filesystem>
@@ -149,6 +150,63 @@ TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineM
     ASSERT_EQ(t.top.size(), 5u);
     EXPECT_GE(t.top.front().prob, t.prob);  // the most likely is at least as likely
   }
+}
+
+// Lesson 3's class cycles the pool: once every never-cached block is in use, a new block is
+// taken from the cached prefixes, and its kEvict comes before the block's kAllocate or
+// kAppend. Every event's occupancy must be the one its replay gives (23 evictions a run of the
+// lesson disagreed by the blocks already taken).
+TEST_F(WorkerFixture, EvictionsWhileTheClassCyclesThePoolReportTheReplayedOccupancy) {
+  load(kTestData + "/models/llama-f32.gguf");
+  TelemetryFolder folder;
+  folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
+  on_worker([](EngineWorker& w) {
+    w.set_classmates(16);
+    w.set_max_tokens(120);
+    w.generate("Once upon a time");
+  });
+  ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+  const auto kinds = folder.counts().kv_events_by_kind;
+  ASSERT_GT(kinds[static_cast<size_t>(telemetry::KvEventKind::kEvict)], 0)
+      << "the run must evict cached prefixes to test them";
+  EXPECT_EQ(folder.counts().inconsistent_kv_events, 0);
+  EXPECT_EQ(folder.blocks_used(), idle_->kv_blocks_used);
+}
+
+// README: each roof is "kept highest across probes, raised to any measured step that beat it".
+// A roof the window showed raised by a step stays raised when the engine is rebuilt (another
+// KV type) or the model reloaded (back to the file's weights) on the same device.
+TEST_F(WorkerFixture, RoofsRaisedByAStepSurviveRebuildingTheEngine) {
+  QTemporaryDir cache;
+  const testing::ScopedCacheHome cache_home(cache.path());
+  testing::cache_roofs_every_step_beats();
+  load(kTestData + "/models/llama-f32.gguf");
+  ASSERT_DOUBLE_EQ(info_->roofs.memory_gb_per_s, 1e-6);
+  TelemetryFolder folder;
+  folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
+  on_worker([](EngineWorker& w) {
+    w.set_max_tokens(8);
+    w.generate("Once upon a time");
+  });
+  ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+  // What the roofline showed: the probe's roofs raised by this run's steps.
+  const compute::StepRoofs shown = roofs_under_steps(info_->roofs, folder.steps());
+  ASSERT_TRUE(shown.memory_raised && shown.compute_raised);
+
+  const auto expect_kept = [&](const char* after) {
+    EXPECT_GE(info_->roofs.memory_gb_per_s, shown.memory_gb_per_s) << after;
+    EXPECT_GE(info_->roofs.compute_gflop_per_s, shown.compute_gflop_per_s) << after;
+    EXPECT_TRUE(info_->roofs.memory_raised) << after;
+    EXPECT_TRUE(info_->roofs.compute_raised) << after;
+    EXPECT_NE(info_->roofs.memory_raised_by.find("llama-f32.gguf"), std::string::npos) << after;
+  };
+  info_.reset();
+  on_worker([](EngineWorker& w) { w.set_kv_type(gguf::GgmlType::F32); });
+  ASSERT_TRUE(wait_until([&] { return info_.has_value(); }));
+  expect_kept("another KV type");
+  info_.reset();
+  load(kTestData + "/models/llama-f32.gguf");
+  expect_kept("the model reloaded");
 }
 
 TEST_F(WorkerFixture, SlowMotionLeavesTtftAndTpotAtTheStepsOwnTimes) {

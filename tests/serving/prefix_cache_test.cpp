@@ -122,6 +122,48 @@ TEST_F(PrefixPoolTest, FreeCachedBlocksAreReusedLastAndEvictedLeastRecentlyFreed
   EXPECT_EQ(pool.allocate(5, iota_tokens(9, 100)), 8);
 }
 
+// Each event's occupancy is the one the events so far give, also when taking blocks evicts
+// cached prefixes on the way (the eviction was reported counting blocks taken but not yet
+// announced) and when a prompt shares cached blocks and takes fresh ones.
+TEST_F(PrefixPoolTest, EveryEventsOccupancyIsTheReplayedOne) {
+  std::vector<KvEvent> events;
+  pool.set_event_sink([&](const KvEvent& e) { events.push_back(e); });
+  allocate_computed(1, iota_tokens(8, 0));    // 2 full blocks, cached
+  allocate_computed(2, iota_tokens(8, 100));  // 2 full blocks, cached
+  pool.free(1);
+  pool.free(2);
+  pool.allocate(3, iota_tokens(12, 200));  // 3 of the 4 never-used blocks
+  pool.allocate(4, iota_tokens(13, 100));  // shares 2's blocks, takes the last never-used
+                                           // block and one cached block (an eviction)
+  pool.append(3);                          // takes and evicts another cached block
+  std::vector<int32_t> ref_counts(8, 0);
+  int64_t used = 0;
+  for (const KvEvent& e : events) {
+    for (const int32_t b : e.blocks) {
+      int32_t& refs = ref_counts[static_cast<size_t>(b)];
+      switch (e.kind) {
+        case KvEventKind::kAllocate:
+        case KvEventKind::kAppend:
+        case KvEventKind::kPrefixHit:
+          if (refs++ == 0) ++used;
+          break;
+        case KvEventKind::kFree:
+        case KvEventKind::kPreempt:
+          if (--refs == 0) --used;
+          break;
+        default:
+          break;
+      }
+    }
+    EXPECT_EQ(e.blocks_used_after, used) << telemetry::kv_event_kind_name(e.kind);
+  }
+  EXPECT_EQ(used, pool.blocks_used());
+  EXPECT_EQ(std::ranges::count_if(events, [](const KvEvent& e) {
+              return e.kind == KvEventKind::kEvict;
+            }),
+            2);
+}
+
 TEST_F(PrefixPoolTest, EvictCachedBlocksForgetsEveryFreePrefix) {
   allocate_computed(1, iota_tokens(9));
   allocate_computed(2, iota_tokens(9, 50));
