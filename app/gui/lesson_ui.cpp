@@ -108,6 +108,21 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
       learn_->back();
     }
   });
+  connect(lecture_, &LectureMode::choice_requested, this, [this](int delta) {
+    if (learn_->at_introduction() || !learn_->step_view().step_choice(delta)) {
+      lecture_->say("No options to choose here: a step's options are chosen before its run");
+    }
+  });
+  connect(lecture_, &LectureMode::rerun_requested, this, [this] {
+    StepView& step = learn_->step_view();
+    if (learn_->at_introduction()) {
+      lecture_->say("Space shows the lesson's first step");
+    } else if (step.part() == StepView::Part::kRunning) {
+      lecture_->say("The experiment is running: Page Up cancels it");
+    } else {
+      step.run();  // as the pane's "Run it again": the prediction is recorded with the run
+    }
+  });
   connect(learn_, &LearnPane::step_shown, this, &LessonUi::update_lecture_strip);
 
   QMenu* file = menu_named(window, "&File");
@@ -315,7 +330,8 @@ bool LessonUi::import_progress(const QString& path) {
 LessonUi::~LessonUi() = default;
 
 void LessonUi::update_lecture_strip() {
-  lecture_->set_step(learn_->step_title(), learn_->step_markdown());
+  lecture_->set_step(learn_->step_title(), learn_->step_markdown(),
+                     learn_->prediction_markdown());
 }
 
 }  // namespace servescope::gui
