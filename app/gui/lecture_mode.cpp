@@ -340,8 +340,9 @@ void LectureMode::fit_strip() {
 }
 
 void LectureMode::update_more_cue() {
+  // Less than half a line out of view is the text's margin, not a line the class misses.
   const QScrollBar* bar = scroll_->verticalScrollBar();
-  more_->setVisible(bar->value() < bar->maximum());
+  more_->setVisible(bar->maximum() - bar->value() > body_->fontMetrics().lineSpacing() / 2);
 }
 
 void LectureMode::scroll_by(int pages) {

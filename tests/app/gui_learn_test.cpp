@@ -316,6 +316,7 @@ TEST_F(LearnFixture, LectureModeOChoosesTheClassesPredictionAndTheRunRecordsItAs
   const auto options = learn().step_view().findChildren<QRadioButton*>();
   ASSERT_GE(options.size(), 3);
   EXPECT_TRUE(options[1]->isChecked());  // the Learn pane shows the class's choice too
+  save_shot("lecture-class-prediction");
   // The class sees its choice: marked in the strip, the other options not.
   QString strip;
   for (const QLabel* label :
