@@ -4,6 +4,7 @@
 #include <QDockWidget>
 #include <QFontInfo>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLayout>
 #include <QMenu>
@@ -25,6 +26,7 @@
 #include "app/gui/panel_host.h"
 #include "app/gui/pinned_figures.h"
 #include "widgets/chart_painting.h"
+#include "widgets/number_field.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
@@ -116,12 +118,27 @@ LectureMode::LectureMode(MainWindow& window)
   predict_->setWordWrap(true);
   predict_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   predict_->hide();
+  number_row_ = new QWidget;
+  auto* number_layout = new QHBoxLayout(number_row_);
+  number_layout->setContentsMargins(0, 0, 0, 0);
+  number_ = new widgets::NumberField;
+  number_->setObjectName("lecture-number");
+  number_->setRange(0.0, 1e15);
+  number_->setDecimals(3);
+  number_->setGroupSeparatorShown(true);
+  number_->setButtonSymbols(QAbstractSpinBox::NoButtons);
+  number_->installEventFilter(this);
+  number_layout->addWidget(new QLabel("The class's number (Return takes it, Esc not):"));
+  number_layout->addWidget(number_);
+  number_layout->addStretch(1);
+  number_row_->hide();
   key_legend_ = new QLabel(QString::fromUtf8(kKeys));
   key_legend_->setObjectName("lecture-keys");
   key_legend_->setWordWrap(true);
   column->addLayout(title_row);
   column->addWidget(scroll_, 1);
   column->addWidget(predict_);
+  column->addWidget(number_row_);
   column->addWidget(build_notice_row());
   column->addWidget(key_legend_);
   strip_->setWidget(content_);
@@ -258,6 +275,7 @@ void LectureMode::set_active(bool on) {
     show_progress();
     window_.setFocus();
   } else {
+    close_number(false);
     disconnect(screen_resized_);
     strip_->hide();
     notice_->clear();
@@ -324,11 +342,14 @@ void LectureMode::fit_strip() {
     const int width = area.width() - margins.left() - margins.right();
     const int spacing = content_->layout()->spacing();
     const auto tall = [&](const QWidget* part, int at_width) {
-      return part->isHidden() ? 0 : part->heightForWidth(at_width) + spacing;
+      if (part->isHidden()) return 0;
+      return (part->hasHeightForWidth() ? part->heightForWidth(at_width) : part->sizeHint().height()) +
+             spacing;
     };
     const int scroll_bar = scroll_->verticalScrollBar()->sizeHint().width();
     const int wanted = margins.top() + margins.bottom() + tall(title_, width - more_->sizeHint().width()) +
                        tall(body_, width - scroll_bar) + tall(predict_, width) +
+                       tall(number_row_, width) +
                        (notice_row_->isHidden() ? 0 : notice_row_->sizeHint().height() + spacing) +
                        tall(key_legend_, width);
     height = std::clamp(wanted, height, std::max(height, strip_ceiling(area)));
@@ -337,6 +358,46 @@ void LectureMode::fit_strip() {
   }
   scroll_->setMinimumHeight(body_->fontMetrics().lineSpacing());
   strip_->setFixedHeight(height);
+}
+
+void LectureMode::ask_number(double now, const QString& unit) {
+  number_->setSuffix(unit.isEmpty() ? QString() : " " + unit);
+  number_->setValue(now);
+  number_row_->show();
+  fit_strip();
+  // The digits, Space and Return type into the box meanwhile, not into lecture mode's keys.
+  for (QShortcut* key : keys_) key->setEnabled(false);
+  number_->setFocus();
+  number_->selectAll();
+}
+
+bool LectureMode::asking_number() const { return !number_row_->isHidden(); }
+
+void LectureMode::close_number(bool take) {
+  if (!asking_number()) return;
+  number_row_->hide();
+  for (QShortcut* key : keys_) key->setEnabled(active_);
+  window_.setFocus();
+  if (take) Q_EMIT number_entered(number_->value());
+  fit_strip();
+}
+
+bool LectureMode::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == number_ && event->type() == QEvent::KeyPress) {
+    switch (static_cast<QKeyEvent*>(event)->key()) {
+      case Qt::Key_Return:
+      case Qt::Key_Enter:
+        close_number(true);
+        return true;
+      case Qt::Key_Escape:
+        close_number(false);
+        return true;
+      default:
+        break;
+    }
+  }
+  if (watched == number_ && event->type() == QEvent::FocusOut) close_number(false);
+  return QObject::eventFilter(watched, event);
 }
 
 void LectureMode::update_more_cue() {
@@ -392,6 +453,7 @@ void LectureMode::carry_menu_actions(bool on) {
 
 void LectureMode::set_step(const QString& title, const QString& markdown,
                            const QString& prediction) {
+  close_number(false);  // asked for the step before
   title_->setText(title);
   body_->setText(markdown);
   predict_->setText(prediction);

@@ -4,7 +4,9 @@
 //                             prediction, its run, what it measured (advance_requested)
 //   Page Up, Left             back (back_requested)
 //   O, Shift+O                the class's prediction: the next / previous option
-//                             (choice_requested), recorded as a click on it is
+//                             (choice_requested), recorded as a click on it is; for a
+//                             number, a box in the strip to type it in (ask_number; Return
+//                             takes it, Esc not; meanwhile the keys type)
 //   R                          run this step's experiment again (rerun_requested)
 //   N, Shift+N                the next / previous lesson (lesson_requested)
 //   P                          pause / resume the generation (single-step speed while paused)
@@ -51,6 +53,7 @@
 
 class QAction;
 class QDockWidget;
+class QDoubleSpinBox;
 class QLabel;
 class QProgressBar;
 class QScrollArea;
@@ -79,6 +82,10 @@ class LectureMode : public QObject {
   QString step_title() const;
   // Shows `text` in the strip for a few seconds (the toolbar that would show it is hidden).
   void say(const QString& text, int ms = kNoticeMs);
+  // A box under the question for the class's number (`unit` after it), focused; Return emits
+  // number_entered, Esc closes it. Lecture mode's keys type into it meanwhile.
+  void ask_number(double now, const QString& unit);
+  bool asking_number() const;
   // The strip's short confirmation of the last key's change ("Classmates: 16") or failure,
   // empty once it has gone; the long work's progress line, empty when none runs.
   QString notice() const;
@@ -94,6 +101,7 @@ class LectureMode : public QObject {
   void lesson_requested(int delta);  // +1 the next lesson, -1 the previous
   void choice_requested(int delta);  // the class's prediction: +1 the next option, -1 the previous
   void rerun_requested();
+  void number_entered(double value);
 
  private:
   void add_key(const QKeySequence& key, std::function<void()> act);
@@ -108,6 +116,8 @@ class LectureMode : public QObject {
   void show_progress();
   void update_notice_row();
   void fill_screen();
+  void close_number(bool take);
+  bool eventFilter(QObject* watched, QEvent* event) override;
   // The strip's height for what it shows now (see above), and the "more below" cue.
   void fit_strip();
   int strip_ceiling(const QRect& screen) const;
@@ -125,6 +135,8 @@ class LectureMode : public QObject {
   QScrollArea* scroll_;
   QLabel* more_;     // "more below" beside the title, while the text scrolls
   QLabel* predict_;  // the question and its options, under the text, never scrolled
+  QWidget* number_row_;  // the class's number typed in (ask_number)
+  QDoubleSpinBox* number_;
   QLabel* key_legend_;
   QWidget* content_;
   QWidget* notice_row_;  // shown while it has something to say

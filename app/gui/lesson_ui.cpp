@@ -109,10 +109,18 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
     }
   });
   connect(lecture_, &LectureMode::choice_requested, this, [this](int delta) {
-    if (learn_->at_introduction() || !learn_->step_view().step_choice(delta)) {
-      lecture_->say("No options to choose here: a step's options are chosen before its run");
+    StepView& step = learn_->step_view();
+    if (learn_->at_introduction()) {
+      lecture_->say("Space shows the lesson's first step, and its question");
+    } else if (const std::optional<QString> unit = step.number_unit()) {
+      lecture_->ask_number(step.prediction().value_or(0.0), *unit);
+    } else if (!step.step_choice(delta)) {
+      lecture_->say("Nothing to predict here: a step's prediction is made before its run");
     }
   });
+  // Typed in the strip, the class's number goes into the Learn pane's box, as typed there.
+  connect(lecture_, &LectureMode::number_entered, this,
+          [this](double value) { learn_->step_view().set_prediction(value); });
   connect(lecture_, &LectureMode::rerun_requested, this, [this] {
     StepView& step = learn_->step_view();
     if (learn_->at_introduction()) {

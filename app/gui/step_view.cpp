@@ -275,6 +275,13 @@ bool StepView::step_choice(int delta) {
   return true;
 }
 
+std::optional<QString> StepView::number_unit() const {
+  if (!lesson_ || part_ != Part::kPredict) return std::nullopt;
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  if (!step.predict || step.predict->kind != lessons::PredictionKind::kNumber) return std::nullopt;
+  return qs(step.predict->unit);
+}
+
 void StepView::run() {
   if (!lesson_ || part_ == Part::kRunning) return;
   const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];

@@ -56,6 +56,9 @@ class StepView : public QWidget {
   // first and -1 the last) as a click on it would: lecture mode's keys. False where the step
   // asks no choice or its prediction is past (the experiment ran).
   bool step_choice(int delta);
+  // The unit of the number the step asks for ("" for a count) while it is asked (the Predict
+  // part); nullopt for a choice, a step that asks nothing, or after the run.
+  std::optional<QString> number_unit() const;
   // The current part as Markdown (lecture mode's strip), without the prediction.
   QString part_markdown() const;
   // In the Predict part, the question and its options (the chosen one marked), or the number

@@ -354,6 +354,61 @@ TEST_F(LearnFixture, LectureModeOChoosesTheClassesPredictionAndTheRunRecordsItAs
   EXPECT_EQ(keyed.value, "1");
 }
 
+// A step that asks a number: O opens a box in the strip, the class's number is typed (the
+// digits type, not pick panels), Return puts it in the Learn pane's box as typing there does,
+// the strip shows it and the run records it; Esc closes the box and changes nothing.
+TEST_F(LearnFixture, LectureModeOTakesTheClassesNumberAndTheRunRecordsIt) {
+  const lessons::Lesson* batching = nullptr;
+  for (const lessons::Lesson* l : learn().lessons()) {
+    if (l->id == "batching") batching = l;
+  }
+  ASSERT_NE(batching, nullptr);
+  ASSERT_TRUE(batching->steps[5].predict);
+  ASSERT_EQ(batching->steps[5].predict->kind, lessons::PredictionKind::kNumber);
+  ASSERT_TRUE(learn().open_lesson("batching", 5));
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  const PanelId panel = window_->current_panel();
+  key(Qt::Key_O);
+  auto* box = window_->findChild<QDoubleSpinBox*>("lecture-number");
+  ASSERT_NE(box, nullptr);
+  ASSERT_TRUE(box->isVisible());
+  EXPECT_TRUE(box->hasFocus());
+  // Typed as a keyboard types: into the widget with the focus.
+  const auto type = [&](const char* keys) {
+    QTest::keyClicks(QApplication::focusWidget(), keys);
+    wait_until([] { return false; }, 30);
+  };
+  const auto press = [&](Qt::Key k) {
+    QTest::keyClick(QApplication::focusWidget(), k);
+    wait_until([] { return false; }, 30);
+  };
+  type("350");
+  press(Qt::Key_Escape);  // changes nothing, and lecture mode stays
+  EXPECT_FALSE(box->isVisible());
+  EXPECT_TRUE(ui().lecture().active());
+  EXPECT_EQ(learn().step_view().prediction(), std::nullopt);
+  key(Qt::Key_O);
+  ASSERT_TRUE(box->isVisible());
+  type("1234");
+  press(Qt::Key_Return);
+  EXPECT_FALSE(box->isVisible());
+  EXPECT_EQ(window_->current_panel(), panel) << "the digits typed, not picked panels";
+  EXPECT_FALSE(window_->generating()) << "Return took the number, not generated";
+  EXPECT_EQ(learn().step_view().prediction(), 1234.0);
+  const auto* pane_box = learn().step_view().findChild<QDoubleSpinBox*>("predict-number");
+  ASSERT_NE(pane_box, nullptr);
+  EXPECT_EQ(pane_box->value(), 1234.0);
+  const auto* predict = window_->findChild<QLabel*>("lecture-predict");
+  ASSERT_NE(predict, nullptr);
+  EXPECT_TRUE(predict->text().contains("1,234 ms")) << predict->text().toStdString();
+  key(Qt::Key_Space);
+  ASSERT_TRUE(wait_until([&] { return learn().step_view().part() == StepView::Part::kObserve; }, 60000));
+  ASSERT_FALSE(ui().progress().predictions.empty());
+  EXPECT_EQ(ui().progress().predictions.back().value, "1234");
+  key(Qt::Key_Escape);
+}
+
 // A lesson opened in lecture mode starts with its title and introduction; Space shows its first
 // step (nothing runs yet), Page Up from the first step shows the introduction again.
 TEST_F(LearnFixture, LectureModeOpensALessonWithItsIntroduction) {
