@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QFontInfo>
 #include <QHBoxLayout>
 #include <QKeyEvent>
@@ -23,10 +24,10 @@
 #include <span>
 
 #include "app/gui/main_window.h"
+#include "app/gui/page_parts.h"
 #include "app/gui/panel_host.h"
 #include "app/gui/pinned_figures.h"
 #include "widgets/chart_painting.h"
-#include "widgets/number_field.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
@@ -112,20 +113,13 @@ LectureMode::LectureMode(MainWindow& window)
           &LectureMode::update_more_cue);
   connect(scroll_->verticalScrollBar(), &QScrollBar::valueChanged, this,
           &LectureMode::update_more_cue);
-  predict_ = new QLabel;
+  predict_ = wrapping_label({}, Qt::MarkdownText);
   predict_->setObjectName("lecture-predict");
-  predict_->setTextFormat(Qt::MarkdownText);
-  predict_->setWordWrap(true);
-  predict_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   predict_->hide();
   number_row_ = new QWidget;
   auto* number_layout = new QHBoxLayout(number_row_);
   number_layout->setContentsMargins(0, 0, 0, 0);
-  number_ = new widgets::NumberField;
-  number_->setObjectName("lecture-number");
-  number_->setRange(0.0, 1e15);
-  number_->setDecimals(3);
-  number_->setGroupSeparatorShown(true);
+  number_ = prediction_number_field("lecture-number");
   number_->setButtonSymbols(QAbstractSpinBox::NoButtons);
   number_->installEventFilter(this);
   number_layout->addWidget(new QLabel("The class's number (Return takes it, Esc not):"));

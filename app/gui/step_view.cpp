@@ -16,7 +16,6 @@
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 #include "app/lessons/vocabulary.h"
-#include "widgets/number_field.h"
 
 namespace servescope::gui {
 namespace {
@@ -59,12 +58,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   number_row_ = new QWidget;
   auto* number_layout = new QHBoxLayout(number_row_);
   number_layout->setContentsMargins(12, 0, 0, 0);
-  number_ = new widgets::NumberField;
-  number_->setObjectName("predict-number");
-  number_->setRange(0.0, 1e15);
-  number_->setDecimals(3);
-  number_->setGroupSeparatorShown(true);
-  number_->setSpecialValueText("your number");  // 0 is "no prediction yet" (prediction())
+  number_ = prediction_number_field("predict-number");
   number_->setToolTip("Your prediction. Commit to a number before you run the experiment.");
   number_unit_ = new QLabel;
   number_layout->addWidget(number_);
