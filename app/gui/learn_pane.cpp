@@ -281,7 +281,7 @@ bool LearnPane::open_adjacent_lesson(int delta) {
 QString LearnPane::step_title() const {
   if (!current_) return "No lesson open";
   if (at_introduction_) {
-    return QString("%1 (introduction; %2 steps follow)")
+    return QString("%1 (introduction, %2 steps)")
         .arg(qs(current_->title))
         .arg(current_->steps.size());
   }

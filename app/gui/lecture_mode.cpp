@@ -161,7 +161,10 @@ LectureMode::LectureMode(MainWindow& window)
   }
   // A "what if" is answered by a run: Return generates (Ctrl+Return is not in the strip), K
   // pins the run before it so both stay on screen, and unpins.
-  add_key(QKeySequence(Qt::Key_Return), [this] { window_.generate(); });
+  add_key(QKeySequence(Qt::Key_Return), [this] {
+    ran_something();
+    window_.generate();
+  });
   add_key(QKeySequence(Qt::Key_K), [this] { toggle_pin(); });
   add_key(QKeySequence(Qt::Key_D), [this] { toggle_theme(); });
   add_key(QKeySequence(Qt::Key_C), [this] { step_classmates(+1); });
@@ -174,6 +177,7 @@ LectureMode::LectureMode(MainWindow& window)
   add_key(QKeySequence(Qt::SHIFT | Qt::Key_W), [this] { step_batch_wait(-1); });
   add_key(QKeySequence(Qt::Key_G), [this] { say("Backend: " + window_.step_backend(+1)); });
 
+  connect(&window_, &MainWindow::generation_finished, this, &LectureMode::ran_something);
   connect(&window_.work(), &WorkProgress::changed, this, &LectureMode::show_progress);
   connect(progress_timer_, &QTimer::timeout, this, &LectureMode::show_progress);
   // A refused load or experiment would otherwise show only in the hidden controls column.
@@ -326,32 +330,37 @@ void LectureMode::fit_strip() {
   const QScreen* screen = window_.screen();
   if (screen == nullptr) return;
   const QRect area = screen->geometry();
-  // A third of the screen for the step; the panel keeps the rest (at 1280x720 480 pixels,
-  // more than any panel's minimum height).
-  int height = area.height() / 3;
-  if (!predict_->isHidden()) {
-    // Asking its prediction, the step shows whole where the screen has room: text, question
-    // and options, each as tall as it wraps at the strip's width.
-    const QMargins margins = content_->layout()->contentsMargins();
-    const int width = area.width() - margins.left() - margins.right();
-    const int spacing = content_->layout()->spacing();
-    const auto tall = [&](const QWidget* part, int at_width) {
-      if (part->isHidden()) return 0;
-      return (part->hasHeightForWidth() ? part->heightForWidth(at_width) : part->sizeHint().height()) +
-             spacing;
-    };
-    const int scroll_bar = scroll_->verticalScrollBar()->sizeHint().width();
-    const int wanted = margins.top() + margins.bottom() + tall(title_, width - more_->sizeHint().width()) +
-                       tall(body_, width - scroll_bar) + tall(predict_, width) +
-                       tall(number_row_, width) +
-                       (notice_row_->isHidden() ? 0 : notice_row_->sizeHint().height() + spacing) +
-                       tall(key_legend_, width);
-    height = std::clamp(wanted, height, std::max(height, strip_ceiling(area)));
-    // Short of room the text gives way (down to a line, with its cue), not the question.
-    predict_->setMinimumHeight(predict_->heightForWidth(width));
-  }
+  const QMargins margins = content_->layout()->contentsMargins();
+  const int width = area.width() - margins.left() - margins.right();
+  const int spacing = content_->layout()->spacing();
+  const auto tall = [&](const QWidget* part, int at_width) {
+    if (part->isHidden()) return 0;
+    return (part->hasHeightForWidth() ? part->heightForWidth(at_width)
+                                      : part->sizeHint().height()) +
+           spacing;
+  };
+  // Beside the cue a long title wraps; short of room the text gives way (down to a line, with
+  // its cue), not the title or the question.
+  // (A label's height for a width is never below its minimum: the old one goes first.)
+  const int title_width = width - more_->sizeHint().width();
+  title_->setMinimumHeight(0);
+  title_->setMinimumHeight(title_->heightForWidth(title_width));
+  predict_->setMinimumHeight(0);
+  if (!predict_->isHidden()) predict_->setMinimumHeight(predict_->heightForWidth(width));
   scroll_->setMinimumHeight(body_->fontMetrics().lineSpacing());
-  strip_->setFixedHeight(height);
+  // A third of the screen for the step; the panel keeps the rest (at 1280x720 480 pixels,
+  // more than any panel's minimum height). Before its run (a lesson's introduction, a step's
+  // question) the step shows whole where the screen has room, each part as tall as it wraps at
+  // the strip's width; after a run, only as much of its text as a third leaves, but never a
+  // question cut.
+  const int scroll_bar = scroll_->verticalScrollBar()->sizeHint().width();
+  const int text = before_run_ ? body_->heightForWidth(width - scroll_bar)
+                               : body_->fontMetrics().lineSpacing();
+  const int wanted = margins.top() + margins.bottom() + tall(title_, title_width) + text +
+                     spacing + tall(predict_, width) + tall(number_row_, width) +
+                     tall(notice_row_, width) + tall(key_legend_, width);
+  const int third = area.height() / 3;
+  strip_->setFixedHeight(std::clamp(wanted, third, std::max(third, strip_ceiling(area))));
 }
 
 void LectureMode::ask_number(double now, const QString& unit) {
@@ -392,6 +401,12 @@ bool LectureMode::eventFilter(QObject* watched, QEvent* event) {
   }
   if (watched == number_ && event->type() == QEvent::FocusOut) close_number(false);
   return QObject::eventFilter(watched, event);
+}
+
+void LectureMode::ran_something() {
+  // The panel shows a run now (a "what if" answered before the step's own): it gets the room.
+  before_run_ = false;
+  if (active_) fit_strip();
 }
 
 void LectureMode::update_more_cue() {
@@ -446,8 +461,9 @@ void LectureMode::carry_menu_actions(bool on) {
 }
 
 void LectureMode::set_step(const QString& title, const QString& markdown,
-                           const QString& prediction) {
+                           const QString& prediction, bool before_run) {
   close_number(false);  // asked for the step before
+  before_run_ = before_run;
   title_->setText(title);
   body_->setText(markdown);
   predict_->setText(prediction);

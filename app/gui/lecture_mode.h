@@ -34,8 +34,9 @@
 // strip with its progress, since the status bar is hidden.
 // Sizes are in pixels for a 1280x720 projector: body text kBodyPx, the smallest text (chart
 // tick labels, 0.9 of the body) smallest_font_px().
-// The strip is a third of the screen high, except while a step asks its prediction: then it
-// grows to the step's text, question and options, up to what leaves the panels their minimum
+// The strip is a third of the screen high, except before a step's run (a lesson's
+// introduction, a step asking its prediction, until a generation shows on the panel): then
+// it grows to the text, question and options, up to what leaves the panels their minimum
 // height. The question and options never scroll (the class must see what it is asked before
 // Space runs the experiment); the text above them scrolls when it must, and a cue beside the
 // title says so while more is below.
@@ -77,8 +78,10 @@ class LectureMode : public QObject {
   bool active() const { return active_; }
   void set_active(bool on);
   // What the strip shows: the step's title, its Markdown (the learn pane's current part) and
-  // the prediction asked before its run (empty: none).
-  void set_step(const QString& title, const QString& markdown, const QString& prediction = {});
+  // the prediction asked before its run (empty: none); before_run: nothing of the step is on
+  // the panel yet (a lesson's introduction, a step's question), so the strip may grow.
+  void set_step(const QString& title, const QString& markdown, const QString& prediction = {},
+                bool before_run = false);
   QString step_title() const;
   // Shows `text` in the strip for a few seconds (the toolbar that would show it is hidden).
   void say(const QString& text, int ms = kNoticeMs);
@@ -122,6 +125,7 @@ class LectureMode : public QObject {
   void fit_strip();
   int strip_ceiling(const QRect& screen) const;
   void update_more_cue();
+  void ran_something();
   QWidget* build_notice_row();
   void scroll_by(int pages);
   void lend_keys(bool on);
@@ -149,6 +153,7 @@ class LectureMode : public QObject {
   std::vector<std::pair<QAction*, QKeySequence>> lent_;  // window actions whose key is lent
   std::vector<QAction*> carried_;  // menu actions the window carries while the menus hide
   bool active_ = false;
+  bool before_run_ = false;  // the strip may grow (set_step)
   // What lecture mode changed, to put back when it ends.
   QFont saved_font_;
   QFont saved_tooltip_font_;

@@ -339,7 +339,9 @@ LessonUi::~LessonUi() = default;
 
 void LessonUi::update_lecture_strip() {
   lecture_->set_step(learn_->step_title(), learn_->step_markdown(),
-                     learn_->prediction_markdown());
+                     learn_->prediction_markdown(),
+                     learn_->at_introduction() ||
+                         learn_->step_view().part() == StepView::Part::kPredict);
 }
 
 }  // namespace servescope::gui

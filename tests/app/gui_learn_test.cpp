@@ -425,6 +425,7 @@ TEST_F(LearnFixture, LectureModeOpensALessonWithItsIntroduction) {
   const QString intro = QString::fromStdString(lesson->intro).left(40);
   EXPECT_TRUE(ui().lecture().step_title().contains(title)) << ui().lecture().step_title().toStdString();
   EXPECT_TRUE(body->text().startsWith(intro)) << body->text().toStdString();
+  save_shot("lecture-introduction");
   key(Qt::Key_Space);
   EXPECT_TRUE(ui().lecture().step_title().contains("(1/"));
   EXPECT_EQ(learn().step_view().part(), StepView::Part::kPredict);  // shown, not run
