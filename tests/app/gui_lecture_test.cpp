@@ -44,6 +44,13 @@ class LectureFixture : public ::testing::Test {
     QApplication::setActiveWindow(window_.get());
   }
 
+  // F11, and the window on the whole screen.
+  bool enter_lecture_mode() {
+    window_->lessons().lecture().action()->trigger();
+    const QSize screen = QGuiApplication::primaryScreen()->geometry().size();
+    return wait_until([&] { return window_->size() == screen; }, 5000);
+  }
+
   // SERVESCOPE_TEST_SHOTS=FOLDER keeps the window as the test saw it, to look at.
   void save_shot(const QString& name) {
     const QString folder = qEnvironmentVariable("SERVESCOPE_TEST_SHOTS");
@@ -169,11 +176,9 @@ void expect_question_whole(MainWindow& window, const lessons::Step& step, const 
 // class never saw what it was asked before Space ran the experiment. Every shipped step that
 // asks a prediction shows its question and each option whole on screen, nothing overlapping.
 TEST_F(LectureFixture, EveryStepsQuestionAndOptionsAreWholeOnScreenBeforeItsRun) {
-  const QSize screen = QGuiApplication::primaryScreen()->geometry().size();
   LessonUi& lessons = window_->lessons();
   LearnPane& learn = lessons.learn();
-  lessons.lecture().action()->trigger();
-  ASSERT_TRUE(wait_until([&] { return window_->size() == screen; }, 5000));
+  ASSERT_TRUE(enter_lecture_mode());
   int asked = 0;
   for (const lessons::Lesson* lesson : learn.lessons()) {
     for (size_t i = 0; i < lesson->steps.size(); ++i) {
@@ -198,8 +203,7 @@ TEST_F(LectureFixture, AGenerationBeforeTheStepsRunGivesThePanelRoomAndKeepsTheQ
   const QSize screen = QGuiApplication::primaryScreen()->geometry().size();
   LessonUi& lessons = window_->lessons();
   LearnPane& learn = lessons.learn();
-  lessons.lecture().action()->trigger();
-  ASSERT_TRUE(wait_until([&] { return window_->size() == screen; }, 5000));
+  ASSERT_TRUE(enter_lecture_mode());
   ASSERT_TRUE(learn.open_lesson("batching", 6));  // the longest step asking a prediction
   const lessons::Step& step = learn.current_lesson()->steps[6];
   wait_until([] { return false; }, 30);
