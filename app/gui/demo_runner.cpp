@@ -85,6 +85,8 @@ bool DemoRunner::show_lesson() {
     fail(QString("--lesson %1 --step %2: no such lesson step").arg(*plan_.lesson).arg(plan_.step));
     return false;
   }
+  // --step names a step: lecture mode shows it, not the lesson's introduction before it.
+  if (learn.at_introduction()) learn.advance();
   window_.lessons().dock().show();
   if (plan_.lecture) window_.lessons().lecture().set_active(true);
   if (plan_.run_step) learn.step_view().run();

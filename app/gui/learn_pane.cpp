@@ -99,7 +99,11 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   });
   connect(back_, &QPushButton::clicked, this, &LearnPane::back);
   connect(next_, &QPushButton::clicked, this, &LearnPane::next);
-  connect(step_view_, &StepView::part_changed, this, [this] { Q_EMIT step_shown(); });
+  connect(step_view_, &StepView::part_changed, this, [this](StepView::Part part) {
+    if (part != StepView::Part::kPredict) at_introduction_ = false;  // the step is under way
+    Q_EMIT step_shown();
+  });
+  connect(step_view_, &StepView::prediction_changed, this, [this] { Q_EMIT step_shown(); });
 }
 
 void LearnPane::set_lessons(lessons::LessonSet set) {
@@ -178,6 +182,7 @@ bool LearnPane::open_lesson(const QString& id, int step) {
     if (new_lesson && current_) Q_EMIT leaving_lesson();
     current_ = l;
     step_ = step;
+    at_introduction_ = step == 0;
     fill_intro();
     if (new_lesson) {
       practice_->show_lesson(*l);
@@ -190,14 +195,16 @@ bool LearnPane::open_lesson(const QString& id, int step) {
   return false;
 }
 
-void LearnPane::fill_intro() {
+QString LearnPane::intro_markdown() const {
   const lessons::Measurements measured = context_.measured();
   lessons::FillContext fill;
   fill.model = context_.model();
   fill.measured = &measured;
-  intro_->setText(QString("## %1\n\n%2")
-                      .arg(qs(current_->title),
-                           qs(lessons::fill_placeholders(current_->intro, fill).text)));
+  return qs(lessons::fill_placeholders(current_->intro, fill).text);
+}
+
+void LearnPane::fill_intro() {
+  intro_->setText(QString("## %1\n\n%2").arg(qs(current_->title), intro_markdown()));
 }
 
 void LearnPane::refill() {
@@ -223,17 +230,30 @@ void LearnPane::show_current_step() {
 void LearnPane::next() {
   if (!current_ || step_ + 1 >= static_cast<int>(current_->steps.size())) return;
   ++step_;
+  at_introduction_ = false;
   show_current_step();
 }
 
 void LearnPane::back() {
-  if (!current_ || step_ == 0) return;
+  if (!current_) return;
+  if (step_ == 0) {
+    if (!at_introduction_ && step_view_->part() != StepView::Part::kRunning) {
+      at_introduction_ = true;
+      Q_EMIT step_shown();
+    }
+    return;
+  }
   --step_;
   show_current_step();
 }
 
 void LearnPane::advance() {
   if (!current_) return;
+  if (at_introduction_) {
+    at_introduction_ = false;
+    Q_EMIT step_shown();
+    return;
+  }
   switch (step_view_->part()) {
     case StepView::Part::kPredict:
       step_view_->run();
@@ -260,6 +280,11 @@ bool LearnPane::open_adjacent_lesson(int delta) {
 
 QString LearnPane::step_title() const {
   if (!current_) return "No lesson open";
+  if (at_introduction_) {
+    return QString("%1 (introduction, %2 steps)")
+        .arg(qs(current_->title))
+        .arg(current_->steps.size());
+  }
   return QString("%1 (%2/%3)")
       .arg(qs(current_->steps[static_cast<size_t>(step_)].title))
       .arg(step_ + 1)
@@ -267,7 +292,12 @@ QString LearnPane::step_title() const {
 }
 
 QString LearnPane::step_markdown() const {
-  return current_ ? step_view_->part_markdown() : QString();
+  if (!current_) return {};
+  return at_introduction_ ? intro_markdown() : step_view_->part_markdown();
+}
+
+QString LearnPane::prediction_markdown() const {
+  return current_ && !at_introduction_ ? step_view_->prediction_markdown() : QString();
 }
 
 }  // namespace servescope::gui

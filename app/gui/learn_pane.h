@@ -52,12 +52,18 @@ class LearnPane : public QWidget {
   void back();
   // The next (+1) or previous (-1) lesson in the list, at its first step; false at an end.
   bool open_adjacent_lesson(int delta);
-  // One press of the lecture key: run the step's experiment, else go to the next step (after
-  // a lesson's last step, the next lesson's first).
+  // One press of the lecture key: from the lesson's introduction to its first step, run the
+  // step's experiment, else go to the next step (after a lesson's last step, the next lesson).
   void advance();
-  // The step as lecture mode shows it: its title and the current part's Markdown.
+  // Lecture mode's page before a lesson's first step: its title and introduction. A lesson
+  // opened at its first step starts there; back() from the first step returns to it; moving
+  // on or running the step leaves it. (The pane shows the introduction above the first step.)
+  bool at_introduction() const { return at_introduction_; }
+  // The step as lecture mode shows it: its title, the current part's Markdown and the step's
+  // prediction (StepView::prediction_markdown); on the introduction, the lesson's.
   QString step_title() const;
   QString step_markdown() const;
+  QString prediction_markdown() const;
 
  Q_SIGNALS:
   void position_changed(const QString& lesson, const QString& step);
@@ -73,6 +79,7 @@ class LearnPane : public QWidget {
   void fit_list_height();
   void show_current_step();
   void fill_intro();
+  QString intro_markdown() const;  // the introduction, the model's figures filled in
 
   ActionDispatcher& dispatcher_;
   StepContext context_;
@@ -80,6 +87,7 @@ class LearnPane : public QWidget {
   std::vector<const lessons::Lesson*> usable_;
   const lessons::Lesson* current_ = nullptr;
   int step_ = 0;
+  bool at_introduction_ = false;
   std::map<QString, int> reached_;
 
   QListWidget* list_;

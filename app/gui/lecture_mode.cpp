@@ -2,8 +2,10 @@
 
 #include <QAction>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QFontInfo>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLayout>
 #include <QMenu>
@@ -13,13 +15,17 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QShortcut>
+#include <QStyle>
 #include <QTimer>
 #include <QToolTip>
-#include <functional>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <functional>
 #include <span>
 
 #include "app/gui/main_window.h"
+#include "app/gui/page_parts.h"
+#include "app/gui/panel_host.h"
 #include "app/gui/pinned_figures.h"
 #include "widgets/chart_painting.h"
 #include "widgets/panel_view.h"
@@ -27,12 +33,17 @@
 namespace servescope::gui {
 namespace {
 
-// Two lines at 1280x720 and 24 px: moving through the lesson, then the class's "what if"s.
+// The keys that do something now, one line each at 1280x720 and 24 px. While a step asks its
+// prediction, one line: the question and its options need the room, and the run's and the
+// "what if" keys have nothing to act on before the run. Otherwise the lesson, the run on
+// screen, the class's "what if"s.
+constexpr const char* kKeysAsking =
+    "Space run   O/\u21e7O the class's prediction   PgUp back   1-6 panel   N/\u21e7N lesson   "
+    "T text   Esc leave";
 constexpr const char* kKeys =
-    "Space next   PgUp back   N/\u21e7N lesson   1-6 panel   P pause   S step   M slow   "
-    "T text   Esc leave\n"
-    "\u23ce generate   K pin   D theme   C/\u21e7C classmates   Q/\u21e7Q weights   "
-    "A batching   W/\u21e7W wait   G backend";
+    "Space next   R run again   PgUp back   N/\u21e7N lesson   T text   Esc leave\n"
+    "1-6 panel   P pause   S step   M slow   \u23ce generate   K pin   D theme\n"
+    "C/\u21e7C classmates   Q/\u21e7Q weights   A batching   W/\u21e7W wait   G backend";
 
 // The values C / Shift+C and W / Shift+W step through: a few presses reach what a class asks
 // ("16 classmates?"), where the toolbar's spin boxes step by one (or 50 ms).
@@ -63,22 +74,30 @@ LectureMode::LectureMode(MainWindow& window)
   action_->setShortcut(QKeySequence(Qt::Key_F11));
   action_->setToolTip(
       "Lecture mode (F11): full screen, large type, high contrast, one lesson step and one "
-      "panel at a time. Space or Page Down next, Page Up back, P pause, S one decode step, "
-      "M slow motion, 1-6 panels, Return generate, K pin the run's figures, D theme, "
-      "C classmates, Q weights, A batching, W batch wait, G backend, Esc leave.");
+      "panel at a time. Space or Page Down next, Page Up back, O the class's prediction, "
+      "R run the step again, P pause, S one decode step, M slow motion, 1-6 panels, "
+      "Return generate, K pin the run's figures, D theme, C classmates, Q weights, "
+      "A batching, W batch wait, G backend, Esc leave.");
   connect(action_, &QAction::toggled, this, &LectureMode::set_active);
 
   strip_ = new QDockWidget(&window);
   strip_->setObjectName("lecture-strip");
   strip_->setTitleBarWidget(new QWidget(strip_));  // no title bar: nothing to drag in a hall
   strip_->setFeatures(QDockWidget::NoDockWidgetFeatures);
-  auto* content = new QWidget;
-  auto* column = new QVBoxLayout(content);
+  content_ = new QWidget;
+  auto* column = new QVBoxLayout(content_);
   column->setContentsMargins(24, 6, 24, 4);
   column->setSpacing(2);
   title_ = new QLabel;
   title_->setObjectName("lecture-title");
   title_->setWordWrap(true);
+  more_ = new QLabel("\u25bc more below: Down");
+  more_->setObjectName("lecture-more");
+  more_->setAlignment(Qt::AlignRight | Qt::AlignTop);
+  more_->hide();
+  auto* title_row = new QHBoxLayout;
+  title_row->addWidget(title_, 1);
+  title_row->addWidget(more_, 0, Qt::AlignTop);
   body_ = new QLabel;
   body_->setObjectName("lecture-body");
   body_->setTextFormat(Qt::MarkdownText);
@@ -90,14 +109,33 @@ LectureMode::LectureMode(MainWindow& window)
   scroll_->setWidgetResizable(true);
   scroll_->setFrameShape(QFrame::NoFrame);
   scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  auto* keys = new QLabel(QString::fromUtf8(kKeys));
-  keys->setObjectName("lecture-keys");
-  keys->setWordWrap(true);
-  column->addWidget(title_);
+  connect(scroll_->verticalScrollBar(), &QScrollBar::rangeChanged, this,
+          &LectureMode::update_more_cue);
+  connect(scroll_->verticalScrollBar(), &QScrollBar::valueChanged, this,
+          &LectureMode::update_more_cue);
+  predict_ = wrapping_label({}, Qt::MarkdownText);
+  predict_->setObjectName("lecture-predict");
+  predict_->hide();
+  number_row_ = new QWidget;
+  auto* number_layout = new QHBoxLayout(number_row_);
+  number_layout->setContentsMargins(0, 0, 0, 0);
+  number_ = prediction_number_field("lecture-number");
+  number_->setButtonSymbols(QAbstractSpinBox::NoButtons);
+  number_->installEventFilter(this);
+  number_layout->addWidget(new QLabel("The class's number (Return takes it, Esc not):"));
+  number_layout->addWidget(number_);
+  number_layout->addStretch(1);
+  number_row_->hide();
+  key_legend_ = new QLabel(QString::fromUtf8(kKeys));
+  key_legend_->setObjectName("lecture-keys");
+  key_legend_->setWordWrap(true);
+  column->addLayout(title_row);
   column->addWidget(scroll_, 1);
+  column->addWidget(predict_);
+  column->addWidget(number_row_);
   column->addWidget(build_notice_row());
-  column->addWidget(keys);
-  strip_->setWidget(content);
+  column->addWidget(key_legend_);
+  strip_->setWidget(content_);
   window.addDockWidget(Qt::TopDockWidgetArea, strip_);
   strip_->hide();
 
@@ -108,6 +146,9 @@ LectureMode::LectureMode(MainWindow& window)
   add_key(QKeySequence(Qt::Key_N), [this] { Q_EMIT lesson_requested(+1); });
   add_key(QKeySequence(Qt::SHIFT | Qt::Key_N), [this] { Q_EMIT lesson_requested(-1); });
   add_key(QKeySequence(Qt::Key_Left), [this] { Q_EMIT back_requested(); });
+  add_key(QKeySequence(Qt::Key_O), [this] { Q_EMIT choice_requested(+1); });
+  add_key(QKeySequence(Qt::SHIFT | Qt::Key_O), [this] { Q_EMIT choice_requested(-1); });
+  add_key(QKeySequence(Qt::Key_R), [this] { Q_EMIT rerun_requested(); });
   add_key(QKeySequence(Qt::Key_P), [this] { toggle_pause(); });
   add_key(QKeySequence(Qt::Key_S), [this] { single_step(); });
   add_key(QKeySequence(Qt::Key_M), [this] { toggle_slow_motion(); });
@@ -120,7 +161,10 @@ LectureMode::LectureMode(MainWindow& window)
   }
   // A "what if" is answered by a run: Return generates (Ctrl+Return is not in the strip), K
   // pins the run before it so both stay on screen, and unpins.
-  add_key(QKeySequence(Qt::Key_Return), [this] { window_.generate(); });
+  add_key(QKeySequence(Qt::Key_Return), [this] {
+    ran_something();
+    window_.generate();
+  });
   add_key(QKeySequence(Qt::Key_K), [this] { toggle_pin(); });
   add_key(QKeySequence(Qt::Key_D), [this] { toggle_theme(); });
   add_key(QKeySequence(Qt::Key_C), [this] { step_classmates(+1); });
@@ -133,6 +177,7 @@ LectureMode::LectureMode(MainWindow& window)
   add_key(QKeySequence(Qt::SHIFT | Qt::Key_W), [this] { step_batch_wait(-1); });
   add_key(QKeySequence(Qt::Key_G), [this] { say("Backend: " + window_.step_backend(+1)); });
 
+  connect(&window_, &MainWindow::generation_finished, this, &LectureMode::ran_something);
   connect(&window_.work(), &WorkProgress::changed, this, &LectureMode::show_progress);
   connect(progress_timer_, &QTimer::timeout, this, &LectureMode::show_progress);
   // A refused load or experiment would otherwise show only in the hidden controls column.
@@ -228,6 +273,7 @@ void LectureMode::set_active(bool on) {
     show_progress();
     window_.setFocus();
   } else {
+    close_number(false);
     disconnect(screen_resized_);
     strip_->hide();
     notice_->clear();
@@ -261,9 +307,112 @@ void LectureMode::fill_screen() {
   const QRect area = screen->geometry();
   window_.setMinimumSize(1, 1);
   window_.setGeometry(area);
-  // The step's text gets a third of the screen; the panel keeps the rest (at 1280x720 that
-  // is 480 pixels, every panel's minimum height).
-  strip_->setFixedHeight(area.height() / 3);
+  fit_strip();
+}
+
+int LectureMode::strip_ceiling(const QRect& screen) const {
+  // Below the strip every panel keeps its minimum height (the tallest of the six, so 1 .. 6
+  // never shows one cut), with what sits around it in the panels' column as laid out now
+  // (the pinned figures, the replay's bar) and the separator above it.
+  const PanelHost& host = window_.panels();
+  int tallest = 0;
+  for (const PanelId id : kAllPanels) {
+    tallest = std::max(tallest, host.panel(id)->minimumSizeHint().height());
+  }
+  const QWidget* shown = host.panel(window_.current_panel());
+  const QWidget* column = window_.centralWidget();
+  const int around = column && shown ? std::max(column->height() - shown->height(), 0) : 0;
+  return screen.height() - tallest - around -
+         window_.style()->pixelMetric(QStyle::PM_DockWidgetSeparatorExtent);
+}
+
+void LectureMode::fit_strip() {
+  const QScreen* screen = window_.screen();
+  if (screen == nullptr) return;
+  const QRect area = screen->geometry();
+  const QMargins margins = content_->layout()->contentsMargins();
+  const int width = area.width() - margins.left() - margins.right();
+  const int spacing = content_->layout()->spacing();
+  const auto tall = [&](const QWidget* part, int at_width) {
+    if (part->isHidden()) return 0;
+    return (part->hasHeightForWidth() ? part->heightForWidth(at_width)
+                                      : part->sizeHint().height()) +
+           spacing;
+  };
+  // Beside the cue a long title wraps; short of room the text gives way (down to a line, with
+  // its cue), not the title or the question.
+  // (A label's height for a width is never below its minimum: the old one goes first.)
+  const int title_width = width - more_->sizeHint().width();
+  title_->setMinimumHeight(0);
+  title_->setMinimumHeight(title_->heightForWidth(title_width));
+  predict_->setMinimumHeight(0);
+  if (!predict_->isHidden()) predict_->setMinimumHeight(predict_->heightForWidth(width));
+  scroll_->setMinimumHeight(body_->fontMetrics().lineSpacing());
+  // A third of the screen for the step; the panel keeps the rest (at 1280x720 480 pixels,
+  // more than any panel's minimum height). Before its run (a lesson's introduction, a step's
+  // question) the step shows whole where the screen has room, each part as tall as it wraps at
+  // the strip's width; after a run, only as much of its text as a third leaves, but never a
+  // question cut.
+  const int scroll_bar = scroll_->verticalScrollBar()->sizeHint().width();
+  const int text = before_run_ ? body_->heightForWidth(width - scroll_bar)
+                               : body_->fontMetrics().lineSpacing();
+  const int wanted = margins.top() + margins.bottom() + tall(title_, title_width) + text +
+                     spacing + tall(predict_, width) + tall(number_row_, width) +
+                     tall(notice_row_, width) + tall(key_legend_, width);
+  const int third = area.height() / 3;
+  strip_->setFixedHeight(std::clamp(wanted, third, std::max(third, strip_ceiling(area))));
+}
+
+void LectureMode::ask_number(double now, const QString& unit) {
+  number_->setSuffix(unit.isEmpty() ? QString() : " " + unit);
+  number_->setValue(now);
+  number_row_->show();
+  fit_strip();
+  // The digits, Space and Return type into the box meanwhile, not into lecture mode's keys.
+  for (QShortcut* key : keys_) key->setEnabled(false);
+  number_->setFocus();
+  number_->selectAll();
+}
+
+bool LectureMode::asking_number() const { return !number_row_->isHidden(); }
+
+void LectureMode::close_number(bool take) {
+  if (!asking_number()) return;
+  number_row_->hide();
+  for (QShortcut* key : keys_) key->setEnabled(active_);
+  window_.setFocus();
+  if (take) Q_EMIT number_entered(number_->value());
+  fit_strip();
+}
+
+bool LectureMode::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == number_ && event->type() == QEvent::KeyPress) {
+    switch (static_cast<QKeyEvent*>(event)->key()) {
+      case Qt::Key_Return:
+      case Qt::Key_Enter:
+        close_number(true);
+        return true;
+      case Qt::Key_Escape:
+        close_number(false);
+        return true;
+      default:
+        break;
+    }
+  }
+  if (watched == number_ && event->type() == QEvent::FocusOut) close_number(false);
+  return QObject::eventFilter(watched, event);
+}
+
+void LectureMode::ran_something() {
+  // The panel shows a run now (a "what if" answered before the step's own): it gets the room.
+  before_run_ = false;
+  if (active_) fit_strip();
+}
+
+void LectureMode::update_more_cue() {
+  // Less than half a line out of view is the text's margin, not a line the class misses.
+  const QScrollBar* bar = scroll_->verticalScrollBar();
+  more_->setVisible(bar->maximum() - bar->value() > body_->fontMetrics().lineSpacing() / 2);
 }
 
 void LectureMode::scroll_by(int pages) {
@@ -311,10 +460,17 @@ void LectureMode::carry_menu_actions(bool on) {
   }
 }
 
-void LectureMode::set_step(const QString& title, const QString& markdown) {
+void LectureMode::set_step(const QString& title, const QString& markdown,
+                           const QString& prediction, bool before_run) {
+  close_number(false);  // asked for the step before
+  before_run_ = before_run;
   title_->setText(title);
   body_->setText(markdown);
+  predict_->setText(prediction);
+  predict_->setVisible(!prediction.isEmpty());
+  key_legend_->setText(QString::fromUtf8(prediction.isEmpty() ? kKeys : kKeysAsking));
   scroll_->verticalScrollBar()->setValue(0);
+  if (active_) fit_strip();
 }
 
 QString LectureMode::step_title() const { return title_->text(); }
@@ -348,8 +504,10 @@ void LectureMode::show_progress() {
 void LectureMode::update_notice_row() {
   notice_->setVisible(!notice_->text().isEmpty());
   progress_text_->setVisible(!progress_text_->text().isEmpty());
-  notice_row_->setVisible(notice_->isVisibleTo(notice_row_) ||
-                          progress_text_->isVisibleTo(notice_row_));
+  const bool shown = notice_->isVisibleTo(notice_row_) || progress_text_->isVisibleTo(notice_row_);
+  if (shown == notice_row_->isVisibleTo(content_)) return;
+  notice_row_->setVisible(shown);
+  if (active_) fit_strip();  // a grown strip keeps the question whole under the notice too
 }
 
 void LectureMode::toggle_pin() {

@@ -1,7 +1,13 @@
 // Lecture mode (F11): the window full screen for a hall, in large type and high contrast, with
 // one lesson step (a strip across the top) and one panel at a time. A clicker-friendly key map:
-//   Space, Page Down, Right   the next part of the step (advance_requested)
+//   Space, Page Down, Right   the next part: the lesson's introduction, then each step's
+//                             prediction, its run, what it measured (advance_requested)
 //   Page Up, Left             back (back_requested)
+//   O, Shift+O                the class's prediction: the next / previous option
+//                             (choice_requested), recorded as a click on it is; for a
+//                             number, a box in the strip to type it in (ask_number; Return
+//                             takes it, Esc not; meanwhile the keys type)
+//   R                          run this step's experiment again (rerun_requested)
 //   N, Shift+N                the next / previous lesson (lesson_requested)
 //   P                          pause / resume the generation (single-step speed while paused)
 //   S                          one decode step (pauses first)
@@ -28,6 +34,12 @@
 // strip with its progress, since the status bar is hidden.
 // Sizes are in pixels for a 1280x720 projector: body text kBodyPx, the smallest text (chart
 // tick labels, 0.9 of the body) smallest_font_px().
+// The strip is a third of the screen high, except before a step's run (a lesson's
+// introduction, a step asking its prediction, until a generation shows on the panel): then
+// it grows to the text, question and options, up to what leaves the panels their minimum
+// height. The question and options never scroll (the class must see what it is asked before
+// Space runs the experiment); the text above them scrolls when it must, and a cue beside the
+// title says so while more is below.
 #pragma once
 
 #include <QFont>
@@ -42,6 +54,7 @@
 
 class QAction;
 class QDockWidget;
+class QDoubleSpinBox;
 class QLabel;
 class QProgressBar;
 class QScrollArea;
@@ -64,9 +77,18 @@ class LectureMode : public QObject {
   QAction* action() const { return action_; }  // checkable, F11
   bool active() const { return active_; }
   void set_active(bool on);
-  // What the strip shows: the step's title and its Markdown (the learn pane's current part).
-  void set_step(const QString& title, const QString& markdown);
+  // What the strip shows: the step's title, its Markdown (the learn pane's current part) and
+  // the prediction asked before its run (empty: none); before_run: nothing of the step is on
+  // the panel yet (a lesson's introduction, a step's question), so the strip may grow.
+  void set_step(const QString& title, const QString& markdown, const QString& prediction = {},
+                bool before_run = false);
   QString step_title() const;
+  // Shows `text` in the strip for a few seconds (the toolbar that would show it is hidden).
+  void say(const QString& text, int ms = kNoticeMs);
+  // A box under the question for the class's number (`unit` after it), focused; Return emits
+  // number_entered, Esc closes it. Lecture mode's keys type into it meanwhile.
+  void ask_number(double now, const QString& unit);
+  bool asking_number() const;
   // The strip's short confirmation of the last key's change ("Classmates: 16") or failure,
   // empty once it has gone; the long work's progress line, empty when none runs.
   QString notice() const;
@@ -80,6 +102,9 @@ class LectureMode : public QObject {
   void advance_requested();
   void back_requested();
   void lesson_requested(int delta);  // +1 the next lesson, -1 the previous
+  void choice_requested(int delta);  // the class's prediction: +1 the next option, -1 the previous
+  void rerun_requested();
+  void number_entered(double value);
 
  private:
   void add_key(const QKeySequence& key, std::function<void()> act);
@@ -91,11 +116,16 @@ class LectureMode : public QObject {
   void toggle_batching();
   void toggle_theme();
   void toggle_pin();
-  // Shows `text` in the strip for a few seconds (the toolbar that would show it is hidden).
-  void say(const QString& text, int ms = kNoticeMs);
   void show_progress();
   void update_notice_row();
   void fill_screen();
+  void close_number(bool take);
+  bool eventFilter(QObject* watched, QEvent* event) override;
+  // The strip's height for what it shows now (see above), and the "more below" cue.
+  void fit_strip();
+  int strip_ceiling(const QRect& screen) const;
+  void update_more_cue();
+  void ran_something();
   QWidget* build_notice_row();
   void scroll_by(int pages);
   void lend_keys(bool on);
@@ -107,6 +137,12 @@ class LectureMode : public QObject {
   QLabel* title_;
   QLabel* body_;
   QScrollArea* scroll_;
+  QLabel* more_;     // "more below" beside the title, while the text scrolls
+  QLabel* predict_;  // the question and its options, under the text, never scrolled
+  QWidget* number_row_;  // the class's number typed in (ask_number)
+  QDoubleSpinBox* number_;
+  QLabel* key_legend_;
+  QWidget* content_;
   QWidget* notice_row_;  // shown while it has something to say
   QLabel* notice_;
   QLabel* progress_text_;
@@ -117,6 +153,7 @@ class LectureMode : public QObject {
   std::vector<std::pair<QAction*, QKeySequence>> lent_;  // window actions whose key is lent
   std::vector<QAction*> carried_;  // menu actions the window carries while the menus hide
   bool active_ = false;
+  bool before_run_ = false;  // the strip may grow (set_step)
   // What lecture mode changed, to put back when it ends.
   QFont saved_font_;
   QFont saved_tooltip_font_;

@@ -108,6 +108,29 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
       learn_->back();
     }
   });
+  connect(lecture_, &LectureMode::choice_requested, this, [this](int delta) {
+    StepView& step = learn_->step_view();
+    if (learn_->at_introduction()) {
+      lecture_->say("Space shows the lesson's first step, and its question");
+    } else if (const std::optional<QString> unit = step.number_unit()) {
+      lecture_->ask_number(step.prediction().value_or(0.0), *unit);
+    } else if (!step.step_choice(delta)) {
+      lecture_->say("Nothing to predict here: a step's prediction is made before its run");
+    }
+  });
+  // Typed in the strip, the class's number goes into the Learn pane's box, as typed there.
+  connect(lecture_, &LectureMode::number_entered, this,
+          [this](double value) { learn_->step_view().set_prediction(value); });
+  connect(lecture_, &LectureMode::rerun_requested, this, [this] {
+    StepView& step = learn_->step_view();
+    if (learn_->at_introduction()) {
+      lecture_->say("Space shows the lesson's first step");
+    } else if (step.part() == StepView::Part::kRunning) {
+      lecture_->say("The experiment is running: Page Up cancels it");
+    } else {
+      step.run();  // as the pane's "Run it again": the prediction is recorded with the run
+    }
+  });
   connect(learn_, &LearnPane::step_shown, this, &LessonUi::update_lecture_strip);
 
   QMenu* file = menu_named(window, "&File");
@@ -315,7 +338,10 @@ bool LessonUi::import_progress(const QString& path) {
 LessonUi::~LessonUi() = default;
 
 void LessonUi::update_lecture_strip() {
-  lecture_->set_step(learn_->step_title(), learn_->step_markdown());
+  lecture_->set_step(learn_->step_title(), learn_->step_markdown(),
+                     learn_->prediction_markdown(),
+                     learn_->at_introduction() ||
+                         learn_->step_view().part() == StepView::Part::kPredict);
 }
 
 }  // namespace servescope::gui

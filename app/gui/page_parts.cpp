@@ -8,6 +8,8 @@
 #include <QScrollBar>
 #include <algorithm>
 
+#include "widgets/number_field.h"
+
 namespace servescope::gui {
 namespace {
 
@@ -78,6 +80,16 @@ QLabel* markdown_label(const char* name) {
   label->setOpenExternalLinks(true);
   label->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
   return label;
+}
+
+QDoubleSpinBox* prediction_number_field(const char* name) {
+  auto* field = new widgets::NumberField;
+  field->setObjectName(name);
+  field->setRange(0.0, 1e15);
+  field->setDecimals(3);
+  field->setGroupSeparatorShown(true);
+  field->setSpecialValueText("your number");  // 0: StepView::prediction() is nullopt
+  return field;
 }
 
 QWidget* option_row(QAbstractButton* button, const QString& text) {

@@ -7,6 +7,7 @@
 #include <QString>
 
 class QAbstractButton;
+class QDoubleSpinBox;
 class QLabel;
 class QWidget;
 
@@ -28,6 +29,10 @@ QLabel* wrapping_label(const QString& text = {}, Qt::TextFormat format = Qt::Pla
 // Markdown, selectable by mouse only (a click leaves the keyboard with the page's scrolling),
 // its links opened in the browser.
 QLabel* markdown_label(const char* name);
+
+// The box a predicted number is typed into (the Learn pane's, lecture mode's): 0 to 10^15,
+// up to three decimals, digits grouped; 0 reads "your number", no prediction yet.
+QDoubleSpinBox* prediction_number_field(const char* name);
 
 // The row owns `button`; its own text stays short ("1.") or empty, and a click on the text
 // clicks it. A button's own text cannot wrap: a long option widened the pane, and the window.

@@ -16,7 +16,6 @@
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 #include "app/lessons/vocabulary.h"
-#include "widgets/number_field.h"
 
 namespace servescope::gui {
 namespace {
@@ -59,12 +58,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   number_row_ = new QWidget;
   auto* number_layout = new QHBoxLayout(number_row_);
   number_layout->setContentsMargins(12, 0, 0, 0);
-  number_ = new widgets::NumberField;
-  number_->setObjectName("predict-number");
-  number_->setRange(0.0, 1e15);
-  number_->setDecimals(3);
-  number_->setGroupSeparatorShown(true);
-  number_->setSpecialValueText("your number");  // 0 is "no prediction yet" (prediction())
+  number_ = prediction_number_field("predict-number");
   number_->setToolTip("Your prediction. Commit to a number before you run the experiment.");
   number_unit_ = new QLabel;
   number_layout->addWidget(number_);
@@ -121,6 +115,10 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   column->addWidget(observe_table_);
   column->addWidget(explain_);
 
+  connect(choice_group_, &QButtonGroup::idToggled, this, [this](int, bool checked) {
+    if (checked) Q_EMIT prediction_changed();
+  });
+  connect(number_, &QDoubleSpinBox::valueChanged, this, [this] { Q_EMIT prediction_changed(); });
   connect(run_, &QPushButton::clicked, this, &StepView::run);
   connect(cancel_, &QPushButton::clicked, this, &StepView::cancel);
   connect(&dispatcher_, &ActionDispatcher::progress, this,
@@ -261,6 +259,23 @@ void StepView::set_prediction(double value) {
   }
 }
 
+bool StepView::step_choice(int delta) {
+  const QList<QAbstractButton*> options = choice_group_->buttons();
+  if (part_ != Part::kPredict || !choices_->isVisibleTo(this) || options.isEmpty()) return false;
+  const int count = static_cast<int>(options.size());
+  const int chosen = choice_group_->checkedId();
+  const int next = chosen < 0 ? (delta > 0 ? 0 : count - 1) : ((chosen + delta) % count + count) % count;
+  choice_group_->button(next)->click();  // what a click records, a key records
+  return true;
+}
+
+std::optional<QString> StepView::number_unit() const {
+  if (!lesson_ || part_ != Part::kPredict) return std::nullopt;
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  if (!step.predict || step.predict->kind != lessons::PredictionKind::kNumber) return std::nullopt;
+  return qs(step.predict->unit);
+}
+
 void StepView::run() {
   if (!lesson_ || part_ == Part::kRunning) return;
   const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
@@ -342,13 +357,7 @@ void StepView::show_observations(StepOutcome outcome) {
   clear_observations();
   observed_ = context_.measured();
   for (const auto& [name, sample] : outcome_->measures) (*observed_)[name] = sample.median;
-  const std::optional<double> predicted = prediction();
-  QString predicted_text = "-";
-  if (predicted && step.predict) {
-    predicted_text = step.predict->kind == lessons::PredictionKind::kChoice
-                         ? qs(step.predict->options[static_cast<size_t>(*predicted)])
-                         : qs(lessons::format_quantity(*predicted, step.predict->unit));
-  }
+  const QString predicted_text = predicted_text_or("-");
   int row = 1;  // under the header
   for (const lessons::Observation& o : step.observe) {
     const ObservedRow& shown = observed_rows_.emplace_back(
@@ -369,6 +378,15 @@ void StepView::show_observations(StepOutcome outcome) {
   Q_EMIT part_changed(part_);
 }
 
+QString StepView::predicted_text_or(const QString& none) const {
+  const std::optional<double> predicted = prediction();
+  if (!predicted) return none;
+  const lessons::Prediction& asked = *lesson_->steps[static_cast<size_t>(index_)].predict;
+  return asked.kind == lessons::PredictionKind::kChoice
+             ? qs(asked.options[static_cast<size_t>(*predicted)])
+             : qs(lessons::format_quantity(*predicted, asked.unit));
+}
+
 QString StepView::explanation_markdown() const {
   if (!lesson_) return {};
   const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
@@ -387,18 +405,34 @@ QString StepView::part_markdown() const {
     for (const ObservedRow& r : observed_rows_) {
       out += QString("- %1: **%2**\n").arg(r.label, r.measured);
     }
+    const QString predicted = predicted_text_or({});
+    if (!predicted.isEmpty()) out += QString("- Predicted: %1\n").arg(predicted);
     return out + "\n" + explanation_markdown();
   }
   QString out = filled(step.text);
-  if (step.predict) {
-    out += "\n\n**Predict:** " + filled(step.predict->prompt) + "\n\n";
-    int i = 1;
-    for (const std::string& option : step.predict->options) {
-      out += QString("%1. %2\n").arg(i++).arg(qs(option));
-    }
-  }
   if (part_ == Part::kRunning) out += "\n\n*Running the experiment...*";
   return out;
+}
+
+QString StepView::prediction_markdown() const {
+  if (!lesson_ || part_ != Part::kPredict) return {};
+  const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
+  if (!step.predict) return {};
+  // The options one per line in one paragraph, parted by line separators (a list's, or hard
+  // breaks', spacing cost a line at lecture size);
+  // the class's choice stands out from the back row: bold, and an arrow before it.
+  QStringList lines;
+  const int chosen = choice_group_->checkedId();
+  int i = 0;
+  for (const std::string& option : step.predict->options) {
+    lines << (i == chosen ? QString("%1\\. **\u25b6 %2**").arg(i + 1).arg(qs(option))
+                          : QString("%1\\. %2").arg(i + 1).arg(qs(option)));
+    ++i;
+  }
+  if (step.predict->kind == lessons::PredictionKind::kNumber) {
+    lines << "Predicted: " + predicted_text_or("-");
+  }
+  return "**Predict:** " + filled(step.predict->prompt) + "\n\n" + lines.join(QChar::LineSeparator);
 }
 
 }  // namespace servescope::gui

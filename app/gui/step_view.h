@@ -52,8 +52,18 @@ class StepView : public QWidget {
   // The learner's prediction: the chosen option's index, or the number; nullopt when none.
   std::optional<double> prediction() const;
   void set_prediction(double value);
-  // The current part as Markdown (lecture mode's strip).
+  // Chooses the option `delta` on from the chosen one (wrapping; with none chosen, +1 is the
+  // first and -1 the last) as a click on it would: lecture mode's keys. False where the step
+  // asks no choice or its prediction is past (the experiment ran).
+  bool step_choice(int delta);
+  // The unit of the number the step asks for ("" for a count) while it is asked (the Predict
+  // part); nullopt for a choice, a step that asks nothing, or after the run.
+  std::optional<QString> number_unit() const;
+  // The current part as Markdown (lecture mode's strip), without the prediction.
   QString part_markdown() const;
+  // In the Predict part, the question and its options (the chosen one marked), or the number
+  // predicted; empty in the other parts and for a step that asks nothing.
+  QString prediction_markdown() const;
   // The explanation, and after it `explain_if_not` when a condition of the step did not hold.
   QString explanation_markdown() const;
   // The last run's measures and conditions; nullopt before the step ran.
@@ -70,12 +80,15 @@ class StepView : public QWidget {
  Q_SIGNALS:
   void part_changed(servescope::gui::StepView::Part part);
   void predicted(const QString& step_id, double value);
+  void prediction_changed();  // an option chosen or a number typed (nothing is recorded yet)
   void run_finished();  // the experiment completed: outcome() is its result
 
  private:
   void show_observations(StepOutcome outcome);
   QString filled(const std::string& markdown) const;
   QString measured_text(const std::string& measure) const;
+  // The learner's prediction as the observe table shows it, or `none`.
+  QString predicted_text_or(const QString& none) const;
   void clear_choices();
   void clear_observations();
 

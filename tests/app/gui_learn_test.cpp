@@ -13,6 +13,8 @@
 #include <QListWidget>
 #include <QSpinBox>
 #include <QPlainTextEdit>
+#include <QRadioButton>
+#include <QSignalSpy>
 #include <QLabel>
 #include <QMenuBar>
 #include <QProgressBar>
@@ -104,7 +106,7 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
   ASSERT_TRUE(ui().lecture().active());
   EXPECT_FALSE(window_->menuBar()->isVisible());
   EXPECT_FALSE(ui().dock().isVisible());
-  EXPECT_TRUE(ui().lecture().step_title().contains("(1/"));
+  EXPECT_TRUE(ui().lecture().step_title().contains("introduction"));  // see IntroductionFirst
   // Readable from the back of a hall: nothing smaller than 20 pixels.
   EXPECT_GE(ui().lecture().smallest_font_px(), 20);
   RecordProperty("smallest_font_px", ui().lecture().smallest_font_px());  // README states it
@@ -119,6 +121,8 @@ TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
   QTest::keyClick(window_.get(), Qt::Key_N, Qt::ShiftModifier);
   wait_until([] { return false; }, 30);
   EXPECT_EQ(learn().current_lesson()->id, "serving");
+  key(Qt::Key_Space);  // from the lesson's introduction to its first step
+  EXPECT_TRUE(ui().lecture().step_title().contains("(1/"));
   const bool dark = window_->dark_theme();
   QTest::keyClick(window_.get(), Qt::Key_D, Qt::ControlModifier | Qt::ShiftModifier);
   wait_until([] { return false; }, 30);
@@ -281,6 +285,174 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
   key(Qt::Key_Escape);
   window_->set_backend(BackendChoice{compute::BackendKind::kCpu, -1});
   ASSERT_TRUE(wait_until([&] { return !window_->loading(); }));
+}
+
+// A lecturer polling the class picks its prediction from the keyboard: O the next option,
+// Shift+O the previous (the digits pick panels). The strip marks the choice, the Learn pane's
+// option is checked, and the run records it exactly as a click on that option records it.
+TEST_F(LearnFixture, LectureModeOChoosesTheClassesPredictionAndTheRunRecordsItAsAClickDoes) {
+  const auto recorded = [&] { return ui().progress().predictions; };
+  const auto observed = [&] {
+    return wait_until([&] { return learn().step_view().part() == StepView::Part::kObserve; },
+                      60000);
+  };
+  ASSERT_TRUE(learn().open_lesson("serving", 1));
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  const auto* legend = window_->findChild<QLabel*>("lecture-keys");
+  ASSERT_NE(legend, nullptr);
+  EXPECT_TRUE(legend->text().contains(QString::fromUtf8("O/\u21e7O"))) << legend->text().toStdString();
+  EXPECT_EQ(learn().step_view().prediction(), std::nullopt);
+  key(Qt::Key_O);
+  EXPECT_EQ(learn().step_view().prediction(), 0.0);
+  key(Qt::Key_O);
+  key(Qt::Key_O);
+  EXPECT_EQ(learn().step_view().prediction(), 2.0);
+  QTest::keyClick(window_.get(), Qt::Key_O, Qt::ShiftModifier);
+  wait_until([] { return false; }, 30);
+  EXPECT_EQ(learn().step_view().prediction(), 1.0);
+  const auto options = learn().step_view().findChildren<QRadioButton*>();
+  ASSERT_GE(options.size(), 3);
+  EXPECT_TRUE(options[1]->isChecked());  // the Learn pane shows the class's choice too
+  save_shot("lecture-class-prediction");
+  // The class sees its choice: marked in the strip, the other options not.
+  QString strip;
+  for (const QLabel* label :
+       window_->findChild<QDockWidget*>("lecture-strip")->findChildren<QLabel*>()) {
+    strip += label->text() + "\n";
+  }
+  const QString chosen =
+      QString::fromStdString(learn().current_lesson()->steps[1].predict->options[1]);
+  EXPECT_TRUE(strip.contains(QString::fromUtf8("\u25b6 ") + chosen)) << strip.toStdString();
+  EXPECT_EQ(strip.count(QString::fromUtf8("\u25b6")), 1) << strip.toStdString();
+
+  key(Qt::Key_Space);  // runs the experiment, recording the prediction
+  ASSERT_TRUE(observed());
+  ASSERT_EQ(recorded().size(), 1u);
+  const lessons::PredictionRecord keyed = recorded().back();
+  // After the run the choice is past: O says so instead of changing what was recorded.
+  key(Qt::Key_O);
+  EXPECT_EQ(learn().step_view().prediction(), 1.0);
+  EXPECT_FALSE(ui().lecture().notice().isEmpty());
+  key(Qt::Key_Escape);
+
+  // The same choice clicked in the Learn pane (the step shows the last prediction back: another
+  // option is clicked first) is recorded the same.
+  ASSERT_TRUE(learn().open_lesson("serving", 1));
+  const auto again = learn().step_view().findChildren<QRadioButton*>();
+  again[0]->click();
+  again[1]->click();
+  learn().step_view().run();
+  ASSERT_TRUE(observed());
+  ASSERT_EQ(recorded().size(), 2u);
+  const lessons::PredictionRecord clicked = recorded().back();
+  EXPECT_EQ(keyed.lesson, clicked.lesson);
+  EXPECT_EQ(keyed.step, clicked.step);
+  EXPECT_EQ(keyed.value, clicked.value);
+  EXPECT_EQ(keyed.value, "1");
+}
+
+// A step that asks a number: O opens a box in the strip, the class's number is typed (the
+// digits type, not pick panels), Return puts it in the Learn pane's box as typing there does,
+// the strip shows it and the run records it; Esc closes the box and changes nothing.
+TEST_F(LearnFixture, LectureModeOTakesTheClassesNumberAndTheRunRecordsIt) {
+  const lessons::Lesson* batching = nullptr;
+  for (const lessons::Lesson* l : learn().lessons()) {
+    if (l->id == "batching") batching = l;
+  }
+  ASSERT_NE(batching, nullptr);
+  ASSERT_TRUE(batching->steps[5].predict);
+  ASSERT_EQ(batching->steps[5].predict->kind, lessons::PredictionKind::kNumber);
+  ASSERT_TRUE(learn().open_lesson("batching", 5));
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  const PanelId panel = window_->current_panel();
+  key(Qt::Key_O);
+  auto* box = window_->findChild<QDoubleSpinBox*>("lecture-number");
+  ASSERT_NE(box, nullptr);
+  ASSERT_TRUE(box->isVisible());
+  EXPECT_TRUE(box->hasFocus());
+  // Typed as a keyboard types: into the widget with the focus.
+  const auto type = [&](const char* keys) {
+    QTest::keyClicks(QApplication::focusWidget(), keys);
+    wait_until([] { return false; }, 30);
+  };
+  const auto press = [&](Qt::Key k) {
+    QTest::keyClick(QApplication::focusWidget(), k);
+    wait_until([] { return false; }, 30);
+  };
+  type("350");
+  press(Qt::Key_Escape);  // changes nothing, and lecture mode stays
+  EXPECT_FALSE(box->isVisible());
+  EXPECT_TRUE(ui().lecture().active());
+  EXPECT_EQ(learn().step_view().prediction(), std::nullopt);
+  key(Qt::Key_O);
+  ASSERT_TRUE(box->isVisible());
+  type("1234");
+  press(Qt::Key_Return);
+  EXPECT_FALSE(box->isVisible());
+  EXPECT_EQ(window_->current_panel(), panel) << "the digits typed, not picked panels";
+  EXPECT_FALSE(window_->generating()) << "Return took the number, not generated";
+  EXPECT_EQ(learn().step_view().prediction(), 1234.0);
+  const auto* pane_box = learn().step_view().findChild<QDoubleSpinBox*>("predict-number");
+  ASSERT_NE(pane_box, nullptr);
+  EXPECT_EQ(pane_box->value(), 1234.0);
+  const auto* predict = window_->findChild<QLabel*>("lecture-predict");
+  ASSERT_NE(predict, nullptr);
+  EXPECT_TRUE(predict->text().contains("1,234 ms")) << predict->text().toStdString();
+  key(Qt::Key_Space);
+  ASSERT_TRUE(wait_until([&] { return learn().step_view().part() == StepView::Part::kObserve; }, 60000));
+  ASSERT_FALSE(ui().progress().predictions.empty());
+  EXPECT_EQ(ui().progress().predictions.back().value, "1234");
+  key(Qt::Key_Escape);
+}
+
+// A lesson opened in lecture mode starts with its title and introduction; Space shows its first
+// step (nothing runs yet), Page Up from the first step shows the introduction again.
+TEST_F(LearnFixture, LectureModeOpensALessonWithItsIntroduction) {
+  ASSERT_TRUE(learn().open_lesson("serving", 1));
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  EXPECT_TRUE(ui().lecture().step_title().contains("(2/"));
+  const auto* body = window_->findChild<QLabel*>("lecture-body");
+  ASSERT_NE(body, nullptr);
+  key(Qt::Key_N);
+  const lessons::Lesson* lesson = learn().current_lesson();
+  ASSERT_EQ(lesson, learn().lessons()[1]);
+  const QString title = QString::fromStdString(lesson->title);
+  const QString intro = QString::fromStdString(lesson->intro).left(40);
+  EXPECT_TRUE(ui().lecture().step_title().contains(title)) << ui().lecture().step_title().toStdString();
+  EXPECT_TRUE(body->text().startsWith(intro)) << body->text().toStdString();
+  save_shot("lecture-introduction");
+  key(Qt::Key_Space);
+  EXPECT_TRUE(ui().lecture().step_title().contains("(1/"));
+  EXPECT_EQ(learn().step_view().part(), StepView::Part::kPredict);  // shown, not run
+  EXPECT_FALSE(body->text().startsWith(intro));
+  key(Qt::Key_PageUp);
+  EXPECT_TRUE(body->text().startsWith(intro));
+  EXPECT_EQ(learn().current_step(), 0);
+  key(Qt::Key_Space);
+  EXPECT_TRUE(ui().lecture().step_title().contains("(1/"));
+  key(Qt::Key_Escape);
+}
+
+// R runs a step that has finished again (Space moves on): its experiment runs once more, the
+// step stays, and the key strip names the key.
+TEST_F(LearnFixture, LectureModeRRunsAFinishedStepAgain) {
+  ASSERT_TRUE(learn().open_lesson("serving", 1));
+  ui().lecture().action()->trigger();
+  ASSERT_TRUE(ui().lecture().active());
+  key(Qt::Key_Space);
+  ASSERT_TRUE(wait_until([&] { return learn().step_view().part() == StepView::Part::kObserve; }, 60000));
+  const auto* legend = window_->findChild<QLabel*>("lecture-keys");
+  ASSERT_NE(legend, nullptr);
+  EXPECT_TRUE(legend->text().contains("R run again")) << legend->text().toStdString();
+  QSignalSpy finished(&learn().step_view(), &StepView::run_finished);
+  key(Qt::Key_R);
+  ASSERT_TRUE(wait_until([&] { return finished.count() == 1; }, 60000));
+  EXPECT_EQ(learn().step_view().part(), StepView::Part::kObserve);
+  EXPECT_EQ(learn().current_step(), 1);
+  key(Qt::Key_Escape);
 }
 
 // F11 fills the screen the window is on, exactly, whatever the window's content asks for (no
