@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "widgets/chart_painting.h"
+#include "widgets/label_layout.h"
 #include "widgets/theme.h"
 #include "widgets/themed_controls.h"
 #include "widgets/token_text.h"
@@ -339,14 +340,14 @@ double AttentionPanel::paint_labels(QPainter& painter) {
   const auto column_stride =
       static_cast<int64_t>(std::max(1.0, std::ceil(line * 0.95 / cell_width_)));
   painter.setPen(t.text);
-  for (int64_t q = 0; q < queries; q += row_stride) {
-    const QRectF box(
-        grid_origin_.x() - label_width - 6,
-        grid_origin_.y() + static_cast<double>(q) * cell_height_ + cell_height_ / 2 - line / 2,
-        label_width, line);
-    painter.drawText(
-        box, Qt::AlignRight | Qt::AlignVCenter,
-        fm.elidedText(printable_piece(snapshot_.query_pieces[q]), Qt::ElideRight, label_width));
+  // Inside the grid's height: the last row's label reached into the column labels below.
+  for (const RowLabel& label :
+       row_labels(queries, row_stride, grid_origin_.y(), cell_height_, line)) {
+    const QRectF box(grid_origin_.x() - label_width - 6, label.centre - line / 2, label_width,
+                     line);
+    painter.drawText(box, Qt::AlignRight | Qt::AlignVCenter,
+                     fm.elidedText(printable_piece(snapshot_.query_pieces[label.row]),
+                                   Qt::ElideRight, label_width));
   }
   const double grid_bottom = grid_origin_.y() + cell_height_ * static_cast<double>(queries);
   double longest = 0.0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "widgets/label_layout.h"
 #include "widgets/panel_sections.h"
 #include "widgets/theme.h"
 
@@ -470,17 +471,11 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   const QFontMetricsF small(painter.font());
   const int every = std::max(1, int(std::ceil(small.height() / std::max<qreal>(row, 1e-3))));
   painter.setPen(t.muted_text);
-  qreal free_from = heat.top();  // below the last label drawn
-  for (int slot = 0; slot < snapshot_.slot_count; slot += every) {
-    // Each label centred on its row, kept inside the heatmap's height; one the clamp would push
-    // onto its neighbour is left out (the last of 16 slots crowded slot 12).
-    const qreal centre = std::clamp(heat.top() + (slot + 0.5) * row, heat.top() + small.height() / 2,
-                                    heat.bottom() - small.height() / 2);
-    if (centre - small.height() / 2 < free_from - 0.5) continue;
-    free_from = centre + small.height() / 2;
-    painter.drawText(QRectF(area.left(), centre - small.height() / 2,
+  for (const RowLabel& label :
+       row_labels(snapshot_.slot_count, every, heat.top(), row, small.height())) {
+    painter.drawText(QRectF(area.left(), label.centre - small.height() / 2,
                             heat.left() - area.left() - 4, small.height()),
-                     Qt::AlignRight | Qt::AlignVCenter, tr("slot %1").arg(slot));
+                     Qt::AlignRight | Qt::AlignVCenter, tr("slot %1").arg(label.row));
   }
   painter.setFont(font());
 }

@@ -72,4 +72,20 @@ double distance_to_segment(const QPointF& point, const QLineF& segment) {
   return std::hypot(point.x() - nearest.x(), point.y() - nearest.y());
 }
 
+std::vector<RowLabel> row_labels(int64_t count, int64_t stride, double top, double row,
+                                 double label_height) {
+  std::vector<RowLabel> labels;
+  const double bottom = top + row * static_cast<double>(count);
+  double free_from = top;  // below the last label placed
+  for (int64_t r = 0; r < count; r += std::max<int64_t>(stride, 1)) {
+    const double centre =
+        std::clamp(top + (static_cast<double>(r) + 0.5) * row, top + label_height / 2,
+                   std::max(top + label_height / 2, bottom - label_height / 2));
+    if (centre - label_height / 2 < free_from - 0.5) continue;
+    free_from = centre + label_height / 2;
+    labels.push_back({r, centre});
+  }
+  return labels;
+}
+
 }  // namespace servescope::widgets

@@ -5,6 +5,7 @@
 
 #include <QLineF>
 #include <QRectF>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -46,5 +47,16 @@ struct FlowRow {
 // The column (0, 1, ...) of each row when the rows fill columns of `column_height` top to
 // bottom, in order. A row taller than a column gets one to itself.
 std::vector<int> flow_into_columns(const std::vector<FlowRow>& rows, double column_height);
+
+// Labels for rows [0, count) of height `row` from `top`, every `stride`-th: where each label,
+// `label_height` tall, is centred. Each stays inside the rows' span (it must not reach into
+// what lies below, e.g. a grid's column labels); one that the clamp would push onto the label
+// before it is left out.
+struct RowLabel {
+  int64_t row;
+  double centre;
+};
+std::vector<RowLabel> row_labels(int64_t count, int64_t stride, double top, double row,
+                                 double label_height);
 
 }  // namespace servescope::widgets

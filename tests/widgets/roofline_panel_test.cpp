@@ -275,6 +275,32 @@ TEST(LabelPlacer, SegmentsMeetBoxesTheyCrossOrEndIn) {
   EXPECT_FALSE(segment_meets(QLineF(0, 30, 30, 25), box));  // passes under
 }
 
+TEST(RowLabels, StayInsideTheRowsAndNeverTouchEachOther) {
+  for (const double label : {10.0, 24.0, 26.0, 40.0}) {
+    for (const double row : {3.0, 8.0, 9.5, 13.0, 30.0}) {
+      for (const int64_t count : {1, 2, 7, 16, 32}) {
+        const auto stride = static_cast<int64_t>(std::max(1.0, std::ceil(label / row)));
+        const std::vector<RowLabel> labels = row_labels(count, stride, 100.0, row, label);
+        ASSERT_FALSE(labels.empty());
+        EXPECT_EQ(labels.front().row, 0);
+        const double bottom = 100.0 + row * static_cast<double>(count);
+        for (size_t i = 0; i < labels.size(); ++i) {
+          if (label <= row * static_cast<double>(count)) {
+            EXPECT_GE(labels[i].centre - label / 2, 100.0 - 1e-9);
+            EXPECT_LE(labels[i].centre + label / 2, bottom + 1e-9);
+          }
+          if (i > 0) {
+            EXPECT_GE(labels[i].centre - labels[i - 1].centre, label - 0.5);
+          }
+        }
+      }
+    }
+  }
+  // 16 rows of 9.5 px, labels 26 px every 3rd: the 15th would be pulled onto the 12th's.
+  const std::vector<RowLabel> slot_labels = row_labels(16, 3, 0.0, 9.5, 26.0);
+  EXPECT_EQ(slot_labels.back().row, 12);
+}
+
 TEST(LabelPlacer, DistanceToASegmentIsToItsNearestPoint) {
   const QLineF segment(QPointF(0, 0), QPointF(10, 0));
   EXPECT_DOUBLE_EQ(distance_to_segment(QPointF(5, 3), segment), 3.0);
