@@ -744,6 +744,9 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   collecting_ = {};  // a new engine has collected nothing yet
   collecting_changed_ = true;
   folder_.reset(FoldFacts{info.kv_blocks, info.block_size, info.kv_bytes_per_block});
+  // A new engine numbers its requests from 0 again: the old id would name its typed prompt's
+  // prefill or a classmate (the pinned strip showed a 1-token prefill's TTFT as the run's).
+  user_request_ = -1;
   batch_sweep_.clear();  // measured on the engine being replaced
   staggered_load_.reset();
   attention_ = {};

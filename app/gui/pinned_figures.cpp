@@ -22,10 +22,10 @@ struct Headline {
   const char* label;
 };
 constexpr Headline kHeadlines[] = {
-    {"ttft_ms", "TTFT"},
-    {"tpot_ms", "TPOT"},
-    {"class_tokens_per_s", "class total"},
-    {"kv_bytes", "KV"},
+    {"ttft_ms", "your TTFT"},
+    {"tpot_ms", "your TPOT"},
+    {"class_tokens_per_s", "class tokens/s"},
+    {"kv_bytes", "your KV"},
     {"weight_bytes", "weights"},
     {"variant_mean_kl", "mean KL"},
 };

@@ -483,7 +483,7 @@ TEST_F(LessonFixture, APinnedRunsFiguresStayBesideTheNextRunsWithTheRatio) {
   const QString text = pinned.strip()->text();
   EXPECT_TRUE(text.startsWith("0 classmates → 3 classmates: ")) << text.toStdString();
   const double ratio = measured("ttft_ms") / *ttft.value;
-  EXPECT_TRUE(text.contains(QString("TTFT %1 → %2 ms (%3x)")
+  EXPECT_TRUE(text.contains(QString("your TTFT %1 → %2 ms (%3x)")
                                 .arg(widgets::chart::format_number(*ttft.value),
                                      widgets::chart::format_number(measured("ttft_ms")),
                                      QString::number(ratio, 'g', 3))))

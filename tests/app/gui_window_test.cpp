@@ -218,6 +218,14 @@ TEST_F(WindowFixture, YourRequestIsTheOneThePanelsMarkAsYours) {
     }
   }
   EXPECT_GE(classmates, 1);
+
+  // A rebuilt engine numbers its requests from 0 again: the old id names none of them.
+  window_->set_kv_type(gguf::GgmlType::Q8_0);
+  ASSERT_TRUE(wait_until([&] {
+    return window_->engine_info()->kv_type == gguf::GgmlType::Q8_0 && !window_->generating();
+  }));
+  EXPECT_EQ(window_->user_request(), -1);
+  EXPECT_TRUE(window_->folder().own_requests().empty());
 }
 
 TEST_F(WindowFixture, TypingPrefillsThePromptAndGenerateReusesItsCachedBlocks) {
