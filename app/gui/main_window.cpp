@@ -44,6 +44,7 @@
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
 #include "app/gui/trace_recorder.h"
+#include "app/gui/settled_choice.h"
 #include "app/gui/window_text.h"
 #include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
@@ -662,27 +663,9 @@ void MainWindow::set_controls_visible(bool visible) {
   tabs_->setMinimumSize(visible ? QSize(0, 0) : QSize(320, 240));
 }
 
-namespace {
+QString MainWindow::step_weight_type(int delta) { return weights_choice_->step(delta); }
 
-// The picker's entry `delta` rows on from the current one (wrapping), chosen as a person
-// would: its activated() handler runs, the one that serves the toolbar.
-QString choose_entry(QComboBox& picker, int delta) {
-  const int count = picker.count();
-  if (count == 0) return {};
-  const int from = std::max(picker.currentIndex(), 0);
-  const int index = ((from + delta) % count + count) % count;
-  if (index != picker.currentIndex()) {
-    picker.setCurrentIndex(index);
-    Q_EMIT picker.activated(index);
-  }
-  return picker.itemText(index);
-}
-
-}  // namespace
-
-QString MainWindow::step_weight_type(int delta) { return choose_entry(*weights_picker_, delta); }
-
-QString MainWindow::step_backend(int delta) { return choose_entry(*backend_picker_, delta); }
+QString MainWindow::step_backend(int delta) { return backend_choice_->step(delta); }
 
 void MainWindow::set_high_contrast(bool on) {
   high_contrast_ = on;

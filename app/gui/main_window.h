@@ -34,6 +34,8 @@ class QTimer;
 
 namespace servescope::gui {
 
+class SettledChoice;
+
 class EngineWorker;
 class LessonUi;
 class PinnedFigures;
@@ -124,7 +126,8 @@ class MainWindow : public QMainWindow {
   // The theme with full-strength text and grid lines (lecture mode).
   void set_high_contrast(bool on);
   // Lecture mode's keys: the Weights / Backend picker's entry `delta` rows on (wrapping),
-  // chosen as a person would choose it there; returns the entry's text.
+  // shown at once and chosen as a person would choose it there when the presses stop
+  // (SettledChoice); returns the entry's text.
   QString step_weight_type(int delta);
   QString step_backend(int delta);
 
@@ -325,6 +328,8 @@ class MainWindow : public QMainWindow {
   QComboBox* backend_picker_ = nullptr;
   QComboBox* kv_picker_ = nullptr;
   QComboBox* weights_picker_ = nullptr;
+  SettledChoice* weights_choice_ = nullptr;  // lecture mode's Q: one rebuild for Q Q Q
+  SettledChoice* backend_choice_ = nullptr;  // and G
   QSpinBox* classmates_ = nullptr;
   QComboBox* speed_picker_ = nullptr;
   QSpinBox* max_tokens_ = nullptr;

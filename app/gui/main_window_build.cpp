@@ -35,6 +35,7 @@
 #include "app/gui/engine_worker.h"
 #include "app/gui/main_window.h"
 #include "app/gui/pinned_figures.h"
+#include "app/gui/settled_choice.h"
 #include "app/gui/token_chips.h"
 #include "app/gui/token_display.h"
 #include "app/gui/window_text.h"
@@ -125,6 +126,7 @@ void MainWindow::build_toolbar() {
       "Where the model runs. On a laptop without a GPU the CPU backend is faster than Vulkan on "
       "lavapipe, which emulates a GPU on the same CPU cores.");
   bar->addWidget(backend_picker_);
+  backend_choice_ = new SettledChoice(*backend_picker_, this);
   fill_backend_picker();
   connect(backend_picker_, &QComboBox::activated, this, [this](int index) {
     const int device = backend_picker_->itemData(index).toInt();
@@ -135,6 +137,7 @@ void MainWindow::build_toolbar() {
   bar->addWidget(new QLabel("  Weights "));
   weights_picker_ = new QComboBox;
   weights_picker_->setObjectName("weights-picker");
+  weights_choice_ = new SettledChoice(*weights_picker_, this);
   weights_picker_->addItem("as loaded", QString());
   for (const char* type : {"f16", "q8_0", "q4_0"}) {
     weights_picker_->addItem(QString(type).toUpper(), QString(type));

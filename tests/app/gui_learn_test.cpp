@@ -35,6 +35,7 @@
 #include "app/gui/lecture_mode.h"
 #include "app/gui/lesson_ui.h"
 #include "app/gui/main_window.h"
+#include "app/gui/settled_choice.h"
 #include "app/gui/panel_host.h"
 #include "app/gui/pinned_figures.h"
 #include "app/gui/timing_models.h"
@@ -254,6 +255,26 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
   EXPECT_EQ(weights->currentIndex(), from);
   ASSERT_TRUE(wait_until(
       [&] { return window_->engine_info()->weight_type == weights->itemData(from).toString(); }));
+  // Q Q in a row: each entry shows at once, and the engine is rebuilt once, for the last.
+  int rebuilds = 0;
+  const auto counting = QObject::connect(window_.get(), &MainWindow::engine_ready,
+                                         [&rebuilds] { ++rebuilds; });
+  key(Qt::Key_Q);
+  key(Qt::Key_Q);
+  const int two_on = (from + 2) % weights->count();
+  EXPECT_EQ(weights->currentIndex(), two_on);
+  EXPECT_EQ(ui().lecture().notice(), "Weights: " + weights->itemText(two_on));
+  ASSERT_TRUE(wait_until([&] {
+    return window_->engine_info()->weight_type == weights->itemData(two_on).toString() &&
+           !window_->loading();
+  }));
+  wait_until([] { return false; }, SettledChoice::kSettleMs + 200);
+  EXPECT_EQ(rebuilds, 1);
+  QObject::disconnect(counting);
+  shift(Qt::Key_Q);
+  shift(Qt::Key_Q);
+  ASSERT_TRUE(wait_until(
+      [&] { return window_->engine_info()->weight_type == weights->itemData(from).toString(); }));
 
   // Backend: the Backend picker's next entry (the CPU again where it is the only one).
   const auto* backends = window_->findChild<QComboBox*>("backend-picker");
@@ -262,7 +283,8 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
   key(Qt::Key_G);
   EXPECT_EQ(backends->currentIndex(), next);
   EXPECT_EQ(ui().lecture().notice(), "Backend: " + backends->itemText(next));
-  EXPECT_EQ(window_->backend_choice().device, backends->itemData(next).toInt());
+  EXPECT_TRUE(wait_until(
+      [&] { return window_->backend_choice().device == backends->itemData(next).toInt(); }));
   ASSERT_TRUE(wait_until([&] { return !window_->loading(); }));
   save_shot("lecture-what-if");
 
