@@ -220,11 +220,12 @@ TEST(Roofs, BusyProbesAreTakenAgainAndCachedRoofsOnlyGoUp) {
   EXPECT_TRUE(kept.from_cache);
   EXPECT_DOUBLE_EQ(kept.roofs.beyond_cache.gb_per_s, 50.0);
   EXPECT_TRUE(kept.roofs.beyond_cache.raised_by_step);
-  EXPECT_FALSE(kept.roofs.in_cache.raised_by_step);
-  EXPECT_DOUBLE_EQ(kept.roofs.in_cache.gb_per_s, 40.0);
+  // The cache delivered what memory did: its roof follows, from the same step.
+  EXPECT_TRUE(kept.roofs.in_cache.raised_by_step);
+  EXPECT_DOUBLE_EQ(kept.roofs.in_cache.gb_per_s, 50.0);
   // ... and which step it was, for a later model on the same device.
   EXPECT_EQ(kept.roofs.beyond_cache.raised_by, "a step of test.gguf");
-  EXPECT_EQ(kept.roofs.in_cache.raised_by, "");
+  EXPECT_EQ(kept.roofs.in_cache.raised_by, "a step of test.gguf");
   EXPECT_EQ(step_roofs(kept.roofs, gguf::GgmlType::F32).memory_raised_by, "a step of test.gguf");
   std::filesystem::remove_all(dir);
   unsetenv("XDG_CACHE_HOME");
@@ -244,6 +245,20 @@ TEST(StepRoofs, TheWorkingSetPicksCacheOrMemory) {
   roofs = step_roofs(gpu, gguf::GgmlType::F32);
   EXPECT_EQ(bandwidth_roof_for(roofs, 8 << 20), BandwidthRoofKind::kCache);
   EXPECT_EQ(bandwidth_roof_for(roofs, 9 << 20), BandwidthRoofKind::kMemory);
+}
+
+// Main memory above the cache would put its ridge left of the cache's: the cache follows.
+TEST(StepRoofs, TheCacheRoofIsNeverBelowMainMemorys) {
+  StepRoofs roofs = step_roofs(fake_roofs(1.0), gguf::GgmlType::F32);  // 40, 10 GB/s
+  const MeasuredStep fast{1'600'000'000, 0.8e9, 0.032};  // 50 GB/s from main memory
+  EXPECT_TRUE(raise_roofs_to_step(roofs, fast));
+  EXPECT_DOUBLE_EQ(roofs.memory_gb_per_s, 50.0);
+  EXPECT_DOUBLE_EQ(roofs.cache_gb_per_s, 50.0);
+  EXPECT_TRUE(roofs.cache_raised);
+  // A probe whose memory figure came out above its cache figure (a busy moment) reads the same.
+  Roofs probed = fake_roofs(1.0);
+  probed.beyond_cache.gb_per_s = 45.0;
+  EXPECT_DOUBLE_EQ(step_roofs(probed, gguf::GgmlType::F32).cache_gb_per_s, 45.0);
 }
 
 // A step that beats its roof raises it to what the step achieved, and nothing else.
