@@ -17,11 +17,14 @@ bool segment_meets(const QLineF& segment, const QRectF& box) {
 }
 
 int LabelPlacer::conflicts(const QRectF& box) const {
-  const auto boxes = std::count_if(boxes_.begin(), boxes_.end(),
-                                   [&box](const QRectF& other) { return box.intersects(other); });
+  int boxes = 0;
+  for (const Obstacle& other : boxes_) boxes += box.intersects(other.box) ? other.weight : 0;
   const auto lines = std::count_if(segments_.begin(), segments_.end(),
                                    [&box](const QLineF& line) { return segment_meets(line, box); });
-  return static_cast<int>(boxes + lines);
+  const auto labels = std::count_if(labels_.begin(), labels_.end(),
+                                    [&box](const QRectF& other) { return box.intersects(other); });
+  constexpr int kLabelWeight = 1000;
+  return boxes + static_cast<int>(lines + kLabelWeight * labels);
 }
 
 bool LabelPlacer::is_free(const QRectF& box) const {
@@ -40,8 +43,18 @@ std::optional<QRectF> LabelPlacer::place(const std::vector<QRectF>& candidates) 
     }
     if (count == 0) break;
   }
-  if (best) boxes_.push_back(*best);
+  if (best) labels_.push_back(*best);
   return best;
+}
+
+std::optional<QRectF> LabelPlacer::place_free(const std::vector<QRectF>& candidates) {
+  for (const QRectF& box : candidates) {
+    if (is_free(box)) {
+      labels_.push_back(box);
+      return box;
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<int> flow_into_columns(const std::vector<FlowRow>& rows, double column_height) {

@@ -17,18 +17,29 @@ class LabelPlacer {
  public:
   explicit LabelPlacer(QRectF bounds) : bounds_(bounds) {}
 
-  void avoid(const QRectF& box) { boxes_.push_back(box); }
+  // `weight`: how much worse a label over it is than over a plain obstacle (a point, a line),
+  // for the place of fewest conflicts when none is free.
+  void avoid(const QRectF& box, int weight = 1) { boxes_.push_back({box, weight}); }
   void avoid(const QLineF& segment) { segments_.push_back(segment); }
   bool is_free(const QRectF& box) const;
   // The first free candidate, now taken; when none is free, the one inside the bounds that
-  // meets the fewest others (a label is never dropped), or nothing when none is inside.
+  // meets the fewest others, weighted: a label placed before counts far more than any
+  // obstacle (text over text does not read), so a label is never dropped; or nothing when
+  // none is inside.
   std::optional<QRectF> place(const std::vector<QRectF>& candidates);
+  // The first free candidate, now taken, or nothing (the caller may try a shorter text).
+  std::optional<QRectF> place_free(const std::vector<QRectF>& candidates);
 
  private:
   int conflicts(const QRectF& box) const;
 
   QRectF bounds_;
-  std::vector<QRectF> boxes_;
+  struct Obstacle {
+    QRectF box;
+    int weight;
+  };
+  std::vector<Obstacle> boxes_;
+  std::vector<QRectF> labels_;  // placed by place(): never to be overprinted if avoidable
   std::vector<QLineF> segments_;
 };
 

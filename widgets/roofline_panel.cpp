@@ -547,10 +547,12 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   LabelPlacer placer(layout.plot.adjusted(2, 2, -2, -2));
   paint_roofs(painter, layout.plot, placer);
   paint_points(painter, layout.plot, placer);
-  // A lesson's outline runs just outside the element it points at: no label under it.
+  // A lesson's outline runs just outside the element it points at: no label under it, unless
+  // only a place over another label is left.
+  constexpr int kOutlineWeight = 100;
   const double outline = QFontMetricsF(font()).height() * 0.3 + 4;
   for (const QRectF& area : element_parts(highlight()).areas)
-    placer.avoid(area.adjusted(-outline, -outline, outline, outline));
+    placer.avoid(area.adjusted(-outline, -outline, outline, outline), kOutlineWeight);
   paint_roof_labels(painter, layout.plot, placer);
   plot_area_ = layout.plot;
 
@@ -786,25 +788,39 @@ void RooflinePanel::paint_roof_labels(QPainter& painter, const QRectF& plot, Lab
     return true;
   };
   for (const RoofLine& roof : roofs) {
-    const QString text = bandwidth_label(roof.band.name, roof.band.gb_per_s, roof.band.raised);
-    const QSizeF size(fm.horizontalAdvance(text), line);
     // Cache above its line, main memory below, when there is room; along the visible part.
-    std::vector<QRectF> preferred;
-    std::vector<QRectF> other;
-    // Next to the line, else a little further off where points (or a lesson's outline
-    // around them) hug it.
-    for (const double gap : {3.0, 12.0, 1.5 * line}) {
-      for (int step = 1; step < 40; ++step) {
-        const QPointF at = roof.visible.pointAt(step / 40.0);
-        preferred.push_back(roof.band.cache ? box_above(at, size, gap) : box_below(at, size, gap));
-        other.push_back(roof.band.cache ? box_below(at, size, gap) : box_above(at, size, gap));
+    const auto candidates = [&](const QString& text) {
+      const QSizeF size(fm.horizontalAdvance(text), line);
+      std::vector<QRectF> preferred;
+      std::vector<QRectF> other;
+      // Next to the line, else a little further off where points (or a lesson's outline
+      // around them) hug it.
+      for (const double gap : {3.0, 12.0, 1.5 * line}) {
+        for (int step = 1; step < 40; ++step) {
+          const QPointF at = roof.visible.pointAt(step / 40.0);
+          preferred.push_back(roof.band.cache ? box_above(at, size, gap)
+                                              : box_below(at, size, gap));
+          other.push_back(roof.band.cache ? box_below(at, size, gap) : box_above(at, size, gap));
+        }
       }
+      preferred.insert(preferred.end(), other.begin(), other.end());
+      std::stable_partition(preferred.begin(), preferred.end(), [&](const QRectF& box) {
+        return nearer_own_line(roof, box);
+      });
+      return preferred;
+    };
+    // Where the whole figure finds no free place, the figure without "(raised by a measured
+    // step)" (the legend and the tooltip say it) before any place that meets something.
+    const QString full = bandwidth_label(roof.band.name, roof.band.gb_per_s, roof.band.raised);
+    const QString brief = bandwidth_label(roof.band.name, roof.band.gb_per_s, false);
+    QString text = full;
+    std::optional<QRectF> box = placer.place_free(candidates(full));
+    if (!box && brief != full) {
+      text = brief;
+      box = placer.place_free(candidates(brief));
     }
-    preferred.insert(preferred.end(), other.begin(), other.end());
-    std::stable_partition(preferred.begin(), preferred.end(), [&](const QRectF& box) {
-      return nearer_own_line(roof, box);
-    });
-    draw(placer.place(preferred), roof.band.cache ? t.muted_text : t.text, text);
+    if (!box) box = placer.place(candidates(text));
+    draw(box, roof.band.cache ? t.muted_text : t.text, text);
   }
 }
 
