@@ -64,7 +64,7 @@ QPainterPath marker_path(StepPhase phase, QPointF centre, double radius) {
 // Colour of the i-th of `count` batch sizes (smallest first): an ordered scale, darkest for
 // the smallest, so that 16 sizes stay in order where 8 hues repeated (1 and 12 looked alike).
 QColor batch_colour(const Theme& t, size_t i, size_t count) {
-  return t.ordinal(count <= 1 ? 0.0 : double(i) / double(count - 1));
+  return t.ordinal(count <= 1 ? 0.5 : double(i) / double(count - 1));  // one size: mid-scale
 }
 
 bool placeable(const RooflinePoint& p) {

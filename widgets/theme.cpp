@@ -62,8 +62,9 @@ QColor Theme::request(int64_t id, bool own) const {
 }
 
 QColor Theme::ordinal(double fraction) const {
-  // The end that would vanish into the background is left out: yellow on white, purple on black.
-  const double lo = kind == ThemeKind::kDark ? 0.2 : 0.0;
+  // The end that would vanish into the background is left out: yellow on white, purple and
+  // navy on black (batch 1's navy dots were lost on a projector's black).
+  const double lo = kind == ThemeKind::kDark ? 0.35 : 0.0;
   const double hi = kind == ThemeKind::kDark ? 1.0 : 0.85;
   const double at = (lo + std::clamp(fraction, 0.0, 1.0) * (hi - lo)) * (kViridis.size() - 1);
   const size_t below = std::min(static_cast<size_t>(at), kViridis.size() - 2);

@@ -119,13 +119,13 @@ TEST(Theme, YourRequestStandsApartFromTheClassmatesWhoseTwoTonesAlternate) {
 }
 
 TEST(Theme, TheOrdinalScaleGrowsLighterWithTheQuantityAndStaysOffTheBackground) {
-  for (const Theme& t : {Theme::light(), Theme::dark()}) {
+  for (const Theme& t : {Theme::light(), Theme::dark(), Theme::high_contrast(Theme::dark())}) {
     double before = 0.0;
     for (int i = 0; i <= 16; ++i) {
       const QColor c = t.ordinal(i / 16.0);
       EXPECT_GT(luminance(c), before) << "step " << i;
       before = luminance(c);
-      EXPECT_GE(contrast(c, t.background), 1.3) << "step " << i;  // outlined, but never lost
+      EXPECT_GE(contrast(c, t.background), 1.5) << "step " << i;  // outlined, but never lost
     }
     EXPECT_EQ(t.ordinal(-1.0), t.ordinal(0.0));
     EXPECT_EQ(t.ordinal(2.0), t.ordinal(1.0));
