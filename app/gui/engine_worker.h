@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "app/common/limits.h"
 #include "app/gui/engine_types.h"
 #include "app/gui/measured_roofs.h"
 #include "app/gui/quant_lab.h"
@@ -66,7 +67,7 @@ class EngineWorker : public QObject {
 
  public:
   static constexpr int kSlowMotionMs = 400;
-  static constexpr int kMaxClassmates = 32;
+  static constexpr int kMaxClassmates = app::kMaxClassmates;
 
   explicit EngineWorker(QObject* parent = nullptr);
   ~EngineWorker() override;

@@ -1,3 +1,4 @@
+#include "app/common/limits.h"
 #include "app/gui/gui_options.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 namespace servescope::gui {
 namespace {
 
-constexpr int kMaxClients = 32;
+constexpr int kMaxClients = app::kMaxClassmates;
 constexpr int kMaxAfterMs = 10 * 60 * 1000;
 constexpr int kMaxBatchWaitMs = 10000;  // the window's batch wait spin box
 
@@ -91,7 +92,8 @@ std::string gui_usage() {
   return "usage: servescope [--reset] [--model PATH] [--backend cpu|vulkan] [--device N]\n"
          "                  [--theme dark|light] [--overlay] [--batching continuous|static]\n"
          "                  [--batch-wait MS] [--activations f32|q8_0]\n"
-         "       servescope --demo PROMPT [--clients 0-32] [--panel "
+         "       servescope --demo PROMPT [--clients 0-" + std::to_string(kMaxClients) +
+         "] [--panel "
          "phases|kv|batching|quantisation|roofline|attention]\n"
          "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
          "[--backend cpu|vulkan]\n"

@@ -1,3 +1,4 @@
+#include "app/common/limits.h"
 #include "app/gui/lecture_mode.h"
 
 #include <QAction>
@@ -47,7 +48,7 @@ constexpr const char* kKeys =
 
 // The values C / Shift+C and W / Shift+W step through: a few presses reach what a class asks
 // ("16 classmates?"), where the toolbar's spin boxes step by one (or 50 ms).
-constexpr int kClassmateSteps[] = {0, 1, 2, 4, 8, 16, 32};
+constexpr int kClassmateSteps[] = {0, 1, 2, 4, 8, 16, app::kMaxClassmates};
 constexpr int kBatchWaitSteps[] = {0, 50, 100, 200, 500, 1000, 2000};
 
 // The value after `now` on `ladder` going up (delta > 0) or down; past an end it stays.

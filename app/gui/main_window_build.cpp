@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/common/limits.h"
 #include "app/cli/commands.h"
 #include "app/gui/engine_worker.h"
 #include "app/gui/main_window.h"
@@ -193,7 +194,7 @@ void MainWindow::build_toolbar() {
 
   bar->addWidget(new QLabel("  Max tokens "));
   max_tokens_ = new QSpinBox;
-  max_tokens_->setRange(1, 4096);
+  max_tokens_->setRange(1, app::kMaxTokens);
   max_tokens_->setValue(200);
   max_tokens_->setToolTip(
       "The most tokens your generation produces (it also stops at the end "
@@ -232,7 +233,7 @@ void MainWindow::build_serving_toolbar() {
   bar->addWidget(new QLabel("  Batch wait "));
   batch_wait_ = new QSpinBox;
   batch_wait_->setObjectName("batch-wait");
-  batch_wait_->setRange(0, 10000);
+  batch_wait_->setRange(0, app::kMaxBatchWaitMs);
   batch_wait_->setSingleStep(50);
   batch_wait_->setValue(200);
   batch_wait_->setSuffix(" ms");

@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <array>
 
+#include "app/common/limits.h"
 #include "engine/eval/random_model.h"
 
 namespace servescope::lessons {
 namespace {
 
-constexpr int64_t kMaxClassmates = 32;  // the window's classmates spin box (EngineWorker)
-constexpr int64_t kMaxTokens = 4096;
+constexpr int64_t kMaxClassmates = app::kMaxClassmates;
+constexpr int64_t kMaxTokens = app::kMaxTokens;
 constexpr int64_t kMaxDecodeSteps = 512;
-constexpr int64_t kMaxBatchWaitMs = 10000;  // the window's batch wait spin box
+constexpr int64_t kMaxBatchWaitMs = app::kMaxBatchWaitMs;
 // A staggered load's bounds: a run of a few seconds at most on a laptop CPU.
 constexpr int64_t kMaxStaggeredClients = 64;
 constexpr int64_t kMaxArrivalRate = 10000;  // arrivals per second
