@@ -6,7 +6,6 @@
 #include <QEvent>
 #include <QFileDialog>
 #include <QMenu>
-#include <QMenuBar>
 #include <QStatusBar>
 #include <algorithm>
 
@@ -37,13 +36,6 @@ StepOutcome outcome_of(const lessons::StepResultRecord& record) {
   return outcome;
 }
 
-QMenu* menu_named(MainWindow& window, const QString& title) {
-  for (QAction* a : window.menuBar()->actions()) {
-    if (a->menu() && a->text() == title) return a->menu();
-  }
-  return window.menuBar()->addMenu(title);
-}
-
 }  // namespace
 
 LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
@@ -67,7 +59,7 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
   window.addDockWidget(Qt::RightDockWidgetArea, dock_);
   lecture_ = new LectureMode(window);
 
-  QMenu* view = menu_named(window, "&View");
+  QMenu* view = window.view_menu();
   view->addSeparator();
   QAction* learn = dock_->toggleViewAction();
   learn->setText("Learn pane");
@@ -133,7 +125,7 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
   });
   connect(learn_, &LearnPane::step_shown, this, &LessonUi::update_lecture_strip);
 
-  QMenu* file = menu_named(window, "&File");
+  QMenu* file = window.file_menu();
   QAction* quit = file->actions().isEmpty() ? nullptr : file->actions().back();
   QAction* export_action = new QAction("Export progress...", this);
   export_action->setToolTip(

@@ -131,6 +131,10 @@ class MainWindow : public QMainWindow {
   QString step_weight_type(int delta);
   QString step_backend(int delta);
 
+  // The menus the Learn pane adds its entries to (by object: a title may be translated).
+  QMenu* file_menu() const { return file_menu_; }
+  QMenu* view_menu() const { return view_menu_; }
+
   // What the window shows, for tests and the demo.
   const TelemetryFolder& folder() const { return folder_; }
   const PanelHost& panels() const { return *panels_; }
@@ -327,6 +331,8 @@ class MainWindow : public QMainWindow {
   QComboBox* model_picker_ = nullptr;
   QComboBox* backend_picker_ = nullptr;
   QComboBox* kv_picker_ = nullptr;
+  QMenu* file_menu_ = nullptr;
+  QMenu* view_menu_ = nullptr;
   QComboBox* weights_picker_ = nullptr;
   SettledChoice* weights_choice_ = nullptr;  // lecture mode's Q: one rebuild for Q Q Q
   SettledChoice* backend_choice_ = nullptr;  // and G

@@ -454,7 +454,7 @@ void MainWindow::build_status_bar() {
 }
 
 void MainWindow::build_menus() {
-  QMenu* file = menuBar()->addMenu("&File");
+  QMenu* file = file_menu_ = menuBar()->addMenu("&File");
   QAction* open = file->addAction("Open GGUF...", this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model",
                                                       QFileInfo(model_path_).absolutePath(),
@@ -479,7 +479,7 @@ void MainWindow::build_menus() {
   run->addAction(pinned_->pin_action());
   run->addAction(pinned_->unpin_action());
 
-  QMenu* view = menuBar()->addMenu("&View");
+  QMenu* view = view_menu_ = menuBar()->addMenu("&View");
   dark_action_ = view->addAction("Dark theme");
   dark_action_->setCheckable(true);
   dark_action_->setShortcut(QKeySequence("Ctrl+Shift+D"));
