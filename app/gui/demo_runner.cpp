@@ -41,17 +41,7 @@ void DemoRunner::start() {
     window_.generate();
   }
   if (!plan_.screenshot) return;  // without one the demo stays open, as a lecture would use it
-  StepView& step = window_.lessons().learn().step_view();
-  if (plan_.lesson && plan_.run_step && step.part() == StepView::Part::kRunning) {
-    // A step's experiment takes from a second to a minute: the shot shows its result.
-    connect(&step, &StepView::part_changed, this, [this](StepView::Part part) {
-      if (part != StepView::Part::kRunning && !finishing_) {
-        finishing_ = true;
-        QTimer::singleShot(plan_.after_ms, this, &DemoRunner::finish);
-      }
-    });
-    return;
-  }
+  if (plan_.lesson && plan_.run_step) return;  // run_shown_step takes the shot
   QTimer::singleShot(plan_.after_ms, this, &DemoRunner::finish);
 }
 
@@ -79,17 +69,49 @@ void DemoRunner::finish() {
   QApplication::exit(0);
 }
 
+bool DemoRunner::open_step(int index) {
+  LearnPane& learn = window_.lessons().learn();
+  if (!learn.open_lesson(*plan_.lesson, index)) return false;
+  // --step names a step: lecture mode shows it, not the lesson's introduction before it.
+  if (learn.at_introduction()) learn.advance();
+  return true;
+}
+
+void DemoRunner::run_shown_step() {
+  StepView& view = window_.lessons().learn().step_view();
+  awaiting_run_ = true;
+  view.run();
+}
+
 bool DemoRunner::show_lesson() {
   LearnPane& learn = window_.lessons().learn();
-  if (!learn.open_lesson(*plan_.lesson, plan_.step - 1)) {
+  // A step may read what the steps before it left (the KV lesson's third step reads the request
+  // its second generated): with --run, steps 1 to N run in order, as in a class.
+  const int first = plan_.run_step ? 0 : plan_.step - 1;
+  if (plan_.step < 1 || !learn.open_lesson(*plan_.lesson, plan_.step - 1) || !open_step(first)) {
     fail(QString("--lesson %1 --step %2: no such lesson step").arg(*plan_.lesson).arg(plan_.step));
     return false;
   }
-  // --step names a step: lecture mode shows it, not the lesson's introduction before it.
-  if (learn.at_introduction()) learn.advance();
   window_.lessons().dock().show();
   if (plan_.lecture) window_.lessons().lecture().set_active(true);
-  if (plan_.run_step) learn.step_view().run();
+  if (plan_.run_step) {
+    connect(&learn.step_view(), &StepView::part_changed, this, [this](StepView::Part part) {
+      if (!awaiting_run_ || part == StepView::Part::kRunning || finishing_) return;
+      awaiting_run_ = false;
+      const int shown = window_.lessons().learn().current_step();
+      if (shown < plan_.step - 1) {
+        // From the event loop: the step view is still reporting its last run's end.
+        QTimer::singleShot(0, this, [this, shown] {
+          if (open_step(shown + 1)) run_shown_step();
+        });
+        return;
+      }
+      // A step's experiment takes from a second to a minute: the shot shows its result.
+      finishing_ = true;
+      QTimer::singleShot(plan_.after_ms, this, &DemoRunner::finish);
+    });
+    run_shown_step();
+  }
   const QString tab = plan_.learn_tab.value_or("lesson");
   learn.tabs().setCurrentIndex(tab == "practice" ? 1 : tab == "flashcards" ? 2 : 0);
   if (tab == "flashcards") learn.flashcards().show_back();

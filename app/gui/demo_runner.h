@@ -48,11 +48,16 @@ class DemoRunner : public QObject {
   void finish();
   void fail(const QString& reason);
   bool show_lesson();
+  // Opens step `index` (from 0) of the plan's lesson, past its introduction.
+  bool open_step(int index);
+  // Runs the step shown; when its run ends, the next up to the plan's, else the screenshot.
+  void run_shown_step();
 
   MainWindow& window_;
   DemoPlan plan_;
   bool started_ = false;
   bool finishing_ = false;  // the screenshot's timer runs
+  bool awaiting_run_ = false;  // a step's run was started and has not ended
 };
 
 }  // namespace servescope::gui

@@ -8,6 +8,7 @@
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QFileInfo>
 #include <QLineEdit>
 #include <QComboBox>
 #include <QListWidget>
@@ -34,6 +35,7 @@
 #include "app/gui/learn_pane.h"
 #include "app/gui/lecture_mode.h"
 #include "app/gui/lesson_ui.h"
+#include "app/gui/demo_runner.h"
 #include "app/gui/main_window.h"
 #include "app/gui/settled_choice.h"
 #include "app/gui/panel_host.h"
@@ -96,6 +98,30 @@ TEST_F(LearnFixture, TheLearnPaneOffersEveryShippedLessonAndFillsTheModelsNumber
   learn().open_lesson("kv-cache", 1);
   EXPECT_FALSE(learn().step_markdown().contains("{{"));
   EXPECT_FALSE(learn().open_lesson("no-such-lesson", 0));
+}
+
+// The scripted demo's shot of a step with --run: the KV lesson's third step reads the request
+// its second generated, so steps 1 to 3 run in order (alone, step 3 said "Generate first").
+TEST_F(LearnFixture, TheDemosRunOfAStepRunsTheStepsBeforeItFirst) {
+  open_window(/*wait_for_engine=*/false);  // the demo starts when the engine is ready
+  QTemporaryDir shots;
+  DemoPlan plan;
+  plan.prompt = "Once upon a time";
+  plan.lesson = "kv-cache";
+  plan.step = 3;
+  plan.run_step = true;
+  plan.after_ms = 0;
+  plan.screenshot = shots.filePath("step3.png");
+  new DemoRunner(*window_, plan);  // owned by the window
+  ASSERT_TRUE(wait_until([&] { return QFileInfo::exists(*plan.screenshot); }, 120000));
+  EXPECT_EQ(learn().current_step(), 2);
+  ASSERT_GE(window_->user_request(), 0) << "step 2 generated";
+  const telemetry::RequestRecord* generated = nullptr;
+  for (const auto& r : window_->folder().requests()) {
+    if (r.request_id == window_->user_request()) generated = &r;
+  }
+  ASSERT_NE(generated, nullptr);
+  EXPECT_GT(telemetry::output_tokens(*generated), 100);  // the story step 3 asks about
 }
 
 TEST_F(LearnFixture, LectureModeKeysDriveTheStepTheEngineAndThePanels) {
