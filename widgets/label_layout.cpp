@@ -87,18 +87,30 @@ double distance_to_segment(const QPointF& point, const QLineF& segment) {
 
 std::vector<RowLabel> row_labels(int64_t count, int64_t stride, double top, double row,
                                  double label_height) {
-  std::vector<RowLabel> labels;
   const double bottom = top + row * static_cast<double>(count);
-  double free_from = top;  // below the last label placed
-  for (int64_t r = 0; r < count; r += std::max<int64_t>(stride, 1)) {
-    const double centre =
-        std::clamp(top + (static_cast<double>(r) + 0.5) * row, top + label_height / 2,
-                   std::max(top + label_height / 2, bottom - label_height / 2));
-    if (centre - label_height / 2 < free_from - 0.5) continue;
-    free_from = centre + label_height / 2;
-    labels.push_back({r, centre});
+  // Every `step`-th row; false when a label had to be left out for crowding.
+  const auto every = [&](int64_t step, std::vector<RowLabel>& labels) {
+    double free_from = top;  // below the last label placed
+    bool whole = true;
+    for (int64_t r = 0; r < count; r += step) {
+      const double centre =
+          std::clamp(top + (static_cast<double>(r) + 0.5) * row, top + label_height / 2,
+                     std::max(top + label_height / 2, bottom - label_height / 2));
+      if (centre - label_height / 2 < free_from - 0.5) {
+        whole = false;
+        continue;
+      }
+      free_from = centre + label_height / 2;
+      labels.push_back({r, centre});
+    }
+    return whole;
+  };
+  // A wider stride where one leaves a label out: evenly spaced labels (0, 3, 6, ...), not
+  // 0, 4, 6 where the clamped first crowded out the second.
+  for (int64_t step = std::max<int64_t>(stride, 1);; ++step) {
+    std::vector<RowLabel> labels;
+    if (every(step, labels) || step >= count) return labels;
   }
-  return labels;
 }
 
 }  // namespace servescope::widgets

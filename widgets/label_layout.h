@@ -59,10 +59,10 @@ struct FlowRow {
 // bottom, in order. A row taller than a column gets one to itself.
 std::vector<int> flow_into_columns(const std::vector<FlowRow>& rows, double column_height);
 
-// Labels for rows [0, count) of height `row` from `top`, every `stride`-th: where each label,
-// `label_height` tall, is centred. Each stays inside the rows' span (it must not reach into
-// what lies below, e.g. a grid's column labels); one that the clamp would push onto the label
-// before it is left out.
+// Labels for rows [0, count) of height `row` from `top`, every `stride`-th or, where the clamp
+// at the ends would push one onto its neighbour, every n-th for the smallest n > stride where
+// none is: where each label, `label_height` tall, is centred. Each stays inside the rows' span
+// (it must not reach into what lies below, e.g. a grid's column labels).
 struct RowLabel {
   int64_t row;
   double centre;

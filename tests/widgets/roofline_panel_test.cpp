@@ -309,9 +309,15 @@ TEST(RowLabels, StayInsideTheRowsAndNeverTouchEachOther) {
       }
     }
   }
-  // 16 rows of 9.5 px, labels 26 px every 3rd: the 15th would be pulled onto the 12th's.
-  const std::vector<RowLabel> slot_labels = row_labels(16, 3, 0.0, 9.5, 26.0);
-  EXPECT_EQ(slot_labels.back().row, 12);
+  // 16 rows of 9.5 px, labels 26 px every 3rd: slot 0's clamped label crowds slot 3's, so
+  // every 4th, evenly: 0, 4, 8, 12.
+  std::vector<int64_t> rows;
+  for (const RowLabel& l : row_labels(16, 3, 0.0, 9.5, 26.0)) rows.push_back(l.row);
+  EXPECT_EQ(rows, (std::vector<int64_t>{0, 4, 8, 12}));
+  // Rows of 15 px, labels 27 px every 2nd: 0 and 2 would crowd (0 clamped down): every 3rd.
+  rows.clear();
+  for (const RowLabel& l : row_labels(16, 2, 0.0, 15.0, 27.0)) rows.push_back(l.row);
+  EXPECT_EQ(rows, (std::vector<int64_t>{0, 3, 6, 9, 12, 15}));
 }
 
 TEST(LabelPlacer, DistanceToASegmentIsToItsNearestPoint) {
