@@ -107,6 +107,14 @@ QString runs_compared(const RunFigures& pinned, const RunFigures& now) {
   const QString from = differing_setup(pinned.setup, now.setup);
   const QString to = differing_setup(now.setup, pinned.setup);
   if (from.isEmpty() && to.isEmpty()) return QStringLiteral("Pinned → now: ");
+  // One setting that changed is said once: "0 → 16 classmates", "F32 → Q4_0 weights" (at
+  // lecture size the words said twice left no room for a figure).
+  const QStringList from_words = from.split(QLatin1Char(' '));
+  const QStringList to_words = to.split(QLatin1Char(' '));
+  if (!from.contains(QLatin1Char(',')) && !to.contains(QLatin1Char(',')) &&
+      from_words.size() == 2 && to_words.size() == 2 && from_words[1] == to_words[1]) {
+    return QStringLiteral("%1 → %2 %3: ").arg(from_words[0], to_words[0], to_words[1]);
+  }
   return QStringLiteral("%1 → %2: ").arg(from.isEmpty() ? QStringLiteral("pinned") : from,
                                           to.isEmpty() ? QStringLiteral("now") : to);
 }
@@ -140,7 +148,9 @@ QString comparison_line(const RunFigures& pinned, const RunFigures& now,
     ++shown;
   }
   if (shown < figures.size()) line += shown > 0 ? more : QStringLiteral("…");
-  // A setup change too long for the width on its own is cut short too.
+  // A setup change too long for the width on its own is cut short too (only then: elidedText
+  // measures a little differently and cut a line that fitted by the advance).
+  if (metrics.horizontalAdvance(line) <= width) return line;
   return metrics.elidedText(line, Qt::ElideRight, width);
 }
 

@@ -481,7 +481,7 @@ TEST_F(LessonFixture, APinnedRunsFiguresStayBesideTheNextRunsWithTheRatio) {
             "finished");
   wait_until([] { return false; }, 600);  // the strip's refresh
   const QString text = pinned.strip()->text();
-  EXPECT_TRUE(text.startsWith("0 classmates → 3 classmates: ")) << text.toStdString();
+  EXPECT_TRUE(text.startsWith("0 → 3 classmates: ")) << text.toStdString();
   const double ratio = measured("ttft_ms") / *ttft.value;
   EXPECT_TRUE(text.contains(QString("your TTFT %1 → %2 ms (%3x)")
                                 .arg(widgets::chart::format_number(*ttft.value),
@@ -511,17 +511,25 @@ TEST(PinnedFigures, AFigureIsWrittenWithItsUnitAndItsRatioToThePinnedOne) {
   EXPECT_EQ(change_text(then.figures[1], now.figures[1]), "TPOT – → 2 ms") << "no ratio";
   // Only what differs between the runs names them: short enough for lecture type.
   const QFontMetrics metrics(QFont{});
-  const QString both = "F32 weights → Q4_0 weights: TTFT 10 → 5 ms (0.5x)";
+  const QString both = "F32 → Q4_0 weights: TTFT 10 → 5 ms (0.5x)";
   EXPECT_EQ(comparison_line(then, now, metrics, 100000), both + " · TPOT – → 2 ms");
   // Narrower: the figures that fit, in order, and "…" for the rest (one line, never two).
   const int narrow = metrics.horizontalAdvance(both + " · …");
-  EXPECT_EQ(comparison_line(then, now, metrics, narrow), both + " · …");
+  EXPECT_EQ(comparison_line(then, now, metrics, narrow).toStdString(), (both + " · …").toStdString());
   EXPECT_EQ(comparison_line(then, now, metrics, narrow - 1).right(1), "…");
   EXPECT_LE(metrics.horizontalAdvance(comparison_line(then, now, metrics, narrow - 1)), narrow - 1);
   // The tooltip has both setups whole and every figure.
   EXPECT_EQ(comparison_tooltip(then, now),
             "Pinned: F32 weights, KV F16, 0 classmates\nNow: Q4_0 weights, KV F16, 0 classmates\n"
             "TTFT 10 → 5 ms (0.5x)\nTPOT – → 2 ms");
+  // One setting changed is named once; two, or one with several words, as they are.
+  RunFigures batch_then{"continuous batching, 0 classmates", then.figures};
+  RunFigures batch_now{"static batching, 0 classmates", now.figures};
+  EXPECT_TRUE(comparison_line(batch_then, batch_now, metrics, 100000)
+                  .startsWith("continuous → static batching: TTFT"));
+  batch_now.setup = "static batching, wait 300 ms, 0 classmates";
+  EXPECT_TRUE(comparison_line(batch_then, batch_now, metrics, 100000)
+                  .startsWith("continuous batching → static batching, wait 300 ms: TTFT"));
   now.setup = then.setup;
   EXPECT_TRUE(comparison_line(then, now, metrics, 100000).startsWith("Pinned → now: TTFT"));
 }
