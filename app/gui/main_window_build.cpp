@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
@@ -484,8 +485,13 @@ void MainWindow::build_menus() {
   dark_action_->setCheckable(true);
   dark_action_->setShortcut(QKeySequence("Ctrl+Shift+D"));
   connect(dark_action_, &QAction::toggled, this, &MainWindow::set_dark_theme);
-  view->addAction("Bigger font", QKeySequence("Ctrl+="), this, [this] { scale_font(1); });
-  view->addAction("Smaller font", QKeySequence("Ctrl+-"), this, [this] { scale_font(-1); });
+  // The platform's zoom keys (Ctrl++ and Ctrl+-), and Ctrl+= for keyboards where + needs Shift.
+  QAction* bigger = view->addAction("Bigger font", this, [this] { scale_font(1); });
+  QList<QKeySequence> zoom_in = QKeySequence::keyBindings(QKeySequence::ZoomIn);
+  if (!zoom_in.contains(QKeySequence("Ctrl+="))) zoom_in << QKeySequence("Ctrl+=");
+  bigger->setShortcuts(zoom_in);
+  QAction* smaller = view->addAction("Smaller font", this, [this] { scale_font(-1); });
+  smaller->setShortcuts(QKeySequence::ZoomOut);
   view->addSeparator();
   for (const PanelId id : kAllPanels) {
     QAction* show = view->addAction(QString::fromUtf8(panel_title(id).data()), this,
@@ -500,6 +506,13 @@ void MainWindow::build_menus() {
     overlay_->setVisible(on);
     if (on) update_overlay();
   });
+
+  QMenu* help = menuBar()->addMenu("&Help");
+  QAction* about = help->addAction("About ServeScope", this, [this] {
+    QMessageBox::about(this, "About ServeScope", about_text(engine_info_));
+  });
+  about->setMenuRole(QAction::AboutRole);
+  about->setToolTip("ServeScope's version, Qt's, the backend and device driver, and the model");
 }
 
 void MainWindow::connect_staggered_load() {

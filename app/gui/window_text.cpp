@@ -66,6 +66,16 @@ QString device_label(const EngineInfo& info) {
   return QString("Vulkan on %1").arg(details > 0 ? info.device.left(details) : info.device);
 }
 
+QString about_text(const std::optional<EngineInfo>& info) {
+  QString text = QString("ServeScope %1: how language models are served, measured on this "
+                         "machine.\n\nQt %2 (built with %3)\n")
+                     .arg(QStringLiteral(SERVESCOPE_VERSION), QString(qVersion()), QT_VERSION_STR);
+  if (!info) return text + "No model loaded yet.";
+  text += device_tooltip(*info);
+  if (!info->driver.isEmpty()) text += QString(", driver %1").arg(info->driver);
+  return text + QString("\nModel: %1").arg(info->model_name);
+}
+
 QString device_tooltip(const EngineInfo& info) {
   if (info.backend != "vulkan") {
     return QString("CPU backend (OpenBLAS) on %1, %2 activations")

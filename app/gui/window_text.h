@@ -6,6 +6,7 @@
 #include <Qt>
 #include <cstdint>
 #include <exception>
+#include <optional>
 
 #include "app/gui/engine_types.h"
 #include "engine/serving/kv_block_pool.h"
@@ -47,6 +48,9 @@ QString count_text(int64_t count);
 // The status bar's short device label ("Vulkan on llvmpipe", "CPU, F32 activations") and the
 // tooltip with everything it leaves out (the device's full name, the driver).
 QString device_label(const EngineInfo& info);
+// Help > About: ServeScope's version, Qt's (run and built against), the backend with its device
+// and driver, and the model; `info` empty before a model has loaded.
+QString about_text(const std::optional<EngineInfo>& info);
 QString device_tooltip(const EngineInfo& info);
 
 // "continuous batching" or "static batching, wait 200 ms".

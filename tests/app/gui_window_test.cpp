@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <QAction>
 #include <QComboBox>
 #include <QDateTime>
 #include <QDir>
@@ -30,6 +31,7 @@
 #include "app/gui/main_window.h"
 #include "app/gui/termination.h"
 #include "app/gui/token_chips.h"
+#include "app/gui/window_text.h"
 #include "engine/compute/devices.h"
 #include "engine/eval/random_model.h"
 #include "engine/model/model.h"
@@ -273,6 +275,33 @@ TEST_F(WindowFixture, ALongPromptScrollsItsChipsInsteadOfCrushingTheSamplingCont
   ASSERT_NE(chips, nullptr);
   EXPECT_LE(chips->height(), TokenChips::height_of_lines(4, chips->font()));
   EXPECT_GT(chips->widget()->height(), chips->height());  // the rest scrolls
+}
+
+TEST_F(WindowFixture, HelpAboutSaysTheVersionsTheDeviceAndTheModel) {
+  const QString text = about_text(window_->engine_info());
+  EXPECT_TRUE(text.startsWith("ServeScope ")) << text.toStdString();
+  EXPECT_TRUE(text.contains(QString("Qt %1").arg(qVersion()))) << text.toStdString();
+  EXPECT_TRUE(text.contains(window_->engine_info()->model_name)) << text.toStdString();
+  EXPECT_TRUE(text.contains(window_->engine_info()->device)) << text.toStdString();
+  EXPECT_TRUE(about_text(std::nullopt).endsWith("No model loaded yet."));
+  // The menu is there, by the platform's About role.
+  bool found = false;
+  for (QAction* action : window_->findChildren<QAction*>()) {
+    found |= action->menuRole() == QAction::AboutRole && action->text() == "About ServeScope";
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(WindowFixture, TheFontKeysAreThePlatformsZoomKeys) {
+  QAction* bigger = nullptr;
+  for (QAction* action : window_->findChildren<QAction*>()) {
+    if (action->text() == "Bigger font") bigger = action;
+  }
+  ASSERT_NE(bigger, nullptr);
+  for (const QKeySequence& key : QKeySequence::keyBindings(QKeySequence::ZoomIn)) {
+    EXPECT_TRUE(bigger->shortcuts().contains(key)) << key.toString().toStdString();
+  }
+  EXPECT_TRUE(bigger->shortcuts().contains(QKeySequence("Ctrl+=")));
 }
 
 TEST_F(WindowFixture, FontScalingReachesThePanels) {
