@@ -76,6 +76,18 @@ class WorkerFixture : public ::testing::Test {
   // Drains everything the engine reported into the folder.
   void drain_into(TelemetryFolder& folder) { folder.fold(info_->telemetry->drain(), 0.0); }
 
+  // The user's prompt with `classmates` beside it, `max_tokens` each, folded into a fresh
+  // `folder` until the engine falls idle.
+  void class_generates(TelemetryFolder& folder, int classmates, int max_tokens) {
+    folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
+    on_worker([classmates, max_tokens](EngineWorker& w) {
+      w.set_classmates(classmates);
+      w.set_max_tokens(max_tokens);
+      w.generate("Once upon a time");
+    });
+    ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+  }
+
   // Drains while the generation runs, as the frame timer does, until the engine falls idle.
   void drain_until_idle(TelemetryFolder& folder) {
     ASSERT_TRUE(wait_until([&] {
@@ -99,13 +111,7 @@ class WorkerFixture : public ::testing::Test {
 TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineMade) {
   load(kTestData + "/models/llama-f32.gguf");
   TelemetryFolder folder;
-  folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
-  on_worker([](EngineWorker& w) {
-    w.set_classmates(2);
-    w.set_max_tokens(20);
-    w.generate("Once upon a time");
-  });
-  ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+  ASSERT_NO_FATAL_FAILURE(class_generates(folder, 2, 20));
   const EngineCounters& engine = *idle_;
 
   EXPECT_GT(engine.steps_run, 0);
@@ -159,13 +165,7 @@ TEST_F(WorkerFixture, FolderReceivesExactlyTheStepsRequestsAndKvEventsTheEngineM
 TEST_F(WorkerFixture, EvictionsWhileTheClassCyclesThePoolReportTheReplayedOccupancy) {
   load(kTestData + "/models/llama-f32.gguf");
   TelemetryFolder folder;
-  folder.reset({info_->kv_blocks, info_->block_size, info_->kv_bytes_per_block});
-  on_worker([](EngineWorker& w) {
-    w.set_classmates(16);
-    w.set_max_tokens(120);
-    w.generate("Once upon a time");
-  });
-  ASSERT_NO_FATAL_FAILURE(drain_until_idle(folder));
+  ASSERT_NO_FATAL_FAILURE(class_generates(folder, 16, 120));
   const auto kinds = folder.counts().kv_events_by_kind;
   ASSERT_GT(kinds[static_cast<size_t>(telemetry::KvEventKind::kEvict)], 0)
       << "the run must evict cached prefixes to test them";

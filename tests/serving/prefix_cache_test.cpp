@@ -62,6 +62,16 @@ class PrefixPoolTest : public ::testing::Test {
     pool.cache_computed_blocks(id, tokens);
     return cached;
   }
+
+  // Records every event from here on into `events`; then two prompts of two full blocks each
+  // are cached and freed: 4 cached free blocks, 4 never used.
+  void cache_two_prompts_and_free(std::vector<KvEvent>& events) {
+    pool.set_event_sink([&events](const KvEvent& e) { events.push_back(e); });
+    allocate_computed(1, iota_tokens(8, 0));
+    allocate_computed(2, iota_tokens(8, 100));
+    pool.free(1);
+    pool.free(2);
+  }
 };
 
 TEST_F(PrefixPoolTest, SharedBlocksAreCountedAndOutliveTheirFirstOwner) {
@@ -99,11 +109,7 @@ TEST_F(PrefixPoolTest, ABlockAlignedPromptRecomputesItsLastBlock) {
 
 TEST_F(PrefixPoolTest, FreeCachedBlocksAreReusedLastAndEvictedLeastRecentlyFreedFirst) {
   std::vector<KvEvent> events;
-  pool.set_event_sink([&](const KvEvent& e) { events.push_back(e); });
-  allocate_computed(1, iota_tokens(8, 0));    // 2 full blocks, cached
-  allocate_computed(2, iota_tokens(8, 100));  // 2 full blocks, cached
-  pool.free(1);
-  pool.free(2);
+  cache_two_prompts_and_free(events);
   EXPECT_EQ(pool.usage().blocks_free_cached, 4);
   // Four never-used blocks go first: nothing is evicted.
   pool.allocate(3, iota_tokens(16, 200));
@@ -127,11 +133,7 @@ TEST_F(PrefixPoolTest, FreeCachedBlocksAreReusedLastAndEvictedLeastRecentlyFreed
 // announced) and when a prompt shares cached blocks and takes fresh ones.
 TEST_F(PrefixPoolTest, EveryEventsOccupancyIsTheReplayedOne) {
   std::vector<KvEvent> events;
-  pool.set_event_sink([&](const KvEvent& e) { events.push_back(e); });
-  allocate_computed(1, iota_tokens(8, 0));    // 2 full blocks, cached
-  allocate_computed(2, iota_tokens(8, 100));  // 2 full blocks, cached
-  pool.free(1);
-  pool.free(2);
+  cache_two_prompts_and_free(events);
   pool.allocate(3, iota_tokens(12, 200));  // 3 of the 4 never-used blocks
   pool.allocate(4, iota_tokens(13, 100));  // shares 2's blocks, takes the last never-used
                                            // block and one cached block (an eviction)
