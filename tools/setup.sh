@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libopenblas-dev nlohmann-json3-dev libyaml-cpp-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev fonts-dejavu-core
+  qt6-base-dev qt6-svg-dev fonts-dejavu-core
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   clang libclang-rt-14-dev
   xvfb xauth

@@ -3,7 +3,7 @@
 // second, the history bound and which panels each record kind marks as changed.
 #include <gtest/gtest.h>
 
-#include "app/gui/telemetry_folder.h"
+#include "app/gui/panels/telemetry_folder.h"
 
 namespace servescope::gui {
 namespace {

@@ -11,8 +11,8 @@
 #include <memory>
 #include <optional>
 
-#include "app/gui/action_dispatcher.h"
-#include "app/gui/main_window.h"
+#include "app/gui/lesson_ui/action_dispatcher.h"
+#include "app/gui/window/main_window.h"
 #include "app/lessons/lesson_loader.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"

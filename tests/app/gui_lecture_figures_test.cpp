@@ -11,14 +11,14 @@
 #include <filesystem>
 #include <memory>
 
-#include "app/gui/learn_pane.h"
-#include "app/gui/lecture_mode.h"
-#include "app/gui/lesson_ui.h"
-#include "app/gui/main_window.h"
-#include "app/gui/panel_host.h"
-#include "app/gui/pinned_figures.h"
-#include "app/gui/recording_mark.h"
-#include "app/gui/trace_file.h"
+#include "app/gui/lesson_ui/learn_pane.h"
+#include "app/gui/lesson_ui/lecture_mode.h"
+#include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/panels/panel_host.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
+#include "app/gui/recording/recording_mark.h"
+#include "app/gui/recording/trace_file.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"
 

@@ -16,11 +16,11 @@
 #include <QToolTip>
 #include <memory>
 
-#include "app/gui/learn_pane.h"
-#include "app/gui/lecture_mode.h"
-#include "app/gui/lesson_ui.h"
-#include "app/gui/main_window.h"
-#include "app/gui/panel_host.h"
+#include "app/gui/lesson_ui/learn_pane.h"
+#include "app/gui/lesson_ui/lecture_mode.h"
+#include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/panels/panel_host.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"
 #include "tests/widgets/text_probe.h"

@@ -14,10 +14,10 @@
 #include <optional>
 
 #include "app/cli/commands.h"
-#include "app/gui/action_dispatcher.h"
-#include "app/gui/engine_worker.h"
-#include "app/gui/main_window.h"
-#include "app/gui/pinned_figures.h"
+#include "app/gui/lesson_ui/action_dispatcher.h"
+#include "app/gui/engine_bridge/engine_worker.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "widgets/chart_painting.h"
 #include "app/lessons/lesson_loader.h"
 #include "app/lessons/vocabulary.h"

@@ -1,5 +1,5 @@
 // servescope's command line: the demo options parse, bad input is refused with a reason.
-#include "app/gui/gui_options.h"
+#include "app/gui/window/gui_options.h"
 
 #include <gtest/gtest.h>
 

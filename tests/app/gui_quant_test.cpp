@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "app/gui/panel_adapter.h"
-#include "app/gui/quant_block.h"
-#include "app/gui/quant_lab.h"
+#include "app/gui/panels/panel_adapter.h"
+#include "app/gui/panels/quant_block.h"
+#include "app/gui/engine_bridge/quant_lab.h"
 #include "engine/eval/quant_report.h"
 #include "engine/model/model.h"
 #include "tests/support/gguf_copy.h"

@@ -12,14 +12,14 @@
 #include <map>
 #include <sstream>
 
-#include "app/gui/action_dispatcher.h"
-#include "app/gui/learn_pane.h"
-#include "app/gui/lesson_ui.h"
-#include "app/gui/main_window.h"
-#include "app/gui/replay_bar.h"
-#include "app/gui/replay_player.h"
-#include "app/gui/trace_file.h"
-#include "app/gui/trace_recorder.h"
+#include "app/gui/lesson_ui/action_dispatcher.h"
+#include "app/gui/lesson_ui/learn_pane.h"
+#include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/recording/replay_bar.h"
+#include "app/gui/recording/replay_player.h"
+#include "app/gui/recording/trace_file.h"
+#include "app/gui/recording/trace_recorder.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"
 

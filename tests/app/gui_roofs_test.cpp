@@ -7,11 +7,11 @@
 #include <memory>
 #include <vector>
 
-#include "app/gui/main_window.h"
-#include "app/gui/measure_reader.h"
-#include "app/gui/measured_roofs.h"
-#include "app/gui/panel_adapter.h"
-#include "app/gui/panel_host.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/lesson_ui/measure_reader.h"
+#include "app/gui/engine_bridge/measured_roofs.h"
+#include "app/gui/panels/panel_adapter.h"
+#include "app/gui/panels/panel_host.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"
 #include "widgets/roofline_panel.h"

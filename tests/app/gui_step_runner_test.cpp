@@ -8,12 +8,12 @@
 #include <memory>
 #include <optional>
 
-#include "app/gui/action_dispatcher.h"
-#include "app/gui/learn_pane.h"
-#include "app/gui/lesson_ui.h"
-#include "app/gui/main_window.h"
-#include "app/gui/step_runner.h"
-#include "app/gui/step_view.h"
+#include "app/gui/lesson_ui/action_dispatcher.h"
+#include "app/gui/lesson_ui/learn_pane.h"
+#include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/lesson_ui/step_runner.h"
+#include "app/gui/lesson_ui/step_view.h"
 #include "app/lessons/lesson_loader.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"

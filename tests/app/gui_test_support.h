@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "app/gui/timing_models.h"
+#include "app/gui/engine_bridge/timing_models.h"
 #include "engine/compute/backend.h"
 #include "engine/compute/roofs.h"
 

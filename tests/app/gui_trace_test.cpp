@@ -9,8 +9,8 @@
 #include <limits>
 #include <memory>
 
-#include "app/gui/recording_mark.h"
-#include "app/gui/trace_file.h"
+#include "app/gui/recording/recording_mark.h"
+#include "app/gui/recording/trace_file.h"
 #include "tests/app/gui_test_support.h"
 
 namespace servescope::gui {

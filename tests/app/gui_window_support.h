@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "app/gui/main_window.h"
+#include "app/gui/window/main_window.h"
 #include "app/lessons/lesson_loader.h"
 
 namespace servescope::gui::testing {

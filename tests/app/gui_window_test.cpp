@@ -28,10 +28,10 @@
 #include <fstream>
 
 #include "app/cli/commands.h"
-#include "app/gui/main_window.h"
-#include "app/gui/termination.h"
-#include "app/gui/token_chips.h"
-#include "app/gui/window_text.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/window/termination.h"
+#include "app/gui/window/token_chips.h"
+#include "app/gui/window/window_text.h"
 #include "engine/compute/devices.h"
 #include "engine/eval/random_model.h"
 #include "engine/model/model.h"

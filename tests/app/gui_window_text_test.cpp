@@ -5,8 +5,8 @@
 #include <new>
 #include <stdexcept>
 
-#include "app/gui/timing_models.h"
-#include "app/gui/window_text.h"
+#include "app/gui/engine_bridge/timing_models.h"
+#include "app/gui/window/window_text.h"
 
 namespace servescope::gui {
 namespace {

@@ -14,8 +14,8 @@
 #include <optional>
 #include <vector>
 
-#include "app/gui/engine_worker.h"
-#include "app/gui/telemetry_folder.h"
+#include "app/gui/engine_bridge/engine_worker.h"
+#include "app/gui/panels/telemetry_folder.h"
 #include "engine/compute/devices.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/telemetry/metrics.h"

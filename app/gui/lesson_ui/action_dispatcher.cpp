@@ -1,0 +1,780 @@
+#include "app/gui/lesson_ui/action_dispatcher.h"
+
+#include <QTimer>
+#include <algorithm>
+#include <stdexcept>
+#include <string_view>
+
+#include "app/cli/commands.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
+#include "app/gui/window/window_text.h"
+#include "app/lessons/vocabulary.h"
+#include "engine/telemetry/records.h"
+#include "widgets/panel_view.h"
+
+namespace servescope::gui {
+namespace {
+
+constexpr int kPollMs = 16;
+
+// A lesson's argument that does not fit its action; the run does not start.
+class BadArgument : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+QString name_of(const LessonAction& a) { return a.name; }
+
+[[noreturn]] void bad(const LessonAction& a, const QString& why) {
+  throw BadArgument(QString("%1: %2").arg(name_of(a), why).toStdString());
+}
+
+QString text_argument(const LessonAction& a) {
+  if (!a.argument.canConvert<QString>() || a.argument.toString().isEmpty()) {
+    bad(a, "needs a value");
+  }
+  return a.argument.toString();
+}
+
+// A whole number in the range the lesson vocabulary gives it (one range for the lesson
+// validator and the window): the action's own argument, or one of its fields.
+int int_argument(const LessonAction& a, const QVariant& value, int64_t low, int64_t high,
+                 const QString& what) {
+  bool ok = false;
+  const int v = value.toInt(&ok);
+  if (!ok || v < low || v > high) {
+    bad(a, QString("%1 a whole number from %2 to %3").arg(what).arg(low).arg(high));
+  }
+  return v;
+}
+
+const lessons::ActionSpec& spec_of(const LessonAction& a) {
+  const lessons::ActionSpec* spec = lessons::find_action(a.name.toStdString());
+  if (spec == nullptr) bad(a, "is not an action of the lesson vocabulary");
+  return *spec;
+}
+
+int int_argument(const LessonAction& a) {
+  const lessons::ActionSpec& spec = spec_of(a);
+  return int_argument(a, a.argument, spec.min, spec.max, "needs");
+}
+
+int int_field(const LessonAction& a, const QVariant& value, std::string_view field) {
+  const lessons::ActionSpec& spec = spec_of(a);
+  const auto it = std::find_if(spec.fields.begin(), spec.fields.end(),
+                               [&](const lessons::FieldSpec& f) { return f.name == field; });
+  if (it == spec.fields.end()) bad(a, "has no whole-number field of that name");
+  return int_argument(
+      a, value, it->min, it->max,
+      QString::fromUtf8(field.data(), static_cast<qsizetype>(field.size())) + " is");
+}
+
+bool bool_argument(const LessonAction& a) {
+  if (a.argument.typeId() == QMetaType::Bool) return a.argument.toBool();
+  const QString s = a.argument.toString();
+  if (s == "true") return true;
+  if (s == "false") return false;
+  bad(a, "needs true or false");
+}
+
+QVariantMap map_argument(const LessonAction& a) {
+  if (!a.argument.isValid() || a.argument.isNull()) return {};
+  if (a.argument.canConvert<QVariantMap>()) return a.argument.toMap();
+  bad(a, "needs a map such as {max_tokens: 100}");
+}
+
+// staggered_load's fields: a policy, its wait (static only), the clients and their rate.
+StaggeredLoad staggered_load_argument(const LessonAction& a) {
+  const QVariantMap m = map_argument(a);
+  const QString policy = m.value("policy").toString();
+  if (policy != "continuous" && policy != "static") {
+    bad(a, "policy is continuous or static, not " + policy);
+  }
+  StaggeredLoad load;
+  load.batching.static_batches = policy == "static";
+  if (m.contains("wait_ms")) {
+    if (!load.batching.static_batches)
+      bad(a, "wait_ms needs policy: static (continuous never waits)");
+    load.batching.wait_ms = int_field(a, m.value("wait_ms"), "wait_ms");
+  }
+  load.clients = int_field(a, m.value("clients"), "clients");
+  load.rate_per_s = int_field(a, m.value("rate"), "rate");
+  return load;
+}
+
+std::optional<gguf::GgmlType> parse_kv_type(const QString& s) {
+  if (s == "f32") return gguf::GgmlType::F32;
+  if (s == "f16") return gguf::GgmlType::F16;
+  if (s == "q8_0") return gguf::GgmlType::Q8_0;
+  return std::nullopt;
+}
+
+QVariant argument_value(lessons::ArgKind kind, const lessons::ArgValue& v) {
+  switch (kind) {
+    case lessons::ArgKind::kInteger:
+      return QVariant::fromValue(static_cast<int>(v.integer));
+    case lessons::ArgKind::kBool:
+      return QVariant(v.flag);
+    case lessons::ArgKind::kChoiceList: {
+      QStringList items;
+      for (const std::string& item : v.items) items.push_back(QString::fromStdString(item));
+      return items;
+    }
+    case lessons::ArgKind::kChoice:
+    case lessons::ArgKind::kText:
+    case lessons::ArgKind::kFields:
+      break;
+  }
+  return QString::fromStdString(v.text);
+}
+
+}  // namespace
+
+LessonAction to_lesson_action(const lessons::Action& action) {
+  LessonAction out{QString::fromStdString(action.name), {}};
+  const lessons::ActionSpec* spec = lessons::find_action(action.name);
+  if (!spec) return out;  // run() refuses the unknown name with its own message
+  if (spec->kind != lessons::ArgKind::kFields) {
+    out.argument = argument_value(spec->kind, action.value);
+    return out;
+  }
+  QVariantMap fields;
+  for (const auto& [name, value] : action.fields) {
+    const lessons::FieldSpec* field = lessons::find_field(*spec, name);
+    fields.insert(QString::fromStdString(name),
+                  argument_value(field ? field->kind : lessons::ArgKind::kText, value));
+  }
+  out.argument = fields;
+  return out;
+}
+
+std::vector<LessonAction> to_lesson_actions(const std::vector<lessons::Action>& actions) {
+  std::vector<LessonAction> out;
+  for (const lessons::Action& a : actions) out.push_back(to_lesson_action(a));
+  return out;
+}
+
+ActionDispatcher::ActionDispatcher(MainWindow& window, QObject* parent)
+    : QObject(parent), window_(window), poll_timer_(new QTimer(this)) {
+  for (const TimingModel& m : window.timing_models()) {
+    if (m.type == "f32") timing_models_.push_back(m);
+  }
+  poll_timer_->setInterval(kPollMs);
+  connect(poll_timer_, &QTimer::timeout, this, [this] {
+    // A copy: a condition may fail() the run, which clears poll_condition_ while it runs.
+    const std::function<bool()> when = poll_condition_;
+    if (when && when()) complete();
+  });
+}
+
+ActionDispatcher::~ActionDispatcher() { end_waiting(); }
+
+const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
+  static const std::vector<std::string_view> names = {
+      "load_model",      "set_backend",    "set_kv_type",
+      "set_classmates",  "set_batching",   "set_batch_wait",
+      "set_activations", "set_greedy",     "set_prompt",
+      "set_max_tokens",  "generate",       "decode_steps",
+      "batch_sweep",     "staggered_load", "size_sweep",
+      "quant_compare",   "select_variant", "keep",
+      "open_panel",      "highlight",      "forget_cached_prefixes",
+      "set_kv_cache",    "pin"};
+  return names;
+}
+
+MeasureValue ActionDispatcher::measure(std::string_view name) const {
+  return read_measure(
+      measure_inputs(window_, size_sweep_, run_start_counts_ ? &*run_start_counts_ : nullptr,
+                     variant_),
+      name);
+}
+
+// --- running ------------------------------------------------------------------------------
+
+void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
+  if (busy_) {
+    Q_EMIT failed("An experiment is already running; wait for it or cancel it.");
+    return;
+  }
+  if (window_.replay_player() != nullptr) {
+    Q_EMIT failed("This window replays a recorded run: an experiment needs a live engine. Start "
+                  "ServeScope without --replay to run it.");
+    return;
+  }
+  std::deque<Task> tasks;
+  try {
+    for (const LessonAction& a : actions) {
+      for (Task& t : tasks_for(a)) tasks.push_back(std::move(t));
+    }
+  } catch (const BadArgument& error) {
+    Q_EMIT failed(QString::fromUtf8(error.what()));
+    return;
+  }
+  tasks_ = std::move(tasks);
+  // An earlier step's highlight would cover this experiment's data until its own is set.
+  clear_highlights();
+  run_start_counts_ = window_.folder().counts();
+  kept_.clear();
+  total_ = static_cast<int>(tasks_.size());
+  done_ = 0;
+  busy_ = true;
+  started_generation_ = false;
+  started_sweep_ = false;
+  Q_EMIT started();
+  QTimer::singleShot(0, this, &ActionDispatcher::next);
+}
+
+QString ActionDispatcher::check(const LessonAction& action) {
+  try {
+    tasks_for(action);
+  } catch (const BadArgument& error) {
+    return QString::fromUtf8(error.what());
+  }
+  return {};
+}
+
+void ActionDispatcher::clear_highlights() {
+  for (const PanelId id : kAllPanels) window_.panels().panel(id)->set_highlight(QString());
+}
+
+void ActionDispatcher::cancel() {
+  if (!busy_) return;
+  end_waiting();
+  tasks_.clear();
+  end_run();
+  if (started_generation_ && window_.generating()) window_.stop();
+  if (started_sweep_ && window_.sweeping()) window_.stop_batch_sweep();
+  Q_EMIT cancelled();
+}
+
+void ActionDispatcher::next() {
+  if (!busy_) return;
+  if (tasks_.empty()) {
+    end_run();
+    Q_EMIT progress(total_, total_, "Done");
+    Q_EMIT finished();
+    return;
+  }
+  Task task = std::move(tasks_.front());
+  tasks_.pop_front();
+  Q_EMIT progress(done_, total_, task.what);
+  task.start();
+}
+
+void ActionDispatcher::complete() {
+  if (!busy_) return;
+  end_waiting();
+  ++done_;
+  QTimer::singleShot(0, this, &ActionDispatcher::next);  // never recurse into the next action
+}
+
+void ActionDispatcher::fail(const QString& reason) {
+  if (!busy_) return;
+  end_waiting();
+  tasks_.clear();
+  end_run();
+  Q_EMIT failed(reason);
+}
+
+void ActionDispatcher::end_run() {
+  busy_ = false;
+  Q_EMIT ended();
+}
+
+void ActionDispatcher::end_waiting() {
+  for (const QMetaObject::Connection& c : waits_) disconnect(c);
+  waits_.clear();
+  poll_timer_->stop();
+  poll_condition_ = nullptr;
+}
+
+template <typename Signal>
+void ActionDispatcher::wait_for(Signal signal, std::function<bool()> when) {
+  waits_.push_back(connect(&window_, signal, this, [this, when] {
+    if (when()) complete();
+  }));
+}
+
+void ActionDispatcher::wait_polling(std::function<bool()> when) {
+  poll_condition_ = std::move(when);
+  poll_timer_->start();
+}
+
+void ActionDispatcher::fail_on_window_failure() {
+  waits_.push_back(connect(&window_, &MainWindow::failed, this,
+                           [this](const QString& message) { fail(message); }));
+}
+
+// --- the actions ---------------------------------------------------------------------------
+
+std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonAction& a) {
+  const QString& n = a.name;
+  auto now = [](QString what, std::function<void()> act, ActionDispatcher* self) {
+    return Task{std::move(what), [self, act = std::move(act)] {
+                  act();
+                  self->complete();
+                }};
+  };
+  if (n == "load_model") return {load_model(text_argument(a))};
+  if (n == "set_backend") {
+    const QString which = text_argument(a);
+    if (which != "cpu" && which != "vulkan") bad(a, "is cpu or vulkan, not " + which);
+    return {set_backend(which)};
+  }
+  if (n == "set_kv_type") {
+    const QString which = text_argument(a);
+    if (!parse_kv_type(which)) bad(a, "is f32, f16 or q8_0, not " + which);
+    return {set_kv_type(which)};
+  }
+  if (n == "set_kv_cache") {
+    const QString which = text_argument(a);
+    if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
+    return {set_keep_kv(which == "on")};
+  }
+  if (n == "pin") {
+    const QString which = text_argument(a);
+    if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
+    PinnedFigures& pinned = window_.pinned_figures();
+    if (which == "off") return {now("Unpinning", [&pinned] { pinned.unpin(); }, this)};
+    return {Task{"Pinning the last run's figures", [this, &pinned] {
+                   if (pinned.pin()) return complete();
+                   fail("pin: there is no run to pin yet; generate first");
+                 }}};
+  }
+  if (n == "set_classmates") {
+    const int count = int_argument(a);
+    return {now(
+        QString("%1 classmates").arg(count), [this, count] { window_.set_classmates(count); },
+        this)};
+  }
+  if (n == "set_batching") {
+    const QString which = text_argument(a);
+    if (which != "continuous" && which != "static") {
+      bad(a, "is continuous or static, not " + which);
+    }
+    return {set_batching(which == "static", std::nullopt)};
+  }
+  if (n == "set_batch_wait") return {set_batching(std::nullopt, int_argument(a))};
+  if (n == "set_activations") {
+    const QString which = text_argument(a);
+    if (which != "f32" && which != "q8_0") bad(a, "is f32 or q8_0, not " + which);
+    return {set_activations(which == "q8_0")};
+  }
+  if (n == "set_greedy") {
+    const bool greedy = bool_argument(a);
+    return {now(
+        greedy ? "Greedy decoding" : "Sampling", [this, greedy] { window_.set_greedy(greedy); },
+        this)};
+  }
+  if (n == "set_prompt") {
+    const QString text = a.argument.toString();
+    return {now(
+        "Typing the prompt", [this, text] { window_.set_prompt(text); }, this)};
+  }
+  if (n == "set_max_tokens") {
+    const int count = int_argument(a);
+    return {now(
+        QString("At most %1 tokens").arg(count), [this, count] { window_.set_max_tokens(count); },
+        this)};
+  }
+  if (n == "generate") {
+    const QVariantMap m = map_argument(a);
+    std::optional<int> max_tokens;
+    if (m.contains("max_tokens")) {
+      max_tokens = int_field(a, m.value("max_tokens"), "max_tokens");
+    }
+    return {generate(max_tokens)};
+  }
+  if (n == "decode_steps") return {decode_steps(int_argument(a))};
+  if (n == "forget_cached_prefixes") {
+    return {now(
+        "Forgetting cached prompts", [this] { window_.forget_cached_prefixes(); }, this)};
+  }
+  if (n == "batch_sweep") return {batch_sweep()};
+  if (n == "staggered_load") return {staggered_load(staggered_load_argument(a))};
+  if (n == "size_sweep") {
+    const QVariantMap m = map_argument(a);
+    QStringList sizes = m.value("sizes").toStringList();
+    if (sizes.isEmpty()) {
+      for (const TimingModel& t : timing_models_) sizes.push_back(t.label);
+    }
+    for (const QString& s : sizes) {
+      if (!timing_model(s)) bad(a, "has no timing model " + s);
+    }
+    return size_sweep(sizes);
+  }
+  if (n == "quant_compare") {
+    const QStringList types = a.argument.toStringList();
+    const lessons::ActionSpec& spec = spec_of(a);
+    if (types.isEmpty()) bad(a, "needs a list of weight types, such as [q8_0, q4_0]");
+    for (const QString& type : types) {
+      if (std::find(spec.allowed.begin(), spec.allowed.end(), type.toStdString()) ==
+          spec.allowed.end()) {
+        bad(a, QString("has no weight type %1; it compares %2")
+                   .arg(type, QString::fromStdString(lessons::one_of(spec.allowed))));
+      }
+    }
+    return {quant_compare(types)};
+  }
+  if (n == "select_variant") {
+    const QString row = text_argument(a);
+    const lessons::ActionSpec& spec = spec_of(a);
+    if (std::find(spec.allowed.begin(), spec.allowed.end(), row.toStdString()) ==
+        spec.allowed.end()) {
+      bad(a, QString("is %1, not %2").arg(QString::fromStdString(lessons::one_of(spec.allowed)), row));
+    }
+    return {now(
+        "Reading the " + row + " row", [this, row] { variant_ = row.toStdString(); }, this)};
+  }
+  if (n == "keep") {
+    const std::string name = text_argument(a).toStdString();
+    return {now(
+        "Keeping the measures", [this, name] { keep(name); }, this)};
+  }
+  if (n == "open_panel") {
+    const QString key = text_argument(a);
+    const std::optional<PanelId> panel = parse_panel_key(key.toStdString());
+    if (!panel)
+      bad(a, "has no panel " + key +
+                 "; panels: phases, kv, batching, quantisation, roofline, attention");
+    return {now(
+        "Opening the panel", [this, p = *panel] { window_.show_panel(p); }, this)};
+  }
+  if (n == "highlight") {
+    const QVariantMap m = map_argument(a);
+    const QString key = m.value("panel").toString();
+    const std::optional<PanelId> panel = parse_panel_key(key.toStdString());
+    if (!panel) bad(a, "has no panel " + key);
+    const QString element = m.value("element").toString();
+    const QStringList known = window_.panels().panel(*panel)->highlight_elements();
+    if (!known.contains(element)) {
+      bad(a, QString("the %1 panel has no element %2; it has: %3")
+                 .arg(key, element, known.join(", ")));
+    }
+    return {highlight(key, element)};
+  }
+  bad(a, "is not an action ServeScope knows");
+}
+
+void ActionDispatcher::keep(const std::string& name) {
+  std::map<std::string, double>& measures = kept_[name];
+  measures.clear();
+  for (const lessons::MeasureSpec& spec : lessons::measure_specs()) {
+    const MeasureValue v = measure(spec.name);
+    if (v.value) measures[std::string(spec.name)] = *v.value;
+  }
+}
+
+const TimingModel* ActionDispatcher::timing_model(const QString& label) const {
+  for (const TimingModel& m : timing_models_) {
+    if (m.label == label) return &m;
+  }
+  return nullptr;
+}
+
+ActionDispatcher::Task ActionDispatcher::load_model(const QString& which) {
+  QString path;
+  const TimingModel* timing = nullptr;
+  if (which == "bundled") {
+    path = QString::fromStdString(cli::default_model_path());
+  } else if (which.startsWith("timing:") && (timing = timing_model(which.mid(7)))) {
+    path = timing_model_path(window_.timing_folder(), *timing);
+  } else {
+    throw BadArgument(
+        QString("load_model: is bundled or timing:SIZE (a timing model's size), not %1")
+            .arg(which)
+            .toStdString());
+  }
+  const TimingModel model = timing ? *timing : TimingModel{};
+  return Task{
+      QString("Loading %1").arg(timing ? which.mid(7) + " timing model" : "the bundled model"),
+      [this, path, model, is_timing = timing != nullptr] {
+        const auto& info = window_.engine_info();
+        if (info && info->model_path == path) return complete();
+        wait_for(&MainWindow::engine_ready, [this, path] {
+          return window_.engine_info() && window_.engine_info()->model_path == path;
+        });
+        fail_on_window_failure();
+        if (is_timing) {
+          window_.open_timing_model(model);
+        } else {
+          window_.open_model(path);
+        }
+      }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_backend(const QString& which) {
+  return Task{
+      QString("Backend %1").arg(which), [this, which] {
+        const auto& info = window_.engine_info();
+        if (info && info->backend == which) return complete();
+        waits_.push_back(connect(&window_, &MainWindow::engine_ready, this, [this, which] {
+          if (window_.engine_info()->backend != which) {
+            Q_EMIT notice(QString("The %1 backend could not start here; the engine runs "
+                                  "on %2.")
+                              .arg(which, window_.engine_info()->backend));
+          }
+          complete();
+        }));
+        fail_on_window_failure();
+        window_.set_backend(BackendChoice{
+            which == "vulkan" ? compute::BackendKind::kVulkan : compute::BackendKind::kCpu, -1});
+      }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_kv_type(const QString& which) {
+  const gguf::GgmlType type = *parse_kv_type(which);
+  return Task{QString("KV cache in %1").arg(which.toUpper()), [this, type] {
+                const auto& info = window_.engine_info();
+                if (!info) return fail("No model is loaded yet.");
+                if (info->kv_type == type) return complete();
+                wait_for(&MainWindow::engine_ready,
+                         [this, type] { return window_.engine_info()->kv_type == type; });
+                fail_on_window_failure();
+                window_.set_kv_type(type);
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_keep_kv(bool keep) {
+  return Task{keep ? "KV cache on" : "KV cache off", [this, keep] {
+                const auto& info = window_.engine_info();
+                if (!info) return fail("No model is loaded yet.");
+                if (info->keep_kv == keep) return complete();
+                wait_for(&MainWindow::engine_ready,
+                         [this, keep] { return window_.engine_info()->keep_kv == keep; });
+                fail_on_window_failure();
+                window_.set_keep_kv(keep);
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_batching(std::optional<bool> static_batches,
+                                                      std::optional<int> wait_ms) {
+  const QString what = static_batches
+                           ? (*static_batches ? "Static batching" : "Continuous batching")
+                           : QString("Batch wait %1 ms").arg(*wait_ms);
+  return Task{what, [this, static_batches, wait_ms] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                BatchingChoice wanted = window_.batching();
+                if (static_batches) wanted.static_batches = *static_batches;
+                if (wait_ms) wanted.wait_ms = *wait_ms;
+                const auto holds = [this, wanted] {
+                  const BatchingChoice& b = window_.engine_info()->batching;
+                  return b.static_batches == wanted.static_batches && b.wait_ms == wanted.wait_ms;
+                };
+                if (holds()) {
+                  window_.set_batching(wanted);  // the controls show it too
+                  return complete();
+                }
+                // Done when the engine reports the policy it now holds.
+                wait_for(&MainWindow::batching_changed, holds);
+                fail_on_window_failure();
+                window_.set_batching(wanted);
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::set_activations(bool quantised) {
+  return Task{quantised ? "8-bit activations" : "Exact float activations", [this, quantised] {
+                const auto& info = window_.engine_info();
+                if (!info) return fail("No model is loaded yet.");
+                if (info->backend != "cpu") {
+                  return fail(
+                      "Only the CPU backend quantises activations; add set_backend: cpu "
+                      "before set_activations.");
+                }
+                if (info->quantised_activations == quantised) return complete();
+                wait_for(&MainWindow::engine_ready, [this, quantised] {
+                  return window_.engine_info()->quantised_activations == quantised;
+                });
+                fail_on_window_failure();
+                window_.set_quantised_activations(quantised);
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::generate(std::optional<int> max_tokens) {
+  return Task{"Generating", [this, max_tokens] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                // Finished and folded: the user's request has left the engine and its record
+                // has reached the folder (classmates may go on serving; they are not waited for).
+                auto finished = std::make_shared<bool>(false);
+                waits_.push_back(connect(&window_, &MainWindow::generation_finished, this,
+                                         [this, finished](const QString& reason) {
+                                           if (reason == "max_tokens" || reason == "stop_token" ||
+                                               reason == "context_full") {
+                                             *finished = true;
+                                             if (poll_condition_()) complete();  // folded
+                                           } else {
+                                             fail(QString("The generation ended early (%1), so "
+                                                          "there is nothing to measure.")
+                                                      .arg(finish_sentence(reason)));
+                                           }
+                                         }));
+                wait_polling([this, finished] {
+                  if (!*finished) return false;
+                  for (const telemetry::RequestRecord& r : window_.folder().requests()) {
+                    if (r.request_id == window_.user_request()) return true;
+                  }
+                  return false;
+                });
+                fail_on_window_failure();
+                if (window_.speed() == Speed::kSingleStep) window_.set_speed(Speed::kRealTime);
+                if (window_.generating()) return;  // a paused generation runs to its end
+                if (max_tokens) window_.set_max_tokens(*max_tokens);
+                started_generation_ = true;
+                window_.generate();
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::decode_steps(int steps) {
+  return Task{QString("%1 single decode steps").arg(steps), [this, steps] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                window_.set_speed(Speed::kSingleStep);
+                const bool fresh = !window_.generating();
+                if (fresh) {
+                  started_generation_ = true;
+                  window_.generate();
+                }
+                // The user's tokens so far; each wanted step adds one (a fresh generation's
+                // prefill brings the first).
+                auto user_tokens = [this]() -> int64_t {
+                  const TelemetryFolder& f = window_.folder();
+                  if (window_.user_request() < 0 || f.watched_request() != window_.user_request()) {
+                    return 0;
+                  }
+                  return static_cast<int64_t>(f.watched_tokens().size());
+                };
+                const int64_t target = (fresh ? 1 : user_tokens()) + steps;
+                auto pending_step = std::make_shared<int64_t>(-1);  // steps count when asked
+                fail_on_window_failure();
+                wait_polling([this, user_tokens, target, pending_step] {
+                  if (user_tokens() >= target) return true;
+                  if (!window_.generating()) return true;        // the generation ended first
+                  if (window_.user_request() < 0) return false;  // not submitted yet
+                  const int64_t steps_now = window_.folder().counts().steps;
+                  if (*pending_step < 0 || steps_now > *pending_step) {
+                    *pending_step = steps_now;
+                    window_.step();
+                  }
+                  return false;
+                });
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::batch_sweep() {
+  return Task{"Sweeping batch sizes 1 to 16", [this] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                // The window shows the Batching panel while it sweeps; the lesson goes back to
+                // the panel it was pointing at (the sweep's results stay in Batching).
+                const PanelId shown = window_.current_panel();
+                wait_for(&MainWindow::batch_sweep_finished, [this, shown] {
+                  window_.show_panel(shown);
+                  return true;
+                });
+                fail_on_window_failure();
+                if (!window_.sweeping()) {
+                  started_sweep_ = true;
+                  window_.sweep_batch_sizes();
+                }
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::staggered_load(const StaggeredLoad& load) {
+  return Task{QString("Running %1 requests arriving at %2 per second, %3")
+                  .arg(load.clients)
+                  .arg(load.rate_per_s)
+                  .arg(batching_text(load.batching)),
+              [this, load] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                if (window_.sweeping()) {
+                  return fail("A batch sweep is running; wait for it to finish or stop it.");
+                }
+                wait_for(&MainWindow::staggered_load_finished, [] { return true; });
+                fail_on_window_failure();
+                started_sweep_ = true;  // cancel() stops it as it stops a sweep
+                window_.run_staggered_load(load);
+              }};
+}
+
+std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringList& sizes) {
+  std::vector<Task> tasks;
+  // Forget the last sweep, remember what to return to.
+  struct Restore {
+    QString model;
+    int classmates = 0;
+    int max_tokens = 0;
+  };
+  auto restore = std::make_shared<Restore>();
+  tasks.push_back(Task{"Preparing the size sweep", [this, restore] {
+                         size_sweep_.clear();
+                         restore->model =
+                             window_.engine_info() ? window_.engine_info()->model_path : QString();
+                         restore->classmates = window_.classmates();
+                         restore->max_tokens = window_.max_tokens();
+                         window_.set_classmates(0);
+                         window_.set_greedy(true);
+                         complete();
+                       }});
+  for (const QString& size : sizes) {
+    tasks.push_back(load_model("timing:" + size));
+    tasks.push_back(generate(kSizeSweepTokens));
+    tasks.push_back(
+        Task{QString("Measuring %1").arg(size), [this, size] {
+               const MeasureValue ms = measure("decode_ms_per_token");
+               if (!ms.value) return fail(QString("Size sweep, %1: %2").arg(size, ms.missing));
+               const std::optional<DecodeStepMeans> step = mean_decode_step(window_.folder().steps());
+               if (!step) return fail(QString("Size sweep, %1: no decode step").arg(size));
+               size_sweep_.push_back({size, window_.engine_info()->weight_bytes, *ms.value,
+                                      step->flops_per_token});
+               complete();
+             }});
+  }
+  tasks.push_back(Task{"Back to the model in use", [this, restore] {
+                         window_.set_classmates(restore->classmates);
+                         window_.set_max_tokens(restore->max_tokens);
+                         const QString path = restore->model;
+                         const auto& info = window_.engine_info();
+                         if (path.isEmpty() || (info && info->model_path == path))
+                           return complete();
+                         wait_for(&MainWindow::engine_ready, [this, path] {
+                           return window_.engine_info()->model_path == path;
+                         });
+                         fail_on_window_failure();
+                         window_.open_model(path);
+                       }});
+  return tasks;
+}
+
+ActionDispatcher::Task ActionDispatcher::quant_compare(const QStringList& types) {
+  return Task{"Comparing " + types.join(", ") + " with F32", [this, types] {
+                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                if (window_.engine_info()->random_weights) {
+                  return fail("A random-weight model's variants compare noise; load_model: "
+                              "bundled first.");
+                }
+                const int64_t before = window_.quant_lab() ? window_.quant_lab()->serial : 0;
+                // Ours first: the panel, shown after, then has no first comparison of its own
+                // to start.
+                window_.compare_quantisation(types);
+                window_.show_panel(PanelId::kQuantisation);
+                wait_polling([this, before] {
+                  const std::optional<QuantLabReport>& lab = window_.quant_lab();
+                  if (!lab || !lab->complete || lab->serial <= before) return false;
+                  if (!lab->report.baseline.type.empty()) return true;
+                  fail("The comparison measured nothing: " +
+                       QString::fromStdString(lab->problems.empty() ? std::string("no reason given")
+                                                                    : lab->problems.front()));
+                  return false;
+                });
+              }};
+}
+
+ActionDispatcher::Task ActionDispatcher::highlight(const QString& panel, const QString& element) {
+  return Task{QString("Pointing at %1").arg(element), [this, panel, element] {
+                const PanelId id = *parse_panel_key(panel.toStdString());
+                window_.show_panel(id);
+                window_.panels().panel(id)->set_highlight(element);
+                complete();
+              }};
+}
+
+}  // namespace servescope::gui

@@ -1,0 +1,48 @@
+#include "app/gui/panels/panel_host.h"
+
+namespace servescope::gui {
+
+PanelHost::PanelHost(QWidget* parent,
+                     std::function<void(int layer, int head)> on_attention_selection) {
+  for (const PanelId id : kAllPanels) {
+    std::unique_ptr<PanelAdapter> adapter;
+    switch (id) {
+      case PanelId::kPhases:
+        adapter = make_phases_adapter(parent);
+        break;
+      case PanelId::kKvCache:
+        adapter = make_kv_cache_adapter(parent);
+        break;
+      case PanelId::kBatching:
+        adapter = make_batching_adapter(parent);
+        break;
+      case PanelId::kRoofline:
+        adapter = make_roofline_adapter(parent);
+        break;
+      case PanelId::kAttention:
+        adapter = make_attention_adapter(parent, on_attention_selection);
+        break;
+      case PanelId::kQuantisation:
+        adapter = make_quantisation_adapter(parent);
+        break;
+    }
+    adapters_[static_cast<size_t>(id)] = std::move(adapter);
+  }
+}
+
+PanelHost::~PanelHost() = default;
+
+void PanelHost::refresh(const PanelFeed& feed, PanelMask changed) {
+  // Only panels on screen get snapshots; the others catch up when they are shown.
+  pending_ |= changed;
+  for (const PanelId id : kAllPanels) {
+    PanelAdapter& a = adapter(id);
+    const bool due = (pending_ & panel_bit(id)) != 0 || a.animating();
+    if (!due || !a.view()->isVisible()) continue;
+    a.refresh(feed);
+    pending_ &= ~panel_bit(id);
+    ++updates_[static_cast<size_t>(id)];
+  }
+}
+
+}  // namespace servescope::gui

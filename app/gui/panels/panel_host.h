@@ -1,0 +1,37 @@
+// The six panels and their adapters. The frame timer calls refresh() once per frame with the
+// panels whose data changed, so each panel's set_snapshot runs at most once per frame.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include "app/gui/panels/panel_adapter.h"
+
+namespace servescope::gui {
+
+class PanelHost {
+ public:
+  // on_attention_selection: the attention panel's layer or head changed.
+  PanelHost(QWidget* parent, std::function<void(int layer, int head)> on_attention_selection);
+  ~PanelHost();
+
+  widgets::PanelView* panel(PanelId id) const { return adapter(id).view(); }
+  // Snapshots of the panels on screen whose data changed since they last got one (and of
+  // those still animating); hidden panels wait until they are shown.
+  void refresh(const PanelFeed& feed, PanelMask changed);
+  // How often each panel received a snapshot since the last reset (tests, the overlay).
+  int64_t updates(PanelId id) const { return updates_[static_cast<size_t>(id)]; }
+  void reset_counts() { updates_.fill(0); }
+  // Whether the panel's current snapshot holds measured data.
+  bool has_data(PanelId id) const { return adapter(id).has_data(); }
+
+ private:
+  PanelAdapter& adapter(PanelId id) const { return *adapters_[static_cast<size_t>(id)]; }
+
+  std::array<std::unique_ptr<PanelAdapter>, kAllPanels.size()> adapters_;
+  std::array<int64_t, kAllPanels.size()> updates_{};
+  PanelMask pending_ = 0;
+};
+
+}  // namespace servescope::gui
