@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# BENCHMARKS.md's "CPU speed" figures in one run: the probe's roofs, llama.cpp side by side
+# BENCHMARKS.md's CPU figures in one run: the probe's roofs, llama.cpp side by side
 # (1 and 2 threads), batch sweeps of the bundled model (F32, Q8_0 8-bit, Q4_0 exact and 8-bit)
 # and of a 100M random-weight model, and decode time against model size (25M..1B, F32 / Q8_0 /
 # Q4_0). With --base OLD_CLI every measurement runs for the old binary and then the new one,
