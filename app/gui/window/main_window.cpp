@@ -1,4 +1,5 @@
 #include "app/gui/window/main_window.h"
+#include "app/gui/window/model_picker.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
 
 #include <QAction>
@@ -55,7 +56,6 @@ namespace servescope::gui {
 namespace {
 
 constexpr double kStatusEveryMs = 250.0;
-constexpr int kMaxRecent = 6;
 constexpr const char* kSuggestedPrompt = "Once upon a time";
 
 // The bundled model's vocabulary size, which sets the timing models' embedding sizes.
@@ -271,7 +271,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
   engine_->set_speed(speed);
   engine_->set_batching(batching());
   if (!player_) open_model(model);
-  fill_model_picker();
+  model_picker_->show_loaded(model_path_);
   if (remember_settings_) {
     if (const QString problem = settings_problem(); !problem.isEmpty()) show_message(problem, true);
   }
@@ -326,62 +326,6 @@ void MainWindow::save_settings() const {
 void MainWindow::closeEvent(QCloseEvent* event) {
   save_settings();
   QMainWindow::closeEvent(event);
-}
-
-void MainWindow::remember_recent(const QString& path) {
-  if (!remember_settings_) return;
-  QSettings s = settings();
-  QStringList recent = s.value("models/recent").toStringList();
-  recent.removeAll(path);
-  recent.prepend(path);
-  while (recent.size() > kMaxRecent) recent.removeLast();
-  s.setValue("models/recent", recent);
-}
-
-void MainWindow::fill_model_picker() {
-  const QString bundled = QString::fromStdString(cli::default_model_path());
-  std::vector<QString> timing_paths;
-  for (const TimingModel& m : timing_models_) {
-    timing_paths.push_back(timing_model_path(timing_folder_, m));
-  }
-  const auto is_timing = [&](const QString& p) {
-    return std::find(timing_paths.begin(), timing_paths.end(), p) != timing_paths.end();
-  };
-  QStringList paths = {bundled};
-  if (remember_settings_) {
-    for (const QString& p : settings().value("models/recent").toStringList()) {
-      if (!paths.contains(p) && !is_timing(p) && QFileInfo::exists(p)) paths.append(p);
-    }
-  }
-  if (!model_path_.isEmpty() && !paths.contains(model_path_) && !is_timing(model_path_)) {
-    paths.append(model_path_);
-  }
-  model_picker_->clear();
-  for (const QString& p : paths) {
-    model_picker_->addItem(p == bundled ? QString("%1 (bundled)").arg(QFileInfo(p).fileName())
-                                        : QFileInfo(p).fileName(),
-                           p);
-    model_picker_->setItemData(model_picker_->count() - 1, p, Qt::ToolTipRole);
-  }
-  model_picker_->addItem("Open GGUF...", kOpenItem);
-  // The timing models, under a heading that cannot be chosen.
-  model_picker_->insertSeparator(model_picker_->count());
-  model_picker_->addItem(kTimingGroup);
-  const int heading = model_picker_->count() - 1;
-  if (auto* items = qobject_cast<QStandardItemModel*>(model_picker_->model())) {
-    items->item(heading)->setEnabled(false);
-  }
-  const QString tooltip = timing_tooltip(timing_folder_);
-  model_picker_->setItemData(heading, tooltip, Qt::ToolTipRole);
-  for (size_t i = 0; i < timing_models_.size(); ++i) {
-    model_picker_->addItem("  " + timing_model_title(timing_models_[i], bundled_vocab_),
-                           timing_paths[i]);
-    const int row = model_picker_->count() - 1;
-    model_picker_->setItemData(row, static_cast<uint>(i), kTimingRole);
-    model_picker_->setItemData(row, tooltip, Qt::ToolTipRole);
-  }
-  // Nothing chosen (the placeholder shows) while no model is loaded.
-  model_picker_->setCurrentIndex(model_path_.isEmpty() ? -1 : model_picker_->findData(model_path_));
 }
 
 void MainWindow::add_timing_models(QMenu* menu) {
@@ -698,7 +642,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   attention_ = {};
   attention_seen_ = 0;
   panels_->reset_counts();
-  remember_recent(info.model_path);
+  model_picker_->remember(info.model_path);
   show_loaded_in_pickers();
   show_random_weights(info.random_weights);
   on_prompt_edited();
@@ -742,7 +686,7 @@ void MainWindow::forget_engine() {
 
 // The pickers show what the engine runs, or nothing where no model is loaded.
 void MainWindow::show_loaded_in_pickers() {
-  fill_model_picker();
+  model_picker_->show_loaded(model_path_);
   if (!engine_info()) {
     backend_picker_->setCurrentIndex(-1);
     return;

@@ -35,6 +35,7 @@ class QTimer;
 
 namespace servescope::gui {
 
+class ModelPicker;
 class SettledChoice;
 
 class LessonUi;
@@ -242,11 +243,9 @@ class MainWindow : public QMainWindow {
   void keep_on_screen();  // the whole restored window inside the screen's available area
   void save_settings() const;
   void fill_backend_picker();
-  void fill_model_picker();
   void add_timing_models(QMenu* menu);
   void show_random_weights(bool random);
   void show_timing_progress(quint64 written, quint64 total, const QString& path);
-  void remember_recent(const QString& path);
   void on_engine_ready(const EngineInfo& info);
   void on_load_failed(const QString& message, bool serving);
   void forget_engine();
@@ -322,9 +321,10 @@ class MainWindow : public QMainWindow {
   QAction* stop_action_ = nullptr;
   QAction* step_action_ = nullptr;
   QAction* sweep_action_ = nullptr;
+  QAction* open_action_ = nullptr;
   QAction* overlay_action_ = nullptr;
   QAction* dark_action_ = nullptr;
-  QComboBox* model_picker_ = nullptr;
+  ModelPicker* model_picker_ = nullptr;
   QComboBox* backend_picker_ = nullptr;
   QComboBox* kv_picker_ = nullptr;
   QMenu* file_menu_ = nullptr;

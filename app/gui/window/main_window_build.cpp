@@ -35,7 +35,9 @@
 #include "app/common/limits.h"
 #include "app/cli/commands.h"
 #include "app/gui/engine_bridge/engine_client.h"
+#include "app/gui/window/action_tips.h"
 #include "app/gui/window/main_window.h"
+#include "app/gui/window/model_picker.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/window/settled_choice.h"
 #include "app/gui/window/token_chips.h"
@@ -59,29 +61,37 @@ int max_kv_budget_mib() {
 }  // namespace
 
 void MainWindow::build_actions() {
-  generate_action_ = new QAction("Generate", this);
+  generate_action_ = new QAction(tr("&Generate"), this);
   generate_action_->setShortcut(QKeySequence("Ctrl+Return"));
-  generate_action_->setToolTip(
-      "Generate a continuation of the prompt (Ctrl+Return); classmates join while it runs");
+  set_tip(generate_action_,
+          tr("Generate a continuation of the prompt; classmates join while it runs"));
   connect(generate_action_, &QAction::triggered, this, &MainWindow::generate);
 
-  stop_action_ = new QAction("Stop", this);
+  stop_action_ = new QAction(tr("S&top"), this);
   stop_action_->setShortcut(QKeySequence(Qt::Key_Escape));
-  stop_action_->setToolTip("Stop the generation or the batch sweep (Esc)");
+  set_tip(stop_action_, tr("Stop the generation or the batch sweep"));
   connect(stop_action_, &QAction::triggered, this, &MainWindow::stop);
 
-  step_action_ = new QAction("Step", this);
+  step_action_ = new QAction(tr("St&ep"), this);
   step_action_->setShortcut(QKeySequence("Ctrl+."));
-  step_action_->setToolTip(
-      "Run exactly one engine step: one token for every decoding request (Ctrl+.)");
+  set_tip(step_action_, tr("Run exactly one engine step: one token for every decoding request"));
   connect(step_action_, &QAction::triggered, this, &MainWindow::step);
 
-  sweep_action_ = new QAction("Sweep", this);
+  sweep_action_ = new QAction(tr("S&weep"), this);
   sweep_action_->setShortcut(QKeySequence("Ctrl+Shift+B"));
-  sweep_action_->setToolTip(
-      "Measure throughput and decode-step time at max batch 1 to 16, each "
-      "with twice as many simulated clients as slots (Ctrl+Shift+B)");
+  set_tip(sweep_action_, tr("Measure throughput and decode-step time at max batch 1 to 16, each "
+                            "with twice as many simulated clients as slots"));
   connect(sweep_action_, &QAction::triggered, this, &MainWindow::sweep_batch_sizes);
+
+  open_action_ = new QAction(tr("&Open GGUF..."), this);
+  open_action_->setShortcut(QKeySequence::Open);
+  set_tip(open_action_, tr("Open any GGUF model file"));
+  connect(open_action_, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open a GGUF model"),
+                                                      QFileInfo(model_path_).absolutePath(),
+                                                      tr("GGUF models (*.gguf);;All files (*)"));
+    if (!path.isEmpty()) open_model(path);
+  });
 
   for (QAction* action : {generate_action_, stop_action_, step_action_, sweep_action_}) {
     action->setShortcutContext(Qt::WindowShortcut);
@@ -94,31 +104,16 @@ void MainWindow::build_toolbar() {
   bar->setObjectName("engine-toolbar");
   bar->setMovable(false);
 
-  bar->addWidget(new QLabel(" Model "));
-  model_picker_ = new QComboBox;
-  model_picker_->setObjectName("model-picker");
-  model_picker_->setMinimumContentsLength(18);
-  model_picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  model_picker_->setPlaceholderText("no model loaded");
-  model_picker_->setToolTip(
-      "The GGUF model the engine runs: the bundled one, a recent file, a random-weight timing "
-      "model, or Open GGUF... for any other");
+  auto* model_label = new QLabel(tr(" &Model "));
+  bar->addWidget(model_label);
+  model_picker_ = new ModelPicker(timing_models_, timing_folder_, bundled_vocab_,
+                                  remember_settings_);
+  model_label->setBuddy(model_picker_);
   bar->addWidget(model_picker_);
-  connect(model_picker_, &QComboBox::activated, this, [this](int index) {
-    const QString choice = model_picker_->itemData(index).toString();
-    const QVariant timing = model_picker_->itemData(index, kTimingRole);
-    if (timing.isValid()) {
-      if (choice != model_path_) open_timing_model(timing_models_.at(timing.toUInt()));
-    } else if (choice == kOpenItem) {
-      const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model",
-                                                        QFileInfo(model_path_).absolutePath(),
-                                                        "GGUF models (*.gguf);;All files (*)");
-      if (!path.isEmpty()) open_model(path);
-      fill_model_picker();
-    } else if (!choice.isEmpty() && choice != model_path_) {
-      open_model(choice);
-    }
-  });
+  bar->addAction(open_action_);
+  connect(model_picker_, &ModelPicker::model_chosen, this, &MainWindow::open_model);
+  connect(model_picker_, &ModelPicker::timing_model_chosen, this,
+          &MainWindow::open_timing_model);
 
   bar->addWidget(new QLabel("  Backend "));
   backend_picker_ = new QComboBox;
@@ -455,13 +450,7 @@ void MainWindow::build_status_bar() {
 
 void MainWindow::build_menus() {
   QMenu* file = file_menu_ = menuBar()->addMenu("&File");
-  QAction* open = file->addAction("Open GGUF...", this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, "Open a GGUF model",
-                                                      QFileInfo(model_path_).absolutePath(),
-                                                      "GGUF models (*.gguf);;All files (*)");
-    if (!path.isEmpty()) open_model(path);
-  });
-  open->setShortcut(QKeySequence::Open);
+  file->addAction(open_action_);
   add_timing_models(file->addMenu(kTimingGroup));
   QAction* details = file->addAction("Model details...", this, &MainWindow::show_model_details);
   details->setShortcut(QKeySequence("Ctrl+I"));

@@ -1,5 +1,5 @@
 // How the main window words and labels things: the status bar's sentences, sizes, KV type
-// names, the timing models' note and tooltip, and the model picker's special items.
+// names, the timing models' note and tooltip, and the pickers' headings and roles.
 #pragma once
 
 #include <QString>
@@ -13,11 +13,9 @@
 
 namespace servescope::gui {
 
-// The model picker's "Open GGUF..." item and its group of timing models.
-inline constexpr const char* kOpenItem = "__open__";
-inline constexpr int kTimingRole = Qt::UserRole + 1;  // a picker item's index in the timing models
 // The backend picker's item a first run uses (compute::default_vulkan_device, else the CPU).
 inline constexpr int kDefaultBackendRole = Qt::UserRole + 2;
+// The heading of the timing models in the model picker and the File menu.
 inline constexpr const char* kTimingGroup = "Timing models (random weights)";
 
 // Why a generation ended, in words (the worker's signal carries the engine's name for it).
