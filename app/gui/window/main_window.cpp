@@ -1,5 +1,6 @@
 #include "app/gui/window/main_window.h"
 #include "app/gui/window/model_picker.h"
+#include "widgets/quantisation_panel.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
 
 #include <QAction>
@@ -91,41 +92,12 @@ QString settings_problem() {
   return {};
 }
 
-// A quantisation limit in the settings: its number, or "off" (infinity: no limit).
-QString limit_text(double limit) {
-  return std::isfinite(limit) ? QString::number(limit, 'g', 17) : QStringLiteral("off");
-}
-
-double limit_from(const QSettings& s, const QString& key, double fallback) {
-  const QString text = s.value(key).toString();
-  if (text == "off") return std::numeric_limits<double>::infinity();
-  bool ok = false;
-  const double value = text.toDouble(&ok);
-  return ok && value >= 0.0 ? value : fallback;
-}
-
-widgets::QuantLimits restore_quant_limits(const QSettings& s) {
-  const widgets::QuantLimits defaults = default_lab_limits();
-  widgets::QuantLimits limits;
-  limits.max_kl = limit_from(s, "quantisation/max_kl", defaults.max_kl);
-  limits.max_tpot_ms = limit_from(s, "quantisation/max_tpot_ms", defaults.max_tpot_ms);
-  limits.min_speedup = limit_from(s, "quantisation/min_speedup", defaults.min_speedup);
-  if (!std::isfinite(limits.min_speedup)) limits.min_speedup = defaults.min_speedup;
-  return limits;
-}
-
 // The backend a loaded engine runs on; the Vulkan device asked for (-1: the best) is kept.
 BackendChoice loaded_backend(const EngineInfo& info, const BackendChoice& asked) {
   return info.backend == "vulkan"
              ? BackendChoice{compute::BackendKind::kVulkan, asked.device,
                              asked.quantised_activations}
              : BackendChoice{compute::BackendKind::kCpu, -1, info.quantised_activations};
-}
-
-void save_quant_limits(QSettings& s, const widgets::QuantLimits& limits) {
-  s.setValue("quantisation/max_kl", limit_text(limits.max_kl));
-  s.setValue("quantisation/max_tpot_ms", limit_text(limits.max_tpot_ms));
-  s.setValue("quantisation/min_speedup", limit_text(limits.min_speedup));
 }
 
 }  // namespace
@@ -142,6 +114,10 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
     engine_->set_attention_head(layer, head);
   });
   pinned_ = new PinnedFigures(*this);
+  quant_lab_ = new QuantLabController(
+      *engine_,
+      *qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation)),
+      [this] { return prompt_->toPlainText(); }, this);
   build_actions();
   build_toolbar();
   build_serving_toolbar();
@@ -153,7 +129,6 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
                               remember_settings_ ? lessons::default_progress_folder() : QString()));
 
   connect_engine();
-  connect_quantisation_panel();
   if (options.record) {
     recorder_ = new TraceRecorder(*engine_, options.record, [this] {
       return static_cast<double>(clock_.nsecsElapsed()) / 1e6;
@@ -204,10 +179,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     const QString remembered = s.value("engine/model", model).toString();
     if (QFileInfo::exists(remembered)) model = remembered;
     q8_activations = s.value("engine/activations", "f32").toString() == "q8_0";
-    if (s.contains("quantisation/types")) {
-      quant_types_ = s.value("quantisation/types").toStringList();
-    }
-    quant_limits_ = restore_quant_limits(s);
+    quant_lab_->restore(s);
     // Before version 2 the first run chose any Vulkan device, lavapipe included, and that
     // choice was remembered as if made; those settings start from the new default.
     if (s.value("settings/version", 1).toInt() >= 2 && s.contains("engine/backend")) {
@@ -311,8 +283,7 @@ void MainWindow::save_settings() const {
   s.setValue("engine/batch_wait_ms", batch_wait_->value());
   s.setValue("engine/kv_budget_mib", kv_budget_->value());
   s.setValue("engine/activations", backend_.quantised_activations ? "q8_0" : "f32");
-  s.setValue("quantisation/types", quant_types_);
-  save_quant_limits(s, quant_limits_);
+  quant_lab_->save(s);
   s.setValue("sampling/greedy", greedy_->isChecked());
   s.setValue("sampling/temperature", temperature_->value());
   s.setValue("sampling/top_k", top_k_->value());
@@ -536,12 +507,6 @@ void MainWindow::run_staggered_load(const StaggeredLoad& load) {
 
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
 
-void MainWindow::start_pending_quant_lab() {
-  if (quant_lab_pending_ && current_panel() == PanelId::kQuantisation) {
-    compare_quantisation(quant_types_);
-  }
-}
-
 PanelId MainWindow::current_panel() const {
   return kAllPanels[static_cast<size_t>(std::clamp(tabs_->currentIndex(), 0, 5))];
 }
@@ -618,11 +583,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   work_->finish(WorkProgress::Task::kLoad);
   work_->finish(WorkProgress::Task::kWeights);
   if (new_model) {
-    cancel_quantisation();  // the replaced model's comparison, if one runs
-    quant_lab_.reset();
-    quant_run_ = {};
-    quant_lab_changed_ = true;
-    quant_lab_pending_ = !info.random_weights;  // a random-weight model's variants compare noise
+    quant_lab_->model_changed(info.random_weights);
     if (info.random_weights) {
       // Its variants would compare noise, and the lab's work would slow the timing.
       show_message(
@@ -630,8 +591,8 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
           "text is meaningless. The quantisation lab does not run on it; load a trained model "
           "for the Quantisation panel.",
           false);
-    } else {
-      start_pending_quant_lab();
+    } else if (current_panel() == PanelId::kQuantisation) {
+      quant_lab_->panel_shown();
     }
   }
   backend_ = loaded_backend(info, backend_);
@@ -671,10 +632,7 @@ void MainWindow::forget_engine() {
   queue_.reset();
   served_.clear();
   model_path_.clear();
-  cancel_quantisation();
-  quant_lab_.reset();
-  quant_run_ = {};
-  quant_lab_pending_ = false;
+  quant_lab_->forget();
   status_random_->setVisible(false);
   setWindowTitle("ServeScope");
   for (QLabel* label : {status_device_, status_kv_, status_rate_, status_batching_}) {
@@ -817,8 +775,7 @@ void MainWindow::on_frame() {
   if (std::exchange(shown_sweep_revision_, engine.sweep_revision) != engine.sweep_revision) {
     changed |= panel_bit(PanelId::kBatching);
   }
-  if (quant_lab_changed_) {
-    quant_lab_changed_ = false;
+  if (std::exchange(shown_quant_revision_, quant_lab_->revision()) != quant_lab_->revision()) {
     changed |= panel_bit(PanelId::kQuantisation);
   }
   if (std::exchange(shown_collecting_revision_, engine.collecting_revision) !=
@@ -830,8 +787,8 @@ void MainWindow::on_frame() {
     changed |= panel_bit(PanelId::kBatching) | panel_bit(PanelId::kPhases);
   }
   panels_->refresh(PanelFeed{folder_, *engine.info, now, &attention_,
-                             quant_lab_ ? &*quant_lab_ : nullptr, &quant_run_, quant_types_,
-                             &engine.batch_sweep, collecting_status(), &quant_limits_, panels_speed_},
+                             quant_lab() ? &*quant_lab() : nullptr, &quant_run(), quant_types(),
+                             &engine.batch_sweep, collecting_status(), &quant_limits(), panels_speed_},
                    changed);
   update_generated_chips();
   update_kv_status();

@@ -20,6 +20,7 @@
 #include "app/gui/engine_bridge/quant_lab.h"
 #include "app/gui/panels/telemetry_folder.h"
 #include "app/gui/engine_bridge/timing_models.h"
+#include "app/gui/window/quant_lab_controller.h"
 #include "app/gui/window/work_progress.h"
 
 class QAction;
@@ -165,10 +166,10 @@ class MainWindow : public QMainWindow {
   // The quantisation lab: its last report, the comparison running now (or how the last one
   // ended), and the weight types it compares; compare_quantisation() runs it again on others.
   // A model's first comparison starts when the Quantisation panel is first shown.
-  const std::optional<QuantLabReport>& quant_lab() const { return quant_lab_; }
-  const widgets::QuantRunState& quant_run() const { return quant_run_; }
-  const QStringList& quant_types() const { return quant_types_; }
-  const widgets::QuantLimits& quant_limits() const { return quant_limits_; }
+  const std::optional<QuantLabReport>& quant_lab() const { return quant_lab_->report(); }
+  const widgets::QuantRunState& quant_run() const { return quant_lab_->run(); }
+  const QStringList& quant_types() const { return quant_lab_->types(); }
+  const widgets::QuantLimits& quant_limits() const { return quant_lab_->limits(); }
   void compare_quantisation(const QStringList& types);
   void cancel_quantisation();
   // Shows the Quantisation panel's block tab on this type; false when it has no such block.
@@ -237,7 +238,6 @@ class MainWindow : public QMainWindow {
   void build_status_bar();
   void build_menus();
   void connect_engine();
-  void connect_quantisation_panel();
   void connect_staggered_load();
   void restore_settings(const WindowOptions& options);
   void keep_on_screen();  // the whole restored window inside the screen's available area
@@ -261,7 +261,6 @@ class MainWindow : public QMainWindow {
   void update_overlay();
   void apply_theme();
   void update_actions();
-  void start_pending_quant_lab();  // the first comparison of a model, once its panel shows
   // Replay mode (main_window_replay.cpp): the player, its bar above the panels, the engine's
   // controls off. A replay loads no model: refused_in_replay() says so and returns true.
   void start_replay(const Trace& trace, double speed);
@@ -295,14 +294,8 @@ class MainWindow : public QMainWindow {
   double last_frame_ms_ = -1.0;
   double last_status_ms_ = -1.0;
   AttentionSample attention_;
-  std::optional<QuantLabReport> quant_lab_;
-  bool quant_lab_changed_ = false;
-  // A newly loaded trained model's lab waits until the Quantisation panel is first shown: run
-  // at load, it would compete for the cores with the generation being timed.
-  bool quant_lab_pending_ = false;
-  widgets::QuantRunState quant_run_;
-  QStringList quant_types_;
-  widgets::QuantLimits quant_limits_ = default_lab_limits();  // the lab's accept-only-if rule
+  QuantLabController* quant_lab_ = nullptr;
+  uint64_t shown_quant_revision_ = 0;
   uint64_t attention_seen_ = 0;
   double collecting_at_ms_ = 0.0;  // clock_ time when the collecting batch was last reported
   Speed panels_speed_ = Speed::kRealTime;  // the pace the panels were last told

@@ -385,7 +385,7 @@ void MainWindow::build_central() {
   // A panel shown again catches up at once, not at the next record.
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     on_frame();
-    start_pending_quant_lab();
+    if (current_panel() == PanelId::kQuantisation) quant_lab_->panel_shown();
     Q_EMIT panel_shown(current_panel());
   });
 
@@ -523,44 +523,8 @@ void MainWindow::connect_staggered_load() {
           });
 }
 
-void MainWindow::connect_quantisation_panel() {
-  // The lab compares what the user chose last (only types this build can still write), else
-  // the defaults.
-  const std::vector<std::string> offered = lab_type_choices();
-  QStringList chosen;
-  for (const QString& type : quant_types_) {
-    if (std::find(offered.begin(), offered.end(), type.toStdString()) != offered.end()) {
-      chosen << type;
-    }
-  }
-  if (chosen.isEmpty()) {
-    for (const std::string& type : default_lab_types()) chosen << QString::fromStdString(type);
-  }
-  quant_types_ = chosen;
-  auto* panel = qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation));
-  connect(panel, &widgets::QuantisationPanel::compare_requested, this,
-          &MainWindow::compare_quantisation);
-  connect(panel, &widgets::QuantisationPanel::cancel_requested, this,
-          &MainWindow::cancel_quantisation);
-  connect(panel, &widgets::QuantisationPanel::limits_changed, this,
-          [this](double max_kl, double max_tpot_ms, double min_speedup) {
-            quant_limits_ = {max_kl, max_tpot_ms, min_speedup};  // remembered with the settings
-          });
-  connect(engine_, &EngineClient::quant_lab_progress, this,
-          [this](bool running, const QString& stage, double fraction, const QString& outcome) {
-            if (quant_lab_pending_) return;  // the replaced model's comparison winding down
-            quant_run_ = {running, stage, fraction, outcome};
-            quant_lab_changed_ = true;
-          });
-}
-
 void MainWindow::compare_quantisation(const QStringList& types) {
-  if (!engine_info() || engine_info()->random_weights || types.isEmpty() || player_) return;
-  quant_lab_pending_ = false;
-  quant_types_ = types;
-  quant_run_ = {true, QStringLiteral("starting"), 0.0, QString()};
-  quant_lab_changed_ = true;
-  engine_->start_quant_lab(prompt_->toPlainText(), types);
+  if (!player_) quant_lab_->compare(types);  // a replay runs no engine
 }
 
 bool MainWindow::show_quant_block(const QString& type) {
@@ -569,7 +533,7 @@ bool MainWindow::show_quant_block(const QString& type) {
   return panel != nullptr && panel->show_block(type);
 }
 
-void MainWindow::cancel_quantisation() { engine_->cancel_quant_lab(); }
+void MainWindow::cancel_quantisation() { quant_lab_->cancel(); }
 
 void MainWindow::connect_engine() {
   connect(engine_, &EngineClient::engine_ready, this, &MainWindow::on_engine_ready);
@@ -597,13 +561,6 @@ void MainWindow::connect_engine() {
     Q_EMIT generation_finished(reason);
   });
   connect(engine_, &EngineClient::running_changed, this, &MainWindow::update_actions);
-  connect(engine_, &EngineClient::quant_lab_ready, this, [this](const QuantLabReport& report) {
-    if (!engine_info() || report.model_path != engine_info()->model_path.toStdString()) return;
-    const int64_t serial = quant_lab_ ? quant_lab_->serial + 1 : 1;
-    quant_lab_ = quant_lab_ ? with_last_comparison(report, *quant_lab_) : report;
-    quant_lab_->serial = serial;
-    quant_lab_changed_ = true;
-  });
   connect(engine_, &EngineClient::weight_progress, this,
           [this](int done, int total, const QString& type) {
             statusBar()->showMessage(
