@@ -127,6 +127,11 @@ struct EngineCounters {
   telemetry::KvSnapshot kv;  // the whole block table state, as the engine holds it
 };
 
+// What a first run starts from: the window's Max tokens and Batch wait (the engine thread
+// starts from the same until the window sends its settings).
+constexpr int kDefaultMaxTokens = 200;
+constexpr int kDefaultBatchWaitMs = 200;
+
 // One batch size of a sweep: simulated clients through a fresh engine of that max batch.
 // The batch sweep measures max batch 1, 2, 4, ... 2^(kBatchSweepSizes - 1), each
 // kBatchSweepRepeats times after an untimed warm-up, the sizes in alternating order (up, down,

@@ -192,7 +192,7 @@ class EngineWorker : public EngineReplies {
   BatchingChoice batching_;
   bool collecting_ = false;  // the last batch_collecting() said a batch was collecting
   serving::SamplingParams sampling_;
-  int max_tokens_ = 200;
+  int max_tokens_ = kDefaultMaxTokens;
   int classmates_ = 0;
   bool continuous_classmates_ = false;
   bool generated_once_ = false;

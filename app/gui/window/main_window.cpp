@@ -6,34 +6,23 @@
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
-#include <QCloseEvent>
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
-#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QLocale>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
-#include <QPushButton>
-#include <QScrollArea>
-#include <QScreen>
-#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
-#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
-#include <QToolButton>
-#include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 
@@ -56,9 +45,6 @@
 namespace servescope::gui {
 namespace {
 
-constexpr double kStatusEveryMs = 250.0;
-constexpr const char* kSuggestedPrompt = "Once upon a time";
-
 // The bundled model's vocabulary size, which sets the timing models' embedding sizes.
 int64_t bundled_vocab_size() {
   try {
@@ -66,38 +52,6 @@ int64_t bundled_vocab_size() {
   } catch (const std::exception&) {
     return 0;  // the sizes are left out of the menus; writing will report the problem
   }
-}
-
-QSettings settings() { return QSettings("ServeScope", "servescope"); }
-
-// Why the settings cannot be kept, or empty. QSettings itself says nothing when its file is a
-// folder: it reads nothing and writes nothing.
-QString settings_problem() {
-  QSettings s = settings();
-  const QFileInfo file(s.fileName());
-  if (file.exists() && !file.isFile()) {
-    return QString(
-               "Settings cannot be read or saved: %1 is a folder, not a file. Move it aside "
-               "for ServeScope to remember your settings.")
-        .arg(s.fileName());
-  }
-  s.sync();
-  if (s.status() == QSettings::AccessError) {
-    return QString("Settings cannot be read or saved: %1 is not accessible.").arg(s.fileName());
-  }
-  if (s.status() == QSettings::FormatError) {
-    return QString("Settings cannot be read: %1 is not a settings file; they start afresh.")
-        .arg(s.fileName());
-  }
-  return {};
-}
-
-// The backend a loaded engine runs on; the Vulkan device asked for (-1: the best) is kept.
-BackendChoice loaded_backend(const EngineInfo& info, const BackendChoice& asked) {
-  return info.backend == "vulkan"
-             ? BackendChoice{compute::BackendKind::kVulkan, asked.device,
-                             asked.quantised_activations}
-             : BackendChoice{compute::BackendKind::kCpu, -1, info.quantised_activations};
 }
 
 }  // namespace
@@ -124,6 +78,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   build_central();
   build_status_bar();
   build_menus();
+  build_settings_table();
   lessons_ = new LessonUi(*this, options.lessons_folder.value_or(QString()),
                           options.progress_folder.value_or(
                               remember_settings_ ? lessons::default_progress_folder() : QString()));
@@ -156,194 +111,6 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
 
 // The engine client, a child, cancels long work and ends the engine thread when destroyed.
 MainWindow::~MainWindow() = default;
-
-// --- settings ---------------------------------------------------------------------------
-
-void MainWindow::forget_settings() { settings().clear(); }
-
-void MainWindow::restore_settings(const WindowOptions& options) {
-  QString model = QString::fromStdString(cli::default_model_path());
-  std::optional<BackendChoice> backend;
-  bool dark = false;
-  bool q8_activations = false;  // remembered apart from the backend, which options may name
-  if (remember_settings_) {
-    QSettings s = settings();
-    restoreGeometry(s.value("window/geometry").toByteArray());
-    keep_on_screen();
-    restoreState(s.value("window/state").toByteArray());
-    if (auto* splitter = findChild<QSplitter*>("main-splitter")) {
-      splitter->restoreState(s.value("window/splitter").toByteArray());
-    }
-    // A remembered model that is gone (a cleared cache folder's timing model) gives way to the
-    // bundled one.
-    const QString remembered = s.value("engine/model", model).toString();
-    if (QFileInfo::exists(remembered)) model = remembered;
-    q8_activations = s.value("engine/activations", "f32").toString() == "q8_0";
-    quant_lab_->restore(s);
-    // Before version 2 the first run chose any Vulkan device, lavapipe included, and that
-    // choice was remembered as if made; those settings start from the new default.
-    if (s.value("settings/version", 1).toInt() >= 2 && s.contains("engine/backend")) {
-      backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
-                                  ? compute::BackendKind::kVulkan
-                                  : compute::BackendKind::kCpu,
-                              s.value("engine/device", -1).toInt()};
-    }
-    classmates_->setValue(s.value("engine/classmates", 0).toInt());
-    max_tokens_->setValue(s.value("engine/max_tokens", 200).toInt());
-    const int kv = kv_picker_->findData(s.value("engine/kv_type", 1).toInt());
-    if (kv >= 0) kv_picker_->setCurrentIndex(kv);
-    batching_picker_->setCurrentIndex(s.value("engine/static_batching", false).toBool() ? 1 : 0);
-    batch_wait_->setValue(s.value("engine/batch_wait_ms", 200).toInt());
-    // Clamped to the box's range; the change reaches the worker through valueChanged.
-    kv_budget_->setValue(s.value("engine/kv_budget_mib", 0).toInt());
-    const int speed = speed_picker_->findData(s.value("engine/speed", 0).toInt());
-    if (speed >= 0) speed_picker_->setCurrentIndex(speed);
-    greedy_->setChecked(s.value("sampling/greedy", false).toBool());
-    temperature_->setValue(s.value("sampling/temperature", 0.8).toDouble());
-    top_k_->setValue(s.value("sampling/top_k", 0).toInt());
-    top_p_->setValue(s.value("sampling/top_p", 0.95).toDouble());
-    seed_->setValue(s.value("sampling/seed", 0).toInt());
-    dark = s.value("view/dark", false).toBool();
-    const double font_size = s.value("view/font_size", 0.0).toDouble();
-    if (font_size > 0) {
-      QFont font = QApplication::font();
-      font.setPointSizeF(std::clamp(font_size, kMinFontPoints, kMaxFontPoints));
-      QApplication::setFont(font);
-    }
-    prompt_->setPlainText(s.value("prompt/text", kSuggestedPrompt).toString());
-  } else {
-    prompt_->setPlainText(kSuggestedPrompt);
-  }
-  if (options.model) model = *options.model;
-  if (options.backend) backend = options.backend;
-  if (options.dark_theme) dark = *options.dark_theme;
-  if (!backend) {
-    // First run: a hardware GPU when there is one, else the CPU backend.
-    const int row = std::max(0, backend_picker_->findData(true, kDefaultBackendRole));
-    const int device = backend_picker_->itemData(row).toInt();
-    backend = device < 0 ? BackendChoice{compute::BackendKind::kCpu, -1}
-                         : BackendChoice{compute::BackendKind::kVulkan, device};
-  }
-  if (options.quantised_activations) q8_activations = *options.quantised_activations;
-  if (q8_activations) backend->quantised_activations = true;
-  if (options.static_batching) batching_picker_->setCurrentIndex(*options.static_batching ? 1 : 0);
-  if (options.batch_wait_ms) batch_wait_->setValue(*options.batch_wait_ms);
-  dark_ = dark;
-  dark_action_->setChecked(dark);
-  backend_ = *backend;
-  update_activations_picker();
-  // The worker learns the settings before it loads anything.
-  const int classmates = classmates_->value();
-  const int max_tokens = max_tokens_->value();
-  const gguf::GgmlType kv = kv_type();
-  const auto speed = static_cast<Speed>(speed_picker_->currentData().toInt());
-  engine_->set_classmates(classmates);
-  engine_->set_max_tokens(max_tokens);
-  engine_->set_kv_type(kv);
-  engine_->set_speed(speed);
-  engine_->set_batching(batching());
-  if (!player_) open_model(model);
-  model_picker_->show_loaded(model_path_);
-  if (remember_settings_) {
-    if (const QString problem = settings_problem(); !problem.isEmpty()) show_message(problem, true);
-  }
-}
-
-void MainWindow::keep_on_screen() {
-  // restoreGeometry keeps the title bar on screen, not the whole window: one saved at the
-  // screen's full size came back 20 px lower, its status bar below the screen's edge.
-  const QScreen* where = screen();
-  if (!where) return;
-  const QRect available = where->availableGeometry();
-  QRect g = geometry();
-  g.setSize(g.size().boundedTo(available.size()).expandedTo(minimumSizeHint()));
-  g.moveLeft(std::max(available.left(), std::min(g.left(), available.right() + 1 - g.width())));
-  g.moveTop(std::max(available.top(), std::min(g.top(), available.bottom() + 1 - g.height())));
-  setGeometry(g);
-}
-
-void MainWindow::save_settings() const {
-  if (!remember_settings_) return;
-  QSettings s = settings();
-  s.setValue("window/geometry", saveGeometry());
-  s.setValue("window/state", saveState());
-  if (auto* splitter = findChild<QSplitter*>("main-splitter")) {
-    s.setValue("window/splitter", splitter->saveState());
-  }
-  s.setValue("settings/version", 2);
-  // A model still loading at quit is the one asked for last (a lesson's engine given back).
-  s.setValue("engine/model", loading() ? engine_->state().loading_path : model_path_);
-  s.setValue("engine/backend", backend_.kind == compute::BackendKind::kVulkan ? "vulkan" : "cpu");
-  s.setValue("engine/device", backend_.device);
-  s.setValue("engine/classmates", classmates_->value());
-  s.setValue("engine/max_tokens", max_tokens_->value());
-  s.setValue("engine/kv_type", kv_picker_->currentData());
-  s.setValue("engine/speed", speed_picker_->currentData());
-  s.setValue("engine/static_batching", batching().static_batches);
-  s.setValue("engine/batch_wait_ms", batch_wait_->value());
-  s.setValue("engine/kv_budget_mib", kv_budget_->value());
-  s.setValue("engine/activations", backend_.quantised_activations ? "q8_0" : "f32");
-  quant_lab_->save(s);
-  s.setValue("sampling/greedy", greedy_->isChecked());
-  s.setValue("sampling/temperature", temperature_->value());
-  s.setValue("sampling/top_k", top_k_->value());
-  s.setValue("sampling/top_p", top_p_->value());
-  s.setValue("sampling/seed", seed_->value());
-  s.setValue("view/dark", dark_);
-  s.setValue("view/font_size", QApplication::font().pointSizeF());
-  s.setValue("prompt/text", prompt_->toPlainText());
-}
-
-void MainWindow::closeEvent(QCloseEvent* event) {
-  save_settings();
-  QMainWindow::closeEvent(event);
-}
-
-void MainWindow::add_timing_models(QMenu* menu) {
-  menu->setObjectName("timing-models-menu");
-  menu->setToolTipsVisible(true);
-  menu->setToolTip(timing_tooltip(timing_folder_));
-  for (const TimingModel& m : timing_models_) {
-    QAction* action = menu->addAction(timing_model_title(m, bundled_vocab_), this,
-                                      [this, m] { open_timing_model(m); });
-    action->setToolTip(timing_tooltip(timing_folder_));
-  }
-}
-
-void MainWindow::fill_backend_picker() {
-  const compute::DeviceList devices = compute::list_devices();
-  backend_picker_->clear();
-  backend_picker_->addItem("CPU (OpenBLAS)", -1);
-  backend_picker_->setItemData(
-      0,
-      QString("%1, %2 cores. On a laptop without a GPU the CPU backend is faster than Vulkan on "
-              "lavapipe.")
-          .arg(QString::fromStdString(devices.cpu.model_name))
-          .arg(devices.cpu.cores),
-      Qt::ToolTipRole);
-  const std::optional<uint32_t> default_gpu = compute::default_vulkan_device(devices);
-  if (!default_gpu) backend_picker_->setItemData(0, true, kDefaultBackendRole);
-  for (const compute::vulkan::DeviceDescription& d : devices.vulkan) {
-    if (!d.has_compute_queue) continue;
-    const QString name = QString::fromStdString(d.name);
-    backend_picker_->addItem(compute::runs_on_the_cpu(d)
-                                 ? QString("Vulkan on the CPU (software): %1").arg(name)
-                                 : QString("Vulkan %1: %2").arg(d.index).arg(name),
-                             static_cast<int>(d.index));
-    if (default_gpu == d.index) {
-      backend_picker_->setItemData(backend_picker_->count() - 1, true, kDefaultBackendRole);
-    }
-    backend_picker_->setItemData(
-        backend_picker_->count() - 1,
-        QString("%1 device, driver %2 %3%4")
-            .arg(QString::fromStdString(d.type), QString::fromStdString(d.driver_name),
-                 QString::fromStdString(d.driver_info),
-                 compute::runs_on_the_cpu(d)
-                     ? ". It runs on the CPU cores: the CPU backend is usually faster"
-                     : ""),
-        Qt::ToolTipRole);
-  }
-}
 
 // --- actions ------------------------------------------------------------------------------
 
@@ -571,93 +338,7 @@ void MainWindow::update_actions() {
   sweep_action_->setEnabled(ready && !sweeping());
 }
 
-// --- what the engine reports ------------------------------------------------------------
-
-void MainWindow::on_engine_ready(const EngineInfo& info) {
-  // Records of the engine being replaced are folded first, so nothing is lost or mixed.
-  on_frame();
-  const QString served = info.model_path + "|" + info.backend;
-  const bool new_model = served != std::exchange(served_, served);
-  queue_ = info.telemetry;  // the frame pump drains the new engine from here on
-  model_path_ = info.model_path;
-  work_->finish(WorkProgress::Task::kLoad);
-  work_->finish(WorkProgress::Task::kWeights);
-  if (new_model) {
-    quant_lab_->model_changed(info.random_weights);
-    if (info.random_weights) {
-      // Its variants would compare noise, and the lab's work would slow the timing.
-      show_message(
-          "A timing model: its weights are random, so its speed and memory are real and its "
-          "text is meaningless. The quantisation lab does not run on it; load a trained model "
-          "for the Quantisation panel.",
-          false);
-    } else if (current_panel() == PanelId::kQuantisation) {
-      quant_lab_->panel_shown();
-    }
-  }
-  backend_ = loaded_backend(info, backend_);
-  update_activations_picker();
-  folder_.reset(FoldFacts{info.kv_blocks, info.block_size, info.kv_bytes_per_block});
-  // The client forgot the user's request (a new engine numbers its requests from 0 again:
-  // the old id named its typed prompt's prefill or a classmate), the sweep and the load.
-  attention_ = {};
-  attention_seen_ = 0;
-  panels_->reset_counts();
-  model_picker_->remember(info.model_path);
-  show_loaded_in_pickers();
-  show_random_weights(info.random_weights);
-  on_prompt_edited();
-  update_status();
-  update_actions();
-  Q_EMIT engine_ready(info);
-}
-
-void MainWindow::on_load_failed(const QString& message, bool serving) {
-  for (const auto task : {WorkProgress::Task::kTimingModel, WorkProgress::Task::kLoad,
-                          WorkProgress::Task::kWeights}) {
-    work_->finish(task);
-  }
-  if (serving && engine_info()) {
-    backend_ = loaded_backend(*engine_info(), backend_);
-    update_activations_picker();
-  } else {
-    forget_engine();
-  }
-  show_loaded_in_pickers();
-  on_failed(message);
-}
-
-void MainWindow::forget_engine() {
-  on_frame();  // the last records of the engine that is gone
-  queue_.reset();
-  served_.clear();
-  model_path_.clear();
-  quant_lab_->forget();
-  status_random_->setVisible(false);
-  setWindowTitle("ServeScope");
-  for (QLabel* label : {status_device_, status_kv_, status_rate_, status_batching_}) {
-    label->clear();
-  }
-  status_model_->setText("No model loaded");
-  update_actions();
-}
-
-// The pickers show what the engine runs, or nothing where no model is loaded.
-void MainWindow::show_loaded_in_pickers() {
-  model_picker_->show_loaded(model_path_);
-  if (!engine_info()) {
-    backend_picker_->setCurrentIndex(-1);
-    return;
-  }
-  const EngineInfo& info = *engine_info();
-  const int backend_index =
-      backend_picker_->findData(info.backend == "vulkan" ? info.vulkan_device : -1);
-  if (backend_index >= 0) backend_picker_->setCurrentIndex(backend_index);
-  const int weights_index = weights_picker_->findData(info.weight_type);
-  if (weights_index >= 0) weights_picker_->setCurrentIndex(weights_index);
-  const int kv_index = kv_picker_->findData(static_cast<int>(info.kv_type));
-  if (kv_index >= 0) kv_picker_->setCurrentIndex(kv_index);
-}
+// --- messages ---------------------------------------------------------------------------
 
 void MainWindow::on_failed(const QString& text) {
   show_message(text, true);
@@ -739,142 +420,7 @@ void MainWindow::on_prompt_edited() {
   if (!generating()) prefill_timer_->start();
 }
 
-// --- the frame ------------------------------------------------------------------------------
-
-void MainWindow::on_frame() {
-  const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
-  if (sender() == frame_timer_) {
-    if (last_frame_ms_ >= 0.0) frame_stats_.add(now - last_frame_ms_);
-    last_frame_ms_ = now;
-  }
-  if (!queue_) return;
-  // What this frame costs the GUI thread: draining, folding, snapshots (painting follows).
-  struct WorkTimer {
-    MainWindow& w;
-    double start_ms;
-    bool counted;
-    ~WorkTimer() {
-      if (counted) w.frame_work_.add(static_cast<double>(w.clock_.nsecsElapsed()) / 1e6 - start_ms);
-    }
-  } work_timer{*this, now, sender() == frame_timer_};
-  const std::vector<telemetry::TelemetryItem> items = queue_->drain();
-  if (recorder_) recorder_->record_telemetry(items, now);
-  if (!items.empty()) folder_.fold(items, now);
-  PanelMask changed = folder_.take_changed();
-  if (!engine_info()) return;  // the engine is gone: its last records are folded
-  const EngineState& engine = engine_->state();
-  if (engine.info->attention) {
-    if (auto sample = engine.info->attention->take_newer(attention_seen_)) {
-      attention_ = std::move(*sample);
-      changed |= panel_bit(PanelId::kAttention);
-    }
-  }
-  if (std::exchange(shown_info_revision_, engine.info_revision) != engine.info_revision) {
-    changed |= panel_bit(PanelId::kKvCache);  // memory measured
-  }
-  if (std::exchange(shown_sweep_revision_, engine.sweep_revision) != engine.sweep_revision) {
-    changed |= panel_bit(PanelId::kBatching);
-  }
-  if (std::exchange(shown_quant_revision_, quant_lab_->revision()) != quant_lab_->revision()) {
-    changed |= panel_bit(PanelId::kQuantisation);
-  }
-  if (std::exchange(shown_collecting_revision_, engine.collecting_revision) !=
-      engine.collecting_revision) {
-    changed |= panel_bit(PanelId::kBatching);
-  }
-  if (const Speed pace = speed(); pace != panels_speed_) {  // their "times are real" note
-    panels_speed_ = pace;
-    changed |= panel_bit(PanelId::kBatching) | panel_bit(PanelId::kPhases);
-  }
-  panels_->refresh(PanelFeed{folder_, *engine.info, now, &attention_,
-                             quant_lab() ? &*quant_lab() : nullptr, &quant_run(), quant_types(),
-                             &engine.batch_sweep, collecting_status(), &quant_limits(), panels_speed_},
-                   changed);
-  update_generated_chips();
-  update_kv_status();
-  if (now - last_status_ms_ >= kStatusEveryMs) {
-    last_status_ms_ = now;
-    update_status();
-    if (overlay_->isVisible()) update_overlay();
-  }
-}
-
-void MainWindow::update_generated_chips() {
-  // The user's tokens, with their probabilities, as the engine reported them.
-  if (folder_.watched_request() != user_request() || !engine_info()->tokenizer) return;
-  const std::vector<telemetry::TokenRecord>& records = folder_.watched_tokens();
-  const auto shown = static_cast<size_t>(output_chips_->tokens().size());
-  if (records.size() <= shown) return;
-  const Tokenizer& tokenizer = *engine_info()->tokenizer;
-  QVector<GeneratedToken> fresh;
-  for (size_t i = shown; i < records.size(); ++i) {
-    const telemetry::TokenRecord& r = records[i];
-    GeneratedToken token;
-    token.id = r.id;
-    token.text = token_display_text(tokenizer, r.id);
-    token.probability = r.prob;
-    for (const telemetry::TokenAlternative& a : r.top) {
-      token.alternatives.push_back({token_display_text(tokenizer, a.id), a.prob});
-    }
-    fresh.push_back(token);
-  }
-  output_chips_->append_tokens(fresh);
-}
-
-// Every frame, with the panels: the KV cache panel's heading and this text read the same
-// folder state, so they never show two figures for the bytes held.
-void MainWindow::update_kv_status() {
-  if (!engine_info()) return;
-  const QString text =
-      engine_info()->keep_kv
-          ? QString("KV %1: %2 / %3")
-                .arg(kv_type_label(engine_info()->kv_type), bytes_text(folder_.kv_bytes_used()),
-                     bytes_text(engine_info()->kv_bytes_total))
-          : QString("KV cache off: every token recomputes its context");
-  if (status_kv_->text() != text) status_kv_->setText(text);  // no relayout when unchanged
-}
-
-void MainWindow::update_status() {
-  if (!engine_info()) return;
-  const EngineInfo& info = *engine_info();
-  const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
-  status_device_->setText(device_label(info));
-  status_device_->setToolTip(device_tooltip(info));
-  status_model_->setText(
-      QString("%1%2: %3 parameters, %4")
-          .arg(name_without_note(info.model_name),
-               info.weight_type.isEmpty() ? QString() : " as " + info.weight_type.toUpper())
-          .arg(count_text(info.parameters))
-          .arg(bytes_text(info.weight_bytes)));
-  status_model_->setToolTip(
-      QString("The model, its parameter count (%1) and the bytes of its weights\n%2")
-          .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)),
-               info.provenance));
-  update_kv_status();
-  const QString collecting = collecting_status();
-  status_batching_->setText(batching_text(info.batching) +
-                            (collecting.isEmpty() ? QString() : ": " + collecting));
-  status_rate_->setText(
-      QString("%1 tokens/s").arg(QLocale::system().toString(folder_.tokens_per_s(now), 'f', 0)));
-}
-
-void MainWindow::update_overlay() {
-  const telemetry::TelemetryQueue* queue =
-      queue_ ? queue_.get() : nullptr;
-  overlay_->setText(QString("frame p50 %1 ms  p99 %2 ms  (%3 frames)\n"
-                            "GUI work per frame p50 %6 ms  p99 %7 ms\n"
-                            "steps %4  records dropped %5")
-                        .arg(frame_stats_.p50(), 0, 'f', 1)
-                        .arg(frame_stats_.p99(), 0, 'f', 1)
-                        .arg(frame_stats_.count())
-                        .arg(folder_.counts().steps)
-                        .arg(queue ? queue->dropped() : 0)
-                        .arg(frame_work_.p50(), 0, 'f', 2)
-                        .arg(frame_work_.p99(), 0, 'f', 2));
-  overlay_->adjustSize();
-  overlay_->move(tabs_->width() - overlay_->width() - 8, 32);
-  overlay_->raise();
-}
+// --- the theme ------------------------------------------------------------------------------
 
 void MainWindow::apply_theme() {
   widgets::set_theme(dark_ ? widgets::ThemeKind::kDark : widgets::ThemeKind::kLight,

@@ -21,6 +21,7 @@
 #include "app/gui/panels/telemetry_folder.h"
 #include "app/gui/engine_bridge/timing_models.h"
 #include "app/gui/window/quant_lab_controller.h"
+#include "app/gui/window/settings_table.h"
 #include "app/gui/window/work_progress.h"
 
 class QAction;
@@ -229,6 +230,7 @@ class MainWindow : public QMainWindow {
   static constexpr int kPrefillPauseMs = 300;  // typing pause before the prompt is prefilled
 
   // Building the window (main_window_build.cpp).
+  void build_settings_table();  // the remembered controls, at their defaults
   void build_actions();
   void build_toolbar();
   void build_serving_toolbar();
@@ -277,6 +279,7 @@ class MainWindow : public QMainWindow {
   TraceRecorder* recorder_ = nullptr;
   ReplayPlayer* player_ = nullptr;
   bool remember_settings_;
+  SettingsTable settings_table_;
 
   TelemetryFolder folder_;
   std::unique_ptr<PanelHost> panels_;
