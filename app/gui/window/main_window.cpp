@@ -698,6 +698,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   attention_ = {};
   attention_seen_ = 0;
   panels_->reset_counts();
+  panels_->reset_views();
   remember_recent(info.model_path);
   show_loaded_in_pickers();
   show_random_weights(info.random_weights);
