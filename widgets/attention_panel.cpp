@@ -1,7 +1,6 @@
 #include "widgets/attention_panel.h"
 
 #include <QHBoxLayout>
-#include <QHelpEvent>
 #include <QImage>
 #include <QLabel>
 #include <QPaintEngine>
@@ -9,7 +8,6 @@
 #include <QPainterPath>
 #include <QSignalBlocker>
 #include <QSpinBox>
-#include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <array>
@@ -199,18 +197,6 @@ QString AttentionPanel::cell_tooltip(QPointF pos) const {
       .arg(weight, 0, 'f', 4);
 }
 
-bool AttentionPanel::event(QEvent* event) {
-  if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = cell_tooltip(help->pos());
-    if (!text.isEmpty()) {
-      QToolTip::showText(help->globalPos(), text, this);
-      return true;
-    }
-  }
-  return PanelView::event(event);
-}
-
 void AttentionPanel::paintEvent(QPaintEvent*) {
   apply_theme_palette(*this);  // the selectors and their captions
   QPainter painter(this);
@@ -322,6 +308,14 @@ void AttentionPanel::paintEvent(QPaintEvent*) {
   paint_labels(painter);
   paint_colour_legend(painter, QRectF(QPointF(grid.right() + line, grid_room.top()),
                                       QPointF(body.right(), body.bottom())));
+  // A cell's weight, described while the mouse stays on that cell.
+  add_tooltip([this](QPointF pos) -> std::optional<HoverHit> {
+    const auto cell = cell_at(pos);
+    if (!cell) return std::nullopt;
+    const QRectF box(grid_origin_.x() + cell->second * cell_width_,
+                     grid_origin_.y() + cell->first * cell_height_, cell_width_, cell_height_);
+    return HoverHit{cell_tooltip(pos), box};
+  });
 }
 
 double AttentionPanel::paint_labels(QPainter& painter) {

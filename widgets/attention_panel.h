@@ -70,7 +70,6 @@ class AttentionPanel : public PanelView {
  protected:
   void paintEvent(QPaintEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
-  bool event(QEvent* event) override;
 
  private:
   QString query_axis_title() const;

@@ -4,9 +4,11 @@
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "widgets/label_layout.h"
+#include "widgets/sweep_chart.h"
 #include "widgets/panel_sections.h"
 #include "widgets/theme.h"
 
@@ -40,58 +42,6 @@ int occupied(const BatchStep& step) {
   return static_cast<int>(std::count_if(
       step.cells.begin(), step.cells.end(),
       [](const SlotCell& c) { return c.request >= 0 && c.state != SlotState::kEmpty; }));
-}
-
-// A small line chart of y against batch size, with dots and values; `spread` adds a bar from
-// each size's fastest to its slowest run (for the step time, whose runs the sweep keeps).
-void paint_sweep_chart(QPainter& painter, const QRectF& area, const std::vector<SweepPoint>& sweep,
-                       double SweepPoint::*field, const QString& heading, const QString& y_label,
-                       const QColor& color, const Theme& t, bool spread = false) {
-  // A heading that would wrap in a narrow chart is left out: the y title names the chart.
-  const bool one_line = QFontMetricsF(chart::heading_font(painter.font())).horizontalAdvance(
-                            heading) <= area.width();
-  const qreal top = area.top() + (one_line ? chart::draw_heading(painter, area, heading, t) : 0);
-  int64_t max_batch = 1;
-  double max_y = 0.0;
-  for (const SweepPoint& p : sweep) {
-    max_batch = std::max(max_batch, p.batch_size);
-    max_y = std::max(max_y, spread ? std::max(p.*field, p.slowest_step_ms) : p.*field);
-  }
-  chart::AxesSpec spec;
-  spec.x_label = QObject::tr("batch size");
-  spec.y_label = y_label;
-  spec.x = chart::nice_range(0.0, double(max_batch), 5, true);
-  spec.y = chart::nice_range(0.0, max_y, 4);
-  spec.integer_x = true;
-  spec.x_ticks = 5;
-  spec.y_ticks = 4;
-  const chart::Frame frame = chart::draw_axes(
-      painter, QRectF(area.left(), top, area.width(), area.bottom() - top), spec, t);
-  QPainterPath line;
-  for (size_t i = 0; i < sweep.size(); ++i) {
-    const QPointF p = frame.point(double(sweep[i].batch_size), sweep[i].*field);
-    if (i == 0)
-      line.moveTo(p);
-    else
-      line.lineTo(p);
-  }
-  painter.save();
-  if (spread) {
-    painter.setPen(QPen(color.darker(130), 1.5));
-    for (const SweepPoint& p : sweep) {
-      if (p.slowest_step_ms <= 0.0) continue;
-      const auto x = double(p.batch_size);
-      painter.drawLine(frame.point(x, p.fastest_step_ms), frame.point(x, p.slowest_step_ms));
-    }
-  }
-  painter.setPen(QPen(color, 2));
-  painter.setBrush(Qt::NoBrush);
-  painter.drawPath(line);
-  painter.setPen(QPen(color.darker(130), 1));
-  painter.setBrush(color);
-  for (const SweepPoint& p : sweep)
-    painter.drawEllipse(frame.point(double(p.batch_size), p.*field), 4, 4);
-  painter.restore();
 }
 
 }  // namespace
@@ -247,10 +197,10 @@ QStringList BatchingPanel::legend_labels() const {
 
 std::optional<QRectF> BatchingPanel::cell_rect(int64_t step_index, int slot) const {
   const QRectF& plot = heatmap_.plot();
-  if (plot.isEmpty() || slot < 0 || slot >= snapshot_.slot_count ||
-      step_index < first_visible_index_)
-    return {};
-  if (step_index > int64_t(heatmap_.x_range().max)) return {};
+  if (plot.isEmpty() || slot < 0 || slot >= snapshot_.slot_count) return {};
+  // Only the steps the window shows (zoomed in, the end ones in part).
+  const chart::Range& shown = heatmap_.x_range();
+  if (double(step_index) + 0.5 <= shown.min || double(step_index) - 0.5 >= shown.max) return {};
   const qreal row = plot.height() / snapshot_.slot_count;
   const qreal x0 = heatmap_.x(double(step_index) - 0.5);
   return QRectF(x0, plot.top() + slot * row, heatmap_.x(double(step_index) + 0.5) - x0, row);
@@ -266,7 +216,7 @@ std::optional<BatchingPanel::CellId> BatchingPanel::cell_at(QPointF pos) const {
   return CellId{int64_t(std::floor(index)), slot};
 }
 
-QString BatchingPanel::computed_tooltip(QPointF pos) const {
+QString BatchingPanel::cell_tooltip(QPointF pos) const {
   const std::optional<CellId> id = cell_at(pos);
   if (!id) return {};
   const auto step =
@@ -292,6 +242,7 @@ void BatchingPanel::paintEvent(QPaintEvent*) {
   painter.setFont(font());
   clear_tooltips();
   heatmap_ = {};
+  sweep_dots_.clear();
   const bool no_live_steps = snapshot_.steps.empty() || snapshot_.slot_count <= 0;
   if (no_live_steps && !snapshot_.sweep.empty()) {
     paint_sweep_alone(painter);
@@ -400,11 +351,13 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   const size_t max_visible = std::max<size_t>(1, size_t(rough_width / kMinCellWidth));
   first_shown_ =
       snapshot_.steps.size() > max_visible ? snapshot_.steps.size() - max_visible : 0;
-  first_visible_index_ = snapshot_.steps[first_shown_].index;
+  const int64_t first_index = snapshot_.steps[first_shown_].index;
   const int64_t last_index = snapshot_.steps.back().index;
   chart::AxesSpec spec;
   spec.x_label = tr("engine step");
-  spec.x = {double(first_visible_index_) - 0.5, double(last_index) + 0.5};
+  // The slots and the occupancy under them share the step axis, and so its zoom.
+  spec.x = x_window(QStringLiteral("slots"),
+                    {double(first_index) - 0.5, double(last_index) + 0.5}, 4.0);
   spec.integer_x = true;
   spec.x_ticks = 8;
 
@@ -444,6 +397,8 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
   }
   heatmap_ = chart::Frame(heat, spec.x, {0.0, double(snapshot_.slot_count)});
   painter.fillRect(heat, t.surface);
+  painter.save();
+  painter.setClipRect(heat);  // zoomed in, the end steps are cut by the plot's edges
   const qreal row = heat.height() / snapshot_.slot_count;
   const qreal gap = row > 10 ? 1.5 : 0.0;
   painter.setRenderHint(QPainter::Antialiasing, false);  // seamless columns
@@ -457,15 +412,23 @@ void BatchingPanel::paint_heatmap_and_occupancy(QPainter& painter, const QRectF&
       const SlotCell& c = step.cells[size_t(slot)];
       const bool held = c.request >= 0 && c.state != SlotState::kEmpty;
       const int64_t before = std::exchange(previous[size_t(slot)], held ? c.request : -1);
-      if (!held) continue;
-      const QRectF cell = *cell_rect(step.index, slot);
+      const std::optional<QRectF> shown = held ? cell_rect(step.index, slot) : std::nullopt;
+      if (!shown) continue;
+      const QRectF cell = *shown;
       const qreal left = before >= 0 && before != c.request ? hand_over : 0.0;
       chart::fill_patterned(painter, cell.adjusted(left, gap, 0, -gap),
                             snapshot_.own_requests.colour(c.request, t), state_pattern(c.state),
                             t.background);
     }
   }
-  painter.setRenderHint(QPainter::Antialiasing, true);
+  painter.restore();
+  mark_zoomable(painter, QStringLiteral("slots"), heat);
+  add_tooltip([this](QPointF pos) -> std::optional<HoverHit> {
+    const std::optional<CellId> id = cell_at(pos);
+    if (!id) return std::nullopt;
+    const std::optional<QRectF> cell = cell_rect(id->step_index, id->slot);
+    return HoverHit{cell_tooltip(pos), cell ? cell->intersected(heatmap_.plot()) : QRectF()};
+  });
   // Slot labels, thinned out when rows are shorter than a line of text.
   painter.setFont(chart::small_font(font()));
   const QFontMetricsF small(painter.font());
@@ -510,10 +473,14 @@ chart::Frame BatchingPanel::paint_occupancy(QPainter& painter, const QRectF& are
   fill.lineTo(frame.point(spec.x.max, 0));
   QColor area_color = t.text;
   area_color.setAlphaF(0.12f);
+  painter.save();
+  painter.setClipRect(frame.plot().adjusted(0, -2, 0, 2));  // zoomed in, the line runs past
   painter.fillPath(fill, area_color);
   painter.setPen(QPen(t.text, 1.8));
   painter.setBrush(Qt::NoBrush);
   painter.drawPath(line);
+  painter.restore();
+  mark_zoomable(painter, QStringLiteral("slots"), frame.plot());
   add_tooltip(frame.plot(),
               with_definition(tr("Empty slots are throughput the device could have had."),
                               snapshot_.help.occupancy));
@@ -661,10 +628,11 @@ void BatchingPanel::paint_sweep(QPainter& painter, const QRectF& area) {
   const qreal half = body.width() / 2;
   const QRectF left(body.left(), body.top(), half - 8, body.height());
   const QRectF right(body.left() + half + 8, body.top(), half - 8, body.height());
-  paint_sweep_chart(painter, left, snapshot_.sweep, &SweepPoint::tokens_per_s,
-                    tr("throughput"), tr("tokens/s"), t.decode, t);
-  paint_sweep_chart(painter, right, snapshot_.sweep, &SweepPoint::step_latency_ms,
-                    tr("its latency cost"), tr("step time (ms)"), t.prefill, t, true);
+  sweep_dots_ = paint_sweep_chart(painter, left, snapshot_.sweep, &SweepPoint::tokens_per_s,
+                                  tr("throughput"), tr("tokens/s"), t.decode, t);
+  const std::vector<QPointF> latency_dots =
+      paint_sweep_chart(painter, right, snapshot_.sweep, &SweepPoint::step_latency_ms,
+                        tr("its latency cost"), tr("step time (ms)"), t.prefill, t, true);
   QStringList points;
   for (const SweepPoint& p : snapshot_.sweep) points << sweep_point_text(p);
   QString measured = summary + QLatin1Char('\n');
@@ -682,6 +650,14 @@ void BatchingPanel::paint_sweep(QPainter& painter, const QRectF& area) {
   add_tooltip(right, with_definition(tr("The mean decode step time at this batch size."),
                                      snapshot_.help.step_time) +
                          QLatin1Char('\n') + measured);
+  // A dot's own figures, over the charts' explanations.
+  std::vector<std::pair<QPointF, QString>> values;
+  for (size_t i = 0; i < snapshot_.sweep.size(); ++i) {
+    const QString text = sweep_point_text(snapshot_.sweep[i]);
+    values.emplace_back(sweep_dots_[i], text);
+    values.emplace_back(latency_dots[i], text);
+  }
+  add_point_tooltips(std::move(values));
 }
 
 }  // namespace servescope::widgets

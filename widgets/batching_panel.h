@@ -110,6 +110,9 @@ class BatchingPanel : public PanelView {
   QString occupancy_heading() const;
   QStringList legend_labels() const;
   QString sweep_note() const;  // the message shown instead of the sweep charts, or empty
+  // Where the throughput chart drew each sweep point in the last paint (x on a log2 batch
+  // axis), in the sweep's order; empty when it was not drawn.
+  const std::vector<QPointF>& sweep_dots() const { return sweep_dots_; }
 
   // Heatmap geometry of the last paint: the cell of (step index, slot), and the inverse.
   std::optional<QRectF> cell_rect(int64_t step_index, int slot) const;
@@ -118,10 +121,11 @@ class BatchingPanel : public PanelView {
     int slot;
   };
   std::optional<CellId> cell_at(QPointF pos) const;
+  // "Step 13, slot 0: your request 2, decode.", or empty off the heatmap.
+  QString cell_tooltip(QPointF pos) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  QString computed_tooltip(QPointF pos) const override;  // heatmap cells
 
  private:
   // The sections shown in `body_lines` lines of room, per column, and the titles of those
@@ -142,8 +146,8 @@ class BatchingPanel : public PanelView {
   BatchingSnapshot snapshot_;
   // Heatmap layout of the last paint: x is the step index, y the slot (row 0 at the top).
   chart::Frame heatmap_;
-  int64_t first_visible_index_ = 0;
   size_t first_shown_ = 0;  // index into snapshot_.steps of the first step drawn
+  std::vector<QPointF> sweep_dots_;
 };
 
 }  // namespace servescope::widgets

@@ -128,6 +128,26 @@ std::vector<double> spaced_ticks(Range range, int target, bool integer_steps, qr
   return {ticks.front(), ticks.back()};
 }
 
+// Every k-th of the given ticks (the first kept), k the least that keeps neighbouring labels
+// `min_gap` apart along the axis.
+std::vector<std::pair<double, QString>> thinned_ticks(
+    const std::vector<std::pair<double, QString>>& ticks, Range range, qreal length,
+    const std::function<qreal(const QString&)>& extent, qreal min_gap) {
+  if (ticks.size() < 2) return ticks;
+  qreal widest = 0;
+  double closest = range.span();
+  for (size_t i = 0; i < ticks.size(); ++i) {
+    widest = std::max(widest, extent(ticks[i].second));
+    if (i > 0) closest = std::min(closest, ticks[i].first - ticks[i - 1].first);
+  }
+  const double spacing = length * closest / std::max(range.span(), 1e-300);
+  const auto every = static_cast<size_t>(
+      std::max(1.0, std::ceil((widest + min_gap) / std::max(spacing, 1e-9))));
+  std::vector<std::pair<double, QString>> kept;
+  for (size_t i = 0; i < ticks.size(); i += every) kept.push_back(ticks[i]);
+  return kept;
+}
+
 }  // namespace
 
 // An axis title too long for its side is broken at the space nearest its middle (never cut
@@ -175,15 +195,23 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
     return tick_metrics.horizontalAdvance(text);
   };
   const qreal em = tick_metrics.horizontalAdvance(QLatin1Char('M'));
-  std::vector<double> x_ticks =
-      spaced_ticks(spec.x, spec.x_ticks, spec.integer_x, outer.width() - left, tick_width, em);
+  const auto x_labels = [&](qreal length) {
+    if (!spec.x_labelled_ticks.empty())
+      return thinned_ticks(spec.x_labelled_ticks, spec.x, length, tick_width, em);
+    const std::vector<double> ticks =
+        spaced_ticks(spec.x, spec.x_ticks, spec.integer_x, length, tick_width, em);
+    std::vector<std::pair<double, QString>> labelled;
+    for (double v : ticks) labelled.emplace_back(v, format_tick(v, ticks));
+    return labelled;
+  };
+  std::vector<std::pair<double, QString>> x_ticks = x_labels(outer.width() - left);
   const qreal right =
-      tick_metrics.horizontalAdvance(format_tick(x_ticks.empty() ? 0 : x_ticks.back(), x_ticks)) /
+      tick_metrics.horizontalAdvance(x_ticks.empty() ? format_tick(0, {}) : x_ticks.back().second) /
           2 +
       4;
   QRectF plot = outer.adjusted(left, top, -right, -bottom);
   if (plot.width() < 10 || plot.height() < 10) plot = outer;
-  x_ticks = spaced_ticks(spec.x, spec.x_ticks, spec.integer_x, plot.width(), tick_width, em);
+  x_ticks = x_labels(plot.width());
   const Frame frame(plot, spec.x, spec.y);
 
   painter.setFont(tick_font);
@@ -199,13 +227,12 @@ Frame draw_axes(QPainter& painter, const QRectF& outer, const AxesSpec& spec, co
                             tick_height),
                      Qt::AlignRight | Qt::AlignVCenter, format_tick(v, y_ticks));
   }
-  for (double v : x_ticks) {
+  for (const auto& [v, text] : x_ticks) {
     const qreal px = frame.x(v);
     if (px < plot.left() - 0.5 || px > plot.right() + 0.5) continue;
     painter.setPen(QPen(theme.grid, 1));
     painter.drawLine(QPointF(px, plot.top()), QPointF(px, plot.bottom()));
     painter.setPen(theme.muted_text);
-    const QString text = format_tick(v, x_ticks);
     const qreal w = tick_metrics.horizontalAdvance(text);
     painter.drawText(QRectF(px - w / 2 - 2, plot.bottom() + 3, w + 4, tick_height),
                      Qt::AlignCenter, text);
@@ -251,48 +278,87 @@ void fill_patterned(QPainter& painter, const QRectF& rect, const QColor& color,
   }
 }
 
-qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<LegendEntry>& entries,
-                  const Theme& theme) {
-  painter.save();
-  const QFontMetricsF metrics(painter.font());
-  const qreal line = metrics.height() + 4;
-  const qreal swatch = metrics.height() * 0.8;
+namespace {
+
+qreal legend_line(const QFontMetricsF& metrics) { return metrics.height() + 4; }
+qreal legend_swatch(const QFontMetricsF& metrics) { return metrics.height() * 0.8; }
+// A line swatch is wider, so that a dash pattern shows.
+qreal swatch_width(const LegendEntry& entry, qreal swatch) {
+  return entry.line != Qt::NoPen ? 2 * swatch : swatch;
+}
+
+void draw_swatch(QPainter& painter, const QRectF& box, const LegendEntry& entry,
+                 const Theme& theme) {
+  if (entry.line != Qt::NoPen) {
+    painter.setPen(QPen(entry.color, 2.5, entry.line, Qt::FlatCap));
+    painter.drawLine(QPointF(box.left(), box.center().y()), QPointF(box.right(), box.center().y()));
+  } else if (entry.outlined) {
+    painter.setPen(QPen(entry.color, 2.5));
+    painter.setBrush(Qt::NoBrush);
+    painter.drawRect(box.adjusted(1, 1, -1, -1));
+  } else {
+    fill_patterned(painter, box, entry.color, entry.pattern, theme.text);
+    if (entry.lower.isValid()) {
+      painter.fillRect(
+          QRectF(box.left(), box.bottom() - box.height() / 3, box.width(), box.height() / 3),
+          entry.lower);
+    }
+    painter.setPen(QPen(theme.muted_text, 0.8));
+    painter.setBrush(Qt::NoBrush);
+    painter.drawRect(box);
+  }
+}
+
+}  // namespace
+
+std::vector<QRectF> legend_boxes(const QFontMetricsF& metrics, const QRectF& area,
+                                 const std::vector<LegendEntry>& entries) {
+  const qreal line = legend_line(metrics);
+  const qreal swatch = legend_swatch(metrics);
+  std::vector<QRectF> boxes;
   qreal x = area.left();
   qreal y = area.top();
   for (const LegendEntry& entry : entries) {
-    // A line swatch is wider, so that a dash pattern shows.
-    const qreal swatch_width = entry.line != Qt::NoPen ? 2 * swatch : swatch;
-    const qreal width = swatch_width + 5 + metrics.horizontalAdvance(entry.label) + 14;
+    const qreal width =
+        swatch_width(entry, swatch) + 5 + metrics.horizontalAdvance(entry.label) + 14;
     if (x > area.left() && x + width > area.right()) {
       x = area.left();
       y += line;
     }
-    const QRectF box(x, y + (line - swatch) / 2, swatch_width, swatch);
-    if (entry.line != Qt::NoPen) {
-      painter.setPen(QPen(entry.color, 2.5, entry.line, Qt::FlatCap));
-      painter.drawLine(QPointF(box.left(), box.center().y()), QPointF(box.right(), box.center().y()));
-    } else if (entry.outlined) {
-      painter.setPen(QPen(entry.color, 2.5));
-      painter.setBrush(Qt::NoBrush);
-      painter.drawRect(box.adjusted(1, 1, -1, -1));
-    } else {
-      fill_patterned(painter, box, entry.color, entry.pattern, theme.text);
-      if (entry.lower.isValid()) {
-        painter.fillRect(
-            QRectF(box.left(), box.bottom() - box.height() / 3, box.width(), box.height() / 3),
-            entry.lower);
-      }
-      painter.setPen(QPen(theme.muted_text, 0.8));
-      painter.setBrush(Qt::NoBrush);
-      painter.drawRect(box);
-    }
-    painter.setPen(theme.text);
-    painter.drawText(QRectF(x + swatch_width + 5, y, width, line),
-                     Qt::AlignLeft | Qt::AlignVCenter, entry.label);
+    boxes.emplace_back(x, y, width, line);
     x += width;
   }
+  return boxes;
+}
+
+qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<LegendEntry>& entries,
+                  const Theme& theme) {
+  painter.save();
+  const QFontMetricsF metrics(painter.font());
+  const qreal line = legend_line(metrics);
+  const qreal swatch = legend_swatch(metrics);
+  const std::vector<QRectF> boxes = legend_boxes(metrics, area, entries);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const LegendEntry& entry = entries[i];
+    const QRectF& cell = boxes[i];
+    const qreal width = swatch_width(entry, swatch);
+    painter.save();
+    // A hidden series' entry stays, faint and struck through, so a click brings it back.
+    if (entry.hidden) painter.setOpacity(0.35);
+    draw_swatch(painter, QRectF(cell.left(), cell.top() + (line - swatch) / 2, width, swatch),
+                entry, theme);
+    painter.setPen(theme.text);
+    if (entry.hidden) {
+      QFont struck = painter.font();
+      struck.setStrikeOut(true);
+      painter.setFont(struck);
+    }
+    painter.drawText(QRectF(cell.left() + width + 5, cell.top(), cell.width(), line),
+                     Qt::AlignLeft | Qt::AlignVCenter, entry.label);
+    painter.restore();
+  }
   painter.restore();
-  return entries.empty() ? 0.0 : y - area.top() + line;
+  return boxes.empty() ? 0.0 : boxes.back().top() - area.top() + line;
 }
 
 void draw_text_on_fill(QPainter& painter, const QRectF& box, int flags, const QString& text,

@@ -8,6 +8,7 @@
 #include <QPointF>
 #include <QRectF>
 #include <QString>
+#include <utility>
 #include <vector>
 
 #include "units/units.h"
@@ -71,6 +72,9 @@ struct AxesSpec {
   int y_ticks = 5;
   bool integer_x = false;
   bool integer_y = false;
+  // When set, the x ticks at these values with these labels instead of nice ones (a log axis
+  // labelled with the values it stands for).
+  std::vector<std::pair<double, QString>> x_labelled_ticks;
 };
 
 // Draws grid, ticks, tick labels and both axis labels inside `outer` and returns the frame the
@@ -87,8 +91,13 @@ struct LegendEntry {
   bool outlined = false;                      // swatch drawn as a thick outline only
   QColor lower = QColor();  // when valid, the swatch's lower third in this colour (two-part marks)
   Qt::PenStyle line = Qt::NoPen;  // when set, the swatch is a line in this style (a chart's line)
+  QString series = QString();  // the series it names, when the legend toggles them (the label if empty)
+  bool hidden = false;  // its series is hidden: drawn dimmed and struck through
 };
 
+// Where each entry of draw_legend goes in `area` (swatch and label), in order.
+std::vector<QRectF> legend_boxes(const QFontMetricsF& metrics, const QRectF& area,
+                                 const std::vector<LegendEntry>& entries);
 // Swatch + label pairs laid out left to right, wrapping inside `area`; returns the height used.
 qreal draw_legend(QPainter& painter, const QRectF& area, const std::vector<LegendEntry>& entries,
                   const Theme& theme);

@@ -229,7 +229,7 @@ std::optional<int> KvCachePanel::block_at(QPointF pos) const {
   return int(index);
 }
 
-QString KvCachePanel::computed_tooltip(QPointF pos) const {
+QString KvCachePanel::block_tooltip_at(QPointF pos) const {
   const std::optional<int> index = block_at(pos);
   if (!index) return {};
   return block_tooltip(snapshot_.blocks[size_t(*index)], *index, snapshot_.block_size,
@@ -374,6 +374,14 @@ void KvCachePanel::paint_grid(QPainter& painter, const QRectF& area) {
     painter.drawText(QRectF(area.left(), grid.top() + shape.height() * cell + 4, area.width(),
                             note_box.height()),
                      Qt::TextWordWrap, note);
+    // The block under the mouse, described while the mouse stays on it.
+    add_tooltip([this](QPointF pos) -> std::optional<HoverHit> {
+      const std::optional<int> index = block_at(pos);
+      if (!index) return std::nullopt;
+      const QPointF corner = grid_origin_ + QPointF((*index % grid_columns_) * cell_,
+                                                    (*index / grid_columns_) * cell_);
+      return HoverHit{block_tooltip_at(pos), QRectF(corner, QSizeF(cell_, cell_))};
+    });
   }
   painter.setFont(font());
 }
@@ -451,15 +459,20 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
               tr("Every token keeps one key and one value vector per layer and KV head; the "
                  "cache hands out memory in blocks, so a request's last block is partly empty."));
   top += formula_box.height() + 4;
-  top += chart::draw_legend(painter, QRectF(area.left(), top, area.width(), area.height()),
-                            {{tr("measured"), t.series(4)},
+  const QString chart_id = QStringLiteral("retained-bytes");
+  const QString measured = QStringLiteral("measured");
+  const QString exact = QStringLiteral("formula, exact");
+  const QString blocks = QStringLiteral("formula, whole blocks");
+  top += draw_series_legend(painter, QRectF(area.left(), top, area.width(), area.height()),
+                            chart_id,
+                            {{.label = tr("measured"), .color = t.series(4), .series = measured},
                              {.label = tr("formula, exact"), .color = t.muted_text,
-                              .line = Qt::DashLine},
+                              .line = Qt::DashLine, .series = exact},
                              {.label = explained_ ? tr("formula, whole blocks (one request)")
                                                   : tr("whole blocks"),
                               .color = t.text,
-                              .line = Qt::SolidLine}},
-                            t);
+                              .line = Qt::SolidLine,
+                              .series = blocks}});
 
   int64_t max_tokens = int64_t(snapshot_.block_size) * 4;
   double max_bytes = 0.0;
@@ -467,8 +480,9 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
     max_tokens = std::max(max_tokens, p.retained_tokens);
     max_bytes = std::max(max_bytes, p.allocated_bytes);
   }
-  const chart::Range x = chart::nice_range(0.0, double(max_tokens), 6, true);
-  max_bytes = std::max(max_bytes, formula_bytes(int64_t(x.max)));
+  const chart::Range full_x = chart::nice_range(0.0, double(max_tokens), 6, true);
+  const chart::Range x = x_window(chart_id, full_x, 4.0);
+  max_bytes = std::max(max_bytes, formula_bytes(int64_t(full_x.max)));
   const units::ByteUnit unit = chart::byte_unit(max_bytes);
   const double divisor = unit.bytes();
   chart::AxesSpec spec;
@@ -481,27 +495,38 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
       painter, QRectF(area.left(), top, area.width(), area.bottom() - top), spec, t);
 
   painter.save();
-  painter.setClipRect(frame.plot().adjusted(-5, -5, 5, 5));
+  // Zoomed in, the lines run past the plot's ends: cut there, the dots a little outside.
+  painter.setClipRect(frame.plot().adjusted(0, -5, 0, 5));
   painter.setBrush(Qt::NoBrush);
-  painter.setPen(QPen(t.muted_text, 1.5, Qt::DashLine));
-  painter.drawLine(frame.point(0, 0), frame.point(x.max, bytes_per_token() * x.max / divisor));
+  const double end = full_x.max;
+  if (!series_hidden(chart_id, exact)) {
+    painter.setPen(QPen(t.muted_text, 1.5, Qt::DashLine));
+    painter.drawLine(frame.point(0, 0), frame.point(end, bytes_per_token() * end / divisor));
+  }
   // Whole blocks: a step up at every block boundary.
   QPainterPath stairs(frame.point(0, 0));
   const int64_t block = std::max<int32_t>(snapshot_.block_size, 1);
-  for (int64_t tokens = 0; tokens < int64_t(x.max); tokens += block) {
+  for (int64_t tokens = 0; tokens < int64_t(end); tokens += block) {
     const double bytes = formula_bytes(tokens + 1) / divisor;
     stairs.lineTo(frame.point(double(tokens), bytes));
-    stairs.lineTo(frame.point(double(std::min<int64_t>(tokens + block, int64_t(x.max))), bytes));
+    stairs.lineTo(frame.point(double(std::min<int64_t>(tokens + block, int64_t(end))), bytes));
   }
   painter.setPen(QPen(t.text, 1.5));
-  painter.drawPath(stairs);
+  if (!series_hidden(chart_id, blocks)) painter.drawPath(stairs);
+  const bool dots = !series_hidden(chart_id, measured);
   painter.setPen(QPen(t.series(4).darker(120), 1));
   painter.setBrush(t.series(4));
+  std::vector<std::pair<QPointF, QString>> values;
   for (const KvPoint& p : snapshot_.history) {
-    painter.drawEllipse(frame.point(double(p.retained_tokens), p.allocated_bytes / divisor), 3.5,
-                        3.5);
+    if (!dots) break;
+    const QPointF at = frame.point(double(p.retained_tokens), p.allocated_bytes / divisor);
+    painter.drawEllipse(at, 3.5, 3.5);
+    values.emplace_back(at, tr("%1 tokens held: %2 allocated (the formula for one request: %3)")
+                                .arg(p.retained_tokens)
+                                .arg(chart::format_bytes(p.allocated_bytes),
+                                     chart::format_bytes(formula_bytes(p.retained_tokens))));
   }
-  if (!snapshot_.history.empty()) {
+  if (dots && !snapshot_.history.empty()) {
     const KvPoint& now = snapshot_.history.back();
     painter.setBrush(Qt::NoBrush);
     painter.setPen(QPen(t.highlight, 2.5));
@@ -509,10 +534,12 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
                         7);
   }
   painter.restore();
+  mark_zoomable(painter, chart_id, frame.plot());
   add_tooltip(
       frame.plot(),
       tr("Dots: bytes of the blocks held against tokens held, as measured; lines: the formula "
          "above. Several requests each round up their own last block."));
+  add_point_tooltips(std::move(values));
 }
 
 void KvCachePanel::paint_layers(QPainter& painter, const QRectF& area) {
@@ -525,8 +552,14 @@ void KvCachePanel::paint_layers(QPainter& painter, const QRectF& area) {
   }
   const QColor k_color = t.series(4);
   const QColor v_color = t.series(2);
-  top += chart::draw_legend(painter, QRectF(area.left(), top, area.width(), area.height()),
-                            {{tr("K (keys)"), k_color}, {tr("V (values)"), v_color}}, t);
+  const QString keys = QStringLiteral("K");
+  const QString values = QStringLiteral("V");
+  top += draw_series_legend(
+      painter, QRectF(area.left(), top, area.width(), area.height()), QStringLiteral("layers"),
+      {{.label = tr("K (keys)"), .color = k_color, .series = keys},
+       {.label = tr("V (values)"), .color = v_color, .series = values}});
+  const bool show_k = !series_hidden(QStringLiteral("layers"), keys);
+  const bool show_v = !series_hidden(QStringLiteral("layers"), values);
   double max_bytes = 0.0;
   for (const KvLayerBytes& l : snapshot_.layers)
     max_bytes = std::max({max_bytes, l.k_bytes, l.v_bytes});
@@ -551,8 +584,8 @@ void KvCachePanel::paint_layers(QPainter& painter, const QRectF& area) {
     const qreal base = frame.y(0);
     const qreal k_top = frame.y(l.k_bytes / divisor);
     const qreal v_top = frame.y(l.v_bytes / divisor);
-    painter.fillRect(QRectF(center - bar, k_top, bar, base - k_top), k_color);
-    painter.fillRect(QRectF(center, v_top, bar, base - v_top), v_color);
+    if (show_k) painter.fillRect(QRectF(center - bar, k_top, bar, base - k_top), k_color);
+    if (show_v) painter.fillRect(QRectF(center, v_top, bar, base - v_top), v_color);
     add_tooltip(QRectF(center - slot / 2, frame.plot().top(), slot, frame.plot().height()),
                 tr("Layer %1 holds %2 of keys and %3 of values for the tokens in the cache.")
                     .arg(i)

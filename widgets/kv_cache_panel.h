@@ -100,10 +100,11 @@ class KvCachePanel : public PanelView {
   std::vector<std::pair<QString, double>> memory_segments() const;
   // The block painted under `pos` in the last paint.
   std::optional<int> block_at(QPointF pos) const;
+  // That block described ("Block 3: your request 2, 12 of 16 tokens written."), or empty.
+  QString block_tooltip_at(QPointF pos) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  QString computed_tooltip(QPointF pos) const override;  // blocks
 
  private:
   std::vector<chart::LegendEntry> legend(bool compact = false) const;

@@ -11,8 +11,6 @@
 #include <QPainter>
 #include <QPixmap>
 #include <QSvgGenerator>
-#include <QTextDocument>
-#include <QToolTip>
 #include <algorithm>
 
 #include "widgets/theme.h"
@@ -59,6 +57,9 @@ class HighlightOverlay final : public QWidget {
 
 PanelView::PanelView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
+  // A click gives the focus (for 0 and Home, which reset the zoom); Tab passes by, so the
+  // window's keyboard order stays that of its controls.
+  setFocusPolicy(Qt::ClickFocus);
   highlight_overlay_ = new HighlightOverlay(this);
 }
 
@@ -131,6 +132,14 @@ QMenu* PanelView::make_context_menu(QWidget* parent) {
                   [this] { save_with_dialog(tr("SVG image (*.svg)"), QStringLiteral("svg")); });
   menu->addAction(tr("Export data as CSV..."), this,
                   [this] { save_with_dialog(tr("CSV table (*.csv)"), QStringLiteral("csv")); });
+  if (windows_.any_zoomed() || !hidden_series_.empty()) menu->addSeparator();
+  if (windows_.any_zoomed()) menu->addAction(tr("Reset zoom"), this, &PanelView::reset_zoom);
+  if (!hidden_series_.empty()) {
+    menu->addAction(tr("Show all series"), this, [this] {
+      hidden_series_.clear();
+      update();
+    });
+  }
   return menu;
 }
 
@@ -158,46 +167,25 @@ void PanelView::contextMenuEvent(QContextMenuEvent* event) {
   menu->popup(event->globalPos());
 }
 
-QString PanelView::tooltip_at(QPointF pos) const {
-  for (auto it = tooltips_.rbegin(); it != tooltips_.rend(); ++it) {
-    if (it->first.contains(pos)) return it->second;
-  }
-  return computed_tooltip(pos);
-}
-
-QString PanelView::computed_tooltip(QPointF) const { return {}; }
-
-QRect PanelView::tooltip_region(QPointF pos) const {
-  for (auto it = tooltips_.rbegin(); it != tooltips_.rend(); ++it) {
-    if (it->first.contains(pos)) return it->first.toAlignedRect();
-  }
-  // A computed tooltip names what is under the mouse (a cell, a point): a few pixels' worth.
-  constexpr int kReach = 4;
-  return QRect(pos.toPoint() - QPoint(kReach, kReach), QSize(2 * kReach + 1, 2 * kReach + 1));
-}
-
-QString PanelView::wrapping_tooltip(const QString& text) {
-  if (Qt::mightBeRichText(text)) return text;
-  return QStringLiteral("<p style=\"white-space:pre-wrap\">%1</p>").arg(text.toHtmlEscaped());
-}
-
 bool PanelView::event(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = tooltip_at(help->pos());
-    if (text.isEmpty()) {
-      QToolTip::hideText();
-      event->ignore();
-    } else {
-      // With the region it describes, so that it goes when the mouse leaves it (a lecturer's
-      // long tooltip stayed over the next step's text).
-      QToolTip::showText(help->globalPos(), wrapping_tooltip(text), this,
-                         tooltip_region(help->pos()));
-    }
+    hover_.show_tooltip(this, *static_cast<QHelpEvent*>(event));
     return true;
   }
   if (event->type() == QEvent::Resize) highlight_overlay_->setGeometry(rect());
   return QWidget::event(event);
+}
+
+void PanelView::clear_tooltips() {
+  hover_.clear();
+  elements_.clear();
+  legend_hits_.clear();
+  windows_.clear_plots();
+}
+
+void PanelView::add_point_tooltips(std::vector<std::pair<QPointF, QString>> points) {
+  constexpr qreal kReach = 6;  // a dot's radius and a little more
+  hover_.add_points(std::move(points), kReach);
 }
 
 void PanelView::paint_empty_state(QPainter& painter, const QString& message) const {

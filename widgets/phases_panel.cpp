@@ -205,11 +205,6 @@ std::optional<size_t> PhasesPanel::step_at(QPointF pos) const {
   return size_t(it - snapshot_.steps.begin());
 }
 
-QString PhasesPanel::computed_tooltip(QPointF pos) const {
-  const std::optional<size_t> index = step_at(pos);
-  return index ? step_tooltip(snapshot_.steps[*index]) : QString();
-}
-
 void PhasesPanel::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   timeline_ = {};
@@ -290,7 +285,8 @@ void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
 
   chart::AxesSpec spec;
   spec.x_label = tr("time since the first step (ms)");
-  spec.x = time_axis_ms();
+  const chart::Range full = time_axis_ms();
+  spec.x = x_window(QStringLiteral("timeline"), full, full.span() / 200);
   spec.y = {0.0, 2.0};
   spec.y_ticks = 0;
   spec.x_ticks = 8;
@@ -309,18 +305,22 @@ void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
                    Qt::AlignRight | Qt::AlignVCenter, kernels_label);
 
   const double origin = snapshot_.steps.front().start_ms;
+  painter.save();
+  painter.setClipRect(plot);  // zoomed in, steps reach past the plot's ends
   painter.setFont(chart::small_font(font()));
   const QFontMetricsF small(painter.font());
   for (const StepBar& s : snapshot_.steps) {
     const StepPhase phase = phase_of(s);
-    if (phase == StepPhase::kIdle) continue;
+    if (phase == StepPhase::kIdle || s.end_ms - origin < spec.x.min ||
+        s.start_ms - origin > spec.x.max)
+      continue;
     const qreal x0 = frame.x(s.start_ms - origin);
     const qreal x1 = std::max(frame.x(s.end_ms - origin), x0 + 1.5);
     const QRectF bar(x0, steps_lane.top(), x1 - x0, steps_lane.height());
     const QColor fill = phase_color(phase, t);
     painter.fillRect(bar, fill);
     mark_element(phase == StepPhase::kDecode ? QStringLiteral("decode") : QStringLiteral("prefill"),
-                 bar);
+                 bar.intersected(plot));
     if (phase == StepPhase::kMixed) {
       painter.fillRect(
           QRectF(x0, bar.bottom() - bar.height() * 0.35, bar.width(), bar.height() * 0.35),
@@ -337,9 +337,23 @@ void PhasesPanel::paint_timeline(QPainter& painter, const QRectF& area) {
   }
   painter.setFont(font());
   paint_kernel_strip(painter, frame, kernel_lane);
+  painter.restore();
   timeline_ = frame;
   timeline_lanes_ = QRectF(steps_lane.topLeft(), kernels_measured() ? kernel_lane.bottomRight()
                                                                     : steps_lane.bottomRight());
+  mark_zoomable(painter, QStringLiteral("timeline"), plot);
+  // The step under the mouse, described while the mouse stays on its bar.
+  add_tooltip([this](QPointF pos) -> std::optional<HoverHit> {
+    const std::optional<size_t> index = step_at(pos);
+    if (!index) return std::nullopt;
+    const StepBar& s = snapshot_.steps[*index];
+    const double first = snapshot_.steps.front().start_ms;
+    const qreal x0 = timeline_.x(s.start_ms - first);
+    const qreal x1 = std::max(timeline_.x(s.end_ms - first), x0 + 1.5);
+    return HoverHit{step_tooltip(s), QRectF(x0, timeline_lanes_.top(), x1 - x0,
+                                            timeline_lanes_.height())
+                                         .adjusted(-1.5, 0, 1.5, 0)};
+  });
 }
 
 void PhasesPanel::paint_kernel_strip(QPainter& painter, const chart::Frame& frame,
@@ -378,13 +392,16 @@ void PhasesPanel::paint_decode_chart(QPainter& painter, const QRectF& area) {
     return;
   }
   const bool kernels = kernels_measured();
-  std::vector<chart::LegendEntry> entries = {{tr("whole step"), t.decode}};
+  std::vector<chart::LegendEntry> entries = {
+      {.label = tr("whole step"), .color = t.decode, .series = QStringLiteral("whole step")}};
   if (kernels) {
-    entries.push_back({tr("attention"), t.series(kKernels[1].series)});
-    entries.push_back({tr("matmul"), t.series(kKernels[0].series)});
+    entries.push_back({.label = tr("attention"), .color = t.series(kKernels[1].series),
+                       .series = QStringLiteral("attention")});
+    entries.push_back({.label = tr("matmul"), .color = t.series(kKernels[0].series),
+                       .series = QStringLiteral("matmul")});
   }
-  top += chart::draw_legend(painter, QRectF(area.left(), top, area.width(), area.height()), entries,
-                            t);
+  top += draw_series_legend(painter, QRectF(area.left(), top, area.width(), area.height()),
+                            QStringLiteral("decode-time"), entries);
 
   double max_context = 1.0;
   double max_ms = 0.0;
@@ -398,7 +415,8 @@ void PhasesPanel::paint_decode_chart(QPainter& painter, const QRectF& area) {
   spec.y_label = area.height() < 12 * QFontMetricsF(painter.font()).lineSpacing()
                      ? tr("ms per step")
                      : tr("time per step (ms)");
-  spec.x = chart::nice_range(0.0, max_context, 6, true);
+  const chart::Range full_x = chart::nice_range(0.0, max_context, 6, true);
+  spec.x = x_window(QStringLiteral("decode-time"), full_x, 4.0);
   spec.y = chart::nice_range(0.0, max_ms, 5);
   spec.integer_x = true;
   const chart::Frame frame = chart::draw_axes(
@@ -408,24 +426,36 @@ void PhasesPanel::paint_decode_chart(QPainter& painter, const QRectF& area) {
                                  "the longest context it attended over."),
                               snapshot_.help.step_time));
 
-  auto dots = [&](double StepBar::*field, const QColor& color) {
+  // Each shown series' dots, with their values on hover.
+  std::vector<std::pair<QPointF, QString>> values;
+  auto dots = [&](const QString& series, double StepBar::*field, const QColor& color) {
+    if (series_hidden(QStringLiteral("decode-time"), series)) return;
     painter.setPen(QPen(color.darker(130), 1));
     painter.setBrush(color);
     for (const StepBar& s : snapshot_.steps) {
       if (phase_of(s) != StepPhase::kDecode) continue;
       if (field != nullptr && !s.kernels_measured) continue;
       const double ms = field == nullptr ? duration(s) : s.*field;
-      painter.drawEllipse(frame.point(double(s.context_tokens), ms), 3.2, 3.2);
+      const QPointF at = frame.point(double(s.context_tokens), ms);
+      painter.drawEllipse(at, 3.2, 3.2);
+      if (frame.plot().contains(at)) {
+        values.emplace_back(at, tr("Step %1, context %2 tokens: %3 %4 ms")
+                                    .arg(s.index)
+                                    .arg(s.context_tokens)
+                                    .arg(series, chart::format_number(ms)));
+      }
     }
   };
   painter.save();
   painter.setClipRect(frame.plot().adjusted(-4, -4, 4, 4));
-  dots(nullptr, t.decode);
+  dots(QStringLiteral("whole step"), nullptr, t.decode);
   if (kernels) {
-    dots(&StepBar::attention_ms, t.series(kKernels[1].series));
-    dots(&StepBar::matmul_ms, t.series(kKernels[0].series));
+    dots(QStringLiteral("attention"), &StepBar::attention_ms, t.series(kKernels[1].series));
+    dots(QStringLiteral("matmul"), &StepBar::matmul_ms, t.series(kKernels[0].series));
   }
   painter.restore();
+  mark_zoomable(painter, QStringLiteral("decode-time"), frame.plot());
+  add_point_tooltips(std::move(values));
 }
 
 void PhasesPanel::paint_throughput(QPainter& painter, const QRectF& area) {

@@ -61,7 +61,9 @@ class PhasesPanel : public PanelView {
   bool kernels_measured() const;  // any step carries kernel times
   QString kernel_note() const;    // the message shown instead of kernel strips, or empty
   QStringList legend_labels() const;
-  chart::Range time_axis_ms() const;  // x range of the time line, from 0 at the first step
+  // The full x range of the time line, from 0 at the first step (zoomed in, the time line shows
+  // shown_x_range("timeline") of it).
+  chart::Range time_axis_ms() const;
   // (context tokens, step ms) of every pure decode step, in step order.
   std::vector<QPointF> decode_points() const;
   QStringList throughput_labels() const;  // "Prefill: 1234 tokens/s", "Decode: ..."
@@ -70,7 +72,6 @@ class PhasesPanel : public PanelView {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  QString computed_tooltip(QPointF pos) const override;  // steps on the time line
 
  private:
   std::vector<chart::LegendEntry> legend(bool explained) const;

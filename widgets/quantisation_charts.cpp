@@ -3,7 +3,6 @@
 #include <QHelpEvent>
 #include <QPainter>
 #include <QPainterPath>
-#include <QToolTip>
 #include <algorithm>
 #include <cmath>
 
@@ -88,13 +87,8 @@ QString format_error_edge(double edge) {
 
 bool PanelPart::event(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    for (auto it = tips_.rbegin(); it != tips_.rend(); ++it) {
-      if (it->first.contains(help->pos())) {
-        QToolTip::showText(help->globalPos(), it->second, this);
-        return true;
-      }
-    }
+    hover_.show_tooltip(this, *static_cast<QHelpEvent*>(event));
+    return true;
   }
   return QWidget::event(event);
 }
@@ -103,7 +97,7 @@ QRectF PanelPart::begin_paint(QPainter& painter) {
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setFont(font());
   painter.fillRect(rect(), theme().background);
-  tips_.clear();
+  hover_.clear();
   return QRectF(rect()).adjusted(4, 2, -4, -2);
 }
 

@@ -12,6 +12,7 @@ class QPainter;
 #include <utility>
 #include <vector>
 
+#include "widgets/hover_layer.h"
 #include "widgets/quantisation_snapshot.h"
 
 namespace servescope::widgets {
@@ -19,7 +20,8 @@ namespace servescope::widgets {
 // "-0.1", "-0.03", "0.01", "3e-3", "1e-5": a histogram edge, short.
 QString format_error_edge(double edge);
 
-// A painted part of a panel, with tooltip areas registered while it paints.
+// A painted part of a panel, with tooltip areas registered while it paints (the hover layer of
+// PanelView, for a part that is not a panel of its own).
 class PanelPart : public QWidget {
  public:
   using QWidget::QWidget;
@@ -29,10 +31,10 @@ class PanelPart : public QWidget {
   // Starts a paint: antialiasing, the widget's font, the theme background, no tooltips yet.
   // Returns the area to paint in (inside a small margin).
   QRectF begin_paint(QPainter& painter);
-  void add_tip(const QRectF& area, const QString& text) { tips_.emplace_back(area, text); }
+  void add_tip(const QRectF& area, const QString& text) { hover_.add(area, text); }
 
  private:
-  std::vector<std::pair<QRectF, QString>> tips_;
+  HoverLayer hover_;  // the panels' hit-test layer, so the parts' tooltips behave as theirs
 };
 
 class ErrorHistogramView : public PanelPart {

@@ -1,9 +1,7 @@
 #include "widgets/roofline_panel.h"
 
-#include <QHelpEvent>
 #include <QPainter>
 #include <QPainterPath>
-#include <QToolTip>
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -564,6 +562,12 @@ void RooflinePanel::paintEvent(QPaintEvent*) {
   }
   paint_legend(painter, legend, layout.legend.topLeft());
   hidden_legend_sections_ = legend.hidden;
+  // Last, so that a step's value wins over the roofs' and the plot's explanations under it.
+  add_tooltip([this](QPointF pos) -> std::optional<HoverHit> {
+    const QString text = point_tooltip(pos);
+    if (text.isEmpty()) return std::nullopt;
+    return HoverHit{text, {}};
+  });
 }
 
 void RooflinePanel::paint_axes(QPainter& painter, const QRectF& plot, const QString& y_title) {
@@ -896,18 +900,6 @@ QString RooflinePanel::point_tooltip(QPointF pos) const {
     return text;
   }
   return {};
-}
-
-bool RooflinePanel::event(QEvent* event) {
-  if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = point_tooltip(help->pos());
-    if (!text.isEmpty()) {
-      QToolTip::showText(help->globalPos(), text, this);
-      return true;
-    }
-  }
-  return PanelView::event(event);
 }
 
 void RooflinePanel::paint_legend(QPainter& painter, const RooflineLegend& legend,

@@ -110,7 +110,6 @@ class RooflinePanel : public PanelView {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  bool event(QEvent* event) override;
 
  private:
   struct Bandwidth {

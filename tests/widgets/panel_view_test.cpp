@@ -112,20 +112,27 @@ TEST(PanelView, TooltipsFollowTheLastPaint) {
   EXPECT_TRUE(panel.tooltip_at(QPointF(20, 20)).isEmpty());
 }
 
-// A panel that computes its tooltips from the position instead of registering areas.
+// A panel that computes its tooltips from the position (a hit test registered before its
+// square's area) instead of registering an area per item.
 class ComputedTipPanel : public SquarePanel {
  protected:
-  QString computed_tooltip(QPointF pos) const override {
-    return pos.x() > 60 ? QStringLiteral("Right half.") : QString();
+  void paintEvent(QPaintEvent* event) override {
+    SquarePanel::paintEvent(event);
+    add_tooltip([](QPointF pos) -> std::optional<HoverHit> {
+      if (pos.x() <= 60) return std::nullopt;
+      return HoverHit{QStringLiteral("Right half."), QRectF(60, 0, 60, 80)};
+    });
+    add_tooltip(QRectF(10, 10, 40, 40), QStringLiteral("A square."));
   }
 };
 
-TEST(PanelView, RegisteredAreasWinOverComputedTooltips) {
+TEST(PanelView, LaterRegistrationsWinAndHitTestsNameTheirArea) {
   ComputedTipPanel panel;
   panel.resize(120, 80);
   panel.grab();
   EXPECT_EQ(panel.tooltip_at(QPointF(20, 20)), "A square.");
   EXPECT_EQ(panel.tooltip_at(QPointF(100, 20)), "Right half.");
+  EXPECT_EQ(panel.tooltip_region(QPointF(100, 20)), QRect(60, 0, 60, 80));
   EXPECT_TRUE(panel.tooltip_at(QPointF(5, 70)).isEmpty());
 }
 

@@ -23,6 +23,10 @@ class PanelHost {
   // How often each panel received a snapshot since the last reset (tests, the overlay).
   int64_t updates(PanelId id) const { return updates_[static_cast<size_t>(id)]; }
   void reset_counts() { updates_.fill(0); }
+  // Every panel's zoom and hidden series forgotten (a new engine: its steps start again).
+  void reset_views() const {
+    for (PanelId id : kAllPanels) panel(id)->reset_view();
+  }
   // Whether the panel's current snapshot holds measured data.
   bool has_data(PanelId id) const { return adapter(id).has_data(); }
 

@@ -72,6 +72,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
   attention_ = {};
   attention_seen_ = 0;
   panels_->reset_counts();
+  panels_->reset_views();  // zoom and hidden series were the replaced engine's
   model_picker_->remember(info.model_path);
   show_loaded_in_pickers();
   show_random_weights(info.random_weights);
