@@ -125,11 +125,11 @@ bool PanelView::save_csv(const QString& path) const {
 
 QMenu* PanelView::make_context_menu(QWidget* parent) {
   auto* menu = new QMenu(parent);
-  menu->addAction(tr("Save as PNG..."), this,
+  menu->addAction(tr("Save as &PNG..."), this,
                   [this] { save_with_dialog(tr("PNG image (*.png)"), QStringLiteral("png")); });
-  menu->addAction(tr("Save as SVG..."), this,
+  menu->addAction(tr("Save as &SVG..."), this,
                   [this] { save_with_dialog(tr("SVG image (*.svg)"), QStringLiteral("svg")); });
-  menu->addAction(tr("Export data as CSV..."), this,
+  menu->addAction(tr("&Export data as CSV..."), this,
                   [this] { save_with_dialog(tr("CSV table (*.csv)"), QStringLiteral("csv")); });
   return menu;
 }
