@@ -337,9 +337,9 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     const QString which = text_argument(a);
     if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
     PinnedFigures& pinned = window_.pinned_figures();
-    if (which == "off")
-      return {now(
-          tr("Unpinning"), [&pinned] { pinned.unpin(); }, this)};
+    if (which == "off") {
+      return {now(tr("Unpinning"), [&pinned] { pinned.unpin(); }, this)};
+    }
     return {Task{tr("Pinning the last run's figures"), [this, &pinned] {
                    if (pinned.pin()) return complete();
                    fail(tr("pin: there is no run to pin yet; generate first"));

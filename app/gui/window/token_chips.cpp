@@ -47,8 +47,9 @@ TokenChips::TokenChips(Shading shading, QWidget* parent)
 }
 
 void TokenChips::set_tokens(QVector<GeneratedToken> tokens) {
-  model_->set_tokens(std::move(tokens));
+  model_->set_tokens(std::move(tokens));  // the selection and current chip go with the old
   pending_from_ = -1;
+  anchor_ = -1;
   tokens_changed();
 }
 
