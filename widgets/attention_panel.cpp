@@ -75,11 +75,15 @@ AttentionPanel::AttentionPanel(QWidget* parent) : PanelView(parent) {
   layer_box_->setToolTip(tr("The transformer layer whose attention is shown (0 = first)."));
   head_box_->setToolTip(tr("The query head within the layer whose attention is shown."));
   auto* controls = new QHBoxLayout;
-  controls->addWidget(new QLabel(tr("Layer"), this));
+  auto* layer_label = new QLabel(tr("Layer"), this);
+  layer_label->setBuddy(layer_box_);  // names the box for a screen reader
+  controls->addWidget(layer_label);
   controls->addWidget(layer_box_);
   controls->addWidget(layer_count_label_);
   controls->addSpacing(16);
-  controls->addWidget(new QLabel(tr("Head"), this));
+  auto* head_label = new QLabel(tr("Head"), this);
+  head_label->setBuddy(head_box_);
+  controls->addWidget(head_label);
   controls->addWidget(head_box_);
   controls->addWidget(head_count_label_);
   controls->addStretch(1);

@@ -126,11 +126,11 @@ bool PanelView::save_csv(const QString& path) const {
 
 QMenu* PanelView::make_context_menu(QWidget* parent) {
   auto* menu = new QMenu(parent);
-  menu->addAction(tr("Save as PNG..."), this,
+  menu->addAction(tr("Save as &PNG..."), this,
                   [this] { save_with_dialog(tr("PNG image (*.png)"), QStringLiteral("png")); });
-  menu->addAction(tr("Save as SVG..."), this,
+  menu->addAction(tr("Save as &SVG..."), this,
                   [this] { save_with_dialog(tr("SVG image (*.svg)"), QStringLiteral("svg")); });
-  menu->addAction(tr("Export data as CSV..."), this,
+  menu->addAction(tr("&Export data as CSV..."), this,
                   [this] { save_with_dialog(tr("CSV table (*.csv)"), QStringLiteral("csv")); });
   if (windows_.any_zoomed() || !hidden_series_.empty()) menu->addSeparator();
   if (windows_.any_zoomed()) menu->addAction(tr("Reset zoom"), this, &PanelView::reset_zoom);

@@ -130,6 +130,7 @@ QuantisationPanel::QuantisationPanel(QWidget* parent) : PanelView(parent) {
          "baseline's tokens per second (0: no limit)."));
   auto* min_speedup_label = new QLabel(tr("Min speed-up"), this);
   min_speedup_label->setToolTip(min_speedup_->toolTip());
+  min_speedup_label->setBuddy(min_speedup_);
   auto* rule = new QLabel(tr("Accept a variant when it is within every limit you set and needs "
                              "less memory than F32 (quant-report's rule)."),
                           this);
@@ -201,6 +202,7 @@ QWidget* QuantisationPanel::build_block_page() {
   block_ = new QuantBlockView(snapshot_, page);
   auto* label = new QLabel(tr("Block type"), page);
   label->setToolTip(block_type_->toolTip());
+  label->setBuddy(block_type_);
   auto* top = new QHBoxLayout;
   top->addWidget(label);
   top->addWidget(block_type_);

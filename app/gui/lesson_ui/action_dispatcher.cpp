@@ -194,12 +194,13 @@ MeasureValue ActionDispatcher::measure(std::string_view name) const {
 
 void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
   if (busy_) {
-    Q_EMIT failed("An experiment is already running; wait for it or cancel it.");
+    Q_EMIT failed(tr("An experiment is already running; wait for it or cancel it."));
     return;
   }
   if (window_.replay_player() != nullptr) {
-    Q_EMIT failed("This window replays a recorded run: an experiment needs a live engine. Start "
-                  "ServeScope without --replay to run it.");
+    Q_EMIT failed(
+        tr("This window replays a recorded run: an experiment needs a live engine. Start "
+           "ServeScope without --replay to run it."));
     return;
   }
   std::deque<Task> tasks;
@@ -252,7 +253,7 @@ void ActionDispatcher::next() {
   if (!busy_) return;
   if (tasks_.empty()) {
     end_run();
-    Q_EMIT progress(total_, total_, "Done");
+    Q_EMIT progress(total_, total_, tr("Done"));
     Q_EMIT finished();
     return;
   }
@@ -336,17 +337,18 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
     const QString which = text_argument(a);
     if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
     PinnedFigures& pinned = window_.pinned_figures();
-    if (which == "off") return {now("Unpinning", [&pinned] { pinned.unpin(); }, this)};
-    return {Task{"Pinning the last run's figures", [this, &pinned] {
+    if (which == "off") {
+      return {now(tr("Unpinning"), [&pinned] { pinned.unpin(); }, this)};
+    }
+    return {Task{tr("Pinning the last run's figures"), [this, &pinned] {
                    if (pinned.pin()) return complete();
-                   fail("pin: there is no run to pin yet; generate first");
+                   fail(tr("pin: there is no run to pin yet; generate first"));
                  }}};
   }
   if (n == "set_classmates") {
     const int count = int_argument(a);
     return {now(
-        QString("%1 classmates").arg(count), [this, count] { window_.set_classmates(count); },
-        this)};
+        tr("%1 classmates").arg(count), [this, count] { window_.set_classmates(count); }, this)};
   }
   if (n == "set_batching") {
     const QString which = text_argument(a);
@@ -364,18 +366,18 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
   if (n == "set_greedy") {
     const bool greedy = bool_argument(a);
     return {now(
-        greedy ? "Greedy decoding" : "Sampling", [this, greedy] { window_.set_greedy(greedy); },
-        this)};
+        greedy ? tr("Greedy decoding") : tr("Sampling"),
+        [this, greedy] { window_.set_greedy(greedy); }, this)};
   }
   if (n == "set_prompt") {
     const QString text = a.argument.toString();
     return {now(
-        "Typing the prompt", [this, text] { window_.set_prompt(text); }, this)};
+        tr("Typing the prompt"), [this, text] { window_.set_prompt(text); }, this)};
   }
   if (n == "set_max_tokens") {
     const int count = int_argument(a);
     return {now(
-        QString("At most %1 tokens").arg(count), [this, count] { window_.set_max_tokens(count); },
+        tr("At most %1 tokens").arg(count), [this, count] { window_.set_max_tokens(count); },
         this)};
   }
   if (n == "generate") {
@@ -389,7 +391,7 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
   if (n == "decode_steps") return {decode_steps(int_argument(a))};
   if (n == "forget_cached_prefixes") {
     return {now(
-        "Forgetting cached prompts", [this] { window_.forget_cached_prefixes(); }, this)};
+        tr("Forgetting cached prompts"), [this] { window_.forget_cached_prefixes(); }, this)};
   }
   if (n == "batch_sweep") return {batch_sweep()};
   if (n == "staggered_load") return {staggered_load(staggered_load_argument(a))};
@@ -425,12 +427,12 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
       bad(a, QString("is %1, not %2").arg(QString::fromStdString(lessons::one_of(spec.allowed)), row));
     }
     return {now(
-        "Reading the " + row + " row", [this, row] { variant_ = row.toStdString(); }, this)};
+        tr("Reading the %1 row").arg(row), [this, row] { variant_ = row.toStdString(); }, this)};
   }
   if (n == "keep") {
     const std::string name = text_argument(a).toStdString();
     return {now(
-        "Keeping the measures", [this, name] { keep(name); }, this)};
+        tr("Keeping the measures"), [this, name] { keep(name); }, this)};
   }
   if (n == "open_panel") {
     const QString key = text_argument(a);
@@ -439,7 +441,7 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonActi
       bad(a, "has no panel " + key +
                  "; panels: phases, kv, batching, quantisation, roofline, attention");
     return {now(
-        "Opening the panel", [this, p = *panel] { window_.show_panel(p); }, this)};
+        tr("Opening the panel"), [this, p = *panel] { window_.show_panel(p); }, this)};
   }
   if (n == "highlight") {
     const QVariantMap m = map_argument(a);
@@ -481,14 +483,13 @@ ActionDispatcher::Task ActionDispatcher::load_model(const QString& which) {
   } else if (which.startsWith("timing:") && (timing = timing_model(which.mid(7)))) {
     path = timing_model_path(window_.timing_folder(), *timing);
   } else {
-    throw BadArgument(
-        QString("load_model: is bundled or timing:SIZE (a timing model's size), not %1")
-            .arg(which)
-            .toStdString());
+    throw BadArgument(tr("load_model: is bundled or timing:SIZE (a timing model's size), not %1")
+                          .arg(which)
+                          .toStdString());
   }
   const TimingModel model = timing ? *timing : TimingModel{};
   return Task{
-      QString("Loading %1").arg(timing ? which.mid(7) + " timing model" : "the bundled model"),
+      timing ? tr("Loading %1 timing model").arg(which.mid(7)) : tr("Loading the bundled model"),
       [this, path, model, is_timing = timing != nullptr] {
         const auto& info = window_.engine_info();
         if (info && info->model_path == path) return complete();
@@ -506,13 +507,13 @@ ActionDispatcher::Task ActionDispatcher::load_model(const QString& which) {
 
 ActionDispatcher::Task ActionDispatcher::set_backend(const QString& which) {
   return Task{
-      QString("Backend %1").arg(which), [this, which] {
+      tr("Backend %1").arg(which), [this, which] {
         const auto& info = window_.engine_info();
         if (info && info->backend == which) return complete();
         waits_.push_back(connect(&window_, &MainWindow::engine_ready, this, [this, which] {
           if (window_.engine_info()->backend != which) {
-            Q_EMIT notice(QString("The %1 backend could not start here; the engine runs "
-                                  "on %2.")
+            Q_EMIT notice(tr("The %1 backend could not start here; the engine runs "
+                             "on %2.")
                               .arg(which, window_.engine_info()->backend));
           }
           complete();
@@ -525,9 +526,9 @@ ActionDispatcher::Task ActionDispatcher::set_backend(const QString& which) {
 
 ActionDispatcher::Task ActionDispatcher::set_kv_type(const QString& which) {
   const gguf::GgmlType type = *parse_kv_type(which);
-  return Task{QString("KV cache in %1").arg(which.toUpper()), [this, type] {
+  return Task{tr("KV cache in %1").arg(which.toUpper()), [this, type] {
                 const auto& info = window_.engine_info();
-                if (!info) return fail("No model is loaded yet.");
+                if (!info) return fail(tr("No model is loaded yet."));
                 if (info->kv_type == type) return complete();
                 wait_for(&MainWindow::engine_ready,
                          [this, type] { return window_.engine_info()->kv_type == type; });
@@ -537,9 +538,9 @@ ActionDispatcher::Task ActionDispatcher::set_kv_type(const QString& which) {
 }
 
 ActionDispatcher::Task ActionDispatcher::set_keep_kv(bool keep) {
-  return Task{keep ? "KV cache on" : "KV cache off", [this, keep] {
+  return Task{keep ? tr("KV cache on") : tr("KV cache off"), [this, keep] {
                 const auto& info = window_.engine_info();
-                if (!info) return fail("No model is loaded yet.");
+                if (!info) return fail(tr("No model is loaded yet."));
                 if (info->keep_kv == keep) return complete();
                 wait_for(&MainWindow::engine_ready,
                          [this, keep] { return window_.engine_info()->keep_kv == keep; });
@@ -551,10 +552,10 @@ ActionDispatcher::Task ActionDispatcher::set_keep_kv(bool keep) {
 ActionDispatcher::Task ActionDispatcher::set_batching(std::optional<bool> static_batches,
                                                       std::optional<int> wait_ms) {
   const QString what = static_batches
-                           ? (*static_batches ? "Static batching" : "Continuous batching")
-                           : QString("Batch wait %1 ms").arg(*wait_ms);
+                           ? (*static_batches ? tr("Static batching") : tr("Continuous batching"))
+                           : tr("Batch wait %1 ms").arg(*wait_ms);
   return Task{what, [this, static_batches, wait_ms] {
-                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                if (!window_.engine_info()) return fail(tr("No model is loaded yet."));
                 BatchingChoice wanted = window_.batching();
                 if (static_batches) wanted.static_batches = *static_batches;
                 if (wait_ms) wanted.wait_ms = *wait_ms;
@@ -574,13 +575,14 @@ ActionDispatcher::Task ActionDispatcher::set_batching(std::optional<bool> static
 }
 
 ActionDispatcher::Task ActionDispatcher::set_activations(bool quantised) {
-  return Task{quantised ? "8-bit activations" : "Exact float activations", [this, quantised] {
+  return Task{quantised ? tr("8-bit activations") : tr("Exact float activations"),
+              [this, quantised] {
                 const auto& info = window_.engine_info();
-                if (!info) return fail("No model is loaded yet.");
+                if (!info) return fail(tr("No model is loaded yet."));
                 if (info->backend != "cpu") {
                   return fail(
-                      "Only the CPU backend quantises activations; add set_backend: cpu "
-                      "before set_activations.");
+                      tr("Only the CPU backend quantises activations; add set_backend: cpu "
+                         "before set_activations."));
                 }
                 if (info->quantised_activations == quantised) return complete();
                 wait_for(&MainWindow::engine_ready, [this, quantised] {
@@ -592,8 +594,8 @@ ActionDispatcher::Task ActionDispatcher::set_activations(bool quantised) {
 }
 
 ActionDispatcher::Task ActionDispatcher::generate(std::optional<int> max_tokens) {
-  return Task{"Generating", [this, max_tokens] {
-                if (!window_.engine_info()) return fail("No model is loaded yet.");
+  return Task{tr("Generating"), [this, max_tokens] {
+                if (!window_.engine_info()) return fail(tr("No model is loaded yet."));
                 // Finished and folded: the user's request has left the engine and its record
                 // has reached the folder (classmates may go on serving; they are not waited for).
                 auto finished = std::make_shared<bool>(false);
@@ -604,8 +606,8 @@ ActionDispatcher::Task ActionDispatcher::generate(std::optional<int> max_tokens)
                                              *finished = true;
                                              if (poll_condition_()) complete();  // folded
                                            } else {
-                                             fail(QString("The generation ended early (%1), so "
-                                                          "there is nothing to measure.")
+                                             fail(tr("The generation ended early (%1), so "
+                                                     "there is nothing to measure.")
                                                       .arg(finish_sentence(reason)));
                                            }
                                          }));
@@ -626,8 +628,8 @@ ActionDispatcher::Task ActionDispatcher::generate(std::optional<int> max_tokens)
 }
 
 ActionDispatcher::Task ActionDispatcher::decode_steps(int steps) {
-  return Task{QString("%1 single decode steps").arg(steps), [this, steps] {
-                if (!window_.engine_info()) return fail("No model is loaded yet.");
+  return Task{tr("%1 single decode steps").arg(steps), [this, steps] {
+                if (!window_.engine_info()) return fail(tr("No model is loaded yet."));
                 window_.set_speed(Speed::kSingleStep);
                 const bool fresh = !window_.generating();
                 if (fresh) {
@@ -661,8 +663,8 @@ ActionDispatcher::Task ActionDispatcher::decode_steps(int steps) {
 }
 
 ActionDispatcher::Task ActionDispatcher::batch_sweep() {
-  return Task{"Sweeping batch sizes 1 to 16", [this] {
-                if (!window_.engine_info()) return fail("No model is loaded yet.");
+  return Task{tr("Sweeping batch sizes 1 to 16"), [this] {
+                if (!window_.engine_info()) return fail(tr("No model is loaded yet."));
                 // The window shows the Batching panel while it sweeps; the lesson goes back to
                 // the panel it was pointing at (the sweep's results stay in Batching).
                 const PanelId shown = window_.current_panel();
@@ -679,14 +681,14 @@ ActionDispatcher::Task ActionDispatcher::batch_sweep() {
 }
 
 ActionDispatcher::Task ActionDispatcher::staggered_load(const StaggeredLoad& load) {
-  return Task{QString("Running %1 requests arriving at %2 per second, %3")
+  return Task{tr("Running %1 requests arriving at %2 per second, %3")
                   .arg(load.clients)
                   .arg(load.rate_per_s)
                   .arg(batching_text(load.batching)),
               [this, load] {
-                if (!window_.engine_info()) return fail("No model is loaded yet.");
+                if (!window_.engine_info()) return fail(tr("No model is loaded yet."));
                 if (window_.sweeping()) {
-                  return fail("A batch sweep is running; wait for it to finish or stop it.");
+                  return fail(tr("A batch sweep is running; wait for it to finish or stop it."));
                 }
                 wait_for(&MainWindow::staggered_load_finished, [] { return true; });
                 fail_on_window_failure();
@@ -704,7 +706,7 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringLi
     int max_tokens = 0;
   };
   auto restore = std::make_shared<Restore>();
-  tasks.push_back(Task{"Preparing the size sweep", [this, restore] {
+  tasks.push_back(Task{tr("Preparing the size sweep"), [this, restore] {
                          size_sweep_.clear();
                          restore->model =
                              window_.engine_info() ? window_.engine_info()->model_path : QString();
@@ -718,17 +720,17 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringLi
     tasks.push_back(load_model("timing:" + size));
     tasks.push_back(generate(kSizeSweepTokens));
     tasks.push_back(
-        Task{QString("Measuring %1").arg(size), [this, size] {
+        Task{tr("Measuring %1").arg(size), [this, size] {
                const MeasureValue ms = measure("decode_ms_per_token");
-               if (!ms.value) return fail(QString("Size sweep, %1: %2").arg(size, ms.missing));
+               if (!ms.value) return fail(tr("Size sweep, %1: %2").arg(size, ms.missing));
                const std::optional<DecodeStepMeans> step = mean_decode_step(window_.folder().steps());
-               if (!step) return fail(QString("Size sweep, %1: no decode step").arg(size));
+               if (!step) return fail(tr("Size sweep, %1: no decode step").arg(size));
                size_sweep_.push_back({size, window_.engine_info()->weight_bytes, *ms.value,
                                       step->flops_per_token});
                complete();
              }});
   }
-  tasks.push_back(Task{"Back to the model in use", [this, restore] {
+  tasks.push_back(Task{tr("Back to the model in use"), [this, restore] {
                          window_.set_classmates(restore->classmates);
                          window_.set_max_tokens(restore->max_tokens);
                          const QString path = restore->model;
@@ -745,11 +747,12 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::size_sweep(const QStringLi
 }
 
 ActionDispatcher::Task ActionDispatcher::quant_compare(const QStringList& types) {
-  return Task{"Comparing " + types.join(", ") + " with F32", [this, types] {
-                if (!window_.engine_info()) return fail("No model is loaded yet.");
+  return Task{tr("Comparing %1 with F32").arg(types.join(", ")), [this, types] {
+                if (!window_.engine_info()) return fail(tr("No model is loaded yet."));
                 if (window_.engine_info()->random_weights) {
-                  return fail("A random-weight model's variants compare noise; load_model: "
-                              "bundled first.");
+                  return fail(
+                      tr("A random-weight model's variants compare noise; load_model: "
+                         "bundled first."));
                 }
                 const int64_t before = window_.quant_lab() ? window_.quant_lab()->serial : 0;
                 // Ours first: the panel, shown after, then has no first comparison of its own
@@ -760,16 +763,17 @@ ActionDispatcher::Task ActionDispatcher::quant_compare(const QStringList& types)
                   const std::optional<QuantLabReport>& lab = window_.quant_lab();
                   if (!lab || !lab->complete || lab->serial <= before) return false;
                   if (!lab->report.baseline.type.empty()) return true;
-                  fail("The comparison measured nothing: " +
-                       QString::fromStdString(lab->problems.empty() ? std::string("no reason given")
-                                                                    : lab->problems.front()));
+                  fail(tr("The comparison measured nothing: %1")
+                           .arg(lab->problems.empty()
+                                    ? tr("no reason given")
+                                    : QString::fromStdString(lab->problems.front())));
                   return false;
                 });
               }};
 }
 
 ActionDispatcher::Task ActionDispatcher::highlight(const QString& panel, const QString& element) {
-  return Task{QString("Pointing at %1").arg(element), [this, panel, element] {
+  return Task{tr("Pointing at %1").arg(element), [this, panel, element] {
                 const PanelId id = *parse_panel_key(panel.toStdString());
                 window_.show_panel(id);
                 window_.panels().panel(id)->set_highlight(element);

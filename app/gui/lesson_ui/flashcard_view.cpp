@@ -9,12 +9,13 @@ namespace servescope::gui {
 
 FlashcardView::FlashcardView(QWidget* parent) : QWidget(parent) {
   setFocusPolicy(Qt::StrongFocus);
-  setToolTip("Keyboard only: Space shows the back, 1 = didn't know, 2 = knew it, A = this "
-             "lesson's cards or every lesson's");
+  setToolTip(
+      tr("Keyboard only: Space shows the back, 1 = didn't know, 2 = knew it, A = this "
+         "lesson's cards or every lesson's"));
   auto* column = new QVBoxLayout(this);
-  all_lessons_ = new QCheckBox("Every lesson's cards (A)");
+  all_lessons_ = new QCheckBox(tr("Every lesson's cards (A)"));
   all_lessons_->setObjectName("flashcards-all-lessons");
-  all_lessons_->setToolTip("Off: only the open lesson's cards are reviewed");
+  all_lessons_->setToolTip(tr("Off: only the open lesson's cards are reviewed"));
   all_lessons_->setFocusPolicy(Qt::NoFocus);  // the keys stay with the review
   connect(all_lessons_, &QCheckBox::toggled, this, [this] { refresh_scope(); });
   counts_ = new QLabel;
@@ -139,20 +140,20 @@ void FlashcardView::update_view() {
   const lessons::DueCounts counts = due();
   QStringList boxes;
   for (int b = 0; b < lessons::kLeitnerBoxes; ++b) {
-    boxes << QString("box %1: %2 due of %3")
+    boxes << tr("box %1: %2 due of %3")
                  .arg(b + 1)
                  .arg(counts.due[static_cast<size_t>(b)])
                  .arg(counts.cards[static_cast<size_t>(b)]);
   }
-  counts_->setText(QString("<b>%1 cards due today</b>, %2 (%3 in this session). %4")
+  counts_->setText(tr("<b>%1 cards due today</b>, %2 (%3 in this session). %4")
                        .arg(counts.due_total)
-                       .arg(all_lessons() ? "every lesson's" : "this lesson's")
+                       .arg(all_lessons() ? tr("every lesson's") : tr("this lesson's"))
                        .arg(queue_.size())
                        .arg(boxes.join(", ")));
   if (queue_.empty()) {
-    front_->setText(ids_.empty() ? (all_lessons() ? "No flashcards in the lessons."
-                                                  : "This lesson has no flashcards.")
-                                 : "Nothing due. Well done.");
+    front_->setText(ids_.empty() ? (all_lessons() ? tr("No flashcards in the lessons.")
+                                                  : tr("This lesson has no flashcards."))
+                                 : tr("Nothing due. Well done."));
     back_->clear();
     keys_->clear();
     return;
@@ -162,8 +163,8 @@ void FlashcardView::update_view() {
   front_->setText(card->front);
   back_->setText(back_shown_ ? card->back : QString());
   const int box = states_.count(card->id) ? states_.at(card->id).box : 1;
-  keys_->setText(back_shown_ ? QString("Box %1.   1: didn't know    2: knew it").arg(box)
-                             : QString("Box %1.   Space: show the back").arg(box));
+  keys_->setText(back_shown_ ? tr("Box %1.   1: didn't know    2: knew it").arg(box)
+                             : tr("Box %1.   Space: show the back").arg(box));
 }
 
 }  // namespace servescope::gui

@@ -13,6 +13,7 @@
 
 #include "app/gui/lesson_ui/action_dispatcher.h"
 #include "app/gui/lesson_ui/page_parts.h"
+#include "app/gui/window/shortcut_tip.h"
 #include "app/lessons/placeholders.h"
 
 namespace servescope::gui {
@@ -28,7 +29,7 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   column->setContentsMargins(4, 4, 4, 4);
   list_ = new QListWidget;
   list_->setObjectName("lesson-list");
-  list_->setToolTip("The lessons, with the steps you have reached in each");
+  list_->setToolTip(tr("The lessons, with the steps you have reached in each"));
   // A long title wraps inside the pane's width instead of scrolling sideways.
   list_->setWordWrap(true);
   list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -63,23 +64,23 @@ LearnPane::LearnPane(ActionDispatcher& dispatcher, StepContext context, QWidget*
   notice_->setWordWrap(true);
   notice_->hide();
   auto* nav = new QHBoxLayout;
-  back_ = new QPushButton("< Back");
-  back_->setToolTip("The previous step (Alt+Left)");
+  back_ = new QPushButton(tr("< Back"));
   back_->setShortcut(QKeySequence("Alt+Left"));
-  next_ = new QPushButton("Next >");
-  next_->setToolTip("The next step (Alt+Right)");
+  set_tip_with_shortcut(back_, tr("The previous step"));
+  next_ = new QPushButton(tr("Next >"));
   next_->setShortcut(QKeySequence("Alt+Right"));
+  set_tip_with_shortcut(next_, tr("The next step"));
   nav->addWidget(back_);
   nav->addStretch(1);
   nav->addWidget(next_);
   lesson_column->addWidget(step_scroll_, 1);
   lesson_column->addLayout(nav);
-  tabs_->addTab(lesson_tab, "Lesson");
-  tabs_->addTab(practice_, "Practice");
-  tabs_->addTab(flashcards_, "Flashcards");
-  tabs_->setTabToolTip(1,
-                       "The lesson's practice questions, with the full working after you answer");
-  tabs_->setTabToolTip(2, "Spaced repetition: Space shows the back, 1 didn't know, 2 knew it");
+  tabs_->addTab(lesson_tab, tr("Lesson"));
+  tabs_->addTab(practice_, tr("Practice"));
+  tabs_->addTab(flashcards_, tr("Flashcards"));
+  tabs_->setTabToolTip(
+      1, tr("The lesson's practice questions, with the full working after you answer"));
+  tabs_->setTabToolTip(2, tr("Spaced repetition: Space shows the back, 1 didn't know, 2 knew it"));
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int tab) {
     if (tab == 2) flashcards_->setFocus();
   });
@@ -111,9 +112,9 @@ void LearnPane::set_lessons(lessons::LessonSet set) {
   usable_ = set_.usable();
   current_ = nullptr;
   if (!set_.problems.empty()) {
-    problems_->setText(QString("%1 problem(s) in the lesson files; run servescope "
-                               "--check-lessons to see them. The lessons without problems are "
-                               "offered.")
+    problems_->setText(tr("%1 problem(s) in the lesson files; run servescope "
+                          "--check-lessons to see them. The lessons without problems are "
+                          "offered.")
                            .arg(set_.problems.size()));
   }
   problems_->setVisible(!set_.problems.empty());
@@ -141,7 +142,7 @@ void LearnPane::fill_list() {
     const lessons::Lesson* l = usable_[static_cast<size_t>(row)];
     const int reached = reached_.count(qs(l->id)) ? reached_[qs(l->id)] : 0;
     QListWidgetItem* item = list_->item(row);
-    item->setText(QString("%1. %2  (%3/%4 steps)")
+    item->setText(tr("%1. %2  (%3/%4 steps)")
                       .arg(l->number)
                       .arg(qs(l->title))
                       .arg(reached)
@@ -279,11 +280,9 @@ bool LearnPane::open_adjacent_lesson(int delta) {
 }
 
 QString LearnPane::step_title() const {
-  if (!current_) return "No lesson open";
+  if (!current_) return tr("No lesson open");
   if (at_introduction_) {
-    return QString("%1 (introduction, %2 steps)")
-        .arg(qs(current_->title))
-        .arg(current_->steps.size());
+    return tr("%1 (introduction, %2 steps)").arg(qs(current_->title)).arg(current_->steps.size());
   }
   return QString("%1 (%2/%3)")
       .arg(qs(current_->steps[static_cast<size_t>(step_)].title))

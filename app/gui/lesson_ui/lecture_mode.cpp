@@ -1,4 +1,3 @@
-#include "app/common/limits.h"
 #include "app/gui/lesson_ui/lecture_mode.h"
 
 #include <QAction>
@@ -24,10 +23,12 @@
 #include <functional>
 #include <span>
 
-#include "app/gui/window/main_window.h"
+#include "app/common/limits.h"
 #include "app/gui/lesson_ui/page_parts.h"
-#include "app/gui/panels/panel_host.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
+#include "app/gui/panels/panel_host.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/window/shortcut_tip.h"
 #include "widgets/chart_painting.h"
 #include "widgets/panel_view.h"
 
@@ -38,13 +39,15 @@ namespace {
 // prediction, one line: the question and its options need the room, and the run's and the
 // "what if" keys have nothing to act on before the run. Otherwise the lesson, the run on
 // screen, the class's "what if"s.
-constexpr const char* kKeysAsking =
+constexpr const char* kKeysAsking = QT_TRANSLATE_NOOP(
+    "LectureMode",
     "Space run   O/\u21e7O the class's prediction   PgUp back   1-6 panel   N/\u21e7N lesson   "
-    "T text   Esc leave";
-constexpr const char* kKeys =
+    "T text   Esc leave");
+constexpr const char* kKeys = QT_TRANSLATE_NOOP(
+    "LectureMode",
     "Space next   R run again   PgUp back   N/\u21e7N lesson   T text   Esc leave\n"
     "1-6 panel   P pause   S step   M slow   \u23ce generate   K pin   D theme\n"
-    "C/\u21e7C classmates   Q/\u21e7Q weights   A batching   W/\u21e7W wait   G backend";
+    "C/\u21e7C classmates   Q/\u21e7Q weights   A batching   W/\u21e7W wait   G backend");
 
 // The values C / Shift+C and W / Shift+W step through: a few presses reach what a class asks
 // ("16 classmates?"), where the toolbar's spin boxes step by one (or 50 ms).
@@ -70,15 +73,16 @@ constexpr int kProgressTickMs = 250;
 }  // namespace
 
 LectureMode::LectureMode(MainWindow& window)
-    : QObject(&window), window_(window), action_(new QAction("Lecture mode", &window)) {
+    : QObject(&window), window_(window), action_(new QAction(tr("L&ecture mode"), &window)) {
   action_->setCheckable(true);
   action_->setShortcut(QKeySequence(Qt::Key_F11));
   action_->setToolTip(
-      "Lecture mode (F11): full screen, large type, high contrast, one lesson step and one "
-      "panel at a time. Space or Page Down next, Page Up back, O the class's prediction, "
-      "R run the step again, P pause, S one decode step, M slow motion, 1-6 panels, "
-      "Return generate, K pin the run's figures, D theme, C classmates, Q weights, "
-      "A batching, W batch wait, G backend, Esc leave.");
+      tr("Lecture mode (%1): full screen, large type, high contrast, one lesson step and one "
+         "panel at a time. Space or Page Down next, Page Up back, O the class's prediction, "
+         "R run the step again, P pause, S one decode step, M slow motion, 1-6 panels, "
+         "Return generate, K pin the run's figures, D theme, C classmates, Q weights, "
+         "A batching, W batch wait, G backend, Esc leave.")
+          .arg(shortcut_text(action_->shortcut())));
   connect(action_, &QAction::toggled, this, &LectureMode::set_active);
 
   strip_ = new QDockWidget(&window);
@@ -92,7 +96,7 @@ LectureMode::LectureMode(MainWindow& window)
   title_ = new QLabel;
   title_->setObjectName("lecture-title");
   title_->setWordWrap(true);
-  more_ = new QLabel("\u25bc more below: Down");
+  more_ = new QLabel(tr("\u25bc more below: Down"));
   more_->setObjectName("lecture-more");
   more_->setAlignment(Qt::AlignRight | Qt::AlignTop);
   more_->hide();
@@ -123,11 +127,13 @@ LectureMode::LectureMode(MainWindow& window)
   number_ = prediction_number_field("lecture-number");
   number_->setButtonSymbols(QAbstractSpinBox::NoButtons);
   number_->installEventFilter(this);
-  number_layout->addWidget(new QLabel("The class's number (Return takes it, Esc not):"));
+  auto* number_label = new QLabel(tr("The class's number (Return takes it, Esc not):"));
+  number_label->setBuddy(number_);  // a screen reader names the box by it
+  number_layout->addWidget(number_label);
   number_layout->addWidget(number_);
   number_layout->addStretch(1);
   number_row_->hide();
-  key_legend_ = new QLabel(QString::fromUtf8(kKeys));
+  key_legend_ = new QLabel(tr(kKeys));
   key_legend_->setObjectName("lecture-keys");
   key_legend_->setWordWrap(true);
   column->addLayout(title_row);
@@ -170,13 +176,15 @@ LectureMode::LectureMode(MainWindow& window)
   add_key(QKeySequence(Qt::Key_D), [this] { toggle_theme(); });
   add_key(QKeySequence(Qt::Key_C), [this] { step_classmates(+1); });
   add_key(QKeySequence(Qt::SHIFT | Qt::Key_C), [this] { step_classmates(-1); });
-  add_key(QKeySequence(Qt::Key_Q), [this] { say("Weights: " + window_.step_weight_type(+1)); });
+  add_key(QKeySequence(Qt::Key_Q),
+          [this] { say(tr("Weights: %1").arg(window_.step_weight_type(+1))); });
   add_key(QKeySequence(Qt::SHIFT | Qt::Key_Q),
-          [this] { say("Weights: " + window_.step_weight_type(-1)); });
+          [this] { say(tr("Weights: %1").arg(window_.step_weight_type(-1))); });
   add_key(QKeySequence(Qt::Key_A), [this] { toggle_batching(); });
   add_key(QKeySequence(Qt::Key_W), [this] { step_batch_wait(+1); });
   add_key(QKeySequence(Qt::SHIFT | Qt::Key_W), [this] { step_batch_wait(-1); });
-  add_key(QKeySequence(Qt::Key_G), [this] { say("Backend: " + window_.step_backend(+1)); });
+  add_key(QKeySequence(Qt::Key_G),
+          [this] { say(tr("Backend: %1").arg(window_.step_backend(+1))); });
 
   connect(&window_, &MainWindow::generation_finished, this, &LectureMode::ran_something);
   connect(&window_.work(), &WorkProgress::changed, this, &LectureMode::show_progress);
@@ -469,7 +477,7 @@ void LectureMode::set_step(const QString& title, const QString& markdown,
   body_->setText(markdown);
   predict_->setText(prediction);
   predict_->setVisible(!prediction.isEmpty());
-  key_legend_->setText(QString::fromUtf8(prediction.isEmpty() ? kKeys : kKeysAsking));
+  key_legend_->setText(tr(prediction.isEmpty() ? kKeys : kKeysAsking));
   scroll_->verticalScrollBar()->setValue(0);
   if (active_) fit_strip();
 }
@@ -515,38 +523,38 @@ void LectureMode::toggle_pin() {
   PinnedFigures& pinned = window_.pinned_figures();
   if (pinned.pinned()) {
     pinned.unpin();
-    say("Unpinned");
+    say(tr("Unpinned"));
   } else {
-    say(pinned.pin() ? "Pinned: the next run's figures appear beside these"
-                     : "Nothing to pin yet: press Return to generate first");
+    say(pinned.pin() ? tr("Pinned: the next run's figures appear beside these")
+                     : tr("Nothing to pin yet: press Return to generate first"));
   }
 }
 
 void LectureMode::toggle_theme() {
   window_.set_dark_theme(!window_.dark_theme());
-  say(window_.dark_theme() ? "Dark theme" : "Light theme");
+  say(window_.dark_theme() ? tr("Dark theme") : tr("Light theme"));
 }
 
 void LectureMode::step_classmates(int delta) {
   window_.set_classmates(climb(kClassmateSteps, window_.classmates(), delta));
-  say(QString("Classmates: %1").arg(window_.classmates()));
+  say(tr("Classmates: %1").arg(window_.classmates()));
 }
 
 void LectureMode::toggle_batching() {
   BatchingChoice batching = window_.batching();
   batching.static_batches = !batching.static_batches;
   window_.set_batching(batching);
-  say(batching.static_batches ? QString("Batching: static (batch wait %1 ms)").arg(batching.wait_ms)
-                              : QString("Batching: continuous"));
+  say(batching.static_batches ? tr("Batching: static (batch wait %1 ms)").arg(batching.wait_ms)
+                              : tr("Batching: continuous"));
 }
 
 void LectureMode::step_batch_wait(int delta) {
   BatchingChoice batching = window_.batching();
   batching.wait_ms = climb(kBatchWaitSteps, batching.wait_ms, delta);
   window_.set_batching(batching);
-  say(QString("Batch wait: %1 ms%2")
+  say(tr("Batch wait: %1 ms%2")
           .arg(batching.wait_ms)
-          .arg(batching.static_batches ? "" : " (for static batching: A)"));
+          .arg(batching.static_batches ? QString() : tr(" (for static batching: A)")));
 }
 
 void LectureMode::toggle_pause() {

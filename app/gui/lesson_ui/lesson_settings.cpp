@@ -41,10 +41,11 @@ BackendChoice backend_in(const QVariantList& engine) {
 QString describe_engine(const QVariant& v) {
   const QVariantList engine = v.toList();
   const BackendChoice b = backend_in(engine);
-  return QString("%1 on the %2 backend%3")
+  return LessonSettings::tr("%1 on the %2 backend%3")
       .arg(QFileInfo(engine.at(0).toString()).fileName(),
-           b.kind == compute::BackendKind::kVulkan ? "Vulkan" : "CPU",
-           b.quantised_activations ? " with 8-bit activations" : "");
+           b.kind == compute::BackendKind::kVulkan ? LessonSettings::tr("Vulkan")
+                                                   : LessonSettings::tr("CPU"),
+           b.quantised_activations ? LessonSettings::tr(" with 8-bit activations") : QString());
 }
 
 std::span<const Setting> settings() {
@@ -61,36 +62,41 @@ std::span<const Setting> settings() {
        },
        [](const QVariant& v) {
          const std::string_view name = gguf::type_name(static_cast<gguf::GgmlType>(v.toInt()));
-         return QString("KV cache in %1")
+         return LessonSettings::tr("KV cache in %1")
              .arg(QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size())));
        }},
       {"kv cache", [](const MainWindow& w) { return QVariant(w.keep_kv()); },
        [](MainWindow& w, const QVariant& v) { w.set_keep_kv(v.toBool()); },
-       [](const QVariant& v) { return QString(v.toBool() ? "KV cache on" : "KV cache off"); }},
+       [](const QVariant& v) {
+         return v.toBool() ? LessonSettings::tr("KV cache on") : LessonSettings::tr("KV cache off");
+       }},
       {"classmates", [](const MainWindow& w) { return QVariant(w.classmates()); },
        [](MainWindow& w, const QVariant& v) { w.set_classmates(v.toInt()); },
-       [](const QVariant& v) { return QString("classmates %1").arg(v.toInt()); }},
+       [](const QVariant& v) { return LessonSettings::tr("classmates %1").arg(v.toInt()); }},
       {"max tokens", [](const MainWindow& w) { return QVariant(w.max_tokens()); },
        [](MainWindow& w, const QVariant& v) { w.set_max_tokens(v.toInt()); },
-       [](const QVariant& v) { return QString("max tokens %1").arg(v.toInt()); }},
+       [](const QVariant& v) { return LessonSettings::tr("max tokens %1").arg(v.toInt()); }},
       {"greedy", [](const MainWindow& w) { return QVariant(w.greedy()); },
        [](MainWindow& w, const QVariant& v) { w.set_greedy(v.toBool()); },
-       [](const QVariant& v) { return QString(v.toBool() ? "greedy on" : "greedy off"); }},
+       [](const QVariant& v) {
+         return v.toBool() ? LessonSettings::tr("greedy on") : LessonSettings::tr("greedy off");
+       }},
       {"batching", [](const MainWindow& w) { return QVariant(w.batching().static_batches); },
        [](MainWindow& w, const QVariant& v) {
          set_batching_part(w, [&](BatchingChoice& b) { b.static_batches = v.toBool(); });
        },
        [](const QVariant& v) {
-         return QString(v.toBool() ? "static batching" : "continuous batching");
+         return v.toBool() ? LessonSettings::tr("static batching")
+                           : LessonSettings::tr("continuous batching");
        }},
       {"batch wait", [](const MainWindow& w) { return QVariant(w.batching().wait_ms); },
        [](MainWindow& w, const QVariant& v) {
          set_batching_part(w, [&](BatchingChoice& b) { b.wait_ms = v.toInt(); });
        },
-       [](const QVariant& v) { return QString("batch wait %1 ms").arg(v.toInt()); }},
+       [](const QVariant& v) { return LessonSettings::tr("batch wait %1 ms").arg(v.toInt()); }},
       {"prompt", [](const MainWindow& w) { return QVariant(w.prompt()); },
        [](MainWindow& w, const QVariant& v) { w.set_prompt(v.toString()); },
-       [](const QVariant&) { return QString("your prompt"); }},
+       [](const QVariant&) { return LessonSettings::tr("your prompt"); }},
   };
   return kSettings;
 }

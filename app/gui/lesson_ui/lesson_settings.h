@@ -5,6 +5,7 @@
 // lesson changed it, unless the learner has set it by hand since.
 #pragma once
 
+#include <QCoreApplication>
 #include <QString>
 #include <QStringList>
 #include <QVariant>
@@ -16,6 +17,8 @@ namespace servescope::gui {
 class MainWindow;
 
 class LessonSettings {
+  Q_DECLARE_TR_FUNCTIONS(LessonSettings)
+
  public:
   explicit LessonSettings(MainWindow& window) : window_(window) {}
 

@@ -14,6 +14,7 @@
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lecture_mode.h"
 #include "app/gui/window/main_window.h"
+#include "app/gui/window/shortcut_tip.h"
 #include "app/lessons/vocabulary.h"
 
 namespace servescope::gui {
@@ -53,7 +54,7 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
     return measured;
   };
   learn_ = new LearnPane(*dispatcher_, context);
-  dock_ = new QDockWidget("Learn", &window);
+  dock_ = new QDockWidget(tr("Learn"), &window);
   dock_->setObjectName("learn-dock");
   dock_->setWidget(learn_);
   window.addDockWidget(Qt::RightDockWidgetArea, dock_);
@@ -62,9 +63,9 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
   QMenu* view = window.view_menu();
   view->addSeparator();
   QAction* learn = dock_->toggleViewAction();
-  learn->setText("Learn pane");
+  learn->setText(tr("&Learn pane"));
   learn->setShortcut(QKeySequence("Ctrl+L"));
-  learn->setToolTip("Lessons, practice questions and flashcards (Ctrl+L)");
+  set_tip_with_shortcut(learn, tr("Lessons, practice questions and flashcards"));
   view->addAction(learn);
   view->addAction(lecture_->action());
 
@@ -103,11 +104,11 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
   connect(lecture_, &LectureMode::choice_requested, this, [this](int delta) {
     StepView& step = learn_->step_view();
     if (learn_->at_introduction()) {
-      lecture_->say("Space shows the lesson's first step, and its question");
+      lecture_->say(tr("Space shows the lesson's first step, and its question"));
     } else if (const std::optional<QString> unit = step.number_unit()) {
       lecture_->ask_number(step.prediction().value_or(0.0), *unit);
     } else if (!step.step_choice(delta)) {
-      lecture_->say("Nothing to predict here: a step's prediction is made before its run");
+      lecture_->say(tr("Nothing to predict here: a step's prediction is made before its run"));
     }
   });
   // Typed in the strip, the class's number goes into the Learn pane's box, as typed there.
@@ -116,9 +117,9 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
   connect(lecture_, &LectureMode::rerun_requested, this, [this] {
     StepView& step = learn_->step_view();
     if (learn_->at_introduction()) {
-      lecture_->say("Space shows the lesson's first step");
+      lecture_->say(tr("Space shows the lesson's first step"));
     } else if (step.part() == StepView::Part::kRunning) {
-      lecture_->say("The experiment is running: Page Up cancels it");
+      lecture_->say(tr("The experiment is running: Page Up cancels it"));
     } else {
       step.run();  // as the pane's "Run it again": the prediction is recorded with the run
     }
@@ -127,20 +128,20 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
 
   QMenu* file = window.file_menu();
   QAction* quit = file->actions().isEmpty() ? nullptr : file->actions().back();
-  QAction* export_action = new QAction("Export progress...", this);
+  QAction* export_action = new QAction(tr("&Export progress..."), this);
   export_action->setToolTip(
-      "Saves your answers, predictions and flashcard boxes as a JSON file "
-      "(to hand in)");
+      tr("Saves your answers, predictions and flashcard boxes as a JSON file "
+         "(to hand in)"));
   connect(export_action, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(&window_, "Export progress",
-                                                      "servescope-progress.json", "JSON (*.json)");
+    const QString path = QFileDialog::getSaveFileName(
+        &window_, tr("Export progress"), "servescope-progress.json", tr("JSON (*.json)"));
     if (!path.isEmpty()) export_progress(path);
   });
-  QAction* import_action = new QAction("Import progress...", this);
-  import_action->setToolTip("Replaces your progress with an exported JSON file");
+  QAction* import_action = new QAction(tr("&Import progress..."), this);
+  import_action->setToolTip(tr("Replaces your progress with an exported JSON file"));
   connect(import_action, &QAction::triggered, this, [this] {
-    const QString path =
-        QFileDialog::getOpenFileName(&window_, "Import progress", QString(), "JSON (*.json)");
+    const QString path = QFileDialog::getOpenFileName(&window_, tr("Import progress"), QString(),
+                                                      tr("JSON (*.json)"));
     if (!path.isEmpty()) import_progress(path);
   });
   file->insertAction(quit, export_action);
@@ -167,8 +168,8 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
       // (a KV type given back emptied the pool the last step's text points at).
       window_.statusBar()->showMessage(
           settings_.has_changes()
-              ? "Lesson finished. Its settings go back when you leave the lesson."
-              : "Lesson finished.",
+              ? tr("Lesson finished. Its settings go back when you leave the lesson.")
+              : tr("Lesson finished."),
           15000);
     }
   });
@@ -284,7 +285,8 @@ void LessonUi::leave_lesson() {
   dispatcher_->clear_highlights();
   const QStringList given = settings_.give_back();
   if (given.isEmpty()) return;
-  window_.statusBar()->showMessage("Lesson settings given back: " + given.join(", "), 10000);
+  window_.statusBar()->showMessage(tr("Lesson settings given back: %1").arg(given.join(", ")),
+                                   10000);
 }
 
 bool LessonUi::eventFilter(QObject* watched, QEvent* event) {
@@ -299,7 +301,7 @@ void LessonUi::save_progress() {
   try {
     store_->save(progress_);
   } catch (const std::exception& error) {
-    learn_->show_notice(QString("Your progress could not be saved: %1").arg(error.what()));
+    learn_->show_notice(tr("Your progress could not be saved: %1").arg(error.what()));
   }
 }
 
@@ -308,7 +310,7 @@ bool LessonUi::export_progress(const QString& path) {
     lessons::ProgressStore::export_to(progress_, path);
     return true;
   } catch (const std::exception& error) {
-    learn_->show_notice(QString("Export failed: %1").arg(error.what()));
+    learn_->show_notice(tr("Export failed: %1").arg(error.what()));
     return false;
   }
 }
@@ -317,8 +319,7 @@ bool LessonUi::import_progress(const QString& path) {
   try {
     progress_ = lessons::ProgressStore::import_from(path);
   } catch (const std::exception& error) {
-    learn_->show_notice(
-        QString("Import failed (your progress is unchanged): %1").arg(error.what()));
+    learn_->show_notice(tr("Import failed (your progress is unchanged): %1").arg(error.what()));
     return false;
   }
   save_progress();

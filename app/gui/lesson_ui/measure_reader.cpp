@@ -1,11 +1,12 @@
 #include "app/gui/lesson_ui/measure_reader.h"
 
+#include <QCoreApplication>
 #include <algorithm>
 #include <functional>
 #include <map>
 
-#include "app/gui/window/main_window.h"
 #include "app/gui/engine_bridge/measured_roofs.h"
+#include "app/gui/window/main_window.h"
 #include "engine/telemetry/metrics.h"
 #include "engine/telemetry/records.h"
 #include "widgets/roofline_panel.h"
@@ -344,8 +345,10 @@ MeasureValue from_variant(const MeasureInputs& in, const char* unit,
   const eval::VariantReport* v = chosen_variant(in);
   if (!v) {
     return missing(unit, in.variant.empty()
-                             ? QString("Choose a row first (select_variant).")
-                             : QString("%1 has no row in the last comparison; %2")
+                             ? QCoreApplication::translate("MeasureReader",
+                                                           "Choose a row first (select_variant).")
+                             : QCoreApplication::translate(
+                                   "MeasureReader", "%1 has no row in the last comparison; %2")
                                    .arg(QString::fromStdString(in.variant), kCompareFirst));
   }
   return value(figure(*v), unit);
@@ -595,7 +598,7 @@ MeasureValue read_measure(const MeasureInputs& inputs, std::string_view name) {
   }
   return {std::nullopt,
           {},
-          QString("No measure is called %1.")
+          QCoreApplication::translate("MeasureReader", "No measure is called %1.")
               .arg(QString::fromUtf8(name.data(), static_cast<int>(name.size())))};
 }
 

@@ -1,6 +1,7 @@
 #include "app/gui/lesson_ui/page_parts.h"
 
 #include <QAbstractButton>
+#include <QCoreApplication>
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLabel>
@@ -88,7 +89,8 @@ QDoubleSpinBox* prediction_number_field(const char* name) {
   field->setRange(0.0, 1e15);
   field->setDecimals(3);
   field->setGroupSeparatorShown(true);
-  field->setSpecialValueText("your number");  // 0: StepView::prediction() is nullopt
+  field->setSpecialValueText(QCoreApplication::translate(
+      "PagePart", "your number"));  // 0: StepView::prediction() is nullopt
   return field;
 }
 

@@ -22,12 +22,12 @@ struct Headline {
   const char* label;
 };
 constexpr Headline kHeadlines[] = {
-    {"ttft_ms", "your TTFT"},
-    {"tpot_ms", "your TPOT"},
-    {"class_tokens_per_s", "class tokens/s"},
-    {"kv_bytes", "your KV"},
-    {"weight_bytes", "weights"},
-    {"variant_mean_kl", "mean KL"},
+    {"ttft_ms", QT_TRANSLATE_NOOP("PinnedFigures", "your TTFT")},
+    {"tpot_ms", QT_TRANSLATE_NOOP("PinnedFigures", "your TPOT")},
+    {"class_tokens_per_s", QT_TRANSLATE_NOOP("PinnedFigures", "class tokens/s")},
+    {"kv_bytes", QT_TRANSLATE_NOOP("PinnedFigures", "your KV")},
+    {"weight_bytes", QT_TRANSLATE_NOOP("PinnedFigures", "weights")},
+    {"variant_mean_kl", QT_TRANSLATE_NOOP("PinnedFigures", "mean KL")},
 };
 
 QString value_text(double value, const QString& unit) {
@@ -67,7 +67,7 @@ RunFigures run_figures(const MeasureInputs& inputs, const QString& setup) {
   run.setup = setup;
   for (const Headline& h : kHeadlines) {
     const MeasureValue measured = read_measure(inputs, h.measure);
-    run.figures.push_back({h.measure, QString::fromLatin1(h.label), measured.value, measured.unit});
+    run.figures.push_back({h.measure, PinnedFigures::tr(h.label), measured.value, measured.unit});
   }
   return run;
 }
@@ -106,7 +106,7 @@ QString differing_setup(const QString& setup, const QString& other) {
 QString runs_compared(const RunFigures& pinned, const RunFigures& now) {
   const QString from = differing_setup(pinned.setup, now.setup);
   const QString to = differing_setup(now.setup, pinned.setup);
-  if (from.isEmpty() && to.isEmpty()) return QStringLiteral("Pinned → now: ");
+  if (from.isEmpty() && to.isEmpty()) return PinnedFigures::tr("Pinned → now: ");
   // One setting that changed is said once: "0 → 16 classmates", "F32 → Q4_0 weights" (at
   // lecture size the words said twice left no room for a figure).
   const QStringList from_words = from.split(QLatin1Char(' '));
@@ -115,8 +115,9 @@ QString runs_compared(const RunFigures& pinned, const RunFigures& now) {
       from_words.size() == 2 && to_words.size() == 2 && from_words[1] == to_words[1]) {
     return QStringLiteral("%1 → %2 %3: ").arg(from_words[0], to_words[0], to_words[1]);
   }
-  return QStringLiteral("%1 → %2: ").arg(from.isEmpty() ? QStringLiteral("pinned") : from,
-                                          to.isEmpty() ? QStringLiteral("now") : to);
+  return QStringLiteral("%1 → %2: ")
+      .arg(from.isEmpty() ? PinnedFigures::tr("pinned") : from,
+           to.isEmpty() ? PinnedFigures::tr("now") : to);
 }
 
 // Each headline figure either run measured, in the headline order.
@@ -155,7 +156,7 @@ QString comparison_line(const RunFigures& pinned, const RunFigures& now,
 }
 
 QString comparison_tooltip(const RunFigures& pinned, const RunFigures& now) {
-  return QStringLiteral("Pinned: %1\nNow: %2\n%3")
+  return PinnedFigures::tr("Pinned: %1\nNow: %2\n%3")
       .arg(pinned.setup, now.setup, changes(pinned, now).join('\n'));
 }
 
@@ -163,8 +164,8 @@ PinnedFigures::PinnedFigures(MainWindow& window)
     : QObject(&window),
       window_(window),
       strip_(new QLabel),
-      pin_action_(new QAction("Pin this run's figures", this)),
-      unpin_action_(new QAction("Unpin", this)),
+      pin_action_(new QAction(tr("&Pin this run's figures"), this)),
+      unpin_action_(new QAction(tr("&Unpin"), this)),
       refresh_timer_(new QTimer(this)) {
   strip_->setObjectName("pinned-figures");
   strip_->setTextFormat(Qt::PlainText);
@@ -175,13 +176,13 @@ PinnedFigures::PinnedFigures(MainWindow& window)
   strip_->hide();
   pin_action_->setShortcut(QKeySequence("Ctrl+K"));
   pin_action_->setToolTip(
-      "Keep the last run's TTFT, TPOT, tokens/s, KV and weight bytes (and KL) on screen above "
-      "every panel; the next runs' figures appear beside them with the ratio");
+      tr("Keep the last run's TTFT, TPOT, tokens/s, KV and weight bytes (and KL) on screen above "
+         "every panel; the next runs' figures appear beside them with the ratio"));
   unpin_action_->setShortcut(QKeySequence("Ctrl+Shift+K"));
-  unpin_action_->setToolTip("Remove the pinned figures");
+  unpin_action_->setToolTip(tr("Remove the pinned figures"));
   unpin_action_->setEnabled(false);
   connect(pin_action_, &QAction::triggered, this, [this] {
-    if (!pin()) window_.statusBar()->showMessage("Nothing to pin yet: generate first.", 5000);
+    if (!pin()) window_.statusBar()->showMessage(tr("Nothing to pin yet: generate first."), 5000);
   });
   connect(unpin_action_, &QAction::triggered, this, &PinnedFigures::unpin);
   // The figures are those of the last finished run: so is the setup they are labelled with

@@ -14,6 +14,7 @@
 
 #include "app/gui/lesson_ui/action_dispatcher.h"
 #include "app/gui/lesson_ui/page_parts.h"
+#include "app/gui/window/shortcut_tip.h"
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 
@@ -25,11 +26,12 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 QString kind_label(const lessons::Question& q) {
   switch (q.kind) {
     case lessons::QuestionKind::kChoice:
-      return "choice";
+      return PracticeView::tr("choice");
     case lessons::QuestionKind::kNumber:
-      return q.generated() ? "number, from your model" : "number";
+      return q.generated() ? PracticeView::tr("number, from your model")
+                           : PracticeView::tr("number");
     case lessons::QuestionKind::kExplain:
-      return "explain";
+      return PracticeView::tr("explain");
   }
   return {};
 }
@@ -53,27 +55,29 @@ PracticeView::PracticeView(ActionDispatcher& dispatcher, StepContext context, QW
   choices_layout_->setContentsMargins(0, 0, 0, 0);
   choice_group_ = new QButtonGroup(this);
   number_ = new QLineEdit;
+  number_->setAccessibleName(tr("Your answer"));
   number_->setObjectName("answer-number");
   // The example shows the formats read; it is no lesson's answer.
   number_->setPlaceholderText(
-      "Your answer, with or without its unit (e.g. 1,234,567, 1.18 MiB or 42 ms)");
+      tr("Your answer, with or without its unit (e.g. 1,234,567, 1.18 MiB or 42 ms)"));
   explanation_ = new QPlainTextEdit;
+  explanation_->setAccessibleName(tr("Your explanation"));
   explanation_->setPlaceholderText(
-      "Explain in a few sentences, then check it against the model "
-      "answer.");
+      tr("Explain in a few sentences, then check it against the model "
+         "answer."));
   explanation_->setFixedHeight(110);
   self_check_ = new QWidget;
   self_check_layout_ = new QVBoxLayout(self_check_);
   self_check_layout_->setContentsMargins(0, 0, 0, 0);
   auto* buttons = new QHBoxLayout;
-  check_ = new QPushButton("Check");
+  check_ = new QPushButton(tr("Check"));
   check_->setObjectName("check-answer");
-  check_->setToolTip("Marks your answer and shows the full working (Ctrl+Shift+Return)");
   check_->setShortcut(QKeySequence("Ctrl+Shift+Return"));
-  confirm_ = new QPushButton("Run it");
+  set_tip_with_shortcut(check_, tr("Marks your answer and shows the full working"));
+  confirm_ = new QPushButton(tr("Run it"));
   confirm_->setToolTip(
-      "Runs this question in the window and compares the measurement with the "
-      "formula's answer");
+      tr("Runs this question in the window and compares the measurement with the "
+         "formula's answer"));
   buttons->addWidget(check_);
   buttons->addWidget(confirm_);
   buttons->addStretch(1);
@@ -117,14 +121,14 @@ PracticeView::PracticeView(ActionDispatcher& dispatcher, StepContext context, QW
       return;
     }
     const std::string unit = generated_->unit;
-    confirmation_->setText(QString("Measured: %1. The formula said %2.")
+    confirmation_->setText(tr("Measured: %1. The formula said %2.")
                                .arg(qs(lessons::format_quantity(*v.value, v.unit.toStdString())),
                                     qs(lessons::format_quantity(generated_->value, unit))));
   });
   connect(&dispatcher_, &ActionDispatcher::failed, this, [this](const QString& reason) {
     if (!confirming_) return;
     confirming_ = false;
-    confirmation_->setText("Could not run it: " + reason);
+    confirmation_->setText(tr("Could not run it: %1").arg(reason));
   });
   connect(&dispatcher_, &ActionDispatcher::cancelled, this, [this] { confirming_ = false; });
 }
@@ -142,9 +146,9 @@ void PracticeView::show_lesson(const lessons::Lesson& lesson) {
   for (const lessons::Question& q : lesson.questions) {
     const auto it = answered_.find(lesson.id + "/" + q.id);
     const QString mark = it == answered_.end() ? QString()
-                         : it->second          ? "  - right"
-                                               : "  - try again";
-    list_->addItem(QString("Question %1 (%2)%3").arg(i++).arg(kind_label(q), mark));
+                         : it->second          ? tr("  - right")
+                                               : tr("  - try again");
+    list_->addItem(tr("Question %1 (%2)%3").arg(i++).arg(kind_label(q), mark));
   }
   show_question(lesson.questions.empty() ? -1 : 0);
 }
@@ -165,10 +169,11 @@ void PracticeView::mark_answered(const std::string& key, bool correct) {
     const QSignalBlocker block(list_);
     const lessons::Question& q = question();
     if (QListWidgetItem* item = list_->item(index_)) {
-      item->setText(QString("Question %1 (%2)%3")
+      item->setText(tr("Question %1 (%2)%3")
                         .arg(index_ + 1)
-                        .arg(kind_label(q),
-                             answered_[lesson_->id + "/" + q.id] ? "  - right" : "  - try again"));
+                        .arg(kind_label(q), answered_[lesson_->id + "/" + q.id]
+                                                ? tr("  - right")
+                                                : tr("  - try again")));
     }
   }
 }
@@ -190,7 +195,7 @@ void PracticeView::refresh_generated() {
   if (index_ < 0 || !question().generated()) return;
   const lessons::ModelFacts* model = context_.model();
   if (!model) {
-    generated_problem_ = "Load a model first: this question is computed from it.";
+    generated_problem_ = tr("Load a model first: this question is computed from it.");
     return;
   }
   try {
@@ -220,7 +225,7 @@ bool PracticeView::show_question(int index) {
   explanation_->clear();
   self_check_->hide();
   if (!valid) {
-    prompt_->setText(lesson_ ? "This lesson has no practice questions." : QString());
+    prompt_->setText(lesson_ ? tr("This lesson has no practice questions.") : QString());
     for (QWidget* w :
          std::initializer_list<QWidget*>{choices_, number_, explanation_, check_, confirm_}) {
       w->hide();
@@ -235,8 +240,8 @@ bool PracticeView::show_question(int index) {
   number_->setVisible(q.kind == lessons::QuestionKind::kNumber);
   explanation_->setVisible(q.kind == lessons::QuestionKind::kExplain);
   check_->show();
-  check_->setText(q.kind == lessons::QuestionKind::kExplain ? "Compare with the model answer"
-                                                            : "Check");
+  check_->setText(q.kind == lessons::QuestionKind::kExplain ? tr("Compare with the model answer")
+                                                            : tr("Check"));
   confirm_->setVisible(q.confirm.has_value());
   int i = 0;
   for (const std::string& option : q.options) {
@@ -300,7 +305,7 @@ std::optional<lessons::AnswerResult> PracticeView::check() {
   switch (q.kind) {
     case lessons::QuestionKind::kChoice:
       if (choice_group_->checkedId() < 0) {
-        feedback_->setText("Choose an answer first.");
+        feedback_->setText(tr("Choose an answer first."));
         return std::nullopt;
       }
       result = lessons::check_choice(q, choice_group_->checkedId());
@@ -316,10 +321,10 @@ std::optional<lessons::AnswerResult> PracticeView::check() {
       if (self_check_->isHidden()) {  // isVisible() is false on a hidden tab too
         // First the model answer and the list to tick; the second press marks it.
         self_check_->show();
-        check_->setText("Mark my ticks");
-        working_->setText("**Model answer:** " + filled(q.model_answer, std::nullopt) +
-                              "\n\nTick what your explanation did.\n\n" +
-                              filled(q.working, std::nullopt));
+        check_->setText(tr("Mark my ticks"));
+        working_->setText(
+            tr("**Model answer:** %1\n\nTick what your explanation did.\n\n%2")
+                .arg(filled(q.model_answer, std::nullopt), filled(q.working, std::nullopt)));
         working_->show();
         return std::nullopt;
       }
@@ -343,9 +348,9 @@ QString PracticeView::working_markdown() const {
   const lessons::Question& q = question();
   const std::optional<std::string> answer =
       lessons::answer_text(q, generated_ ? &*generated_ : nullptr);
-  QString out = "**Working**\n\n" + filled(q.working, answer);
+  QString out = tr("**Working**\n\n%1").arg(filled(q.working, answer));
   if (q.kind == lessons::QuestionKind::kExplain) {
-    out = "**Model answer:** " + filled(q.model_answer, answer) + "\n\n" + out;
+    out = tr("**Model answer:** %1\n\n%2").arg(filled(q.model_answer, answer), out);
   }
   return out;
 }
@@ -353,7 +358,7 @@ QString PracticeView::working_markdown() const {
 void PracticeView::confirm() {
   if (index_ < 0 || !question().confirm || dispatcher_.busy()) return;
   confirming_ = true;
-  confirmation_->setText("Running it in the window...");
+  confirmation_->setText(tr("Running it in the window..."));
   dispatcher_.run(to_lesson_actions(question().confirm->run));
 }
 

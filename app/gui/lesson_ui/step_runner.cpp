@@ -44,7 +44,7 @@ StepRunner::StepRunner(ActionDispatcher& dispatcher, QObject* parent)
 
 void StepRunner::run(const lessons::Step& step) {
   if (busy() || dispatcher_.busy()) {
-    Q_EMIT failed("An experiment is already running; wait for it or cancel it.");
+    Q_EMIT failed(tr("An experiment is already running; wait for it or cancel it."));
     return;
   }
   samples_.clear();

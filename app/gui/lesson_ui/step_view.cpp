@@ -13,6 +13,7 @@
 
 #include "app/gui/lesson_ui/action_dispatcher.h"
 #include "app/gui/lesson_ui/page_parts.h"
+#include "app/gui/window/shortcut_tip.h"
 #include "app/lessons/format.h"
 #include "app/lessons/placeholders.h"
 #include "app/lessons/vocabulary.h"
@@ -24,12 +25,12 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 // The progress bar's words: which run of the step (when it repeats) and which action of it.
 QString progress_label(int run, int runs, int done, int total, const QString& what) {
-  const QString action = done >= total
-                             ? QString("done")
-                             : QString("%1 (action %2 of %3)").arg(what).arg(done + 1).arg(total);
-  if (runs <= 1) return done >= total ? QString("Done") : action;
-  if (done >= total && run >= runs) return "Done";
-  return QString("Run %1 of %2: %3").arg(run).arg(runs).arg(action);
+  const QString action =
+      done >= total ? StepView::tr("done")
+                    : StepView::tr("%1 (action %2 of %3)").arg(what).arg(done + 1).arg(total);
+  if (runs <= 1) return done >= total ? StepView::tr("Done") : action;
+  if (done >= total && run >= runs) return StepView::tr("Done");
+  return StepView::tr("Run %1 of %2: %3").arg(run).arg(runs).arg(action);
 }
 
 }  // namespace
@@ -59,19 +60,20 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   auto* number_layout = new QHBoxLayout(number_row_);
   number_layout->setContentsMargins(12, 0, 0, 0);
   number_ = prediction_number_field("predict-number");
-  number_->setToolTip("Your prediction. Commit to a number before you run the experiment.");
+  number_->setToolTip(tr("Your prediction. Commit to a number before you run the experiment."));
+  number_->setAccessibleName(tr("Your prediction"));  // no label: the unit follows it
   number_unit_ = new QLabel;
   number_layout->addWidget(number_);
   number_layout->addWidget(number_unit_);
   number_layout->addStretch(1);
 
   auto* run_row = new QHBoxLayout;
-  run_ = new QPushButton("Run the experiment");
+  run_ = new QPushButton(tr("Run the experiment"));
   run_->setObjectName("run-step");
-  run_->setToolTip("Runs this step's actions in the window (Ctrl+R)");
   run_->setShortcut(QKeySequence("Ctrl+R"));
-  cancel_ = new QPushButton("Cancel");
-  cancel_->setToolTip("Stops the experiment; the window keeps what was measured so far");
+  set_tip_with_shortcut(run_, tr("Runs this step's actions in the window"));
+  cancel_ = new QPushButton(tr("Cancel"));
+  cancel_->setToolTip(tr("Stops the experiment; the window keeps what was measured so far"));
   progress_ = new QProgressBar;
   progress_->setObjectName("step-progress");
   // Its words wrap below it: inside the bar "Run 3 of 3: Sweeping batch sizes 1 to 16 (action
@@ -91,7 +93,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   observe_grid_->setContentsMargins(6, 4, 6, 4);
   observe_grid_->setHorizontalSpacing(10);
   int column_index = 0;
-  for (const char* header : {"Observed", "Measured", "You predicted"}) {
+  for (const QString& header : {tr("Observed"), tr("Measured"), tr("You predicted")}) {
     QLabel* label = wrapping_label(header);
     QFont font = label->font();
     font.setBold(true);
@@ -134,7 +136,10 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   connect(runner_, &StepRunner::repetition, this, [this](int run, int runs) {
     run_index_ = run;
     runs_ = std::max(runs, 1);
-    if (runs > 1) status_->setText(QString("Run %1 of %2: each side several times, for the spread.").arg(run).arg(runs));
+    if (runs > 1) {
+      status_->setText(
+          tr("Run %1 of %2: each side several times, for the spread.").arg(run).arg(runs));
+    }
   });
   connect(runner_, &StepRunner::finished, this, [this](const StepOutcome& outcome) {
     if (part_ != Part::kRunning) return;
@@ -144,7 +149,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   connect(runner_, &StepRunner::failed, this, [this](const QString& reason) {
     if (part_ != Part::kRunning) return;
     part_ = Part::kPredict;
-    status_->setText("The experiment stopped: " + reason);
+    status_->setText(tr("The experiment stopped: %1").arg(reason));
     run_->setEnabled(true);
     cancel_->setEnabled(false);
     Q_EMIT part_changed(part_);
@@ -152,7 +157,7 @@ StepView::StepView(ActionDispatcher& dispatcher, StepContext context, QWidget* p
   connect(runner_, &StepRunner::cancelled, this, [this] {
     if (part_ != Part::kRunning) return;
     part_ = Part::kPredict;
-    status_->setText("Cancelled. Run it again when you are ready.");
+    status_->setText(tr("Cancelled. Run it again when you are ready."));
     run_->setEnabled(true);
     cancel_->setEnabled(false);
     Q_EMIT part_changed(part_);
@@ -168,6 +173,10 @@ QString StepView::filled(const std::string& markdown) const {
   return qs(lessons::fill_placeholders(markdown, fill).text);
 }
 
+QString StepView::predict_line(const lessons::Step& step) const {
+  return tr("**Predict:** %1").arg(filled(step.predict->prompt));
+}
+
 void StepView::show_step(const lessons::Lesson& lesson, int index) {
   if (runner_->busy() && part_ == Part::kRunning) runner_->cancel();
   if (lesson_ != &lesson) runner_->forget_steps();
@@ -178,7 +187,7 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
   part_ = Part::kPredict;
   const lessons::Step& step = lesson.steps[static_cast<size_t>(index)];
   heading_->setText(
-      QString("%1 (step %2 of %3)").arg(qs(step.title)).arg(index + 1).arg(lesson.steps.size()));
+      tr("%1 (step %2 of %3)").arg(qs(step.title)).arg(index + 1).arg(lesson.steps.size()));
   text_->setText(filled(step.text));
 
   clear_choices();
@@ -188,7 +197,7 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
   choices_->setVisible(choice);
   number_row_->setVisible(has_predict && !choice);
   if (has_predict) {
-    predict_prompt_->setText("**Predict:** " + filled(step.predict->prompt));
+    predict_prompt_->setText(predict_line(step));
     if (choice) {
       int i = 0;
       for (const std::string& option : step.predict->options) {
@@ -202,7 +211,7 @@ void StepView::show_step(const lessons::Lesson& lesson, int index) {
     }
   }
   const bool has_run = !step.run.empty();
-  run_->setText(has_run ? "Run the experiment" : "Show the explanation");
+  run_->setText(has_run ? tr("Run the experiment") : tr("Show the explanation"));
   run_->setEnabled(true);
   cancel_->setEnabled(false);
   cancel_->setVisible(has_run);
@@ -291,7 +300,7 @@ void StepView::run() {
   progress_->show();
   progress_text_->clear();
   progress_text_->show();
-  status_->setText("Running; the window stays yours meanwhile.");
+  status_->setText(tr("Running; the window stays yours meanwhile."));
   Q_EMIT part_changed(part_);
   runner_->run(step);
 }
@@ -309,7 +318,7 @@ void StepView::refill() {
   if (!lesson_) return;
   const lessons::Step& step = lesson_->steps[static_cast<size_t>(index_)];
   text_->setText(filled(step.text));
-  if (step.predict) predict_prompt_->setText("**Predict:** " + filled(step.predict->prompt));
+  if (step.predict) predict_prompt_->setText(predict_line(step));
   if (part_ == Part::kObserve) explain_->setText(explanation_markdown());
 }
 
@@ -327,7 +336,7 @@ QString StepView::measured_text(const std::string& measure) const {
     if (it != outcome_->measures.end() && it->second.runs > 1) {
       const lessons::Sample& s = it->second;
       return qs(lessons::format_quantity(s.median, unit)) +
-             QString(" (median of %1 runs; %2 to %3)")
+             tr(" (median of %1 runs; %2 to %3)")
                  .arg(s.runs)
                  .arg(qs(lessons::format_quantity(s.low, unit)),
                       qs(lessons::format_quantity(s.high, unit)));
@@ -345,11 +354,11 @@ void StepView::show_observations(StepOutcome outcome) {
   outcome_ = std::move(outcome);
   part_ = Part::kObserve;
   run_->setEnabled(true);
-  run_->setText(step.run.empty() ? "Show the explanation" : "Run it again");
+  run_->setText(step.run.empty() ? tr("Show the explanation") : tr("Run it again"));
   cancel_->setEnabled(false);
   progress_->setRange(0, 1);
   progress_->setValue(1);
-  progress_text_->setText("Done");
+  progress_text_->setText(tr("Done"));
   // A full orange "Done" bar read as a button; the table below says it is done.
   progress_->hide();
   progress_text_->hide();
@@ -406,11 +415,11 @@ QString StepView::part_markdown() const {
       out += QString("- %1: **%2**\n").arg(r.label, r.measured);
     }
     const QString predicted = predicted_text_or({});
-    if (!predicted.isEmpty()) out += QString("- Predicted: %1\n").arg(predicted);
+    if (!predicted.isEmpty()) out += tr("- Predicted: %1\n").arg(predicted);
     return out + "\n" + explanation_markdown();
   }
   QString out = filled(step.text);
-  if (part_ == Part::kRunning) out += "\n\n*Running the experiment...*";
+  if (part_ == Part::kRunning) out += "\n\n*" + tr("Running the experiment...") + "*";
   return out;
 }
 
@@ -430,9 +439,9 @@ QString StepView::prediction_markdown() const {
     ++i;
   }
   if (step.predict->kind == lessons::PredictionKind::kNumber) {
-    lines << "Predicted: " + predicted_text_or("-");
+    lines << tr("Predicted: %1").arg(predicted_text_or("-"));
   }
-  return "**Predict:** " + filled(step.predict->prompt) + "\n\n" + lines.join(QChar::LineSeparator);
+  return predict_line(step) + "\n\n" + lines.join(QChar::LineSeparator);
 }
 
 }  // namespace servescope::gui

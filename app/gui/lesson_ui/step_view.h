@@ -86,6 +86,8 @@ class StepView : public QWidget {
  private:
   void show_observations(StepOutcome outcome);
   QString filled(const std::string& markdown) const;
+  // "**Predict:** " and the step's prediction prompt, filled.
+  QString predict_line(const lessons::Step& step) const;
   QString measured_text(const std::string& measure) const;
   // The learner's prediction as the observe table shows it, or `none`.
   QString predicted_text_or(const QString& none) const;

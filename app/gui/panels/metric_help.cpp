@@ -1,3 +1,5 @@
+#include <QCoreApplication>
+
 #include "app/gui/panels/panel_adapter.h"
 #include "engine/telemetry/metrics.h"
 
@@ -21,11 +23,13 @@ widgets::MetricHelp metric_help() {
 QString pacing_note(Speed speed) {
   switch (speed) {
     case Speed::kSlowMotion:
-      return QStringLiteral(
+      return QCoreApplication::translate(
+          "Panels",
           "Slow motion: times are real (the pause between steps is not "
           "counted).");
     case Speed::kSingleStep:
-      return QStringLiteral("Single step: times are real (the wait for Step is not counted).");
+      return QCoreApplication::translate(
+          "Panels", "Single step: times are real (the wait for Step is not counted).");
     case Speed::kRealTime:
       break;
   }

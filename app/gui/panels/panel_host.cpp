@@ -26,6 +26,8 @@ PanelHost::PanelHost(QWidget* parent,
         adapter = make_quantisation_adapter(parent);
         break;
     }
+    // A chart is pictures to a screen reader: its title names it.
+    adapter->view()->setAccessibleName(panel_title_text(id));
     adapters_[static_cast<size_t>(id)] = std::move(adapter);
   }
 }

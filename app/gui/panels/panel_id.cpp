@@ -1,5 +1,7 @@
 #include "app/gui/panels/panel_id.h"
 
+#include <QCoreApplication>
+
 namespace servescope::gui {
 
 std::string_view panel_key(PanelId panel) {
@@ -23,19 +25,23 @@ std::string_view panel_key(PanelId panel) {
 std::string_view panel_title(PanelId panel) {
   switch (panel) {
     case PanelId::kPhases:
-      return "Phases";
+      return QT_TRANSLATE_NOOP("PanelId", "Phases");
     case PanelId::kKvCache:
-      return "KV cache";
+      return QT_TRANSLATE_NOOP("PanelId", "KV cache");
     case PanelId::kBatching:
-      return "Batching";
+      return QT_TRANSLATE_NOOP("PanelId", "Batching");
     case PanelId::kQuantisation:
-      return "Quantisation";
+      return QT_TRANSLATE_NOOP("PanelId", "Quantisation");
     case PanelId::kRoofline:
-      return "Roofline";
+      return QT_TRANSLATE_NOOP("PanelId", "Roofline");
     case PanelId::kAttention:
-      return "Attention";
+      return QT_TRANSLATE_NOOP("PanelId", "Attention");
   }
   return "";
+}
+
+QString panel_title_text(PanelId panel) {
+  return QCoreApplication::translate("PanelId", panel_title(panel).data());
 }
 
 std::optional<PanelId> parse_panel_key(std::string_view key) {

@@ -1,6 +1,7 @@
 // The six panels of the window, by the names the command line and settings use.
 #pragma once
 
+#include <QString>
 #include <array>
 #include <optional>
 #include <string_view>
@@ -17,6 +18,8 @@ inline constexpr std::array<PanelId, 6> kAllPanels = {PanelId::kPhases,   PanelI
 std::string_view panel_key(PanelId panel);
 // The tab title: "Phases", "KV cache", ...
 std::string_view panel_title(PanelId panel);
+// The title in the user's language, for what the window shows.
+QString panel_title_text(PanelId panel);
 std::optional<PanelId> parse_panel_key(std::string_view key);
 
 // One bit per panel, for "which panels have new data".

@@ -1,5 +1,6 @@
 #include "app/gui/panels/quant_block.h"
 
+#include <QCoreApplication>
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -9,6 +10,11 @@
 
 namespace servescope::gui {
 namespace {
+
+// The translation context of the picture's words: the fields' meanings and the formulas.
+struct QuantBlock {
+  Q_DECLARE_TR_FUNCTIONS(QuantBlock)
+};
 
 using gguf::GgmlType;
 using widgets::QuantBlockSnapshot;
@@ -48,32 +54,34 @@ int nibble(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 0x0F : qs[i - 16]
 
 // GGML's block_q8_0: d, then 32 int8 quants; value = d * q.
 void describe_q8_0(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"d", 2, "scale, fp16"}, {"qs", 32, "32 quants, 8-bit signed"}};
+  b.layout = {{"d", 2, QuantBlock::tr("scale, fp16")},
+              {"qs", 32, QuantBlock::tr("32 quants, 8-bit signed")}};
   set_d(b, p);
   set_quants(b, 8, -128, 127);
   for (int i = 0; i < 32; ++i) b.quants.push_back(static_cast<int8_t>(p[2 + i]));
-  b.formula = QStringLiteral("x = d \u00b7 q");
+  b.formula = QuantBlock::tr("x = d \u00b7 q");
 }
 
 // block_q4_0: d, 16 bytes of nibbles; value = d * (nibble - 8).
 void describe_q4_0(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"d", 2, "scale, fp16"}, {"qs", 16, "32 quants, 4 bits each, two per byte"}};
+  b.layout = {{"d", 2, QuantBlock::tr("scale, fp16")},
+              {"qs", 16, QuantBlock::tr("32 quants, 4 bits each, two per byte")}};
   set_d(b, p);
   set_quants(b, 4, -8, 7);
   for (int i = 0; i < 32; ++i) b.quants.push_back(nibble(p + 2, i) - 8);
-  b.formula = QStringLiteral("x = d \u00b7 q, q = stored 4 bits \u2212 8");
+  b.formula = QuantBlock::tr("x = d \u00b7 q, q = stored 4 bits \u2212 8");
 }
 
 // block_q4_1: d, m, 16 bytes of nibbles; value = d * nibble + m.
 void describe_q4_1(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"d", 2, "scale, fp16"},
-              {"m", 2, "minimum, fp16"},
-              {"qs", 16, "32 quants, 4 bits each, two per byte"}};
+  b.layout = {{"d", 2, QuantBlock::tr("scale, fp16")},
+              {"m", 2, QuantBlock::tr("minimum, fp16")},
+              {"qs", 16, QuantBlock::tr("32 quants, 4 bits each, two per byte")}};
   set_d(b, p);
   set_m(b, p + 2);
   set_quants(b, 4, 0, 15);
   for (int i = 0; i < 32; ++i) b.quants.push_back(nibble(p + 4, i));
-  b.formula = QStringLiteral("x = d \u00b7 q + m");
+  b.formula = QuantBlock::tr("x = d \u00b7 q + m");
 }
 
 // The 5-bit quants of Q5_0 / Q5_1: the nibble and bit i of the little-endian qh.
@@ -83,26 +91,26 @@ int five_bits(const uint8_t* qh, const uint8_t* qs, int i) {
 
 // block_q5_0: d, qh (fifth bits), qs; value = d * (q - 16).
 void describe_q5_0(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"d", 2, "scale, fp16"},
-              {"qh", 4, "the fifth bit of each quant"},
-              {"qs", 16, "the low 4 bits of each quant, two per byte"}};
+  b.layout = {{"d", 2, QuantBlock::tr("scale, fp16")},
+              {"qh", 4, QuantBlock::tr("the fifth bit of each quant")},
+              {"qs", 16, QuantBlock::tr("the low 4 bits of each quant, two per byte")}};
   set_d(b, p);
   set_quants(b, 5, -16, 15);
   for (int i = 0; i < 32; ++i) b.quants.push_back(five_bits(p + 2, p + 6, i) - 16);
-  b.formula = QStringLiteral("x = d \u00b7 q, q = stored 5 bits \u2212 16");
+  b.formula = QuantBlock::tr("x = d \u00b7 q, q = stored 5 bits \u2212 16");
 }
 
 // block_q5_1: d, m, qh, qs; value = d * q + m.
 void describe_q5_1(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"d", 2, "scale, fp16"},
-              {"m", 2, "minimum, fp16"},
-              {"qh", 4, "the fifth bit of each quant"},
-              {"qs", 16, "the low 4 bits of each quant, two per byte"}};
+  b.layout = {{"d", 2, QuantBlock::tr("scale, fp16")},
+              {"m", 2, QuantBlock::tr("minimum, fp16")},
+              {"qh", 4, QuantBlock::tr("the fifth bit of each quant")},
+              {"qs", 16, QuantBlock::tr("the low 4 bits of each quant, two per byte")}};
   set_d(b, p);
   set_m(b, p + 2);
   set_quants(b, 5, 0, 31);
   for (int i = 0; i < 32; ++i) b.quants.push_back(five_bits(p + 4, p + 8, i));
-  b.formula = QStringLiteral("x = d \u00b7 q + m");
+  b.formula = QuantBlock::tr("x = d \u00b7 q + m");
 }
 
 // ---- K-quants: a 256-element super-block of sub-blocks, each with its own small-integer
@@ -132,10 +140,10 @@ std::pair<int, int> scale_min_k4(int j, const uint8_t* q) {
 // block_q4_K: d, dmin, 12 bytes of scales and mins, 128 bytes of nibbles; in each 64 elements
 // the low nibbles of 32 bytes are one sub-block, the high nibbles the next.
 void describe_q4_k(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"d", 2, "super-block scale, fp16"},
-              {"dmin", 2, "super-block scale of the mins, fp16"},
-              {"scales", 12, "8 sub-block scales and 8 mins, 6 bits each"},
-              {"qs", 128, "256 quants, 4 bits each"}};
+  b.layout = {{"d", 2, QuantBlock::tr("super-block scale, fp16")},
+              {"dmin", 2, QuantBlock::tr("super-block scale of the mins, fp16")},
+              {"scales", 12, QuantBlock::tr("8 sub-block scales and 8 mins, 6 bits each")},
+              {"qs", 128, QuantBlock::tr("256 quants, 4 bits each")}};
   set_d(b, p);
   set_m(b, p + 2);
   set_quants(b, 4, 0, 15);
@@ -151,17 +159,17 @@ void describe_q4_k(const uint8_t* p, QuantBlockSnapshot& b) {
       b.quants[64 * i + 32 + l] = qs[32 * i + l] >> 4;
     }
   }
-  b.formula = QStringLiteral("x = (d \u00b7 scale) \u00b7 q \u2212 (dmin \u00b7 min)");
+  b.formula = QuantBlock::tr("x = (d \u00b7 scale) \u00b7 q \u2212 (dmin \u00b7 min)");
 }
 
 // block_q5_K: Q4_K's fields with the fifth bits in 32 bytes (bit 2i / 2i + 1 of byte l for
 // element l of the i-th pair of sub-blocks).
 void describe_q5_k(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"d", 2, "super-block scale, fp16"},
-              {"dmin", 2, "super-block scale of the mins, fp16"},
-              {"scales", 12, "8 sub-block scales and 8 mins, 6 bits each"},
-              {"qh", 32, "the fifth bit of each quant"},
-              {"qs", 128, "the low 4 bits of each quant"}};
+  b.layout = {{"d", 2, QuantBlock::tr("super-block scale, fp16")},
+              {"dmin", 2, QuantBlock::tr("super-block scale of the mins, fp16")},
+              {"scales", 12, QuantBlock::tr("8 sub-block scales and 8 mins, 6 bits each")},
+              {"qh", 32, QuantBlock::tr("the fifth bit of each quant")},
+              {"qs", 128, QuantBlock::tr("the low 4 bits of each quant")}};
   set_d(b, p);
   set_m(b, p + 2);
   set_quants(b, 5, 0, 31);
@@ -178,16 +186,16 @@ void describe_q5_k(const uint8_t* p, QuantBlockSnapshot& b) {
       b.quants[64 * i + 32 + l] = (qs[32 * i + l] >> 4) + 16 * ((qh[l] >> (2 * i + 1)) & 1);
     }
   }
-  b.formula = QStringLiteral("x = (d \u00b7 scale) \u00b7 q \u2212 (dmin \u00b7 min)");
+  b.formula = QuantBlock::tr("x = (d \u00b7 scale) \u00b7 q \u2212 (dmin \u00b7 min)");
 }
 
 // block_q6_K: 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, d; 16
 // sub-blocks of 16, value = d * scale * (q - 32).
 void describe_q6_k(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"ql", 128, "the low 4 bits of each quant"},
-              {"qh", 64, "the high 2 bits of each quant"},
-              {"scales", 16, "16 sub-block scales, 8-bit signed"},
-              {"d", 2, "super-block scale, fp16"}};
+  b.layout = {{"ql", 128, QuantBlock::tr("the low 4 bits of each quant")},
+              {"qh", 64, QuantBlock::tr("the high 2 bits of each quant")},
+              {"scales", 16, QuantBlock::tr("16 sub-block scales, 8-bit signed")},
+              {"d", 2, QuantBlock::tr("super-block scale, fp16")}};
   set_d(b, p + 208);
   set_quants(b, 6, -32, 31);
   for (int j = 0; j < 16; ++j) add_sub_block(b, 16 * j, 16, static_cast<int8_t>(p[192 + j]), 0);
@@ -203,7 +211,7 @@ void describe_q6_k(const uint8_t* p, QuantBlockSnapshot& b) {
       b.quants[at + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
     }
   }
-  b.formula = QStringLiteral("x = (d \u00b7 scale) \u00b7 q, q = stored 6 bits \u2212 32");
+  b.formula = QuantBlock::tr("x = (d \u00b7 scale) \u00b7 q, q = stored 6 bits \u2212 32");
 }
 
 // The 2-bit quants of Q2_K and Q3_K: in each 128 elements, 32 bytes hold four 2-bit fields;
@@ -218,25 +226,25 @@ int two_bits(const uint8_t* qs, int e) {
 // block_q2_K: 16 bytes of 4-bit scale and 4-bit min per sub-block of 16, 64 bytes of 2-bit
 // quants, d, dmin.
 void describe_q2_k(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"scales", 16, "16 sub-block scales and mins, 4 bits each"},
-              {"qs", 64, "256 quants, 2 bits each"},
-              {"d", 2, "super-block scale, fp16"},
-              {"dmin", 2, "super-block scale of the mins, fp16"}};
+  b.layout = {{"scales", 16, QuantBlock::tr("16 sub-block scales and mins, 4 bits each")},
+              {"qs", 64, QuantBlock::tr("256 quants, 2 bits each")},
+              {"d", 2, QuantBlock::tr("super-block scale, fp16")},
+              {"dmin", 2, QuantBlock::tr("super-block scale of the mins, fp16")}};
   set_d(b, p + 80);
   set_m(b, p + 82);
   set_quants(b, 2, 0, 3);
   for (int j = 0; j < 16; ++j) add_sub_block(b, 16 * j, 16, p[j] & 0x0F, p[j] >> 4);
   for (int e = 0; e < gguf::kSuperBlock; ++e) b.quants.push_back(two_bits(p + 16, e));
-  b.formula = QStringLiteral("x = (d \u00b7 scale) \u00b7 q \u2212 (dmin \u00b7 min)");
+  b.formula = QuantBlock::tr("x = (d \u00b7 scale) \u00b7 q \u2212 (dmin \u00b7 min)");
 }
 
 // block_q3_K: 32 bytes of high-bit masks, 64 of 2-bit quants, 12 bytes of 6-bit scales, d;
 // value = d * (scale - 32) * (q - 4 when the element's mask bit is clear).
 void describe_q3_k(const uint8_t* p, QuantBlockSnapshot& b) {
-  b.layout = {{"hmask", 32, "the high bit of each quant"},
-              {"qs", 64, "the low 2 bits of each quant"},
-              {"scales", 12, "16 sub-block scales, 6 bits each"},
-              {"d", 2, "super-block scale, fp16"}};
+  b.layout = {{"hmask", 32, QuantBlock::tr("the high bit of each quant")},
+              {"qs", 64, QuantBlock::tr("the low 2 bits of each quant")},
+              {"scales", 12, QuantBlock::tr("16 sub-block scales, 6 bits each")},
+              {"d", 2, QuantBlock::tr("super-block scale, fp16")}};
   set_d(b, p + 108);
   set_quants(b, 3, -4, 3);
   // GGML's unpacking of the 16 6-bit scales from 12 bytes (low 4 bits, then high 2 bits).
@@ -256,7 +264,7 @@ void describe_q3_k(const uint8_t* p, QuantBlockSnapshot& b) {
     const int mask_bit = (p[e % 32] >> (e / 32)) & 1;
     b.quants.push_back(two_bits(p + 32, e) - (mask_bit != 0 ? 0 : 4));
   }
-  b.formula = QStringLiteral("x = (d \u00b7 scale) \u00b7 q, q = 3 bits \u2212 4");
+  b.formula = QuantBlock::tr("x = (d \u00b7 scale) \u00b7 q, q = 3 bits \u2212 4");
 }
 
 using Describe = void (*)(const uint8_t*, QuantBlockSnapshot&);

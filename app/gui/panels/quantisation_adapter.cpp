@@ -1,6 +1,7 @@
 // Quantisation panel: the quantisation lab's report for the loaded model. Latency and cost are
 // quant-report's own, measured under its fixed load; verdicts are quant-report's rule
 // (eval::judge) applied to the user's limits.
+#include <QCoreApplication>
 #include <limits>
 #include <memory>
 
@@ -67,7 +68,8 @@ widgets::QuantisationSnapshot snapshot_of(const QuantLabReport& lab, const Token
   const eval::TensorError& t = lab.tensor;
   s.tensor_error = {text(t.name), text(lab.weight_type), t.histogram.edges, t.histogram.counts,
                     t.rmse,       t.max_abs_error,       t.sqnr_db};
-  s.sqnr_variant = text(lab.weight_type + " weights, " + lab.kv_type + " KV cache");
+  s.sqnr_variant = QCoreApplication::translate("Panels", "%1 weights, %2 KV cache")
+                       .arg(text(lab.weight_type), text(lab.kv_type));
   for (const eval::LayerError& layer : lab.weight_layers) {
     s.weight_sqnr.push_back({text(layer.layer), layer.sqnr_db});
   }
@@ -81,13 +83,15 @@ widgets::QuantisationSnapshot snapshot_of(const QuantLabReport& lab, const Token
     }
     s.judge = report_judge(lab.report);
   }
-  s.cost_unit = "device ms";
+  s.cost_unit = QCoreApplication::translate("Panels", "device ms");
   s.load = text(lab.load);
   s.blocks = lab.blocks;
   s.prompt = text(lab.prompt);
-  s.baseline_continuation = continuation("as loaded", lab.baseline_ids, tokenizer);
+  s.baseline_continuation =
+      continuation(QCoreApplication::translate("Panels", "as loaded"), lab.baseline_ids, tokenizer);
   s.variant_continuation =
-      continuation(text(lab.weight_type + " weights"), lab.variant_ids, tokenizer);
+      continuation(QCoreApplication::translate("Panels", "%1 weights").arg(text(lab.weight_type)),
+                   lab.variant_ids, tokenizer);
   return s;
 }
 

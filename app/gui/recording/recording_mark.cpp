@@ -16,14 +16,14 @@ constexpr int kMargin = 8;
 }  // namespace
 
 QString recording_text(const QString& file_name, uint64_t bytes) {
-  return QStringLiteral("Recording to %1, %2").arg(file_name, bytes_text(bytes));
+  return RecordingMark::tr("Recording to %1, %2").arg(file_name, bytes_text(bytes));
 }
 
 RecordingMark::RecordingMark(std::shared_ptr<const TraceWriter> writer, QWidget* parent)
     : QWidget(parent), writer_(std::move(writer)), timer_(new QTimer(this)) {
   setObjectName("recording-mark");
   setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
-  setToolTip(QStringLiteral("Everything the panels receive is written to %1 for --replay")
+  setToolTip(tr("Everything the panels receive is written to %1 for --replay")
                  .arg(QString::fromStdString(writer_->path().string())));
   connect(timer_, &QTimer::timeout, this, &RecordingMark::refresh);
   timer_->start(kRefreshMs);
@@ -34,6 +34,7 @@ void RecordingMark::stop(const QString& reason) {
   stopped_ = true;
   timer_->stop();
   text_ = reason;
+  setAccessibleName(text_);  // painted text: a screen reader has only this
   updateGeometry();
   update();
 }
@@ -43,6 +44,7 @@ void RecordingMark::refresh() {
   const QString text = recording_text(file, writer_->bytes_written());
   if (text == text_) return;
   text_ = text;
+  setAccessibleName(text_);
   updateGeometry();
   update();
 }

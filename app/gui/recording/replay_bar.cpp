@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 
 #include "app/gui/recording/replay_player.h"
+#include "app/gui/window/shortcut_tip.h"
 
 namespace servescope::gui {
 namespace {
@@ -28,9 +29,10 @@ QString replay_banner(const ReplayPlayer& player) {
   const QString recorded = QString::fromStdString(player.header().recorded_at);
   const QDateTime when = QDateTime::fromString(recorded, Qt::ISODate);
   const EngineInfo& engine = player.first_engine();
-  return QString("Replay of %1, %2 (%3)")
+  return ReplayBar::tr("Replay of %1, %2 (%3)")
       .arg(when.isValid() ? when.toUTC().toString("d MMM yyyy HH:mm 'UTC'") : recorded,
-           engine.device, engine.backend == "vulkan" ? QString("Vulkan") : QString("CPU"));
+           engine.device,
+           engine.backend == "vulkan" ? ReplayBar::tr("Vulkan") : ReplayBar::tr("CPU"));
 }
 
 ReplayBar::ReplayBar(ReplayPlayer& player, QWidget* window)
@@ -38,18 +40,18 @@ ReplayBar::ReplayBar(ReplayPlayer& player, QWidget* window)
       banner_(new QLabel(replay_banner(player))),
       time_(new QLabel),
       seek_(new QSlider(Qt::Horizontal)),
-      play_(new QAction("Pause", this)) {
+      play_(new QAction(tr("Pause"), this)) {
   setObjectName("replay-bar");
   banner_->setObjectName("replay-banner");
   QFont bold = banner_->font();
   bold.setBold(true);
   banner_->setFont(bold);
   banner_->setToolTip(
-      "A recorded run played back: no engine runs here, and the figures are those measured on "
-      "the machine that recorded it");
+      tr("A recorded run played back: no engine runs here, and the figures are those measured on "
+         "the machine that recorded it"));
 
   play_->setShortcut(QKeySequence("Ctrl+Shift+Space"));
-  play_->setToolTip("Pause or go on playing the recording (Ctrl+Shift+Space)");
+  set_tip_with_shortcut(play_, tr("Pause or go on playing the recording"));
   connect(play_, &QAction::triggered, this, [this] {
     if (player_.playing()) {
       player_.pause();
@@ -60,13 +62,13 @@ ReplayBar::ReplayBar(ReplayPlayer& player, QWidget* window)
       player_.play();
     }
   });
-  auto* step = new QAction("Step", this);
+  auto* step = new QAction(tr("Step"), this);
   step->setShortcut(QKeySequence("Ctrl+Shift+Right"));
-  step->setToolTip("Pause and play the next engine step (Ctrl+Shift+Right)");
+  set_tip_with_shortcut(step, tr("Pause and play the next engine step"));
   connect(step, &QAction::triggered, &player_, &ReplayPlayer::step);
-  auto* restart = new QAction("Start", this);
+  auto* restart = new QAction(tr("Start"), this);
   restart->setShortcut(QKeySequence("Ctrl+Shift+Home"));
-  restart->setToolTip("Back to the start of the recording (Ctrl+Shift+Home)");
+  set_tip_with_shortcut(restart, tr("Back to the start of the recording"));
   connect(restart, &QAction::triggered, this, [this] { player_.seek(0.0); });
   for (QAction* action : {play_, step, restart}) {
     action->setShortcutContext(Qt::WindowShortcut);
@@ -76,7 +78,8 @@ ReplayBar::ReplayBar(ReplayPlayer& player, QWidget* window)
   seek_->setObjectName("replay-seek");
   seek_->setRange(0, static_cast<int>(player_.duration_ms()));
   seek_->setTracking(false);  // a seek replays from the start: once, where the handle is let go
-  seek_->setToolTip("Where the replay is in the recorded run; drag to go there");
+  seek_->setToolTip(tr("Where the replay is in the recorded run; drag to go there"));
+  seek_->setAccessibleName(tr("Replay position"));
   connect(seek_, &QSlider::valueChanged, this, [this](int ms) { player_.seek(ms); });
 
   // The banner on a row of its own, wrapped where lecture mode's large text needs it: the
@@ -100,10 +103,10 @@ ReplayBar::ReplayBar(ReplayPlayer& player, QWidget* window)
 QString ReplayBar::banner() const { return banner_->text(); }
 
 void ReplayBar::show_position() {
-  play_->setText(player_.playing() ? "Pause" : player_.at_end() ? "Replay" : "Play");
+  play_->setText(player_.playing() ? tr("Pause") : player_.at_end() ? tr("Replay") : tr("Play"));
   const QSignalBlocker quiet(seek_);  // not a seek of the user's
   seek_->setValue(static_cast<int>(player_.position_ms()));
-  time_->setText(QString("%1 of %2, %3x")
+  time_->setText(tr("%1 of %2, %3x")
                      .arg(seconds(player_.position_ms()), seconds(player_.duration_ms()))
                      .arg(player_.speed(), 0, 'g', 3));
 }

@@ -11,12 +11,13 @@
 #include <optional>
 
 #include "app/common/data_files.h"
+#include "app/gui/lesson_ui/lesson_run.h"
+#include "app/gui/recording/trace_file.h"
 #include "app/gui/window/demo_runner.h"
 #include "app/gui/window/gui_options.h"
-#include "app/gui/lesson_ui/lesson_run.h"
 #include "app/gui/window/main_window.h"
 #include "app/gui/window/termination.h"
-#include "app/gui/recording/trace_file.h"
+#include "app/gui/window/translations.h"
 #include "app/lessons/lesson_set.h"
 #include "engine/compute/backend.h"
 #include "engine/core/error.h"
@@ -133,6 +134,10 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName("ServeScope");
   QApplication::setOrganizationName("ServeScope");
   QApplication::setStyle(QStyleFactory::create("Fusion"));
+  // Before any window or dialog is made: widgets take their words' translation when built.
+  install_translators(
+      app, QLocale(),
+      QString::fromStdString((servescope::app::data_directory() / "translations").string()));
 
   std::vector<std::string> args;
   for (const QString& arg : QApplication::arguments().mid(1)) args.push_back(arg.toStdString());

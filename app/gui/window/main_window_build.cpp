@@ -28,7 +28,7 @@
 #include "app/common/limits.h"
 #include "app/cli/commands.h"
 #include "app/gui/engine_bridge/engine_client.h"
-#include "app/gui/window/action_tips.h"
+#include "app/gui/window/shortcut_tip.h"
 #include "app/gui/window/main_window.h"
 #include "app/gui/window/model_picker.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
@@ -63,29 +63,29 @@ void MainWindow::build_settings_table() {
 void MainWindow::build_actions() {
   generate_action_ = new QAction(tr("&Generate"), this);
   generate_action_->setShortcut(QKeySequence("Ctrl+Return"));
-  set_tip(generate_action_,
+  set_tip_with_shortcut(generate_action_,
           tr("Generate a continuation of the prompt; classmates join while it runs"));
   connect(generate_action_, &QAction::triggered, this, &MainWindow::generate);
 
   stop_action_ = new QAction(tr("S&top"), this);
   stop_action_->setShortcut(QKeySequence(Qt::Key_Escape));
-  set_tip(stop_action_, tr("Stop the generation or the batch sweep"));
+  set_tip_with_shortcut(stop_action_, tr("Stop the generation or the batch sweep"));
   connect(stop_action_, &QAction::triggered, this, &MainWindow::stop);
 
   step_action_ = new QAction(tr("St&ep"), this);
   step_action_->setShortcut(QKeySequence("Ctrl+."));
-  set_tip(step_action_, tr("Run exactly one engine step: one token for every decoding request"));
+  set_tip_with_shortcut(step_action_, tr("Run exactly one engine step: one token for every decoding request"));
   connect(step_action_, &QAction::triggered, this, &MainWindow::step);
 
   sweep_action_ = new QAction(tr("S&weep"), this);
   sweep_action_->setShortcut(QKeySequence("Ctrl+Shift+B"));
-  set_tip(sweep_action_, tr("Measure throughput and decode-step time at max batch 1 to 16, each "
+  set_tip_with_shortcut(sweep_action_, tr("Measure throughput and decode-step time at max batch 1 to 16, each "
                             "with twice as many simulated clients as slots"));
   connect(sweep_action_, &QAction::triggered, this, &MainWindow::sweep_batch_sizes);
 
   open_action_ = new QAction(tr("&Open GGUF..."), this);
   open_action_->setShortcut(QKeySequence::Open);
-  set_tip(open_action_, tr("Open any GGUF model file"));
+  set_tip_with_shortcut(open_action_, tr("Open any GGUF model file"));
   connect(open_action_, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open a GGUF model"),
                                                       QFileInfo(model_path_).absolutePath(),

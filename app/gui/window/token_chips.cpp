@@ -1,9 +1,14 @@
 #include "app/gui/window/token_chips.h"
 
+#include <QAccessible>
+#include <QApplication>
+#include <QClipboard>
 #include <QHelpEvent>
+#include <QKeyEvent>
 #include <QPainter>
 #include <QToolTip>
 
+#include "app/gui/window/token_chips_accessible.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
@@ -21,29 +26,46 @@ QColor mix(const QColor& a, const QColor& b, double t) {
 
 }  // namespace
 
-TokenChips::TokenChips(Shading shading, QWidget* parent) : QWidget(parent), shading_(shading) {
+TokenChips::TokenChips(Shading shading, QWidget* parent)
+    : QWidget(parent),
+      shading_(shading),
+      model_(new TokenListModel(this)),
+      selection_(new QItemSelectionModel(model_, this)) {
+  install_token_chips_accessible();
   // Height for width in the policy too: a resizable scroll area asks the policy, not the
   // virtual, before it gives the chips the height their rows need.
   QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
   policy.setHeightForWidth(true);
   setSizePolicy(policy);
   setMouseTracking(true);
+  setFocusPolicy(Qt::StrongFocus);  // the arrows walk the chips, Ctrl+C copies them
+  setAccessibleName(shading == Shading::kAlternating ? tr("Prompt tokens")
+                                                     : tr("Generated tokens"));
+  connect(selection_, &QItemSelectionModel::currentChanged, this,
+          [this](const QModelIndex& current) { current_changed(current); });
+  connect(selection_, &QItemSelectionModel::selectionChanged, this, qOverload<>(&QWidget::update));
 }
 
 void TokenChips::set_tokens(QVector<GeneratedToken> tokens) {
-  tokens_ = std::move(tokens);
+  model_->set_tokens(std::move(tokens));  // the selection and current chip go with the old
   pending_from_ = -1;
-  updateGeometry();
-  update();
+  anchor_ = -1;
+  tokens_changed();
 }
 
 void TokenChips::append_tokens(const QVector<GeneratedToken>& tokens) {
-  tokens_ += tokens;
-  updateGeometry();
-  update();
+  model_->append_tokens(tokens);
+  tokens_changed();
 }
 
 void TokenChips::clear_tokens() { set_tokens({}); }
+
+void TokenChips::tokens_changed() {
+  int height = 0;
+  rects_ = layout_chips(width(), &height);
+  updateGeometry();
+  update();
+}
 
 void TokenChips::set_pending_from(int index) {
   pending_from_ = index;
@@ -55,22 +77,14 @@ void TokenChips::set_placeholder(const QString& text) {
   update();
 }
 
-QString TokenChips::display_text(const QString& text) {
-  QString shown = text;
-  shown.replace(' ', QChar(0x00B7));   // a visible space: tokens often start with one
-  shown.replace('\n', QChar(0x21B5));  // return symbol
-  shown.replace('\t', QChar(0x2192));
-  return shown.isEmpty() ? QString(QChar(0x2205)) : shown;
-}
-
 QVector<QRect> TokenChips::layout_chips(int width, int* height) const {
   const QFontMetrics metrics(font());
   const int chip_height = metrics.height() + 4;
   QVector<QRect> rects;
   int x = kMargin;
   int y = kMargin;
-  for (const GeneratedToken& token : tokens_) {
-    const int w = metrics.horizontalAdvance(display_text(token.text)) + 2 * kPadX;
+  for (const GeneratedToken& token : tokens()) {
+    const int w = metrics.horizontalAdvance(TokenListModel::display_text(token.text)) + 2 * kPadX;
     if (x > kMargin && x + w > width - kMargin) {
       x = kMargin;
       y += chip_height + kGap;
@@ -101,12 +115,14 @@ QSize TokenChips::minimumSizeHint() const {
 
 void TokenChips::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
+  int height = 0;
+  rects_ = layout_chips(width(), &height);
   updateGeometry();
 }
 
 QColor TokenChips::chip_colour(int index) const {
   const widgets::Theme& theme = widgets::theme();
-  const GeneratedToken& token = tokens_[index];
+  const GeneratedToken& token = tokens()[index];
   if (shading_ == Shading::kProbability && token.probability >= 0.0) {
     // Confident tokens are strongly coloured, unlikely ones pale.
     return mix(theme.surface, theme.decode, 0.15 + 0.75 * token.probability);
@@ -119,7 +135,7 @@ void TokenChips::paintEvent(QPaintEvent*) {
   painter.setRenderHint(QPainter::Antialiasing);
   const widgets::Theme& theme = widgets::theme();
   painter.fillRect(rect(), theme.background);
-  if (tokens_.isEmpty()) {
+  if (tokens().isEmpty()) {
     painter.setPen(theme.muted_text);
     painter.drawText(rect().adjusted(kMargin, kMargin, -kMargin, -kMargin),
                      Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, placeholder_);
@@ -127,17 +143,27 @@ void TokenChips::paintEvent(QPaintEvent*) {
   }
   int height = 0;
   rects_ = layout_chips(width(), &height);
-  for (int i = 0; i < tokens_.size(); ++i) {
+  const int current = current_chip();
+  for (int i = 0; i < tokens().size(); ++i) {
     const bool pending = pending_from_ >= 0 && i >= pending_from_;
+    const bool selected = selection_->isRowSelected(i);
     QColor fill = chip_colour(i);
     if (pending) fill = mix(theme.background, fill, 0.4);
-    painter.setPen(QPen(pending ? theme.grid : mix(fill, theme.text, 0.25), 1.0,
-                        pending ? Qt::DashLine : Qt::SolidLine));
+    // Selected chips have a strong outline, so the chips keep their shading.
+    painter.setPen(QPen(selected  ? theme.text
+                        : pending ? theme.grid
+                                  : mix(fill, theme.text, 0.25),
+                        selected ? 2.0 : 1.0, pending && !selected ? Qt::DashLine : Qt::SolidLine));
     painter.setBrush(fill);
     painter.drawRoundedRect(QRectF(rects_[i]).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4);
     // Dark text on light chips and light text on dark ones.
     painter.setPen(fill.lightnessF() > 0.55 ? QColor(20, 20, 20) : QColor(240, 240, 240));
-    painter.drawText(rects_[i], Qt::AlignCenter, display_text(tokens_[i].text));
+    painter.drawText(rects_[i], Qt::AlignCenter, TokenListModel::display_text(tokens()[i].text));
+    if (i == current && hasFocus()) {
+      painter.setPen(QPen(theme.text, 1.0, Qt::DotLine));
+      painter.setBrush(Qt::NoBrush);
+      painter.drawRoundedRect(QRectF(rects_[i]).adjusted(-1.5, -1.5, 1.5, 1.5), 5, 5);
+    }
   }
 }
 
@@ -148,23 +174,14 @@ int TokenChips::chip_at(QPoint pos) const {
   return -1;
 }
 
-QString TokenChips::tooltip_for(int index) const {
-  if (index < 0 || index >= tokens_.size()) return {};
-  const GeneratedToken& token = tokens_[index];
-  QString text = QString("<b>%1</b> &nbsp; token id %2")
-                     .arg(display_text(token.text).toHtmlEscaped())
-                     .arg(token.id);
-  if (token.probability >= 0.0) {
-    text += QString("<br>probability %1%").arg(100.0 * token.probability, 0, 'f', 1);
-  }
-  if (!token.alternatives.isEmpty()) {
-    text += "<br><br>the model's top choices here:<table>";
-    for (const auto& [piece, p] : token.alternatives) {
-      text += QString("<tr><td>%1</td><td align=right>&nbsp;%2%</td></tr>")
-                  .arg(display_text(piece).toHtmlEscaped())
-                  .arg(100.0 * p, 0, 'f', 1);
-    }
-    text += "</table>";
+QRect TokenChips::chip_rect(int index) const {
+  return index >= 0 && index < rects_.size() ? rects_[index] : QRect();
+}
+
+QString TokenChips::selected_text() const {
+  QString text;
+  for (int i = 0; i < tokens().size(); ++i) {
+    if (selection_->isRowSelected(i)) text += tokens()[i].text;
   }
   return text;
 }
@@ -181,7 +198,103 @@ bool TokenChips::event(QEvent* event) {
     }
     return true;
   }
+  if (event->type() == QEvent::FontChange) tokens_changed();
   return QWidget::event(event);
+}
+
+int TokenChips::chip_in_next_row(int from, int direction) const {
+  if (from < 0 || from >= rects_.size()) return from;
+  const QRect& here = rects_[from];
+  int best = from;
+  int best_distance = INT_MAX;
+  for (int i = 0; i < rects_.size(); ++i) {
+    const bool next_row =
+        direction < 0 ? rects_[i].bottom() < here.top() : rects_[i].top() > here.bottom();
+    if (!next_row) continue;
+    // The nearest row first, then the chip nearest across.
+    const int rows = std::abs(rects_[i].center().y() - here.center().y());
+    const int across = std::abs(rects_[i].center().x() - here.center().x());
+    const int distance = rows * 10000 + across;
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = i;
+    }
+  }
+  return best;
+}
+
+int TokenChips::chip_after_key(int key, int from) const {
+  const int last = static_cast<int>(tokens().size()) - 1;
+  switch (key) {
+    case Qt::Key_Left:
+      return std::max(from - 1, 0);
+    case Qt::Key_Right:
+      return std::min(from + 1, last);
+    case Qt::Key_Up:
+      return chip_in_next_row(std::max(from, 0), -1);
+    case Qt::Key_Down:
+      return chip_in_next_row(std::max(from, 0), +1);
+    case Qt::Key_Home:
+      return 0;
+    case Qt::Key_End:
+      return last;
+    default:
+      return -1;
+  }
+}
+
+void TokenChips::keyPressEvent(QKeyEvent* event) {
+  if (tokens().isEmpty()) return QWidget::keyPressEvent(event);
+  if (event->matches(QKeySequence::Copy)) {
+    const QString text = selected_text();
+    if (!text.isEmpty()) QApplication::clipboard()->setText(text);
+    return;
+  }
+  if (event->matches(QKeySequence::SelectAll)) {
+    selection_->select(QItemSelection(model_->index(0), model_->index(model_->rowCount() - 1)),
+                       QItemSelectionModel::ClearAndSelect);
+    return;
+  }
+  const int to = chip_after_key(event->key(), current_chip());
+  if (to < 0) return QWidget::keyPressEvent(event);
+  move_current(to, event->modifiers().testFlag(Qt::ShiftModifier));
+}
+
+void TokenChips::mousePressEvent(QMouseEvent* event) {
+  setFocus(Qt::MouseFocusReason);
+  const int index = chip_at(event->position().toPoint());
+  if (index >= 0) move_current(index, event->modifiers().testFlag(Qt::ShiftModifier));
+  QWidget::mousePressEvent(event);
+}
+
+void TokenChips::move_current(int to, bool extend) {
+  const QModelIndex target = model_->index(to);
+  if (!extend || anchor_ < 0 || anchor_ >= tokens().size()) {
+    anchor_ = to;
+    selection_->setCurrentIndex(target, QItemSelectionModel::ClearAndSelect);
+    return;
+  }
+  // Shift: every chip from where the selection began to this one.
+  selection_->setCurrentIndex(target, QItemSelectionModel::NoUpdate);
+  selection_->select(
+      QItemSelection(model_->index(std::min(anchor_, to)), model_->index(std::max(anchor_, to))),
+      QItemSelectionModel::ClearAndSelect);
+}
+
+void TokenChips::current_changed(const QModelIndex& current) {
+  update();
+  if (!current.isValid()) return;
+  // Inside a scroll area: scroll the current chip into view.
+  QWidget* viewport = parentWidget();
+  if (auto* area = viewport ? qobject_cast<QScrollArea*>(viewport->parentWidget()) : nullptr) {
+    const QRect chip = chip_rect(current.row());
+    area->ensureVisible(chip.center().x(), chip.center().y(), chip.width(), chip.height());
+  }
+  if (QAccessible::isActive()) {
+    QAccessibleEvent focus(this, QAccessible::Focus);
+    focus.setChild(current.row());
+    QAccessible::updateAccessibility(&focus);
+  }
 }
 
 ChipsScroll::ChipsScroll(TokenChips* chips, int max_lines, QWidget* parent)

@@ -1,5 +1,6 @@
 #include "app/gui/window/window_text.h"
 
+#include <QCoreApplication>
 #include <QList>
 #include <QLocale>
 #include <array>
@@ -10,17 +11,25 @@
 #include "units/units.h"
 
 namespace servescope::gui {
+namespace {
+
+// The translation context of the window's words (lupdate reads WindowText::tr).
+struct WindowText {
+  Q_DECLARE_TR_FUNCTIONS(WindowText)
+};
+
+}  // namespace
 
 QString finish_sentence(const QString& reason) {
-  if (reason == "max_tokens") return "it reached the Max tokens limit";
-  if (reason == "stop_token") return "the model wrote its end-of-text token";
-  if (reason == "context_full") return "the model's context is full";
-  if (reason == "cancelled") return "stopped";
+  if (reason == "max_tokens") return WindowText::tr("it reached the Max tokens limit");
+  if (reason == "stop_token") return WindowText::tr("the model wrote its end-of-text token");
+  if (reason == "context_full") return WindowText::tr("the model's context is full");
+  if (reason == "cancelled") return WindowText::tr("stopped");
   return reason;
 }
 
 QString timing_tooltip(const QString& folder) {
-  return QString(
+  return WindowText::tr(
              "Llama models of 25M to 1B parameters with random weights, for timing only: their "
              "text is meaningless. Every decode step reads all the weights once, so decode time "
              "against weight bytes shows the memory wall once the weights outgrow the caches. "
@@ -59,29 +68,31 @@ QString count_text(int64_t count) {
 
 QString device_label(const EngineInfo& info) {
   if (info.backend != "vulkan") {
-    return QString("CPU, %1 activations").arg(info.quantised_activations ? "Q8_0" : "F32");
+    return WindowText::tr("CPU, %1 activations").arg(info.quantised_activations ? "Q8_0" : "F32");
   }
   // "llvmpipe (LLVM 15.0.6, 256 bits)": the name before the details.
   const qsizetype details = info.device.indexOf(" (");
-  return QString("Vulkan on %1").arg(details > 0 ? info.device.left(details) : info.device);
+  return WindowText::tr("Vulkan on %1").arg(details > 0 ? info.device.left(details) : info.device);
 }
 
 QString about_text(const std::optional<EngineInfo>& info) {
-  QString text = QString("ServeScope %1: how language models are served, measured on this "
-                         "machine.\n\nQt %2 (built with %3)\n")
+  QString text = WindowText::tr(
+                     "ServeScope %1: how language models are served, measured on this "
+                     "machine.\n\nQt %2 (built with %3)\n")
                      .arg(QStringLiteral(SERVESCOPE_VERSION), QString(qVersion()), QT_VERSION_STR);
-  if (!info) return text + "No model loaded yet.";
+  if (!info) return text + WindowText::tr("No model loaded yet.");
   text += device_tooltip(*info);
-  if (!info->driver.isEmpty()) text += QString(", driver %1").arg(info->driver);
-  return text + QString("\nModel: %1").arg(info->model_name);
+  if (!info->driver.isEmpty()) text += WindowText::tr(", driver %1").arg(info->driver);
+  return text + WindowText::tr("\nModel: %1").arg(info->model_name);
 }
 
 QString device_tooltip(const EngineInfo& info) {
   if (info.backend != "vulkan") {
-    return QString("CPU backend (OpenBLAS) on %1, %2 activations")
-        .arg(info.device, info.quantised_activations ? "8-bit (Q8_0)" : "exact float (F32)");
+    return WindowText::tr("CPU backend (OpenBLAS) on %1, %2 activations")
+        .arg(info.device, info.quantised_activations ? WindowText::tr("8-bit (Q8_0)")
+                                                     : WindowText::tr("exact float (F32)"));
   }
-  return QString("Vulkan backend on %1\nDriver: %2").arg(info.device, info.driver);
+  return WindowText::tr("Vulkan backend on %1\nDriver: %2").arg(info.device, info.driver);
 }
 
 QString model_details_html(const EngineInfo& info) {
@@ -92,23 +103,24 @@ QString model_details_html(const EngineInfo& info) {
     return QString::fromStdString(units::format_bytes_exact(static_cast<double>(n)));
   };
   QList<std::pair<QString, QString>> rows = {
-      {"Name", name_without_note(info.model_name)},
-      {"File", info.model_path},
-      {"Architecture", info.architecture},
-      {"Parameters", number(info.parameters)},
-      {"Weights", bytes(info.weight_bytes) +
-                      (info.weight_type.isEmpty()
-                           ? QString()
-                           : QString(" (re-encoded as %1)").arg(info.weight_type.toUpper()))},
-      {"Tensors per type", info.tensor_types},
-      {"Layers", QString("%1 (%2 heads, %3 KV heads of %4)")
-                     .arg(number(info.n_layers), number(info.n_heads), number(info.n_kv_heads),
-                          number(info.head_dim))},
-      {"Feed-forward size", number(info.ffn_dim)},
-      {"Vocabulary", QString("%1 tokens").arg(number(info.vocab_size))},
-      {"Context", QString("%1 tokens").arg(number(info.context_length))},
-      {"KV cache per token",
-       QString("%1 as %2").arg(bytes(info.kv_bytes_per_token), kv_type_label(info.kv_type))},
+      {WindowText::tr("Name"), name_without_note(info.model_name)},
+      {WindowText::tr("File"), info.model_path},
+      {WindowText::tr("Architecture"), info.architecture},
+      {WindowText::tr("Parameters"), number(info.parameters)},
+      {WindowText::tr("Weights"),
+       bytes(info.weight_bytes) +
+           (info.weight_type.isEmpty()
+                ? QString()
+                : WindowText::tr(" (re-encoded as %1)").arg(info.weight_type.toUpper()))},
+      {WindowText::tr("Tensors per type"), info.tensor_types},
+      {WindowText::tr("Layers"), WindowText::tr("%1 (%2 heads, %3 KV heads of %4)")
+                                     .arg(number(info.n_layers), number(info.n_heads),
+                                          number(info.n_kv_heads), number(info.head_dim))},
+      {WindowText::tr("Feed-forward size"), number(info.ffn_dim)},
+      {WindowText::tr("Vocabulary"), WindowText::tr("%1 tokens").arg(number(info.vocab_size))},
+      {WindowText::tr("Context"), WindowText::tr("%1 tokens").arg(number(info.context_length))},
+      {WindowText::tr("KV cache per token"),
+       WindowText::tr("%1 as %2").arg(bytes(info.kv_bytes_per_token), kv_type_label(info.kv_type))},
   };
   // "Author: ..." lines, as the file's general.* keys give them.
   for (const QString& line : info.provenance.split('\n', Qt::SkipEmptyParts)) {
@@ -116,10 +128,11 @@ QString model_details_html(const EngineInfo& info) {
     if (colon > 0) rows.push_back({line.left(colon), line.mid(colon + 2)});
   }
   if (info.warm_up_ms > 0.0) {
-    rows.push_back({"Warm-up", QString("kernels run once untimed before the first step (%1 ms)")
-                                   .arg(info.warm_up_ms, 0, 'f', 0)});
+    rows.push_back({WindowText::tr("Warm-up"),
+                    WindowText::tr("kernels run once untimed before the first step (%1 ms)")
+                        .arg(info.warm_up_ms, 0, 'f', 0)});
   }
-  if (info.random_weights) rows.push_back({"Note", random_weights_note_text()});
+  if (info.random_weights) rows.push_back({WindowText::tr("Note"), random_weights_note_text()});
   QString html = "<table cellspacing='4'>";
   for (const auto& [label, value] : rows) {
     html += QString("<tr><td><b>%1</b></td><td>%2</td></tr>")
@@ -133,20 +146,22 @@ QString kv_type_label(gguf::GgmlType type) {
 }
 
 QString batching_text(const BatchingChoice& batching) {
-  return batching.static_batches ? QString("static batching, wait %1 ms").arg(batching.wait_ms)
-                                 : QString("continuous batching");
+  return batching.static_batches
+             ? WindowText::tr("static batching, wait %1 ms").arg(batching.wait_ms)
+             : WindowText::tr("continuous batching");
 }
 
 QString staggered_load_text(const StaggeredLoadResult& result) {
-  const QString head = "Staggered load, " + batching_text(result.load.batching);
+  const QString head =
+      WindowText::tr("Staggered load, %1").arg(batching_text(result.load.batching));
   const serving::LoadSummary& s = result.summary;
   if (!result.complete()) {
-    return QString("%1: stopped after %2 of %3 requests")
+    return WindowText::tr("%1: stopped after %2 of %3 requests")
         .arg(head)
         .arg(s.requests)
         .arg(result.load.clients);
   }
-  return QString(
+  return WindowText::tr(
              "%1: %2 tokens/s, first token after %3 ms (median), %4 steps of %5 requests "
              "on average")
       .arg(head)
@@ -158,10 +173,11 @@ QString staggered_load_text(const StaggeredLoadResult& result) {
 
 QString collecting_text(const BatchCollecting& state, double remaining_ms) {
   if (state.waiting <= 0) return {};
-  const QString when = remaining_ms >= 1.0
-                           ? QString("runs in %1 ms").arg(static_cast<int>(remaining_ms + 0.5))
-                           : QString("runs now");
-  return QString("collecting a batch: %1 of %2, %3")
+  const QString when =
+      remaining_ms >= 1.0
+          ? WindowText::tr("runs in %1 ms").arg(static_cast<int>(remaining_ms + 0.5))
+          : WindowText::tr("runs now");
+  return WindowText::tr("collecting a batch: %1 of %2, %3")
       .arg(state.waiting)
       .arg(state.batch_size)
       .arg(when);
@@ -169,7 +185,7 @@ QString collecting_text(const BatchCollecting& state, double remaining_ms) {
 
 QString failure_text(const std::exception& error, const QString& for_what) {
   if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) {
-    return QString("not enough memory %1").arg(for_what);
+    return WindowText::tr("not enough memory %1").arg(for_what);
   }
   return QString::fromStdString(error.what());
 }

@@ -16,7 +16,10 @@ namespace servescope::gui {
 // The backend picker's item a first run uses (compute::default_vulkan_device, else the CPU).
 inline constexpr int kDefaultBackendRole = Qt::UserRole + 2;
 // The heading of the timing models in the model picker and the File menu.
-inline constexpr const char* kTimingGroup = "Timing models (random weights)";
+// Marked for lupdate: QCoreApplication::translate("WindowText", kTimingGroup) says it in the
+// user's language where the window shows it.
+inline constexpr const char* kTimingGroup =
+    QT_TRANSLATE_NOOP("WindowText", "Timing models (random weights)");
 
 // Why a generation ended, in words (the worker's signal carries the engine's name for it).
 QString finish_sentence(const QString& reason);

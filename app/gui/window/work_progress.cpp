@@ -8,7 +8,7 @@
 namespace servescope::gui {
 
 QString loading_what(const QString& path) {
-  return QString("Loading %1").arg(QFileInfo(path).fileName());
+  return WorkProgress::tr("Loading %1").arg(QFileInfo(path).fileName());
 }
 
 void WorkProgress::start(Task task, const QString& what) {
@@ -56,7 +56,7 @@ QString WorkProgress::line() const {
     parts << QString("%1 %").arg(static_cast<int>(std::floor(run->fraction * 100.0)));
   }
   const double seconds = static_cast<double>(run->clock.elapsed()) / 1000.0;
-  return QString("%1 (%2 s)").arg(parts.join(": ")).arg(seconds, 0, 'f', 1);
+  return tr("%1 (%2 s)").arg(parts.join(": ")).arg(seconds, 0, 'f', 1);
 }
 
 double WorkProgress::fraction() const {
