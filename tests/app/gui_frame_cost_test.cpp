@@ -86,7 +86,7 @@ TEST_F(FrameCost, TheHighlightedPhasesPanelRepaintsQuicklyAfterLessonZerosSteps)
 TEST_F(FrameCost, AFinishedGenerationsRecordIsFoldedWhenTheWindowReportsIt) {
   bool folded_when_reported = false;
   bool reported = false;
-  QObject::connect(window_.get(), &MainWindow::generation_finished, [&](const QString&) {
+  QObject::connect(window_.get(), &MainWindow::generation_finished, [&](GenerationEnd) {
     reported = true;
     for (const telemetry::RequestRecord& r : window_->folder().requests()) {
       if (r.request_id == window_->user_request()) folded_when_reported = true;

@@ -29,9 +29,8 @@ void start_work_on(MainWindow& window, PanelId panel) {
   window.show_panel(panel);
   switch (panel) {
     case PanelId::kQuantisation:  // the lab starts when its panel first shows
-      ASSERT_TRUE(wait_until([&] {
-        return window.quant_run().running && window.quant_run().fraction > 0.0;
-      }));
+      ASSERT_TRUE(wait_until(
+          [&] { return window.quant_run().running && window.quant_run().fraction > 0.0; }));
       return;
     case PanelId::kBatching:  // 32 requests at 2 per second: 16 s of load, one finished
       window.run_staggered_load(StaggeredLoad{BatchingChoice{}, 32, 2});

@@ -69,8 +69,8 @@ TEST(SettingsTable, AValueAControlCannotTakeIsClampedOrLeftAsItWas) {
   testing::app();
   QTemporaryDir dir;
   QSettings s(dir.filePath("settings.ini"), QSettings::IniFormat);
-  s.setValue("group/count", 1000);   // above the box's range
-  s.setValue("group/choice", 5);     // no such item
+  s.setValue("group/count", 1000);  // above the box's range
+  s.setValue("group/choice", 5);    // no such item
   Controls c;
   c.table.apply_defaults();
   c.table.restore(s);

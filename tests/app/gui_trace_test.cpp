@@ -144,7 +144,7 @@ std::vector<TraceEvent> every_kind() {
       {25.0, trace::Collecting{{3, 16, 120.5}}},
       {25.5, trace::PromptPrefill{4}},
       {26.0, trace::GenerationStarted{5, 12}},
-      {27.0, trace::GenerationFinished{"max_tokens"}},
+      {27.0, trace::GenerationFinished{GenerationEnd::kMaxTokens}},
       {28.0, trace::LessonShown{"batching", "classmates"}},
   };
 }
@@ -216,7 +216,7 @@ TEST_F(TraceFile, EveryEventKindSurvivesARoundTrip) {
   EXPECT_EQ(std::get<trace::SweepDone>(trace.events[4].body).points.size(), 2);
   EXPECT_EQ(std::get<trace::Collecting>(trace.events[6].body).state.due_in_ms, 120.5);
   EXPECT_EQ(std::get<trace::PromptPrefill>(trace.events[7].body).request, 4);
-  EXPECT_EQ(std::get<trace::GenerationFinished>(trace.events[9].body).reason, "max_tokens");
+  EXPECT_EQ(std::get<trace::GenerationFinished>(trace.events[9].body).end, GenerationEnd::kMaxTokens);
   EXPECT_EQ(std::get<trace::LessonShown>(trace.events[10].body).step, "classmates");
 }
 

@@ -56,7 +56,7 @@ class WindowFixture : public ::testing::Test {
     QObject::connect(window_.get(), &MainWindow::failed, window_.get(),
                      [this](const QString& message) { failure_ = message; });
     QObject::connect(window_.get(), &MainWindow::generation_finished, window_.get(),
-                     [this](const QString& reason) { finished_ = reason; });
+                     [this](GenerationEnd end) { finished_ = end; });
     QObject::connect(window_.get(), &MainWindow::engine_idle, window_.get(),
                      [this](const EngineCounters&) { ++idle_count_; });
     window_->resize(1400, 900);
@@ -80,7 +80,7 @@ class WindowFixture : public ::testing::Test {
   QTemporaryDir cache_;  // the window's cache folder: timing models are written here
   std::unique_ptr<MainWindow> window_;
   std::optional<QString> failure_;
-  std::optional<QString> finished_;
+  std::optional<GenerationEnd> finished_;
   int idle_count_ = 0;
 };
 
@@ -177,7 +177,7 @@ TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
   }();
   generate_and_wait(32, 2);
   ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
-  EXPECT_EQ(finished_->toStdString(), "max_tokens");
+  EXPECT_EQ(*finished_, GenerationEnd::kMaxTokens);
   EXPECT_EQ(window_->generated_tokens().size(), 32);
   for (const GeneratedToken& token : window_->generated_tokens()) {
     EXPECT_GT(token.probability, 0.0);
@@ -714,13 +714,13 @@ TEST(WindowStartup, ARememberedFifoIsRefusedTheWindowStaysUsableAndQuitsPromptly
 
   window->open_model(QString::fromStdString(cli::default_model_path()));
   ASSERT_TRUE(wait_until([&] { return window->engine_info().has_value(); }));
-  std::optional<QString> finished;
+  std::optional<GenerationEnd> finished;
   QObject::connect(window.get(), &MainWindow::generation_finished, window.get(),
-                   [&](const QString& reason) { finished = reason; });
+                   [&](GenerationEnd end) { finished = end; });
   window->set_max_tokens(4);
   window->generate();
   ASSERT_TRUE(wait_until([&] { return finished.has_value(); }));
-  EXPECT_EQ(finished->toStdString(), "max_tokens");
+  EXPECT_EQ(*finished, GenerationEnd::kMaxTokens);
 
   QElapsedTimer quitting;
   quitting.start();

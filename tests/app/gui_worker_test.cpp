@@ -46,7 +46,7 @@ class WorkerFixture : public ::testing::Test {
     QObject::connect(worker_, &EngineWorker::generation_refused, &receiver_,
                      [this](const QString& message) { failure_ = message; });
     QObject::connect(worker_, &EngineWorker::generation_finished, &receiver_,
-                     [this](const QString& reason) { finished_ = reason; });
+                     [this](GenerationEnd end) { finished_ = end; });
     QObject::connect(worker_, &EngineWorker::notice, &receiver_,
                      [this](const QString& message) { notice_ = message; });
     QObject::connect(worker_, &EngineWorker::idle, &receiver_,
@@ -103,7 +103,7 @@ class WorkerFixture : public ::testing::Test {
   QObject receiver_;
   std::optional<EngineInfo> info_;
   std::optional<QString> failure_;
-  std::optional<QString> finished_;
+  std::optional<GenerationEnd> finished_;
   std::optional<QString> notice_;
   std::optional<EngineCounters> idle_;
 };
@@ -329,7 +329,7 @@ TEST_F(WorkerFixture, StopCancelsTheUserAndTheClassmates) {
     w.stop();
   });
   ASSERT_TRUE(wait_until([&] { return finished_.has_value() && idle_.has_value(); }));
-  EXPECT_EQ(finished_->toStdString(), "stopped");
+  EXPECT_EQ(*finished_, GenerationEnd::kStopped);
   EXPECT_EQ(idle_->requests_finished, idle_->requests_submitted);
   EXPECT_EQ(idle_->steps_run, 1);
   EXPECT_EQ(idle_->kv_blocks_used, 0);  // every block given back at once
@@ -391,7 +391,7 @@ TEST_F(WorkerFixture, QuantisedWeightsReplaceTheModelOnlyWhenReady) {
     w.generate("Once upon a time");
   });
   ASSERT_TRUE(wait_until([&] { return finished_.has_value(); }));
-  EXPECT_EQ(finished_->toStdString(), "max_tokens");
+  EXPECT_EQ(*finished_, GenerationEnd::kMaxTokens);
 }
 
 TEST_F(WorkerFixture, ALostVulkanDeviceMovesTheEngineToTheCpuAndSaysSo) {
@@ -407,12 +407,12 @@ TEST_F(WorkerFixture, ALostVulkanDeviceMovesTheEngineToTheCpuAndSaysSo) {
   ASSERT_TRUE(wait_until([&] { return notice_.has_value() && info_.has_value(); }));
   EXPECT_TRUE(notice_->contains("CPU")) << notice_->toStdString();
   EXPECT_EQ(info_->backend, "cpu");  // rebuilt on the CPU with the same model
-  EXPECT_EQ(finished_->toStdString(), "failed");
+  EXPECT_EQ(*finished_, GenerationEnd::kFailed);
 
   finished_.reset();
   on_worker([](EngineWorker& w) { w.generate("Once upon a time"); });
   ASSERT_TRUE(wait_until([&] { return finished_.has_value(); }));
-  EXPECT_EQ(finished_->toStdString(), "max_tokens");
+  EXPECT_EQ(*finished_, GenerationEnd::kMaxTokens);
 }
 
 // The sweep's batch 1 is the lesson's live request alone on the same model and engine config:

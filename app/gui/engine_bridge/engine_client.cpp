@@ -42,12 +42,11 @@ void relay(EngineReplies* from, EngineReplies* to, Signal... signal) {
 void EngineClient::forward_replies() {
   using R = EngineReplies;
   relay(worker_, this, &R::engine_ready, &R::load_failed, &R::generation_refused, &R::failed,
-        &R::notice, &R::prompt_prefill_started, &R::generation_started,
-        &R::generation_finished, &R::running_changed, &R::idle, &R::quant_lab_ready,
-        &R::quant_lab_progress, &R::weight_progress, &R::load_stage, &R::timing_model_progress,
-        &R::memory_measured, &R::batch_sweep_point, &R::batch_sweep_ready,
-        &R::staggered_load_progress, &R::staggered_load_ready, &R::batching_changed,
-        &R::batch_collecting);
+        &R::notice, &R::prompt_prefill_started, &R::generation_started, &R::generation_finished,
+        &R::running_changed, &R::idle, &R::quant_lab_ready, &R::quant_lab_progress,
+        &R::weight_progress, &R::load_stage, &R::timing_model_progress, &R::memory_measured,
+        &R::batch_sweep_point, &R::batch_sweep_ready, &R::staggered_load_progress,
+        &R::staggered_load_ready, &R::batching_changed, &R::batch_collecting);
 }
 
 void EngineClient::mirror_replies() {
@@ -77,7 +76,7 @@ void EngineClient::mirror_replies() {
   connect(this, &EngineReplies::generation_refused, this,
           [&s](const QString&) { s.generating = false; });
   connect(this, &EngineReplies::generation_finished, this,
-          [&s](const QString&) { s.generating = false; });
+          [&s](GenerationEnd) { s.generating = false; });
   connect(this, &EngineReplies::running_changed, this, [&s](bool running) { s.running = running; });
   connect(this, &EngineReplies::memory_measured, this,
           [&s](quint64 weights, quint64 kv_cache, quint64 working) {

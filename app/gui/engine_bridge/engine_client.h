@@ -35,10 +35,10 @@ struct EngineState {
   std::optional<EngineInfo> info;  // the engine serving now; none before a load succeeded
   bool loading = false;            // a model asked for and not yet answered
   QString loading_path;
-  bool generating = false;    // the user's generation, from generate() to its end
-  qint64 user_request = -1;   // the user's request in the engine (-1 before one is named)
-  bool running = false;       // the engine has requests to step
-  bool sweeping = false;      // a batch sweep or a staggered load runs on its own engine
+  bool generating = false;     // the user's generation, from generate() to its end
+  qint64 user_request = -1;    // the user's request in the engine (-1 before one is named)
+  bool running = false;        // the engine has requests to step
+  bool sweeping = false;       // a batch sweep or a staggered load runs on its own engine
   BatchCollecting collecting;  // the static batch collecting now (waiting 0: none)
   QVector<BatchSweepPoint> batch_sweep;  // empty before a sweep, or after a new engine
   std::optional<StaggeredLoadResult> staggered_load;

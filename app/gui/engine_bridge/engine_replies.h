@@ -8,6 +8,7 @@
 #include <QVector>
 
 #include "app/gui/engine_bridge/engine_types.h"
+#include "app/gui/engine_bridge/generation_end.h"
 #include "app/gui/engine_bridge/quant_lab.h"
 
 namespace servescope::gui {
@@ -34,7 +35,7 @@ class EngineReplies : public QObject {
   // The typed prompt's prefill (ahead of Generate, for the prefix cache) was submitted.
   void prompt_prefill_started(qint64 request);
   void generation_started(qint64 request, int prompt_tokens);
-  void generation_finished(const QString& reason);
+  void generation_finished(servescope::gui::GenerationEnd end);
   void running_changed(bool running);
   void idle(servescope::gui::EngineCounters counters);
   void quant_lab_ready(servescope::gui::QuantLabReport report);

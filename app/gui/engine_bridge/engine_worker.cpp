@@ -130,6 +130,7 @@ void EngineWorker::register_types() {
   qRegisterMetaType<QVector<BatchSweepPoint>>();
   qRegisterMetaType<StaggeredLoad>();
   qRegisterMetaType<StaggeredLoadResult>();
+  qRegisterMetaType<GenerationEnd>();
 }
 
 EngineWorker::EngineWorker(QObject* parent)
@@ -343,7 +344,7 @@ void EngineWorker::set_weight_type(const QString& type) {
 void EngineWorker::adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type) {
   const bool was_generating = user_request_.has_value();
   drop_engine();
-  if (was_generating) Q_EMIT generation_finished("weights changed");
+  if (was_generating) Q_EMIT generation_finished(GenerationEnd::kWeightsChanged);
   // The Model is owned here from now on; the shared_ptr only carried it across threads.
   model_ = std::make_unique<model::Model>(std::move(*model));
   weight_type_ = weight_type;
@@ -443,7 +444,7 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
   }
   const bool was_generating = user_request_.has_value();
   drop_engine();
-  if (was_generating) Q_EMIT generation_finished("model changed");
+  if (was_generating) Q_EMIT generation_finished(GenerationEnd::kModelChanged);
   model_ = std::move(loaded);
   model_path_ = path;
   weight_type_.clear();
@@ -536,9 +537,9 @@ std::optional<gguf::GgmlType> EngineWorker::main_weight_type() const {
 void EngineWorker::keep_raised_roofs() {
   if (!model_ || !tap_.take_raised()) return;
   // Kept for every later model on this device: say which model's step it was, and when.
-  const QString raised_by = QString("a step of %1 on %2")
-                                .arg(QFileInfo(model_path_).fileName(),
-                                     QDate::currentDate().toString(Qt::ISODate));
+  const QString raised_by =
+      QString("a step of %1 on %2")
+          .arg(QFileInfo(model_path_).fileName(), QDate::currentDate().toString(Qt::ISODate));
   compute::apply_raised_roofs(roofs_, tap_.roofs(), main_weight_type(), raised_by.toStdString());
   compute::persist_raised_roofs(*model_->backend, roofs_);
 }
@@ -610,7 +611,7 @@ void EngineWorker::set_kv_type(gguf::GgmlType type) {
   kv_type_ = type;
   const bool was_generating = user_request_.has_value();
   rebuild_engine();
-  if (was_generating) Q_EMIT generation_finished("KV precision changed");
+  if (was_generating) Q_EMIT generation_finished(GenerationEnd::kKvTypeChanged);
 }
 
 void EngineWorker::set_keep_kv(bool keep) {
@@ -618,7 +619,9 @@ void EngineWorker::set_keep_kv(bool keep) {
   keep_kv_ = keep;
   const bool was_generating = user_request_.has_value();
   rebuild_engine();
-  if (was_generating) Q_EMIT generation_finished(keep ? "KV cache switched on" : "KV cache switched off");
+  if (was_generating)
+    Q_EMIT generation_finished(keep ? GenerationEnd::kKvCacheSwitchedOn
+                                    : GenerationEnd::kKvCacheSwitchedOff);
 }
 
 void EngineWorker::set_kv_budget_mib(int mib) {
@@ -626,7 +629,7 @@ void EngineWorker::set_kv_budget_mib(int mib) {
   kv_budget_mib_ = std::max(0, mib);
   const bool was_generating = user_request_.has_value();
   rebuild_engine();
-  if (was_generating) Q_EMIT generation_finished("KV budget changed");
+  if (was_generating) Q_EMIT generation_finished(GenerationEnd::kKvBudgetChanged);
 }
 
 uint64_t EngineWorker::kv_budget_bytes() const {
@@ -755,7 +758,7 @@ void EngineWorker::stop() {
   if (!user_request_) return;
   cancel_all();
   user_request_.reset();
-  Q_EMIT generation_finished("stopped");
+  Q_EMIT generation_finished(GenerationEnd::kStopped);
   update_timer();
 }
 
@@ -825,7 +828,7 @@ void EngineWorker::recover_from_step_failure(const std::exception& error) {
   const bool was_generating = user_request_.has_value();
   const QString reason = QString::fromStdString(error.what());
   drop_engine();
-  if (was_generating) Q_EMIT generation_finished("failed");
+  if (was_generating) Q_EMIT generation_finished(GenerationEnd::kFailed);
   if (backend_.kind == compute::BackendKind::kVulkan) {
     // The engine cannot continue after a backend failure; rebuild the model on the CPU.
     model_.reset();
@@ -843,8 +846,7 @@ void EngineWorker::check_user_request() {
   if (!user_request_ || !engine_->is_finished(*user_request_)) return;
   const serving::Sequence& sequence = engine_->sequence(*user_request_);
   user_request_.reset();
-  Q_EMIT generation_finished(
-      QString::fromUtf8(serving::finish_reason_name(sequence.finish_reason).data()));
+  Q_EMIT generation_finished(generation_end_of(sequence.finish_reason));
 }
 
 void EngineWorker::capture_attention() {

@@ -7,6 +7,7 @@
 
 #include "app/cli/commands.h"
 #include "app/gui/window/main_window.h"
+#include "app/gui/lesson_ui/action_arguments.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/window/window_text.h"
 #include "app/lessons/vocabulary.h"
@@ -14,101 +15,12 @@
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
+
+using namespace action_arguments;
+
 namespace {
 
 constexpr int kPollMs = 16;
-
-// A lesson's argument that does not fit its action; the run does not start.
-class BadArgument : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-QString name_of(const LessonAction& a) { return a.name; }
-
-[[noreturn]] void bad(const LessonAction& a, const QString& why) {
-  throw BadArgument(QString("%1: %2").arg(name_of(a), why).toStdString());
-}
-
-QString text_argument(const LessonAction& a) {
-  if (!a.argument.canConvert<QString>() || a.argument.toString().isEmpty()) {
-    bad(a, "needs a value");
-  }
-  return a.argument.toString();
-}
-
-// A whole number in the range the lesson vocabulary gives it (one range for the lesson
-// validator and the window): the action's own argument, or one of its fields.
-int int_argument(const LessonAction& a, const QVariant& value, int64_t low, int64_t high,
-                 const QString& what) {
-  bool ok = false;
-  const int v = value.toInt(&ok);
-  if (!ok || v < low || v > high) {
-    bad(a, QString("%1 a whole number from %2 to %3").arg(what).arg(low).arg(high));
-  }
-  return v;
-}
-
-const lessons::ActionSpec& spec_of(const LessonAction& a) {
-  const lessons::ActionSpec* spec = lessons::find_action(a.name.toStdString());
-  if (spec == nullptr) bad(a, "is not an action of the lesson vocabulary");
-  return *spec;
-}
-
-int int_argument(const LessonAction& a) {
-  const lessons::ActionSpec& spec = spec_of(a);
-  return int_argument(a, a.argument, spec.min, spec.max, "needs");
-}
-
-int int_field(const LessonAction& a, const QVariant& value, std::string_view field) {
-  const lessons::ActionSpec& spec = spec_of(a);
-  const auto it = std::find_if(spec.fields.begin(), spec.fields.end(),
-                               [&](const lessons::FieldSpec& f) { return f.name == field; });
-  if (it == spec.fields.end()) bad(a, "has no whole-number field of that name");
-  return int_argument(
-      a, value, it->min, it->max,
-      QString::fromUtf8(field.data(), static_cast<qsizetype>(field.size())) + " is");
-}
-
-bool bool_argument(const LessonAction& a) {
-  if (a.argument.typeId() == QMetaType::Bool) return a.argument.toBool();
-  const QString s = a.argument.toString();
-  if (s == "true") return true;
-  if (s == "false") return false;
-  bad(a, "needs true or false");
-}
-
-QVariantMap map_argument(const LessonAction& a) {
-  if (!a.argument.isValid() || a.argument.isNull()) return {};
-  if (a.argument.canConvert<QVariantMap>()) return a.argument.toMap();
-  bad(a, "needs a map such as {max_tokens: 100}");
-}
-
-// staggered_load's fields: a policy, its wait (static only), the clients and their rate.
-StaggeredLoad staggered_load_argument(const LessonAction& a) {
-  const QVariantMap m = map_argument(a);
-  const QString policy = m.value("policy").toString();
-  if (policy != "continuous" && policy != "static") {
-    bad(a, "policy is continuous or static, not " + policy);
-  }
-  StaggeredLoad load;
-  load.batching.static_batches = policy == "static";
-  if (m.contains("wait_ms")) {
-    if (!load.batching.static_batches)
-      bad(a, "wait_ms needs policy: static (continuous never waits)");
-    load.batching.wait_ms = int_field(a, m.value("wait_ms"), "wait_ms");
-  }
-  load.clients = int_field(a, m.value("clients"), "clients");
-  load.rate_per_s = int_field(a, m.value("rate"), "rate");
-  return load;
-}
-
-std::optional<gguf::GgmlType> parse_kv_type(const QString& s) {
-  if (s == "f32") return gguf::GgmlType::F32;
-  if (s == "f16") return gguf::GgmlType::F16;
-  if (s == "q8_0") return gguf::GgmlType::Q8_0;
-  return std::nullopt;
-}
 
 QVariant argument_value(lessons::ArgKind kind, const lessons::ArgValue& v) {
   switch (kind) {
@@ -170,18 +82,6 @@ ActionDispatcher::ActionDispatcher(MainWindow& window, QObject* parent)
 
 ActionDispatcher::~ActionDispatcher() { end_waiting(); }
 
-const std::vector<std::string_view>& ActionDispatcher::implemented_actions() {
-  static const std::vector<std::string_view> names = {
-      "load_model",      "set_backend",    "set_kv_type",
-      "set_classmates",  "set_batching",   "set_batch_wait",
-      "set_activations", "set_greedy",     "set_prompt",
-      "set_max_tokens",  "generate",       "decode_steps",
-      "batch_sweep",     "staggered_load", "size_sweep",
-      "quant_compare",   "select_variant", "keep",
-      "open_panel",      "highlight",      "forget_cached_prefixes",
-      "set_kv_cache",    "pin"};
-  return names;
-}
 
 MeasureValue ActionDispatcher::measure(std::string_view name) const {
   return read_measure(
@@ -309,155 +209,6 @@ void ActionDispatcher::fail_on_window_failure() {
 
 // --- the actions ---------------------------------------------------------------------------
 
-std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_for(const LessonAction& a) {
-  const QString& n = a.name;
-  auto now = [](QString what, std::function<void()> act, ActionDispatcher* self) {
-    return Task{std::move(what), [self, act = std::move(act)] {
-                  act();
-                  self->complete();
-                }};
-  };
-  if (n == "load_model") return {load_model(text_argument(a))};
-  if (n == "set_backend") {
-    const QString which = text_argument(a);
-    if (which != "cpu" && which != "vulkan") bad(a, "is cpu or vulkan, not " + which);
-    return {set_backend(which)};
-  }
-  if (n == "set_kv_type") {
-    const QString which = text_argument(a);
-    if (!parse_kv_type(which)) bad(a, "is f32, f16 or q8_0, not " + which);
-    return {set_kv_type(which)};
-  }
-  if (n == "set_kv_cache") {
-    const QString which = text_argument(a);
-    if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
-    return {set_keep_kv(which == "on")};
-  }
-  if (n == "pin") {
-    const QString which = text_argument(a);
-    if (which != "on" && which != "off") bad(a, "is on or off, not " + which);
-    PinnedFigures& pinned = window_.pinned_figures();
-    if (which == "off") {
-      return {now(tr("Unpinning"), [&pinned] { pinned.unpin(); }, this)};
-    }
-    return {Task{tr("Pinning the last run's figures"), [this, &pinned] {
-                   if (pinned.pin()) return complete();
-                   fail(tr("pin: there is no run to pin yet; generate first"));
-                 }}};
-  }
-  if (n == "set_classmates") {
-    const int count = int_argument(a);
-    return {now(
-        tr("%1 classmates").arg(count), [this, count] { window_.set_classmates(count); }, this)};
-  }
-  if (n == "set_batching") {
-    const QString which = text_argument(a);
-    if (which != "continuous" && which != "static") {
-      bad(a, "is continuous or static, not " + which);
-    }
-    return {set_batching(which == "static", std::nullopt)};
-  }
-  if (n == "set_batch_wait") return {set_batching(std::nullopt, int_argument(a))};
-  if (n == "set_activations") {
-    const QString which = text_argument(a);
-    if (which != "f32" && which != "q8_0") bad(a, "is f32 or q8_0, not " + which);
-    return {set_activations(which == "q8_0")};
-  }
-  if (n == "set_greedy") {
-    const bool greedy = bool_argument(a);
-    return {now(
-        greedy ? tr("Greedy decoding") : tr("Sampling"),
-        [this, greedy] { window_.set_greedy(greedy); }, this)};
-  }
-  if (n == "set_prompt") {
-    const QString text = a.argument.toString();
-    return {now(
-        tr("Typing the prompt"), [this, text] { window_.set_prompt(text); }, this)};
-  }
-  if (n == "set_max_tokens") {
-    const int count = int_argument(a);
-    return {now(
-        tr("At most %1 tokens").arg(count), [this, count] { window_.set_max_tokens(count); },
-        this)};
-  }
-  if (n == "generate") {
-    const QVariantMap m = map_argument(a);
-    std::optional<int> max_tokens;
-    if (m.contains("max_tokens")) {
-      max_tokens = int_field(a, m.value("max_tokens"), "max_tokens");
-    }
-    return {generate(max_tokens)};
-  }
-  if (n == "decode_steps") return {decode_steps(int_argument(a))};
-  if (n == "forget_cached_prefixes") {
-    return {now(
-        tr("Forgetting cached prompts"), [this] { window_.forget_cached_prefixes(); }, this)};
-  }
-  if (n == "batch_sweep") return {batch_sweep()};
-  if (n == "staggered_load") return {staggered_load(staggered_load_argument(a))};
-  if (n == "size_sweep") {
-    const QVariantMap m = map_argument(a);
-    QStringList sizes = m.value("sizes").toStringList();
-    if (sizes.isEmpty()) {
-      for (const TimingModel& t : timing_models_) sizes.push_back(t.label);
-    }
-    for (const QString& s : sizes) {
-      if (!timing_model(s)) bad(a, "has no timing model " + s);
-    }
-    return size_sweep(sizes);
-  }
-  if (n == "quant_compare") {
-    const QStringList types = a.argument.toStringList();
-    const lessons::ActionSpec& spec = spec_of(a);
-    if (types.isEmpty()) bad(a, "needs a list of weight types, such as [q8_0, q4_0]");
-    for (const QString& type : types) {
-      if (std::find(spec.allowed.begin(), spec.allowed.end(), type.toStdString()) ==
-          spec.allowed.end()) {
-        bad(a, QString("has no weight type %1; it compares %2")
-                   .arg(type, QString::fromStdString(lessons::one_of(spec.allowed))));
-      }
-    }
-    return {quant_compare(types)};
-  }
-  if (n == "select_variant") {
-    const QString row = text_argument(a);
-    const lessons::ActionSpec& spec = spec_of(a);
-    if (std::find(spec.allowed.begin(), spec.allowed.end(), row.toStdString()) ==
-        spec.allowed.end()) {
-      bad(a, QString("is %1, not %2").arg(QString::fromStdString(lessons::one_of(spec.allowed)), row));
-    }
-    return {now(
-        tr("Reading the %1 row").arg(row), [this, row] { variant_ = row.toStdString(); }, this)};
-  }
-  if (n == "keep") {
-    const std::string name = text_argument(a).toStdString();
-    return {now(
-        tr("Keeping the measures"), [this, name] { keep(name); }, this)};
-  }
-  if (n == "open_panel") {
-    const QString key = text_argument(a);
-    const std::optional<PanelId> panel = parse_panel_key(key.toStdString());
-    if (!panel)
-      bad(a, "has no panel " + key +
-                 "; panels: phases, kv, batching, quantisation, roofline, attention");
-    return {now(
-        tr("Opening the panel"), [this, p = *panel] { window_.show_panel(p); }, this)};
-  }
-  if (n == "highlight") {
-    const QVariantMap m = map_argument(a);
-    const QString key = m.value("panel").toString();
-    const std::optional<PanelId> panel = parse_panel_key(key.toStdString());
-    if (!panel) bad(a, "has no panel " + key);
-    const QString element = m.value("element").toString();
-    const QStringList known = window_.panels().panel(*panel)->highlight_elements();
-    if (!known.contains(element)) {
-      bad(a, QString("the %1 panel has no element %2; it has: %3")
-                 .arg(key, element, known.join(", ")));
-    }
-    return {highlight(key, element)};
-  }
-  bad(a, "is not an action ServeScope knows");
-}
 
 void ActionDispatcher::keep(const std::string& name) {
   std::map<std::string, double>& measures = kept_[name];
@@ -600,15 +351,14 @@ ActionDispatcher::Task ActionDispatcher::generate(std::optional<int> max_tokens)
                 // has reached the folder (classmates may go on serving; they are not waited for).
                 auto finished = std::make_shared<bool>(false);
                 waits_.push_back(connect(&window_, &MainWindow::generation_finished, this,
-                                         [this, finished](const QString& reason) {
-                                           if (reason == "max_tokens" || reason == "stop_token" ||
-                                               reason == "context_full") {
+                                         [this, finished](GenerationEnd end) {
+                                           if (ran_to_its_end(end)) {
                                              *finished = true;
                                              if (poll_condition_()) complete();  // folded
                                            } else {
                                              fail(tr("The generation ended early (%1), so "
                                                      "there is nothing to measure.")
-                                                      .arg(finish_sentence(reason)));
+                                                      .arg(finish_sentence(end)));
                                            }
                                          }));
                 wait_polling([this, finished] {

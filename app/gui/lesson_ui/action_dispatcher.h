@@ -91,6 +91,34 @@ class ActionDispatcher : public QObject {
   };
 
   std::vector<Task> tasks_for(const LessonAction& action);
+  // One member per action (action_table.cpp), and the table from the action's name to it.
+  using TaskMaker = std::vector<Task> (ActionDispatcher::*)(const LessonAction&);
+  static const std::map<std::string_view, TaskMaker>& task_makers();
+  // A task that does `act` at once and is done.
+  Task now(QString what, std::function<void()> act);
+  std::vector<Task> tasks_load_model(const LessonAction& a);
+  std::vector<Task> tasks_set_backend(const LessonAction& a);
+  std::vector<Task> tasks_set_kv_type(const LessonAction& a);
+  std::vector<Task> tasks_set_kv_cache(const LessonAction& a);
+  std::vector<Task> tasks_pin(const LessonAction& a);
+  std::vector<Task> tasks_set_classmates(const LessonAction& a);
+  std::vector<Task> tasks_set_batching(const LessonAction& a);
+  std::vector<Task> tasks_set_batch_wait(const LessonAction& a);
+  std::vector<Task> tasks_set_activations(const LessonAction& a);
+  std::vector<Task> tasks_set_greedy(const LessonAction& a);
+  std::vector<Task> tasks_set_prompt(const LessonAction& a);
+  std::vector<Task> tasks_set_max_tokens(const LessonAction& a);
+  std::vector<Task> tasks_generate(const LessonAction& a);
+  std::vector<Task> tasks_decode_steps(const LessonAction& a);
+  std::vector<Task> tasks_forget_cached_prefixes(const LessonAction& a);
+  std::vector<Task> tasks_batch_sweep(const LessonAction& a);
+  std::vector<Task> tasks_staggered_load(const LessonAction& a);
+  std::vector<Task> tasks_size_sweep(const LessonAction& a);
+  std::vector<Task> tasks_quant_compare(const LessonAction& a);
+  std::vector<Task> tasks_select_variant(const LessonAction& a);
+  std::vector<Task> tasks_keep(const LessonAction& a);
+  std::vector<Task> tasks_open_panel(const LessonAction& a);
+  std::vector<Task> tasks_highlight(const LessonAction& a);
   void next();
   void complete();
   void fail(const QString& reason);

@@ -155,7 +155,7 @@ void ReplayPlayer::play_event(const TraceEvent& event) {
         } else if constexpr (std::is_same_v<E, trace::GenerationStarted>) {
           Q_EMIT generation_started(e.request, e.prompt_tokens);
         } else if constexpr (std::is_same_v<E, trace::GenerationFinished>) {
-          Q_EMIT generation_finished(QString::fromStdString(e.reason));
+          Q_EMIT generation_finished(e.end);
         } else {
           static_assert(std::is_same_v<E, trace::LessonShown>);
           Q_EMIT lesson_shown(QString::fromStdString(e.lesson), QString::fromStdString(e.step));

@@ -57,7 +57,7 @@ class ReplayPlayer : public QObject {
   void batch_collecting(servescope::gui::BatchCollecting state);
   void prompt_prefill_started(qint64 request);
   void generation_started(qint64 request, int prompt_tokens);
-  void generation_finished(const QString& reason);
+  void generation_finished(servescope::gui::GenerationEnd end);
   // The Learn pane showed this lesson step in the recorded run (ids).
   void lesson_shown(const QString& lesson, const QString& step);
   // The position or the play / pause state changed.

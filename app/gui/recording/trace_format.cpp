@@ -365,7 +365,7 @@ void encode_body(const TraceBody& body, Json& out) {
           out["prompt_tokens"] = e.prompt_tokens;
         } else if constexpr (std::is_same_v<E, trace::GenerationFinished>) {
           out["kind"] = "generation_finished";
-          out["reason"] = e.reason;
+          out["reason"] = generation_end_name(e.end).toStdString();
         } else {
           static_assert(std::is_same_v<E, trace::LessonShown>);
           out["kind"] = "lesson";
@@ -535,7 +535,11 @@ TraceBody decode_body(const Json& j) {
                                     decoded<int>(j, "prompt_tokens", path)};
   }
   if (kind == "generation_finished") {
-    return trace::GenerationFinished{decoded<std::string>(j, "reason", path)};
+    const std::string reason = decoded<std::string>(j, "reason", path);
+    const std::optional<GenerationEnd> end =
+        parse_generation_end(QString::fromStdString(reason));
+    if (!end) refuse(path + ".reason", "'" + reason + "' is not a reason a generation ends for");
+    return trace::GenerationFinished{*end};
   }
   if (kind == "lesson") {
     return trace::LessonShown{decoded<std::string>(j, "lesson", path),

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "app/gui/engine_bridge/engine_types.h"
+#include "app/gui/engine_bridge/generation_end.h"
 
 namespace servescope::gui {
 
@@ -89,7 +90,7 @@ struct GenerationStarted {
   int prompt_tokens = 0;
 };
 struct GenerationFinished {
-  std::string reason;
+  GenerationEnd end;  // stored by its name (generation_end_name)
 };
 struct LessonShown {
   std::string lesson;  // ids, as in the lesson files

@@ -30,8 +30,8 @@ TraceRecorder::TraceRecorder(EngineClient& engine, std::shared_ptr<TraceWriter> 
   connect(&engine, &EngineClient::generation_started, this, [this](qint64 request, int tokens) {
     record(trace::GenerationStarted{request, tokens});
   });
-  connect(&engine, &EngineClient::generation_finished, this, [this](const QString& reason) {
-    record(trace::GenerationFinished{reason.toStdString()});
+  connect(&engine, &EngineClient::generation_finished, this, [this](GenerationEnd end) {
+    record(trace::GenerationFinished{end});
   });
 }
 

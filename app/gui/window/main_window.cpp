@@ -1,7 +1,4 @@
 #include "app/gui/window/main_window.h"
-#include "app/gui/window/model_picker.h"
-#include "widgets/quantisation_panel.h"
-#include "app/gui/lesson_ui/pinned_figures.h"
 
 #include <QAction>
 #include <QApplication>
@@ -30,16 +27,19 @@
 #include "app/gui/engine_bridge/engine_client.h"
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/recording/recording_mark.h"
 #include "app/gui/recording/replay_player.h"
+#include "app/gui/recording/trace_recorder.h"
+#include "app/gui/window/model_picker.h"
+#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/token_chips.h"
 #include "app/gui/window/token_display.h"
-#include "app/gui/recording/trace_recorder.h"
-#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/window_text.h"
 #include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
+#include "widgets/quantisation_panel.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
@@ -64,13 +64,11 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
       QStandardPaths::writableLocation(QStandardPaths::CacheLocation)));
   bundled_vocab_ = bundled_vocab_size();
   clock_.start();
-  panels_ = std::make_unique<PanelHost>(this, [this](int layer, int head) {
-    engine_->set_attention_head(layer, head);
-  });
+  panels_ = std::make_unique<PanelHost>(
+      this, [this](int layer, int head) { engine_->set_attention_head(layer, head); });
   pinned_ = new PinnedFigures(*this);
   quant_lab_ = new QuantLabController(
-      *engine_,
-      *qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation)),
+      *engine_, *qobject_cast<widgets::QuantisationPanel*>(panels_->panel(PanelId::kQuantisation)),
       [this] { return prompt_->toPlainText(); }, this);
   build_actions();
   build_toolbar();
@@ -85,9 +83,9 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
 
   connect_engine();
   if (options.record) {
-    recorder_ = new TraceRecorder(*engine_, options.record, [this] {
-      return static_cast<double>(clock_.nsecsElapsed()) / 1e6;
-    }, this);
+    recorder_ = new TraceRecorder(
+        *engine_, options.record,
+        [this] { return static_cast<double>(clock_.nsecsElapsed()) / 1e6; }, this);
     connect(recorder_, &TraceRecorder::failed, this, &MainWindow::on_failed);
     // Seen above the panels, lecture mode included, for as long as the recording runs.
     auto* mark = new RecordingMark(options.record);
@@ -135,9 +133,9 @@ void MainWindow::open_timing_model(const TimingModel& model) {
 }
 
 void MainWindow::set_backend(const BackendChoice& backend) {
-  open_model_on(model_path_.isEmpty() ? QString::fromStdString(cli::default_model_path())
-                                      : model_path_,
-                backend);
+  open_model_on(
+      model_path_.isEmpty() ? QString::fromStdString(cli::default_model_path()) : model_path_,
+      backend);
 }
 
 void MainWindow::open_model_on(const QString& path, const BackendChoice& backend) {
@@ -180,9 +178,7 @@ gguf::GgmlType MainWindow::kv_type() const {
   return static_cast<gguf::GgmlType>(kv_picker_->currentData().toInt());
 }
 
-void MainWindow::set_keep_kv(bool keep) {
-  engine_->set_keep_kv(keep);
-}
+void MainWindow::set_keep_kv(bool keep) { engine_->set_keep_kv(keep); }
 
 void MainWindow::set_batching(const BatchingChoice& batching) {
   const QSignalBlocker block(batch_wait_);  // one message to the worker, not two
@@ -195,9 +191,7 @@ BatchingChoice MainWindow::batching() const {
   return BatchingChoice{batching_picker_->currentData().toBool(), batch_wait_->value()};
 }
 
-void MainWindow::send_batching() {
-  engine_->set_batching(batching());
-}
+void MainWindow::send_batching() { engine_->set_batching(batching()); }
 
 void MainWindow::set_quantised_activations(bool on) {
   if (backend_.kind != compute::BackendKind::kCpu) {

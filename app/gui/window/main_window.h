@@ -214,7 +214,7 @@ class MainWindow : public QMainWindow {
  Q_SIGNALS:
   void engine_ready(const servescope::gui::EngineInfo& info);
   void failed(const QString& message);
-  void generation_finished(const QString& reason);
+  void generation_finished(servescope::gui::GenerationEnd end);
   void engine_idle(const servescope::gui::EngineCounters& counters);
   void batch_sweep_finished();
   void staggered_load_finished();

@@ -25,14 +25,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "app/common/limits.h"
 #include "app/cli/commands.h"
+#include "app/common/limits.h"
 #include "app/gui/engine_bridge/engine_client.h"
-#include "app/gui/window/shortcut_tip.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/window/main_window.h"
 #include "app/gui/window/model_picker.h"
-#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/window/settled_choice.h"
+#include "app/gui/window/shortcut_tip.h"
 #include "app/gui/window/token_chips.h"
 #include "app/gui/window/token_display.h"
 #include "app/gui/window/window_text.h"
@@ -64,7 +64,7 @@ void MainWindow::build_actions() {
   generate_action_ = new QAction(tr("&Generate"), this);
   generate_action_->setShortcut(QKeySequence("Ctrl+Return"));
   set_tip_with_shortcut(generate_action_,
-          tr("Generate a continuation of the prompt; classmates join while it runs"));
+                        tr("Generate a continuation of the prompt; classmates join while it runs"));
   connect(generate_action_, &QAction::triggered, this, &MainWindow::generate);
 
   stop_action_ = new QAction(tr("S&top"), this);
@@ -74,13 +74,15 @@ void MainWindow::build_actions() {
 
   step_action_ = new QAction(tr("St&ep"), this);
   step_action_->setShortcut(QKeySequence("Ctrl+."));
-  set_tip_with_shortcut(step_action_, tr("Run exactly one engine step: one token for every decoding request"));
+  set_tip_with_shortcut(step_action_,
+                        tr("Run exactly one engine step: one token for every decoding request"));
   connect(step_action_, &QAction::triggered, this, &MainWindow::step);
 
   sweep_action_ = new QAction(tr("S&weep"), this);
   sweep_action_->setShortcut(QKeySequence("Ctrl+Shift+B"));
-  set_tip_with_shortcut(sweep_action_, tr("Measure throughput and decode-step time at max batch 1 to 16, each "
-                            "with twice as many simulated clients as slots"));
+  set_tip_with_shortcut(sweep_action_,
+                        tr("Measure throughput and decode-step time at max batch 1 to 16, each "
+                           "with twice as many simulated clients as slots"));
   connect(sweep_action_, &QAction::triggered, this, &MainWindow::sweep_batch_sizes);
 
   open_action_ = new QAction(tr("&Open GGUF..."), this);
@@ -174,8 +176,9 @@ void MainWindow::build_central() {
   connect(seed_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
 
   // Wrapped: one line of it held the whole window at least 1,367 px wide.
-  auto* generated = new QLabel("<b>Generated</b> (shade: the token's probability; hover for "
-                               "the alternatives)");
+  auto* generated = new QLabel(
+      "<b>Generated</b> (shade: the token's probability; hover for "
+      "the alternatives)");
   generated->setWordWrap(true);
   column->addWidget(generated);
   output_chips_ = new TokenChips(TokenChips::Shading::kProbability);

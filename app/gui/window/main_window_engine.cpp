@@ -1,10 +1,5 @@
 // What the engine reports, as the window takes it in: a new engine or a failed load, the
 // generation's start and end, the sweep's points, the staggered load, progress of long work.
-#include "app/gui/window/main_window.h"
-#include "app/gui/window/model_picker.h"
-#include "widgets/quantisation_panel.h"
-#include "app/gui/lesson_ui/pinned_figures.h"
-
 #include <QComboBox>
 #include <QFileInfo>
 #include <QLabel>
@@ -16,16 +11,20 @@
 #include "app/gui/engine_bridge/engine_client.h"
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/recording/recording_mark.h"
 #include "app/gui/recording/replay_player.h"
+#include "app/gui/recording/trace_recorder.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/window/model_picker.h"
+#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/token_chips.h"
 #include "app/gui/window/token_display.h"
-#include "app/gui/recording/trace_recorder.h"
-#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/window_text.h"
 #include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
+#include "widgets/quantisation_panel.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
@@ -132,9 +131,9 @@ void MainWindow::show_loaded_in_pickers() {
 void MainWindow::connect_staggered_load() {
   connect(engine_, &EngineClient::staggered_load_progress, this,
           [this](qint64 finished, qint64 total) {
-            work_->advance(WorkProgress::Task::kStaggeredLoad,
-                           total > 0 ? static_cast<double>(finished) / static_cast<double>(total)
-                                     : 0.0);
+            work_->advance(
+                WorkProgress::Task::kStaggeredLoad,
+                total > 0 ? static_cast<double>(finished) / static_cast<double>(total) : 0.0);
             statusBar()->showMessage(
                 QString("Staggered load: %1 of %2 requests finished (Esc stops)...")
                     .arg(finished)
@@ -178,13 +177,13 @@ void MainWindow::connect_engine() {
     update_actions();
     on_failed(message);
   });
-  connect(engine_, &EngineClient::generation_finished, this, [this](const QString& reason) {
+  connect(engine_, &EngineClient::generation_finished, this, [this](GenerationEnd end) {
     // The request's record was queued before this signal: fold it now, so whoever waits for
     // the generation reads its measures without waiting for a frame (or a busy GUI thread).
     on_frame();
     update_actions();
-    statusBar()->showMessage(QString("Generation finished: %1").arg(finish_sentence(reason)), 6000);
-    Q_EMIT generation_finished(reason);
+    statusBar()->showMessage(tr("Generation finished: %1").arg(finish_sentence(end)), 6000);
+    Q_EMIT generation_finished(end);
   });
   connect(engine_, &EngineClient::running_changed, this, &MainWindow::update_actions);
   connect(engine_, &EngineClient::weight_progress, this,

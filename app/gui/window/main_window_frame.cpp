@@ -2,11 +2,6 @@
 // panels whose inputs changed (the folder's news, a newer attention capture, the revisions of
 // the engine client's state and of the quantisation lab) get a snapshot, and the chips and
 // status bar catch up.
-#include "app/gui/window/main_window.h"
-#include "app/gui/window/model_picker.h"
-#include "widgets/quantisation_panel.h"
-#include "app/gui/lesson_ui/pinned_figures.h"
-
 #include <QLabel>
 #include <QLocale>
 #include <QTabWidget>
@@ -18,16 +13,20 @@
 #include "app/gui/engine_bridge/engine_client.h"
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/recording/recording_mark.h"
 #include "app/gui/recording/replay_player.h"
+#include "app/gui/recording/trace_recorder.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/window/model_picker.h"
+#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/token_chips.h"
 #include "app/gui/window/token_display.h"
-#include "app/gui/recording/trace_recorder.h"
-#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/window_text.h"
 #include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
+#include "widgets/quantisation_panel.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
@@ -83,10 +82,11 @@ void MainWindow::on_frame() {
     panels_speed_ = pace;
     changed |= panel_bit(PanelId::kBatching) | panel_bit(PanelId::kPhases);
   }
-  panels_->refresh(PanelFeed{folder_, *engine.info, now, &attention_,
-                             quant_lab() ? &*quant_lab() : nullptr, &quant_run(), quant_types(),
-                             &engine.batch_sweep, collecting_status(), &quant_limits(), panels_speed_},
-                   changed);
+  panels_->refresh(
+      PanelFeed{folder_, *engine.info, now, &attention_, quant_lab() ? &*quant_lab() : nullptr,
+                &quant_run(), quant_types(), &engine.batch_sweep, collecting_status(),
+                &quant_limits(), panels_speed_},
+      changed);
   update_generated_chips();
   update_kv_status();
   if (now - last_status_ms_ >= kStatusEveryMs) {
@@ -156,8 +156,7 @@ void MainWindow::update_status() {
 }
 
 void MainWindow::update_overlay() {
-  const telemetry::TelemetryQueue* queue =
-      queue_ ? queue_.get() : nullptr;
+  const telemetry::TelemetryQueue* queue = queue_ ? queue_.get() : nullptr;
   overlay_->setText(QString("frame p50 %1 ms  p99 %2 ms  (%3 frames)\n"
                             "GUI work per frame p50 %6 ms  p99 %7 ms\n"
                             "steps %4  records dropped %5")

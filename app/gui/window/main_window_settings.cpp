@@ -1,10 +1,5 @@
 // The window's settings: restored at start (the table of remembered controls, the window's
 // geometry, the model and backend), saved at close, and forgotten by --reset.
-#include "app/gui/window/main_window.h"
-#include "app/gui/window/model_picker.h"
-#include "widgets/quantisation_panel.h"
-#include "app/gui/lesson_ui/pinned_figures.h"
-
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -22,16 +17,20 @@
 #include "app/gui/engine_bridge/engine_client.h"
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/recording/recording_mark.h"
 #include "app/gui/recording/replay_player.h"
+#include "app/gui/recording/trace_recorder.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/window/model_picker.h"
+#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/token_chips.h"
 #include "app/gui/window/token_display.h"
-#include "app/gui/recording/trace_recorder.h"
-#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/window_text.h"
 #include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
+#include "widgets/quantisation_panel.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {

@@ -1,10 +1,5 @@
 // The window's two toolbars: Engine (model, backend, weights, KV type, classmates, speed, max
 // tokens) and Serving (batching and its wait, the KV budget, the CPU's activations).
-#include "app/gui/window/main_window.h"
-#include "app/gui/window/model_picker.h"
-#include "widgets/quantisation_panel.h"
-#include "app/gui/lesson_ui/pinned_figures.h"
-
 #include <QAction>
 #include <QComboBox>
 #include <QLabel>
@@ -19,17 +14,21 @@
 #include "app/gui/engine_bridge/engine_client.h"
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lesson_ui.h"
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/recording/recording_mark.h"
 #include "app/gui/recording/replay_player.h"
+#include "app/gui/recording/trace_recorder.h"
+#include "app/gui/window/main_window.h"
+#include "app/gui/window/model_picker.h"
+#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/token_chips.h"
 #include "app/gui/window/token_display.h"
-#include "app/gui/recording/trace_recorder.h"
-#include "app/gui/window/settled_choice.h"
 #include "app/gui/window/window_text.h"
 #include "app/lessons/progress_store.h"
 #include "engine/compute/devices.h"
 #include "engine/model/model.h"
 #include "engine/serving/kv_budget.h"
+#include "widgets/quantisation_panel.h"
 #include "widgets/theme.h"
 
 namespace servescope::gui {
@@ -51,14 +50,13 @@ void MainWindow::build_toolbar() {
 
   auto* model_label = new QLabel(tr(" &Model "));
   bar->addWidget(model_label);
-  model_picker_ = new ModelPicker(timing_models_, timing_folder_, bundled_vocab_,
-                                  remember_settings_);
+  model_picker_ =
+      new ModelPicker(timing_models_, timing_folder_, bundled_vocab_, remember_settings_);
   model_label->setBuddy(model_picker_);
   bar->addWidget(model_picker_);
   bar->addAction(open_action_);
   connect(model_picker_, &ModelPicker::model_chosen, this, &MainWindow::open_model);
-  connect(model_picker_, &ModelPicker::timing_model_chosen, this,
-          &MainWindow::open_timing_model);
+  connect(model_picker_, &ModelPicker::timing_model_chosen, this, &MainWindow::open_timing_model);
 
   bar->addWidget(new QLabel("  Backend "));
   backend_picker_ = new QComboBox;
@@ -115,9 +113,8 @@ void MainWindow::build_toolbar() {
       "Simulated classmates: requests from other clients that share the "
       "engine's batches while you generate (0-32)");
   bar->addWidget(classmates_);
-  connect(classmates_, &QSpinBox::valueChanged, this, [this](int count) {
-    engine_->set_classmates(count);
-  });
+  connect(classmates_, &QSpinBox::valueChanged, this,
+          [this](int count) { engine_->set_classmates(count); });
 
   bar->addWidget(new QLabel("  Speed "));
   speed_picker_ = new QComboBox;
@@ -139,9 +136,8 @@ void MainWindow::build_toolbar() {
       "The most tokens your generation produces (it also stops at the end "
       "of the model's context or at the end-of-text token)");
   bar->addWidget(max_tokens_);
-  connect(max_tokens_, &QSpinBox::valueChanged, this, [this](int count) {
-    engine_->set_max_tokens(count);
-  });
+  connect(max_tokens_, &QSpinBox::valueChanged, this,
+          [this](int count) { engine_->set_max_tokens(count); });
 }
 
 void MainWindow::build_serving_toolbar() {
@@ -194,9 +190,8 @@ void MainWindow::build_serving_toolbar() {
       "in it. auto: 128 blocks (2,048 tokens). A lower KV precision holds more tokens in the "
       "same budget.");
   bar->addWidget(kv_budget_);
-  connect(kv_budget_, &QSpinBox::valueChanged, this, [this](int mib) {
-    engine_->set_kv_budget_mib(mib);
-  });
+  connect(kv_budget_, &QSpinBox::valueChanged, this,
+          [this](int mib) { engine_->set_kv_budget_mib(mib); });
 
   bar->addWidget(new QLabel("  Activations "));
   activations_picker_ = new QComboBox;

@@ -29,8 +29,9 @@ ModelPicker::ModelPicker(std::vector<TimingModel> timing_models, QString timing_
   setMinimumContentsLength(18);
   setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   setPlaceholderText(tr("no model loaded"));
-  setToolTip(tr("The GGUF model the engine runs: the bundled one, a recent file or a "
-                "random-weight timing model (Open... beside it for any other)"));
+  setToolTip(
+      tr("The GGUF model the engine runs: the bundled one, a recent file or a "
+         "random-weight timing model (Open... beside it for any other)"));
   setAccessibleName(tr("Model"));
   connect(this, &QComboBox::activated, this, &ModelPicker::on_activated);
 }

@@ -21,8 +21,8 @@ class ModelPicker : public QComboBox {
  public:
   // timing_folder: where the timing models are written; bundled_vocab: the bundled model's
   // vocabulary, for the timing models' sizes (0: unknown).
-  ModelPicker(std::vector<TimingModel> timing_models, QString timing_folder,
-              int64_t bundled_vocab, bool remember_recent, QWidget* parent = nullptr);
+  ModelPicker(std::vector<TimingModel> timing_models, QString timing_folder, int64_t bundled_vocab,
+              bool remember_recent, QWidget* parent = nullptr);
 
   // Lists the entries again with `loaded` chosen (none chosen when empty: nothing loaded).
   void show_loaded(const QString& loaded);

@@ -32,8 +32,7 @@ QuantLabController::QuantLabController(EngineClient& engine, widgets::Quantisati
   keep_offered_types();
   connect(&panel, &widgets::QuantisationPanel::compare_requested, this,
           &QuantLabController::compare);
-  connect(&panel, &widgets::QuantisationPanel::cancel_requested, this,
-          &QuantLabController::cancel);
+  connect(&panel, &widgets::QuantisationPanel::cancel_requested, this, &QuantLabController::cancel);
   connect(&panel, &widgets::QuantisationPanel::limits_changed, this,
           [this](double max_kl, double max_tpot_ms, double min_speedup) {
             limits_ = {max_kl, max_tpot_ms, min_speedup};  // remembered with the settings

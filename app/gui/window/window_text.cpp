@@ -20,12 +20,33 @@ struct WindowText {
 
 }  // namespace
 
-QString finish_sentence(const QString& reason) {
-  if (reason == "max_tokens") return WindowText::tr("it reached the Max tokens limit");
-  if (reason == "stop_token") return WindowText::tr("the model wrote its end-of-text token");
-  if (reason == "context_full") return WindowText::tr("the model's context is full");
-  if (reason == "cancelled") return WindowText::tr("stopped");
-  return reason;
+QString finish_sentence(GenerationEnd end) {
+  switch (end) {
+    case GenerationEnd::kMaxTokens:
+      return WindowText::tr("it reached the Max tokens limit");
+    case GenerationEnd::kStopToken:
+      return WindowText::tr("the model wrote its end-of-text token");
+    case GenerationEnd::kContextFull:
+      return WindowText::tr("the model's context is full");
+    case GenerationEnd::kCancelled:
+    case GenerationEnd::kStopped:
+      return WindowText::tr("stopped");
+    case GenerationEnd::kModelChanged:
+      return WindowText::tr("the model changed");
+    case GenerationEnd::kWeightsChanged:
+      return WindowText::tr("the weights changed");
+    case GenerationEnd::kKvTypeChanged:
+      return WindowText::tr("the KV precision changed");
+    case GenerationEnd::kKvCacheSwitchedOn:
+      return WindowText::tr("the KV cache was switched on");
+    case GenerationEnd::kKvCacheSwitchedOff:
+      return WindowText::tr("the KV cache was switched off");
+    case GenerationEnd::kKvBudgetChanged:
+      return WindowText::tr("the KV budget changed");
+    case GenerationEnd::kFailed:
+      break;
+  }
+  return WindowText::tr("a step failed");
 }
 
 QString timing_tooltip(const QString& folder) {

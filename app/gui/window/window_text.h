@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "app/gui/engine_bridge/engine_types.h"
+#include "app/gui/engine_bridge/generation_end.h"
 #include "engine/serving/kv_block_pool.h"
 
 namespace servescope::gui {
@@ -22,7 +23,7 @@ inline constexpr const char* kTimingGroup =
     QT_TRANSLATE_NOOP("WindowText", "Timing models (random weights)");
 
 // Why a generation ended, in words (the worker's signal carries the engine's name for it).
-QString finish_sentence(const QString& reason);
+QString finish_sentence(GenerationEnd end);
 
 // What the timing models are for and where they are written.
 QString timing_tooltip(const QString& folder);
