@@ -41,7 +41,8 @@ QString batch_sweep_workload_text() {
     return r.min == r.max ? QString::number(r.min) : QStringLiteral("%1-%2").arg(r.min).arg(r.max);
   };
   return QStringLiteral(
-             "%1 requests per slot, prompts of %2 tokens, up to %3 output tokens each, greedy, on a "
+             "%1 requests per slot, prompts of %2 tokens, up to %3 output tokens each, greedy, on "
+             "a "
              "fresh engine after one untimed run")
       .arg(spec.clients)
       .arg(range(spec.prompt_tokens), range(spec.output_tokens));

@@ -13,6 +13,7 @@
 
 #include "app/cli/commands.h"
 #include "app/common/data_files.h"
+#include "app/gui/engine_bridge/worker_engines.h"
 #include "app/gui/window/window_text.h"
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/roofs.h"
@@ -27,13 +28,9 @@
 namespace servescope::gui {
 namespace {
 
-// The serving engine as the window runs it: the user's request and up to 32 classmates share
-// 16 batch slots, so a full class queues and the KV cache fills.
-constexpr int64_t kMaxBatch = 16;
 // The automatic KV budget: 128 blocks (2,048 tokens, eight full contexts of the bundled model),
 // at most the engine's default budget.
 constexpr int64_t kKvBlocks = 128;
-constexpr int64_t kAlternatives = 5;  // top alternatives reported with each generated token
 
 // Classmates' prompts are windows of the bundled stories (the load generator draws them at
 // random offsets), so their requests read like the user's; this text stands in when the
@@ -57,19 +54,6 @@ QString driver_text(const compute::vulkan::DeviceDescription& d) {
       .arg(VK_API_VERSION_MAJOR(d.driver_version))
       .arg(VK_API_VERSION_MINOR(d.driver_version))
       .arg(VK_API_VERSION_PATCH(d.driver_version));
-}
-
-compute::BackendChoice to_compute_choice(const BackendChoice& backend,
-                                         std::optional<uint32_t> device = std::nullopt) {
-  compute::BackendChoice choice(backend.kind, device);
-  choice.quantised_activations =
-      backend.kind == compute::BackendKind::kCpu && backend.quantised_activations;
-  return choice;
-}
-
-serving::BatchingPolicy policy_of(const BatchingChoice& choice) {
-  return choice.static_batches ? serving::BatchingPolicy::kStatic
-                               : serving::BatchingPolicy::kContinuous;
 }
 
 // The window shows every token as text, so the tokenizer must name every row of the
@@ -134,17 +118,22 @@ void EngineWorker::register_types() {
 }
 
 EngineWorker::EngineWorker(QObject* parent)
-    : EngineReplies(parent), tick_timer_(new QTimer(this)), timing_timer_(new QTimer(this)) {
+    : EngineReplies(parent),
+      tick_timer_(new QTimer(this)),
+      jobs_(new QThreadPool(this)),
+      lab_(new QFutureWatcher<QuantLabReport>(this)),
+      reencoding_(new QFutureWatcher<ReencodedWeights>(this)),
+      timing_(new QFutureWatcher<QString>(this)),
+      timing_timer_(new QTimer(this)) {
   connect(tick_timer_, &QTimer::timeout, this, &EngineWorker::tick);
   timing_timer_->setInterval(250);
   connect(timing_timer_, &QTimer::timeout, this, &EngineWorker::report_timing_progress);
+  jobs_->setMaxThreadCount(3);  // the lab, re-encoding and a timing model may all run at once
+  watch_jobs();
 }
 
 EngineWorker::~EngineWorker() {
-  lab_cancel_.cancel();  // a long comparison stops at its next step instead of holding the exit
-  if (lab_thread_.joinable()) lab_thread_.join();
-  if (quantise_thread_.joinable()) quantise_thread_.join();
-  if (timing_thread_.joinable()) timing_thread_.join();
+  wait_for_jobs();
   drop_engine();
 }
 
@@ -171,139 +160,6 @@ void EngineWorker::drop_engine() {
   set_running(false);
 }
 
-void EngineWorker::run_batch_sweep(CancelToken cancel) {
-  if (!model_) {
-    Q_EMIT batch_sweep_ready({});  // the window is waiting for an answer
-    return;
-  }
-  QVector<BatchSweepPoint> points;
-  try {
-    // Untimed first: the first run after loading pays for cold caches and page faults, which
-    // made batch 1 look slower than batch 4.
-    bool stopped = !run_sweep_size(1, cancel);
-    // runs[size]: each repeat's decode totals. Passes alternate up and down so a slow spell
-    // of a shared machine does not land on the large sizes only.
-    std::vector<std::vector<telemetry::StepTotals>> runs(kBatchSweepSizes);
-    for (int pass = 0; pass < kBatchSweepRepeats && !stopped; ++pass) {
-      for (int i = 0; i < kBatchSweepSizes && !stopped; ++i) {
-        const int size = pass % 2 == 0 ? i : kBatchSweepSizes - 1 - i;
-        const int64_t batch = int64_t{1} << size;
-        const std::optional<telemetry::StepTotals> totals = run_sweep_size(batch, cancel);
-        stopped = !totals;  // the size interrupted is dropped; those measured stand
-        if (stopped) break;
-        runs[static_cast<size_t>(size)].push_back(*totals);
-        if (pass + 1 < kBatchSweepRepeats) continue;
-        points.push_back(*median_sweep_point(batch, runs[static_cast<size_t>(size)]));
-        Q_EMIT batch_sweep_point(points.back());
-      }
-    }
-  } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Batch sweep: %1").arg(failure_text(error, "for the sweep's engines")));
-  }
-  Q_EMIT batch_sweep_ready(points);
-}
-
-void EngineWorker::run_staggered_load(StaggeredLoad load, CancelToken cancel) {
-  StaggeredLoadResult result{load, kMaxBatch, {}};
-  if (!model_) {
-    Q_EMIT staggered_load_ready(result);  // the window is waiting for an answer
-    return;
-  }
-  serving::EngineConfig config;
-  config.max_batch_size = kMaxBatch;  // the window's engine's slots
-  config.batching = policy_of(load.batching);
-  config.batch_wait_ms = load.batching.static_batches ? load.batching.wait_ms : 0;
-  // Short prompts and long answers, as `servescope-cli bench --prompt-tokens 16
-  // --output-tokens 100`: decode steps dominate, so a batch's size is what sets its pace.
-  serving::WorkloadSpec spec;
-  spec.clients = load.clients;
-  spec.rate_per_s = load.rate_per_s;
-  spec.prompt_tokens = {16, 16};
-  spec.output_tokens = {100, 100};
-  spec.seed = 7;
-  int64_t reported = -1;
-  const serving::LoadProgress progress = [this, &reported](int64_t finished, int64_t total) {
-    if (finished == std::exchange(reported, finished)) return;  // once per finished request
-    Q_EMIT staggered_load_progress(finished, total);
-  };
-  try {
-    result.summary =
-        run_own_load(config, spec, progress, [&cancel] { return cancel.cancelled(); }).summary;
-  } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Staggered load: %1").arg(failure_text(error, "for its engine")));
-  }
-  Q_EMIT staggered_load_ready(result);
-}
-
-serving::LoadResult EngineWorker::run_own_load(serving::EngineConfig config,
-                                               serving::WorkloadSpec spec,
-                                               const serving::LoadProgress& progress,
-                                               const std::function<bool()>& should_stop) {
-  config.kv_type = kv_type_;
-  spec.text_ids = classmate_text_ids_;
-  spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
-  model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
-  struct CaptureAgain {  // however the run ends, the user's request is captured again
-    EngineWorker* worker;
-    ~CaptureAgain() { worker->capture_user_attention(); }
-  } capture_again{this};
-  return serving::run_load(*model_->transformer, weight_bytes_, config,
-                           serving::make_workload(spec), progress, should_stop);
-}
-
-std::optional<telemetry::StepTotals> EngineWorker::run_sweep_size(int64_t batch,
-                                                                  const CancelToken& cancel) {
-  serving::EngineConfig config;
-  config.max_batch_size = batch;
-  const serving::WorkloadSpec spec = batch_sweep_workload(
-      batch, classmate_text_ids_, static_cast<int32_t>(model_->config.vocab_size));
-  const serving::LoadResult run =
-      run_own_load(config, spec, {}, [&cancel] { return cancel.cancelled(); });
-  if (cancel.cancelled()) return std::nullopt;  // a run cut short measures nothing
-  return telemetry::decode_step_totals(run.steps);
-}
-
-void EngineWorker::start_quant_lab(const QString& prompt, const QStringList& types,
-                                   CancelToken cancel) {
-  if (!model_ || !tokenizer_) {
-    Q_EMIT quant_lab_progress(false, QString(), 0.0, QStringLiteral("no model is loaded"));
-    return;
-  }
-  lab_cancel_.cancel();  // one lab at a time: the newest request wins
-  if (lab_thread_.joinable()) lab_thread_.join();
-  lab_cancel_ = cancel;
-  std::vector<std::string> chosen;
-  for (const QString& type : types) chosen.push_back(type.toStdString());
-  Q_EMIT quant_lab_progress(true, QStringLiteral("starting"), 0.0, QString());
-  lab_thread_ = std::thread([this, path = model_path_.toStdString(), tokenizer = tokenizer_,
-                             text = stories_, prompt = prompt.toStdString(), chosen, cancel] {
-    QuantLabControl control;
-    control.on_quick_parts = [this](const QuantLabReport& quick) { Q_EMIT quant_lab_ready(quick); };
-    control.on_stage = [this](const eval::ReportProgress& p) {
-      Q_EMIT quant_lab_progress(
-          true, QString::fromStdString(p.stage),
-          p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0.0,
-          QString());
-    };
-    control.cancel = cancel.flag();
-    QuantLabReport report;
-    try {
-      report = run_quant_lab(path, *tokenizer, prompt, text, chosen, control);
-    } catch (const eval::ReportCancelled&) {
-      Q_EMIT quant_lab_progress(false, QString(), 0.0, QStringLiteral("cancelled"));
-      return;
-    } catch (const std::exception& error) {
-      report.model_path = path;
-      report.complete = true;
-      report.problems.push_back(error.what());
-    }
-    Q_EMIT quant_lab_ready(report);  // queued to the GUI thread
-    Q_EMIT quant_lab_progress(
-        false, QString(), 1.0,
-        report.problems.empty() ? QString() : QString::fromStdString(report.problems.front()));
-  });
-}
-
 void EngineWorker::simulate_device_loss_after(int steps) {
   if (auto* vk =
           dynamic_cast<compute::vulkan::VulkanBackend*>(model_ ? model_->backend.get() : nullptr)) {
@@ -311,110 +167,9 @@ void EngineWorker::simulate_device_loss_after(int steps) {
   }
 }
 
-void EngineWorker::set_weight_type(const QString& type) {
-  if (!model_) return refuse_load("No model is loaded yet; open a GGUF model first.");
-  if (type == weight_type_) return;
-  if (type.isEmpty()) {  // back to the file as it is
-    load_model(model_path_, backend_);
-    return;
-  }
-  if (quantise_thread_.joinable()) quantise_thread_.join();  // one at a time
-  quantise_thread_ = std::thread([this, type, path = model_path_.toStdString(),
-                                  backend = to_compute_choice(backend_)] {
-    try {
-      const gguf::GgufFile source = gguf::GgufFile::open(path);
-      const gguf::GgmlType target = eval::parse_weight_type(type.toStdString());
-      const gguf::GgufWriter writer = eval::quantize_model(
-          source, target, [&](int64_t done, int64_t total, const std::string&) {
-            Q_EMIT weight_progress(static_cast<int>(done), static_cast<int>(total), type);
-          });
-      std::shared_ptr<model::Model> quantised = eval::load_model_from_gguf(
-          gguf::GgufFile::from_bytes(writer.to_bytes(),
-                                     source.name() + " as " + type.toStdString()),
-          backend);
-      QMetaObject::invokeMethod(this, [this, quantised, type] { adopt_model(quantised, type); });
-    } catch (const std::exception& error) {
-      const QString message = QString("Could not quantise the weights to %1: %2")
-                                  .arg(type, failure_text(error, "for the re-encoded weights"));
-      QMetaObject::invokeMethod(this, [this, message] { refuse_load(message); });
-    }
-  });
-}
-
-void EngineWorker::adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type) {
-  const bool was_generating = user_request_.has_value();
-  drop_engine();
-  if (was_generating) Q_EMIT generation_finished(GenerationEnd::kWeightsChanged);
-  // The Model is owned here from now on; the shared_ptr only carried it across threads.
-  model_ = std::make_unique<model::Model>(std::move(*model));
-  weight_type_ = weight_type;
-  weight_bytes_ = model::summarize_weights(model_->file).bytes;
-  rebuild_engine();
-}
-
-void EngineWorker::open_timing_model(const TimingModel& model, const QString& path,
-                                     BackendChoice backend) {
-  if (QFileInfo::exists(path)) {  // written before: reused
-    load_model(path, backend);
-    return;
-  }
-  if (timing_timer_->isActive()) {
-    refuse_load(QString("A timing model is being written (%1); choose again when it is ready.")
-                    .arg(timing_path_));
-    return;
-  }
-  if (timing_thread_.joinable()) timing_thread_.join();
-  timing_path_ = path;
-  timing_total_ = 0;
-  const QString tokenizer = QString::fromStdString(cli::default_model_path());
-  const QString serving = model_ ? QString("\nStill serving %1.").arg(model_path_) : QString();
-  timing_thread_ = std::thread([this, model, path, backend, tokenizer, serving] {
-    try {
-      const int64_t vocab =
-          model::read_model_config(gguf::GgufFile::open(tokenizer.toStdString())).vocab_size;
-      timing_total_ = timing_model_weight_bytes(model, vocab);
-      write_timing_model(model, path, tokenizer);
-      QMetaObject::invokeMethod(this, [this, path, backend] {
-        finish_timing_write();
-        if (!shut_down_) load_model(path, backend);
-      });
-    } catch (const std::exception& error) {
-      const QString message = QString("Could not write the timing model %1 %2 to %3: %4%5")
-                                  .arg(model.label, model.type.toUpper(), path,
-                                       QString::fromStdString(error.what()), serving);
-      QMetaObject::invokeMethod(this, [this, message] {
-        finish_timing_write();
-        refuse_load(message);
-      });
-    }
-  });
-  timing_timer_->start();
-  report_timing_progress();
-}
-
-void EngineWorker::report_timing_progress() {
-  std::error_code error;
-  const std::filesystem::path partial = (timing_path_ + ".partial").toStdString();
-  const uint64_t written = std::filesystem::file_size(partial, error);
-  const uint64_t total = timing_total_;
-  // The file also holds metadata, so the partial file ends a little above the weight bytes.
-  Q_EMIT timing_model_progress(error ? 0 : std::min(written, total), total, timing_path_);
-}
-
-void EngineWorker::finish_timing_write() {
-  timing_timer_->stop();
-  if (timing_thread_.joinable()) timing_thread_.join();
-  if (QFileInfo::exists(timing_path_)) {
-    Q_EMIT timing_model_progress(timing_total_, timing_total_, timing_path_);
-  }
-}
-
 void EngineWorker::shutdown() {
   shut_down_ = true;
-  lab_cancel_.cancel();  // a long comparison stops at its next step instead of holding the exit
-  if (lab_thread_.joinable()) lab_thread_.join();
-  if (quantise_thread_.joinable()) quantise_thread_.join();
-  if (timing_thread_.joinable()) timing_thread_.join();
+  wait_for_jobs();
   timing_timer_->stop();
   drop_engine();
   model_.reset();
@@ -690,324 +445,5 @@ void EngineWorker::set_continuous_classmates(bool continuous) {
 }
 
 void EngineWorker::set_max_tokens(int max_tokens) { max_tokens_ = std::max(1, max_tokens); }
-
-std::vector<int32_t> EngineWorker::tokenize(const QString& prompt) const {
-  return tokenizer_->encode_with_bos(prompt.toStdString());
-}
-
-void EngineWorker::prefill(const QString& prompt) {
-  if (!engine_ || user_request_ || prompt.isEmpty()) return;
-  try {
-    const std::vector<int32_t> ids = tokenize(prompt);
-    if (ids == last_prefill_ids_) return;
-    serving::EngineRequest request;
-    request.prompt_ids = ids;
-    request.max_tokens = 1;  // only the prompt's keys and values matter
-    const serving::SequenceId id = engine_->submit(request);
-    live_requests_.insert(id);
-    ++requests_submitted_;
-    last_prefill_ids_ = ids;
-    Q_EMIT prompt_prefill_started(id);
-  } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Prompt: %1").arg(error.what()));
-    return;
-  }
-  update_timer();
-}
-
-void EngineWorker::forget_cached_prefixes() {
-  if (!engine_) return;
-  engine_->forget_cached_prefixes();
-  last_prefill_ids_.clear();  // the typed prompt's prefill is gone with them
-}
-
-void EngineWorker::generate(const QString& prompt) {
-  if (!engine_) {
-    Q_EMIT generation_refused("No model is loaded yet; open a GGUF model first.");
-    return;
-  }
-  if (user_request_) return;  // one generation at a time: its generation_finished answers
-  try {
-    serving::EngineRequest request;
-    request.prompt_ids = tokenize(prompt);
-    request.max_tokens = max_tokens_;
-    request.sampling = sampling_;
-    request.stop_token = tokenizer_->vocabulary().eos_id;
-    request.top_k_alternatives = kAlternatives;
-    const auto context = engine_->scheduler().config().context_length;
-    if (static_cast<int64_t>(request.prompt_ids.size()) >= context) {
-      throw InputError("the prompt is " + std::to_string(request.prompt_ids.size()) +
-                       " tokens but the model's context holds " + std::to_string(context) +
-                       "; shorten it so there is room to generate");
-    }
-    user_request_ = engine_->submit(request);
-    live_requests_.insert(*user_request_);
-    ++requests_submitted_;
-    generated_once_ = true;
-    attention_sample_ = {};
-    Q_EMIT generation_started(*user_request_, static_cast<int>(request.prompt_ids.size()));
-  } catch (const std::exception& error) {
-    Q_EMIT generation_refused(QString("Cannot generate: %1").arg(error.what()));
-    return;
-  }
-  top_up_classmates();
-  update_timer();
-}
-
-void EngineWorker::stop() {
-  if (!user_request_) return;
-  cancel_all();
-  user_request_.reset();
-  Q_EMIT generation_finished(GenerationEnd::kStopped);
-  update_timer();
-}
-
-void EngineWorker::cancel_all() {
-  // The user's request and every classmate end now; their blocks are freed at once.
-  for (const serving::SequenceId id : std::set<serving::SequenceId>(live_requests_)) {
-    engine_->cancel(id);
-  }
-  retire_finished_requests();
-}
-
-void EngineWorker::cancel_classmates() {
-  for (const serving::SequenceId id : std::set<serving::SequenceId>(classmate_requests_)) {
-    engine_->cancel(id);
-  }
-  retire_finished_requests();
-}
-
-void EngineWorker::set_attention_head(int layer, int head) {
-  attention_layer_ = layer;
-  attention_head_ = head;
-  attention_sample_ = {};
-  capture_user_attention();
-}
-
-void EngineWorker::capture_user_attention() {
-  if (!model_) return;
-  try {
-    model_->transformer->set_attention_capture(
-        model::AttentionCapture{attention_layer_, attention_head_});
-  } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Attention: %1").arg(error.what()));
-  }
-}
-
-void EngineWorker::step_once() {
-  if (!engine_ || !engine_->has_unfinished()) return;
-  run_one_step();
-  update_timer();
-}
-
-void EngineWorker::tick() {
-  if (!engine_ || !engine_->has_unfinished()) {
-    update_timer();
-    return;
-  }
-  run_one_step();
-  update_timer();
-}
-
-bool EngineWorker::run_one_step() {
-  try {
-    if (!engine_->step()) return false;  // a static batch is still collecting
-    if (engine_->steps_run() == 1) report_memory();
-    capture_attention();
-    check_user_request();
-    retire_finished_requests();
-    top_up_classmates();
-  } catch (const std::exception& error) {
-    recover_from_step_failure(error);
-    return false;
-  }
-  return true;
-}
-
-void EngineWorker::recover_from_step_failure(const std::exception& error) {
-  const bool was_generating = user_request_.has_value();
-  const QString reason = QString::fromStdString(error.what());
-  drop_engine();
-  if (was_generating) Q_EMIT generation_finished(GenerationEnd::kFailed);
-  if (backend_.kind == compute::BackendKind::kVulkan) {
-    // The engine cannot continue after a backend failure; rebuild the model on the CPU.
-    model_.reset();
-    load_model(model_path_, BackendChoice{compute::BackendKind::kCpu, -1});
-    Q_EMIT notice(QString("The Vulkan device failed (%1). ServeScope now runs on the CPU backend; "
-                          "choose Vulkan again in the toolbar to retry.")
-                      .arg(reason));
-  } else {
-    rebuild_engine();
-    Q_EMIT failed(QString("A step failed: %1. The engine was rebuilt.").arg(reason));
-  }
-}
-
-void EngineWorker::check_user_request() {
-  if (!user_request_ || !engine_->is_finished(*user_request_)) return;
-  const serving::Sequence& sequence = engine_->sequence(*user_request_);
-  user_request_.reset();
-  Q_EMIT generation_finished(generation_end_of(sequence.finish_reason));
-}
-
-void EngineWorker::capture_attention() {
-  if (!user_request_) return;
-  const std::vector<model::AttentionWeights>& captured = model_->transformer->captured_attention();
-  if (captured.empty()) return;
-  // The pass's query rows are its batch's tokens, entry after entry.
-  size_t row = 0;
-  for (const telemetry::BatchEntry& entry : tap_.last_batch()) {
-    if (entry.sequence != *user_request_) {
-      row += entry.tokens.size();
-      continue;
-    }
-    const model::AttentionWeights& weights = captured.front();
-    AttentionSample& sample = attention_sample_;
-    for (size_t i = 0; i < entry.tokens.size() && row + i < weights.rows.size(); ++i) {
-      const int64_t position = weights.positions[row + i];
-      const bool continues =
-          !sample.rows.empty() &&
-          position == sample.first_query_position + static_cast<int64_t>(sample.rows.size());
-      if (!continues) {  // the first rows, or a recompute after a preemption
-        sample.rows.clear();
-        sample.first_query_position = position;
-      }
-      sample.rows.push_back(weights.rows[row + i]);
-    }
-    sample.layer = weights.layer;
-    sample.head = weights.head;
-    sample.request = entry.sequence;
-    const std::vector<int32_t>& tokens = engine_->sequence(entry.sequence).tokens;
-    const auto keys = static_cast<size_t>(sample.first_query_position) + sample.rows.size();
-    sample.key_ids.assign(tokens.begin(), tokens.begin() + std::min(keys, tokens.size()));
-    attention_->put(sample);
-    return;
-  }
-}
-
-void EngineWorker::retire_finished_requests() {
-  for (auto it = live_requests_.begin(); it != live_requests_.end();) {
-    if (engine_->is_finished(*it)) {
-      classmate_requests_.erase(*it);
-      ++requests_finished_;
-      it = live_requests_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void EngineWorker::top_up_classmates() {
-  // Classmates come while the user generates (or always, for the demo once it started).
-  if (!engine_ || !(user_request_ || (continuous_classmates_ && generated_once_))) return;
-  while (static_cast<int>(classmate_requests_.size()) < classmates_) submit_classmate();
-}
-
-void EngineWorker::submit_classmate() {
-  if (classmate_queue_.empty()) {
-    serving::WorkloadSpec spec;
-    spec.clients = kMaxClassmates;
-    spec.prompt_tokens = {8, 40};
-    spec.output_tokens = {24, 96};
-    spec.seed = classmate_seed_++;
-    spec.text_ids = classmate_text_ids_;
-    spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
-    for (serving::SimulatedRequest& r : serving::make_workload(spec)) {
-      classmate_queue_.push_back(std::move(r));
-    }
-  }
-  serving::SimulatedRequest next = std::move(classmate_queue_.front());
-  classmate_queue_.pop_front();
-  serving::EngineRequest request;
-  next.prompt_ids.insert(next.prompt_ids.begin(), tokenizer_->vocabulary().bos_id);
-  request.prompt_ids = std::move(next.prompt_ids);
-  request.max_tokens = next.max_tokens;
-  request.sampling.greedy = false;
-  request.sampling.temperature = 0.8f;
-  request.sampling.seed = classmate_seed_ * 7919 + classmate_queue_.size();
-  const serving::SequenceId id = engine_->submit(request);
-  classmate_requests_.insert(id);
-  live_requests_.insert(id);
-  ++requests_submitted_;
-}
-
-void EngineWorker::update_timer() {
-  const bool work = engine_ && engine_->has_unfinished();
-  set_running(work);
-  if (wait_for_batch()) return;  // a batch's wait is serving time: the clock runs
-  // Slow motion's and single step's wait for the next step is for the eye, not serving: the
-  // engine's clock stands still through it (the next step() resumes it), so the records'
-  // TTFT and TPOT are the same work's at full speed.
-  if (work && speed_ != Speed::kRealTime) engine_->hold_clock();
-  if (!work || speed_ == Speed::kSingleStep) {
-    tick_timer_->stop();
-    return;
-  }
-  const int interval = speed_ == Speed::kSlowMotion ? kSlowMotionMs : 0;
-  if (!tick_timer_->isActive() || tick_timer_->interval() != interval) {
-    tick_timer_->start(interval);
-  }
-}
-
-bool EngineWorker::wait_for_batch() {
-  const std::optional<double> due = engine_ ? engine_->batch_due_ms() : std::nullopt;
-  if (!due || !engine_->waiting_for_batch()) {
-    if (collecting_) {
-      collecting_ = false;
-      Q_EMIT batch_collecting({});
-    }
-    return false;
-  }
-  // One tick when the batch falls due (at least 1 ms ahead, so an early wake-up re-arms
-  // instead of spinning); a newcomer that fills the batch re-arms through update_timer().
-  // The wait is serving time: a clock held since the last step runs again.
-  engine_->resume_clock();
-  const double due_in_ms = *due - engine_->now_ms();
-  const int delay = std::max(1, static_cast<int>(std::ceil(due_in_ms)));
-  if (speed_ == Speed::kSingleStep) {
-    tick_timer_->stop();  // Step runs the batch once it is due
-  } else {
-    tick_timer_->setTimerType(Qt::PreciseTimer);
-    tick_timer_->start(delay);
-  }
-  collecting_ = true;
-  const auto& config = engine_->scheduler().config();
-  Q_EMIT batch_collecting({static_cast<int>(engine_->scheduler().waiting().size()),
-                           static_cast<int>(config.max_batch_size), std::max(0.0, due_in_ms)});
-  return true;
-}
-
-void EngineWorker::report_memory() {
-  if (const auto* cpu = dynamic_cast<const compute::CpuBackend*>(model_->backend.get())) {
-    // Only working memory is counted apart: the weights and the pool are the model's and the
-    // engine's sizes, which the window has (0 here leaves them to it).
-    Q_EMIT memory_measured(0, 0, cpu->working_bytes());
-    return;
-  }
-  const auto* vk = dynamic_cast<const compute::vulkan::VulkanBackend*>(model_->backend.get());
-  if (vk == nullptr) return;
-  const auto memory = vk->memory_usage().bytes_in_use;
-  using compute::BufferPurpose;
-  Q_EMIT memory_measured(memory[static_cast<size_t>(BufferPurpose::kWeights)],
-                         memory[static_cast<size_t>(BufferPurpose::kKvCache)],
-                         memory[static_cast<size_t>(BufferPurpose::kActivations)] +
-                             memory[static_cast<size_t>(BufferPurpose::kScratch)]);
-}
-
-EngineCounters EngineWorker::counters() const {
-  const serving::KvUsage usage = engine_->kv_usage();
-  return EngineCounters{engine_->steps_run(), requests_submitted_, requests_finished_,
-                        usage.blocks_used,    usage.blocks_total,  engine_->kv_snapshot()};
-}
-
-void EngineWorker::set_running(bool running) {
-  if (running == running_) return;
-  running_ = running;
-  Q_EMIT running_changed(running);
-  if (!running && engine_) {
-    keep_raised_roofs();
-    report_memory();
-    Q_EMIT idle(counters());
-  }
-}
 
 }  // namespace servescope::gui

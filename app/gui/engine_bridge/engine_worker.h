@@ -6,15 +6,16 @@
 // the GUI does ever waits for a step.
 #pragma once
 
+#include <QFutureWatcher>
 #include <QObject>
 #include <QString>
+#include <QThreadPool>
 #include <QVector>
 #include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "app/common/limits.h"
@@ -181,7 +182,6 @@ class EngineWorker : public EngineReplies {
   void drop_engine();
   uint64_t kv_budget_bytes() const;  // what set_kv_budget_mib chose, for the loaded model
   void report_timing_progress();
-  void finish_timing_write();
 
   QTimer* tick_timer_;
   QString model_path_;
@@ -202,7 +202,7 @@ class EngineWorker : public EngineReplies {
   std::unique_ptr<model::Model> model_;
   uint64_t weight_bytes_ = 0;
   double warm_up_ms_ = 0.0;  // the last engine's untimed kernel warm-up
-  compute::Roofs roofs_;  // as probed, raised by the steps of earlier engines
+  compute::Roofs roofs_;     // as probed, raised by the steps of earlier engines
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<telemetry::TelemetryQueue> queue_;
   std::shared_ptr<AttentionMailbox> attention_;
@@ -223,18 +223,33 @@ class EngineWorker : public EngineReplies {
   int64_t requests_submitted_ = 0;
   int64_t requests_finished_ = 0;
   bool running_ = false;
-  std::thread lab_thread_;
+  // Background jobs (engine_worker_jobs.cpp): QtConcurrent::run on a pool of their own, each
+  // reporting through its QPromise to a QFutureWatcher on this thread.
+  struct ReencodedWeights {
+    std::shared_ptr<model::Model> model;  // null when re-encoding failed
+    QString problem;
+  };
+  void watch_jobs();
+  void finish_quant_lab();
+  void finish_reencoding();
+  void finish_timing_model();
+  QThreadPool* jobs_;
+  QFutureWatcher<QuantLabReport>* lab_;
   CancelToken lab_cancel_;  // the running lab's
-  std::thread quantise_thread_;
-  QString weight_type_;  // "" while the file's own weights are in use
-  // The timing model being written: its thread, file, expected bytes, and a timer polling
-  // the partial file's size for progress.
-  std::thread timing_thread_;
+  QFutureWatcher<ReencodedWeights>* reencoding_;
+  QString reencoding_type_;  // the type being written
+  QString weight_type_;      // "" while the file's own weights are in use
+  // The timing model being written: its job (the problem, empty when written), file, backend,
+  // expected bytes, and a timer polling the partial file's size for progress.
+  QFutureWatcher<QString>* timing_;
   QString timing_path_;
+  BackendChoice timing_backend_;
   std::atomic<uint64_t> timing_total_ = 0;
   QTimer* timing_timer_;
   bool shut_down_ = false;
   void adopt_model(std::shared_ptr<model::Model> model, const QString& weight_type);
+  // Waits for every background job (the lab cancelled first).
+  void wait_for_jobs();
 };
 
 }  // namespace servescope::gui

@@ -165,8 +165,8 @@ widgets::QuantLimits default_lab_limits() {
 }
 
 QuantLabReport with_last_comparison(QuantLabReport quick, const QuantLabReport& last) {
-  if (quick.complete || !quick.report.baseline.type.empty() ||
-      last.report.baseline.type.empty() || quick.model_path != last.model_path) {
+  if (quick.complete || !quick.report.baseline.type.empty() || last.report.baseline.type.empty() ||
+      quick.model_path != last.model_path) {
     return quick;
   }
   quick.types = last.types;
