@@ -3,6 +3,7 @@
 // second, the history bound and which panels each record kind marks as changed.
 #include <gtest/gtest.h>
 
+#include "app/gui/panels/panel_host.h"
 #include "app/gui/panels/telemetry_folder.h"
 
 namespace servescope::gui {
@@ -18,7 +19,6 @@ constexpr int64_t kBlockSize = 4;
 TelemetryFolder folder_with_blocks(int64_t blocks, size_t history = 512) {
   TelemetryFolder folder(history);
   folder.reset({blocks, kBlockSize, 100});
-  folder.take_changed();
   return folder;
 }
 
@@ -208,21 +208,22 @@ TEST(TelemetryFolder, KeepsTheTokensOfTheNewestRequestThatReportsThem) {
   EXPECT_EQ(folder.counts().tokens, 3);
 }
 
-TEST(TelemetryFolder, MarksWhichPanelsChanged) {
+TEST(TelemetryFolder, CountsWhatItTookInAndTheHostMapsItToThePanelsItFeeds) {
   TelemetryFolder folder = folder_with_blocks(4);
-  EXPECT_EQ(folder.take_changed(), 0u);
+  FoldRevisions seen = folder.revisions();
+  EXPECT_EQ(panels_with_news(folder.revisions(), seen), 0u);
   folder.fold(std::vector<TelemetryItem>{telemetry::RequestRecord{}}, 0.0);
-  EXPECT_EQ(folder.take_changed(), panel_bit(PanelId::kBatching));
+  EXPECT_EQ(panels_with_news(folder.revisions(), seen), panel_bit(PanelId::kBatching));
   folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kAllocate, 0, {0}, 1, 1)}, 0.0);
-  EXPECT_EQ(folder.take_changed(), panel_bit(PanelId::kKvCache));
+  EXPECT_EQ(panels_with_news(folder.revisions(), seen), panel_bit(PanelId::kKvCache));
   folder.fold(std::vector<TelemetryItem>{step(0, 1, 0)}, 0.0);
-  const PanelMask after_step = folder.take_changed();
+  const PanelMask after_step = panels_with_news(folder.revisions(), seen);
   for (const PanelId id : {PanelId::kPhases, PanelId::kBatching, PanelId::kRoofline}) {
     EXPECT_NE(after_step & panel_bit(id), 0u) << panel_key(id);
   }
-  EXPECT_EQ(folder.take_changed(), 0u);  // taken: cleared
+  EXPECT_EQ(panels_with_news(folder.revisions(), seen), 0u);  // seen: nothing new
   folder.reset({4, kBlockSize, 100});
-  EXPECT_EQ(folder.take_changed(), kAllPanelBits);
+  EXPECT_EQ(panels_with_news(folder.revisions(), seen), kAllPanelBits);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "app/gui/panels/panel_host.h"
 
+#include <utility>
+
 namespace servescope::gui {
 
 PanelHost::PanelHost(QWidget* parent,
@@ -33,6 +35,19 @@ PanelHost::PanelHost(QWidget* parent,
 }
 
 PanelHost::~PanelHost() = default;
+
+PanelMask panels_with_news(const FoldRevisions& now, FoldRevisions& seen) {
+  const FoldRevisions before = std::exchange(seen, now);
+  if (now.resets != before.resets) return kAllPanelBits;
+  PanelMask news = 0;
+  if (now.steps != before.steps) {
+    news |= panel_bit(PanelId::kPhases) | panel_bit(PanelId::kBatching) |
+            panel_bit(PanelId::kRoofline) | panel_bit(PanelId::kKvCache);
+  }
+  if (now.requests != before.requests) news |= panel_bit(PanelId::kBatching);
+  if (now.kv_events != before.kv_events) news |= panel_bit(PanelId::kKvCache);
+  return news;
+}
 
 void PanelHost::refresh(const PanelFeed& feed, PanelMask changed) {
   // Only panels on screen get snapshots; the others catch up when they are shown.

@@ -10,6 +10,11 @@
 
 namespace servescope::gui {
 
+// The panels fed by what the folder took in since `seen` (then `seen` is brought up to date):
+// steps feed the phases, batching, roofline and KV panels, finished requests the batching
+// panel, KV events the KV panel, and a reset every panel.
+PanelMask panels_with_news(const FoldRevisions& now, FoldRevisions& seen);
+
 class PanelHost {
  public:
   // on_attention_selection: the attention panel's layer or head changed.

@@ -30,7 +30,7 @@ void TelemetryFolder::reset(const FoldFacts& facts) {
   own_requests_.clear();
   watched_tokens_.clear();
   recent_tokens_.clear();
-  changed_ = kAllPanelBits;  // every panel redraws its empty state
+  ++revisions_.resets;  // every reader starts again from the empty state
 }
 
 void TelemetryFolder::fold(std::span<const telemetry::TelemetryItem> items, double now_ms) {
@@ -63,14 +63,13 @@ void TelemetryFolder::fold_step(const telemetry::StepRecord& step, double now_ms
   recent_tokens_.push_back({now_ms, step.tokens(), telemetry::step_time_ms(step)});
   keep(steps_, step);
   keep(kv_fill_, KvFillPoint{step.step_index, retained_tokens(), kv_bytes_used()});
-  changed_ |= panel_bit(PanelId::kPhases) | panel_bit(PanelId::kBatching) |
-              panel_bit(PanelId::kRoofline) | panel_bit(PanelId::kKvCache);
+  ++revisions_.steps;
 }
 
 void TelemetryFolder::fold_request(const telemetry::RequestRecord& request) {
   ++counts_.requests;
   keep(requests_, request);
-  changed_ |= panel_bit(PanelId::kBatching);
+  ++revisions_.requests;
 }
 
 void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_ms) {
@@ -135,7 +134,7 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
   }
   if (event.blocks_used_after != blocks_used_) ++counts_.inconsistent_kv_events;
   keep(kv_events_, event);
-  changed_ |= panel_bit(PanelId::kKvCache);
+  ++revisions_.kv_events;
 }
 
 void TelemetryFolder::fold_token(const telemetry::TokenRecord& token) {
@@ -205,12 +204,6 @@ double TelemetryFolder::tokens_per_s(double now_ms) const {
     totals.step_ms += a.step_ms;
   }
   return telemetry::throughput_tokens_per_s(totals);
-}
-
-PanelMask TelemetryFolder::take_changed() {
-  const PanelMask changed = changed_;
-  changed_ = 0;
-  return changed;
 }
 
 }  // namespace servescope::gui

@@ -12,7 +12,6 @@
 #include <span>
 #include <vector>
 
-#include "app/gui/panels/panel_id.h"
 #include "engine/telemetry/observer.h"
 
 namespace servescope::gui {
@@ -61,6 +60,14 @@ struct FoldCounts {
   int64_t inconsistent_kv_events = 0;  // events whose occupancy disagrees with the replay
 };
 
+// Counters of what the folder took in; a reset counts too (everything is new again).
+struct FoldRevisions {
+  uint64_t resets = 0;
+  uint64_t steps = 0;
+  uint64_t requests = 0;
+  uint64_t kv_events = 0;
+};
+
 class TelemetryFolder {
  public:
   // history: the most recent steps, requests and KV events kept for the panels.
@@ -101,8 +108,9 @@ class TelemetryFolder {
   // their tokens over their step time, so slow motion's pauses between steps leave it as is.
   double tokens_per_s(double now_ms) const;
 
-  // Panels whose data changed since the last call (then cleared).
-  PanelMask take_changed();
+  // How much the folder has taken in, by kind: a reader keeps the revisions it saw last to
+  // know what is new (the folder knows nothing of who reads it).
+  const FoldRevisions& revisions() const { return revisions_; }
 
  private:
   void fold_step(const telemetry::StepRecord& step, double now_ms);
@@ -135,7 +143,7 @@ class TelemetryFolder {
     double step_ms;
   };
   std::deque<Arrival> recent_tokens_;  // for tokens_per_s
-  PanelMask changed_ = 0;
+  FoldRevisions revisions_;
 };
 
 }  // namespace servescope::gui

@@ -288,6 +288,7 @@ class MainWindow : public QMainWindow {
   // the panels last showed.
   std::shared_ptr<telemetry::TelemetryQueue> queue_;
   QString served_;  // model path | backend of the engine last shown
+  FoldRevisions folder_seen_;  // what the panels were last fed from the folder
   uint64_t shown_info_revision_ = 0;
   uint64_t shown_sweep_revision_ = 0;
   uint64_t shown_collecting_revision_ = 0;

@@ -56,7 +56,7 @@ void MainWindow::on_frame() {
   const std::vector<telemetry::TelemetryItem> items = queue_->drain();
   if (recorder_) recorder_->record_telemetry(items, now);
   if (!items.empty()) folder_.fold(items, now);
-  PanelMask changed = folder_.take_changed();
+  PanelMask changed = panels_with_news(folder_.revisions(), folder_seen_);
   if (!engine_info()) return;  // the engine is gone: its last records are folded
   const EngineState& engine = engine_->state();
   if (engine.info->attention) {
