@@ -1,6 +1,7 @@
 // Qt conventions on the real window: tooltips name shortcuts as Qt spells them (never by hand),
-// labelled inputs have buddies, the Learn menu entries have mnemonics; the token chips as a
-// model and view (keys, copy, what a screen reader hears); translators fall back to English.
+// labelled inputs have buddies, menus, their entries and the toolbars' labels have mnemonics; the
+// token chips as a model and view (keys, copy, what a screen reader hears); translators fall back
+// to English.
 #include <gtest/gtest.h>
 
 #include <QAbstractButton>
@@ -18,6 +19,8 @@
 #include <QLabel>
 #include <QLayout>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
@@ -76,16 +79,17 @@ TEST_F(ConventionsFixture, TooltipsNameOnlyTheirOwnShortcuts) {
 }
 
 // On this platform a hand-written "(Ctrl+R)" reads like the helper's: the sources must not
-// write keys into a tooltip. main_window*.cpp, being restructured, follows (issue 28 item 7).
+// write keys into a tooltip, a placeholder or a status line.
 TEST(Conventions, NoSourceWritesShortcutKeysIntoATooltip) {
   const QDir gui(QString(SERVESCOPE_LESSONS_DIR) + "/../app/gui");
   ASSERT_TRUE(gui.exists()) << gui.path().toStdString();
-  const QRegularExpression tooltip_with_keys(R"(setToolTip\([^;]*\((Ctrl|Shift|Alt|F\d+)[+)])");
+  const QRegularExpression tooltip_with_keys(
+      R"((setToolTip|setPlaceholderText|set_placeholder|showMessage)\()"
+      R"([^;]*\((Ctrl|Shift|Alt|Esc|F\d+)[+) ])");
   QStringList found;
   QDirIterator files(gui.path(), {"*.cpp"}, QDir::Files, QDirIterator::Subdirectories);
   while (files.hasNext()) {
     const QString path = files.next();
-    if (QFileInfo(path).fileName().startsWith("main_window")) continue;
     QFile file(path);
     ASSERT_TRUE(file.open(QIODevice::ReadOnly));
     // Statements, not lines: a tooltip's text often continues on the next line.
@@ -128,23 +132,52 @@ QWidget* next_in_layout(QLayout* layout, const QLabel* label) {
   return nullptr;
 }
 
-// The toolbars' labels, built in main_window_build.cpp, which is being restructured: they get
-// their buddies there (issue 28 item 7). Any other label beside an input must have one now.
-const QStringList kToolbarLabelsLeft = {"Model",      "Backend",   "Weights",    "KV",
-                                        "Classmates", "Speed",     "Max tokens", "Batching",
-                                        "Batch wait", "KV budget", "Activations"};
-
 TEST_F(ConventionsFixture, ALabelBesideAnInputIsItsBuddy) {
   QStringList without_buddy;
   for (QLabel* label : window_->findChildren<QLabel*>()) {
     if (label->text().isEmpty() || label->buddy() != nullptr) continue;
     QWidget* parent = label->parentWidget();
     QWidget* next = parent && parent->layout() ? next_in_layout(parent->layout(), label) : nullptr;
-    if (next && is_input(next) && !kToolbarLabelsLeft.contains(label->text().trimmed())) {
+    if (next && is_input(next)) {
       without_buddy << label->text();
     }
   }
   EXPECT_TRUE(without_buddy.isEmpty()) << without_buddy.join("\n").toStdString();
+}
+
+// The toolbars' labels name their inputs with a mnemonic (Alt+B reaches the backend).
+TEST_F(ConventionsFixture, TheToolbarLabelsHaveMnemonicsAndBuddies) {
+  QStringList without;
+  for (const char* name : {"engine-toolbar", "serving-toolbar"}) {
+    auto* bar = window_->findChild<QWidget*>(name);
+    ASSERT_NE(bar, nullptr) << name;
+    for (QLabel* label : bar->findChildren<QLabel*>()) {
+      if (label->text().trimmed().isEmpty()) continue;
+      if (!label->text().contains('&') || label->buddy() == nullptr) without << label->text();
+    }
+  }
+  EXPECT_TRUE(without.isEmpty()) << without.join("\n").toStdString();
+}
+
+// Every menu of the menu bar and every entry in them has a mnemonic.
+void collect_without_mnemonic(const QMenu& menu, QStringList& without) {
+  if (!menu.title().contains('&')) without << menu.title();
+  for (QAction* action : menu.actions()) {
+    if (action->isSeparator() || action->text().isEmpty()) continue;
+    if (action->menu()) {
+      collect_without_mnemonic(*action->menu(), without);
+    } else if (!action->text().contains('&')) {
+      without << menu.title() + " > " + action->text();
+    }
+  }
+}
+
+TEST_F(ConventionsFixture, EveryMenuAndEntryHasAMnemonic) {
+  QStringList without;
+  for (QAction* top : window_->menuBar()->actions()) {
+    if (top->menu()) collect_without_mnemonic(*top->menu(), without);
+  }
+  EXPECT_TRUE(without.isEmpty()) << without.join("\n").toStdString();
 }
 
 TEST_F(ConventionsFixture, TheLearnMenuEntriesHaveMnemonics) {

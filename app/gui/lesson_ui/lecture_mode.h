@@ -107,6 +107,8 @@ class LectureMode : public QObject {
   void number_entered(double value);
 
  private:
+  // The single keys lecture mode answers to (lecture_keys.cpp).
+  void bind_keys();
   void add_key(const QKeySequence& key, std::function<void()> act);
   void toggle_pause();
   void single_step();

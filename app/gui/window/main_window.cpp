@@ -33,6 +33,7 @@
 #include "app/gui/recording/trace_recorder.h"
 #include "app/gui/window/model_picker.h"
 #include "app/gui/window/settled_choice.h"
+#include "app/gui/window/shortcut_tip.h"
 #include "app/gui/window/token_chips.h"
 #include "app/gui/window/token_display.h"
 #include "app/gui/window/window_text.h"
@@ -58,7 +59,7 @@ int64_t bundled_vocab_size() {
 
 MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
     : QMainWindow(parent), remember_settings_(options.remember_settings) {
-  setWindowTitle("ServeScope");
+  setWindowTitle(tr("ServeScope"));
   engine_ = new EngineClient(this);
   timing_folder_ = timing_models_folder(options.cache_folder.value_or(
       QStandardPaths::writableLocation(QStandardPaths::CacheLocation)));
@@ -125,7 +126,7 @@ void MainWindow::open_timing_model(const TimingModel& model) {
   const QString path = timing_model_path(timing_folder_, model);
   if (!QFileInfo::exists(path)) {
     work_->start(WorkProgress::Task::kTimingModel,
-                 QString("Writing the %1 %2 timing model").arg(model.label, model.type.toUpper()));
+                 tr("Writing the %1 %2 timing model").arg(model.label, model.type.toUpper()));
   } else {
     work_->start(WorkProgress::Task::kLoad, loading_what(path));
   }
@@ -226,7 +227,7 @@ void MainWindow::stop() {
 
 void MainWindow::show_model_details() {
   if (!engine_info()) return;
-  QMessageBox box(QMessageBox::NoIcon, "Model details", model_details_html(*engine_info()),
+  QMessageBox box(QMessageBox::NoIcon, tr("Model details"), model_details_html(*engine_info()),
                   QMessageBox::Close, this);
   box.setTextFormat(Qt::RichText);
   box.setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -236,7 +237,7 @@ void MainWindow::show_model_details() {
 void MainWindow::stop_batch_sweep() {
   if (!sweeping()) return;
   engine_->stop_sweep();
-  statusBar()->showMessage("Stopping the batch sweep...");
+  statusBar()->showMessage(tr("Stopping the batch sweep..."));
 }
 
 void MainWindow::step() {
@@ -248,8 +249,8 @@ void MainWindow::sweep_batch_sizes() {
   if (sweeping()) return;
   engine_->run_batch_sweep();
   update_actions();
-  statusBar()->showMessage("Sweeping batch sizes 1 to 16 (Esc stops)...");
-  work_->start(WorkProgress::Task::kBatchSweep, "Sweeping batch sizes 1 to 16");
+  statusBar()->showMessage(tr("Sweeping batch sizes 1 to 16 (%1 stops)...").arg(stop_keys()));
+  work_->start(WorkProgress::Task::kBatchSweep, tr("Sweeping batch sizes 1 to 16"));
   show_panel(PanelId::kBatching);
 }
 
@@ -257,14 +258,18 @@ void MainWindow::run_staggered_load(const StaggeredLoad& load) {
   if (sweeping()) return;
   engine_->run_staggered_load(load);
   update_actions();
-  statusBar()->showMessage(QString("Staggered load: %1 requests arriving at %2 per second "
-                                   "(Esc stops)...")
+  statusBar()->showMessage(tr("Staggered load: %1 requests arriving at %2 per second (%3 stops)...")
                                .arg(load.clients)
-                               .arg(load.rate_per_s));
-  work_->start(WorkProgress::Task::kStaggeredLoad, QString("Staggered load, %1: %2 requests")
-                                                       .arg(batching_text(load.batching))
-                                                       .arg(load.clients));
+                               .arg(load.rate_per_s)
+                               .arg(stop_keys()));
+  work_->start(
+      WorkProgress::Task::kStaggeredLoad,
+      tr("Staggered load, %1: %2 requests").arg(batching_text(load.batching)).arg(load.clients));
 }
+
+// The keys that stop a run, as the status bar names them: Stop's own shortcut, never written
+// by hand.
+QString MainWindow::stop_keys() const { return shortcut_text(stop_action_->shortcut()); }
 
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
 
@@ -363,9 +368,8 @@ void MainWindow::show_random_weights(bool random) {
       QString("QLabel { color: %1; }").arg(widgets::theme().warning.name()));
   status_random_->setVisible(random);
   setWindowTitle(
-      random
-          ? QString("ServeScope - %1 (%2)").arg(name_without_note(engine_info()->model_name), note)
-          : QString("ServeScope"));
+      random ? tr("ServeScope - %1 (%2)").arg(name_without_note(engine_info()->model_name), note)
+             : tr("ServeScope"));
 }
 
 QString MainWindow::random_weights_note() const {
@@ -394,7 +398,7 @@ void MainWindow::on_prompt_edited() {
       chips.push_back(chip);
     }
   } catch (const std::exception& error) {
-    show_message(QString("Prompt: %1").arg(error.what()), true);
+    show_message(tr("Prompt: %1").arg(error.what()), true);
     return;
   }
   const int common = [&] {
@@ -406,7 +410,7 @@ void MainWindow::on_prompt_edited() {
   prompt_chips_->set_tokens(chips);
   if (common < chips.size()) prompt_chips_->set_pending_from(common);
   if (chips.size() >= engine_info()->context_length) {
-    show_message(QString("The prompt is %1 tokens; the model's context holds %2.")
+    show_message(tr("The prompt is %1 tokens; the model's context holds %2.")
                      .arg(chips.size())
                      .arg(engine_info()->context_length),
                  true);

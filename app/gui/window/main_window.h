@@ -236,6 +236,8 @@ class MainWindow : public QMainWindow {
   void build_serving_toolbar();
   void send_batching();
   void update_activations_picker();
+  // Stop's shortcut as the platform spells it, for status lines that say how to stop a run.
+  QString stop_keys() const;
   void build_central();
   void build_status_bar();
   void build_menus();

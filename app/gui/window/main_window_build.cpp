@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -106,12 +107,18 @@ void MainWindow::build_central() {
   auto* column = new QVBoxLayout(left);
   column->setContentsMargins(8, 8, 8, 8);
 
-  column->addWidget(new QLabel("<b>Prompt</b>"));
+  // Plain text, bold by its font: a rich-text label shows no mnemonic.
+  auto* prompt_label = new QLabel(tr("&Prompt"));
+  QFont bold = prompt_label->font();
+  bold.setBold(true);
+  prompt_label->setFont(bold);
+  column->addWidget(prompt_label);
   prompt_ = new QPlainTextEdit;
-  prompt_->setPlaceholderText("Type a prompt; its tokens appear below as you type.");
+  prompt_label->setBuddy(prompt_);
+  prompt_->setPlaceholderText(tr("Type a prompt; its tokens appear below as you type."));
   prompt_->setToolTip(
-      "The prompt. A short pause after typing prefills its new tokens into the "
-      "KV cache, reusing the blocks of the part already there.");
+      tr("The prompt. A short pause after typing prefills its new tokens into the "
+         "KV cache, reusing the blocks of the part already there."));
   prompt_->setMaximumHeight(110);
   column->addWidget(prompt_);
   prefill_timer_ = new QTimer(this);
@@ -124,8 +131,9 @@ void MainWindow::build_central() {
   });
 
   prompt_chips_ = new TokenChips(TokenChips::Shading::kAlternating);
-  prompt_chips_->setToolTip("The prompt's tokens; dashed ones are not yet in the KV cache");
-  prompt_chips_->set_placeholder("The prompt's tokens appear here.");
+  prompt_chips_->setAccessibleName(tr("Prompt tokens"));
+  prompt_chips_->setToolTip(tr("The prompt's tokens; dashed ones are not yet in the KV cache"));
+  prompt_chips_->set_placeholder(tr("The prompt's tokens appear here."));
   // A long prompt's chips scroll after four lines instead of crushing the controls below.
   column->addWidget(new ChipsScroll(prompt_chips_, 4));
 
@@ -140,34 +148,35 @@ void MainWindow::build_central() {
   buttons->addStretch();
   column->addLayout(buttons);
 
-  auto* sampling = new QGroupBox("Sampling");
+  auto* sampling = new QGroupBox(tr("Sampling"));
   auto* form = new QFormLayout(sampling);
-  greedy_ = new QCheckBox("Greedy (always the most likely token)");
-  greedy_->setToolTip("Greedy decoding: the most likely token every time; turn off to sample");
+  greedy_ = new QCheckBox(tr("Greed&y (always the most likely token)"));
+  greedy_->setToolTip(tr("Greedy decoding: the most likely token every time; turn off to sample"));
   temperature_ = new QDoubleSpinBox;
   temperature_->setRange(0.05, 3.0);
   temperature_->setSingleStep(0.05);
   temperature_->setToolTip(
-      "Temperature divides the logits: below 1 sharpens the distribution, "
-      "above 1 flattens it");
+      tr("Temperature divides the logits: below 1 sharpens the distribution, "
+         "above 1 flattens it"));
   top_k_ = new QSpinBox;
   top_k_->setRange(0, 100000);
-  top_k_->setSpecialValueText("all");
-  top_k_->setToolTip("Top-k: sample only among the k most likely tokens (all: no limit)");
+  top_k_->setSpecialValueText(tr("all"));
+  top_k_->setToolTip(tr("Top-k: sample only among the k most likely tokens (all: no limit)"));
   top_p_ = new QDoubleSpinBox;
   top_p_->setRange(0.01, 1.0);
   top_p_->setSingleStep(0.05);
   top_p_->setToolTip(
-      "Top-p (nucleus): sample among the fewest tokens whose probabilities add "
-      "up to p");
+      tr("Top-p (nucleus): sample among the fewest tokens whose probabilities add "
+         "up to p"));
   seed_ = new QSpinBox;
   seed_->setRange(0, 1 << 30);
-  seed_->setToolTip("Seed of the sampler: the same seed gives the same tokens");
+  seed_->setToolTip(tr("Seed of the sampler: the same seed gives the same tokens"));
+  // addRow(text, field) makes the label the field's buddy.
   form->addRow(greedy_);
-  form->addRow("Temperature", temperature_);
-  form->addRow("Top-k", top_k_);
-  form->addRow("Top-p", top_p_);
-  form->addRow("Seed", seed_);
+  form->addRow(tr("Temperat&ure"), temperature_);
+  form->addRow(tr("Top-&k"), top_k_);
+  form->addRow(tr("Top-&p"), top_p_);
+  form->addRow(tr("See&d"), seed_);
   column->addWidget(sampling);
   connect(greedy_, &QCheckBox::toggled, this, &MainWindow::send_sampling);
   connect(temperature_, &QDoubleSpinBox::valueChanged, this, &MainWindow::send_sampling);
@@ -176,13 +185,15 @@ void MainWindow::build_central() {
   connect(seed_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
 
   // Wrapped: one line of it held the whole window at least 1,367 px wide.
-  auto* generated = new QLabel(
-      "<b>Generated</b> (shade: the token's probability; hover for "
-      "the alternatives)");
+  auto* generated =
+      new QLabel(tr("<b>Generated</b> (shade: the token's probability; hover for "
+                    "the alternatives)"));
   generated->setWordWrap(true);
   column->addWidget(generated);
   output_chips_ = new TokenChips(TokenChips::Shading::kProbability);
-  output_chips_->set_placeholder("Press Generate (Ctrl+Return).");
+  output_chips_->setAccessibleName(tr("Generated tokens"));
+  output_chips_->set_placeholder(
+      tr("Press Generate (%1).").arg(shortcut_text(generate_action_->shortcut())));
   auto* scroll = new QScrollArea;
   scroll->setWidget(output_chips_);
   scroll->setWidgetResizable(true);
@@ -197,9 +208,8 @@ void MainWindow::build_central() {
 
   tabs_ = new QTabWidget;
   tabs_->setDocumentMode(true);
-  for (const PanelId id : kAllPanels) {
-    tabs_->addTab(panels_->panel(id), QString::fromUtf8(panel_title(id).data()));
-  }
+  tabs_->setAccessibleName(tr("Panels"));
+  for (const PanelId id : kAllPanels) tabs_->addTab(panels_->panel(id), panel_title_text(id));
 
   // A panel shown again catches up at once, not at the next record.
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
@@ -245,21 +255,23 @@ void MainWindow::build_central() {
 
 void MainWindow::build_status_bar() {
   status_device_ = new QLabel;
-  status_device_->setToolTip("The backend and device running the model, with the driver version");
+  status_device_->setToolTip(
+      tr("The backend and device running the model, with the driver version"));
   status_model_ = new QLabel;
-  status_model_->setToolTip("The model, its parameter count and the bytes of its weights");
+  status_model_->setToolTip(tr("The model, its parameter count and the bytes of its weights"));
   status_kv_ = new QLabel;
-  status_kv_->setToolTip("KV cache bytes held by requests now, of the cache's capacity");
+  status_kv_->setToolTip(tr("KV cache bytes held by requests now, of the cache's capacity"));
   status_rate_ = new QLabel;
-  status_rate_->setToolTip("Tokens the engine processed (prefill and decode) in the last second");
+  status_rate_->setToolTip(
+      tr("Tokens the engine processed (prefill and decode) in the last second"));
   status_batching_ = new QLabel;
   status_batching_->setToolTip(
-      "The batching policy the engine runs, and while a static batch collects: how many "
-      "requests wait, of the batch's places, and when it runs at the latest");
+      tr("The batching policy the engine runs, and while a static batch collects: how many "
+         "requests wait, of the batch's places, and when it runs at the latest"));
   status_random_ = new QLabel;
   status_random_->setToolTip(
-      "This model's weights are random (a timing model): its speed and memory are real, its "
-      "text is not");
+      tr("This model's weights are random (a timing model): its speed and memory are real, its "
+         "text is not"));
   status_random_->hide();
   for (QLabel* label : {status_random_, status_device_, status_model_, status_kv_, status_batching_,
                         status_rate_}) {
@@ -268,17 +280,20 @@ void MainWindow::build_status_bar() {
 }
 
 void MainWindow::build_menus() {
-  QMenu* file = file_menu_ = menuBar()->addMenu("&File");
+  QMenu* file = file_menu_ = menuBar()->addMenu(tr("&File"));
   file->addAction(open_action_);
-  add_timing_models(file->addMenu(kTimingGroup));
-  QAction* details = file->addAction("Model details...", this, &MainWindow::show_model_details);
+  // The heading the model picker uses too, with a mnemonic for the menu.
+  add_timing_models(
+      file->addMenu(tr("&%1").arg(QCoreApplication::translate("WindowText", kTimingGroup))));
+  QAction* details =
+      file->addAction(tr("Model &details..."), this, &MainWindow::show_model_details);
   details->setShortcut(QKeySequence("Ctrl+I"));
-  details->setToolTip(
-      "The loaded model's shape, tensor types and sizes, and where it comes from (Ctrl+I)");
+  set_tip_with_shortcut(
+      details, tr("The loaded model's shape, tensor types and sizes, and where it comes from"));
   file->addSeparator();
-  file->addAction("Quit", QKeySequence::Quit, this, &QWidget::close);
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
-  QMenu* run = menuBar()->addMenu("&Run");
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addAction(generate_action_);
   run->addAction(stop_action_);
   run->addAction(step_action_);
@@ -287,26 +302,27 @@ void MainWindow::build_menus() {
   run->addAction(pinned_->pin_action());
   run->addAction(pinned_->unpin_action());
 
-  QMenu* view = view_menu_ = menuBar()->addMenu("&View");
-  dark_action_ = view->addAction("Dark theme");
+  QMenu* view = view_menu_ = menuBar()->addMenu(tr("&View"));
+  dark_action_ = view->addAction(tr("&Dark theme"));
   dark_action_->setCheckable(true);
   dark_action_->setShortcut(QKeySequence("Ctrl+Shift+D"));
   connect(dark_action_, &QAction::toggled, this, &MainWindow::set_dark_theme);
   // The platform's zoom keys (Ctrl++ and Ctrl+-), and Ctrl+= for keyboards where + needs Shift.
-  QAction* bigger = view->addAction("Bigger font", this, [this] { scale_font(1); });
+  QAction* bigger = view->addAction(tr("B&igger font"), this, [this] { scale_font(1); });
   QList<QKeySequence> zoom_in = QKeySequence::keyBindings(QKeySequence::ZoomIn);
   if (!zoom_in.contains(QKeySequence("Ctrl+="))) zoom_in << QKeySequence("Ctrl+=");
   bigger->setShortcuts(zoom_in);
-  QAction* smaller = view->addAction("Smaller font", this, [this] { scale_font(-1); });
+  QAction* smaller = view->addAction(tr("S&maller font"), this, [this] { scale_font(-1); });
   smaller->setShortcuts(QKeySequence::ZoomOut);
   view->addSeparator();
   for (const PanelId id : kAllPanels) {
-    QAction* show = view->addAction(QString::fromUtf8(panel_title(id).data()), this,
-                                    [this, id] { show_panel(id); });
+    // Each panel's first letter is its mnemonic: no two panels share one.
+    QAction* show =
+        view->addAction(tr("&%1").arg(panel_title_text(id)), this, [this, id] { show_panel(id); });
     show->setShortcut(QKeySequence(QString("Alt+%1").arg(static_cast<int>(id) + 1)));
   }
   view->addSeparator();
-  overlay_action_ = view->addAction("Frame-time overlay");
+  overlay_action_ = view->addAction(tr("Frame-time &overlay"));
   overlay_action_->setCheckable(true);
   overlay_action_->setShortcut(QKeySequence(Qt::Key_F12));
   connect(overlay_action_, &QAction::toggled, this, [this](bool on) {
@@ -314,12 +330,12 @@ void MainWindow::build_menus() {
     if (on) update_overlay();
   });
 
-  QMenu* help = menuBar()->addMenu("&Help");
-  QAction* about = help->addAction("About ServeScope", this, [this] {
-    QMessageBox::about(this, "About ServeScope", about_text(engine_info()));
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* about = help->addAction(tr("&About ServeScope"), this, [this] {
+    QMessageBox::about(this, tr("About ServeScope"), about_text(engine_info()));
   });
   about->setMenuRole(QAction::AboutRole);
-  about->setToolTip("ServeScope's version, Qt's, the backend and device driver, and the model");
+  about->setToolTip(tr("ServeScope's version, Qt's, the backend and device driver, and the model"));
 }
 
 }  // namespace servescope::gui

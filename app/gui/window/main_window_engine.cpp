@@ -55,9 +55,9 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
     if (info.random_weights) {
       // Its variants would compare noise, and the lab's work would slow the timing.
       show_message(
-          "A timing model: its weights are random, so its speed and memory are real and its "
-          "text is meaningless. The quantisation lab does not run on it; load a trained model "
-          "for the Quantisation panel.",
+          tr("A timing model: its weights are random, so its speed and memory are real and its "
+             "text is meaningless. The quantisation lab does not run on it; load a trained "
+             "model for the Quantisation panel."),
           false);
     } else if (current_panel() == PanelId::kQuantisation) {
       quant_lab_->panel_shown();
@@ -103,11 +103,11 @@ void MainWindow::forget_engine() {
   model_path_.clear();
   quant_lab_->forget();
   status_random_->setVisible(false);
-  setWindowTitle("ServeScope");
+  setWindowTitle(tr("ServeScope"));
   for (QLabel* label : {status_device_, status_kv_, status_rate_, status_batching_}) {
     label->clear();
   }
-  status_model_->setText("No model loaded");
+  status_model_->setText(tr("No model loaded"));
   update_actions();
 }
 
@@ -134,10 +134,10 @@ void MainWindow::connect_staggered_load() {
             work_->advance(
                 WorkProgress::Task::kStaggeredLoad,
                 total > 0 ? static_cast<double>(finished) / static_cast<double>(total) : 0.0);
-            statusBar()->showMessage(
-                QString("Staggered load: %1 of %2 requests finished (Esc stops)...")
-                    .arg(finished)
-                    .arg(total));
+            statusBar()->showMessage(tr("Staggered load: %1 of %2 requests finished (%3 stops)...")
+                                         .arg(finished)
+                                         .arg(total)
+                                         .arg(stop_keys()));
           });
   connect(engine_, &EngineClient::staggered_load_ready, this,
           [this](const StaggeredLoadResult& result) {
@@ -189,15 +189,15 @@ void MainWindow::connect_engine() {
   connect(engine_, &EngineClient::weight_progress, this,
           [this](int done, int total, const QString& type) {
             statusBar()->showMessage(
-                QString("Quantising the weights to %1: tensor %2 of %3 (the current model keeps "
-                        "serving)")
+                tr("Quantising the weights to %1: tensor %2 of %3 (the current model keeps "
+                   "serving)")
                     .arg(type.toUpper())
                     .arg(done)
                     .arg(total),
                 done < total ? 0 : 3000);
             if (!work_->running(WorkProgress::Task::kWeights)) {
               work_->start(WorkProgress::Task::kWeights,
-                           QString("Quantising the weights to %1").arg(type.toUpper()));
+                           tr("Quantising the weights to %1").arg(type.toUpper()));
             }
             work_->advance(
                 WorkProgress::Task::kWeights,
@@ -209,21 +209,21 @@ void MainWindow::connect_engine() {
   connect(engine_, &EngineClient::batch_sweep_point, this, [this](const BatchSweepPoint& point) {
     work_->advance(WorkProgress::Task::kBatchSweep,
                    static_cast<double>(batch_sweep().size()) / kBatchSweepSizes);
-    statusBar()->showMessage(QString("Sweeping batch sizes: max batch %1 measured, %2 tokens/s "
-                                     "(Esc stops)...")
-                                 .arg(point.max_batch)
-                                 .arg(point.tokens_per_s(), 0, 'f', 0));
+    statusBar()->showMessage(
+        tr("Sweeping batch sizes: max batch %1 measured, %2 tokens/s (%3 stops)...")
+            .arg(point.max_batch)
+            .arg(point.tokens_per_s(), 0, 'f', 0)
+            .arg(stop_keys()));
   });
   connect(engine_, &EngineClient::batch_sweep_ready, this,
           [this](const QVector<BatchSweepPoint>& points) {
             const bool complete = points.size() == kBatchSweepSizes;
             work_->finish(WorkProgress::Task::kBatchSweep);
             update_actions();
-            statusBar()->showMessage(complete
-                                         ? QString("Batch sweep done")
-                                         : QString("Batch sweep stopped after %1 of %2 batch sizes")
-                                               .arg(points.size())
-                                               .arg(kBatchSweepSizes),
+            statusBar()->showMessage(complete ? tr("Batch sweep done")
+                                              : tr("Batch sweep stopped after %1 of %2 batch sizes")
+                                                    .arg(points.size())
+                                                    .arg(kBatchSweepSizes),
                                      4000);
             Q_EMIT batch_sweep_finished();
           });
@@ -246,7 +246,7 @@ void MainWindow::connect_engine() {
 void MainWindow::show_timing_progress(quint64 written, quint64 total, const QString& path) {
   const QString name = QFileInfo(path).fileName();
   if (total > 0 && written >= total) {
-    statusBar()->showMessage(QString("Timing model %1 written; loading it").arg(name), 4000);
+    statusBar()->showMessage(tr("Timing model %1 written; loading it").arg(name), 4000);
     work_->finish(WorkProgress::Task::kTimingModel);
     work_->start(WorkProgress::Task::kLoad, loading_what(path));
     return;
@@ -255,11 +255,13 @@ void MainWindow::show_timing_progress(quint64 written, quint64 total, const QStr
     work_->advance(WorkProgress::Task::kTimingModel,
                    static_cast<double>(written) / static_cast<double>(total));
   }
-  const QString done =
-      total > 0 ? QString(": %1 of %2").arg(bytes_text(written), bytes_text(total)) : "...";
   statusBar()->showMessage(
-      QString("Writing the timing model %1 (random weights)%2 (the current model keeps serving)")
-          .arg(name, done));
+      total > 0 ? tr("Writing the timing model %1 (random weights): %2 of %3 (the current model "
+                     "keeps serving)")
+                      .arg(name, bytes_text(written), bytes_text(total))
+                : tr("Writing the timing model %1 (random weights)... (the current model keeps "
+                     "serving)")
+                      .arg(name));
 }
 
 }  // namespace servescope::gui

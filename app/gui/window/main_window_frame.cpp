@@ -124,10 +124,10 @@ void MainWindow::update_kv_status() {
   if (!engine_info()) return;
   const QString text =
       engine_info()->keep_kv
-          ? QString("KV %1: %2 / %3")
+          ? tr("KV %1: %2 / %3")
                 .arg(kv_type_label(engine_info()->kv_type), bytes_text(folder_.kv_bytes_used()),
                      bytes_text(engine_info()->kv_bytes_total))
-          : QString("KV cache off: every token recomputes its context");
+          : tr("KV cache off: every token recomputes its context");
   if (status_kv_->text() != text) status_kv_->setText(text);  // no relayout when unchanged
 }
 
@@ -137,29 +137,31 @@ void MainWindow::update_status() {
   const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
   status_device_->setText(device_label(info));
   status_device_->setToolTip(device_tooltip(info));
+  const QString name = name_without_note(info.model_name);
   status_model_->setText(
-      QString("%1%2: %3 parameters, %4")
-          .arg(name_without_note(info.model_name),
-               info.weight_type.isEmpty() ? QString() : " as " + info.weight_type.toUpper())
+      (info.weight_type.isEmpty()
+           ? tr("%1: %2 parameters, %3").arg(name)
+           : tr("%1 as %2: %3 parameters, %4").arg(name, info.weight_type.toUpper()))
           .arg(count_text(info.parameters))
           .arg(bytes_text(info.weight_bytes)));
   status_model_->setToolTip(
-      QString("The model, its parameter count (%1) and the bytes of its weights\n%2")
+      tr("The model, its parameter count (%1) and the bytes of its weights\n%2")
           .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)),
                info.provenance));
   update_kv_status();
   const QString collecting = collecting_status();
-  status_batching_->setText(batching_text(info.batching) +
-                            (collecting.isEmpty() ? QString() : ": " + collecting));
+  status_batching_->setText(collecting.isEmpty()
+                                ? batching_text(info.batching)
+                                : tr("%1: %2").arg(batching_text(info.batching), collecting));
   status_rate_->setText(
-      QString("%1 tokens/s").arg(QLocale::system().toString(folder_.tokens_per_s(now), 'f', 0)));
+      tr("%1 tokens/s").arg(QLocale::system().toString(folder_.tokens_per_s(now), 'f', 0)));
 }
 
 void MainWindow::update_overlay() {
   const telemetry::TelemetryQueue* queue = queue_ ? queue_.get() : nullptr;
-  overlay_->setText(QString("frame p50 %1 ms  p99 %2 ms  (%3 frames)\n"
-                            "GUI work per frame p50 %6 ms  p99 %7 ms\n"
-                            "steps %4  records dropped %5")
+  overlay_->setText(tr("frame p50 %1 ms  p99 %2 ms  (%3 frames)\n"
+                       "GUI work per frame p50 %6 ms  p99 %7 ms\n"
+                       "steps %4  records dropped %5")
                         .arg(frame_stats_.p50(), 0, 'f', 1)
                         .arg(frame_stats_.p99(), 0, 'f', 1)
                         .arg(frame_stats_.count())

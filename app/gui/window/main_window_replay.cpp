@@ -55,8 +55,8 @@ void MainWindow::pace_replay(Speed speed) {
 bool MainWindow::refused_in_replay() {
   if (!player_) return false;
   show_message(
-      "This window replays a recorded run: no engine runs here. Start ServeScope without "
-      "--replay to load a model and generate.",
+      tr("This window replays a recorded run: no engine runs here. Start ServeScope without "
+         "--replay to load a model and generate."),
       true);
   return true;
 }

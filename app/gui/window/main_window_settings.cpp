@@ -37,6 +37,7 @@ namespace servescope::gui {
 
 namespace {
 
+// Not translated: it is the model's input, and the bundled model knows English only.
 constexpr const char* kSuggestedPrompt = "Once upon a time";
 
 QSettings settings() { return QSettings("ServeScope", "servescope"); }
@@ -47,17 +48,22 @@ QString settings_problem() {
   QSettings s = settings();
   const QFileInfo file(s.fileName());
   if (file.exists() && !file.isFile()) {
-    return QString(
+    return QCoreApplication::translate(
+               "MainWindow",
                "Settings cannot be read or saved: %1 is a folder, not a file. Move it aside "
                "for ServeScope to remember your settings.")
         .arg(s.fileName());
   }
   s.sync();
   if (s.status() == QSettings::AccessError) {
-    return QString("Settings cannot be read or saved: %1 is not accessible.").arg(s.fileName());
+    return QCoreApplication::translate("MainWindow",
+                                       "Settings cannot be read or saved: %1 is not accessible.")
+        .arg(s.fileName());
   }
   if (s.status() == QSettings::FormatError) {
-    return QString("Settings cannot be read: %1 is not a settings file; they start afresh.")
+    return QCoreApplication::translate(
+               "MainWindow",
+               "Settings cannot be read: %1 is not a settings file; they start afresh.")
         .arg(s.fileName());
   }
   return {};
