@@ -29,6 +29,7 @@ namespace servescope::gui {
 namespace {
 
 using testing::app;
+using testing::deliver_posted_events;
 using testing::wait_until;
 
 class LectureFixture : public ::testing::Test {
@@ -102,7 +103,7 @@ TEST_F(LectureFixture, EveryPanelAfterAClassOf16IsWholeApartAndAtSevenToOne) {
     window_->set_dark_theme(dark);
     for (const PanelId id : kAllPanels) {
       window_->show_panel(id);
-      wait_until([] { return false; }, 100);  // laid out and painted
+      deliver_posted_events();  // laid out
       const QString where = QString("%1 at %2, %3").arg(key_of(id), size, dark ? "dark" : "light");
       save_shot(QString("lecture-%1-%2-%3").arg(size, key_of(id), dark ? "dark" : "light"));
       expect_every_text_whole_apart_and_legible(where);
@@ -136,7 +137,7 @@ struct Seen {
 Seen look(QWidget& window, const std::string& where) {
   using widgets::testing::layout_faults;
   using widgets::testing::painted_texts;
-  wait_until([] { return false; }, 30);  // laid out
+  deliver_posted_events();  // laid out
   const auto texts = painted_texts(window);
   for (const std::string& fault : layout_faults(texts, QRectF(window.rect())))
     ADD_FAILURE() << where << ": " << fault;
@@ -204,7 +205,7 @@ TEST_F(LectureFixture, AGenerationBeforeTheStepsRunGivesThePanelRoomAndKeepsTheQ
   ASSERT_TRUE(enter_lecture_mode());
   ASSERT_TRUE(learn.open_lesson("batching", 6));  // the longest step asking a prediction
   const lessons::Step& step = learn.current_lesson()->steps[6];
-  wait_until([] { return false; }, 30);
+  deliver_posted_events();
   const auto* strip = window_->findChild<QDockWidget*>("lecture-strip");
   const int asking = strip->height();
   // At 1920x1080 a third of the screen holds the step; at 1280x720 the strip grows for it.

@@ -108,23 +108,31 @@ TEST(GuiRoofs, TheRooflineKeepsItsRaisedRoofsWhenTheEngineIsRebuilt) {
   QTemporaryDir cache;
   MainWindow window(testing::test_window_options(cache.path()));
   int engines = 0;
-  QObject::connect(&window, &MainWindow::engine_ready, &window, [&] { ++engines; });
+  int64_t updates_at_ready = 0;  // the roofline's snapshots when the last engine was ready
+  QObject::connect(&window, &MainWindow::engine_ready, &window, [&] {
+    ++engines;
+    updates_at_ready = window.panels().updates(PanelId::kRoofline);
+  });
   window.resize(1400, 900);
   window.show();
   ASSERT_TRUE(wait_until([&] { return window.engine_info().has_value(); }));
   window.show_panel(PanelId::kRoofline);
   const auto* panel = qobject_cast<widgets::RooflinePanel*>(window.panels().panel(PanelId::kRoofline));
   ASSERT_NE(panel, nullptr);
+  int idles = 0;  // the window folds every record, and feeds the panels, before saying so
+  QObject::connect(&window, &MainWindow::engine_idle, &window, [&] { ++idles; });
   window.set_max_tokens(8);
   window.generate();
   ASSERT_TRUE(wait_until([&] { return window.generating(); }));
-  ASSERT_TRUE(wait_until([&] { return !window.generating(); }));
-  wait_until([] { return false; }, 300);  // the last records folded and drawn
+  ASSERT_TRUE(wait_until([&] { return !window.generating() && idles > 0; }));
   const widgets::RooflineSnapshot raised = panel->snapshot();
   ASSERT_TRUE(raised.memory_raised && raised.compute_raised);
 
+  // The roofline's first snapshot after the new engine was ready is the new engine's.
   const auto expect_kept = [&](const char* after) {
-    wait_until([] { return false; }, 300);  // the new engine's roofs drawn
+    ASSERT_TRUE(wait_until(
+        [&] { return window.panels().updates(PanelId::kRoofline) > updates_at_ready; }))
+        << "the new engine's roofs drawn, " << after;
     const widgets::RooflineSnapshot shown = panel->snapshot();
     EXPECT_GE(shown.memory_gb_per_s, raised.memory_gb_per_s) << after;
     EXPECT_GE(shown.compute_gflop_per_s, raised.compute_gflop_per_s) << after;

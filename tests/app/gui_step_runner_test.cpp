@@ -131,9 +131,13 @@ TEST_F(StepRunnerFixture, SendingTheClassHomeEndsTheRequestsStillRunning) {
   };
   ASSERT_TRUE(run({{"set_classmates", 31}, {"generate", QVariantMap{{"max_tokens", 4}}}}));
   ASSERT_GT(window_->folder().blocks_used(), 0);  // the class goes on after the request
+  // The engine falls idle (its records all folded when the window says so), the class's
+  // blocks free: nothing runs on after the few steps already run.
+  bool idle = false;
+  QObject::connect(window_.get(), &MainWindow::engine_idle, [&] { idle = true; });
   ASSERT_TRUE(run({{"set_classmates", 0}}));
   const int64_t steps = window_->folder().counts().steps;
-  wait_until([] { return false; }, 500);
+  ASSERT_TRUE(wait_until([&] { return idle; })) << "the class went on";
   EXPECT_EQ(window_->folder().blocks_used(), 0);
   EXPECT_LE(window_->folder().counts().steps - steps, 5);  // those already run, folded late
 }

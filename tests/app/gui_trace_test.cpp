@@ -385,8 +385,9 @@ TEST_F(TraceFile, TheRecordingMarkSaysTheFileItsSizeAndWhenItStopped) {
   EXPECT_EQ(mark.text(), recording_text("class.sstrace", writer->bytes_written()));
   EXPECT_TRUE(mark.text().startsWith("Recording to class.sstrace, ")) << mark.text().toStdString();
   EXPECT_GT(mark.sizeHint().width(), mark.fontMetrics().horizontalAdvance(mark.text()));
-  mark.stop("Recording stopped: class.sstrace: cannot be written (is the disk full?)");
-  EXPECT_EQ(mark.text(), "Recording stopped: class.sstrace: cannot be written (is the disk full?)");
+  const QString why = "Recording stopped: class.sstrace: cannot be written (is the disk full?)";
+  mark.stop(why);
+  EXPECT_EQ(mark.text(), why);  // the writer's reason, as it said it
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <QDoubleSpinBox>
 #include <QGroupBox>
 #include <algorithm>
+#include <functional>
 #include <array>
 #include <cmath>
 #include <fstream>
@@ -45,6 +46,7 @@ namespace servescope::gui {
 namespace {
 
 using testing::app;
+using testing::deliver_posted_events;
 using testing::wait_until;
 using testing::tiny_timing_model;
 
@@ -72,9 +74,8 @@ class WindowFixture : public ::testing::Test {
     window_->set_classmates(classmates);
     window_->set_max_tokens(tokens);
     window_->generate();
+    // The window says the engine is idle once it has folded the engine's last records.
     ASSERT_TRUE(wait_until([&] { return finished_.has_value() && idle_count_ > idle_before; }));
-    // A few frames more: the last records are drained on the frame timer.
-    wait_until([] { return false; }, 100);
   }
 
   QTemporaryDir cache_;  // the window's cache folder: timing models are written here
@@ -147,8 +148,9 @@ TEST(DefaultDevice, AFirstRunOpensOnAHardwareGpuElseTheCpu) {
 }
 
 TEST_F(WindowFixture, TheQuantisationLabWaitsUntilItsPanelIsShown) {
-  // Run at load it would take cores from the generation being timed.
-  wait_until([] { return false; }, 200);
+  // Run at load it would take cores from the generation being timed (the fixture waited for
+  // the engine; what its arrival set off is delivered here).
+  deliver_posted_events();
   EXPECT_FALSE(window_->quant_run().running);
   EXPECT_FALSE(window_->quant_lab().has_value());
   window_->show_panel(PanelId::kQuantisation);
@@ -181,7 +183,10 @@ TEST_F(WindowFixture, GeneratingWithClassmatesBringsEveryPanelToLife) {
   EXPECT_EQ(window_->generated_tokens().size(), 32);
   for (const GeneratedToken& token : window_->generated_tokens()) {
     EXPECT_GT(token.probability, 0.0);
-    EXPECT_EQ(token.alternatives.size(), 5);
+    // Alternatives to show, most likely first (how many is the worker's choice).
+    EXPECT_GE(token.alternatives.size(), 2);
+    EXPECT_TRUE(std::ranges::is_sorted(token.alternatives, std::greater<>(),
+                                       [](const auto& a) { return a.second; }));
   }
   // Each panel gets its snapshot when it is shown. The quantisation lab runs on its own
   // thread; give it the time a loaded machine needs.
@@ -205,8 +210,10 @@ TEST_F(WindowFixture, YourRequestIsTheOneThePanelsMarkAsYours) {
   generate_and_wait(6, 3);
   const int64_t user = window_->user_request();
   ASSERT_GE(user, 0);
+  const int64_t updates = window_->panels().updates(PanelId::kBatching);
   window_->show_panel(PanelId::kBatching);
-  wait_until([] { return false; }, 100);  // a frame: the panel hears of it
+  ASSERT_TRUE(wait_until([&] { return window_->panels().updates(PanelId::kBatching) > updates; }))
+      << "a frame: the panel hears of it";
   const auto* panel =
       dynamic_cast<const widgets::BatchingPanel*>(window_->panels().panel(PanelId::kBatching));
   ASSERT_NE(panel, nullptr);
@@ -264,7 +271,7 @@ TEST_F(WindowFixture, ALongPromptScrollsItsChipsInsteadOfCrushingTheSamplingCont
   window_->set_prompt(prompt);
   window_->resize(1220, 557);
   ASSERT_TRUE(wait_until([&] { return window_->prompt_tokens().size() > 400; }));
-  wait_until([] { return false; }, 100);
+  deliver_posted_events();  // laid out
   QGroupBox* sampling = nullptr;
   for (QGroupBox* box : window_->findChildren<QGroupBox*>()) {
     if (box->title() == "Sampling") sampling = box;
@@ -308,7 +315,7 @@ TEST_F(WindowFixture, TheFontKeysAreThePlatformsZoomKeys) {
 TEST_F(WindowFixture, FontScalingReachesThePanels) {
   const double before = window_->panels().panel(PanelId::kPhases)->font().pointSizeF();
   window_->scale_font(2);
-  wait_until([] { return false; }, 50);  // the font change reaches widgets as events
+  deliver_posted_events();  // the font change reaches widgets as events
   const double after = window_->panels().panel(PanelId::kPhases)->font().pointSizeF();
   window_->scale_font(-2);
   EXPECT_NEAR(after / before, 1.15 * 1.15, 0.05);
@@ -339,11 +346,13 @@ TEST_F(WindowFixture, TheBatchingControlsSetTheEnginesPolicyAndThePanelSaysABatc
   EXPECT_EQ(collecting->batch_size, window_->engine_info()->max_batch_size);
   EXPECT_TRUE(window_->collecting_status().startsWith("collecting a batch: 3 of 16, runs in"))
       << window_->collecting_status().toStdString();
-  wait_until([] { return false; }, 100);  // a frame: the panel hears of it
   const auto* panel =
       dynamic_cast<const widgets::BatchingPanel*>(window_->panels().panel(PanelId::kBatching));
   ASSERT_NE(panel, nullptr);
-  EXPECT_TRUE(panel->snapshot().collecting.startsWith("collecting a batch: 3 of 16"));
+  // A frame later the panel hears of it.
+  EXPECT_TRUE(wait_until(
+      [&] { return panel->snapshot().collecting.startsWith("collecting a batch: 3 of 16"); }))
+      << panel->snapshot().collecting.toStdString();
   EXPECT_EQ(panel->snapshot().policy, "static batching, wait 5000 ms");
   EXPECT_TRUE(panel->snapshot().steps.empty());  // nothing ran while it collects
   window_->stop();
@@ -364,6 +373,7 @@ TEST_F(WindowFixture, TheActivationsControlRebuildsTheCpuBackendAndIsOffOnVulkan
   ASSERT_TRUE(wait_until([&] { return window_->engine_info()->quantised_activations; }));
   EXPECT_EQ(window_->engine_info()->backend, "cpu");
   if (compute::list_devices().vulkan.empty()) GTEST_SKIP() << "no Vulkan device here";
+  testing::cache_test_machine_vulkan_roofs();  // not a probe's half minute on a cold cache
   window_->set_backend(BackendChoice{compute::BackendKind::kVulkan, -1, true});
   ASSERT_TRUE(wait_until([&] { return window_->engine_info()->backend == "vulkan"; }));
   EXPECT_FALSE(picker->isEnabled());
@@ -377,7 +387,8 @@ TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
       dynamic_cast<const widgets::BatchingPanel*>(window_->panels().panel(PanelId::kBatching));
   ASSERT_NE(panel, nullptr);
   ASSERT_TRUE(wait_until([&] { return !window_->sweeping(); }));
-  wait_until([] { return false; }, 100);  // the frame that draws the last point
+  // The frame after the sweep's answer draws its last point.
+  ASSERT_TRUE(wait_until([&] { return panel->snapshot().sweep.size() >= 5u; }));
   const auto& sweep = panel->snapshot().sweep;
   ASSERT_EQ(sweep.size(), 5u);
   for (size_t i = 0; i < sweep.size(); ++i) {
@@ -525,7 +536,7 @@ TEST(WindowLayout, TheWindowFitsA1280x720Screen) {
   MainWindow window(options);
   window.show();
   window.resize(1280, 720);
-  wait_until([] { return false; }, 200);
+  deliver_posted_events();  // laid out
   EXPECT_LE(window.minimumSizeHint().width(), 1280);
   EXPECT_LE(window.minimumSizeHint().height(), 720);
   EXPECT_EQ(window.width(), 1280);

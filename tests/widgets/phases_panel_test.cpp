@@ -53,7 +53,7 @@ TEST(PhasesPanel, SaysKernelTimesAreNotMeasuredInsteadOfDrawingZeros) {
   PhasesPanel panel;
   panel.set_snapshot(three_phases());
   EXPECT_FALSE(panel.kernels_measured());
-  EXPECT_EQ(panel.kernel_note(), "kernel times not measured on this device");
+  EXPECT_TRUE(panel.kernel_note().contains("not measured")) << panel.kernel_note().toStdString();
   EXPECT_EQ(panel.legend_labels(), (QStringList{"prefill step (many prompt tokens)",
                                                 "decode step (one token per sequence)",
                                                 "mixed step (prefill above, decode below)"}));
