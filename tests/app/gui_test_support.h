@@ -68,7 +68,7 @@ inline void cache_roofs_every_step_beats() {
   low.device = "test CPU";
   low.last_level_cache_bytes = 1;  // every step is judged against main memory
   low.in_cache = {1, 1e-6};
-  low.beyond_cache = {1, 1e-6};
+  low.memory = {1, 1e-6};
   for (const gguf::GgmlType type :
        {gguf::GgmlType::F32, gguf::GgmlType::F16, gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0}) {
     low.matmul.push_back({type, 1e-6});
