@@ -380,7 +380,7 @@ TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
   const auto& sweep = panel->snapshot().sweep;
   ASSERT_EQ(sweep.size(), 5u);
   for (size_t i = 0; i < sweep.size(); ++i) {
-    EXPECT_EQ(sweep[i].batch_size, int64_t{1} << i);
+    EXPECT_EQ(sweep[i].max_batch, int64_t{1} << i);
     EXPECT_GT(sweep[i].tokens_per_s, 0.0);
     EXPECT_GT(sweep[i].step_latency_ms, 0.0);
   }
