@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     DemoPlan plan;
     plan.replay = options.replay.has_value();
     plan.prompt = QString::fromStdString(options.demo_prompt.value_or(""));
-    plan.clients = options.clients;
+    plan.classmates = options.classmates;
     plan.panel = options.panel;
     if (options.screenshot) plan.screenshot = QString::fromStdString(*options.screenshot);
     plan.after_ms = options.after_ms;
