@@ -363,7 +363,7 @@ TEST_F(WindowFixture, TheActivationsControlRebuildsTheCpuBackendAndIsOffOnVulkan
   ASSERT_TRUE(wait_until([&] { return window_->engine_info()->quantised_activations; }));
   EXPECT_EQ(window_->engine_info()->backend, "cpu");
   if (compute::list_devices().vulkan.empty()) GTEST_SKIP() << "no Vulkan device here";
-  window_->set_backend(BackendChoice{compute::BackendKind::kVulkan, -1, true});
+  window_->set_backend(backend_choice_of(compute::BackendKind::kVulkan, -1, true));
   ASSERT_TRUE(wait_until([&] { return window_->engine_info()->backend == "vulkan"; }));
   EXPECT_FALSE(picker->isEnabled());
   EXPECT_TRUE(picker->toolTip().contains("Only the CPU backend"));
@@ -510,7 +510,7 @@ TEST_F(WindowFixture, ATimingModelThatCannotBeWrittenLeavesThePreviousModelServi
 WindowOptions remembering_on_the_cpu() {
   WindowOptions options;
   options.remember_settings = true;
-  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  options.backend = BackendChoice(compute::BackendKind::kCpu);
   return options;
 }
 
@@ -520,7 +520,7 @@ TEST(WindowLayout, TheWindowFitsA1280x720Screen) {
   testing::app();
   WindowOptions options;
   options.remember_settings = false;
-  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  options.backend = BackendChoice(compute::BackendKind::kCpu);
   MainWindow window(options);
   window.show();
   window.resize(1280, 720);

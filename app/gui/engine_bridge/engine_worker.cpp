@@ -59,9 +59,11 @@ QString driver_text(const compute::vulkan::DeviceDescription& d) {
       .arg(VK_API_VERSION_PATCH(d.driver_version));
 }
 
-compute::BackendChoice to_compute_choice(const BackendChoice& backend,
-                                         std::optional<uint32_t> device = std::nullopt) {
-  compute::BackendChoice choice(backend.kind, device);
+// What the engine is given: a device only for Vulkan (the CPU has one), 8-bit activations only
+// on the CPU (Vulkan ignores them).
+compute::BackendChoice to_compute_choice(const BackendChoice& backend) {
+  compute::BackendChoice choice = backend;
+  if (backend.kind != compute::BackendKind::kVulkan) choice.device.reset();
   choice.quantised_activations =
       backend.kind == compute::BackendKind::kCpu && backend.quantised_activations;
   return choice;
@@ -99,11 +101,7 @@ QString to_load(const QString& path) {
 // A FIFO, a device or a folder as model is refused by the GGUF open before it blocks
 // (engine/core/regular_file.h), so this thread and the application's exit never hang on one.
 std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {
-  const std::optional<uint32_t> device =
-      backend.kind == compute::BackendKind::kVulkan && backend.device >= 0
-          ? std::optional<uint32_t>(static_cast<uint32_t>(backend.device))
-          : std::nullopt;
-  return model::load_model(path.toStdString(), to_compute_choice(backend, device));
+  return model::load_model(path.toStdString(), to_compute_choice(backend));
 }
 
 std::string bundled_stories() {
@@ -434,7 +432,7 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
       // Nothing is running yet: the CPU backend is the next best start.
       Q_EMIT notice(QString("Vulkan is not available here (%1); running on the CPU backend.")
                         .arg(error.what()));
-      load_model(path, BackendChoice{compute::BackendKind::kCpu, -1});
+      load_model(path, BackendChoice(compute::BackendKind::kCpu));
       return;
     }
     refuse_load(QString("Could not load %1: %2%3")
@@ -832,7 +830,7 @@ void EngineWorker::recover_from_step_failure(const std::exception& error) {
   if (backend_.kind == compute::BackendKind::kVulkan) {
     // The engine cannot continue after a backend failure; rebuild the model on the CPU.
     model_.reset();
-    load_model(model_path_, BackendChoice{compute::BackendKind::kCpu, -1});
+    load_model(model_path_, BackendChoice(compute::BackendKind::kCpu));
     Q_EMIT notice(QString("The Vulkan device failed (%1). ServeScope now runs on the CPU backend; "
                           "choose Vulkan again in the toolbar to retry.")
                       .arg(reason));

@@ -34,9 +34,9 @@ namespace {
 // The backend a loaded engine runs on; the Vulkan device asked for (-1: the best) is kept.
 BackendChoice loaded_backend(const EngineInfo& info, const BackendChoice& asked) {
   return info.backend == "vulkan"
-             ? BackendChoice{compute::BackendKind::kVulkan, asked.device,
-                             asked.quantised_activations}
-             : BackendChoice{compute::BackendKind::kCpu, -1, info.quantised_activations};
+             ? backend_choice_of(compute::BackendKind::kVulkan, device_index(asked),
+                                 asked.quantised_activations)
+             : backend_choice_of(compute::BackendKind::kCpu, -1, info.quantised_activations);
 }
 
 }  // namespace
