@@ -93,9 +93,9 @@ void check_tokenizer(const model::Model& m, const QString& path) {
 QString to_load(const QString& path) {
   std::error_code error;
   const uint64_t bytes = std::filesystem::file_size(path.toStdString(), error);
-  return error
-             ? QString("to load it")
-             : QString("to load it (its file holds %1, more once unpacked)").arg(bytes_text(bytes));
+  return error ? QString("to load it")
+               : QString("to load it (its file holds %1, more once unpacked)")
+                     .arg(format_bytes(bytes));
 }
 
 // A FIFO, a device or a folder as model is refused by the GGUF open before it blocks

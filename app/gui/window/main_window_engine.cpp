@@ -256,7 +256,7 @@ void MainWindow::show_timing_progress(quint64 written, quint64 total, const QStr
                    static_cast<double>(written) / static_cast<double>(total));
   }
   const QString done =
-      total > 0 ? QString(": %1 of %2").arg(bytes_text(written), bytes_text(total)) : "...";
+      total > 0 ? QString(": %1 of %2").arg(format_bytes(written), format_bytes(total)) : "...";
   statusBar()->showMessage(
       QString("Writing the timing model %1 (random weights)%2 (the current model keeps serving)")
           .arg(name, done));
