@@ -13,6 +13,7 @@
 
 #include "app/cli/commands.h"
 #include "app/common/data_files.h"
+#include "app/common/limits.h"
 #include "app/gui/window/window_text.h"
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/roofs.h"
@@ -27,8 +28,8 @@
 namespace servescope::gui {
 namespace {
 
-// The serving engine as the window runs it: the user's request and up to 32 classmates share
-// 16 batch slots, so a full class queues and the KV cache fills.
+// The serving engine as the window runs it: the user's request and up to app::kMaxClassmates
+// classmates share 16 batch slots, so a full class queues and the KV cache fills.
 constexpr int64_t kMaxBatch = 16;
 // The automatic KV budget: 128 blocks (2,048 tokens, eight full contexts of the bundled model),
 // at most the engine's default budget.
@@ -659,7 +660,7 @@ BatchingChoice EngineWorker::engine_batching() const {
 }
 
 void EngineWorker::set_classmates(int count) {
-  classmates_ = std::clamp(count, 0, kMaxClassmates);
+  classmates_ = std::clamp(count, 0, app::kMaxClassmates);
   if (user_request_) {
     top_up_classmates();
   } else if (classmates_ == 0 && engine_) {
@@ -903,7 +904,7 @@ void EngineWorker::top_up_classmates() {
 void EngineWorker::submit_classmate() {
   if (classmate_queue_.empty()) {
     serving::WorkloadSpec spec;
-    spec.clients = kMaxClassmates;
+    spec.clients = app::kMaxClassmates;
     spec.prompt_tokens = {8, 40};
     spec.output_tokens = {24, 96};
     spec.seed = classmate_seed_++;

@@ -14,7 +14,6 @@ namespace servescope::gui {
 namespace {
 
 constexpr int kMaxAfterMs = 10 * 60 * 1000;
-constexpr int kMaxBatchWaitMs = 10000;  // the window's batch wait spin box
 
 int whole_number(const std::string& option, const std::string& text, int min, int max) {
   int value = 0;
@@ -220,7 +219,7 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       }
       options.static_batching = policy == "static";
     } else if (name == "--batch-wait") {
-      options.batch_wait_ms = whole_number(name, value(), 0, kMaxBatchWaitMs);
+      options.batch_wait_ms = whole_number(name, value(), 0, app::kMaxBatchWaitMs);
     } else if (name == "--activations") {
       const std::string& type = value();
       if (type != "f32" && type != "q8_0") {
