@@ -74,7 +74,7 @@ QString tpot_explanation(const RequestLatency& r) {
 
 QString sweep_point_text(const SweepPoint& p) {
   QString text = QObject::tr("batch %1: %2 tokens/s = %3 tokens per step / %4 ms per step")
-                     .arg(p.batch_size)
+                     .arg(p.max_batch)
                      .arg(chart::format_number(p.tokens_per_s))
                      .arg(chart::format_number(p.tokens_per_step))
                      .arg(chart::format_number(p.step_latency_ms));
@@ -89,13 +89,14 @@ QString sweep_point_text(const SweepPoint& p) {
 QString sweep_summary(const std::vector<SweepPoint>& sweep) {
   if (sweep.empty()) return {};
   QString text = QObject::tr("The last sweep, each size's median run (bars: all its runs).");
-  const auto one = std::ranges::find(sweep, int64_t{1}, &SweepPoint::batch_size);
+  const auto one = std::ranges::find(sweep, int64_t{1}, &SweepPoint::max_batch);
   if (one == sweep.end() || one->tokens_per_s <= 0.0) return text;
   QStringList ratios;
   for (const SweepPoint& p : sweep) {
-    if (p.batch_size == 1) continue;
-    ratios << QStringLiteral("%1: %2x").arg(p.batch_size).arg(
-                  chart::format_number(p.tokens_per_s / one->tokens_per_s));
+    if (p.max_batch == 1) continue;
+    ratios << QStringLiteral("%1: %2x")
+                  .arg(p.max_batch)
+                  .arg(chart::format_number(p.tokens_per_s / one->tokens_per_s));
   }
   if (ratios.isEmpty()) return text;
   return text + QObject::tr(" Tokens/s against batch 1: %1").arg(ratios.join(QStringLiteral(", ")));

@@ -49,13 +49,14 @@ struct RequestLatency {
 // alone when its steps are not known.
 QString tpot_explanation(const RequestLatency& request);
 
-// One batch size of the sweep: its decode steps' throughput and mean step time, both from the
+// One point of the sweep, an engine of max_batch slots (the name BatchSweepPoint, the CLI's
+// bench and the trace give it): its decode steps' throughput and mean step time, both from the
 // same steps (tokens_per_s = tokens_per_step / step_latency_ms, in tokens per ms x 1000).
 struct SweepPoint {
-  int64_t batch_size = 0;
+  int64_t max_batch = 0;
   double tokens_per_s = 0.0;     // decode tokens / decode step time
   double step_latency_ms = 0.0;  // mean decode step time at this batch size
-  double tokens_per_step = 0.0;  // decode tokens per decode step (at most batch_size)
+  double tokens_per_step = 0.0;  // decode tokens per decode step (at most max_batch)
   // The mean step time's range over the sweep's repeats (0 when not repeated).
   double fastest_step_ms = 0.0;
   double slowest_step_ms = 0.0;

@@ -66,8 +66,6 @@ QString format_number(double value, int significant) {
   return QString::number(value, 'f', decimals);
 }
 
-QString format_bytes(double bytes) { return QString::fromStdString(units::format_bytes(bytes)); }
-
 units::ByteUnit byte_unit(double max_bytes) { return units::binary_unit_for(max_bytes); }
 
 QString unit_name(const units::ByteUnit& unit) {

@@ -8,6 +8,7 @@
 #include <QPointF>
 #include <QRectF>
 #include <QString>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,8 +36,12 @@ Range nice_range(double min, double max, int target, bool integer_steps = false)
 
 // "1234", "12.3", "0.0123", "1.2e+06": short, with `significant` digits where a fraction shows.
 QString format_number(double value, int significant = 3);
-// units::format_bytes as a QString: "512 B", "12 KiB", "3.25 MiB", "1.5 GiB".
-QString format_bytes(double bytes);
+// units::format_bytes as a QString: "512 B", "12 KiB", "3.25 MiB", "1.5 GiB". The one wrapper:
+// every byte size the window and its panels show goes through it, whatever type counts it.
+template <typename Bytes>
+requires std::is_arithmetic_v<Bytes> QString format_bytes(Bytes bytes) {
+  return QString::fromStdString(units::format_bytes(static_cast<double>(bytes)));
+}
 // The binary unit an axis of values up to `max_bytes` is labelled in: units::binary_unit_for.
 units::ByteUnit byte_unit(double max_bytes);
 QString unit_name(const units::ByteUnit& unit);  // "KiB"

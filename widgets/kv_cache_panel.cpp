@@ -50,7 +50,7 @@ QString block_tooltip(const KvBlock& b, int index, int32_t block_size, const Own
                              : QObject::tr("Block %1: %2, %3 of %4 tokens written")
                                    .arg(index)
                                    .arg(own.name(b.owner))
-                                   .arg(b.tokens_used)
+                                   .arg(b.fill)
                                    .arg(block_size);
   if (b.owner < 0 && b.cached_prefix)
     text += QObject::tr(", still holding a cached prefix that a new request can reuse");
@@ -109,7 +109,7 @@ QString KvCachePanel::csv() const {
     out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8\n")
                .arg(i)
                .arg(b.owner < 0 ? QString() : QString::number(b.owner))
-               .arg(b.tokens_used)
+               .arg(b.fill)
                .arg(snapshot_.block_size)
                .arg(b.ref_count)
                .arg(b.cached_prefix ? QStringLiteral("true") : QStringLiteral("false"))
@@ -253,7 +253,7 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
   const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
   qreal y = area.top();
   int64_t retained = 0;
-  for (const KvBlock& b : snapshot_.blocks) retained += b.owner >= 0 ? b.tokens_used : 0;
+  for (const KvBlock& b : snapshot_.blocks) retained += b.owner >= 0 ? b.fill : 0;
   y += chart::draw_heading(painter, area,
                            tr("KV cache: %1 of %2 blocks in use, %3 tokens held in blocks of %4")
                                .arg(used_block_count())
@@ -394,11 +394,10 @@ void KvCachePanel::paint_block(QPainter& painter, const QRectF& cell, const KvBl
   if (b.owner < 0 && b.cached_prefix) painter.fillRect(box, QBrush(t.muted_text, Qt::BDiagPattern));
   if (b.owner >= 0) {
     const QColor color = snapshot_.own_requests.colour(b.owner, t);
-    const double fill =
-        std::clamp(double(b.tokens_used) / std::max(snapshot_.block_size, 1), 0.0, 1.0);
-    painter.fillRect(
-        QRectF(box.left(), box.bottom() - box.height() * fill, box.width(), box.height() * fill),
-        color);
+    const double filled = std::clamp(double(b.fill) / std::max(snapshot_.block_size, 1), 0.0, 1.0);
+    painter.fillRect(QRectF(box.left(), box.bottom() - box.height() * filled, box.width(),
+                            box.height() * filled),
+                     color);
     painter.setPen(QPen(color, 1.5));
   } else {
     painter.setPen(QPen(t.grid, 1));

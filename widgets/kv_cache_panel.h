@@ -20,7 +20,9 @@ QString kv_block_event_name(KvBlockEvent event);
 
 struct KvBlock {
   int64_t owner = -1;          // id of the request holding the block; -1 when free
-  int32_t tokens_used = 0;     // tokens written into it, 0..block_size
+  // Slots holding valid keys and values, 0..block_size: the engine's pool's name (the CSV
+  // export's column keeps its first name, tokens_used).
+  int32_t fill = 0;
   int32_t ref_count = 0;       // sequences using it; above 1 it is a shared prefix
   bool cached_prefix = false;  // free, yet still holding a prefix the cache can reuse
   KvBlockEvent last_event = KvBlockEvent::kNone;

@@ -12,16 +12,16 @@
 
 namespace servescope::widgets {
 
-double BatchAxis::x(int64_t batch_size) {
-  return std::log2(double(std::max<int64_t>(batch_size, 1)));
+double BatchAxis::x(int64_t max_batch) {
+  return std::log2(double(std::max<int64_t>(max_batch, 1)));
 }
 
 BatchAxis batch_axis(const std::vector<SweepPoint>& sweep) {
   int64_t smallest = std::numeric_limits<int64_t>::max();
   int64_t largest = 1;
   for (const SweepPoint& p : sweep) {
-    smallest = std::min(smallest, std::max<int64_t>(p.batch_size, 1));
-    largest = std::max(largest, p.batch_size);
+    smallest = std::min(smallest, std::max<int64_t>(p.max_batch, 1));
+    largest = std::max(largest, p.max_batch);
   }
   const int low = int(std::floor(BatchAxis::x(std::min(smallest, largest))));
   const int high = std::max(low + 1, int(std::ceil(BatchAxis::x(largest) - 1e-9)));
@@ -54,7 +54,8 @@ std::vector<QPointF> paint_sweep_chart(QPainter& painter, const QRectF& area,
   const chart::Frame frame = chart::draw_axes(
       painter, QRectF(area.left(), top, area.width(), area.bottom() - top), spec, t);
   std::vector<QPointF> dots;
-  for (const SweepPoint& p : sweep) dots.push_back(frame.point(BatchAxis::x(p.batch_size), p.*field));
+  for (const SweepPoint& p : sweep)
+    dots.push_back(frame.point(BatchAxis::x(p.max_batch), p.*field));
   QPainterPath line;
   for (size_t i = 0; i < dots.size(); ++i) {
     if (i == 0)
@@ -67,7 +68,7 @@ std::vector<QPointF> paint_sweep_chart(QPainter& painter, const QRectF& area,
     painter.setPen(QPen(color.darker(130), 1.5));
     for (const SweepPoint& p : sweep) {
       if (p.slowest_step_ms <= 0.0) continue;
-      const double x = BatchAxis::x(p.batch_size);
+      const double x = BatchAxis::x(p.max_batch);
       painter.drawLine(frame.point(x, p.fastest_step_ms), frame.point(x, p.slowest_step_ms));
     }
   }

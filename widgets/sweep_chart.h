@@ -23,7 +23,7 @@ struct Theme;
 struct BatchAxis {
   chart::Range range;  // in log2 of the batch size, the end points a little inside
   std::vector<std::pair<double, QString>> ticks;  // at each power of two, labelled "1", "2", ...
-  static double x(int64_t batch_size);
+  static double x(int64_t max_batch);
 };
 BatchAxis batch_axis(const std::vector<SweepPoint>& sweep);
 

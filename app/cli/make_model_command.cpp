@@ -12,6 +12,7 @@
 #include "engine/eval/quantize_model.h"
 #include "engine/eval/random_model.h"
 #include "engine/model/model.h"
+#include "units/units.h"
 
 namespace servescope::cli {
 namespace {
@@ -58,8 +59,8 @@ void check_disk_space(const std::filesystem::path& out, uint64_t bytes) {
   if (error) return;  // unknown: let the write itself report a full disk
   if (space.available < bytes) {
     throw UsageError("not enough disk space for " + out.string() + ": it needs " +
-                     std::to_string(bytes >> 20) + " MiB, " +
-                     std::to_string(space.available >> 20) + " MiB are free");
+                     units::format_bytes(static_cast<double>(bytes)) + ", " +
+                     units::format_bytes(static_cast<double>(space.available)) + " are free");
   }
 }
 

@@ -22,7 +22,7 @@ int run_probe(const std::vector<std::string>& args, std::ostream& out) {
   }
   json raised = json::array();  // the roofs a measured step beat, which hold its figure
   if (r.in_cache.raised_by_step) raised.push_back("in_cache");
-  if (r.beyond_cache.raised_by_step) raised.push_back("beyond_cache");
+  if (r.memory.raised_by_step) raised.push_back("beyond_cache");
   for (const compute::MatmulRoof& m : r.matmul) {
     if (m.raised_by_step) raised.push_back("matmul_" + eval::weight_type_label(m.type));
   }
@@ -38,7 +38,7 @@ int run_probe(const std::vector<std::string>& args, std::ostream& out) {
               {"cache_file", probed.cache_file.string()},
               {"last_level_cache_bytes", r.last_level_cache_bytes},
               {"read_bandwidth",
-               {{"in_cache", bandwidth(r.in_cache)}, {"beyond_cache", bandwidth(r.beyond_cache)}}},
+               {{"in_cache", bandwidth(r.in_cache)}, {"beyond_cache", bandwidth(r.memory)}}},
               {"matmul_gflop_per_s", matmul},
               {"matmul_shape",
                {{"tokens", r.matmul_tokens}, {"rows", r.matmul_rows}, {"cols", r.matmul_cols}}}}

@@ -9,10 +9,7 @@
 namespace servescope::lessons {
 namespace {
 
-constexpr int64_t kMaxClassmates = app::kMaxClassmates;
-constexpr int64_t kMaxTokens = app::kMaxTokens;
 constexpr int64_t kMaxDecodeSteps = 512;
-constexpr int64_t kMaxBatchWaitMs = app::kMaxBatchWaitMs;
 // A staggered load's bounds: a run of a few seconds at most on a laptop CPU.
 constexpr int64_t kMaxStaggeredClients = 64;
 constexpr int64_t kMaxArrivalRate = 10000;  // arrivals per second
@@ -81,7 +78,7 @@ std::vector<ActionSpec> make_actions() {
        ArgKind::kInteger,
        {},
        0,
-       kMaxClassmates,
+       app::kMaxClassmates,
        {},
        "set_classmates: 0",
        "Simulated classmates: other requests sharing the engine with the learner's."},
@@ -98,7 +95,7 @@ std::vector<ActionSpec> make_actions() {
        ArgKind::kInteger,
        {},
        0,
-       kMaxBatchWaitMs,
+       app::kMaxBatchWaitMs,
        {},
        "set_batch_wait: 200",
        "Static batching's wait in milliseconds: the longest the oldest waiting request waits "
@@ -132,7 +129,7 @@ std::vector<ActionSpec> make_actions() {
        ArgKind::kInteger,
        {},
        1,
-       kMaxTokens,
+       app::kMaxTokens,
        {},
        "set_max_tokens: 100",
        "The number of tokens Generate asks for."},
@@ -145,7 +142,7 @@ std::vector<ActionSpec> make_actions() {
          ArgKind::kInteger,
          {},
          1,
-         kMaxTokens,
+         app::kMaxTokens,
          false,
          "tokens to generate (default: the window's setting)"}},
        "generate: {max_tokens: 100}",
@@ -185,7 +182,7 @@ std::vector<ActionSpec> make_actions() {
          ArgKind::kInteger,
          {},
          0,
-         kMaxBatchWaitMs,
+         app::kMaxBatchWaitMs,
          false,
          "static only: how long the oldest request waits for the batch to fill (default 0)"},
         {"clients",

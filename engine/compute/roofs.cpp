@@ -192,7 +192,7 @@ void keep_higher(MatmulRoof& roof, const MatmulRoof& kept) {
 Roofs higher_roofs(const Roofs& kept, const Roofs& measured) {
   Roofs higher = measured;
   keep_higher(higher.in_cache, kept.in_cache);
-  keep_higher(higher.beyond_cache, kept.beyond_cache);
+  keep_higher(higher.memory, kept.memory);
   for (MatmulRoof& roof : higher.matmul) {
     for (const MatmulRoof& old : kept.matmul) keep_higher(roof, old);
   }
@@ -235,12 +235,12 @@ void write_roofs(std::ostream& out, const Roofs& r) {
   out << "backend " << r.backend << "\ndevice " << r.device << "\nlast_level_cache_bytes "
       << r.last_level_cache_bytes << "\nin_cache_bytes " << r.in_cache.working_set_bytes
       << "\nin_cache_gb_per_s " << r.in_cache.gb_per_s << "\nbeyond_cache_bytes "
-      << r.beyond_cache.working_set_bytes << "\nbeyond_cache_gb_per_s " << r.beyond_cache.gb_per_s
+      << r.memory.working_set_bytes << "\nbeyond_cache_gb_per_s " << r.memory.gb_per_s
       << "\nmatmul_tokens " << r.matmul_tokens << "\nmatmul_rows " << r.matmul_rows
       << "\nmatmul_cols " << r.matmul_cols << "\nmeasured_busy " << r.measured_busy << "\n";
   for (const MatmulRoof& m : r.matmul) out << type_key(m.type) << " " << m.gflop_per_s << "\n";
   out << raised_key("in_cache") << " " << r.in_cache.raised_by_step << "\n"
-      << raised_key("beyond_cache") << " " << r.beyond_cache.raised_by_step << "\n";
+      << raised_key("beyond_cache") << " " << r.memory.raised_by_step << "\n";
   for (const MatmulRoof& m : r.matmul) {
     out << raised_key(type_key(m.type)) << " " << m.raised_by_step << "\n";
   }
@@ -250,7 +250,7 @@ void write_roofs(std::ostream& out, const Roofs& r) {
     if (!text.empty()) out << raised_by_key(key) << " " << text << "\n";
   };
   said("in_cache", r.in_cache.raised_by);
-  said("beyond_cache", r.beyond_cache.raised_by);
+  said("beyond_cache", r.memory.raised_by);
   for (const MatmulRoof& m : r.matmul) said(type_key(m.type), m.raised_by);
 }
 
@@ -284,8 +284,8 @@ std::optional<Roofs> read_cache(const std::filesystem::path& file) {
     r.last_level_cache_bytes = std::stoull(entries.at("last_level_cache_bytes"));
     r.in_cache = {std::stoull(entries.at("in_cache_bytes")),
                   std::stod(entries.at("in_cache_gb_per_s"))};
-    r.beyond_cache = {std::stoull(entries.at("beyond_cache_bytes")),
-                      std::stod(entries.at("beyond_cache_gb_per_s"))};
+    r.memory = {std::stoull(entries.at("beyond_cache_bytes")),
+                std::stod(entries.at("beyond_cache_gb_per_s"))};
     r.matmul_tokens = std::stoll(entries.at("matmul_tokens"));
     r.matmul_rows = std::stoll(entries.at("matmul_rows"));
     r.matmul_cols = std::stoll(entries.at("matmul_cols"));
@@ -297,13 +297,13 @@ std::optional<Roofs> read_cache(const std::filesystem::path& file) {
     };
     r.in_cache.raised_by_step = raised("in_cache");
     r.in_cache.raised_by = raised_by("in_cache");
-    r.beyond_cache.raised_by_step = raised("beyond_cache");
-    r.beyond_cache.raised_by = raised_by("beyond_cache");
+    r.memory.raised_by_step = raised("beyond_cache");
+    r.memory.raised_by = raised_by("beyond_cache");
     for (const gguf::GgmlType type : kWeightTypes) {
       r.matmul.push_back({type, std::stod(entries.at(type_key(type))), raised(type_key(type)),
                           raised_by(type_key(type))});
     }
-    const bool positive = r.in_cache.gb_per_s > 0.0 && r.beyond_cache.gb_per_s > 0.0 &&
+    const bool positive = r.in_cache.gb_per_s > 0.0 && r.memory.gb_per_s > 0.0 &&
                           std::all_of(r.matmul.begin(), r.matmul.end(),
                                       [](const MatmulRoof& m) { return m.gflop_per_s > 0.0; });
     if (!positive) return std::nullopt;
@@ -322,10 +322,10 @@ RoofPlan default_roof_plan(Backend& backend) {
   if (plan.last_level_cache_bytes > 0) {
     plan.in_cache_bytes =
         std::clamp(plan.last_level_cache_bytes / 4, 256 * uint64_t{1024}, 8 * kMiB);
-    plan.beyond_cache_bytes = std::clamp(4 * plan.last_level_cache_bytes, 256 * kMiB, 512 * kMiB);
+    plan.memory_bytes = std::clamp(4 * plan.last_level_cache_bytes, 256 * kMiB, 512 * kMiB);
   } else {
     plan.in_cache_bytes = 2 * kMiB;
-    plan.beyond_cache_bytes = 512 * kMiB;
+    plan.memory_bytes = 512 * kMiB;
   }
   return plan;
 }
@@ -336,7 +336,7 @@ Roofs measure_roofs(Backend& backend, const RoofPlan& plan) {
   roofs.device = device_name(backend);
   roofs.last_level_cache_bytes = plan.last_level_cache_bytes;
   roofs.in_cache = measure_bandwidth(backend, plan.in_cache_bytes);
-  roofs.beyond_cache = measure_bandwidth(backend, plan.beyond_cache_bytes);
+  roofs.memory = measure_bandwidth(backend, plan.memory_bytes);
 
   roofs.matmul_tokens = plan.matmul_tokens;
   roofs.matmul_rows = plan.matmul_rows;
@@ -403,9 +403,9 @@ StepRoofs step_roofs(const Roofs& roofs, std::optional<gguf::GgmlType> weight_ty
   s.cache_gb_per_s = roofs.in_cache.gb_per_s;
   s.cache_raised = roofs.in_cache.raised_by_step;
   s.cache_raised_by = roofs.in_cache.raised_by;
-  s.memory_gb_per_s = roofs.beyond_cache.gb_per_s;
-  s.memory_raised = roofs.beyond_cache.raised_by_step;
-  s.memory_raised_by = roofs.beyond_cache.raised_by;
+  s.memory_gb_per_s = roofs.memory.gb_per_s;
+  s.memory_raised = roofs.memory.raised_by_step;
+  s.memory_raised_by = roofs.memory.raised_by;
   for (const MatmulRoof& m : roofs.matmul) {
     if (!weight_type || m.type != *weight_type) continue;
     s.compute_gflop_per_s = m.gflop_per_s;
@@ -457,7 +457,7 @@ bool raise_roofs_to_step(StepRoofs& roofs, const MeasuredStep& step) {
 void apply_raised_roofs(Roofs& roofs, const StepRoofs& raised,
                         std::optional<gguf::GgmlType> weight_type, const std::string& raised_by) {
   keep_higher(roofs.in_cache, {0, raised.cache_gb_per_s, raised.cache_raised, raised_by});
-  keep_higher(roofs.beyond_cache, {0, raised.memory_gb_per_s, raised.memory_raised, raised_by});
+  keep_higher(roofs.memory, {0, raised.memory_gb_per_s, raised.memory_raised, raised_by});
   if (!weight_type) return;
   for (MatmulRoof& m : roofs.matmul) {
     keep_higher(m, {*weight_type, raised.compute_gflop_per_s, raised.compute_raised, raised_by});

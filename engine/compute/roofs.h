@@ -44,7 +44,9 @@ struct Roofs {
   std::string device;                   // the CPU's or the Vulkan device's name
   uint64_t last_level_cache_bytes = 0;  // what the working sets were sized against; 0: unknown
   BandwidthRoof in_cache;
-  BandwidthRoof beyond_cache;
+  // Main memory's streaming bandwidth (the cache file and `probe`'s JSON keep its first name,
+  // "beyond_cache").
+  BandwidthRoof memory;
   // The product measured: x [tokens x cols] times W^T, W [rows x cols].
   int64_t matmul_tokens = 0;
   int64_t matmul_rows = 0;
@@ -86,7 +88,7 @@ Roofs higher_roofs(const Roofs& kept, const Roofs& measured);
 struct RoofPlan {
   uint64_t last_level_cache_bytes = 0;
   uint64_t in_cache_bytes = 0;
-  uint64_t beyond_cache_bytes = 0;
+  uint64_t memory_bytes = 0;
   int64_t matmul_tokens = 128;
   int64_t matmul_rows = 1024;
   int64_t matmul_cols = 2048;

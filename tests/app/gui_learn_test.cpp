@@ -327,7 +327,7 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
   EXPECT_EQ(backends->currentIndex(), next);
   EXPECT_EQ(ui().lecture().notice(), "Backend: " + backends->itemText(next));
   EXPECT_TRUE(wait_until(
-      [&] { return window_->backend_choice().device == backends->itemData(next).toInt(); }));
+      [&] { return device_index(window_->backend_choice()) == backends->itemData(next).toInt(); }));
   ASSERT_TRUE(wait_until([&] { return !window_->loading(); }));
   save_shot("lecture-what-if");
 
@@ -348,7 +348,7 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
   EXPECT_FALSE(ui().lesson_settings().give_back().contains("classmates 1"));
   EXPECT_EQ(window_->classmates(), 1);
   key(Qt::Key_Escape);
-  window_->set_backend(BackendChoice{compute::BackendKind::kCpu, -1});
+  window_->set_backend(BackendChoice(compute::BackendKind::kCpu));
   ASSERT_TRUE(wait_until([&] { return !window_->loading(); }));
 }
 

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <QDir>
-#include <QStatusBar>
 #include <QLabel>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <algorithm>
 #include <filesystem>
@@ -14,11 +14,11 @@
 #include <optional>
 
 #include "app/cli/commands.h"
-#include "app/gui/lesson_ui/action_dispatcher.h"
+#include "app/common/limits.h"
 #include "app/gui/engine_bridge/engine_worker.h"
-#include "app/gui/window/main_window.h"
+#include "app/gui/lesson_ui/action_dispatcher.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
-#include "widgets/chart_painting.h"
+#include "app/gui/window/main_window.h"
 #include "app/lessons/lesson_loader.h"
 #include "app/lessons/vocabulary.h"
 #include "engine/gguf/gguf_file.h"
@@ -29,6 +29,7 @@
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"
 #include "tests/support/sanitizers.h"
+#include "widgets/chart_painting.h"
 #include "widgets/panel_view.h"
 
 namespace servescope::gui {
@@ -115,7 +116,7 @@ TEST(LessonVocabulary, ClassmatesRangeIsTheWorkers) {
   const lessons::ActionSpec* classmates = lessons::find_action("set_classmates");
   ASSERT_NE(classmates, nullptr);
   EXPECT_EQ(classmates->min, 0);
-  EXPECT_EQ(classmates->max, EngineWorker::kMaxClassmates);
+  EXPECT_EQ(classmates->max, app::kMaxClassmates);
 }
 
 // Attention's growth is a small slope under large outliers: one preempted step must not turn it.

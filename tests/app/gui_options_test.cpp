@@ -7,18 +7,24 @@ namespace servescope::gui {
 namespace {
 
 TEST(GuiOptions, ParsesTheDemoCommand) {
-  const GuiOptions o = parse_gui_options(
-      {"--demo", "Once upon a time", "--clients", "4", "--panel", "kv", "--screenshot", "out.png",
-       "--after-ms", "4000", "--backend", "cpu", "--theme", "dark", "--sweep", "--overlay"});
+  const GuiOptions o =
+      parse_gui_options({"--demo", "Once upon a time", "--classmates", "4", "--panel", "kv",
+                         "--screenshot", "out.png", "--after-ms", "4000", "--backend", "cpu",
+                         "--theme", "dark", "--sweep", "--overlay"});
   EXPECT_TRUE(o.sweep);
   EXPECT_TRUE(o.overlay);
   EXPECT_EQ(o.demo_prompt, "Once upon a time");
-  EXPECT_EQ(o.clients, 4);
+  EXPECT_EQ(o.classmates, 4);
   EXPECT_EQ(o.panel, PanelId::kKvCache);
   EXPECT_EQ(o.screenshot, "out.png");
   EXPECT_EQ(o.after_ms, 4000);
   EXPECT_EQ(o.backend, "cpu");
   EXPECT_EQ(o.theme, ThemeChoice::kDark);
+}
+
+// --clients, the option's first name, still sets the classmates.
+TEST(GuiOptions, AcceptsClientsForClassmates) {
+  EXPECT_EQ(parse_gui_options({"--demo", "x", "--clients", "3"}).classmates, 3);
 }
 
 TEST(GuiOptions, ParsesBatchingAndActivations) {
@@ -172,7 +178,7 @@ TEST(GuiOptions, RecordAndReplayTakeTheDemosViewOptionsAndRefuseWhatNeedsAnEngin
   EXPECT_EQ(refusal({"--replay", "r", "--demo", "Once"}),
             "--demo generates live and --replay plays a recording; choose one");
   EXPECT_EQ(refusal({"--replay", "r", "--clients", "4"}),
-            "--clients needs a live engine; --replay plays a recorded run without one");
+            "--classmates needs a live engine; --replay plays a recorded run without one");
   EXPECT_EQ(refusal({"--replay", "r", "--backend", "cpu"}),
             "--backend needs a live engine; --replay plays a recorded run without one");
   EXPECT_EQ(refusal({"--record", "/no/such/folder/run.sstrace"}),

@@ -142,7 +142,7 @@ TEST(GuiRoofs, TheRooflineKeepsItsRaisedRoofsWhenTheEngineIsRebuilt) {
                                                              : gguf::GgmlType::F32);
   ASSERT_TRUE(wait_until([&] { return engines == 1; }));
   expect_kept("another KV type");
-  window.set_backend(BackendChoice{compute::BackendKind::kCpu, -1});
+  window.set_backend(BackendChoice(compute::BackendKind::kCpu));
   ASSERT_TRUE(wait_until([&] { return engines == 2; }));
   expect_kept("the model reloaded");
 }

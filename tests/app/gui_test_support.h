@@ -93,7 +93,7 @@ inline compute::Roofs uniform_cpu_roofs(double gb_per_s, double gflop_per_s) {
   roofs.device = "test CPU";
   roofs.last_level_cache_bytes = 1;  // every step is judged against main memory
   roofs.in_cache = {1, gb_per_s};
-  roofs.beyond_cache = {1, gb_per_s};
+  roofs.memory = {1, gb_per_s};
   for (const gguf::GgmlType type :
        {gguf::GgmlType::F32, gguf::GgmlType::F16, gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0}) {
     roofs.matmul.push_back({type, gflop_per_s});
@@ -107,7 +107,7 @@ inline compute::Roofs test_machine_roofs() {
   compute::Roofs roofs = uniform_cpu_roofs(15.0, 60.0);
   roofs.last_level_cache_bytes = uint64_t{32} << 20;
   roofs.in_cache = {uint64_t{8} << 20, 60.0};
-  roofs.beyond_cache = {uint64_t{512} << 20, 15.0};
+  roofs.memory = {uint64_t{512} << 20, 15.0};
   return roofs;
 }
 

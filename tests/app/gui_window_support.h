@@ -18,7 +18,7 @@ namespace servescope::gui::testing {
 inline WindowOptions test_window_options(const QString& cache_folder) {
   WindowOptions options;
   options.remember_settings = false;
-  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  options.backend = BackendChoice(compute::BackendKind::kCpu);
   options.cache_folder = cache_folder;
   return options;
 }

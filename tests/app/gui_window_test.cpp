@@ -374,7 +374,7 @@ TEST_F(WindowFixture, TheActivationsControlRebuildsTheCpuBackendAndIsOffOnVulkan
   EXPECT_EQ(window_->engine_info()->backend, "cpu");
   if (compute::list_devices().vulkan.empty()) GTEST_SKIP() << "no Vulkan device here";
   testing::cache_test_machine_vulkan_roofs();  // not a probe's half minute on a cold cache
-  window_->set_backend(BackendChoice{compute::BackendKind::kVulkan, -1, true});
+  window_->set_backend(backend_choice_of(compute::BackendKind::kVulkan, -1, true));
   ASSERT_TRUE(wait_until([&] { return window_->engine_info()->backend == "vulkan"; }));
   EXPECT_FALSE(picker->isEnabled());
   EXPECT_TRUE(picker->toolTip().contains("Only the CPU backend"));
@@ -392,7 +392,7 @@ TEST_F(WindowFixture, TheBatchSweepFillsTheBatchingPanel) {
   const auto& sweep = panel->snapshot().sweep;
   ASSERT_EQ(sweep.size(), 5u);
   for (size_t i = 0; i < sweep.size(); ++i) {
-    EXPECT_EQ(sweep[i].batch_size, int64_t{1} << i);
+    EXPECT_EQ(sweep[i].max_batch, int64_t{1} << i);
     EXPECT_GT(sweep[i].tokens_per_s, 0.0);
     EXPECT_GT(sweep[i].step_latency_ms, 0.0);
   }
@@ -522,7 +522,7 @@ TEST_F(WindowFixture, ATimingModelThatCannotBeWrittenLeavesThePreviousModelServi
 WindowOptions remembering_on_the_cpu() {
   WindowOptions options;
   options.remember_settings = true;
-  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  options.backend = BackendChoice(compute::BackendKind::kCpu);
   return options;
 }
 
@@ -532,7 +532,7 @@ TEST(WindowLayout, TheWindowFitsA1280x720Screen) {
   testing::app();
   WindowOptions options;
   options.remember_settings = false;
-  options.backend = BackendChoice{compute::BackendKind::kCpu, -1};
+  options.backend = BackendChoice(compute::BackendKind::kCpu);
   MainWindow window(options);
   window.show();
   window.resize(1280, 720);

@@ -22,9 +22,9 @@ TEST(WindowText, CountsKeepThreeSignificantDigits) {
 }
 
 TEST(WindowText, SizesAreWrittenInBinaryUnits) {
-  EXPECT_EQ(bytes_text(18'459'648), "17.6 MiB");  // the bundled model's weights, not "17.6 MB"
-  EXPECT_EQ(bytes_text(5 * 1024 * 1024), "5 MiB");
-  EXPECT_EQ(bytes_text(1023), "1,023 B");
+  EXPECT_EQ(format_bytes(18'459'648), "17.6 MiB");  // the bundled model's weights, not "17.6 MB"
+  EXPECT_EQ(format_bytes(5 * 1024 * 1024), "5 MiB");
+  EXPECT_EQ(format_bytes(1023), "1,023 B");
   // The timing model menu: 25M F32 with the bundled 2,048-token vocabulary is 101,222,400 bytes.
   const TimingModel small = timing_model_presets().front();
   ASSERT_EQ(small.label, "25M");

@@ -67,7 +67,7 @@ class WorkerFixture : public ::testing::Test {
 
   void load(const std::string& path, compute::BackendKind backend = compute::BackendKind::kCpu) {
     on_worker([path, backend](EngineWorker& w) {
-      w.load_model(QString::fromStdString(path), {backend, -1});
+      w.load_model(QString::fromStdString(path), BackendChoice(backend));
     });
     ASSERT_TRUE(wait_until([&] { return info_.has_value() || failure_.has_value(); }));
     ASSERT_TRUE(info_.has_value()) << failure_->toStdString();

@@ -21,7 +21,7 @@ namespace {
 RoofPlan small_plan() {
   RoofPlan plan;
   plan.in_cache_bytes = 256 * 1024;
-  plan.beyond_cache_bytes = 4 << 20;
+  plan.memory_bytes = 4 << 20;
   plan.matmul_tokens = 16;
   plan.matmul_rows = 128;
   plan.matmul_cols = 256;
@@ -30,9 +30,9 @@ RoofPlan small_plan() {
 
 void expect_measured(const Roofs& roofs, const RoofPlan& plan) {
   EXPECT_EQ(roofs.in_cache.working_set_bytes, plan.in_cache_bytes);  // whole 16 KiB rows
-  EXPECT_EQ(roofs.beyond_cache.working_set_bytes, plan.beyond_cache_bytes);
+  EXPECT_EQ(roofs.memory.working_set_bytes, plan.memory_bytes);
   EXPECT_GT(roofs.in_cache.gb_per_s, 0.0);
-  EXPECT_GT(roofs.beyond_cache.gb_per_s, 0.0);
+  EXPECT_GT(roofs.memory.gb_per_s, 0.0);
   ASSERT_EQ(roofs.matmul.size(), 4u);
   const gguf::GgmlType types[] = {gguf::GgmlType::F32, gguf::GgmlType::F16, gguf::GgmlType::Q8_0,
                                   gguf::GgmlType::Q4_0};
@@ -69,7 +69,7 @@ TEST(Roofs, DefaultPlanSizesTheWorkingSetsFromTheCache) {
   EXPECT_EQ(plan.last_level_cache_bytes, llc);
   if (llc == 0) GTEST_SKIP() << "this machine's sysfs does not give the cache sizes";
   EXPECT_LT(plan.in_cache_bytes, llc);
-  EXPECT_GT(plan.beyond_cache_bytes, llc);
+  EXPECT_GT(plan.memory_bytes, llc);
 }
 
 // Probe options on a machine said to be quiet (or busy), measuring the small plan.
@@ -96,8 +96,7 @@ TEST(Roofs, CachedPerDeviceUntilAskedAfresh) {
   const CachedRoofs second = probe_device_roofs(*backend, quiet);
   EXPECT_TRUE(second.from_cache);
   EXPECT_EQ(second.roofs.in_cache.gb_per_s, first.roofs.in_cache.gb_per_s);
-  EXPECT_EQ(second.roofs.beyond_cache.working_set_bytes,
-            first.roofs.beyond_cache.working_set_bytes);
+  EXPECT_EQ(second.roofs.memory.working_set_bytes, first.roofs.memory.working_set_bytes);
   for (size_t i = 0; i < first.roofs.matmul.size(); ++i) {
     EXPECT_EQ(second.roofs.matmul[i].gflop_per_s, first.roofs.matmul[i].gflop_per_s);
   }
@@ -133,7 +132,7 @@ Roofs fake_roofs(double scale) {
   r.device = "fake";
   r.last_level_cache_bytes = 32 << 20;
   r.in_cache = {8 << 20, 40.0 * scale};
-  r.beyond_cache = {256 << 20, 10.0 * scale};
+  r.memory = {256 << 20, 10.0 * scale};
   r.matmul_tokens = 128;
   r.matmul_rows = 1024;
   r.matmul_cols = 2048;
@@ -206,7 +205,7 @@ TEST(Roofs, BusyProbesAreTakenAgainAndCachedRoofsOnlyGoUp) {
   const CachedRoofs slower = probe(0.3, true, true);  // a fresh probe while busy: lower figures
   EXPECT_FALSE(slower.from_cache);
   EXPECT_DOUBLE_EQ(slower.roofs.in_cache.gb_per_s, 40.0);
-  EXPECT_DOUBLE_EQ(slower.roofs.beyond_cache.gb_per_s, 10.0);
+  EXPECT_DOUBLE_EQ(slower.roofs.memory.gb_per_s, 10.0);
   for (const MatmulRoof& m : slower.roofs.matmul) EXPECT_DOUBLE_EQ(m.gflop_per_s, 100.0);
   EXPECT_FALSE(slower.roofs.measured_busy);  // what is kept was measured quiet
 
@@ -218,13 +217,13 @@ TEST(Roofs, BusyProbesAreTakenAgainAndCachedRoofsOnlyGoUp) {
   ASSERT_TRUE(persist_raised_roofs(*backend, raised));
   const CachedRoofs kept = probe(0.1, false);
   EXPECT_TRUE(kept.from_cache);
-  EXPECT_DOUBLE_EQ(kept.roofs.beyond_cache.gb_per_s, 50.0);
-  EXPECT_TRUE(kept.roofs.beyond_cache.raised_by_step);
+  EXPECT_DOUBLE_EQ(kept.roofs.memory.gb_per_s, 50.0);
+  EXPECT_TRUE(kept.roofs.memory.raised_by_step);
   // The cache delivered what memory did: its roof follows, from the same step.
   EXPECT_TRUE(kept.roofs.in_cache.raised_by_step);
   EXPECT_DOUBLE_EQ(kept.roofs.in_cache.gb_per_s, 50.0);
   // ... and which step it was, for a later model on the same device.
-  EXPECT_EQ(kept.roofs.beyond_cache.raised_by, "a step of test.gguf");
+  EXPECT_EQ(kept.roofs.memory.raised_by, "a step of test.gguf");
   EXPECT_EQ(kept.roofs.in_cache.raised_by, "a step of test.gguf");
   EXPECT_EQ(step_roofs(kept.roofs, gguf::GgmlType::F32).memory_raised_by, "a step of test.gguf");
   std::filesystem::remove_all(dir);
@@ -257,7 +256,7 @@ TEST(StepRoofs, TheCacheRoofIsNeverBelowMainMemorys) {
   EXPECT_TRUE(roofs.cache_raised);
   // A probe whose memory figure came out above its cache figure (a busy moment) reads the same.
   Roofs probed = fake_roofs(1.0);
-  probed.beyond_cache.gb_per_s = 45.0;
+  probed.memory.gb_per_s = 45.0;
   EXPECT_DOUBLE_EQ(step_roofs(probed, gguf::GgmlType::F32).cache_gb_per_s, 45.0);
 }
 
@@ -284,10 +283,10 @@ TEST(StepRoofs, AStepAboveItsRoofRaisesIt) {
   // Raised roofs go into the cached set, only upward.
   Roofs kept = fake_roofs(1.0);
   apply_raised_roofs(kept, roofs, gguf::GgmlType::F32, "a step of test.gguf");
-  EXPECT_NEAR(kept.beyond_cache.gb_per_s, 24.69, 0.01);
-  EXPECT_TRUE(kept.beyond_cache.raised_by_step);
+  EXPECT_NEAR(kept.memory.gb_per_s, 24.69, 0.01);
+  EXPECT_TRUE(kept.memory.raised_by_step);
   EXPECT_FALSE(kept.in_cache.raised_by_step);
-  EXPECT_EQ(kept.beyond_cache.raised_by, "a step of test.gguf");
+  EXPECT_EQ(kept.memory.raised_by, "a step of test.gguf");
   EXPECT_EQ(kept.matmul[0].raised_by, "a step of test.gguf");
   EXPECT_EQ(kept.matmul[1].raised_by, "");
   EXPECT_DOUBLE_EQ(kept.matmul[0].gflop_per_s, 150.0);

@@ -165,7 +165,7 @@ json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roo
                   {"matvec_ms", vec.gpu_ms},
                   {"matvec_step_wall_ms", vec.wall_ms},
                   {"matvec_gb_per_s", gb_per_s},
-                  {"matvec_fraction_of_stream_roof", gb_per_s / roofs.stream_gb_per_s},
+                  {"matvec_fraction_of_stream_roof", gb_per_s / roofs.memory_gb_per_s},
                   {"matmat_tokens", tokens},
                   {"matmat_ms", mat.best.gpu_ms},
                   {"matmat_process_cpu_ms", mat.best.cpu_ms},
@@ -177,7 +177,7 @@ json products(VulkanBackend& vk, VulkanBackend* baseline, const DeviceRoofs& roo
         row["baseline_matmat_gflop_per_s"] = flop / (mat.baseline.gpu_ms * 1e6);
         const double baseline_gb_per_s = double(bytes.size()) / (vecs.baseline.gpu_ms * 1e6);
         row["baseline_matvec_gb_per_s"] = baseline_gb_per_s;
-        row["baseline_matvec_fraction_of_stream_roof"] = baseline_gb_per_s / roofs.stream_gb_per_s;
+        row["baseline_matvec_fraction_of_stream_roof"] = baseline_gb_per_s / roofs.memory_gb_per_s;
       }
       rows.push_back(row);
       std::cerr << rows.back().dump() << "\n";
@@ -536,7 +536,7 @@ int run(int argc, char** argv) {
   json doc = {{"device", vk.device().name},
               {"device_type", vk.device().type},
               {"roofs",
-               {{"stream_gb_per_s", probed.roofs.stream_gb_per_s},
+               {{"stream_gb_per_s", probed.roofs.memory_gb_per_s},
                 {"compute_gflop_per_s", probed.roofs.compute_gflop_per_s},
                 {"from_cache", probed.from_cache}}}};
   std::cerr << doc.dump() << "\n";

@@ -995,12 +995,12 @@ TEST_F(KernelParity, DeviceProbeIsCachedPerDevice) {
   setenv("XDG_CACHE_HOME", dir.c_str(), 1);
   const ProbedRoofs first = probe_roofs(*vk_);
   EXPECT_FALSE(first.from_cache);
-  EXPECT_GT(first.roofs.stream_gb_per_s, 0.0);
+  EXPECT_GT(first.roofs.memory_gb_per_s, 0.0);
   EXPECT_GT(first.roofs.compute_gflop_per_s, 0.0);
   const ProbedRoofs second = probe_roofs(*vk_);
   EXPECT_TRUE(second.from_cache);
-  EXPECT_NEAR(second.roofs.stream_gb_per_s, first.roofs.stream_gb_per_s,
-              1e-6 * first.roofs.stream_gb_per_s);
+  EXPECT_NEAR(second.roofs.memory_gb_per_s, first.roofs.memory_gb_per_s,
+              1e-6 * first.roofs.memory_gb_per_s);
   EXPECT_EQ(second.cache_file.parent_path(), dir / "servescope");
   unsetenv("XDG_CACHE_HOME");
   std::filesystem::remove_all(dir);

@@ -18,7 +18,7 @@ namespace {
 KvBlock block(int64_t owner, int32_t tokens, int32_t refs = 1) {
   KvBlock b;
   b.owner = owner;
-  b.tokens_used = tokens;
+  b.fill = tokens;
   b.ref_count = owner < 0 ? 0 : refs;
   return b;
 }

@@ -112,7 +112,7 @@ KvCacheSnapshot simulate_kv_cache(std::span<const SimRequest> requests, size_t p
     for (int64_t left = tokens; left > 0; left -= kBlock) {
       KvBlock& b = snap.blocks[next++];
       b.owner = owner;
-      b.tokens_used = int32_t(std::min<int64_t>(left, kBlock));
+      b.fill = int32_t(std::min<int64_t>(left, kBlock));
       b.ref_count = refs;
       if (left <= kBlock) {  // the block being written
         b.last_event = KvBlockEvent::kWrite;

@@ -24,13 +24,20 @@
 
 namespace servescope::gui {
 
-struct BackendChoice {
-  compute::BackendKind kind = compute::BackendKind::kCpu;
-  int device = -1;  // Vulkan device index; -1: the best one
-  // CPU only: 8-bit activations with integer dot products for Q8_0 / Q4_0 / Q4_K weights instead of
-  // the exact float path (compute::BackendChoice::quantised_activations); Vulkan ignores it.
-  bool quantised_activations = false;
-};
+// The window's backend is the engine's own choice (its threads left at 0: the physical cores).
+// The window's device picker, its settings and a lesson's saved engine hold the Vulkan device
+// as an int, -1 for the best one; backend_choice_of and device_index convert to and from it.
+using compute::BackendChoice;
+inline BackendChoice backend_choice_of(compute::BackendKind kind, int device = -1,
+                                       bool quantised_activations = false) {
+  BackendChoice choice(
+      kind, device >= 0 ? std::optional<uint32_t>(static_cast<uint32_t>(device)) : std::nullopt);
+  choice.quantised_activations = quantised_activations;
+  return choice;
+}
+inline int device_index(const BackendChoice& choice) {
+  return choice.device ? static_cast<int>(*choice.device) : -1;
+}
 
 // How the engine forms batches (serving::BatchingPolicy) and, for static batching, how long
 // the oldest waiting request may wait for the batch to fill.
@@ -196,7 +203,7 @@ struct StaggeredLoadResult {
 
 }  // namespace servescope::gui
 
-Q_DECLARE_METATYPE(servescope::gui::BackendChoice)
+Q_DECLARE_METATYPE(servescope::compute::BackendChoice)
 Q_DECLARE_METATYPE(servescope::gui::BatchingChoice)
 Q_DECLARE_METATYPE(servescope::gui::BatchCollecting)
 Q_DECLARE_METATYPE(servescope::gui::BatchSweepPoint)

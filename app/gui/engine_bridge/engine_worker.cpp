@@ -13,6 +13,7 @@
 
 #include "app/cli/commands.h"
 #include "app/common/data_files.h"
+#include "app/common/limits.h"
 #include "app/gui/engine_bridge/worker_engines.h"
 #include "app/gui/window/window_text.h"
 #include "engine/compute/cpu_backend.h"
@@ -75,19 +76,15 @@ void check_tokenizer(const model::Model& m, const QString& path) {
 QString to_load(const QString& path) {
   std::error_code error;
   const uint64_t bytes = std::filesystem::file_size(path.toStdString(), error);
-  return error
-             ? QString("to load it")
-             : QString("to load it (its file holds %1, more once unpacked)").arg(bytes_text(bytes));
+  return error ? QString("to load it")
+               : QString("to load it (its file holds %1, more once unpacked)")
+                     .arg(format_bytes(bytes));
 }
 
 // A FIFO, a device or a folder as model is refused by the GGUF open before it blocks
 // (engine/core/regular_file.h), so this thread and the application's exit never hang on one.
 std::unique_ptr<model::Model> open_model(const QString& path, const BackendChoice& backend) {
-  const std::optional<uint32_t> device =
-      backend.kind == compute::BackendKind::kVulkan && backend.device >= 0
-          ? std::optional<uint32_t>(static_cast<uint32_t>(backend.device))
-          : std::nullopt;
-  return model::load_model(path.toStdString(), to_compute_choice(backend, device));
+  return model::load_model(path.toStdString(), to_compute_choice(backend));
 }
 
 std::string bundled_stories() {
@@ -189,7 +186,7 @@ void EngineWorker::load_model(const QString& path, BackendChoice backend) {
       // Nothing is running yet: the CPU backend is the next best start.
       Q_EMIT notice(QString("Vulkan is not available here (%1); running on the CPU backend.")
                         .arg(error.what()));
-      load_model(path, BackendChoice{compute::BackendKind::kCpu, -1});
+      load_model(path, BackendChoice(compute::BackendKind::kCpu));
       return;
     }
     refuse_load(QString("Could not load %1: %2%3")
@@ -416,7 +413,7 @@ BatchingChoice EngineWorker::engine_batching() const {
 }
 
 void EngineWorker::set_classmates(int count) {
-  classmates_ = std::clamp(count, 0, kMaxClassmates);
+  classmates_ = std::clamp(count, 0, app::kMaxClassmates);
   if (user_request_) {
     top_up_classmates();
   } else if (classmates_ == 0 && engine_) {

@@ -18,7 +18,6 @@
 #include <set>
 #include <utility>
 
-#include "app/common/limits.h"
 #include "app/gui/engine_bridge/cancel_token.h"
 #include "app/gui/engine_bridge/engine_replies.h"
 #include "app/gui/engine_bridge/engine_types.h"
@@ -70,7 +69,6 @@ class EngineWorker : public EngineReplies {
 
  public:
   static constexpr int kSlowMotionMs = 400;
-  static constexpr int kMaxClassmates = app::kMaxClassmates;
 
   explicit EngineWorker(QObject* parent = nullptr);
   ~EngineWorker() override;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "app/cli/commands.h"
+#include "app/common/limits.h"
 #include "app/common/data_files.h"
 #include "app/gui/engine_bridge/engine_worker.h"
 #include "app/gui/engine_bridge/worker_engines.h"
@@ -166,7 +167,7 @@ void EngineWorker::recover_from_step_failure(const std::exception& error) {
   if (backend_.kind == compute::BackendKind::kVulkan) {
     // The engine cannot continue after a backend failure; rebuild the model on the CPU.
     model_.reset();
-    load_model(model_path_, BackendChoice{compute::BackendKind::kCpu, -1});
+    load_model(model_path_, BackendChoice(compute::BackendKind::kCpu));
     Q_EMIT notice(QString("The Vulkan device failed (%1). ServeScope now runs on the CPU backend; "
                           "choose Vulkan again in the toolbar to retry.")
                       .arg(reason));
@@ -239,7 +240,7 @@ void EngineWorker::top_up_classmates() {
 void EngineWorker::submit_classmate() {
   if (classmate_queue_.empty()) {
     serving::WorkloadSpec spec;
-    spec.clients = kMaxClassmates;
+    spec.clients = app::kMaxClassmates;
     spec.prompt_tokens = {8, 40};
     spec.output_tokens = {24, 96};
     spec.seed = classmate_seed_++;

@@ -33,7 +33,7 @@ QString timing_model_title(const TimingModel& model, int64_t vocab_size) {
   if (vocab_size <= 0) return QString("%1 %2").arg(model.label, model.type.toUpper());
   return QString("%1 %2 (%3)")
       .arg(model.label, model.type.toUpper(),
-           bytes_text(timing_model_weight_bytes(model, vocab_size)));
+           format_bytes(timing_model_weight_bytes(model, vocab_size)));
 }
 
 QString timing_models_folder(const QString& cache_folder) {

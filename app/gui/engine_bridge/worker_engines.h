@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 
 #include "app/gui/engine_bridge/engine_types.h"
 #include "engine/compute/backend.h"
@@ -11,14 +10,16 @@
 
 namespace servescope::gui {
 
-// The serving engine as the window runs it: the user's request and up to 32 classmates share
-// 16 batch slots, so a full class queues and the KV cache fills.
+// The serving engine as the window runs it: the user's request and up to app::kMaxClassmates
+// classmates share 16 batch slots, so a full class queues and the KV cache fills.
 constexpr int64_t kMaxBatch = 16;
 constexpr int64_t kAlternatives = 5;  // top alternatives reported with each generated token
 
-inline compute::BackendChoice to_compute_choice(const BackendChoice& backend,
-                                                std::optional<uint32_t> device = std::nullopt) {
-  compute::BackendChoice choice(backend.kind, device);
+// What the engine is given: a device only for Vulkan (the CPU has one), 8-bit activations only
+// on the CPU (Vulkan ignores them).
+inline compute::BackendChoice to_compute_choice(const BackendChoice& backend) {
+  compute::BackendChoice choice = backend;
+  if (backend.kind != compute::BackendKind::kVulkan) choice.device.reset();
   choice.quantised_activations =
       backend.kind == compute::BackendKind::kCpu && backend.quantised_activations;
   return choice;

@@ -88,8 +88,8 @@ ActionDispatcher::Task ActionDispatcher::set_backend(const QString& which) {
           complete();
         }));
         fail_on_window_failure();
-        window_.set_backend(BackendChoice{
-            which == "vulkan" ? compute::BackendKind::kVulkan : compute::BackendKind::kCpu, -1});
+        window_.set_backend(BackendChoice(which == "vulkan" ? compute::BackendKind::kVulkan
+                                                            : compute::BackendKind::kCpu));
       }};
 }
 

@@ -29,13 +29,13 @@ void set_batching_part(MainWindow& window, const std::function<void(BatchingChoi
 QVariant engine_of(const MainWindow& w) {
   if (w.model_path().isEmpty()) return {};
   const BackendChoice& b = w.backend_choice();
-  return QVariantList{w.model_path(), static_cast<int>(b.kind), b.device,
+  return QVariantList{w.model_path(), static_cast<int>(b.kind), device_index(b),
                       b.quantised_activations};
 }
 
 BackendChoice backend_in(const QVariantList& engine) {
-  return BackendChoice{static_cast<compute::BackendKind>(engine.at(1).toInt()),
-                       engine.at(2).toInt(), engine.at(3).toBool()};
+  return backend_choice_of(static_cast<compute::BackendKind>(engine.at(1).toInt()),
+                           engine.at(2).toInt(), engine.at(3).toBool());
 }
 
 QString describe_engine(const QVariant& v) {

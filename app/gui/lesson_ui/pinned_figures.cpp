@@ -31,7 +31,7 @@ constexpr Headline kHeadlines[] = {
 };
 
 QString value_text(double value, const QString& unit) {
-  if (unit == QLatin1String("bytes")) return bytes_text(static_cast<uint64_t>(value));
+  if (unit == QLatin1String("bytes")) return format_bytes(static_cast<uint64_t>(value));
   return widgets::chart::format_number(value) + QLatin1Char(' ') + unit;
 }
 

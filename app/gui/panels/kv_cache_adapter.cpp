@@ -53,7 +53,7 @@ class KvCacheAdapter final : public PanelAdapter {
       widgets::KvBlock block;
       block.owner = folded.ref_count > 0 ? folded.owner : -1;
       block.ref_count = folded.ref_count;
-      block.tokens_used = static_cast<int32_t>(folded.fill);
+      block.fill = static_cast<int32_t>(folded.fill);
       block.cached_prefix = folded.ref_count == 0 && folded.cached_prefix;
       if (folded.last_event) {
         block.last_event = block_event(*folded.last_event);

@@ -16,7 +16,7 @@ constexpr int kMargin = 8;
 }  // namespace
 
 QString recording_text(const QString& file_name, uint64_t bytes) {
-  return RecordingMark::tr("Recording to %1, %2").arg(file_name, bytes_text(bytes));
+  return RecordingMark::tr("Recording to %1, %2").arg(file_name, format_bytes(bytes));
 }
 
 RecordingMark::RecordingMark(std::shared_ptr<const TraceWriter> writer, QWidget* parent)

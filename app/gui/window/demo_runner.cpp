@@ -27,7 +27,7 @@ DemoRunner::DemoRunner(MainWindow& window, DemoPlan plan)
 void DemoRunner::start() {
   started_ = true;
   if (!plan_.replay) {
-    window_.set_classmates(plan_.clients);
+    window_.set_classmates(plan_.classmates);
     // The engine stays busy until the screenshot (a lesson sets its own classmates).
     window_.set_continuous_classmates(!plan_.lesson);
     window_.set_prompt(plan_.prompt);

@@ -19,7 +19,7 @@ class MainWindow;
 struct DemoPlan {
   bool replay = false;  // a recorded run plays: nothing is generated, set or measured
   QString prompt;
-  int clients = 0;
+  int classmates = 0;
   std::optional<PanelId> panel;
   std::optional<QString> screenshot;
   int after_ms = 4000;

@@ -13,9 +13,7 @@
 namespace servescope::gui {
 namespace {
 
-constexpr int kMaxClients = app::kMaxClassmates;
 constexpr int kMaxAfterMs = 10 * 60 * 1000;
-constexpr int kMaxBatchWaitMs = 10000;  // the window's batch wait spin box
 
 int whole_number(const std::string& option, const std::string& text, int min, int max) {
   int value = 0;
@@ -60,7 +58,7 @@ void check_replay(const GuiOptions& options) {
     throw GuiUsageError("--demo generates live and --replay plays a recording; choose one");
   }
   const std::pair<bool, const char*> live_only[] = {
-      {options.clients > 0, "--clients"},
+      {options.classmates > 0, "--classmates"},
       {options.sweep, "--sweep"},
       {options.model.has_value(), "--model"},
       {options.backend.has_value(), "--backend"},
@@ -92,7 +90,8 @@ std::string gui_usage() {
   return "usage: servescope [--reset] [--model PATH] [--backend cpu|vulkan] [--device N]\n"
          "                  [--theme dark|light] [--overlay] [--batching continuous|static]\n"
          "                  [--batch-wait MS] [--activations f32|q8_0]\n"
-         "       servescope --demo PROMPT [--clients 0-" + std::to_string(kMaxClients) +
+         "       servescope --demo PROMPT [--classmates 0-" +
+         std::to_string(app::kMaxClassmates) +
          "] [--panel "
          "phases|kv|batching|quantisation|roofline|attention]\n"
          "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
@@ -179,8 +178,8 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     } else if (name == "--demo") {
       options.demo_prompt = value();
       if (options.demo_prompt->empty()) throw GuiUsageError("--demo needs a non-empty prompt");
-    } else if (name == "--clients") {
-      options.clients = whole_number(name, value(), 0, kMaxClients);
+    } else if (name == "--classmates" || name == "--clients") {  // --clients: its first name
+      options.classmates = whole_number(name, value(), 0, app::kMaxClassmates);
     } else if (name == "--panel") {
       const std::string& key = value();
       options.panel = parse_panel_key(key);
@@ -220,7 +219,7 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       }
       options.static_batching = policy == "static";
     } else if (name == "--batch-wait") {
-      options.batch_wait_ms = whole_number(name, value(), 0, kMaxBatchWaitMs);
+      options.batch_wait_ms = whole_number(name, value(), 0, app::kMaxBatchWaitMs);
     } else if (name == "--activations") {
       const std::string& type = value();
       if (type != "f32" && type != "q8_0") {
@@ -251,12 +250,12 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
   if (options.json) throw GuiUsageError("--json needs --run-lessons");
   if (options.replay) check_replay(options);
   if (options.replay_speed != 1.0 && !options.replay) throw GuiUsageError("--speed needs --replay");
-  const bool demo_only = options.clients > 0 || options.panel || options.screenshot ||
+  const bool demo_only = options.classmates > 0 || options.panel || options.screenshot ||
                          options.sweep || options.lesson || options.lecture ||
                          options.quant_types || options.quant_block;
   if (demo_only && !options.demo_prompt && !options.replay) {
     throw GuiUsageError(
-        "--clients, --panel, --screenshot, --sweep, --lesson, --lecture, --quant-types and "
+        "--classmates, --panel, --screenshot, --sweep, --lesson, --lecture, --quant-types and "
         "--quant-block need --demo PROMPT (or, the view options, --replay FILE)");
   }
   const bool lesson_only = options.step != 1 || options.run_step || options.learn_tab ||

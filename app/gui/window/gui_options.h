@@ -1,6 +1,6 @@
 // The command line of `servescope`: the interactive window by default, or the scripted demo
 // that documentation and checks use:
-//   servescope --demo "Once upon a time" --clients 4 --panel kv --screenshot out.png
+//   servescope --demo "Once upon a time" --classmates 4 --panel kv --screenshot out.png
 //              --after-ms 4000 [--model P] [--backend cpu|vulkan] [--device N]
 //              [--theme dark|light] [--overlay] [--sweep] [--reset]
 //              [--batching continuous|static] [--batch-wait MS] [--activations f32|q8_0]
@@ -38,7 +38,7 @@ struct GuiOptions {
   bool help = false;
   bool reset = false;  // forget the remembered window layout, model, device and settings
   std::optional<std::string> demo_prompt;
-  int clients = 0;  // simulated classmates beside the demo's own request
+  int classmates = 0;  // simulated classmates beside the demo's own request
   std::optional<PanelId> panel;
   std::optional<std::string> screenshot;  // PNG path, written after after_ms
   int after_ms = 4000;

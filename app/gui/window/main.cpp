@@ -75,7 +75,7 @@ int run_lessons(const servescope::gui::GuiOptions& options) {
   using namespace servescope::gui;
   WindowOptions window_options;
   window_options.remember_settings = false;
-  window_options.backend = BackendChoice{servescope::compute::BackendKind::kCpu, -1};
+  window_options.backend = BackendChoice(servescope::compute::BackendKind::kCpu);
   window_options.model = QString::fromStdString(servescope::app::bundled_model_path().string());
   LessonRunPlan plan;
   plan.folder = options.run_lessons->empty() ? servescope::app::bundled_lessons_path()
@@ -161,9 +161,9 @@ int main(int argc, char** argv) {
   if (options.model) window_options.model = QString::fromStdString(*options.model);
   if (options.backend || options.device) {
     const bool vulkan = options.backend ? *options.backend == "vulkan" : true;
-    window_options.backend = BackendChoice{
+    window_options.backend = backend_choice_of(
         vulkan ? servescope::compute::BackendKind::kVulkan : servescope::compute::BackendKind::kCpu,
-        vulkan ? options.device.value_or(-1) : -1};
+        vulkan ? options.device.value_or(-1) : -1);
   }
   if (options.theme) window_options.dark_theme = *options.theme == ThemeChoice::kDark;
   window_options.static_batching = options.static_batching;
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     DemoPlan plan;
     plan.replay = options.replay.has_value();
     plan.prompt = QString::fromStdString(options.demo_prompt.value_or(""));
-    plan.clients = options.clients;
+    plan.classmates = options.classmates;
     plan.panel = options.panel;
     if (options.screenshot) plan.screenshot = QString::fromStdString(*options.screenshot);
     plan.after_ms = options.after_ms;

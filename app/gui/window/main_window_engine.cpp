@@ -34,9 +34,9 @@ namespace {
 // The backend a loaded engine runs on; the Vulkan device asked for (-1: the best) is kept.
 BackendChoice loaded_backend(const EngineInfo& info, const BackendChoice& asked) {
   return info.backend == "vulkan"
-             ? BackendChoice{compute::BackendKind::kVulkan, asked.device,
-                             asked.quantised_activations}
-             : BackendChoice{compute::BackendKind::kCpu, -1, info.quantised_activations};
+             ? backend_choice_of(compute::BackendKind::kVulkan, device_index(asked),
+                                 asked.quantised_activations)
+             : backend_choice_of(compute::BackendKind::kCpu, -1, info.quantised_activations);
 }
 
 }  // namespace
@@ -258,7 +258,7 @@ void MainWindow::show_timing_progress(quint64 written, quint64 total, const QStr
   statusBar()->showMessage(
       total > 0 ? tr("Writing the timing model %1 (random weights): %2 of %3 (the current model "
                      "keeps serving)")
-                      .arg(name, bytes_text(written), bytes_text(total))
+                      .arg(name, format_bytes(written), format_bytes(total))
                 : tr("Writing the timing model %1 (random weights)... (the current model keeps "
                      "serving)")
                       .arg(name));

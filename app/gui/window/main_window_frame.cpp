@@ -125,8 +125,8 @@ void MainWindow::update_kv_status() {
   const QString text =
       engine_info()->keep_kv
           ? tr("KV %1: %2 / %3")
-                .arg(kv_type_label(engine_info()->kv_type), bytes_text(folder_.kv_bytes_used()),
-                     bytes_text(engine_info()->kv_bytes_total))
+                .arg(kv_type_label(engine_info()->kv_type), format_bytes(folder_.kv_bytes_used()),
+                     format_bytes(engine_info()->kv_bytes_total))
           : tr("KV cache off: every token recomputes its context");
   if (status_kv_->text() != text) status_kv_->setText(text);  // no relayout when unchanged
 }
@@ -143,7 +143,7 @@ void MainWindow::update_status() {
            ? tr("%1: %2 parameters, %3").arg(name)
            : tr("%1 as %2: %3 parameters, %4").arg(name, info.weight_type.toUpper()))
           .arg(count_text(info.parameters))
-          .arg(bytes_text(info.weight_bytes)));
+          .arg(format_bytes(info.weight_bytes)));
   status_model_->setToolTip(
       tr("The model, its parameter count (%1) and the bytes of its weights\n%2")
           .arg(QLocale::system().toString(static_cast<qlonglong>(info.parameters)),

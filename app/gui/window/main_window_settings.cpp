@@ -95,10 +95,10 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     // Before version 2 the first run chose any Vulkan device, lavapipe included, and that
     // choice was remembered as if made; those settings start from the new default.
     if (s.value("settings/version", 1).toInt() >= 2 && s.contains("engine/backend")) {
-      backend = BackendChoice{s.value("engine/backend").toString() == "vulkan"
-                                  ? compute::BackendKind::kVulkan
-                                  : compute::BackendKind::kCpu,
-                              s.value("engine/device", -1).toInt()};
+      backend = backend_choice_of(s.value("engine/backend").toString() == "vulkan"
+                                      ? compute::BackendKind::kVulkan
+                                      : compute::BackendKind::kCpu,
+                                  s.value("engine/device", -1).toInt());
     }
     // Spin boxes clamp to their ranges; a change reaches the engine through valueChanged.
     settings_table_.restore(s);
@@ -120,8 +120,8 @@ void MainWindow::restore_settings(const WindowOptions& options) {
     // First run: a hardware GPU when there is one, else the CPU backend.
     const int row = std::max(0, backend_picker_->findData(true, kDefaultBackendRole));
     const int device = backend_picker_->itemData(row).toInt();
-    backend = device < 0 ? BackendChoice{compute::BackendKind::kCpu, -1}
-                         : BackendChoice{compute::BackendKind::kVulkan, device};
+    backend = device < 0 ? backend_choice_of(compute::BackendKind::kCpu)
+                         : backend_choice_of(compute::BackendKind::kVulkan, device);
   }
   if (options.quantised_activations) q8_activations = *options.quantised_activations;
   if (q8_activations) backend->quantised_activations = true;
@@ -173,7 +173,7 @@ void MainWindow::save_settings() const {
   // A model still loading at quit is the one asked for last (a lesson's engine given back).
   s.setValue("engine/model", loading() ? engine_->state().loading_path : model_path_);
   s.setValue("engine/backend", backend_.kind == compute::BackendKind::kVulkan ? "vulkan" : "cpu");
-  s.setValue("engine/device", backend_.device);
+  s.setValue("engine/device", device_index(backend_));
   settings_table_.save(s);
   s.setValue("engine/activations", backend_.quantised_activations ? "q8_0" : "f32");
   quant_lab_->save(s);

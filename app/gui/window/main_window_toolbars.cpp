@@ -73,8 +73,8 @@ void MainWindow::build_toolbar() {
   fill_backend_picker();
   connect(backend_picker_, &QComboBox::activated, this, [this](int index) {
     const int device = backend_picker_->itemData(index).toInt();
-    set_backend(device < 0 ? BackendChoice{compute::BackendKind::kCpu, -1}
-                           : BackendChoice{compute::BackendKind::kVulkan, device});
+    set_backend(device < 0 ? backend_choice_of(compute::BackendKind::kCpu)
+                           : backend_choice_of(compute::BackendKind::kVulkan, device));
   });
 
   auto* weights_label = new QLabel(tr("  Weight&s "));

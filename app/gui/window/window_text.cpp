@@ -69,10 +69,6 @@ QString name_without_note(const QString& name) {
   return name.endsWith(suffix) ? name.chopped(suffix.size()) : name;
 }
 
-QString bytes_text(uint64_t bytes) {
-  return QString::fromStdString(units::format_bytes(static_cast<double>(bytes)));
-}
-
 QString count_text(int64_t count) {
   static constexpr std::array<std::pair<double, const char*>, 3> kUnits = {
       {{1e9, "B"}, {1e6, "M"}, {1e3, "k"}}};

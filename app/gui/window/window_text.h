@@ -11,6 +11,7 @@
 #include "app/gui/engine_bridge/engine_types.h"
 #include "app/gui/engine_bridge/generation_end.h"
 #include "engine/serving/kv_block_pool.h"
+#include "widgets/chart_painting.h"
 
 namespace servescope::gui {
 
@@ -35,8 +36,9 @@ QString random_weights_note_text();
 // weights: ...)"): the window shows the note once, in its own place.
 QString name_without_note(const QString& name);
 
-// 17.6 MiB, 1.3 KiB: units::format_bytes as a QString.
-QString bytes_text(uint64_t bytes);
+// 17.6 MiB, 1.3 KiB: the window's byte sizes go through widgets' one wrapper of
+// units::format_bytes.
+using widgets::chart::format_bytes;
 
 QString kv_type_label(gguf::GgmlType type);
 

@@ -29,10 +29,10 @@ std::optional<DeviceRoofs> read_cache(const std::filesystem::path& file) {
   double value = 0.0;
   int found = 0;
   while (in >> key >> value) {
-    if (key == "stream_gb_per_s") roofs.stream_gb_per_s = value, ++found;
+    if (key == "stream_gb_per_s") roofs.memory_gb_per_s = value, ++found;
     if (key == "compute_gflop_per_s") roofs.compute_gflop_per_s = value, ++found;
   }
-  if (found != 2 || roofs.stream_gb_per_s <= 0.0 || roofs.compute_gflop_per_s <= 0.0)
+  if (found != 2 || roofs.memory_gb_per_s <= 0.0 || roofs.compute_gflop_per_s <= 0.0)
     return std::nullopt;
   return roofs;
 }
@@ -75,7 +75,7 @@ ProbedRoofs probe_roofs(VulkanBackend& backend) {
     std::filesystem::create_directories(file->parent_path(), ignored);
     std::ofstream out(*file);
     out.precision(17);
-    out << "stream_gb_per_s " << result.roofs.stream_gb_per_s << "\n"
+    out << "stream_gb_per_s " << result.roofs.memory_gb_per_s << "\n"
         << "compute_gflop_per_s " << result.roofs.compute_gflop_per_s << "\n";
   }
   return result;

@@ -1057,7 +1057,7 @@ DeviceRoofs VulkanBackend::measure_roofs(bool timestamps_after) {
     best_ms = std::min(best_ms, time_alone("probe_stream", {bind(source), bind(sums)}, &iterations,
                                            sizeof iterations, {kGroups, 1, 1}));
   }
-  roofs.stream_gb_per_s = static_cast<double>(floats) * 4.0 / (best_ms * 1e6);
+  roofs.memory_gb_per_s = static_cast<double>(floats) * 4.0 / (best_ms * 1e6);
 
   // The matrix-vector kernel on a 64 MiB F32 matrix streams too, and on some devices
   // (lavapipe) faster than any plain streaming kernel tried: the roof is the better of the two.
@@ -1078,8 +1078,8 @@ DeviceRoofs VulkanBackend::measure_roofs(bool timestamps_after) {
       const StepTimings& step = recorder_->last_step();
       matvec_ms = std::min(matvec_ms, step.available ? step.gpu_milliseconds : wall.count());
     }
-    roofs.stream_gb_per_s =
-        std::max(roofs.stream_gb_per_s, static_cast<double>(zeros.size()) / (matvec_ms * 1e6));
+    roofs.memory_gb_per_s =
+        std::max(roofs.memory_gb_per_s, static_cast<double>(zeros.size()) / (matvec_ms * 1e6));
   }
 
   // Grow the loop until one run takes long enough to time reliably (about 20 ms).

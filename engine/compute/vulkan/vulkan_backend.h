@@ -56,7 +56,7 @@ struct VulkanBackendOptions {
 // matrix-vector kernel on a 64 MiB matrix) and register-only multiply-adds (GFLOP/s), each the
 // best of a few runs, timed with timestamps where the device has them.
 struct DeviceRoofs {
-  double stream_gb_per_s = 0.0;
+  double memory_gb_per_s = 0.0;  // stored as "stream_gb_per_s" in the probe cache file
   double compute_gflop_per_s = 0.0;
 };
 
