@@ -22,7 +22,7 @@ using testing::wait_until;
 
 // The sanitizer's instrumented products make one engine step and one lab step several times
 // slower; the limit there is the step's, not the design's.
-constexpr qint64 kQuitLimitMs = testing_support::kAddressSanitizer ? 3000 : 500;
+constexpr qint64 kQuitLimitMs = testing_support::kAddressSanitizer ? 15000 : 500;
 
 // Starts the work that showing `panel` invites, and returns once it is under way.
 void start_work_on(MainWindow& window, PanelId panel) {
