@@ -21,6 +21,7 @@
 #include "app/gui/recording/recording_mark.h"
 #include "app/gui/recording/replay_player.h"
 #include "app/gui/recording/trace_recorder.h"
+#include "app/gui/window/app_settings.h"
 #include "app/gui/window/main_window.h"
 #include "app/gui/window/model_picker.h"
 #include "app/gui/window/settled_choice.h"
@@ -40,12 +41,10 @@ namespace {
 // Not translated: it is the model's input, and the bundled model knows English only.
 constexpr const char* kSuggestedPrompt = "Once upon a time";
 
-QSettings settings() { return QSettings("ServeScope", "servescope"); }
-
 // Why the settings cannot be kept, or empty. QSettings itself says nothing when its file is a
 // folder: it reads nothing and writes nothing.
 QString settings_problem() {
-  QSettings s = settings();
+  QSettings s = app_settings();
   const QFileInfo file(s.fileName());
   if (file.exists() && !file.isFile()) {
     return QCoreApplication::translate(
@@ -71,7 +70,7 @@ QString settings_problem() {
 
 }  // namespace
 
-void MainWindow::forget_settings() { settings().clear(); }
+void MainWindow::forget_settings() { app_settings().clear(); }
 
 void MainWindow::restore_settings(const WindowOptions& options) {
   QString model = QString::fromStdString(cli::default_model_path());
@@ -79,7 +78,7 @@ void MainWindow::restore_settings(const WindowOptions& options) {
   bool dark = false;
   bool q8_activations = false;  // remembered apart from the backend, which options may name
   if (remember_settings_) {
-    QSettings s = settings();
+    QSettings s = app_settings();
     restoreGeometry(s.value("window/geometry").toByteArray());
     keep_on_screen();
     restoreState(s.value("window/state").toByteArray());
@@ -163,7 +162,7 @@ void MainWindow::keep_on_screen() {
 
 void MainWindow::save_settings() const {
   if (!remember_settings_) return;
-  QSettings s = settings();
+  QSettings s = app_settings();
   s.setValue("window/geometry", saveGeometry());
   s.setValue("window/state", saveState());
   if (auto* splitter = findChild<QSplitter*>("main-splitter")) {

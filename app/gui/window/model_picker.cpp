@@ -1,3 +1,4 @@
+#include "app/gui/window/app_settings.h"
 #include "app/gui/window/model_picker.h"
 
 #include <QFileInfo>
@@ -9,12 +10,6 @@
 #include "app/gui/window/window_text.h"
 
 namespace servescope::gui {
-
-namespace {
-
-QSettings settings() { return QSettings("ServeScope", "servescope"); }
-
-}  // namespace
 
 ModelPicker::ModelPicker(std::vector<TimingModel> timing_models, QString timing_folder,
                          int64_t bundled_vocab, bool remember_recent, QWidget* parent)
@@ -37,7 +32,7 @@ ModelPicker::ModelPicker(std::vector<TimingModel> timing_models, QString timing_
 }
 
 QStringList ModelPicker::recent() const {
-  return remember_recent_ ? settings().value("models/recent").toStringList() : QStringList();
+  return remember_recent_ ? app_settings().value("models/recent").toStringList() : QStringList();
 }
 
 void ModelPicker::remember(const QString& path) {
@@ -46,7 +41,7 @@ void ModelPicker::remember(const QString& path) {
   list.removeAll(path);
   list.prepend(path);
   while (list.size() > kMaxRecent) list.removeLast();
-  settings().setValue("models/recent", list);
+  app_settings().setValue("models/recent", list);
 }
 
 void ModelPicker::show_loaded(const QString& loaded) {
