@@ -166,46 +166,81 @@ LoadSummary summarize_load(std::span<const telemetry::StepRecord> steps,
   return s;
 }
 
+struct LoadRun::State {
+  State(model::Transformer& transformer, uint64_t weight_bytes, const EngineConfig& config,
+        std::vector<SimulatedRequest> load)
+      : requests(std::move(load)), engine(transformer, weight_bytes, config, &collector) {}
+
+  std::vector<SimulatedRequest> requests;
+  RecordCollector collector;  // before the engine, which reports to it
+  Engine engine;
+  double start_ms = engine.now_ms();
+  size_t next = 0;  // the first request not yet submitted
+};
+
+LoadRun::LoadRun(model::Transformer& transformer, uint64_t weight_bytes, const EngineConfig& config,
+                 std::vector<SimulatedRequest> requests)
+    : state_(std::make_unique<State>(transformer, weight_bytes, config, std::move(requests))) {}
+
+LoadRun::~LoadRun() = default;
+
+LoadRun::Turn LoadRun::advance() {
+  State& s = *state_;
+  if (s.next >= s.requests.size() && !s.engine.has_unfinished()) return Turn{.done = true};
+  const double now_ms = s.engine.now_ms() - s.start_ms;
+  for (; s.next < s.requests.size() && s.requests[s.next].arrival_ms <= now_ms; ++s.next) {
+    const SimulatedRequest& r = s.requests[s.next];
+    EngineRequest request;
+    request.prompt_ids = r.prompt_ids;
+    request.max_tokens = r.max_tokens;
+    s.engine.submit(request, s.start_ms + r.arrival_ms);
+  }
+  if (s.engine.step()) return Turn{.stepped = true};
+  // Idle, or a static batch collecting: nothing until the next arrival or the batch is due,
+  // whichever comes first.
+  double wake_ms = s.next < s.requests.size() ? s.start_ms + s.requests[s.next].arrival_ms
+                                              : std::numeric_limits<double>::infinity();
+  if (const std::optional<double> due = s.engine.batch_due_ms()) wake_ms = std::min(wake_ms, *due);
+  if (!std::isfinite(wake_ms)) {
+    if (s.engine.has_unfinished()) throw std::logic_error("LoadRun: the engine cannot step");
+    return Turn{.done = true};
+  }
+  return Turn{.wait_ms = std::max(0.0, wake_ms - s.engine.now_ms())};
+}
+
+int64_t LoadRun::finished() const {
+  return static_cast<int64_t>(state_->collector.requests.size());
+}
+
+int64_t LoadRun::total() const { return static_cast<int64_t>(state_->requests.size()); }
+
+LoadResult LoadRun::result() const {
+  const State& s = *state_;
+  LoadResult result;
+  result.summary =
+      summarize_load(s.collector.steps, s.collector.requests, s.engine.now_ms() - s.start_ms,
+                     kv_bytes_per_block(s.engine.pool().layout()));
+  result.steps = s.collector.steps;
+  result.requests = s.collector.requests;
+  return result;
+}
+
 LoadResult run_load(model::Transformer& transformer, uint64_t weight_bytes,
                     const EngineConfig& config, std::span<const SimulatedRequest> requests,
                     const LoadProgress& progress, const std::function<bool()>& should_stop) {
-  RecordCollector collector;
-  Engine engine(transformer, weight_bytes, config, &collector);
-  const auto total = static_cast<int64_t>(requests.size());
-  const double start_ms = engine.now_ms();
-  size_t next = 0;
-  while ((next < requests.size() || engine.has_unfinished()) && !(should_stop && should_stop())) {
-    const double now_ms = engine.now_ms() - start_ms;
-    for (; next < requests.size() && requests[next].arrival_ms <= now_ms; ++next) {
-      const SimulatedRequest& r = requests[next];
-      EngineRequest request;
-      request.prompt_ids = r.prompt_ids;
-      request.max_tokens = r.max_tokens;
-      engine.submit(request, start_ms + r.arrival_ms);
-    }
-    if (engine.step()) {
-      if (progress) progress(static_cast<int64_t>(collector.requests.size()), total);
-      continue;
-    }
-    // Idle, or a static batch collecting: sleep until the next arrival or the batch is due,
-    // whichever comes first.
-    double wake_ms = next < requests.size() ? start_ms + requests[next].arrival_ms
-                                            : std::numeric_limits<double>::infinity();
-    if (const std::optional<double> due = engine.batch_due_ms()) wake_ms = std::min(wake_ms, *due);
-    if (!std::isfinite(wake_ms)) {
-      if (engine.has_unfinished()) throw std::logic_error("run_load: the engine cannot step");
+  LoadRun run(transformer, weight_bytes, config, {requests.begin(), requests.end()});
+  while (!(should_stop && should_stop())) {
+    const LoadRun::Turn turn = run.advance();
+    if (turn.done) break;
+    if (turn.stepped) {
+      if (progress) progress(run.finished(), run.total());
       continue;
     }
     // In slices of at most 100 ms, so that a stop request is answered while waiting.
     std::this_thread::sleep_for(
-        std::chrono::duration<double, std::milli>(std::min(wake_ms - engine.now_ms(), 100.0)));
+        std::chrono::duration<double, std::milli>(std::min(turn.wait_ms, 100.0)));
   }
-  LoadResult result;
-  result.summary = summarize_load(collector.steps, collector.requests, engine.now_ms() - start_ms,
-                                  kv_bytes_per_block(engine.pool().layout()));
-  result.steps = std::move(collector.steps);
-  result.requests = std::move(collector.requests);
-  return result;
+  return run.result();
 }
 
 }  // namespace servescope::serving

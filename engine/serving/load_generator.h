@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -92,6 +93,40 @@ struct LoadResult {
 
 // Called after every step with the requests finished so far and the total.
 using LoadProgress = std::function<void(int64_t finished, int64_t total)>;
+
+// A load replayed on a fresh Engine one step at a time, for a caller with a loop of its own
+// (the window's engine thread answers commands between steps); run_load drives one to its end.
+// Each advance() first submits every request whose arrival time has come (its arrival
+// recorded as the time it was due). Requests decode greedily and ignore the stop token, so
+// each produces exactly its max_tokens (or fills the context). A request the engine refuses
+// (Engine::submit's InputError) throws from advance().
+class LoadRun {
+ public:
+  // What one advance() did: ran a step, found the load done, or found nothing to do for
+  // `wait_ms` (until the next arrival, or until a collecting static batch is due).
+  struct Turn {
+    bool stepped = false;
+    bool done = false;
+    double wait_ms = 0.0;
+  };
+
+  // `requests` in arrival order; the load's clock starts now.
+  LoadRun(model::Transformer& transformer, uint64_t weight_bytes, const EngineConfig& config,
+          std::vector<SimulatedRequest> requests);
+  ~LoadRun();
+  LoadRun(const LoadRun&) = delete;
+  LoadRun& operator=(const LoadRun&) = delete;
+
+  Turn advance();
+  int64_t finished() const;  // requests finished so far
+  int64_t total() const;
+  // What finished so far, summarised now (the whole load once advance() said done).
+  LoadResult result() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Replays `requests` (in arrival order) on a fresh Engine: between steps, every request whose
 // arrival time has come is submitted (its arrival recorded as the time it was due); when

@@ -267,15 +267,15 @@ TEST_F(LearnFixture, LectureModeWhatIfKeysMoveTheToolbarsControlsAndSayWhat) {
   EXPECT_EQ(window_->findChild<QSpinBox*>("batch-wait")->value(), 500);
   EXPECT_TRUE(ui().lecture().notice().contains("500 ms")) << ui().lecture().notice().toStdString();
   EXPECT_TRUE(wait_until([&] {
-    return window_->engine_info()->batching.static_batches &&
-           window_->engine_info()->batching.wait_ms == 500;
+    return window_->engine_batching().static_batches &&
+           window_->engine_batching().wait_ms == 500;
   }));
   shift(Qt::Key_W);
   shift(Qt::Key_W);
   EXPECT_EQ(window_->batching().wait_ms, 100);
   key(Qt::Key_A);
   EXPECT_FALSE(window_->batching().static_batches);
-  EXPECT_TRUE(wait_until([&] { return !window_->engine_info()->batching.static_batches; }));
+  EXPECT_TRUE(wait_until([&] { return !window_->engine_batching().static_batches; }));
 
   // Weights: the Weights picker's next entry, quantised and served.
   const auto* weights = window_->findChild<QComboBox*>("weights-picker");

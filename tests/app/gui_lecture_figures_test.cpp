@@ -7,6 +7,7 @@
 #include <QGuiApplication>
 #include <QLabel>
 #include <QScreen>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <filesystem>
 #include <memory>
@@ -14,11 +15,11 @@
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lecture_mode.h"
 #include "app/gui/lesson_ui/lesson_ui.h"
-#include "app/gui/window/main_window.h"
-#include "app/gui/panels/panel_host.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
+#include "app/gui/panels/panel_host.h"
 #include "app/gui/recording/recording_mark.h"
 #include "app/gui/recording/trace_file.h"
+#include "app/gui/window/main_window.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"
 
@@ -34,7 +35,8 @@ class LectureFiguresFixture : public ::testing::Test {
     app();
     WindowOptions options = testing::lesson_window_options(cache_.path(), progress_.path());
     trace_path_ = std::filesystem::path(trace_folder_.path().toStdString()) / "class.sstrace";
-    writer_ = std::make_shared<TraceWriter>(trace_path_, TraceHeader{kTraceVersion, trace_time_now()});
+    writer_ =
+        std::make_shared<TraceWriter>(trace_path_, TraceHeader{kTraceVersion, trace_time_now()});
     options.record = writer_;
     window_ = std::make_unique<MainWindow>(options);
     window_->show();
@@ -57,7 +59,11 @@ class LectureFiguresFixture : public ::testing::Test {
     ASSERT_TRUE(wait_until([&] { return !window_->generating(); }, 120000));
   }
 
-  void settle() { wait_until([] { return false; }, 700); }  // the strip's refresh, a paint
+  // Two frames of the window: the panels have their snapshots and the layout its sizes.
+  void settle() {
+    QSignalSpy frames(window_.get(), &MainWindow::frame_folded);
+    ASSERT_TRUE(wait_until([&] { return frames.count() >= 2; }));
+  }
 
   // SERVESCOPE_TEST_SHOTS=FOLDER keeps the window as the test saw it, to look at.
   void save_shot(const QString& name) {
@@ -88,12 +94,13 @@ TEST_F(LectureFiguresFixture, PinnedFiguresTakeOneLineAndEveryPanelKeepsItsMinim
   PinnedFigures& pinned = window_->pinned_figures();
   ASSERT_TRUE(pinned.pin());
   ASSERT_NO_FATAL_FAILURE(generate_with_classmates(16));
-  settle();
+  QSignalSpy refreshed(&pinned, &PinnedFigures::refreshed);  // with the finished run's figures
+  ASSERT_TRUE(wait_until([&] { return refreshed.count() >= 1; }));
+  ASSERT_NO_FATAL_FAILURE(settle());
   QLabel* strip = pinned.strip();
   ASSERT_TRUE(strip->isVisibleTo(window_.get()));
   const QString shown = strip->text();
-  EXPECT_TRUE(shown.startsWith("0 → 16 classmates: your TTFT "))
-      << shown.toStdString();
+  EXPECT_TRUE(shown.startsWith("0 → 16 classmates: your TTFT ")) << shown.toStdString();
   EXPECT_LE(strip->fontMetrics().horizontalAdvance(shown), strip->contentsRect().width());
   EXPECT_LT(strip->height(), 2 * strip->fontMetrics().lineSpacing()) << "one line";
   // Whatever did not fit is in the tooltip: every figure of both runs.
@@ -106,7 +113,7 @@ TEST_F(LectureFiguresFixture, PinnedFiguresTakeOneLineAndEveryPanelKeepsItsMinim
     window_->set_dark_theme(dark);
     for (const PanelId id : kAllPanels) {
       window_->show_panel(id);
-      settle();
+      ASSERT_NO_FATAL_FAILURE(settle());
       const widgets::PanelView* panel = window_->panels().panel(id);
       EXPECT_GE(panel->height(), panel->minimumSizeHint().height())
           << panel_title(id) << " at " << screen_size().toStdString();
@@ -122,17 +129,21 @@ TEST_F(LectureFiguresFixture, ARecordingShowsItsFileAndGrowingSizeAlsoInLectureM
   ASSERT_NE(recording, nullptr);
   EXPECT_TRUE(recording->isVisibleTo(window_.get())) << "outside lecture mode";
   ASSERT_NO_FATAL_FAILURE(start_lecture());
-  settle();
+  ASSERT_NO_FATAL_FAILURE(settle());
   const QString before = recording->text();
   EXPECT_TRUE(before.startsWith("Recording to class.sstrace, ")) << before.toStdString();
   ASSERT_NO_FATAL_FAILURE(generate_with_classmates(4));
-  settle();
-  settle();  // the mark reads the size once a second
+  // The mark reads the file's size once a second: until it shows the run written.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return recording->text() == recording_text("class.sstrace", writer_->bytes_written());
+      },
+      5000))
+      << recording->text().toStdString();
   EXPECT_TRUE(recording->isVisibleTo(window_.get()));
   EXPECT_FALSE(recording->visibleRegion().isEmpty()) << "on screen, not covered";
   const QRect on_window(recording->mapTo(window_.get(), QPoint(0, 0)), recording->size());
   EXPECT_TRUE(window_->rect().contains(on_window));
-  EXPECT_EQ(recording->text(), recording_text("class.sstrace", writer_->bytes_written()));
   EXPECT_NE(recording->text(), before) << "its size grows as the run is written";
   EXPECT_EQ(writer_->bytes_written(), std::filesystem::file_size(trace_path_));  // flushed
   save_shot(QString("lecture-recording-%1").arg(screen_size()));

@@ -557,8 +557,8 @@ TEST_F(LessonFixture, StaticBatchingMakesTheRequestWaitForItsBatchAndTheTtftShow
       "      - set_greedy: true\n      - generate: {max_tokens: 4}\n"));
   ASSERT_EQ(outcome, "finished");
   // The engine itself reports static batching with the lesson's wait.
-  EXPECT_TRUE(window_->engine_info()->batching.static_batches);
-  EXPECT_EQ(window_->engine_info()->batching.wait_ms, kWaitMs);
+  EXPECT_TRUE(window_->engine_batching().static_batches);
+  EXPECT_EQ(window_->engine_batching().wait_ms, kWaitMs);
   EXPECT_TRUE(window_->batching().static_batches);
   EXPECT_GE(collecting_reports, 1);
   // Four requests never fill 16 places: the learner's (the oldest) waited the whole wait, and
@@ -569,8 +569,8 @@ TEST_F(LessonFixture, StaticBatchingMakesTheRequestWaitForItsBatchAndTheTtftShow
   EXPECT_GE(measured("ttft_ms"), kWaitMs);
   // Back to continuous: the next request joins at once, with nothing to collect.
   EXPECT_EQ(run(actions_from_yaml("      - set_batching: continuous\n")), "finished");
-  EXPECT_FALSE(window_->engine_info()->batching.static_batches);
-  EXPECT_EQ(window_->engine_info()->batching.wait_ms, kWaitMs);  // the wait is kept
+  EXPECT_FALSE(window_->engine_batching().static_batches);
+  EXPECT_EQ(window_->engine_batching().wait_ms, kWaitMs);  // the wait is kept
   EXPECT_EQ(window_->batch_collecting().waiting, 0);
 }
 
@@ -800,7 +800,7 @@ TEST_F(LessonFixture, TheBatchingLessonsWaitingExperimentMeasuresBothPolicies) {
   EXPECT_LT(continuous_ttft, static_ttft);
   EXPECT_GT(kept.at("static").at("class_tokens_per_s"), 0.0);
   // The class went home and batching is continuous again: the next lesson starts quiet.
-  EXPECT_FALSE(window_->engine_info()->batching.static_batches);
+  EXPECT_FALSE(window_->engine_batching().static_batches);
   std::cout << "waiting experiment: TTFT continuous " << continuous_ttft << " ms, static "
             << static_ttft << " ms; class tokens/s continuous "
             << kept.at("continuous").at("class_tokens_per_s") << ", static "

@@ -7,6 +7,7 @@
 
 #include <QAction>
 #include <QLabel>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <algorithm>
 #include <map>
@@ -15,11 +16,11 @@
 #include "app/gui/lesson_ui/action_dispatcher.h"
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lesson_ui.h"
-#include "app/gui/window/main_window.h"
 #include "app/gui/recording/replay_bar.h"
 #include "app/gui/recording/replay_player.h"
 #include "app/gui/recording/trace_file.h"
 #include "app/gui/recording/trace_recorder.h"
+#include "app/gui/window/main_window.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/app/gui_window_support.h"
 
@@ -33,7 +34,11 @@ using testing::wait_until;
 constexpr std::array kRecordedPanels = {PanelId::kPhases, PanelId::kKvCache, PanelId::kBatching,
                                         PanelId::kRoofline};
 
-void settle() { wait_until([] { return false; }, 150); }  // a few frames: drained and folded
+// Two frames of the window: what was queued before is drained, folded and shown.
+void settle(const MainWindow& window) {
+  QSignalSpy frames(&window, &MainWindow::frame_folded);
+  ASSERT_TRUE(wait_until([&] { return frames.count() >= 2; }));
+}
 
 // The CSV without one (unquoted) column.
 std::string without_column(const std::string& csv, const std::string& column) {
@@ -64,7 +69,7 @@ std::map<PanelId, std::string> panel_csvs(MainWindow& window) {
   for (const PanelId id : kRecordedPanels) {
     window.show_panel(id);
     EXPECT_TRUE(wait_until([&] { return window.panels().has_data(id); }, 30000)) << panel_key(id);
-    settle();
+    settle(window);
     const std::string csv = window.panels().panel(id)->csv().toStdString();
     csvs[id] = id == PanelId::kKvCache ? without_column(csv, "event_age_frames") : csv;
   }
@@ -100,7 +105,8 @@ class RecordAndReplay : public ::testing::Test {
                                        ".sstrace"));
     live_ = new std::map<PanelId, std::string>;
     WindowOptions options = testing::test_window_options(cache.path());
-    auto writer = std::make_shared<TraceWriter>(*path_, TraceHeader{kTraceVersion, trace_time_now()});
+    auto writer =
+        std::make_shared<TraceWriter>(*path_, TraceHeader{kTraceVersion, trace_time_now()});
     options.record = writer;
     {
       MainWindow window(options);
@@ -120,7 +126,7 @@ class RecordAndReplay : public ::testing::Test {
       ASSERT_TRUE(wait_until([&] { return outcome.has_value(); }, 240000));
       ASSERT_EQ(outcome->toStdString(), "finished");
       ASSERT_TRUE(wait_until([&] { return !window.generating(); }));
-      settle();
+      settle(window);
       live_steps_ = window.folder().counts().steps;
       live_kv_events_ = window.folder().counts().kv_events;
       live_inconsistent_ = window.folder().counts().inconsistent_kv_events;
@@ -168,7 +174,7 @@ TEST_F(RecordAndReplay, AReplayOfARecordedLesson3RunShowsTheSameFiguresAsTheLive
   std::unique_ptr<MainWindow> window = replay_window();
   ReplayPlayer& player = *window->replay_player();
   player.seek(player.duration_ms());  // the end, where the live panels were read
-  settle();
+  settle(*window);
   EXPECT_EQ(window->folder().counts().steps, live_steps_);
   EXPECT_EQ(window->folder().counts().kv_events, live_kv_events_);
   EXPECT_EQ(window->folder().counts().inconsistent_kv_events, live_inconsistent_);
@@ -194,7 +200,7 @@ TEST_F(RecordAndReplay, SteppingAndSeekingRebuildTheStateFoldedFromTheRecordingA
   for (int i = 0; i < 5; ++i) player.step();
   EXPECT_FALSE(player.playing());
   EXPECT_EQ(player.steps_played(), 5);
-  settle();
+  settle(*window);
   const TelemetryFolder expected = folded_until_step(trace, 5);
   EXPECT_EQ(window->folder().counts().steps, 5);
   EXPECT_EQ(window->folder().counts().kv_events, expected.counts().kv_events);
@@ -202,13 +208,13 @@ TEST_F(RecordAndReplay, SteppingAndSeekingRebuildTheStateFoldedFromTheRecordingA
   EXPECT_EQ(window->folder().retained_tokens(), expected.retained_tokens());
   // To the end, back to the start, and to the end again: the same panels each time.
   player.seek(player.duration_ms());
-  settle();
+  settle(*window);
   const std::map<PanelId, std::string> first = panel_csvs(*window);
   player.seek(0.0);
-  settle();
+  settle(*window);
   EXPECT_EQ(window->folder().counts().steps, 0);
   player.seek(player.duration_ms());
-  settle();
+  settle(*window);
   EXPECT_EQ(panel_csvs(*window), first);
   EXPECT_EQ(window->folder().counts().steps, live_steps_);
 }
@@ -223,7 +229,7 @@ TEST_F(RecordAndReplay, PlayingAtSpeedReachesTheEndAndThePanelsFill) {
   ReplayPlayer& player = *window.replay_player();
   ASSERT_TRUE(wait_until([&] { return player.at_end(); }, 60000));
   EXPECT_FALSE(player.playing());
-  settle();
+  settle(window);
   EXPECT_EQ(window.folder().counts().steps, live_steps_);
   EXPECT_TRUE(window.panels().has_data(PanelId::kBatching));
 }
@@ -259,7 +265,8 @@ TEST_F(RecordAndReplay, AReplayIsMarkedInLectureModeTooAndDrivesNoEngine) {
   const qint64 request = window->user_request();  // the recording's, while it generates
   window->generate();
   EXPECT_EQ(window->user_request(), request);
-  EXPECT_TRUE(window->message().contains("replays a recorded run")) << window->message().toStdString();
+  EXPECT_TRUE(window->message().contains("replays a recorded run"))
+      << window->message().toStdString();
   window->open_model(QString::fromStdString(testing::kTestData) + "/nothing.gguf");
   EXPECT_FALSE(window->loading());
   EXPECT_EQ(window->engine_info()->model_path, engine.model_path);
@@ -286,10 +293,9 @@ TEST_F(RecordAndReplay, ALessonStepShownBeforeTheModelLoadedPlaysAtTheStart) {
   // The first lesson step played is the one shown before the engine (the recording's own step
   // comes milliseconds later: a slow machine, under the sanitizer, may show that one already).
   std::vector<std::pair<QString, QString>> played;
-  QObject::connect(window.replay_player(), &ReplayPlayer::lesson_shown, &window,
-                   [&played](const QString& lesson, const QString& step) {
-                     played.emplace_back(lesson, step);
-                   });
+  QObject::connect(
+      window.replay_player(), &ReplayPlayer::lesson_shown, &window,
+      [&played](const QString& lesson, const QString& step) { played.emplace_back(lesson, step); });
   window.show();
   ASSERT_TRUE(wait_until([&] { return window.engine_info().has_value(); }, 10000));
   ASSERT_TRUE(wait_until([&] { return !played.empty(); }, 10000));
@@ -299,7 +305,7 @@ TEST_F(RecordAndReplay, ALessonStepShownBeforeTheModelLoadedPlaysAtTheStart) {
   player.pause();
   player.seek(player.duration_ms());
   player.seek(0.0);  // the start is the engine: the folder starts over
-  settle();
+  settle(window);
   EXPECT_EQ(window.folder().counts().steps, 0);
   EXPECT_EQ(player.position_ms(), 0.0);
 }

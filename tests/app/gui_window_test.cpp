@@ -331,8 +331,8 @@ TEST_F(WindowFixture, TheBatchingControlsSetTheEnginesPolicyAndThePanelSaysABatc
   wait->setValue(5000);  // long enough to look at the collecting batch
   picker->setCurrentIndex(1);
   Q_EMIT picker->activated(1);
-  ASSERT_TRUE(wait_until([&] { return window_->engine_info()->batching.static_batches; }));
-  EXPECT_EQ(window_->engine_info()->batching.wait_ms, 5000);
+  ASSERT_TRUE(wait_until([&] { return window_->engine_batching().static_batches; }));
+  EXPECT_EQ(window_->engine_batching().wait_ms, 5000);
 
   std::optional<BatchCollecting> collecting;
   QObject::connect(window_.get(), &MainWindow::batch_collecting_changed, window_.get(),
@@ -360,7 +360,7 @@ TEST_F(WindowFixture, TheBatchingControlsSetTheEnginesPolicyAndThePanelSaysABatc
 
   picker->setCurrentIndex(0);
   Q_EMIT picker->activated(0);
-  ASSERT_TRUE(wait_until([&] { return !window_->engine_info()->batching.static_batches; }));
+  ASSERT_TRUE(wait_until([&] { return !window_->engine_batching().static_batches; }));
 }
 
 TEST_F(WindowFixture, TheActivationsControlRebuildsTheCpuBackendAndIsOffOnVulkan) {
@@ -610,7 +610,7 @@ TEST(WindowSettings, AreRememberedAcrossWindowsAndForgottenByReset) {
     ASSERT_TRUE(wait_until([&] { return second.engine_info().has_value(); }));
     EXPECT_EQ(second.engine_info()->backend, "cpu");
     EXPECT_TRUE(second.engine_info()->quantised_activations);  // the engine was built with them
-    EXPECT_TRUE(second.engine_info()->batching.static_batches);
+    EXPECT_TRUE(second.engine_batching().static_batches);
   }
   MainWindow::forget_settings();
   {

@@ -250,6 +250,78 @@ TEST(BatchSweepPoint, KeepsTheMedianRunWhoseThroughputIsItsTokensOverItsTime) {
   EXPECT_FALSE(median_sweep_point(8, {}).has_value());
 }
 
+// The plan's order: an untimed batch 1, then up, down, up; each size's point once its third
+// run is in, made of those three runs (the median by step time).
+TEST(BatchSweepPlan, RunsAnUntimedOneThenAlternatingPassesAndGivesEachSizeAfterItsLastRun) {
+  BatchSweepPlan plan;
+  std::vector<int64_t> order;
+  std::vector<int64_t> points_after;  // the run number each point came with
+  int run = 0;
+  while (const std::optional<int64_t> batch = plan.next_batch()) {
+    order.push_back(*batch);
+    // Step time grows with the run number, so the median of a size's runs is its second.
+    const telemetry::StepTotals totals{.steps = 10, .tokens = 10 * *batch, .step_ms = 10.0 + run};
+    if (const std::optional<BatchSweepPoint> point = plan.record(totals)) {
+      EXPECT_EQ(point->max_batch, *batch);
+      points_after.push_back(run);
+    }
+    ++run;
+  }
+  const std::vector<int64_t> expected = {1, 1, 2, 4, 8, 16, 16, 8, 4, 2, 1, 1, 2, 4, 8, 16};
+  EXPECT_EQ(order, expected);
+  EXPECT_EQ(points_after, (std::vector<int64_t>{11, 12, 13, 14, 15}));
+  ASSERT_EQ(plan.points().size(), kBatchSweepSizes);
+  // Batch 1 ran (timed) as runs 1, 10 and 11: the median is run 10's.
+  EXPECT_DOUBLE_EQ(plan.points().front().decode.step_ms, 20.0);
+  EXPECT_DOUBLE_EQ(plan.points().front().fastest_step_ms, 11.0 / 10);
+  EXPECT_FALSE(plan.record({}).has_value());  // nothing more once complete
+}
+
+// The sweep runs one engine step per event-loop turn: a command sent while it runs is
+// answered before the sweep ends, not after it (the thread is never held for a whole sweep).
+TEST_F(WorkerFixture, TheThreadAnswersCommandsWhileASweepRuns) {
+  load(kTestData + "/models/llama-f32.gguf");
+  std::optional<QVector<BatchSweepPoint>> sweep;
+  int points = 0;
+  QObject::connect(worker_, &EngineWorker::batch_sweep_point, &receiver_,
+                   [&](const BatchSweepPoint&) { ++points; });
+  QObject::connect(worker_, &EngineWorker::batch_sweep_ready, &receiver_,
+                   [&](const QVector<BatchSweepPoint>& p) { sweep = p; });
+  on_worker([](EngineWorker& w) { w.run_batch_sweep(); });
+  bool answered_while_sweeping = false;
+  QMetaObject::invokeMethod(
+      worker_,
+      [w = worker_, &answered_while_sweeping] {
+        w->set_speed(Speed::kRealTime);
+        answered_while_sweeping = true;
+      },
+      Qt::BlockingQueuedConnection);
+  EXPECT_TRUE(answered_while_sweeping);
+  QCoreApplication::processEvents();
+  EXPECT_FALSE(sweep.has_value()) << "the command waited for the whole sweep";
+  ASSERT_TRUE(wait_until([&] { return sweep.has_value(); }));
+  ASSERT_FALSE(failure_.has_value()) << failure_->toStdString();
+  EXPECT_EQ(sweep->size(), kBatchSweepSizes);
+  EXPECT_EQ(points, kBatchSweepSizes);
+}
+
+// A new engine (here a new KV type) ends a sweep measured on the old one; the live engine
+// then serves a generation as before.
+TEST_F(WorkerFixture, ANewEngineEndsTheSweepAndTheLiveEngineGoesOn) {
+  load(kTestData + "/models/llama-f32.gguf");
+  std::optional<QVector<BatchSweepPoint>> sweep;
+  QObject::connect(worker_, &EngineWorker::batch_sweep_ready, &receiver_,
+                   [&](const QVector<BatchSweepPoint>& p) { sweep = p; });
+  info_.reset();
+  on_worker([](EngineWorker& w) { w.run_batch_sweep(); });
+  on_worker([](EngineWorker& w) { w.set_kv_type(gguf::GgmlType::F32); });
+  ASSERT_TRUE(wait_until([&] { return sweep.has_value() && info_.has_value(); }));
+  EXPECT_LT(sweep->size(), kBatchSweepSizes);
+  TelemetryFolder folder;
+  ASSERT_NO_FATAL_FAILURE(class_generates(folder, 0, 8));
+  EXPECT_EQ(finished_, GenerationEnd::kMaxTokens);
+}
+
 // The tooltip's description is made from the workload the sweep runs, not written beside it.
 TEST(BatchSweep, TheWorkloadTextDescribesTheWorkloadItRuns) {
   const serving::WorkloadSpec spec = batch_sweep_workload(4, {5, 6, 7}, 100);

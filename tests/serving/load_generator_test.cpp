@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <limits>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/model/model.h"
@@ -140,8 +144,8 @@ TEST(LoadGenerator, SummaryOfKnownRecords) {
   EXPECT_EQ(s.decode_only_steps, 1);
   EXPECT_DOUBLE_EQ(s.mean_decode_step_ms, 30.0);
   EXPECT_DOUBLE_EQ(s.decode_tokens_per_s, 100.0);  // 3 tokens in the 30 ms decode-only step
-  EXPECT_DOUBLE_EQ(s.achieved_gb_per_s, 0.1);     // 4 MB in 40 ms
-  EXPECT_DOUBLE_EQ(s.achieved_gflop_per_s, 0.2);  // 8 MFLOP in 40 ms
+  EXPECT_DOUBLE_EQ(s.achieved_gb_per_s, 0.1);      // 4 MB in 40 ms
+  EXPECT_DOUBLE_EQ(s.achieved_gflop_per_s, 0.2);   // 8 MFLOP in 40 ms
   // Kernel times count as measured only when every step measured them.
   EXPECT_FALSE(s.kernel_times_measured);
   steps[0].kernel_times_measured = true;
@@ -227,6 +231,43 @@ TEST(LoadGenerator, AStopRequestEndsTheRunAfterTheCurrentStep) {
   EXPECT_GE(result.requests.size(), 2u);
   EXPECT_LT(result.requests.size(), requests.size());
   EXPECT_EQ(result.summary.requests, static_cast<int64_t>(result.requests.size()));
+}
+
+// LoadRun, stepped by its caller (the window's engine thread), serves the same tokens as
+// run_load; a caller that waits what a turn asks for sees it done, with every request counted.
+TEST(LoadGenerator, ALoadRunAdvancedByItsCallerServesWhatRunLoadServes) {
+  auto m = model::load_model(std::string(SERVESCOPE_TEST_DATA_DIR) + "/models/llama-f32.gguf",
+                             compute::BackendKind::kCpu);
+  WorkloadSpec spec = small_spec();
+  spec.rate_per_s = 400.0;  // a few ms apart: some turns find nothing due yet
+  const std::vector<SimulatedRequest> requests = make_workload(spec);
+  const EngineConfig config{.max_batch_size = 2, .kv_type = gguf::GgmlType::F16, .block_size = 8};
+  const uint64_t weight_bytes = model::summarize_weights(m->file).bytes;
+  LoadRun run(*m->transformer, weight_bytes, config, requests);
+  EXPECT_EQ(run.total(), static_cast<int64_t>(requests.size()));
+  int64_t steps = 0;
+  for (LoadRun::Turn turn = run.advance(); !turn.done; turn = run.advance()) {
+    if (turn.stepped) {
+      ++steps;
+      continue;
+    }
+    ASSERT_GE(turn.wait_ms, 0.0);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(turn.wait_ms));
+  }
+  EXPECT_EQ(run.finished(), run.total());
+  const LoadResult stepped = run.result();
+  EXPECT_EQ(stepped.summary.steps, steps);
+  const LoadResult whole = run_load(*m->transformer, weight_bytes, config, requests);
+  ASSERT_EQ(stepped.requests.size(), whole.requests.size());
+  const auto by_id = [](std::vector<telemetry::RequestRecord> records) {
+    std::ranges::sort(records, {}, &telemetry::RequestRecord::request_id);
+    return records;
+  };
+  const std::vector<telemetry::RequestRecord> a = by_id(stepped.requests);
+  const std::vector<telemetry::RequestRecord> b = by_id(whole.requests);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].output_ids, b[i].output_ids) << "request " << a[i].request_id;
+  }
 }
 
 // The desktop application keeps one engine and changes the policy between runs.

@@ -23,6 +23,37 @@ std::optional<BatchSweepPoint> median_sweep_point(int64_t max_batch,
   return point;
 }
 
+namespace {
+
+// Runs in all: the untimed one, then every size in every pass.
+constexpr int kSweepRuns = 1 + kBatchSweepSizes * kBatchSweepRepeats;
+
+}  // namespace
+
+int BatchSweepPlan::size_index(int run) const {
+  if (run == 0) return 0;  // untimed first: the first run after loading pays for cold caches
+  const int pass = (run - 1) / kBatchSweepSizes;
+  const int i = (run - 1) % kBatchSweepSizes;
+  return pass % 2 == 0 ? i : kBatchSweepSizes - 1 - i;
+}
+
+std::optional<int64_t> BatchSweepPlan::next_batch() const {
+  if (runs_taken_ >= kSweepRuns) return std::nullopt;
+  return int64_t{1} << size_index(runs_taken_);
+}
+
+std::optional<BatchSweepPoint> BatchSweepPlan::record(const telemetry::StepTotals& totals) {
+  if (runs_taken_ >= kSweepRuns) return std::nullopt;
+  const int run = runs_taken_++;
+  if (run == 0) return std::nullopt;  // the untimed run measures nothing
+  const int size = size_index(run);
+  std::vector<telemetry::StepTotals>& runs = totals_[static_cast<size_t>(size)];
+  runs.push_back(totals);
+  if (runs.size() < static_cast<size_t>(kBatchSweepRepeats)) return std::nullopt;
+  points_.push_back(*median_sweep_point(int64_t{1} << size, runs));
+  return points_.back();
+}
+
 serving::WorkloadSpec batch_sweep_workload(int64_t max_batch, std::vector<int32_t> text_ids,
                                            int32_t vocab_size) {
   serving::WorkloadSpec spec;

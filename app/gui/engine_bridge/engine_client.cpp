@@ -29,16 +29,6 @@ void EngineClient::send(Call call) {
   QMetaObject::invokeMethod(worker_, [w = worker_, call = std::move(call)] { call(*w); });
 }
 
-namespace {
-
-// Each signal of `from` re-emitted by `to` (queued when they live on different threads).
-template <typename... Signal>
-void relay(EngineReplies* from, EngineReplies* to, Signal... signal) {
-  (QObject::connect(from, signal, to, signal), ...);
-}
-
-}  // namespace
-
 void EngineClient::forward_replies() {
   using R = EngineReplies;
   relay(worker_, this, &R::engine_ready, &R::load_failed, &R::generation_refused, &R::failed,
@@ -53,6 +43,8 @@ void EngineClient::mirror_replies() {
   EngineState& s = state_;
   connect(this, &EngineReplies::engine_ready, this, [&s](const EngineInfo& info) {
     s.info = info;
+    s.memory = {info.memory_weights_bytes, info.memory_kv_bytes, info.memory_working_bytes};
+    s.batching = info.batching;
     s.loading = false;
     s.user_request = -1;  // a new engine numbers its requests from 0 again
     s.collecting = {};
@@ -81,14 +73,12 @@ void EngineClient::mirror_replies() {
   connect(this, &EngineReplies::memory_measured, this,
           [&s](quint64 weights, quint64 kv_cache, quint64 working) {
             if (!s.info) return;
-            s.info->memory_weights_bytes = weights;
-            s.info->memory_kv_bytes = kv_cache;
-            s.info->memory_working_bytes = working;
+            s.memory = {weights, kv_cache, working};
             ++s.info_revision;
           });
   connect(this, &EngineReplies::batching_changed, this, [&s](const BatchingChoice& batching) {
     if (!s.info) return;
-    s.info->batching = batching;
+    s.batching = batching;
     ++s.info_revision;
     ++s.collecting_revision;
   });

@@ -30,9 +30,12 @@ class EngineWorker;
 
 // What the engine thread last said, as one value. Revisions count changes: `info_revision`
 // the engine's facts (a new engine, its memory measured, its batching), `sweep_revision` the
-// batch sweep's points and the staggered load's result.
+// batch sweep's points and the staggered load's result. `info` is the engine as it was made
+// and is replaced whole, never patched: what changes while it serves has fields of its own.
 struct EngineState {
   std::optional<EngineInfo> info;  // the engine serving now; none before a load succeeded
+  MeasuredMemory memory;           // its device memory as last measured
+  BatchingChoice batching;         // the batching its scheduler holds now
   bool loading = false;            // a model asked for and not yet answered
   QString loading_path;
   bool generating = false;     // the user's generation, from generate() to its end

@@ -63,4 +63,10 @@ class EngineReplies : public QObject {
   void batch_collecting(servescope::gui::BatchCollecting state);
 };
 
+// Each signal of `from` re-emitted by `to` (queued when they live on different threads).
+template <typename... Signal>
+void relay(EngineReplies* from, EngineReplies* to, Signal... signal) {
+  (QObject::connect(from, signal, to, signal), ...);
+}
+
 }  // namespace servescope::gui

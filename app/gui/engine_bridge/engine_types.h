@@ -63,6 +63,13 @@ enum class Speed {
 };
 
 // The engine as built: what the status bar, the folder and the prompt chips need.
+// Device memory by purpose, from the backend's accounting (0: not reported by the backend).
+struct MeasuredMemory {
+  uint64_t weights_bytes = 0;
+  uint64_t kv_bytes = 0;
+  uint64_t working_bytes = 0;
+};
+
 struct EngineInfo {
   QString model_path;
   QString model_name;
@@ -96,10 +103,11 @@ struct EngineInfo {
   int64_t max_batch_size = 0;
   // The untimed kernel warm-up this engine ran before its first step (serving/warm_up.h).
   double warm_up_ms = 0.0;
-  BatchingChoice batching;  // as the engine's scheduler holds it
+  BatchingChoice batching;  // as the engine's scheduler held it when made
   // false: the engine serves without a KV cache (every token recomputes its context).
   bool keep_kv = true;
-  // Device memory by purpose, from the backend's accounting (0: not reported by the backend).
+  // Device memory by purpose when the engine was made, from the backend's accounting (0: not
+  // reported by the backend); later measurements come as MeasuredMemory (EngineState).
   uint64_t memory_weights_bytes = 0;
   uint64_t memory_kv_bytes = 0;
   uint64_t memory_working_bytes = 0;
@@ -170,6 +178,26 @@ struct BatchSweepPoint {
 // the faster of the two middle ones), with the spread of all of them; nullopt for none.
 std::optional<BatchSweepPoint> median_sweep_point(int64_t max_batch,
                                                   std::span<const telemetry::StepTotals> runs);
+
+// The batch sweep's order of runs and what they add up to: an untimed batch-1 run, then every
+// size once per pass, passes alternating up and down so a slow spell of a shared machine does
+// not land on the large sizes only. The worker runs next_batch() and hands its decode totals
+// to record(), which gives a size's point once its last repeat is in.
+class BatchSweepPlan {
+ public:
+  // The max batch of the next run; none once the sweep is complete.
+  std::optional<int64_t> next_batch() const;
+  std::optional<BatchSweepPoint> record(const telemetry::StepTotals& totals);
+  const QVector<BatchSweepPoint>& points() const { return points_; }
+
+ private:
+  // The sweep's index of run `run` (0 is the untimed one) and its pass.
+  int size_index(int run) const;
+  int runs_taken_ = 0;
+  std::vector<std::vector<telemetry::StepTotals>> totals_ =
+      std::vector<std::vector<telemetry::StepTotals>>(kBatchSweepSizes);
+  QVector<BatchSweepPoint> points_;
+};
 
 // The requests one size of the sweep serves (greedy, all at t = 0): twice as many as its slots,
 // prompts drawn from `text_ids` (random ids below `vocab_size` when empty).

@@ -117,12 +117,16 @@ void EngineWorker::register_types() {
 EngineWorker::EngineWorker(QObject* parent)
     : EngineReplies(parent),
       tick_timer_(new QTimer(this)),
+      own_load_timer_(new QTimer(this)),
       jobs_(new QThreadPool(this)),
       lab_(new QFutureWatcher<QuantLabReport>(this)),
       reencoding_(new QFutureWatcher<ReencodedWeights>(this)),
       timing_(new QFutureWatcher<QString>(this)),
       timing_timer_(new QTimer(this)) {
   connect(tick_timer_, &QTimer::timeout, this, &EngineWorker::tick);
+  own_load_timer_->setSingleShot(true);
+  own_load_timer_->setTimerType(Qt::PreciseTimer);  // arrivals and batch waits on time
+  connect(own_load_timer_, &QTimer::timeout, this, &EngineWorker::advance_own_load);
   timing_timer_->setInterval(250);
   connect(timing_timer_, &QTimer::timeout, this, &EngineWorker::report_timing_progress);
   jobs_->setMaxThreadCount(3);  // the lab, re-encoding and a timing model may all run at once
@@ -146,6 +150,7 @@ bool EngineWorker::event(QEvent* event) {
 }
 
 void EngineWorker::drop_engine() {
+  end_own_load(true);  // measured on this model and KV type, it would not be the new engine's
   keep_raised_roofs();
   engine_.reset();
   user_request_.reset();
@@ -166,6 +171,7 @@ void EngineWorker::simulate_device_loss_after(int steps) {
 
 void EngineWorker::shutdown() {
   shut_down_ = true;
+  waiting_loads_.clear();
   wait_for_jobs();
   timing_timer_->stop();
   drop_engine();

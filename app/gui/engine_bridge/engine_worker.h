@@ -13,6 +13,7 @@
 #include <QVector>
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -119,8 +120,9 @@ class EngineWorker : public EngineReplies {
   // Measures throughput and decode-step time at max batch 1, 2, 4, 8 and 16 (twice as many
   // simulated clients as slots, each on a fresh engine); the live engine waits meanwhile.
   // batch_sweep_point reports each size as it is measured, batch_sweep_ready all of them.
-  // `cancel` stops it after the engine step in progress: batch_sweep_ready then brings the
-  // sizes measured so far.
+  // It returns at once: the runs go one engine step per event-loop turn. `cancel` stops it
+  // after the engine step in progress, as a new engine (model, weights, KV type) or shutdown
+  // does: batch_sweep_ready then brings the sizes measured so far.
   void run_batch_sweep(servescope::gui::CancelToken cancel = {});
   // Runs a staggered load (simulated clients arriving spread out, engine_types.h) on an engine
   // of its own, as the sweep does; staggered_load_progress follows it and staggered_load_ready
@@ -162,14 +164,27 @@ class EngineWorker : public EngineReplies {
   void top_up_classmates();
   void submit_classmate();
   void update_timer();
-  // One timed run of the batch sweep at this max batch: its decode steps' totals.
-  // None when `cancel` stopped it.
-  std::optional<telemetry::StepTotals> run_sweep_size(int64_t batch, const CancelToken& cancel);
-  // A load run on an engine of its own with the window's KV type, the classmates' prompts and
-  // the model's serving alone (no attention capture meanwhile).
-  serving::LoadResult run_own_load(serving::EngineConfig config, serving::WorkloadSpec spec,
-                                   const serving::LoadProgress& progress,
-                                   const std::function<bool()>& should_stop = {});
+  // Measured loads on engines of their own (engine_worker_loads.cpp), one at a time, one engine
+  // step per event-loop turn so commands are answered between steps; the live engine waits.
+  struct OwnLoad {
+    QString name;   // a failure's message starts with it: "Batch sweep"
+    QString needs;  // what memory it wanted, in a failure's text: "for the sweep's engines"
+    CancelToken cancel;
+    serving::LoadProgress progress;  // after each step; may be empty
+    // How it ended: all run (stopped false), or cut short by its token, a new engine or a
+    // failure; `result` covers what finished.
+    std::function<void(const serving::LoadResult& result, bool stopped)> on_end;
+    std::unique_ptr<serving::LoadRun> run;
+  };
+  // Starts `load` with the window's KV type, the classmates' prompts and the model's serving
+  // alone (no attention capture meanwhile); after the running one ends, if one runs.
+  void start_own_load(OwnLoad load, serving::EngineConfig config, serving::WorkloadSpec spec);
+  void begin_own_load(OwnLoad load, serving::EngineConfig config, serving::WorkloadSpec spec);
+  void advance_own_load();
+  void end_own_load(bool stopped);
+  void start_waiting_load();
+  // The sweep's next size (or its end) after the runs `plan` holds.
+  void run_next_sweep_size(std::shared_ptr<BatchSweepPlan> plan, CancelToken cancel);
   // While a static batch collects: sleeps until it is due (a timer, never a busy loop) and
   // says so. Returns false when no batch is collecting.
   bool wait_for_batch();
@@ -182,6 +197,9 @@ class EngineWorker : public EngineReplies {
   void report_timing_progress();
 
   QTimer* tick_timer_;
+  std::optional<OwnLoad> own_load_;
+  std::deque<std::function<void()>> waiting_loads_;  // starts of loads asked for meanwhile
+  QTimer* own_load_timer_;
   QString model_path_;
   BackendChoice backend_;
   gguf::GgmlType kv_type_ = gguf::GgmlType::F16;

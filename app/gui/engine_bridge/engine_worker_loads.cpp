@@ -1,25 +1,16 @@
 // The engine worker's measured loads on engines of their own (the live engine waits): the
-// batch sweep and a staggered load, each stopped by its CancelToken between engine steps.
+// batch sweep and a staggered load. Each advances one engine step per event-loop turn, so the
+// thread answers commands between steps; a load ends at its CancelToken, a new engine or
+// shutdown. Not a background thread: the load and the live engine share the model's
+// transformer, which runs one forward pass at a time.
+#include <QTimer>
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "app/cli/commands.h"
-#include "app/common/data_files.h"
 #include "app/gui/engine_bridge/engine_worker.h"
 #include "app/gui/engine_bridge/worker_engines.h"
 #include "app/gui/window/window_text.h"
-#include "engine/compute/cpu_backend.h"
-#include "engine/compute/roofs.h"
-#include "engine/compute/vulkan/vulkan_backend.h"
-#include "engine/core/error.h"
-#include "engine/eval/quantize_model.h"
-#include "engine/eval/variant_model.h"
-#include "engine/model/model_provenance.h"
-#include "engine/serving/kv_budget.h"
-#include "engine/serving/warm_up.h"
 
 namespace servescope::gui {
 
@@ -28,37 +19,37 @@ void EngineWorker::run_batch_sweep(CancelToken cancel) {
     Q_EMIT batch_sweep_ready({});  // the window is waiting for an answer
     return;
   }
-  QVector<BatchSweepPoint> points;
-  try {
-    // Untimed first: the first run after loading pays for cold caches and page faults, which
-    // made batch 1 look slower than batch 4.
-    bool stopped = !run_sweep_size(1, cancel);
-    // runs[size]: each repeat's decode totals. Passes alternate up and down so a slow spell
-    // of a shared machine does not land on the large sizes only.
-    std::vector<std::vector<telemetry::StepTotals>> runs(kBatchSweepSizes);
-    for (int pass = 0; pass < kBatchSweepRepeats && !stopped; ++pass) {
-      for (int i = 0; i < kBatchSweepSizes && !stopped; ++i) {
-        const int size = pass % 2 == 0 ? i : kBatchSweepSizes - 1 - i;
-        const int64_t batch = int64_t{1} << size;
-        const std::optional<telemetry::StepTotals> totals = run_sweep_size(batch, cancel);
-        stopped = !totals;  // the size interrupted is dropped; those measured stand
-        if (stopped) break;
-        runs[static_cast<size_t>(size)].push_back(*totals);
-        if (pass + 1 < kBatchSweepRepeats) continue;
-        points.push_back(*median_sweep_point(batch, runs[static_cast<size_t>(size)]));
-        Q_EMIT batch_sweep_point(points.back());
-      }
-    }
-  } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Batch sweep: %1").arg(failure_text(error, "for the sweep's engines")));
+  run_next_sweep_size(std::make_shared<BatchSweepPlan>(), std::move(cancel));
+}
+
+void EngineWorker::run_next_sweep_size(std::shared_ptr<BatchSweepPlan> plan, CancelToken cancel) {
+  const std::optional<int64_t> batch = plan->next_batch();
+  if (!batch || !model_) {
+    Q_EMIT batch_sweep_ready(plan->points());
+    return;
   }
-  Q_EMIT batch_sweep_ready(points);
+  serving::EngineConfig config;
+  config.max_batch_size = *batch;
+  OwnLoad load;
+  load.name = QStringLiteral("Batch sweep");
+  load.needs = QStringLiteral("for the sweep's engines");
+  load.cancel = cancel;
+  load.on_end = [this, plan, cancel](const serving::LoadResult& run, bool stopped) {
+    if (stopped) {  // the size interrupted is dropped; those measured stand
+      Q_EMIT batch_sweep_ready(plan->points());
+      return;
+    }
+    if (const auto point = plan->record(telemetry::decode_step_totals(run.steps))) {
+      Q_EMIT batch_sweep_point(*point);
+    }
+    run_next_sweep_size(plan, cancel);
+  };
+  start_own_load(std::move(load), config, batch_sweep_workload(*batch, {}, 0));
 }
 
 void EngineWorker::run_staggered_load(StaggeredLoad load, CancelToken cancel) {
-  StaggeredLoadResult result{load, kMaxBatch, {}};
   if (!model_) {
-    Q_EMIT staggered_load_ready(result);  // the window is waiting for an answer
+    Q_EMIT staggered_load_ready({load, kMaxBatch, {}});  // the window is waiting for an answer
     return;
   }
   serving::EngineConfig config;
@@ -73,46 +64,92 @@ void EngineWorker::run_staggered_load(StaggeredLoad load, CancelToken cancel) {
   spec.prompt_tokens = {16, 16};
   spec.output_tokens = {100, 100};
   spec.seed = 7;
-  int64_t reported = -1;
-  const serving::LoadProgress progress = [this, &reported](int64_t finished, int64_t total) {
+  OwnLoad run;
+  run.name = QStringLiteral("Staggered load");
+  run.needs = QStringLiteral("for its engine");
+  run.cancel = std::move(cancel);
+  run.progress = [this, reported = int64_t{-1}](int64_t finished, int64_t total) mutable {
     if (finished == std::exchange(reported, finished)) return;  // once per finished request
     Q_EMIT staggered_load_progress(finished, total);
   };
-  try {
-    result.summary =
-        run_own_load(config, spec, progress, [&cancel] { return cancel.cancelled(); }).summary;
-  } catch (const std::exception& error) {
-    Q_EMIT failed(QString("Staggered load: %1").arg(failure_text(error, "for its engine")));
-  }
-  Q_EMIT staggered_load_ready(result);
+  run.on_end = [this, load](const serving::LoadResult& result, bool /*stopped*/) {
+    Q_EMIT staggered_load_ready({load, kMaxBatch, result.summary});
+  };
+  start_own_load(std::move(run), config, spec);
 }
 
-serving::LoadResult EngineWorker::run_own_load(serving::EngineConfig config,
-                                               serving::WorkloadSpec spec,
-                                               const serving::LoadProgress& progress,
-                                               const std::function<bool()>& should_stop) {
+void EngineWorker::start_own_load(OwnLoad load, serving::EngineConfig config,
+                                  serving::WorkloadSpec spec) {
+  if (own_load_) {  // one at a time: this one starts when the running one ends
+    waiting_loads_.push_back([this, load = std::make_shared<OwnLoad>(std::move(load)), config,
+                              spec]() mutable { begin_own_load(std::move(*load), config, spec); });
+    return;
+  }
+  begin_own_load(std::move(load), std::move(config), std::move(spec));
+}
+
+void EngineWorker::begin_own_load(OwnLoad load, serving::EngineConfig config,
+                                  serving::WorkloadSpec spec) {
+  if (!model_) return load.on_end({}, true);
   config.kv_type = kv_type_;
   spec.text_ids = classmate_text_ids_;
   spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
   model_->transformer->set_attention_capture(std::nullopt);  // measure serving alone
-  struct CaptureAgain {  // however the run ends, the user's request is captured again
-    EngineWorker* worker;
-    ~CaptureAgain() { worker->capture_user_attention(); }
-  } capture_again{this};
-  return serving::run_load(*model_->transformer, weight_bytes_, config,
-                           serving::make_workload(spec), progress, should_stop);
+  try {
+    load.run = std::make_unique<serving::LoadRun>(*model_->transformer, weight_bytes_, config,
+                                                  serving::make_workload(spec));
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("%1: %2").arg(load.name, failure_text(error, load.needs)));
+    capture_user_attention();
+    return load.on_end({}, true);
+  }
+  own_load_ = std::move(load);
+  update_timer();  // the live engine waits
+  own_load_timer_->start(0);
 }
 
-std::optional<telemetry::StepTotals> EngineWorker::run_sweep_size(int64_t batch,
-                                                                  const CancelToken& cancel) {
-  serving::EngineConfig config;
-  config.max_batch_size = batch;
-  const serving::WorkloadSpec spec = batch_sweep_workload(
-      batch, classmate_text_ids_, static_cast<int32_t>(model_->config.vocab_size));
-  const serving::LoadResult run =
-      run_own_load(config, spec, {}, [&cancel] { return cancel.cancelled(); });
-  if (cancel.cancelled()) return std::nullopt;  // a run cut short measures nothing
-  return telemetry::decode_step_totals(run.steps);
+void EngineWorker::advance_own_load() {
+  if (!own_load_) return;
+  if (own_load_->cancel.cancelled()) return end_own_load(true);
+  serving::LoadRun::Turn turn;
+  try {
+    turn = own_load_->run->advance();
+  } catch (const std::exception& error) {
+    Q_EMIT failed(QString("%1: %2").arg(own_load_->name, failure_text(error, own_load_->needs)));
+    return end_own_load(true);
+  }
+  if (turn.done) return end_own_load(false);
+  if (turn.stepped && own_load_->progress) {
+    own_load_->progress(own_load_->run->finished(), own_load_->run->total());
+  }
+  // Waiting for an arrival or a collecting batch: in slices of at most 100 ms, so that a
+  // cancel is answered meanwhile.
+  own_load_timer_->start(
+      turn.stepped ? 0 : std::clamp(static_cast<int>(std::ceil(turn.wait_ms)), 1, 100));
+}
+
+void EngineWorker::end_own_load(bool stopped) {
+  if (!own_load_) return;
+  own_load_timer_->stop();
+  OwnLoad load = std::move(*own_load_);
+  own_load_.reset();
+  const serving::LoadResult result = load.run->result();
+  load.run.reset();  // its engine's memory is free before anything else starts
+  capture_user_attention();
+  load.on_end(result, stopped);  // may start the next run (the sweep's next size)
+  if (own_load_) return;
+  update_timer();  // the live engine goes on
+  if (!waiting_loads_.empty()) {
+    // Started from the event loop, not here: a load ended by a new model starts on that one.
+    QMetaObject::invokeMethod(this, &EngineWorker::start_waiting_load, Qt::QueuedConnection);
+  }
+}
+
+void EngineWorker::start_waiting_load() {
+  if (own_load_ || waiting_loads_.empty()) return;
+  const std::function<void()> start = std::move(waiting_loads_.front());
+  waiting_loads_.pop_front();
+  start();
 }
 
 }  // namespace servescope::gui

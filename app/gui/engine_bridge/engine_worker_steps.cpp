@@ -120,7 +120,7 @@ void EngineWorker::set_attention_head(int layer, int head) {
 }
 
 void EngineWorker::capture_user_attention() {
-  if (!model_) return;
+  if (!model_ || own_load_) return;  // a measured load runs without it; it ends by calling here
   try {
     model_->transformer->set_attention_capture(
         model::AttentionCapture{attention_layer_, attention_head_});
@@ -130,13 +130,13 @@ void EngineWorker::capture_user_attention() {
 }
 
 void EngineWorker::step_once() {
-  if (!engine_ || !engine_->has_unfinished()) return;
+  if (!engine_ || !engine_->has_unfinished() || own_load_) return;
   run_one_step();
   update_timer();
 }
 
 void EngineWorker::tick() {
-  if (!engine_ || !engine_->has_unfinished()) {
+  if (!engine_ || !engine_->has_unfinished() || own_load_) {
     update_timer();
     return;
   }
@@ -268,6 +268,13 @@ void EngineWorker::submit_classmate() {
 void EngineWorker::update_timer() {
   const bool work = engine_ && engine_->has_unfinished();
   set_running(work);
+  if (own_load_) {
+    // A measured load has the transformer: the live engine waits, its clock stopped, so a
+    // request sent meanwhile does not count the load's time as its own.
+    if (work) engine_->hold_clock();
+    tick_timer_->stop();
+    return;
+  }
   if (wait_for_batch()) return;  // a batch's wait is serving time: the clock runs
   // Slow motion's and single step's wait for the next step is for the eye, not serving: the
   // engine's clock stands still through it (the next step() resumes it), so the records'

@@ -129,7 +129,7 @@ ActionDispatcher::Task ActionDispatcher::set_batching(std::optional<bool> static
                 if (static_batches) wanted.static_batches = *static_batches;
                 if (wait_ms) wanted.wait_ms = *wait_ms;
                 const auto holds = [this, wanted] {
-                  const BatchingChoice& b = window_.engine_info()->batching;
+                  const BatchingChoice& b = window_.engine_batching();
                   return b.static_batches == wanted.static_batches && b.wait_ms == wanted.wait_ms;
                 };
                 if (holds()) {

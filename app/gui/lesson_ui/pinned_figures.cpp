@@ -47,7 +47,7 @@ QString setup_text(const MainWindow& window) {
       info->weight_type.isEmpty() ? QStringLiteral("weights as loaded")
                                   : info->weight_type.toUpper() + QStringLiteral(" weights");
   return QStringLiteral("%1, KV %2, %3, %4 classmates, %5")
-      .arg(weights, kv_type_label(info->kv_type), batching_text(info->batching))
+      .arg(weights, kv_type_label(info->kv_type), batching_text(window.engine_batching()))
       .arg(window.classmates())
       .arg(device_label(*info));
 }
@@ -236,6 +236,7 @@ void PinnedFigures::refresh() {
   strip_->setText(comparison_line(*pinned_, now, strip_->fontMetrics(),
                                   strip_->contentsRect().width()));
   strip_->setToolTip(comparison_tooltip(*pinned_, now));
+  Q_EMIT refreshed();
 }
 
 }  // namespace servescope::gui

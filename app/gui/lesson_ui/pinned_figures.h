@@ -71,6 +71,10 @@ class PinnedFigures : public QObject {
   // The current run's figures as the strip shows them next to the pinned ones.
   RunFigures current() const;
 
+ Q_SIGNALS:
+  // The strip shows the figures measured by now (twice a second while pinned, and on resize).
+  void refreshed();
+
  private:
   bool eventFilter(QObject* watched, QEvent* event) override;  // the strip's resizes
   void refresh();

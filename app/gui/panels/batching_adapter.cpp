@@ -41,7 +41,7 @@ class BatchingAdapter final : public PanelAdapter {
   void refresh(const PanelFeed& feed) override {
     widgets::BatchingSnapshot snapshot;
     snapshot.slot_count = static_cast<int32_t>(feed.info.max_batch_size);
-    snapshot.policy = batching_text(feed.info.batching);
+    snapshot.policy = batching_text(feed.batching);
     snapshot.collecting = feed.collecting;
     snapshot.help = metric_help();
     snapshot.pacing_note = pacing_note(feed.speed);

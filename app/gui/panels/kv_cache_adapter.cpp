@@ -76,11 +76,12 @@ class KvCacheAdapter final : public PanelAdapter {
       snapshot.layers.push_back({half, half});
     }
     snapshot.memory.device = info.device;
+    const MeasuredMemory& measured = feed.memory;
     snapshot.memory.weights_bytes = static_cast<double>(
-        info.memory_weights_bytes > 0 ? info.memory_weights_bytes : info.weight_bytes);
+        measured.weights_bytes > 0 ? measured.weights_bytes : info.weight_bytes);
     snapshot.memory.kv_cache_bytes =
-        static_cast<double>(info.memory_kv_bytes > 0 ? info.memory_kv_bytes : info.kv_bytes_total);
-    snapshot.memory.working_bytes = static_cast<double>(info.memory_working_bytes);
+        static_cast<double>(measured.kv_bytes > 0 ? measured.kv_bytes : info.kv_bytes_total);
+    snapshot.memory.working_bytes = static_cast<double>(measured.working_bytes);
     has_data_ = feed.folder.counts().kv_events > 0;
     panel_->set_snapshot(std::move(snapshot));
   }

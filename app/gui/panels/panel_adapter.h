@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "app/gui/engine_bridge/engine_types.h"
-#include "app/gui/panels/panel_id.h"
 #include "app/gui/engine_bridge/quant_lab.h"
+#include "app/gui/panels/panel_id.h"
 #include "app/gui/panels/telemetry_folder.h"
 #include "widgets/metric_help.h"
 #include "widgets/panel_view.h"
@@ -28,6 +28,8 @@ struct PanelFeed {
   QString collecting;  // "collecting a batch: 3 of 16, runs in 120 ms", or empty
   const widgets::QuantLimits* quant_limits = nullptr;  // the user's (null: the lab's defaults)
   Speed speed = Speed::kRealTime;  // the engine's pace now (the panels say times stay real)
+  MeasuredMemory memory = {};      // the engine's device memory as last measured
+  BatchingChoice batching = {};    // the engine's batching now
 };
 
 // The figures' definitions from engine/telemetry/metrics.h, for the panels' tooltips.

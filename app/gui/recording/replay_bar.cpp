@@ -62,13 +62,11 @@ ReplayBar::ReplayBar(ReplayPlayer& player, QWidget* window)
       player_.play();
     }
   });
-  auto* step = new QAction(tr("Step"), this);
-  step->setShortcut(QKeySequence("Ctrl+Shift+Right"));
-  set_tip_with_shortcut(step, tr("Pause and play the next engine step"));
+  auto* step = make_action(tr("Step"), QKeySequence("Ctrl+Shift+Right"),
+                           tr("Pause and play the next engine step"), this);
   connect(step, &QAction::triggered, &player_, &ReplayPlayer::step);
-  auto* restart = new QAction(tr("Start"), this);
-  restart->setShortcut(QKeySequence("Ctrl+Shift+Home"));
-  set_tip_with_shortcut(restart, tr("Back to the start of the recording"));
+  auto* restart = make_action(tr("Start"), QKeySequence("Ctrl+Shift+Home"),
+                              tr("Back to the start of the recording"), this);
   connect(restart, &QAction::triggered, this, [this] { player_.seek(0.0); });
   for (QAction* action : {play_, step, restart}) {
     action->setShortcutContext(Qt::WindowShortcut);

@@ -35,7 +35,7 @@ bool is_step(const TraceEvent& event) {
 }  // namespace
 
 ReplayPlayer::ReplayPlayer(Trace trace, EngineClient& engine, QObject* parent)
-    : QObject(parent),
+    : EngineReplies(parent),
       header_(std::move(trace.header)),
       events_(one_record_each(std::move(trace.events))),
       timer_(new QTimer(this)) {
@@ -44,19 +44,12 @@ ReplayPlayer::ReplayPlayer(Trace trace, EngineClient& engine, QObject* parent)
   start_ = first_engine_event().ms;
   position_ = start_;
   queue_capacity_ = std::max<size_t>(1, events_.size());
-  // The window hears the engine client; the client says what the recording says.
-  const auto forward = [&](auto signal, auto reply) {
-    connect(this, signal, &engine, reply, Qt::DirectConnection);
-  };
-  forward(&ReplayPlayer::engine_ready, &EngineClient::engine_ready);
-  forward(&ReplayPlayer::memory_measured, &EngineClient::memory_measured);
-  forward(&ReplayPlayer::batch_sweep_point, &EngineClient::batch_sweep_point);
-  forward(&ReplayPlayer::batch_sweep_ready, &EngineClient::batch_sweep_ready);
-  forward(&ReplayPlayer::batching_changed, &EngineClient::batching_changed);
-  forward(&ReplayPlayer::batch_collecting, &EngineClient::batch_collecting);
-  forward(&ReplayPlayer::prompt_prefill_started, &EngineClient::prompt_prefill_started);
-  forward(&ReplayPlayer::generation_started, &EngineClient::generation_started);
-  forward(&ReplayPlayer::generation_finished, &EngineClient::generation_finished);
+  // The window hears the engine client; the client says what the recording says (the replies
+  // a recording holds: the trace's engine events).
+  using R = EngineReplies;
+  relay(this, &engine, &R::engine_ready, &R::memory_measured, &R::batch_sweep_point,
+        &R::batch_sweep_ready, &R::batching_changed, &R::batch_collecting,
+        &R::prompt_prefill_started, &R::generation_started, &R::generation_finished);
   timer_->setTimerType(Qt::PreciseTimer);
   connect(timer_, &QTimer::timeout, this, &ReplayPlayer::tick);
 }
@@ -92,7 +85,9 @@ void ReplayPlayer::pause() {
   Q_EMIT moved();
 }
 
-void ReplayPlayer::set_speed(double factor) { speed_ = std::clamp(factor, kMinReplaySpeed, kMaxReplaySpeed); }
+void ReplayPlayer::set_speed(double factor) {
+  speed_ = std::clamp(factor, kMinReplaySpeed, kMaxReplaySpeed);
+}
 
 void ReplayPlayer::step() {
   pause();

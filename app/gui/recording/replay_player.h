@@ -10,6 +10,7 @@
 #include <QObject>
 #include <memory>
 
+#include "app/gui/engine_bridge/engine_replies.h"
 #include "app/gui/recording/trace_file.h"
 
 class QTimer;
@@ -18,7 +19,8 @@ namespace servescope::gui {
 
 class EngineClient;
 
-class ReplayPlayer : public QObject {
+// The recorded replies go out as the player's own EngineReplies signals, relayed to the client.
+class ReplayPlayer : public EngineReplies {
   Q_OBJECT
 
  public:
@@ -48,16 +50,6 @@ class ReplayPlayer : public QObject {
   void seek(double ms);
 
  Q_SIGNALS:
-  // The engine worker's reports, as the recorded worker sent them.
-  void engine_ready(servescope::gui::EngineInfo info);
-  void memory_measured(quint64 weights, quint64 kv_cache, quint64 working);
-  void batch_sweep_point(servescope::gui::BatchSweepPoint point);
-  void batch_sweep_ready(QVector<servescope::gui::BatchSweepPoint> points);
-  void batching_changed(servescope::gui::BatchingChoice choice);
-  void batch_collecting(servescope::gui::BatchCollecting state);
-  void prompt_prefill_started(qint64 request);
-  void generation_started(qint64 request, int prompt_tokens);
-  void generation_finished(servescope::gui::GenerationEnd end);
   // The Learn pane showed this lesson step in the recorded run (ids).
   void lesson_shown(const QString& lesson, const QString& step);
   // The position or the play / pause state changed.

@@ -142,6 +142,8 @@ class MainWindow : public QMainWindow {
   const TelemetryFolder& folder() const { return folder_; }
   const PanelHost& panels() const { return *panels_; }
   const std::optional<EngineInfo>& engine_info() const { return engine_->state().info; }
+  // The batching the engine's scheduler holds now (set_batching asks for a change).
+  const BatchingChoice& engine_batching() const { return engine_->state().batching; }
   // The long work under way (a timing model written, a model loading, ...); lecture mode shows it.
   const WorkProgress& work() const { return *work_; }
   const QVector<GeneratedToken>& generated_tokens() const;
@@ -179,7 +181,7 @@ class MainWindow : public QMainWindow {
   PanelId current_panel() const;
   // The pinned run's figures and the strip that compares the current run with them.
   PinnedFigures& pinned_figures() const { return *pinned_; }
-  // The batching the window asks for (the engine's own is engine_info()->batching).
+  // The batching the window asks for (the engine's own is engine_batching()).
   BatchingChoice batching() const;
   bool quantised_activations() const { return backend_.quantised_activations; }
   // The backend the window asks for, the model file it last loaded (empty before one), the KV
@@ -221,6 +223,9 @@ class MainWindow : public QMainWindow {
   void batching_changed(const servescope::gui::BatchingChoice& batching);
   void batch_collecting_changed(const servescope::gui::BatchCollecting& state);
   void panel_shown(servescope::gui::PanelId panel);
+  // A frame's telemetry is drained, folded and handed to the panels (tests wait for frames,
+  // not for time).
+  void frame_folded();
 
  protected:
   void closeEvent(QCloseEvent* event) override;

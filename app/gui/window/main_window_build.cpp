@@ -62,33 +62,24 @@ void MainWindow::build_settings_table() {
 }
 
 void MainWindow::build_actions() {
-  generate_action_ = new QAction(tr("&Generate"), this);
-  generate_action_->setShortcut(QKeySequence("Ctrl+Return"));
-  set_tip_with_shortcut(generate_action_,
-                        tr("Generate a continuation of the prompt; classmates join while it runs"));
+  generate_action_ =
+      make_action(tr("&Generate"), QKeySequence("Ctrl+Return"),
+                  tr("Generate a continuation of the prompt; classmates join while it runs"), this);
   connect(generate_action_, &QAction::triggered, this, &MainWindow::generate);
-
-  stop_action_ = new QAction(tr("S&top"), this);
-  stop_action_->setShortcut(QKeySequence(Qt::Key_Escape));
-  set_tip_with_shortcut(stop_action_, tr("Stop the generation or the batch sweep"));
+  stop_action_ = make_action(tr("S&top"), QKeySequence(Qt::Key_Escape),
+                             tr("Stop the generation or the batch sweep"), this);
   connect(stop_action_, &QAction::triggered, this, &MainWindow::stop);
-
-  step_action_ = new QAction(tr("St&ep"), this);
-  step_action_->setShortcut(QKeySequence("Ctrl+."));
-  set_tip_with_shortcut(step_action_,
-                        tr("Run exactly one engine step: one token for every decoding request"));
+  step_action_ =
+      make_action(tr("St&ep"), QKeySequence("Ctrl+."),
+                  tr("Run exactly one engine step: one token for every decoding request"), this);
   connect(step_action_, &QAction::triggered, this, &MainWindow::step);
-
-  sweep_action_ = new QAction(tr("S&weep"), this);
-  sweep_action_->setShortcut(QKeySequence("Ctrl+Shift+B"));
-  set_tip_with_shortcut(sweep_action_,
-                        tr("Measure throughput and decode-step time at max batch 1 to 16, each "
-                           "with twice as many simulated clients as slots"));
+  sweep_action_ = make_action(tr("S&weep"), QKeySequence("Ctrl+Shift+B"),
+                              tr("Measure throughput and decode-step time at max batch 1 to 16, "
+                                 "each with twice as many simulated clients as slots"),
+                              this);
   connect(sweep_action_, &QAction::triggered, this, &MainWindow::sweep_batch_sizes);
-
-  open_action_ = new QAction(tr("&Open GGUF..."), this);
-  open_action_->setShortcut(QKeySequence::Open);
-  set_tip_with_shortcut(open_action_, tr("Open any GGUF model file"));
+  open_action_ = make_action(tr("&Open GGUF..."), QKeySequence::Open,
+                             tr("Open any GGUF model file"), this);
   connect(open_action_, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open a GGUF model"),
                                                       QFileInfo(model_path_).absolutePath(),

@@ -85,7 +85,7 @@ void MainWindow::on_frame() {
   panels_->refresh(
       PanelFeed{folder_, *engine.info, now, &attention_, quant_lab() ? &*quant_lab() : nullptr,
                 &quant_run(), quant_types(), &engine.batch_sweep, collecting_status(),
-                &quant_limits(), panels_speed_},
+                &quant_limits(), panels_speed_, engine.memory, engine.batching},
       changed);
   update_generated_chips();
   update_kv_status();
@@ -94,6 +94,7 @@ void MainWindow::on_frame() {
     update_status();
     if (overlay_->isVisible()) update_overlay();
   }
+  Q_EMIT frame_folded();
 }
 
 void MainWindow::update_generated_chips() {
@@ -151,8 +152,8 @@ void MainWindow::update_status() {
   update_kv_status();
   const QString collecting = collecting_status();
   status_batching_->setText(collecting.isEmpty()
-                                ? batching_text(info.batching)
-                                : tr("%1: %2").arg(batching_text(info.batching), collecting));
+                                ? batching_text(engine_batching())
+                                : tr("%1: %2").arg(batching_text(engine_batching()), collecting));
   status_rate_->setText(
       tr("%1 tokens/s").arg(QLocale::system().toString(folder_.tokens_per_s(now), 'f', 0)));
 }

@@ -22,4 +22,12 @@ void set_tip_with_shortcut(QAbstractButton* button, const QString& tip) {
   button->setToolTip(tip_with_shortcut(tip, button->shortcut()));
 }
 
+QAction* make_action(const QString& text, const QKeySequence& keys, const QString& tip,
+                     QObject* parent) {
+  auto* action = new QAction(text, parent);
+  action->setShortcut(keys);
+  set_tip_with_shortcut(action, tip);
+  return action;
+}
+
 }  // namespace servescope::gui

@@ -8,6 +8,7 @@
 
 class QAbstractButton;
 class QAction;
+class QObject;
 
 namespace servescope::gui {
 
@@ -21,5 +22,9 @@ QString tip_with_shortcut(const QString& tip, const QKeySequence& keys);
 // shortcut first.
 void set_tip_with_shortcut(QAction* action, const QString& tip);
 void set_tip_with_shortcut(QAbstractButton* button, const QString& tip);
+
+// An action with its text, shortcut and tooltip (which names the shortcut), owned by `parent`.
+QAction* make_action(const QString& text, const QKeySequence& keys, const QString& tip,
+                     QObject* parent);
 
 }  // namespace servescope::gui
