@@ -152,4 +152,23 @@ void set_theme(ThemeKind kind, bool high_contrast) {
   if (high_contrast) current() = Theme::high_contrast(current());
 }
 
+QPalette palette_of(const Theme& theme) {
+  QPalette palette;
+  palette.setColor(QPalette::Window, theme.surface);
+  palette.setColor(QPalette::WindowText, theme.text);
+  palette.setColor(QPalette::Base, theme.background);
+  palette.setColor(QPalette::AlternateBase, theme.surface);
+  palette.setColor(QPalette::Text, theme.text);
+  palette.setColor(QPalette::Button, theme.surface);
+  palette.setColor(QPalette::ButtonText, theme.text);
+  palette.setColor(QPalette::ToolTipBase, theme.surface);
+  palette.setColor(QPalette::ToolTipText, theme.text);
+  palette.setColor(QPalette::PlaceholderText, theme.muted_text);
+  palette.setColor(QPalette::Highlight, theme.highlight);
+  palette.setColor(QPalette::Disabled, QPalette::Text, theme.muted_text);
+  palette.setColor(QPalette::Disabled, QPalette::ButtonText, theme.muted_text);
+  palette.setColor(QPalette::Disabled, QPalette::WindowText, theme.muted_text);
+  return palette;
+}
+
 }  // namespace servescope::widgets

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QColor>
+#include <QPalette>
 #include <cstdint>
 
 namespace servescope::widgets {
@@ -44,6 +45,9 @@ struct Theme {
 
 // WCAG 2 contrast ratio of two opaque colours: 1 (none) to 21 (black on white).
 double contrast_ratio(const QColor& a, const QColor& b);
+
+// The application's palette in `theme`'s colours: every widget, dialogs included, follows it.
+QPalette palette_of(const Theme& theme);
 
 // The current theme; panels read it in paintEvent. The app calls set_theme and then update()s.
 const Theme& theme();

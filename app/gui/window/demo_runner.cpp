@@ -6,6 +6,7 @@
 #include <QTimer>
 #include <cstdio>
 
+#include "app/gui/deployments/deployments_window.h"
 #include "app/gui/lesson_ui/learn_pane.h"
 #include "app/gui/lesson_ui/lecture_mode.h"
 #include "app/gui/lesson_ui/lesson_ui.h"
@@ -54,7 +55,8 @@ void DemoRunner::finish() {
     fail(QStringLiteral("the quantisation lab has no %1 block yet").arg(*plan_.quant_block));
     return;
   }
-  const QPixmap shot = window_.grab();
+  if (plan_.here_and_there) window_.show_deployments();
+  const QPixmap shot = plan_.here_and_there ? window_.deployments()->grab() : window_.grab();
   if (shot.isNull() || !shot.save(*plan_.screenshot, "PNG")) {
     fail(QString("could not write the screenshot %1").arg(*plan_.screenshot));
     return;

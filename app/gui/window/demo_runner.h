@@ -35,6 +35,7 @@ struct DemoPlan {
   bool lecture = false;
   std::optional<QStringList> quant_types;  // the quantisation lab compares these
   std::optional<QString> quant_block;      // its block tab shows this type in the screenshot
+  bool here_and_there = false;             // the screenshot is of View > Here and there
 };
 
 class DemoRunner : public QObject {

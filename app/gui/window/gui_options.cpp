@@ -102,6 +102,7 @@ std::string gui_usage() {
          "                   [--question N [--answer TEXT]] [--lecture]]\n"
          "                  [--quant-types f16,q8_0,... (the lab's variants)] "
          "[--quant-block TYPE (its block tab)]\n"
+         "                  [--here-and-there (the screenshot is of View > Here and there)]\n"
          "       servescope --record RUN.sstrace [--demo PROMPT ...]   (the run written down)\n"
          "       servescope --replay RUN.sstrace [--speed 0.1-16] [--panel P] [--screenshot "
          "OUT.png]\n"
@@ -136,6 +137,8 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       options.reset = true;
     } else if (name == "--overlay") {
       options.overlay = true;
+    } else if (name == "--here-and-there") {
+      options.here_and_there = true;
     } else if (name == "--sweep") {
       options.sweep = true;
     } else if (name == "--lesson") {

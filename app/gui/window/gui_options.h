@@ -50,6 +50,7 @@ struct GuiOptions {
   std::optional<int> batch_wait_ms;           // --batch-wait MS (static batching's wait)
   std::optional<bool> quantised_activations;  // --activations f32|q8_0 (CPU backend)
   bool overlay = false;                       // the frame-time overlay (F12) on from the start
+  bool here_and_there = false;                // the demo's screenshot is of View > Here and there
   bool sweep = false;  // the demo runs the batch-size sweep before it generates
   // The demo's lesson view (documentation screenshots): a lesson and step (1-based) in the
   // Learn pane, its experiment run (--run), a tab, a question answered (--question N

@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
     if (options.screenshot) plan.screenshot = QString::fromStdString(*options.screenshot);
     plan.after_ms = options.after_ms;
     plan.sweep = options.sweep;
+    plan.here_and_there = options.here_and_there;
     const auto text = [](const std::optional<std::string>& s) -> std::optional<QString> {
       if (!s) return std::nullopt;
       return QString::fromStdString(*s);

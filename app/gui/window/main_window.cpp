@@ -423,23 +423,7 @@ void MainWindow::on_prompt_edited() {
 void MainWindow::apply_theme() {
   widgets::set_theme(dark_ ? widgets::ThemeKind::kDark : widgets::ThemeKind::kLight,
                      high_contrast_);
-  const widgets::Theme& theme = widgets::theme();
-  QPalette palette;
-  palette.setColor(QPalette::Window, theme.surface);
-  palette.setColor(QPalette::WindowText, theme.text);
-  palette.setColor(QPalette::Base, theme.background);
-  palette.setColor(QPalette::AlternateBase, theme.surface);
-  palette.setColor(QPalette::Text, theme.text);
-  palette.setColor(QPalette::Button, theme.surface);
-  palette.setColor(QPalette::ButtonText, theme.text);
-  palette.setColor(QPalette::ToolTipBase, theme.surface);
-  palette.setColor(QPalette::ToolTipText, theme.text);
-  palette.setColor(QPalette::PlaceholderText, theme.muted_text);
-  palette.setColor(QPalette::Highlight, theme.highlight);
-  palette.setColor(QPalette::Disabled, QPalette::Text, theme.muted_text);
-  palette.setColor(QPalette::Disabled, QPalette::ButtonText, theme.muted_text);
-  palette.setColor(QPalette::Disabled, QPalette::WindowText, theme.muted_text);
-  QApplication::setPalette(palette);
+  QApplication::setPalette(widgets::palette_of(widgets::theme()));
   for (QWidget* w : findChildren<QWidget*>()) w->update();
   show_message(message(), message_is_error_);
   if (engine_info()) show_random_weights(engine_info()->random_weights);  // in the theme's colour

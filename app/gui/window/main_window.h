@@ -37,6 +37,7 @@ class QTimer;
 
 namespace servescope::gui {
 
+class DeploymentsWindow;
 class ModelPicker;
 class SettledChoice;
 
@@ -119,6 +120,10 @@ class MainWindow : public QMainWindow {
   void run_staggered_load(const servescope::gui::StaggeredLoad& load);
   // File > Model details (Ctrl+I): the loaded model's facts and provenance in a dialog.
   void show_model_details();
+  // View > Here and there (Ctrl+Shift+H): the engine's formulas on published models and
+  // datasheet devices beside this machine as its probe measured it (a window of its own).
+  void show_deployments();
+  DeploymentsWindow* deployments() const { return deployments_; }  // none before it was shown
   void show_panel(PanelId panel);
   void set_dark_theme(bool dark);
   void scale_font(int steps);
@@ -354,6 +359,7 @@ class MainWindow : public QMainWindow {
   QSpinBox* seed_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QLabel* overlay_ = nullptr;
+  DeploymentsWindow* deployments_ = nullptr;
   QLabel* status_device_ = nullptr;
   QLabel* status_model_ = nullptr;
   QLabel* status_kv_ = nullptr;

@@ -313,6 +313,12 @@ void MainWindow::build_menus() {
     show->setShortcut(QKeySequence(QString("Alt+%1").arg(static_cast<int>(id) + 1)));
   }
   view->addSeparator();
+  QAction* here_and_there =
+      view->addAction(tr("&Here and there..."), this, &MainWindow::show_deployments);
+  here_and_there->setShortcut(QKeySequence("Ctrl+Shift+H"));
+  set_tip_with_shortcut(here_and_there,
+                        tr("The engine's formulas on well-known models and devices, next to this "
+                           "machine as measured"));
   overlay_action_ = view->addAction(tr("Frame-time &overlay"));
   overlay_action_->setCheckable(true);
   overlay_action_->setShortcut(QKeySequence(Qt::Key_F12));
