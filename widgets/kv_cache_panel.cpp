@@ -21,6 +21,10 @@ constexpr QSize kMinimumSize(560, 380);
 constexpr double kFormulaLinesBesideItsText = 8.0;  // the formula's own lines come on top
 constexpr double kMemoryLines = 7.0;
 constexpr double kLayersLines = 8.0;
+constexpr double kReservationLines = 6.0;
+// Paged against reserved takes its own lines only; the charts keep at least this many lines
+// more than their minimum before it shows (below that their axis labels crowd).
+constexpr double kChartSlackLines = 6.0;
 
 QString event_letter(KvBlockEvent event) {
   switch (event) {
@@ -282,9 +286,11 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
               .height() /
           line;
   const auto choose = [&](double lines, QStringList& hidden) {
-    const std::vector<SectionNeed> needs = {{QStringLiteral("retained-bytes"), formula_lines},
-                                            {QStringLiteral("memory"), kMemoryLines},
-                                            {QStringLiteral("layers"), kLayersLines}};
+    const std::vector<SectionNeed> needs = {
+        {QStringLiteral("retained-bytes"), formula_lines},
+        {QStringLiteral("memory"), kMemoryLines},
+        {QStringLiteral("layers"), kLayersLines},
+        {QStringLiteral("reservation"), kReservationLines + kChartSlackLines}};
     QStringList shown = sections_that_fit(needs, lines, highlight());
     // Where not even one fits, the grid takes the whole width, unless a lesson points there.
     const bool pointed_at = shown.size() == 1 && shown.front() == highlight();
@@ -295,6 +301,8 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
     if (!shown.contains(QStringLiteral("retained-bytes"))) hidden << tr("bytes against tokens");
     if (!shown.contains(QStringLiteral("layers"))) hidden << tr("bytes per layer");
     if (!shown.contains(QStringLiteral("memory"))) hidden << tr("device memory");
+    // Paged against reserved, the least needed, shows where there is room and is not listed:
+    // naming it too took the formula chart's last line in a projector's room.
     return shown;
   };
   const double body_lines = (area.bottom() - y) / line;
@@ -312,22 +320,33 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
   mark_element(QStringLiteral("blocks"), grid);
   const QRectF right(body.left() + split + 12, body.top(), body.width() - split - 12,
                      body.height());
-  // Each shown chart gets its share of the column in proportion to the lines it needs, in
-  // the order formula, layers, memory.
-  const std::pair<const char*, double> order[] = {
-      {"retained-bytes", formula_lines}, {"layers", kLayersLines}, {"memory", kMemoryLines}};
+  // Paged against reserved gets its own lines; each shown chart its share of the rest of the
+  // column in proportion to the lines it needs, in the order formula, layers, memory.
+  const std::pair<const char*, double> order[] = {{"retained-bytes", formula_lines},
+                                                  {"layers", kLayersLines},
+                                                  {"reservation", kReservationLines},
+                                                  {"memory", kMemoryLines}};
+  const bool reservation = shown.contains(QStringLiteral("reservation"));
+  const qreal reservation_height = reservation ? kReservationLines * line + 8 : 0.0;
   double needed = 0.0;
-  for (const auto& [name, lines] : order)
-    needed += shown.contains(QLatin1String(name)) ? lines : 0.0;
+  for (const auto& [name, lines] : order) {
+    if (QLatin1String(name) != QLatin1String("reservation") && shown.contains(QLatin1String(name)))
+      needed += lines;
+  }
   qreal top = right.top();
   for (const auto& [name, lines] : order) {
     const QString element = QLatin1String(name);
     if (!shown.contains(element)) continue;
-    const QRectF box(right.left(), top, right.width(), right.height() * lines / needed - 8);
+    const qreal height = element == QStringLiteral("reservation")
+                             ? reservation_height - 8
+                             : (right.height() - reservation_height) * lines / needed - 8;
+    const QRectF box(right.left(), top, right.width(), height);
     if (element == QStringLiteral("retained-bytes"))
       paint_formula_chart(painter, box);
     else if (element == QStringLiteral("layers"))
       paint_layers(painter, box);
+    else if (element == QStringLiteral("reservation"))
+      paint_reservation(painter, box);
     else
       paint_memory(painter, box);
     mark_element(element, box);
@@ -337,11 +356,12 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
 
 void KvCachePanel::paint_grid(QPainter& painter, const QRectF& area) {
   const Theme& t = theme();
-  qreal top = area.top() + chart::draw_heading(
-                               painter, area,
-                               explained_ ? tr("Block pool (block 0 top left; each fills bottom-up)")
-                                          : tr("Block pool: each block fills bottom-up"),
-                               t);
+  qreal top =
+      area.top() +
+      chart::draw_heading(painter, area,
+                          explained_ ? tr("Block pool (block 0 top left; each fills bottom-up)")
+                                     : tr("Block pool: each block fills bottom-up"),
+                          t);
   painter.setFont(chart::small_font(font()));
   // The event letters need cells about two lines wide; in smaller cells the rings alone mark
   // the events.
@@ -462,16 +482,17 @@ void KvCachePanel::paint_formula_chart(QPainter& painter, const QRectF& area) {
   const QString measured = QStringLiteral("measured");
   const QString exact = QStringLiteral("formula, exact");
   const QString blocks = QStringLiteral("formula, whole blocks");
-  top += draw_series_legend(painter, QRectF(area.left(), top, area.width(), area.height()),
-                            chart_id,
-                            {{.label = tr("measured"), .color = t.series(4), .series = measured},
-                             {.label = tr("formula, exact"), .color = t.muted_text,
-                              .line = Qt::DashLine, .series = exact},
-                             {.label = explained_ ? tr("formula, whole blocks (one request)")
-                                                  : tr("whole blocks"),
-                              .color = t.text,
-                              .line = Qt::SolidLine,
-                              .series = blocks}});
+  top += draw_series_legend(
+      painter, QRectF(area.left(), top, area.width(), area.height()), chart_id,
+      {{.label = tr("measured"), .color = t.series(4), .series = measured},
+       {.label = tr("formula, exact"),
+        .color = t.muted_text,
+        .line = Qt::DashLine,
+        .series = exact},
+       {.label = explained_ ? tr("formula, whole blocks (one request)") : tr("whole blocks"),
+        .color = t.text,
+        .line = Qt::SolidLine,
+        .series = blocks}});
 
   int64_t max_tokens = int64_t(snapshot_.block_size) * 4;
   double max_bytes = 0.0;
@@ -553,10 +574,10 @@ void KvCachePanel::paint_layers(QPainter& painter, const QRectF& area) {
   const QColor v_color = t.series(2);
   const QString keys = QStringLiteral("K");
   const QString values = QStringLiteral("V");
-  top += draw_series_legend(
-      painter, QRectF(area.left(), top, area.width(), area.height()), QStringLiteral("layers"),
-      {{.label = tr("K (keys)"), .color = k_color, .series = keys},
-       {.label = tr("V (values)"), .color = v_color, .series = values}});
+  top += draw_series_legend(painter, QRectF(area.left(), top, area.width(), area.height()),
+                            QStringLiteral("layers"),
+                            {{.label = tr("K (keys)"), .color = k_color, .series = keys},
+                             {.label = tr("V (values)"), .color = v_color, .series = values}});
   const bool show_k = !series_hidden(QStringLiteral("layers"), keys);
   const bool show_v = !series_hidden(QStringLiteral("layers"), values);
   double max_bytes = 0.0;

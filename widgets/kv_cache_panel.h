@@ -19,7 +19,7 @@ enum class KvBlockEvent { kNone, kAllocate, kWrite, kFree, kEvict, kPreempt, kPr
 QString kv_block_event_name(KvBlockEvent event);
 
 struct KvBlock {
-  int64_t owner = -1;          // id of the request holding the block; -1 when free
+  int64_t owner = -1;  // id of the request holding the block; -1 when free
   // Slots holding valid keys and values, 0..block_size: the engine's pool's name (the CSV
   // export's column keeps its first name, tokens_used).
   int32_t fill = 0;
@@ -57,6 +57,18 @@ struct DeviceMemory {
   double capacity_bytes = 0.0;
 };
 
+// Paged against reserved (engine/serving/kv_reservation.h): the requests holding blocks now,
+// the bytes their blocks hold against what reserving each one's longest length up front would.
+struct KvReservation {
+  bool known = false;  // every request's longest length was reported (a recording has none)
+  int64_t requests = 0;
+  double used_bytes = 0.0;      // their tokens' keys and values
+  double paged_bytes = 0.0;     // the blocks they hold
+  double reserved_bytes = 0.0;  // their longest lengths
+  double capacity_bytes = 0.0;  // the block pool's
+  int64_t would_not_fit = 0;    // first come, first served
+};
+
 struct KvCacheSnapshot {
   int32_t block_size = 16;  // tokens per block
   std::vector<KvBlock> blocks;
@@ -65,6 +77,7 @@ struct KvCacheSnapshot {
   std::vector<KvLayerBytes> layers;
   DeviceMemory memory;
   OwnRequests own_requests;  // the user's, in their own colour
+  KvReservation reservation;
 };
 
 class KvCachePanel : public PanelView {
@@ -80,7 +93,7 @@ class KvCachePanel : public PanelView {
 
   QString title() const override;
   QStringList highlight_elements() const override {
-    return {"retained-bytes", "blocks", "layers", "memory"};
+    return {"retained-bytes", "blocks", "layers", "memory", "reservation"};
   }
   QString csv() const override;
   QSize minimumSizeHint() const override;  // below it the panel asks for more room
@@ -115,6 +128,7 @@ class KvCachePanel : public PanelView {
   void paint_formula_chart(QPainter& painter, const QRectF& area);
   void paint_layers(QPainter& painter, const QRectF& area);
   void paint_memory(QPainter& painter, const QRectF& area);
+  void paint_reservation(QPainter& painter, const QRectF& area);  // kv_cache_reservation.cpp
 
   KvCacheSnapshot snapshot_;
   // Grid layout of the last paint.

@@ -281,7 +281,7 @@ void Engine::report_step(const StepBatch& batch, std::span<const int32_t> next_t
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const ScheduledSequence& e = batch.sequences[i];
     record.batch.push_back({e.sequence, e.slot, e.phase, e.start, e.tokens,
-                            e.samples_next_token ? next_tokens[i] : -1});
+                            e.samples_next_token ? next_tokens[i] : -1, e.longest});
   }
   record.admitted = batch.admitted;
   record.preempted = batch.preempted;

@@ -229,6 +229,7 @@ void Scheduler::add_to_batch(Sequence& s, int64_t count, StepBatch& batch) {
   e.start = s.computed_tokens;
   e.count = count;
   e.slot = s.batch_slot;
+  e.longest = std::min(s.prompt_length + s.max_tokens, config_.context_length);
   e.is_prefill = s.computed_tokens < s.prefill_end;
   // Computing tokens again: after a preemption, or every token without a KV cache.
   const bool again = s.preemptions > 0 || s.output_length() > 0;

@@ -87,6 +87,7 @@ struct ScheduledSequence {
   bool samples_next_token = false;   // reaches the last known token: sample from its logits
   std::vector<int32_t> tokens;       // the count token ids
   std::vector<BlockId> block_table;  // covers at least start + count positions
+  int64_t longest = 0;  // prompt + max_tokens, capped at the model's context: its most tokens
 };
 
 struct StepBatch {

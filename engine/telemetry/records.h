@@ -43,6 +43,10 @@ struct BatchEntry {
   int64_t start_position = 0;     // position of tokens[0]; tokens[i] is at start_position + i
   std::vector<int32_t> tokens{};  // the token ids processed
   int32_t sampled_token = -1;     // the token this step chose for it; -1 when none (mid-prefill)
+  // The most tokens the request can hold: its prompt plus max_tokens, capped at the model's
+  // context (what a server reserving each request's maximum up front would set aside). 0: not
+  // known (a recording does not hold it).
+  int64_t longest_tokens = 0;
 };
 
 // Time per kernel class of one step, in milliseconds.

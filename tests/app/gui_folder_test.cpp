@@ -178,6 +178,38 @@ TEST(TelemetryFolder, KeepsEachSequencesKvShareAfterItReleasesItsBlocks) {
   EXPECT_FALSE(folder.sequence_kv(99).has_value());
 }
 
+// The reservation comparison's inputs: each sequence holding blocks, its tokens written and the
+// longest length its steps reported; a freed one leaves, a recording's (no length) says 0.
+TEST(TelemetryFolder, HeldRequestsCarryTheirTokensAndTheLongestLengthTheirStepsReported) {
+  TelemetryFolder folder = folder_with_blocks(6);
+  StepRecord first = step(0, 9, 0);
+  first.batch = {{.sequence = 3, .longest_tokens = 40}, {.sequence = 4, .longest_tokens = 12}};
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kAllocate, 3, {5, 1}, 6, 2),
+                                         write(3, 5, 0, 0, 6, 2),
+                                         event(KvEventKind::kAllocate, 4, {0}, 3, 3),
+                                         write(4, 0, 0, 0, 3, 3), first},
+              0.0);
+  std::vector<serving::HeldRequest> held = folder.held_requests();
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].id, 3);
+  EXPECT_EQ(held[0].tokens, 6);
+  EXPECT_EQ(held[0].longest, 40);
+  EXPECT_EQ(held[1].id, 4);
+  EXPECT_EQ(held[1].tokens, 3);
+  EXPECT_EQ(held[1].longest, 12);
+  StepRecord recorded = step(1, 0, 0);  // a recording's entries: no longest length
+  recorded.batch = {{.sequence = 7}};
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kFree, 3, {5, 1}, 6, 1),
+                                         event(KvEventKind::kAllocate, 7, {2}, 2, 2),
+                                         write(7, 2, 0, 0, 2, 2), recorded},
+              0.0);
+  held = folder.held_requests();
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].id, 4);
+  EXPECT_EQ(held[1].id, 7);
+  EXPECT_EQ(held[1].longest, 0);
+}
+
 TEST(TelemetryFolder, FlagsEventsThatDisagreeWithTheReplay) {
   TelemetryFolder folder = folder_with_blocks(4);
   // The pool says 2 blocks are used after taking one: a record was lost.

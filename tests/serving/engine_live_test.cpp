@@ -149,6 +149,7 @@ struct LiveRun {
   int64_t prefix_hit_tokens = 0;
   int64_t cancels = 0;
   std::map<int64_t, std::vector<int32_t>> prompts;  // by request id
+  std::map<int64_t, int64_t> max_tokens;            // by request id
 };
 
 // Random arrivals into a small pool, a third of the prompts sharing a system prompt, and now
@@ -184,7 +185,9 @@ void run_live(model::Model& m, uint32_t seed, LiveRun& run) {
       EngineRequest r;
       r.prompt_ids = prompt;
       r.max_tokens = std::uniform_int_distribution<int64_t>(1, 14)(rng);
-      run.prompts[engine.submit(r)] = prompt;
+      const SequenceId id = engine.submit(r);
+      run.prompts[id] = prompt;
+      run.max_tokens[id] = r.max_tokens;
     }
     // One step in eight cancels a random unfinished request.
     if (std::uniform_int_distribution<int>(0, 7)(rng) == 0) {
@@ -342,6 +345,9 @@ TEST_F(EngineLive, BatchSlotsAreStableAndEntriesMatchTheTokens) {
         if (e.phase == SequencePhase::kDecode) {
           EXPECT_EQ(e.tokens.size(), 1u);
         }
+        // The most it can hold: its prompt and max_tokens (the test model's context is longer).
+        EXPECT_EQ(e.longest_tokens, static_cast<int64_t>(run.prompts.at(e.sequence).size()) +
+                                        run.max_tokens.at(e.sequence));
         if (e.phase == SequencePhase::kRecompute) {
           EXPECT_TRUE(preempted_once.contains(e.sequence));
         }

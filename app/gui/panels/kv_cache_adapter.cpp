@@ -1,5 +1,6 @@
 // KV-cache panel: the block pool as the events left it, the formula's numbers of this model,
 // per-layer bytes and the device memory by purpose.
+#include <algorithm>
 #include <cmath>
 
 #include "app/gui/panels/panel_adapter.h"
@@ -82,11 +83,29 @@ class KvCacheAdapter final : public PanelAdapter {
     snapshot.memory.kv_cache_bytes =
         static_cast<double>(measured.kv_bytes > 0 ? measured.kv_bytes : info.kv_bytes_total);
     snapshot.memory.working_bytes = static_cast<double>(measured.working_bytes);
+    snapshot.reservation = reservation(feed);
     has_data_ = feed.folder.counts().kv_events > 0;
     panel_->set_snapshot(std::move(snapshot));
   }
 
  private:
+  // The live requests' blocks against reserving each one's longest length up front.
+  static widgets::KvReservation reservation(const PanelFeed& feed) {
+    const std::vector<serving::HeldRequest> held = feed.folder.held_requests();
+    widgets::KvReservation r;
+    r.known =
+        std::ranges::all_of(held, [](const serving::HeldRequest& h) { return h.longest > 0; });
+    const serving::ReservationComparison c = serving::compare_with_reservation(
+        held, feed.info.kv_bytes_per_token, feed.info.kv_bytes_total);
+    r.requests = c.requests;
+    r.used_bytes = static_cast<double>(c.used_bytes);
+    r.paged_bytes = static_cast<double>(feed.folder.kv_bytes_used());
+    r.reserved_bytes = static_cast<double>(c.reserved_bytes);
+    r.capacity_bytes = static_cast<double>(c.capacity_bytes);
+    r.would_not_fit = c.would_not_fit;
+    return r;
+  }
+
   widgets::KvCachePanel* panel_;
   bool has_data_ = false;
 };

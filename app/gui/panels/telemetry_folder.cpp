@@ -23,6 +23,7 @@ void TelemetryFolder::reset(const FoldFacts& facts) {
   blocks_.assign(static_cast<size_t>(std::max<int64_t>(facts.kv_blocks_total, 0)), {});
   blocks_used_ = 0;
   written_.clear();
+  longest_.clear();
   sequence_kv_.clear();
   released_kv_.clear();
   kv_fill_.clear();
@@ -61,6 +62,11 @@ void TelemetryFolder::fold_step(const telemetry::StepRecord& step, double now_ms
   counts_.prefill_tokens += step.prefill_tokens;
   counts_.decode_tokens += step.decode_tokens;
   recent_tokens_.push_back({now_ms, step.tokens(), telemetry::step_time_ms(step)});
+  for (const telemetry::BatchEntry& entry : step.batch) {
+    // Only while it holds blocks: a step's record comes after its KV events.
+    if (entry.longest_tokens > 0 && written_.contains(entry.sequence))
+      longest_[entry.sequence] = entry.longest_tokens;
+  }
   keep(steps_, step);
   keep(kv_fill_, KvFillPoint{step.step_index, retained_tokens(), kv_bytes_used()});
   ++revisions_.steps;
@@ -128,6 +134,7 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
     case KvEventKind::kFree:
     case KvEventKind::kPreempt:
       written_.erase(event.sequence);
+      longest_.erase(event.sequence);
       break;
     default:
       break;
@@ -204,6 +211,15 @@ double TelemetryFolder::tokens_per_s(double now_ms) const {
     totals.step_ms += a.step_ms;
   }
   return telemetry::throughput_tokens_per_s(totals);
+}
+
+std::vector<serving::HeldRequest> TelemetryFolder::held_requests() const {
+  std::vector<serving::HeldRequest> held;
+  for (const auto& [sequence, written] : written_) {
+    const auto longest = longest_.find(sequence);
+    held.push_back({sequence, written, longest == longest_.end() ? 0 : longest->second});
+  }
+  return held;  // a std::map's order: by id
 }
 
 }  // namespace servescope::gui

@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/serving/kv_reservation.h"
 #include "engine/telemetry/observer.h"
 
 namespace servescope::gui {
@@ -88,6 +89,9 @@ class TelemetryFolder {
   const std::deque<KvFillPoint>& kv_fill() const { return kv_fill_; }
   // Tokens written into the cache for the sequences holding blocks now.
   int64_t retained_tokens() const;
+  // The sequences holding blocks now, by id: their tokens written and the most they can hold
+  // (0 where no step said: a recording does not keep it), for the reservation comparison.
+  std::vector<serving::HeldRequest> held_requests() const;
   // A live sequence's KV share, or what a recently released one held last (the last
   // kReleasedKept released sequences are remembered); nullopt for one never seen.
   std::optional<SequenceKv> sequence_kv(int64_t sequence) const;
@@ -129,6 +133,7 @@ class TelemetryFolder {
   std::deque<telemetry::KvEvent> kv_events_;
   std::vector<FoldedBlock> blocks_;
   std::map<int64_t, int64_t> written_;  // sequence -> tokens written, while it holds blocks
+  std::map<int64_t, int64_t> longest_;  // sequence -> its longest length, while it holds blocks
   static constexpr size_t kReleasedKept = 64;
   std::map<int64_t, SequenceKv> sequence_kv_;  // live sequences
   std::deque<std::pair<int64_t, SequenceKv>> released_kv_;

@@ -25,6 +25,8 @@
 // written as "inf", "-inf" or "nan". A reader ignores fields it does not know (a later minor
 // addition) and refuses a missing one; a new kind or a changed meaning raises the version.
 // Version 1 lacked prompt_prefill (its replays show the typed prompt's prefill as a classmate's).
+// A BatchEntry's longest_tokens is not recorded: a replay's KV panel says the reservation
+// comparison is not known.
 #pragma once
 
 #include <QVector>
