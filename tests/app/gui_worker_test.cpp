@@ -21,6 +21,7 @@
 #include "engine/telemetry/metrics.h"
 #include "tests/app/gui_test_support.h"
 #include "tests/support/gguf_copy.h"
+#include "tests/support/sanitizers.h"
 
 namespace servescope::gui {
 namespace {
@@ -492,6 +493,11 @@ TEST_F(WorkerFixture, ALostVulkanDeviceMovesTheEngineToTheCpuAndSaysSo) {
 // the live time per token; measured in one process, alternating, the two must agree within
 // 1.5x either way (medians of three, so a busy spell of a shared machine moves both).
 TEST_F(WorkerFixture, TheSweepsBatchOneStepTakesAsLongAsALiveBatchOneDecodeStep) {
+  if (testing_support::kAddressSanitizer) {
+    // Two minutes of instrumented sweeps, run alone, for a comparison of speeds: the optimised
+    // build makes it; the paths it takes are the sweep and generation tests' too.
+    GTEST_SKIP() << "a speed comparison: the optimised build asserts it";
+  }
   load(kTestData + "/../../assets/models/servescope-stories.gguf");
   std::optional<QVector<BatchSweepPoint>> sweep;
   QObject::connect(worker_, &EngineWorker::batch_sweep_ready, &receiver_,
