@@ -214,14 +214,14 @@ int64_t LoadRun::finished() const {
 
 int64_t LoadRun::total() const { return static_cast<int64_t>(state_->requests.size()); }
 
-LoadResult LoadRun::result() const {
-  const State& s = *state_;
+LoadResult LoadRun::take_result() {
+  State& s = *state_;
   LoadResult result;
   result.summary =
       summarize_load(s.collector.steps, s.collector.requests, s.engine.now_ms() - s.start_ms,
                      kv_bytes_per_block(s.engine.pool().layout()));
-  result.steps = s.collector.steps;
-  result.requests = s.collector.requests;
+  result.steps = std::move(s.collector.steps);
+  result.requests = std::move(s.collector.requests);
   return result;
 }
 
@@ -240,7 +240,7 @@ LoadResult run_load(model::Transformer& transformer, uint64_t weight_bytes,
     std::this_thread::sleep_for(
         std::chrono::duration<double, std::milli>(std::min(turn.wait_ms, 100.0)));
   }
-  return run.result();
+  return run.take_result();
 }
 
 }  // namespace servescope::serving

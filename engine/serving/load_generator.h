@@ -120,8 +120,9 @@ class LoadRun {
   Turn advance();
   int64_t finished() const;  // requests finished so far
   int64_t total() const;
-  // What finished so far, summarised now (the whole load once advance() said done).
-  LoadResult result() const;
+  // What finished so far, summarised now (the whole load once advance() said done), its
+  // records moved out: the last call on a run.
+  LoadResult take_result();
 
  private:
   struct State;

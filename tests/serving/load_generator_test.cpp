@@ -255,7 +255,7 @@ TEST(LoadGenerator, ALoadRunAdvancedByItsCallerServesWhatRunLoadServes) {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(turn.wait_ms));
   }
   EXPECT_EQ(run.finished(), run.total());
-  const LoadResult stepped = run.result();
+  const LoadResult stepped = run.take_result();
   EXPECT_EQ(stepped.summary.steps, steps);
   const LoadResult whole = run_load(*m->transformer, weight_bytes, config, requests);
   ASSERT_EQ(stepped.requests.size(), whole.requests.size());

@@ -1,11 +1,8 @@
 #include "app/gui/deployments/deployments_window.h"
 
-#include <unistd.h>
-
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDialogButtonBox>
-#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -19,6 +16,7 @@
 
 #include "app/gui/deployments/add_entry_dialogs.h"
 #include "app/gui/deployments/deployment_chart.h"
+#include "engine/serving/kv_budget.h"
 #include "widgets/chart_painting.h"
 
 namespace servescope::gui {
@@ -31,8 +29,7 @@ std::optional<serving::DeviceSpec> this_machine(double memory_gb_per_s,
   if (!(memory_gb_per_s > 0.0) || !(compute_gflop_per_s > 0.0)) return std::nullopt;
   serving::DeviceSpec device;
   device.name = QCoreApplication::translate("DeploymentsWindow", "This machine").toStdString();
-  const double pages = static_cast<double>(sysconf(_SC_PHYS_PAGES));
-  device.memory_gb = pages * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1e9;
+  device.memory_gb = static_cast<double>(serving::physical_memory_bytes()) / 1e9;
   device.bandwidth_gb_per_s = memory_gb_per_s;
   device.peak_tflop_per_s = compute_gflop_per_s / 1000.0;
   device.source = QCoreApplication::translate(

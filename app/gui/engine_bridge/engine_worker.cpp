@@ -171,7 +171,6 @@ void EngineWorker::simulate_device_loss_after(int steps) {
 
 void EngineWorker::shutdown() {
   shut_down_ = true;
-  waiting_loads_.clear();
   wait_for_jobs();
   timing_timer_->stop();
   drop_engine();

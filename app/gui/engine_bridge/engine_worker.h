@@ -177,12 +177,10 @@ class EngineWorker : public EngineReplies {
     std::unique_ptr<serving::LoadRun> run;
   };
   // Starts `load` with the window's KV type, the classmates' prompts and the model's serving
-  // alone (no attention capture meanwhile); after the running one ends, if one runs.
+  // alone (no attention capture meanwhile); refused (ended at once) while another runs.
   void start_own_load(OwnLoad load, serving::EngineConfig config, serving::WorkloadSpec spec);
-  void begin_own_load(OwnLoad load, serving::EngineConfig config, serving::WorkloadSpec spec);
   void advance_own_load();
   void end_own_load(bool stopped);
-  void start_waiting_load();
   // The sweep's next size (or its end) after the runs `plan` holds.
   void run_next_sweep_size(std::shared_ptr<BatchSweepPlan> plan, CancelToken cancel);
   // While a static batch collects: sleeps until it is due (a timer, never a busy loop) and
@@ -198,7 +196,6 @@ class EngineWorker : public EngineReplies {
 
   QTimer* tick_timer_;
   std::optional<OwnLoad> own_load_;
-  std::deque<std::function<void()>> waiting_loads_;  // starts of loads asked for meanwhile
   QTimer* own_load_timer_;
   QString model_path_;
   BackendChoice backend_;

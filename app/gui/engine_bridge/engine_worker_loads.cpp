@@ -80,17 +80,11 @@ void EngineWorker::run_staggered_load(StaggeredLoad load, CancelToken cancel) {
 
 void EngineWorker::start_own_load(OwnLoad load, serving::EngineConfig config,
                                   serving::WorkloadSpec spec) {
-  if (own_load_) {  // one at a time: this one starts when the running one ends
-    waiting_loads_.push_back([this, load = std::make_shared<OwnLoad>(std::move(load)), config,
-                              spec]() mutable { begin_own_load(std::move(*load), config, spec); });
-    return;
-  }
-  begin_own_load(std::move(load), std::move(config), std::move(spec));
-}
-
-void EngineWorker::begin_own_load(OwnLoad load, serving::EngineConfig config,
-                                  serving::WorkloadSpec spec) {
   if (!model_) return load.on_end({}, true);
+  if (own_load_) {  // one at a time (the client sends none while one runs)
+    Q_EMIT failed(QString("%1: %2 is still running").arg(load.name, own_load_->name));
+    return load.on_end({}, true);
+  }
   config.kv_type = kv_type_;
   spec.text_ids = classmate_text_ids_;
   spec.vocab_size = static_cast<int32_t>(model_->config.vocab_size);
@@ -133,23 +127,11 @@ void EngineWorker::end_own_load(bool stopped) {
   own_load_timer_->stop();
   OwnLoad load = std::move(*own_load_);
   own_load_.reset();
-  const serving::LoadResult result = load.run->result();
+  const serving::LoadResult result = load.run->take_result();
   load.run.reset();  // its engine's memory is free before anything else starts
   capture_user_attention();
-  load.on_end(result, stopped);  // may start the next run (the sweep's next size)
-  if (own_load_) return;
-  update_timer();  // the live engine goes on
-  if (!waiting_loads_.empty()) {
-    // Started from the event loop, not here: a load ended by a new model starts on that one.
-    QMetaObject::invokeMethod(this, &EngineWorker::start_waiting_load, Qt::QueuedConnection);
-  }
-}
-
-void EngineWorker::start_waiting_load() {
-  if (own_load_ || waiting_loads_.empty()) return;
-  const std::function<void()> start = std::move(waiting_loads_.front());
-  waiting_loads_.pop_front();
-  start();
+  load.on_end(result, stopped);    // may start the next run (the sweep's next size)
+  if (!own_load_) update_timer();  // the live engine goes on
 }
 
 }  // namespace servescope::gui
