@@ -56,13 +56,14 @@ class LectureFixture : public ::testing::Test {
     if (!folder.isEmpty()) window_->grab().save(folder + "/" + name + ".png");
   }
 
-  // The window's texts at this moment, each fault as one failure naming `where`.
-  void expect_every_text_whole_apart_and_legible(const QString& where) {
+  // The window's texts at this moment, each fault as one failure naming `where`; at least
+  // `at_least` of them, so a probe that saw nothing does not pass.
+  void expect_every_text_whole_apart_and_legible(const QString& where, size_t at_least = 20) {
     using widgets::testing::layout_faults;
     using widgets::testing::painted_texts;
     using widgets::testing::rendered_contrast;
     const auto texts = painted_texts(*window_);
-    EXPECT_GE(texts.size(), 20u) << where.toStdString();
+    EXPECT_GE(texts.size(), at_least) << where.toStdString();
     for (const std::string& fault : layout_faults(texts, QRectF(window_->rect())))
       ADD_FAILURE() << where.toStdString() << ": " << fault;
     for (const auto& text : rendered_contrast(window_->grab().toImage(), texts)) {
@@ -193,7 +194,9 @@ TEST_F(LectureFixture, EveryStepsQuestionAndOptionsAreWholeOnScreenBeforeItsRun)
   }
   EXPECT_GE(asked, 30);
   save_shot("lecture-predict");
-  expect_every_text_whole_apart_and_legible("the last step asking a prediction");
+  // The strip's title, text, question, options and keys over a panel that may still be empty
+  // (the typed prompt's prefill lands when it lands: on a fast machine after the test).
+  expect_every_text_whole_apart_and_legible("the last step asking a prediction", 8);
 }
 
 // A class's "what if" answered before the step's own run (Return generates): once the run is on
