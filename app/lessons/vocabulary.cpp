@@ -15,8 +15,8 @@ constexpr int64_t kMaxStaggeredClients = 64;
 constexpr int64_t kMaxArrivalRate = 10000;  // arrivals per second
 
 const std::vector<std::string>& panels_as_strings() {
-  static const std::vector<std::string> panels = {"phases",       "kv",       "batching",
-                                                  "quantisation", "roofline", "attention"};
+  static const std::vector<std::string> panels = {
+      "phases", "kv", "batching", "quantisation", "roofline", "attention", "timeline"};
   return panels;
 }
 
@@ -471,6 +471,7 @@ const std::vector<PanelElements>& panel_elements() {
       {"quantisation", {"variants", "error"}},
       {"roofline", {"memory-roof", "cache-roof", "compute-roof", "points"}},
       {"attention", {"weights"}},
+      {"timeline", {"queued", "first-token"}},
   };
   return table;
 }
@@ -522,8 +523,8 @@ const MeasureSpec* find_measure(std::string_view name) {
 }
 
 std::span<const std::string_view> panel_names() {
-  static const std::array<std::string_view, 6> names = {"phases",       "kv",       "batching",
-                                                        "quantisation", "roofline", "attention"};
+  static const std::array<std::string_view, 7> names = {
+      "phases", "kv", "batching", "quantisation", "roofline", "attention", "timeline"};
   return names;
 }
 

@@ -82,6 +82,9 @@ SequenceId Engine::submit(const EngineRequest& request, std::optional<double> ar
   state.record.prompt_tokens = static_cast<int64_t>(request.prompt_ids.size());
   state.record.arrival_ms = arrived_ms;
   state.record.first_scheduled_ms = -1.0;  // set by the first step that runs any of its tokens
+  if (observer_ != nullptr) {
+    observer_->on_arrival({id, state.record.prompt_tokens, arrived_ms});
+  }
   return id;
 }
 

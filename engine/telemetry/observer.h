@@ -24,9 +24,10 @@ class Observer {
   virtual void on_kv_event(const KvEvent& event) = 0;
   // Only for requests that asked for token probabilities (EngineRequest::top_k_alternatives).
   virtual void on_token(const TokenRecord& /*token*/) {}
+  virtual void on_arrival(const RequestArrival& /*arrival*/) {}
 };
 
-using TelemetryItem = std::variant<StepRecord, RequestRecord, KvEvent, TokenRecord>;
+using TelemetryItem = std::variant<StepRecord, RequestRecord, KvEvent, TokenRecord, RequestArrival>;
 
 // A bounded multi-producer queue: producers push (never block beyond a short lock), one
 // consumer drains everything pushed so far.
@@ -38,6 +39,7 @@ class TelemetryQueue final : public Observer {
   void on_request(const RequestRecord& request) override { push(request); }
   void on_kv_event(const KvEvent& event) override { push(event); }
   void on_token(const TokenRecord& token) override { push(token); }
+  void on_arrival(const RequestArrival& arrival) override { push(arrival); }
 
   // Everything pushed since the last drain, oldest first.
   std::vector<TelemetryItem> drain();

@@ -121,6 +121,14 @@ struct StepRecord {
   uint64_t bytes_moved() const { return weight_bytes_read + kv_bytes_read + kv_bytes_written; }
 };
 
+// A request as it joined the engine's queue, before any step ran it: a view of each request's
+// life needs its wait while it waits (its RequestRecord comes only when it leaves).
+struct RequestArrival {
+  int64_t request_id = 0;
+  int64_t prompt_tokens = 0;
+  double arrival_ms = 0.0;  // on the engine clock, as RequestRecord::arrival_ms
+};
+
 // Timestamps in milliseconds on one steady clock (any epoch, the same for all fields).
 struct RequestRecord {
   int64_t request_id = 0;

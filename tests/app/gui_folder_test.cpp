@@ -64,6 +64,25 @@ TEST(TelemetryFolder, CountsStepsRequestsAndTokens) {
   EXPECT_EQ(folder.requests().front().request_id, 3);
 }
 
+// Each request's life from the folded records: queued from its arrival, then its prompt.
+TEST(TelemetryFolder, FoldsArrivalsStepsAndRequestsIntoEachRequestsLife) {
+  TelemetryFolder folder = folder_with_blocks(8);
+  StepRecord prefill = step(0, 6, 0);
+  prefill.start_ms = 25.0;
+  prefill.end_ms = 30.0;
+  prefill.batch = {{4, 0, telemetry::SequencePhase::kPrefill, 0, {1, 2, 3, 4, 5, 6}, 9}};
+  folder.fold(std::vector<TelemetryItem>{telemetry::RequestArrival{4, 6, 10.0}, prefill}, 0.0);
+  const std::vector<telemetry::RequestLife> lives = folder.timeline().lives();
+  ASSERT_EQ(lives.size(), 1u);
+  ASSERT_EQ(lives[0].stretches.size(), 2u);
+  EXPECT_EQ(lives[0].stretches[0].stage, telemetry::LifeStage::kQueued);
+  EXPECT_EQ(lives[0].stretches[0].end_ms - lives[0].stretches[0].start_ms, 15.0);
+  EXPECT_EQ(lives[0].stretches[1].tokens, 6);
+  EXPECT_EQ(lives[0].stretches[1].end_ms, 30.0);  // running: until the latest engine time
+  folder.reset({8, kBlockSize, 100});
+  EXPECT_TRUE(folder.timeline().empty());
+}
+
 StepRecord timed(StepRecord s, double wall_ms) {
   s.wall_ms = wall_ms;
   return s;
@@ -245,12 +264,16 @@ TEST(TelemetryFolder, CountsWhatItTookInAndTheHostMapsItToThePanelsItFeeds) {
   FoldRevisions seen = folder.revisions();
   EXPECT_EQ(panels_with_news(folder.revisions(), seen), 0u);
   folder.fold(std::vector<TelemetryItem>{telemetry::RequestRecord{}}, 0.0);
-  EXPECT_EQ(panels_with_news(folder.revisions(), seen), panel_bit(PanelId::kBatching));
+  EXPECT_EQ(panels_with_news(folder.revisions(), seen),
+            panel_bit(PanelId::kBatching) | panel_bit(PanelId::kTimeline));
+  folder.fold(std::vector<TelemetryItem>{telemetry::RequestArrival{1, 5, 0.0}}, 0.0);
+  EXPECT_EQ(panels_with_news(folder.revisions(), seen), panel_bit(PanelId::kTimeline));
   folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kAllocate, 0, {0}, 1, 1)}, 0.0);
   EXPECT_EQ(panels_with_news(folder.revisions(), seen), panel_bit(PanelId::kKvCache));
   folder.fold(std::vector<TelemetryItem>{step(0, 1, 0)}, 0.0);
   const PanelMask after_step = panels_with_news(folder.revisions(), seen);
-  for (const PanelId id : {PanelId::kPhases, PanelId::kBatching, PanelId::kRoofline}) {
+  for (const PanelId id :
+       {PanelId::kPhases, PanelId::kBatching, PanelId::kRoofline, PanelId::kTimeline}) {
     EXPECT_NE(after_step & panel_bit(id), 0u) << panel_key(id);
   }
   EXPECT_EQ(panels_with_news(folder.revisions(), seen), 0u);  // seen: nothing new

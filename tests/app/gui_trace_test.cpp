@@ -136,7 +136,8 @@ BatchSweepPoint sample_point() {
 std::vector<TraceEvent> every_kind() {
   return {
       {10.0, trace::Engine{sample_info()}},
-      {20.5, trace::Telemetry{{sample_step(), sample_request(), sample_kv(), sample_token()}}},
+      {20.5, trace::Telemetry{{sample_step(), sample_request(), sample_kv(), sample_token(),
+                               telemetry::RequestArrival{7, 12, 1500.25}}}},
       {21.0, trace::Memory{1, 2, 3}},
       {22.0, trace::SweepPoint{sample_point()}},
       {23.0, trace::SweepDone{{sample_point(), sample_point()}}},
@@ -202,7 +203,7 @@ TEST_F(TraceFile, EveryEventKindSurvivesARoundTrip) {
   EXPECT_EQ(info.roofs.compute_raised_by, "step 7");
   EXPECT_FALSE(info.telemetry);
   const auto& items = std::get<trace::Telemetry>(trace.events[1].body).items;
-  ASSERT_EQ(items.size(), 4u);
+  ASSERT_EQ(items.size(), 5u);
   const StepRecord& step = std::get<StepRecord>(items[0]);
   EXPECT_EQ(step.weight_bytes_read, 123456789012ull);
   EXPECT_EQ(step.start_ms, 1000.125);
@@ -213,6 +214,7 @@ TEST_F(TraceFile, EveryEventKindSurvivesARoundTrip) {
   EXPECT_EQ(std::get<RequestRecord>(items[1]).finish_reason, telemetry::FinishReason::kStopToken);
   EXPECT_EQ(std::get<KvEvent>(items[2]).kind, telemetry::KvEventKind::kWrite);
   EXPECT_EQ(std::get<TokenRecord>(items[3]).top.at(1).prob, 0.125);
+  EXPECT_EQ(std::get<telemetry::RequestArrival>(items[4]).arrival_ms, 1500.25);
   EXPECT_EQ(std::get<trace::SweepDone>(trace.events[4].body).points.size(), 2);
   EXPECT_EQ(std::get<trace::Collecting>(trace.events[6].body).state.due_in_ms, 120.5);
   EXPECT_EQ(std::get<trace::PromptPrefill>(trace.events[7].body).request, 4);
@@ -299,18 +301,18 @@ TEST_F(TraceFile, NotATraceANewerVersionAndAMissingFileAreSaidPlainly) {
   write_file(file("json.sstrace"), "{\"format\":\"other\"}\n");
   EXPECT_NE(read_error(file("json.sstrace")).find("not a ServeScope trace"), std::string::npos);
   write_file(file("newer.sstrace"),
-             "{\"format\":\"servescope-trace\",\"version\":3,\"recorded_at\":\"x\"}\n"
+             "{\"format\":\"servescope-trace\",\"version\":4,\"recorded_at\":\"x\"}\n"
              "{\"end\":true,\"events\":0}\n");
   EXPECT_EQ(read_error(file("newer.sstrace")),
             file("newer.sstrace").string() +
-                ": line 1 (byte 0): format version 3 is not one this ServeScope reads (version 1 "
-                "to 2; it was written by a newer one)");
+                ": line 1 (byte 0): format version 4 is not one this ServeScope reads (version 1 "
+                "to 3; it was written by a newer one)");
 }
 
 TEST_F(TraceFile, AVersionOneRecordingStillReads) {
   // Version 2 added the prompt_prefill kind; a version 1 file has none and reads as it was.
   std::string bytes = read_bytes(write_every_kind("v1.sstrace"));
-  bytes.replace(bytes.find("\"version\":2"), 11, "\"version\":1");
+  bytes.replace(bytes.find("\"version\":3"), 11, "\"version\":1");
   const size_t prefill = bytes.find("{\"ms\":25.5");
   ASSERT_NE(prefill, std::string::npos);
   bytes.erase(prefill, bytes.find('\n', prefill) + 1 - prefill);

@@ -8,6 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/telemetry/metrics.h"
 #include "engine/telemetry/observer.h"
+#include "engine/telemetry/request_timeline.h"
 #include "engine/telemetry/step_cost.h"
 
 namespace servescope::telemetry {
@@ -158,6 +159,36 @@ TEST(StepCost, CountsFlopsAndBytesOfAMixedBatch) {
   EXPECT_EQ(cost.bytes_moved(), 1000u + kv_per_token * 22);
   EXPECT_DOUBLE_EQ(cost.flops(), cost.matmul_flops + cost.logits_flops + cost.attention_flops);
   EXPECT_EQ(estimate_step_cost(c, 1000, kv_per_token, {}).bytes_moved(), 0u);
+}
+
+// A recording without arrivals (trace versions 1 and 2): a life first seen in a step gets its
+// queued stretch from the finished record's arrival; the kept bound forgets finished lives first.
+TEST(RequestTimeline, ALifeWithoutItsArrivalGetsItsQueueWhenItFinishes) {
+  RequestTimeline timeline(1);
+  StepRecord s;
+  s.start_ms = 1010.0;
+  s.end_ms = 1050.0;
+  s.batch = {{3, 0, SequencePhase::kPrefill, 0, {1, 2}, 7}};
+  timeline.on_step(s);
+  std::vector<RequestLife> lives = timeline.lives();
+  ASSERT_EQ(lives.size(), 1u);
+  EXPECT_FALSE(lives[0].arrival_known);
+  EXPECT_EQ(lives[0].stretches.front().stage, LifeStage::kPrefill);
+  RequestRecord r = four_token_request();
+  r.request_id = 3;
+  r.finished_ms = 1121.0;
+  timeline.on_request(r);
+  lives = timeline.lives();
+  ASSERT_EQ(lives[0].stretches.size(), 2u);
+  EXPECT_EQ(lives[0].stretches[0].stage, LifeStage::kQueued);
+  EXPECT_DOUBLE_EQ(lives[0].stretches[0].start_ms, 1000.0);
+  EXPECT_DOUBLE_EQ(lives[0].stretches[0].end_ms, 1010.0);
+  EXPECT_DOUBLE_EQ(lives[0].stretches[1].end_ms, 1121.0);
+  EXPECT_EQ(lives[0].record.token_times_ms, r.token_times_ms);  // the engine's own times
+  timeline.on_arrival({4, 8, 1130.0});
+  lives = timeline.lives();
+  ASSERT_EQ(lives.size(), 1u);  // request 3, finished, made room
+  EXPECT_EQ(lives[0].request_id, 4);
 }
 
 }  // namespace

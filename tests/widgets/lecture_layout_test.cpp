@@ -92,6 +92,7 @@ const LecturePanel kLecturePanels[] = {
     {"roofline", [] { return panel_with<RooflinePanel>(testing::synthetic_roofline_class()); }},
     {"attention",
      [] { return panel_with<AttentionPanel>(testing::synthetic_attention(150, true)); }},
+    {"timeline", [] { return panel_with<TimelinePanel>(testing::synthetic_timeline(36)); }},
 };
 
 // The panel area lecture mode leaves at 1280x720 (under the step's strip) and at 1920x1080.

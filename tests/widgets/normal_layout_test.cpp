@@ -1,4 +1,4 @@
-// The batching, phases and KV panels at a normal window's sizes and type, with the tests' usual
+// The batching, phases, KV and timeline panels at a normal window's sizes and type, with the tests' usual
 // data and a class's: no text overlaps, is cut or elided (the lecture sizes have their own test).
 #include <gtest/gtest.h>
 
@@ -31,6 +31,7 @@ const NamedPanel kPanels[] = {
     {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching(true)); }},
     {"batching, a class",
      [] { return panel_with<BatchingPanel>(testing::synthetic_batching_class(true)); }},
+    {"timeline", [] { return panel_with<TimelinePanel>(testing::synthetic_timeline(36)); }},
 };
 
 TEST(NormalLayout, NoTextOverlapsIsCutOrElided) {

@@ -62,6 +62,8 @@ const PanelCase kPanels[] = {
      [](bool full) {
        return make_panel<AttentionPanel>(full, testing::synthetic_attention(40, true));
      }},
+    {"timeline",
+     [](bool full) { return make_panel<TimelinePanel>(full, testing::synthetic_timeline()); }},
 };
 
 // Fields of one CSV row (RFC 4180: a comma inside quotes belongs to the field).

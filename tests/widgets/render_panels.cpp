@@ -95,6 +95,14 @@ int main(int argc, char** argv) {
     ok &= render(panel, folder, "batching-empty", size);
   }
   {
+    TimelinePanel panel;
+    panel.set_snapshot(testing::synthetic_timeline(16));
+    ok &= render(panel, folder, "timeline", size);
+    print_paint_time(panel, "timeline");
+    panel.set_snapshot({});
+    ok &= render(panel, folder, "timeline-empty", size);
+  }
+  {
     RooflinePanel panel;
     panel.set_snapshot(testing::synthetic_roofline());
     ok &= render(panel, folder, "roofline", size);

@@ -293,3 +293,67 @@ BatchingSnapshot synthetic_batching_class(bool with_sweep) {
 }
 
 }  // namespace servescope::widgets::testing
+
+namespace servescope::widgets::testing {
+namespace {
+
+// Appends a stretch that starts where the row's last one ended.
+void add_bar(RequestLifeRow& row, LifeStageView stage, double ms, int64_t steps = 0,
+             int64_t tokens = 0) {
+  const double start = row.bars.empty() ? row.arrival_ms : row.bars.back().end_ms;
+  row.bars.push_back({stage, start, start + ms, steps, tokens});
+}
+
+}  // namespace
+
+TimelineSnapshot synthetic_timeline(int requests) {
+  constexpr double kStepMs = 6.0;
+  TimelineSnapshot snap;
+  snap.policy = QStringLiteral("continuous batching");
+  snap.own_requests = OwnRequests({2});
+  for (int i = 0; i < requests; ++i) {
+    RequestLifeRow row;
+    row.request = i;
+    row.arrival_ms = 40.0 * i;
+    // Every fourth arrives while the batch is full and waits for a slot.
+    add_bar(row, LifeStageView::kQueued, i % 4 == 3 ? 150.0 : 2.0 + (i % 3) * 2.0);
+    const int64_t prompt = 20 + (i * 7) % 50;
+    for (int64_t done = 0; done < prompt; done += 32) {
+      add_bar(row, LifeStageView::kPrefill, 8.0, 1, std::min<int64_t>(32, prompt - done));
+    }
+    row.first_token_ms = row.bars.back().end_ms - 0.5;
+    const int64_t decode_steps = 10 + (i * 5) % 25;
+    if (i == 4) {  // preempted after 8 tokens, its 8 + prompt tokens computed again
+      add_bar(row, LifeStageView::kDecode, 8 * kStepMs, 8, 8);
+      add_bar(row, LifeStageView::kPreempted, 40.0);
+      add_bar(row, LifeStageView::kRecompute, 10.0, 1, prompt + 8);
+      add_bar(row, LifeStageView::kDecode, double(decode_steps - 9) * kStepMs, decode_steps - 9,
+              decode_steps - 9);
+    } else {
+      add_bar(row, LifeStageView::kDecode, double(decode_steps) * kStepMs, decode_steps, decode_steps);
+    }
+    row.output_tokens = decode_steps + 1;
+    row.ttft_ms = row.first_token_ms - row.arrival_ms;
+    row.tpot_ms = (row.bars.back().end_ms - 0.5 - row.first_token_ms) / double(decode_steps);
+    row.finished = true;
+    row.finish_reason = QStringLiteral("max tokens");
+    snap.rows.push_back(std::move(row));
+  }
+  // The newest two are still running: they end at the engine's latest time.
+  snap.now_ms = 40.0 * requests;
+  for (size_t k = snap.rows.size() >= 2 ? snap.rows.size() - 2 : 0; k < snap.rows.size(); ++k) {
+    RequestLifeRow& row = snap.rows[k];
+    row.finished = false;
+    row.finish_reason.clear();
+    while (row.bars.size() > 1 && row.bars.back().start_ms >= snap.now_ms) row.bars.pop_back();
+    row.bars.back().end_ms = std::max(snap.now_ms, row.bars.back().start_ms);
+    if (row.first_token_ms > snap.now_ms) {
+      row.first_token_ms = -1.0;
+      row.ttft_ms = row.tpot_ms = 0.0;
+      row.output_tokens = 0;
+    }
+  }
+  return snap;
+}
+
+}  // namespace servescope::widgets::testing

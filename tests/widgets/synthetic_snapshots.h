@@ -7,6 +7,7 @@
 #include "widgets/batching_panel.h"
 #include "widgets/kv_cache_panel.h"
 #include "widgets/phases_panel.h"
+#include "widgets/timeline_panel.h"
 
 namespace servescope::widgets::testing {
 
@@ -36,5 +37,10 @@ KvCacheSnapshot synthetic_kv_cache_class();
 BatchingSnapshot synthetic_batching(bool with_sweep);
 // What a class sees: 16 slots, 36 requests (127-162) over 180 steps, one preempted at step 90.
 BatchingSnapshot synthetic_batching_class(bool with_sweep);
+
+// `requests` lives 40 ms apart on continuous batching: every fourth queues 150 ms for a slot,
+// prompts of 20-69 tokens in chunks of 32, request 4 preempted and recomputed, request 2 the
+// user's; the newest two still running.
+TimelineSnapshot synthetic_timeline(int requests = 10);
 
 }  // namespace servescope::widgets::testing

@@ -57,6 +57,9 @@ class StepTap final : public telemetry::Observer {
   void on_request(const telemetry::RequestRecord& request) override { queue_->on_request(request); }
   void on_kv_event(const telemetry::KvEvent& event) override { queue_->on_kv_event(event); }
   void on_token(const telemetry::TokenRecord& token) override { queue_->on_token(token); }
+  void on_arrival(const telemetry::RequestArrival& arrival) override {
+    queue_->on_arrival(arrival);
+  }
 
  private:
   telemetry::TelemetryQueue* queue_ = nullptr;

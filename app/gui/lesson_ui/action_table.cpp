@@ -212,8 +212,7 @@ std::vector<ActionDispatcher::Task> ActionDispatcher::tasks_open_panel(const Les
   const QString key = text_argument(a);
   const std::optional<PanelId> panel = parse_panel_key(key.toStdString());
   if (!panel)
-    bad(a, "has no panel " + key +
-               "; panels: phases, kv, batching, quantisation, roofline, attention");
+    bad(a, "has no panel " + key + "; panels: " + QString::fromStdString(panel_keys(", ")));
   return {now(tr("Opening the panel"), [this, p = *panel] { window_.show_panel(p); })};
 }
 

@@ -43,12 +43,12 @@ namespace {
 // screen, the class's "what if"s.
 constexpr const char* kKeysAsking = QT_TRANSLATE_NOOP(
     "LectureMode",
-    "Space run   O/\u21e7O the class's prediction   PgUp back   1-6 panel   N/\u21e7N lesson   "
+    "Space run   O/\u21e7O the class's prediction   PgUp back   1-7 panel   N/\u21e7N lesson   "
     "T text   Esc leave");
 constexpr const char* kKeys = QT_TRANSLATE_NOOP(
     "LectureMode",
     "Space next   R run again   PgUp back   N/\u21e7N lesson   T text   Esc leave\n"
-    "1-6 panel   P pause   S step   M slow   \u23ce generate   K pin   D theme\n"
+    "1-7 panel   P pause   S step   M slow   \u23ce generate   K pin   D theme\n"
     "C/\u21e7C classmates   Q/\u21e7Q weights   A batching   W/\u21e7W wait   G backend");
 
 constexpr int kProgressTickMs = 250;
@@ -62,7 +62,7 @@ LectureMode::LectureMode(MainWindow& window)
   action_->setToolTip(
       tr("Lecture mode (%1): full screen, large type, high contrast, one lesson step and one "
          "panel at a time. Space or Page Down next, Page Up back, O the class's prediction, "
-         "R run the step again, P pause, S one decode step, M slow motion, 1-6 panels, "
+         "R run the step again, P pause, S one decode step, M slow motion, 1-7 panels, "
          "Return generate, K pin the run's figures, D theme, C classmates, Q weights, "
          "A batching, W batch wait, G backend, Esc leave.")
           .arg(shortcut_text(action_->shortcut())));

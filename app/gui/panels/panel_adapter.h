@@ -57,5 +57,6 @@ std::unique_ptr<PanelAdapter> make_batching_adapter(QWidget* parent);
 std::unique_ptr<PanelAdapter> make_attention_adapter(
     QWidget* parent, std::function<void(int layer, int head)> on_selection);
 std::unique_ptr<PanelAdapter> make_quantisation_adapter(QWidget* parent);
+std::unique_ptr<PanelAdapter> make_timeline_adapter(QWidget* parent);
 
 }  // namespace servescope::gui

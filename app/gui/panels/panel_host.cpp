@@ -27,6 +27,9 @@ PanelHost::PanelHost(QWidget* parent,
       case PanelId::kQuantisation:
         adapter = make_quantisation_adapter(parent);
         break;
+      case PanelId::kTimeline:
+        adapter = make_timeline_adapter(parent);
+        break;
     }
     // A chart is pictures to a screen reader: its title names it.
     adapter->view()->setAccessibleName(panel_title_text(id));
@@ -42,9 +45,13 @@ PanelMask panels_with_news(const FoldRevisions& now, FoldRevisions& seen) {
   PanelMask news = 0;
   if (now.steps != before.steps) {
     news |= panel_bit(PanelId::kPhases) | panel_bit(PanelId::kBatching) |
-            panel_bit(PanelId::kRoofline) | panel_bit(PanelId::kKvCache);
+            panel_bit(PanelId::kRoofline) | panel_bit(PanelId::kKvCache) |
+            panel_bit(PanelId::kTimeline);
   }
-  if (now.requests != before.requests) news |= panel_bit(PanelId::kBatching);
+  if (now.requests != before.requests) {
+    news |= panel_bit(PanelId::kBatching) | panel_bit(PanelId::kTimeline);
+  }
+  if (now.arrivals != before.arrivals) news |= panel_bit(PanelId::kTimeline);
   if (now.kv_events != before.kv_events) news |= panel_bit(PanelId::kKvCache);
   return news;
 }

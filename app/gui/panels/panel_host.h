@@ -1,4 +1,4 @@
-// The six panels and their adapters. The frame timer calls refresh() once per frame with the
+// The seven panels and their adapters. The frame timer calls refresh() once per frame with the
 // panels whose data changed, so each panel's set_snapshot runs at most once per frame.
 #pragma once
 

@@ -18,6 +18,8 @@ std::string_view panel_key(PanelId panel) {
       return "roofline";
     case PanelId::kAttention:
       return "attention";
+    case PanelId::kTimeline:
+      return "timeline";
   }
   return "";
 }
@@ -36,12 +38,23 @@ std::string_view panel_title(PanelId panel) {
       return QT_TRANSLATE_NOOP("PanelId", "Roofline");
     case PanelId::kAttention:
       return QT_TRANSLATE_NOOP("PanelId", "Attention");
+    case PanelId::kTimeline:
+      return QT_TRANSLATE_NOOP("PanelId", "Timeline");
   }
   return "";
 }
 
 QString panel_title_text(PanelId panel) {
   return QCoreApplication::translate("PanelId", panel_title(panel).data());
+}
+
+std::string panel_keys(std::string_view separator) {
+  std::string out;
+  for (const PanelId panel : kAllPanels) {
+    if (!out.empty()) out += separator;
+    out += panel_key(panel);
+  }
+  return out;
 }
 
 std::optional<PanelId> parse_panel_key(std::string_view key) {

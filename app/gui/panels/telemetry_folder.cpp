@@ -12,7 +12,7 @@ constexpr double kRateWindowMs = 1000.0;
 
 }  // namespace
 
-TelemetryFolder::TelemetryFolder(size_t history) : history_(history) {}
+TelemetryFolder::TelemetryFolder(size_t history) : history_(history), timeline_(history) {}
 
 void TelemetryFolder::reset(const FoldFacts& facts) {
   facts_ = facts;
@@ -20,6 +20,7 @@ void TelemetryFolder::reset(const FoldFacts& facts) {
   steps_.clear();
   requests_.clear();
   kv_events_.clear();
+  timeline_ = telemetry::RequestTimeline(history_);
   blocks_.assign(static_cast<size_t>(std::max<int64_t>(facts.kv_blocks_total, 0)), {});
   blocks_used_ = 0;
   written_.clear();
@@ -44,6 +45,9 @@ void TelemetryFolder::fold(std::span<const telemetry::TelemetryItem> items, doub
       fold_kv_event(*event, now_ms);
     } else if (const auto* token = std::get_if<telemetry::TokenRecord>(&item)) {
       fold_token(*token);
+    } else if (const auto* arrival = std::get_if<telemetry::RequestArrival>(&item)) {
+      timeline_.on_arrival(*arrival);
+      ++revisions_.arrivals;
     }
   }
   while (!recent_tokens_.empty() && recent_tokens_.front().at_ms < now_ms - kRateWindowMs) {
@@ -67,6 +71,7 @@ void TelemetryFolder::fold_step(const telemetry::StepRecord& step, double now_ms
     if (entry.longest_tokens > 0 && written_.contains(entry.sequence))
       longest_[entry.sequence] = entry.longest_tokens;
   }
+  timeline_.on_step(step);
   keep(steps_, step);
   keep(kv_fill_, KvFillPoint{step.step_index, retained_tokens(), kv_bytes_used()});
   ++revisions_.steps;
@@ -74,6 +79,7 @@ void TelemetryFolder::fold_step(const telemetry::StepRecord& step, double now_ms
 
 void TelemetryFolder::fold_request(const telemetry::RequestRecord& request) {
   ++counts_.requests;
+  timeline_.on_request(request);
   keep(requests_, request);
   ++revisions_.requests;
 }

@@ -14,6 +14,7 @@
 
 #include "engine/serving/kv_reservation.h"
 #include "engine/telemetry/observer.h"
+#include "engine/telemetry/request_timeline.h"
 
 namespace servescope::gui {
 
@@ -67,6 +68,7 @@ struct FoldRevisions {
   uint64_t steps = 0;
   uint64_t requests = 0;
   uint64_t kv_events = 0;
+  uint64_t arrivals = 0;
 };
 
 class TelemetryFolder {
@@ -86,6 +88,9 @@ class TelemetryFolder {
   const std::deque<telemetry::RequestRecord>& requests() const { return requests_; }
   const std::deque<telemetry::KvEvent>& kv_events() const { return kv_events_; }
   const std::vector<FoldedBlock>& blocks() const { return blocks_; }
+  // Each request's life (queued, prefill chunks, decode, preempted, recompute), kept for the
+  // `history` most recent requests.
+  const telemetry::RequestTimeline& timeline() const { return timeline_; }
   const std::deque<KvFillPoint>& kv_fill() const { return kv_fill_; }
   // Tokens written into the cache for the sequences holding blocks now.
   int64_t retained_tokens() const;
@@ -131,6 +136,7 @@ class TelemetryFolder {
   std::deque<telemetry::StepRecord> steps_;
   std::deque<telemetry::RequestRecord> requests_;
   std::deque<telemetry::KvEvent> kv_events_;
+  telemetry::RequestTimeline timeline_;
   std::vector<FoldedBlock> blocks_;
   std::map<int64_t, int64_t> written_;  // sequence -> tokens written, while it holds blocks
   std::map<int64_t, int64_t> longest_;  // sequence -> its longest length, while it holds blocks

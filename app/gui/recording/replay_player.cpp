@@ -170,8 +170,11 @@ void ReplayPlayer::push(const telemetry::TelemetryItem& item) {
           queue_->on_request(record);
         } else if constexpr (std::is_same_v<R, telemetry::KvEvent>) {
           queue_->on_kv_event(record);
-        } else {
+        } else if constexpr (std::is_same_v<R, telemetry::TokenRecord>) {
           queue_->on_token(record);
+        } else {
+          static_assert(std::is_same_v<R, telemetry::RequestArrival>);
+          queue_->on_arrival(record);
         }
       },
       item);

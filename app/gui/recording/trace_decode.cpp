@@ -132,14 +132,16 @@ T decoded(const Json& object, const char* name, const std::string& path) {
 telemetry::TelemetryItem decode_item(const Json& j, const std::string& path) {
   if (!j.is_object() || j.size() != 1) {
     refuse(path,
-           "expected one of {\"step\":...}, {\"request\":...}, {\"kv\":...}, {\"token\":...}");
+           "expected one of {\"step\":...}, {\"request\":...}, {\"kv\":...}, {\"token\":...}, "
+           "{\"arrival\":...}");
   }
   const std::string key = j.begin().key();
   if (key == "step") return decoded<telemetry::StepRecord>(j, "step", path);
   if (key == "request") return decoded<telemetry::RequestRecord>(j, "request", path);
   if (key == "kv") return decoded<telemetry::KvEvent>(j, "kv", path);
   if (key == "token") return decoded<telemetry::TokenRecord>(j, "token", path);
-  refuse(path, "'" + key + "' is not a record (step, request, kv or token)");
+  if (key == "arrival") return decoded<telemetry::RequestArrival>(j, "arrival", path);
+  refuse(path, "'" + key + "' is not a record (step, request, kv, token or arrival)");
 }
 
 TraceBody decode_body(const Json& j) {

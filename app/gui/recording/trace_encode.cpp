@@ -59,7 +59,8 @@ Json encode_item(const telemetry::TelemetryItem& item) {
         const char* key = std::is_same_v<R, telemetry::StepRecord>      ? "step"
                           : std::is_same_v<R, telemetry::RequestRecord> ? "request"
                           : std::is_same_v<R, telemetry::KvEvent>       ? "kv"
-                                                                        : "token";
+                          : std::is_same_v<R, telemetry::TokenRecord>   ? "token"
+                                                                        : "arrival";
         return Json{{key, encode(record)}};
       },
       item);

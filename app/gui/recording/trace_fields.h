@@ -115,6 +115,14 @@ void describe(F& field,
 }
 
 template <typename F, typename S>
+void describe(F& field,
+              S& s) requires std::is_same_v<std::remove_const_t<S>, telemetry::RequestArrival> {
+  field("request_id", s.request_id);
+  field("prompt_tokens", s.prompt_tokens);
+  field("arrival_ms", s.arrival_ms);
+}
+
+template <typename F, typename S>
 void describe(F& field, S& s) requires std::is_same_v<std::remove_const_t<S>, telemetry::KvEvent> {
   field("kind", s.kind);
   field("sequence", s.sequence);

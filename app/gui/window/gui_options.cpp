@@ -92,8 +92,9 @@ std::string gui_usage() {
          "                  [--batch-wait MS] [--activations f32|q8_0]\n"
          "       servescope --demo PROMPT [--classmates 0-" +
          std::to_string(app::kMaxClassmates) +
-         "] [--panel "
-         "phases|kv|batching|quantisation|roofline|attention]\n"
+         "] [--panel " +
+         panel_keys("|") +
+         "]\n"
          "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
          "[--backend cpu|vulkan]\n"
          "                  [--device N] [--theme dark|light] [--overlay] [--sweep]\n"
@@ -187,9 +188,8 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       const std::string& key = value();
       options.panel = parse_panel_key(key);
       if (!options.panel) {
-        throw GuiUsageError("--panel '" + key +
-                            "' is not a panel; choose one of: phases, kv, batching, "
-                            "quantisation, roofline, attention");
+        throw GuiUsageError("--panel '" + key + "' is not a panel; choose one of: " +
+                            panel_keys(", "));
       }
     } else if (name == "--screenshot") {
       options.screenshot = value();

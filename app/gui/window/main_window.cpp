@@ -274,7 +274,7 @@ QString MainWindow::stop_keys() const { return shortcut_text(stop_action_->short
 void MainWindow::show_panel(PanelId panel) { tabs_->setCurrentIndex(static_cast<int>(panel)); }
 
 PanelId MainWindow::current_panel() const {
-  return kAllPanels[static_cast<size_t>(std::clamp(tabs_->currentIndex(), 0, 5))];
+  return kAllPanels[static_cast<size_t>(std::clamp(tabs_->currentIndex(), 0, int(kAllPanels.size()) - 1))];
 }
 
 Speed MainWindow::speed() const { return static_cast<Speed>(speed_picker_->currentData().toInt()); }

@@ -1,6 +1,6 @@
 // The ServeScope window: prompt editor with live token chips, Generate / Stop / Step, the
 // generated tokens shaded by probability, sampling controls, a toolbar for model, backend,
-// KV precision, classmates and speed, a status bar of measured figures, and the six panels.
+// KV precision, classmates and speed, a status bar of measured figures, and the seven panels.
 // The engine runs on its own thread behind an EngineClient, the window's only way to it; a
 // frame timer drains its telemetry, folds it and refreshes the panels, so the GUI thread
 // never waits for the engine.
