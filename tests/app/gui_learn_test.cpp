@@ -1243,6 +1243,19 @@ TEST_F(LearnFixture, ProgressSurvivesANewWindowAndTravelsThroughExportAndImport)
   EXPECT_FALSE(ui().import_progress(junk.fileName()));
   EXPECT_EQ(ui().progress(), saved);
   EXPECT_FALSE(learn().notice().isEmpty());
+
+  // File > Export lab report: the same progress as HTML and PDF, the prediction as given.
+  const QString report = elsewhere.filePath("report.html");
+  ASSERT_TRUE(ui().export_lab_report(report));
+  EXPECT_TRUE(learn().notice().contains("report.pdf")) << learn().notice().toStdString();
+  QFile html(report);
+  ASSERT_TRUE(html.open(QIODevice::ReadOnly));
+  EXPECT_TRUE(QString::fromUtf8(html.readAll()).contains("500,000")) << "the number prediction";
+  QFile pdf(elsewhere.filePath("report.pdf"));
+  ASSERT_TRUE(pdf.open(QIODevice::ReadOnly));
+  EXPECT_EQ(pdf.read(5), QByteArray("%PDF-"));
+  EXPECT_FALSE(ui().export_lab_report(elsewhere.filePath("no/such/folder/report.html")));
+  EXPECT_TRUE(learn().notice().contains("could not be written"));
 }
 
 }  // namespace

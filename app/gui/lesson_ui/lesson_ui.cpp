@@ -12,6 +12,7 @@
 #include "app/common/data_files.h"
 #include "app/gui/lesson_ui/action_dispatcher.h"
 #include "app/gui/lesson_ui/learn_pane.h"
+#include "app/gui/lesson_ui/lab_report_file.h"
 #include "app/gui/lesson_ui/lecture_mode.h"
 #include "app/gui/window/main_window.h"
 #include "app/gui/window/shortcut_tip.h"
@@ -144,8 +145,18 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
                                                       tr("JSON (*.json)"));
     if (!path.isEmpty()) import_progress(path);
   });
+  QAction* report_action = new QAction(tr("Export &lab report..."), this);
+  report_action->setToolTip(
+      tr("Writes your lessons' predictions, measurements, explanations, practice answers and "
+         "flashcard boxes as an HTML file and a PDF beside it (to hand in)"));
+  connect(report_action, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        &window_, tr("Export lab report"), "servescope-lab-report.html", tr("HTML (*.html)"));
+    if (!path.isEmpty()) export_lab_report(path);
+  });
   file->insertAction(quit, export_action);
   file->insertAction(quit, import_action);
+  file->insertAction(quit, report_action);
   file->insertSeparator(quit);
 
   if (!progress_folder.isEmpty())
@@ -311,6 +322,22 @@ bool LessonUi::export_progress(const QString& path) {
     return true;
   } catch (const std::exception& error) {
     learn_->show_notice(tr("Export failed: %1").arg(error.what()));
+    return false;
+  }
+}
+
+bool LessonUi::export_lab_report(const QString& html_path) {
+  const std::vector<const lessons::Lesson*> shown = learn_->lessons();
+  lessons::ReportFacts facts{this_machine(), facts_ ? model_words(*facts_) : std::string("?"),
+                             QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString()};
+  try {
+    write_lab_report(lessons::build_lab_report(progress_, shown, model_facts(), facts),
+                     html_path);
+    learn_->show_notice(
+        tr("Lab report written: %1 and %2").arg(html_path, lab_report_pdf_path(html_path)));
+    return true;
+  } catch (const LabReportError& error) {
+    learn_->show_notice(tr("The lab report could not be written: %1").arg(error.what()));
     return false;
   }
 }

@@ -42,6 +42,8 @@ class LessonUi : public QObject {
   // File menu's Export / Import progress (for handing in); false with a notice on failure.
   bool export_progress(const QString& path);
   bool import_progress(const QString& path);
+  // File menu's Export lab report: FILE.html and FILE.pdf; false with a notice on failure.
+  bool export_lab_report(const QString& html_path);
 
  protected:
   // The window or the Learn pane closing: the learner leaves the lesson.

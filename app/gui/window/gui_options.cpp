@@ -113,7 +113,9 @@ std::string gui_usage() {
          "       servescope --check-lessons [DIR]   (no window: validate lesson files)\n"
          "       servescope --run-lessons [DIR] [--lesson ID]... [--json]\n"
          "                  (headless, CPU: run every step's experiment, check its expect "
-         "conditions)\n";
+         "conditions)\n"
+         "       servescope --export-report FILE.html   (no window: your lab report as "
+         "FILE.html and FILE.pdf)\n";
 }
 
 GuiOptions parse_gui_options(const std::vector<std::string>& args) {
@@ -132,6 +134,8 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     } else if (name == "--run-lessons") {
       const bool has_dir = i + 1 < args.size() && !args[i + 1].starts_with("-");
       options.run_lessons = has_dir ? args[++i] : std::string();
+    } else if (name == "--export-report") {
+      options.export_report = value();
     } else if (name == "--json") {
       options.json = true;
     } else if (name == "--reset") {
@@ -251,6 +255,9 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     return options;
   }
   if (options.json) throw GuiUsageError("--json needs --run-lessons");
+  if (options.export_report && args.size() != 2) {
+    throw GuiUsageError("--export-report FILE.html takes no other options");
+  }
   if (options.replay) check_replay(options);
   if (options.replay_speed != 1.0 && !options.replay) throw GuiUsageError("--speed needs --replay");
   const bool demo_only = options.classmates > 0 || options.panel || options.screenshot ||

@@ -74,6 +74,9 @@ struct GuiOptions {
   std::optional<std::string> run_lessons;
   std::vector<std::string> lesson_ids;  // every --lesson given, in order
   bool json = false;
+  // --export-report FILE.html: the learner's lab report from their progress file (and the
+  // installed lessons, on the bundled model), as FILE.html and FILE.pdf; no window.
+  std::optional<std::string> export_report;
   // --record FILE: the run is written to this trace; --replay FILE: a recorded run is played
   // into the panels with no engine, at --speed X (trace_format.h's bounds).
   std::optional<std::string> record;

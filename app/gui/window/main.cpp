@@ -1,5 +1,6 @@
 // servescope: the desktop application. See gui_options.h for the command line.
 #include <QApplication>
+#include <QDateTime>
 #include <QStyleFactory>
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <optional>
 
 #include "app/common/data_files.h"
+#include "app/gui/lesson_ui/lab_report_file.h"
 #include "app/gui/lesson_ui/lesson_run.h"
 #include "app/gui/recording/trace_file.h"
 #include "app/gui/window/demo_runner.h"
@@ -88,6 +90,31 @@ int run_lessons(const servescope::gui::GuiOptions& options) {
   return QApplication::exec();
 }
 
+// `--export-report FILE.html`: the lab report from the learner's progress file, on the
+// installed lessons and the bundled model; no window (Qt lays the document out offscreen).
+int export_report(const servescope::gui::GuiOptions& options) {
+  using namespace servescope;
+  try {
+    const lessons::ModelFacts model = lessons::model_facts(app::bundled_model_path());
+    const lessons::LessonSet set = lessons::load_lesson_set(app::bundled_lessons_path(), &model);
+    lessons::ProgressStore store(lessons::default_progress_folder());
+    const lessons::ProgressStore::Loaded loaded = store.load();
+    if (!loaded.notice.isEmpty()) std::fprintf(stderr, "servescope: %s\n", qPrintable(loaded.notice));
+    const lessons::ReportFacts facts{
+        gui::this_machine(), gui::model_words(model),
+        QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString()};
+    const QString html = QString::fromStdString(*options.export_report);
+    gui::write_lab_report(
+        lessons::build_lab_report(loaded.progress, set.usable(), &model, facts), html);
+    std::printf("servescope: wrote %s and %s\n", qPrintable(html),
+                qPrintable(gui::lab_report_pdf_path(html)));
+    return 0;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "servescope: --export-report: %s\n", error.what());
+    return 1;
+  }
+}
+
 // --record and --replay: the trace to write, or the recorded run to play (read whole and
 // checked before the window opens). False after saying why in one line.
 bool open_traces(const servescope::gui::GuiOptions& options,
@@ -115,7 +142,9 @@ bool open_traces(const servescope::gui::GuiOptions& options,
 int main(int argc, char** argv) {
   using namespace servescope::gui;
   if (const std::optional<int> status = check_lessons_if_asked(argc, argv)) return *status;
-  if (asks_for(argc, argv, "--run-lessons") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+  const bool headless = asks_for(argc, argv, "--run-lessons") ||
+                        asks_for(argc, argv, "--export-report");
+  if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
     qputenv("QT_QPA_PLATFORM", "offscreen");  // headless: no window is shown
   }
   if (asks_for_help(argc, argv)) {
@@ -153,6 +182,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (options.run_lessons) return run_lessons(options);
+  if (options.export_report) return export_report(options);
   if (options.reset) MainWindow::forget_settings();
 
   WindowOptions window_options;
