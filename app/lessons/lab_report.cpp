@@ -45,6 +45,35 @@ ReportMeasure report_measure(const Observation& o, const Sample& s) {
   return m;
 }
 
+ReportBar bar(std::string label, const Sample& s) { return {std::move(label), s.median, s.low, s.high}; }
+
+ReportChart report_chart(const Step& step, const StepResultRecord& result,
+                         const std::optional<double>& predicted) {
+  ReportChart chart;
+  if (step.observe.empty()) return chart;
+  const Observation& head = step.observe.front();
+  chart.title = head.label.empty() ? head.measure : head.label;
+  chart.unit = unit_of(head.measure);
+  // The headline measure as each kept condition measured it ("static", "continuous").
+  const std::string suffix = "." + head.measure;
+  for (const auto& [name, sample] : result.measures) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      chart.bars.push_back(bar(name.substr(0, name.size() - suffix.size()), sample));
+    }
+  }
+  if (chart.bars.empty()) {  // else the observations that share its unit
+    chart.title = "Measured, in " + chart.unit;
+    for (const Observation& o : step.observe) {
+      const auto it = result.measures.find(o.measure);
+      if (it != result.measures.end() && unit_of(o.measure) == chart.unit) {
+        chart.bars.push_back(bar(o.label.empty() ? o.measure : o.label, it->second));
+      }
+    }
+  }
+  if (predicted && step.predict && step.predict->unit == chart.unit) chart.prediction = predicted;
+  return chart;
+}
+
 ReportStep report_step(const Lesson& lesson, const Step& step, const Progress& progress,
                        const ModelFacts* model) {
   ReportStep out;
@@ -70,6 +99,15 @@ ReportStep report_step(const Lesson& lesson, const Step& step, const Progress& p
     if (it != result->measures.end()) out.measures.push_back(report_measure(o, it->second));
   }
   out.conditions = result->conditions;
+  std::optional<double> predicted;
+  if (step.predict && step.predict->kind == PredictionKind::kNumber && !given.empty()) {
+    try {
+      predicted = std::stod(given);
+    } catch (const std::exception&) {
+      predicted.reset();
+    }
+  }
+  out.chart = report_chart(step, *result, predicted);
   out.explanation = fill_placeholders(step.explain, fill).text;
   const bool contradicted = std::any_of(result->conditions.begin(), result->conditions.end(),
                                         [](const ConditionRecord& c) { return c.passed == false; });
@@ -117,7 +155,7 @@ std::string condition_text(const ConditionRecord& c) {
   return "`" + c.condition + "`: " + verdict;
 }
 
-void append_step(std::string& md, const ReportStep& step) {
+void append_step(std::string& md, const ReportStep& step, size_t& charts) {
   md += "### " + step.title + "\n\n";
   if (!step.question.empty()) {
     md += "**Prediction.** " + step.question + " **" +
@@ -131,6 +169,7 @@ void append_step(std::string& md, const ReportStep& step) {
     }
     md += "\n";
   }
+  if (!step.chart.bars.empty()) md += chart_marker(charts++) + "\n\n";
   for (const ConditionRecord& c : step.conditions) md += "- " + condition_text(c) + "\n";
   if (!step.conditions.empty()) md += "\n";
   if (!step.explanation.empty()) md += step.explanation + "\n\n";
@@ -174,9 +213,10 @@ std::string lab_report_markdown(const LabReport& report) {
   md += "Every figure below was measured on that machine and model, and kept in the progress "
         "file when the step ran.\n\n";
   if (report.lessons.empty()) md += "*No lesson started yet.*\n";
+  size_t charts = 0;
   for (const ReportLesson& lesson : report.lessons) {
     md += "## " + lesson.title + "\n\n";
-    for (const ReportStep& step : lesson.steps) append_step(md, step);
+    for (const ReportStep& step : lesson.steps) append_step(md, step, charts);
     if (!lesson.answers.empty()) {
       md += "### Practice\n\n";
       for (const ReportAnswer& a : lesson.answers) {
@@ -193,6 +233,18 @@ std::string lab_report_markdown(const LabReport& report) {
     }
   }
   return md;
+}
+
+std::string chart_marker(size_t n) { return "CHART-" + std::to_string(n); }
+
+std::vector<const ReportChart*> report_charts(const LabReport& report) {
+  std::vector<const ReportChart*> charts;
+  for (const ReportLesson& lesson : report.lessons) {
+    for (const ReportStep& step : lesson.steps) {
+      if (!step.chart.bars.empty()) charts.push_back(&step.chart);
+    }
+  }
+  return charts;
 }
 
 }  // namespace servescope::lessons

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,22 @@ struct ReportMeasure {
   std::string spread;  // "median of 3 runs; 1.2 ms to 1.5 ms", empty for one run
 };
 
+// One bar of a step's chart: a measured sample on the chart's axis.
+struct ReportBar {
+  std::string label;
+  double median = 0.0, low = 0.0, high = 0.0;  // low == high for one run
+};
+
+// A step's chart: its headline measure side by side (under each condition it kept, else the
+// observations in that measure's unit), with the learner's number prediction when it is in
+// that unit. Empty `bars`: no chart.
+struct ReportChart {
+  std::string title;  // the headline observation's label
+  std::string unit;
+  std::vector<ReportBar> bars;
+  std::optional<double> prediction;
+};
+
 struct ReportStep {
   std::string title;
   std::string question;    // the prediction's prompt, filled; empty when it asks none
@@ -30,6 +47,7 @@ struct ReportStep {
   std::vector<ReportMeasure> measures;  // the step's observations, from its kept result
   std::vector<ConditionRecord> conditions;
   std::string explanation;  // Markdown, filled with the result's figures; empty before a run
+  ReportChart chart;
 };
 
 struct ReportAnswer {
@@ -65,6 +83,11 @@ LabReport build_lab_report(const Progress& progress, std::span<const Lesson* con
                            const ModelFacts* model, ReportFacts facts);
 
 // The whole report as one Markdown document (headings, tables, the explanations as written).
+// Each step's chart is a paragraph of its own reading chart_marker(n), n counting the charts
+// from 0 in document order, for the writer to put the drawing in its place.
 std::string lab_report_markdown(const LabReport& report);
+std::string chart_marker(size_t n);  // "CHART-n"
+// The steps' charts in document order (those with bars).
+std::vector<const ReportChart*> report_charts(const LabReport& report);
 
 }  // namespace servescope::lessons

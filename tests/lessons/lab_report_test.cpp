@@ -75,11 +75,22 @@ TEST_F(LabReportTest, TheStepsFiguresAreTheProgressFilesAndFillItsExplanation) {
   EXPECT_NE(step.explanation.find("first token came after **312 ms**"), std::string::npos)
       << step.explanation;
   EXPECT_NE(step.explanation.find("against 4.5 ms under continuous"), std::string::npos);
+  // Its chart: the headline measure under each kept condition, and the prediction on it.
+  ASSERT_EQ(step.chart.bars.size(), 2u);
+  EXPECT_EQ(step.chart.bars[0].label, "continuous");
+  EXPECT_EQ(step.chart.bars[0].median, 4.5);
+  EXPECT_EQ(step.chart.bars[1].label, "static");
+  EXPECT_EQ(step.chart.bars[1].median, 312.5);
+  EXPECT_EQ(step.chart.bars[1].high, 340.0);
+  EXPECT_EQ(step.chart.unit, "ms");
+  EXPECT_EQ(step.chart.prediction, 300.0);
+  ASSERT_EQ(report_charts(r).size(), 1u);
   ASSERT_EQ(step.conditions.size(), 2u);
   const std::string md = lab_report_markdown(r);
   EXPECT_NE(md.find("`static.ttft_ms >= 300`: holds"), std::string::npos);
   EXPECT_NE(md.find("not measured"), std::string::npos);
   EXPECT_NE(md.find("- Machine: a machine"), std::string::npos);
+  EXPECT_NE(md.find("\n" + chart_marker(0) + "\n"), std::string::npos);
 }
 
 TEST_F(LabReportTest, PracticeAnswersAndFlashcardBoxesAreReported) {
