@@ -2,6 +2,7 @@
 
 #include <QDate>
 #include <algorithm>
+#include <charconv>
 #include <exception>
 
 #include "app/lessons/format.h"
@@ -17,22 +18,25 @@ std::string unit_of(const std::string& measure) {
   return spec ? std::string(spec->unit) : std::string();
 }
 
+// A prediction as the progress file keeps it, read with from_chars: locale-independent (the
+// window's C locale may use a decimal comma). nullopt for anything but one whole number.
+template <typename T>
+std::optional<T> parse(const std::string& text) {
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 // The learner's prediction as the step showed it; empty when they made none.
 std::string prediction_text(const Prediction& asked, const std::string& given) {
   if (given.empty()) return {};
   if (asked.kind == PredictionKind::kNumber) {
-    try {
-      return format_quantity(std::stod(given), asked.unit);
-    } catch (const std::exception&) {
-      return given;
-    }
+    const std::optional<double> value = parse<double>(given);
+    return value ? format_quantity(*value, asked.unit) : given;
   }
-  try {
-    const size_t index = std::stoul(given);
-    return index < asked.options.size() ? asked.options[index] : given;
-  } catch (const std::exception&) {
-    return given;
-  }
+  const std::optional<size_t> index = parse<size_t>(given);
+  return index && *index < asked.options.size() ? asked.options[*index] : given;
 }
 
 ReportMeasure report_measure(const Observation& o, const Sample& s) {
@@ -99,15 +103,8 @@ ReportStep report_step(const Lesson& lesson, const Step& step, const Progress& p
     if (it != result->measures.end()) out.measures.push_back(report_measure(o, it->second));
   }
   out.conditions = result->conditions;
-  std::optional<double> predicted;
-  if (step.predict && step.predict->kind == PredictionKind::kNumber && !given.empty()) {
-    try {
-      predicted = std::stod(given);
-    } catch (const std::exception&) {
-      predicted.reset();
-    }
-  }
-  out.chart = report_chart(step, *result, predicted);
+  const bool number = step.predict && step.predict->kind == PredictionKind::kNumber;
+  out.chart = report_chart(step, *result, number ? parse<double>(given) : std::nullopt);
   out.explanation = fill_placeholders(step.explain, fill).text;
   const bool contradicted = std::any_of(result->conditions.begin(), result->conditions.end(),
                                         [](const ConditionRecord& c) { return c.passed == false; });
