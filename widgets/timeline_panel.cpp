@@ -282,14 +282,11 @@ void TimelinePanel::paint_rows(QPainter& painter, const QRectF& area) {
   const qreal row_height =
       std::clamp(rows_room / double(shown), min_row_height, 2 * min_row_height);
 
-  double origin_ms = snapshot_.rows[first_shown_].arrival_ms;
-  double end_ms = snapshot_.now_ms;
+  const auto [origin_ms, end_ms] = shown_time_span();
   qreal label_width = 0;
   for (size_t i = first_shown_; i < snapshot_.rows.size(); ++i) {
-    const RequestLifeRow& row = snapshot_.rows[i];
-    origin_ms = std::min(origin_ms, row.arrival_ms);
-    if (!row.bars.empty()) end_ms = std::max(end_ms, row.bars.back().end_ms);
-    label_width = std::max(label_width, small.horizontalAdvance(tr("yours %1").arg(row.request)));
+    const QString longest = row_label(snapshot_.rows[i].request, true);
+    label_width = std::max(label_width, small.horizontalAdvance(longest));
   }
   label_width += 10;
 
@@ -307,34 +304,55 @@ void TimelinePanel::paint_rows(QPainter& painter, const QRectF& area) {
       spec, t);
   const QRectF& plot = frame.plot();
   const qreal band_height = plot.height() / double(shown);
+  const chart::Frame engine_clock(
+      plot, {frame.x_range().min + origin_ms, frame.x_range().max + origin_ms}, frame.y_range());
   painter.save();
   painter.setFont(chart::small_font(font()));
   for (size_t k = 0; k < shown; ++k) {
     const QRectF band(plot.left(), plot.top() + double(k) * band_height, plot.width(), band_height);
     const RequestLifeRow& row = snapshot_.rows[first_shown_ + k];
-    const bool own = snapshot_.own_requests.contains(row.request);
-    if (own) {  // the user's row stands out from the classmates' in its own colour
-      QColor wash = t.own_request;
-      wash.setAlpha(40);
-      painter.fillRect(QRectF(area.left(), band.top(), band.right() - area.left(), band.height()),
-                       wash);
-    }
-    painter.setPen(own ? t.own_request : t.muted_text);
-    QFont label_font = painter.font();
-    label_font.setBold(own);
-    painter.setFont(label_font);
-    const QRectF label(area.left(), band.top(), label_width - 6, band.height());
-    painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-                     own ? tr("yours %1").arg(row.request) : QString::number(row.request));
-    add_tooltip(QRectF(label.left(), band.top(), band.right() - label.left(), band.height()),
-                row_text(row));
-    paint_row(painter, chart::Frame(plot, {frame.x_range().min + origin_ms,
-                                           frame.x_range().max + origin_ms},
-                                    frame.y_range()),
-              first_shown_ + k, band);
+    paint_label(painter, row, QRectF(area.left(), band.top(), label_width - 6, band.height()),
+                band.right());
+    paint_row(painter, engine_clock, first_shown_ + k, band);
   }
   painter.restore();
   mark_zoomable(painter, chart_id(), plot);
+}
+
+std::pair<double, double> TimelinePanel::shown_time_span() const {
+  double origin_ms = snapshot_.rows[first_shown_].arrival_ms;
+  double end_ms = snapshot_.now_ms;
+  for (size_t i = first_shown_; i < snapshot_.rows.size(); ++i) {
+    const RequestLifeRow& row = snapshot_.rows[i];
+    origin_ms = std::min(origin_ms, row.arrival_ms);
+    if (!row.bars.empty()) end_ms = std::max(end_ms, row.bars.back().end_ms);
+  }
+  return {origin_ms, end_ms};
+}
+
+QString TimelinePanel::row_label(int64_t request, bool own) {
+  return own ? tr("yours %1").arg(request) : QString::number(request);
+}
+
+void TimelinePanel::paint_label(QPainter& painter, const RequestLifeRow& row, const QRectF& label,
+                                qreal row_right) {
+  const Theme& t = theme();
+  const bool own = snapshot_.own_requests.contains(row.request);
+  if (own) {  // the user's row stands out from the classmates' in its own colour
+    QColor wash = t.own_request;
+    wash.setAlpha(40);
+    painter.fillRect(QRectF(label.left(), label.top(), row_right - label.left(), label.height()),
+                     wash);
+  }
+  painter.save();
+  painter.setPen(own ? t.own_request : t.muted_text);
+  QFont bold = painter.font();
+  bold.setBold(own);
+  painter.setFont(bold);
+  painter.drawText(label, Qt::AlignRight | Qt::AlignVCenter, row_label(row.request, own));
+  painter.restore();
+  add_tooltip(QRectF(label.left(), label.top(), row_right - label.left(), label.height()),
+              row_text(row));
 }
 
 void TimelinePanel::paint_row(QPainter& painter, const chart::Frame& frame, size_t index,

@@ -6,6 +6,7 @@
 
 #include <QStringList>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "widgets/chart_painting.h"
@@ -84,6 +85,12 @@ class TimelinePanel : public PanelView {
   void paint_summary(QPainter& painter, const SummaryLayout& layout);
   static QString marks_key();
   void paint_rows(QPainter& painter, const QRectF& area);
+  // The engine-clock span of the rows drawn: the first arrival to the latest end.
+  std::pair<double, double> shown_time_span() const;
+  static QString row_label(int64_t request, bool own);  // "12", or "yours 12"
+  // The row's label right-aligned in `label`, and its hover over the row to `row_right`.
+  void paint_label(QPainter& painter, const RequestLifeRow& row, const QRectF& label,
+                   qreal row_right);
   void paint_row(QPainter& painter, const chart::Frame& frame, size_t index, const QRectF& band);
   QString row_text(const RequestLifeRow& row) const;
   QString bar_text(const RequestLifeRow& row, size_t bar) const;
