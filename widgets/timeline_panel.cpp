@@ -345,7 +345,7 @@ void TimelinePanel::paint_label(QPainter& painter, const RequestLifeRow& row, co
                      wash);
   }
   painter.save();
-  painter.setPen(own ? t.own_request : t.muted_text);
+  painter.setPen(own ? t.text : t.muted_text);  // the wash marks it: text keeps its contrast
   QFont bold = painter.font();
   bold.setBold(own);
   painter.setFont(bold);
