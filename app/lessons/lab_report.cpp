@@ -19,24 +19,20 @@ std::string unit_of(const std::string& measure) {
 }
 
 // A prediction as the progress file keeps it, read with from_chars: locale-independent (the
-// window's C locale may use a decimal comma). nullopt for anything but one whole number.
-template <typename T>
-std::optional<T> parse(const std::string& text) {
-  T value{};
+// window's C locale may use a decimal comma). nullopt for anything but one number.
+std::optional<double> parse_number(const std::string& text) {
+  double value = 0.0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
 }
 
-// The learner's prediction as the step showed it; empty when they made none.
-std::string prediction_text(const Prediction& asked, const std::string& given) {
-  if (given.empty()) return {};
-  if (asked.kind == PredictionKind::kNumber) {
-    const std::optional<double> value = parse<double>(given);
-    return value ? format_quantity(*value, asked.unit) : given;
-  }
-  const std::optional<size_t> index = parse<size_t>(given);
-  return index && *index < asked.options.size() ? asked.options[*index] : given;
+// The learner's prediction as the step showed it, as written when it is not one; empty when
+// they made none.
+std::string given_prediction_text(const Prediction& asked, const std::string& given) {
+  const std::optional<double> value = parse_number(given);
+  const std::string shown = value ? prediction_text(asked, *value) : std::string();
+  return shown.empty() ? given : shown;
 }
 
 ReportMeasure report_measure(const Observation& o, const Sample& s) {
@@ -95,7 +91,7 @@ ReportStep report_step(const Lesson& lesson, const Step& step, const Progress& p
   FillContext fill{model, &measured, nullptr, std::nullopt};
   if (step.predict) {
     out.question = fill_placeholders(step.predict->prompt, fill).text;
-    out.prediction = prediction_text(*step.predict, given);
+    out.prediction = given_prediction_text(*step.predict, given);
   }
   if (!result) return out;
   for (const Observation& o : step.observe) {
@@ -104,7 +100,7 @@ ReportStep report_step(const Lesson& lesson, const Step& step, const Progress& p
   }
   out.conditions = result->conditions;
   const bool number = step.predict && step.predict->kind == PredictionKind::kNumber;
-  out.chart = report_chart(step, *result, number ? parse<double>(given) : std::nullopt);
+  out.chart = report_chart(step, *result, number ? parse_number(given) : std::nullopt);
   out.explanation = fill_placeholders(step.explain, fill).text;
   const bool contradicted = std::any_of(result->conditions.begin(), result->conditions.end(),
                                         [](const ConditionRecord& c) { return c.passed == false; });

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "app/lessons/format.h"
+
 namespace servescope::lessons {
 
 int64_t Action::field_integer(const std::string& field, int64_t fallback) const {
@@ -52,6 +54,12 @@ std::string_view question_kind_name(QuestionKind kind) {
       return "explain";
   }
   return "?";
+}
+
+std::string prediction_text(const Prediction& asked, double value) {
+  if (asked.kind == PredictionKind::kNumber) return format_quantity(value, asked.unit);
+  if (!(value >= 0 && value < static_cast<double>(asked.options.size()))) return {};
+  return asked.options[static_cast<size_t>(value)];
 }
 
 }  // namespace servescope::lessons

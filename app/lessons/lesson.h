@@ -156,4 +156,8 @@ struct Problem {
 
 std::string_view question_kind_name(QuestionKind kind);
 
+// A prediction as the step shows it: the chosen option's text (`value` its index), or the
+// number with its unit; empty for an option index out of range.
+std::string prediction_text(const Prediction& asked, double value);
+
 }  // namespace servescope::lessons

@@ -14,9 +14,31 @@ constexpr int64_t kMaxDecodeSteps = 512;
 constexpr int64_t kMaxStaggeredClients = 64;
 constexpr int64_t kMaxArrivalRate = 10000;  // arrivals per second
 
+struct PanelElements {
+  std::string_view panel;
+  std::vector<std::string_view> elements;
+};
+
+// The panels lessons may name, in the window's tab order, with their highlight elements.
+const std::vector<PanelElements>& panel_elements() {
+  static const std::vector<PanelElements> table = {
+      {"phases", {"prefill", "decode"}},
+      {"kv", {"retained-bytes", "blocks"}},
+      {"batching", {"slots", "sweep"}},
+      {"quantisation", {"variants", "error"}},
+      {"roofline", {"memory-roof", "cache-roof", "compute-roof", "points"}},
+      {"attention", {"weights"}},
+      {"timeline", {"queued", "first-token"}},
+  };
+  return table;
+}
+
 const std::vector<std::string>& panels_as_strings() {
-  static const std::vector<std::string> panels = {
-      "phases", "kv", "batching", "quantisation", "roofline", "attention", "timeline"};
+  static const std::vector<std::string> panels = [] {
+    std::vector<std::string> names;
+    for (const PanelElements& entry : panel_elements()) names.emplace_back(entry.panel);
+    return names;
+  }();
   return panels;
 }
 
@@ -458,23 +480,6 @@ const Spec* find_by_name(std::span<const Spec> specs, std::string_view name) {
   return it == specs.end() ? nullptr : &*it;
 }
 
-struct PanelElements {
-  std::string_view panel;
-  std::vector<std::string_view> elements;
-};
-
-const std::vector<PanelElements>& panel_elements() {
-  static const std::vector<PanelElements> table = {
-      {"phases", {"prefill", "decode"}},
-      {"kv", {"retained-bytes", "blocks"}},
-      {"batching", {"slots", "sweep"}},
-      {"quantisation", {"variants", "error"}},
-      {"roofline", {"memory-roof", "cache-roof", "compute-roof", "points"}},
-      {"attention", {"weights"}},
-      {"timeline", {"queued", "first-token"}},
-  };
-  return table;
-}
 
 template <typename Text>
 std::string join_choices(std::span<const Text> allowed) {
@@ -523,8 +528,11 @@ const MeasureSpec* find_measure(std::string_view name) {
 }
 
 std::span<const std::string_view> panel_names() {
-  static const std::array<std::string_view, 7> names = {
-      "phases", "kv", "batching", "quantisation", "roofline", "attention", "timeline"};
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> keys;
+    for (const PanelElements& entry : panel_elements()) keys.push_back(entry.panel);
+    return keys;
+  }();
   return names;
 }
 

@@ -20,22 +20,6 @@ LifeStage work_stage(SequencePhase phase) {
 
 }  // namespace
 
-std::string_view life_stage_name(LifeStage stage) {
-  switch (stage) {
-    case LifeStage::kQueued:
-      return "queued";
-    case LifeStage::kPrefill:
-      return "prefill";
-    case LifeStage::kDecode:
-      return "decode";
-    case LifeStage::kPreempted:
-      return "preempted";
-    case LifeStage::kRecompute:
-      return "recompute";
-  }
-  return "";
-}
-
 RequestLife& RequestTimeline::life(int64_t request, double first_seen_ms) {
   auto [it, added] = lives_.try_emplace(request);
   if (added) {
@@ -43,6 +27,7 @@ RequestLife& RequestTimeline::life(int64_t request, double first_seen_ms) {
     it->second.record.request_id = request;
     it->second.record.arrival_ms = first_seen_ms;
     it->second.record.first_scheduled_ms = -1.0;
+    running_.insert(request);
     forget_oldest_finished();
   }
   return it->second;
@@ -60,17 +45,25 @@ void RequestTimeline::forget_oldest_finished() {
   }
 }
 
+void RequestTimeline::advance(double ms) {
+  now_ms_ = std::max(now_ms_, ms);
+  for (const int64_t id : running_) {
+    std::vector<LifeStretch>& stretches = lives_.at(id).stretches;
+    if (!stretches.empty()) stretches.back().end_ms = std::max(now_ms_, stretches.back().start_ms);
+  }
+}
+
 void RequestTimeline::on_arrival(const RequestArrival& arrival) {
-  now_ms_ = std::max(now_ms_, arrival.arrival_ms);
   RequestLife& l = life(arrival.request_id, arrival.arrival_ms);
-  if (l.arrival_known || !l.stretches.empty()) return;  // seen already
-  l.arrival_known = true;
-  l.record.prompt_tokens = arrival.prompt_tokens;
-  begin(l, {LifeStage::kQueued, arrival.arrival_ms});
+  if (!l.arrival_known && l.stretches.empty()) {  // else seen already
+    l.arrival_known = true;
+    l.record.prompt_tokens = arrival.prompt_tokens;
+    begin(l, {LifeStage::kQueued, arrival.arrival_ms});
+  }
+  advance(arrival.arrival_ms);
 }
 
 void RequestTimeline::on_step(const StepRecord& step) {
-  now_ms_ = std::max(now_ms_, step.end_ms);
   for (const int64_t id : step.preempted) {
     const auto it = lives_.find(id);
     if (it == lives_.end() || it->second.finished) continue;
@@ -87,16 +80,17 @@ void RequestTimeline::on_step(const StepRecord& step) {
       ++l.stretches.back().steps;
       l.stretches.back().tokens += tokens;
     } else {
-      begin(l, {stage, step.start_ms, step.start_ms, 1, tokens, step.step_index});
+      begin(l, {stage, step.start_ms, step.start_ms, 1, tokens});
     }
     if (l.record.first_scheduled_ms < 0.0) l.record.first_scheduled_ms = step.start_ms;
     if (entry.sampled_token >= 0) l.record.token_times_ms.push_back(step.end_ms);
   }
+  advance(step.end_ms);
 }
 
 void RequestTimeline::on_request(const RequestRecord& request) {
-  now_ms_ = std::max(now_ms_, request.finished_ms);
   RequestLife& l = life(request.request_id, request.arrival_ms);
+  running_.erase(request.request_id);
   l.record = request;  // the engine's own times replace the steps' approximations
   l.arrival_known = true;
   std::vector<LifeStretch>& s = l.stretches;
@@ -108,20 +102,16 @@ void RequestTimeline::on_request(const RequestRecord& request) {
   s.front().start_ms = request.arrival_ms;
   if (!l.finished) s.back().end_ms = request.finished_ms;
   l.finished = true;
+  advance(request.finished_ms);
 }
 
-std::vector<RequestLife> RequestTimeline::lives(size_t newest) const {
-  std::vector<RequestLife> out;
+std::vector<const RequestLife*> RequestTimeline::lives(size_t newest) const {
+  std::vector<const RequestLife*> out;
   const size_t count = std::min(newest, lives_.size());
   out.reserve(count);
   for (auto it = std::prev(lives_.end(), static_cast<std::ptrdiff_t>(count)); it != lives_.end();
        ++it) {
-    const RequestLife& l = it->second;
-    out.push_back(l);
-    RequestLife& copy = out.back();
-    if (!copy.finished && !copy.stretches.empty()) {
-      copy.stretches.back().end_ms = std::max(now_ms_, copy.stretches.back().start_ms);
-    }
+    out.push_back(&it->second);
   }
   return out;
 }

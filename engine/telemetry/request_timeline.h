@@ -1,6 +1,6 @@
 // Each request's life on the engine clock, rebuilt from the engine's records as they arrive:
 // when it waited in the queue, ran its prompt (chunk by chunk), decoded, lost its KV blocks to
-// a preemption and recomputed them. The Requests panel draws it. Its stretches follow one
+// a preemption and recomputed them. The Timeline panel draws it. Its stretches follow one
 // another with no gap, so they add up to the request's recorded times: the queued stretch is
 // its queue time (metrics.h), and all of them together run from arrival to finished_ms.
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <string_view>
+#include <set>
 #include <vector>
 
 #include "engine/telemetry/records.h"
@@ -23,9 +23,6 @@ enum class LifeStage {
   kRecompute,  // its prompt and earlier outputs again, after a preemption
 };
 
-// "queued", "prefill", "decode", "preempted", "recompute".
-std::string_view life_stage_name(LifeStage stage);
-
 // One stretch of a life: [start_ms, end_ms) in one stage. A step's work runs until the next step
 // that changes the request's stage starts (the time between steps belongs to the stretch before),
 // so stretches meet end to start.
@@ -35,7 +32,6 @@ struct LifeStretch {
   double end_ms = 0.0;
   int64_t steps = 0;   // engine steps in it (0 for a wait)
   int64_t tokens = 0;  // tokens those steps processed for it: a chunk's size; one per decode step
-  int64_t first_step = -1;  // the step index it began with; -1 for a wait
 };
 
 struct RequestLife {
@@ -61,9 +57,9 @@ class RequestTimeline {
   void on_step(const StepRecord& step);
   void on_request(const RequestRecord& request);
 
-  // The `newest` lives kept with the highest request ids (all by default), by request id;
-  // those still running end at now_ms().
-  std::vector<RequestLife> lives(size_t newest = SIZE_MAX) const;
+  // The `newest` lives kept with the highest request ids (all by default), by request id,
+  // valid until the next record; a running one's last stretch ends at now_ms().
+  std::vector<const RequestLife*> lives(size_t newest = SIZE_MAX) const;
   // The latest engine time the records showed (a step's end, an arrival, a finish).
   double now_ms() const { return now_ms_; }
   bool empty() const { return lives_.empty(); }
@@ -73,9 +69,12 @@ class RequestTimeline {
   // Ends the open stretch where `next` starts, and opens `next`.
   static void begin(RequestLife& life, LifeStretch next);
   void forget_oldest_finished();
+  // Moves the clock to `ms` (if later) and the running lives' last stretches with it.
+  void advance(double ms);
 
   size_t kept_;
-  std::map<int64_t, RequestLife> lives_;  // the last stretch of an unfinished life is open
+  std::map<int64_t, RequestLife> lives_;
+  std::set<int64_t> running_;  // the lives not finished: their last stretch ends at now_ms_
   double now_ms_ = 0.0;
 };
 

@@ -72,13 +72,13 @@ TEST(TelemetryFolder, FoldsArrivalsStepsAndRequestsIntoEachRequestsLife) {
   prefill.end_ms = 30.0;
   prefill.batch = {{4, 0, telemetry::SequencePhase::kPrefill, 0, {1, 2, 3, 4, 5, 6}, 9}};
   folder.fold(std::vector<TelemetryItem>{telemetry::RequestArrival{4, 6, 10.0}, prefill}, 0.0);
-  const std::vector<telemetry::RequestLife> lives = folder.timeline().lives();
+  const std::vector<const telemetry::RequestLife*> lives = folder.timeline().lives();
   ASSERT_EQ(lives.size(), 1u);
-  ASSERT_EQ(lives[0].stretches.size(), 2u);
-  EXPECT_EQ(lives[0].stretches[0].stage, telemetry::LifeStage::kQueued);
-  EXPECT_EQ(lives[0].stretches[0].end_ms - lives[0].stretches[0].start_ms, 15.0);
-  EXPECT_EQ(lives[0].stretches[1].tokens, 6);
-  EXPECT_EQ(lives[0].stretches[1].end_ms, 30.0);  // running: until the latest engine time
+  ASSERT_EQ(lives[0]->stretches.size(), 2u);
+  EXPECT_EQ(lives[0]->stretches[0].stage, telemetry::LifeStage::kQueued);
+  EXPECT_EQ(lives[0]->stretches[0].end_ms - lives[0]->stretches[0].start_ms, 15.0);
+  EXPECT_EQ(lives[0]->stretches[1].tokens, 6);
+  EXPECT_EQ(lives[0]->stretches[1].end_ms, 30.0);  // running: until the latest engine time
   folder.reset({8, kBlockSize, 100});
   EXPECT_TRUE(folder.timeline().empty());
 }

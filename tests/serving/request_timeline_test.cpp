@@ -43,9 +43,9 @@ class TimelineTap final : public telemetry::Observer {
   std::vector<telemetry::RequestRecord> requests;
 };
 
-std::map<int64_t, RequestLife> by_id(const std::vector<RequestLife>& lives) {
+std::map<int64_t, RequestLife> by_id(const std::vector<const RequestLife*>& lives) {
   std::map<int64_t, RequestLife> out;
-  for (const RequestLife& l : lives) out.emplace(l.request_id, l);
+  for (const RequestLife* l : lives) out.emplace(l->request_id, *l);
   return out;
 }
 
@@ -172,10 +172,10 @@ TEST_F(RequestTimelineTest, ARunningRequestEndsAtTheLatestStep) {
   r.max_tokens = 8;
   const SequenceId waiting = e.submit(r);
   ASSERT_EQ(tap.timeline.lives().size(), 1u);
-  EXPECT_EQ(tap.timeline.lives().front().stretches.front().stage, LifeStage::kQueued);
+  EXPECT_EQ(tap.timeline.lives().front()->stretches.front().stage, LifeStage::kQueued);
   e.step();
   e.step();
-  const RequestLife life = tap.timeline.lives().front();
+  const RequestLife life = *tap.timeline.lives().front();
   EXPECT_EQ(life.request_id, waiting);
   EXPECT_FALSE(life.finished);
   ASSERT_EQ(life.stretches.size(), 3u);  // queued, the prompt, one decode step

@@ -170,25 +170,25 @@ TEST(RequestTimeline, ALifeWithoutItsArrivalGetsItsQueueWhenItFinishes) {
   s.end_ms = 1050.0;
   s.batch = {{3, 0, SequencePhase::kPrefill, 0, {1, 2}, 7}};
   timeline.on_step(s);
-  std::vector<RequestLife> lives = timeline.lives();
+  std::vector<const RequestLife*> lives = timeline.lives();
   ASSERT_EQ(lives.size(), 1u);
-  EXPECT_FALSE(lives[0].arrival_known);
-  EXPECT_EQ(lives[0].stretches.front().stage, LifeStage::kPrefill);
+  EXPECT_FALSE(lives[0]->arrival_known);
+  EXPECT_EQ(lives[0]->stretches.front().stage, LifeStage::kPrefill);
   RequestRecord r = four_token_request();
   r.request_id = 3;
   r.finished_ms = 1121.0;
   timeline.on_request(r);
   lives = timeline.lives();
-  ASSERT_EQ(lives[0].stretches.size(), 2u);
-  EXPECT_EQ(lives[0].stretches[0].stage, LifeStage::kQueued);
-  EXPECT_DOUBLE_EQ(lives[0].stretches[0].start_ms, 1000.0);
-  EXPECT_DOUBLE_EQ(lives[0].stretches[0].end_ms, 1010.0);
-  EXPECT_DOUBLE_EQ(lives[0].stretches[1].end_ms, 1121.0);
-  EXPECT_EQ(lives[0].record.token_times_ms, r.token_times_ms);  // the engine's own times
+  ASSERT_EQ(lives[0]->stretches.size(), 2u);
+  EXPECT_EQ(lives[0]->stretches[0].stage, LifeStage::kQueued);
+  EXPECT_DOUBLE_EQ(lives[0]->stretches[0].start_ms, 1000.0);
+  EXPECT_DOUBLE_EQ(lives[0]->stretches[0].end_ms, 1010.0);
+  EXPECT_DOUBLE_EQ(lives[0]->stretches[1].end_ms, 1121.0);
+  EXPECT_EQ(lives[0]->record.token_times_ms, r.token_times_ms);  // the engine's own times
   timeline.on_arrival({4, 8, 1130.0});
   lives = timeline.lives();
   ASSERT_EQ(lives.size(), 1u);  // request 3, finished, made room
-  EXPECT_EQ(lives[0].request_id, 4);
+  EXPECT_EQ(lives[0]->request_id, 4);
 }
 
 }  // namespace

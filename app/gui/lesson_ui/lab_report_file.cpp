@@ -2,6 +2,7 @@
 
 #include <QAbstractTextDocumentLayout>
 #include <QBuffer>
+#include <QDateTime>
 #include <QFileInfo>
 #include <QPageSize>
 #include <QPainter>
@@ -217,14 +218,17 @@ void write_lab_report(const lessons::LabReport& report, const QString& html_path
   }
 }
 
-std::string this_machine() {
+lessons::ReportFacts lab_report_facts(const lessons::ModelFacts* model) {
   const compute::CpuDescription cpu = compute::describe_cpu();
-  return cpu.model_name + ", " + std::to_string(cpu.cores) + (cpu.cores == 1 ? " core" : " cores");
-}
-
-std::string model_words(const lessons::ModelFacts& model) {
-  return model.name + " (" + lessons::format_number(static_cast<double>(model.parameters)) +
-         " parameters, " + model.weight_type + " weights)";
+  lessons::ReportFacts facts;
+  facts.machine =
+      cpu.model_name + ", " + std::to_string(cpu.cores) + (cpu.cores == 1 ? " core" : " cores");
+  facts.model = model ? model->name + " (" +
+                            lessons::format_number(static_cast<double>(model->parameters)) +
+                            " parameters, " + model->weight_type + " weights)"
+                      : std::string("?");
+  facts.written_at = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
+  return facts;
 }
 
 }  // namespace servescope::gui

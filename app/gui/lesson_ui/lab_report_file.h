@@ -4,10 +4,8 @@
 
 #include <QString>
 #include <stdexcept>
-#include <vector>
 
 #include "app/lessons/lab_report.h"
-#include "app/lessons/lesson_set.h"
 
 namespace servescope::gui {
 
@@ -24,9 +22,8 @@ QString lab_report_pdf_path(const QString& html_path);
 // either cannot be written.
 void write_lab_report(const lessons::LabReport& report, const QString& html_path);
 
-// "AMD EPYC, 2 cores": this machine as the report names it.
-std::string this_machine();
-// "servescope-stories (4,613,376 parameters, f32 weights)".
-std::string model_words(const lessons::ModelFacts& model);
+// This machine ("AMD EPYC, 2 cores"), the model ("servescope-stories (4,613,376 parameters,
+// f32 weights)", "?" without one) and the time now (UTC), as the report names them.
+lessons::ReportFacts lab_report_facts(const lessons::ModelFacts* model);
 
 }  // namespace servescope::gui

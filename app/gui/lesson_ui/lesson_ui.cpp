@@ -327,11 +327,9 @@ bool LessonUi::export_progress(const QString& path) {
 }
 
 bool LessonUi::export_lab_report(const QString& html_path) {
-  const std::vector<const lessons::Lesson*> shown = learn_->lessons();
-  lessons::ReportFacts facts{this_machine(), facts_ ? model_words(*facts_) : std::string("?"),
-                             QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString()};
   try {
-    write_lab_report(lessons::build_lab_report(progress_, shown, model_facts(), facts),
+    write_lab_report(lessons::build_lab_report(progress_, learn_->lessons(), model_facts(),
+                                               lab_report_facts(model_facts())),
                      html_path);
     learn_->show_notice(
         tr("Lab report written: %1 and %2").arg(html_path, lab_report_pdf_path(html_path)));

@@ -390,10 +390,8 @@ void StepView::show_observations(StepOutcome outcome) {
 QString StepView::predicted_text_or(const QString& none) const {
   const std::optional<double> predicted = prediction();
   if (!predicted) return none;
-  const lessons::Prediction& asked = *lesson_->steps[static_cast<size_t>(index_)].predict;
-  return asked.kind == lessons::PredictionKind::kChoice
-             ? qs(asked.options[static_cast<size_t>(*predicted)])
-             : qs(lessons::format_quantity(*predicted, asked.unit));
+  return qs(lessons::prediction_text(*lesson_->steps[static_cast<size_t>(index_)].predict,
+                                     *predicted));
 }
 
 QString StepView::explanation_markdown() const {

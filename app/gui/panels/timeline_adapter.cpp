@@ -60,8 +60,8 @@ class TimelineAdapter final : public PanelAdapter {
     snapshot.own_requests = widgets::OwnRequests(feed.folder.own_requests());
     const telemetry::RequestTimeline& timeline = feed.folder.timeline();
     snapshot.now_ms = timeline.now_ms();
-    for (const telemetry::RequestLife& life : timeline.lives(kMostRows)) {
-      snapshot.rows.push_back(life_row(life));
+    for (const telemetry::RequestLife* life : timeline.lives(kMostRows)) {
+      snapshot.rows.push_back(life_row(*life));
     }
     panel_->set_snapshot(std::move(snapshot));
   }

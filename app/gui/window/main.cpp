@@ -1,6 +1,5 @@
 // servescope: the desktop application. See gui_options.h for the command line.
 #include <QApplication>
-#include <QDateTime>
 #include <QStyleFactory>
 #include <algorithm>
 #include <cstdio>
@@ -100,12 +99,10 @@ int export_report(const servescope::gui::GuiOptions& options) {
     lessons::ProgressStore store(lessons::default_progress_folder());
     const lessons::ProgressStore::Loaded loaded = store.load();
     if (!loaded.notice.isEmpty()) std::fprintf(stderr, "servescope: %s\n", qPrintable(loaded.notice));
-    const lessons::ReportFacts facts{
-        gui::this_machine(), gui::model_words(model),
-        QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString()};
     const QString html = QString::fromStdString(*options.export_report);
-    gui::write_lab_report(
-        lessons::build_lab_report(loaded.progress, set.usable(), &model, facts), html);
+    gui::write_lab_report(lessons::build_lab_report(loaded.progress, set.usable(), &model,
+                                                    gui::lab_report_facts(&model)),
+                          html);
     std::printf("servescope: wrote %s and %s\n", qPrintable(html),
                 qPrintable(gui::lab_report_pdf_path(html)));
     return 0;
