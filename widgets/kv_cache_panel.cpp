@@ -40,6 +40,10 @@ QString event_letter(KvBlockEvent event) {
       return QStringLiteral("P");
     case KvBlockEvent::kPrefixHit:
       return QStringLiteral("H");
+    case KvBlockEvent::kFork:
+      return QStringLiteral("S");
+    case KvBlockEvent::kCopyOnWrite:
+      return QStringLiteral("C");
     case KvBlockEvent::kNone:
       break;
   }
@@ -59,7 +63,7 @@ QString block_tooltip(const KvBlock& b, int index, int32_t block_size, const Own
   if (b.owner < 0 && b.cached_prefix)
     text += QObject::tr(", still holding a cached prefix that a new request can reuse");
   if (b.ref_count > 1)
-    text += QObject::tr(", shared by %1 sequences with the same prefix").arg(b.ref_count);
+    text += QObject::tr(", shared by %1 sequences with the same prompt prefix").arg(b.ref_count);
   if (b.last_event != KvBlockEvent::kNone) {
     text += QObject::tr("; last event: %1, %2 frames ago")
                 .arg(kv_block_event_name(b.last_event))
@@ -87,6 +91,10 @@ QString kv_block_event_name(KvBlockEvent event) {
       return QObject::tr("preempt");
     case KvBlockEvent::kPrefixHit:
       return QObject::tr("prefix hit");
+    case KvBlockEvent::kFork:
+      return QObject::tr("shared by a sample");
+    case KvBlockEvent::kCopyOnWrite:
+      return QObject::tr("copy-on-write");
     case KvBlockEvent::kNone:
       break;
   }
@@ -373,7 +381,7 @@ void KvCachePanel::paint_grid(QPainter& painter, const QRectF& area) {
           letter_cell_width(QFontMetricsF(painter.font()));
   const QString note =
       letters ? tr("Letters mark recent events: A allocate, W write, F free, E evict, P preempt, "
-                   "H prefix hit.")
+                   "H prefix hit, S shared by a sample, C copy-on-write.")
               : tr("Rings mark recent events; hover a block for which.");
   const QRectF note_box =
       painter.boundingRect(QRectF(area.left(), 0, area.width(), 1000), Qt::TextWordWrap, note);

@@ -15,7 +15,17 @@
 
 namespace servescope::widgets {
 
-enum class KvBlockEvent { kNone, kAllocate, kWrite, kFree, kEvict, kPreempt, kPrefixHit };
+enum class KvBlockEvent {
+  kNone,
+  kAllocate,
+  kWrite,
+  kFree,
+  kEvict,
+  kPreempt,
+  kPrefixHit,
+  kFork,         // another sample of the same prompt took a share of it
+  kCopyOnWrite,  // a copy of a shared block, taken by the sample about to write into it
+};
 QString kv_block_event_name(KvBlockEvent event);
 
 struct KvBlock {

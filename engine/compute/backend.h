@@ -100,6 +100,9 @@ struct KvStore {
 // InputError unless type is F32, F16 or Q8_0, slots >= 1 and kv_dim >= 1 (a multiple of 32
 // for Q8_0). Backends call it from create_kv_store.
 void check_kv_store_shape(gguf::GgmlType type, int64_t slots, int64_t kv_dim);
+// InputError unless both runs of `count` slots (count >= 0) lie in the store and do not
+// overlap. Backends call it from copy_kv_slots.
+void check_kv_slot_copy(const KvStore& store, int32_t from, int32_t to, int32_t count);
 
 // Where each query row of a ragged batch sits and which KV slots it sees. Query row i is at
 // position positions[i] of its sequence and attends (causally) to the slots
@@ -153,6 +156,10 @@ class Backend {
   // store's type (Q8_0 rows are quantised as GGML's reference quantiser does).
   virtual void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                         KvStore& store) = 0;
+  // Copies the keys and values of slots from .. from + count - 1 into slots to .. to + count - 1
+  // of the same store, byte for byte, after the work recorded before it (copy-on-write of a
+  // shared KV block). The two runs must not overlap; InputError for slots outside the store.
+  virtual void copy_kv_slots(KvStore& store, int32_t from, int32_t to, int32_t count) = 0;
   // Causal attention of a ragged batch over a paged KV store: softmax(q k^T / sqrt(head_dim)) v
   // per query head (or with shape's own scale, soft-cap and sliding window), with grouped-query
   // heads sharing KV heads; keys and values are read from the slots `batch` gives each row

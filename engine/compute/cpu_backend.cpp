@@ -815,6 +815,16 @@ void CpuBackend::store_kv(const Tensor& keys, const Tensor& values, std::span<co
   });
 }
 
+void CpuBackend::copy_kv_slots(KvStore& store, int32_t from, int32_t to, int32_t count) {
+  check_kv_slot_copy(store, from, to, count);
+  const uint64_t stride = gguf::row_bytes(store.type, store.kv_dim);
+  for (const std::shared_ptr<Buffer>* side : {&store.keys, &store.values}) {
+    uint8_t* data = kv_data(*side);
+    std::memcpy(data + static_cast<uint64_t>(to) * stride,
+                data + static_cast<uint64_t>(from) * stride, static_cast<uint64_t>(count) * stride);
+  }
+}
+
 namespace {
 
 // Dequantises the rows of `slots` from one side (keys or values) of a store into dst.

@@ -54,6 +54,7 @@ class CpuBackend final : public Backend {
             const RopeSpec& rope) override;
   void store_kv(const Tensor& keys, const Tensor& values, std::span<const int32_t> slots,
                 KvStore& store) override;
+  void copy_kv_slots(KvStore& store, int32_t from, int32_t to, int32_t count) override;
   using Backend::attention;
   void attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                  const AttentionBatch& batch, Tensor& out, Tensor* weights) override;

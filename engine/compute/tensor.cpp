@@ -1,5 +1,6 @@
 #include <cassert>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "engine/compute/backend.h"
@@ -44,6 +45,20 @@ void check_kv_store_shape(gguf::GgmlType type, int64_t slots, int64_t kv_dim) {
   if (type == GgmlType::Q8_0 && kv_dim % gguf::kQuantBlock != 0) {
     throw InputError("a Q8_0 KV cache needs rows of a multiple of 32 elements, not " +
                      std::to_string(kv_dim));
+  }
+}
+
+void check_kv_slot_copy(const KvStore& store, int32_t from, int32_t to, int32_t count) {
+  const auto inside = [&](int64_t first) {
+    return first >= 0 && count >= 0 && first + count <= store.slots;
+  };
+  if (!inside(from) || !inside(to)) {
+    throw InputError("KV copy of " + std::to_string(count) + " slots from " +
+                     std::to_string(from) + " to " + std::to_string(to) +
+                     " is outside the store (0.." + std::to_string(store.slots - 1) + ")");
+  }
+  if (count > 0 && std::abs(int64_t{from} - int64_t{to}) < count) {
+    throw InputError("KV copy: the source and destination slots overlap");
   }
 }
 

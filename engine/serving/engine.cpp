@@ -60,6 +60,11 @@ void Engine::forward_kv_event(const telemetry::KvEvent& event) {
 }
 
 SequenceId Engine::submit(const EngineRequest& request, std::optional<double> arrival_ms) {
+  return submit_samples(request, 1, arrival_ms).front();
+}
+
+std::vector<SequenceId> Engine::submit_samples(const EngineRequest& request, int64_t n,
+                                               std::optional<double> arrival_ms) {
   validate(request.sampling);
   if (request.top_k_alternatives && *request.top_k_alternatives < 0) {
     throw InputError("the number of top alternatives must be 0 or more");
@@ -74,18 +79,22 @@ SequenceId Engine::submit(const EngineRequest& request, std::optional<double> ar
     }
   }
   const double arrived_ms = arrival_ms.value_or(now_ms());
-  const SequenceId id = scheduler_.submit(request, arrived_ms);
-  RequestState& state =
-      requests_.emplace(id, RequestState{Sampler(request.sampling), {}, request.top_k_alternatives})
-          .first->second;
-  state.record.request_id = id;
-  state.record.prompt_tokens = static_cast<int64_t>(request.prompt_ids.size());
-  state.record.arrival_ms = arrived_ms;
-  state.record.first_scheduled_ms = -1.0;  // set by the first step that runs any of its tokens
-  if (observer_ != nullptr) {
-    observer_->on_arrival({id, state.record.prompt_tokens, arrived_ms});
+  const std::vector<SequenceId> ids = scheduler_.submit_samples(request, n, arrived_ms);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    SamplingParams sampling = request.sampling;
+    sampling.seed += i;
+    RequestState& state =
+        requests_.emplace(ids[i], RequestState{Sampler(sampling), {}, request.top_k_alternatives})
+            .first->second;
+    state.record.request_id = ids[i];
+    state.record.prompt_tokens = static_cast<int64_t>(request.prompt_ids.size());
+    state.record.arrival_ms = arrived_ms;
+    state.record.first_scheduled_ms = -1.0;  // set by the first step that runs (or forks) it
+    if (observer_ != nullptr) {
+      observer_->on_arrival({ids[i], state.record.prompt_tokens, arrived_ms});
+    }
   }
-  return id;
+  return ids;
 }
 
 bool Engine::cancel(SequenceId id) {
@@ -157,23 +166,34 @@ bool Engine::step() {
   }
   std::vector<std::vector<int32_t>> slots;
   const std::vector<model::SequenceStep> steps = sequence_steps(batch, slots);
+  copy_shared_blocks();
   const double scheduled_ms = now_ms();
   const std::vector<float> logits = forward(steps, record);
   const double forwarded_ms = now_ms();
   std::vector<telemetry::TokenRecord> tokens;
-  const std::vector<int32_t> next_tokens = sample(batch, logits, tokens);
+  std::vector<int32_t> fork_tokens;
+  const std::vector<int32_t> next_tokens = sample(batch, logits, fork_tokens, tokens);
   const double sampled_ms = now_ms();
   record.schedule_ms = scheduled_ms - started_ms;
   record.forward_ms = forwarded_ms - scheduled_ms;
   record.sample_ms = sampled_ms - forwarded_ms;
-  scheduler_.complete_step(batch, next_tokens);
+  scheduler_.complete_step(batch, next_tokens, fork_tokens);
 
   const double finished_ms = now_ms();
+  // One timestamp per output token: the ones this step produced get the step's end. A
+  // sequence that finished has left the scheduler's running set but not yet its records.
+  const auto stamp_tokens = [&](SequenceId id) {
+    if (!scheduler_.knows(id)) return;  // a fork cancelled with its parent during the step
+    const Sequence& s = scheduler_.sequence(id);
+    telemetry::RequestRecord& r = requests_.at(id).record;
+    r.token_times_ms.resize(static_cast<size_t>(s.output_length()), finished_ms);
+    if (s.first_scheduled_step == batch.step_index && r.first_scheduled_ms < 0.0) {
+      r.first_scheduled_ms = finished_ms;  // a fork that joined the running batch now
+    }
+  };
   for (const ScheduledSequence& e : batch.sequences) {
-    // One timestamp per output token: the ones this step produced get the step's end. A
-    // sequence that finished has left the scheduler's running set but not yet its records.
-    const auto outputs = static_cast<size_t>(scheduler_.sequence(e.sequence).output_length());
-    requests_.at(e.sequence).record.token_times_ms.resize(outputs, finished_ms);
+    stamp_tokens(e.sequence);
+    for (const SequenceId fork : e.forks) stamp_tokens(fork);
   }
   ++steps_run_;
   last_step_index_ = batch.step_index;
@@ -237,6 +257,7 @@ std::vector<model::SequenceStep> Engine::sequence_steps(
 }
 
 std::vector<int32_t> Engine::sample(const StepBatch& batch, const std::vector<float>& logits,
+                                    std::vector<int32_t>& fork_tokens,
                                     std::vector<telemetry::TokenRecord>& tokens) {
   const auto vocab = static_cast<size_t>(transformer_.config().vocab_size);
   std::vector<int32_t> next_tokens;
@@ -247,26 +268,47 @@ std::vector<int32_t> Engine::sample(const StepBatch& batch, const std::vector<fl
       continue;
     }
     const std::span<const float> row_logits(logits.data() + row * vocab, vocab);
-    RequestState& state = requests_.at(e.sequence);
-    const SampledToken sampled = state.sampler.sample_with_probability(row_logits);
-    next_tokens.push_back(sampled.id);
-    if (state.top_k_alternatives) {
-      const TokenProbabilities p =
-          token_probabilities(row_logits, sampled.id, *state.top_k_alternatives);
-      telemetry::TokenRecord token;
-      token.request_id = e.sequence;
-      token.step_index = batch.step_index;
-      token.position = e.start + e.count;
-      token.output_index = token.position - state.record.prompt_tokens;
-      token.id = sampled.id;
-      token.prob = p.prob;
-      token.sampling_prob = sampled.sampling_prob;
-      token.top = p.top;
-      tokens.push_back(std::move(token));
+    const int64_t position = e.start + e.count;
+    next_tokens.push_back(draw(e.sequence, row_logits, batch.step_index, position, tokens));
+    // Each sample of the prompt draws from the same logits with its own sampler.
+    for (const SequenceId fork : e.forks) {
+      fork_tokens.push_back(draw(fork, row_logits, batch.step_index, position, tokens));
     }
     ++row;
   }
   return next_tokens;
+}
+
+// One request's next token from its row of logits, and its TokenRecord when it asked for them.
+int32_t Engine::draw(SequenceId id, std::span<const float> row_logits, int64_t step_index,
+                     int64_t position, std::vector<telemetry::TokenRecord>& tokens) {
+  RequestState& state = requests_.at(id);
+  const SampledToken sampled = state.sampler.sample_with_probability(row_logits);
+  if (state.top_k_alternatives) {
+    const TokenProbabilities p =
+        token_probabilities(row_logits, sampled.id, *state.top_k_alternatives);
+    telemetry::TokenRecord token;
+    token.request_id = id;
+    token.step_index = step_index;
+    token.position = position;
+    token.output_index = position - state.record.prompt_tokens;
+    token.id = sampled.id;
+    token.prob = p.prob;
+    token.sampling_prob = sampled.sampling_prob;
+    token.top = p.top;
+    tokens.push_back(std::move(token));
+  }
+  return sampled.id;
+}
+
+void Engine::copy_shared_blocks() {
+  const auto block_size = static_cast<int32_t>(pool_.layout().block_size);
+  for (const BlockCopy& copy : pool_.take_block_copies()) {
+    for (compute::KvStore& layer : cache_.layers) {
+      transformer_.backend().copy_kv_slots(layer, copy.from * block_size, copy.to * block_size,
+                                           static_cast<int32_t>(copy.slots));
+    }
+  }
 }
 
 void Engine::report_step(const StepBatch& batch, std::span<const int32_t> next_tokens,

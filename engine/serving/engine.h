@@ -103,6 +103,13 @@ class Engine {
   // max_tokens < 1, or a prompt longer than the model's context or than the KV pool holds
   // (scheduler().context_limit()); a refused request leaves the engine as it was.
   SequenceId submit(const EngineRequest& request, std::optional<double> arrival_ms = {});
+  // `n` samples of one prompt (Scheduler::submit_samples): the prompt is computed once, each
+  // sample draws its first token from the same logits and shares the prompt's KV blocks until
+  // it writes into a shared one (copy-on-write). Sample i samples with seed sampling.seed + i,
+  // so it gives the tokens a request of its own with that seed gives. Returns the n ids.
+  // InputError as submit(), for n < 1, and for n > 1 without a KV cache.
+  std::vector<SequenceId> submit_samples(const EngineRequest& request, int64_t n,
+                                         std::optional<double> arrival_ms = {});
 
   // Runs one step. Returns false, doing nothing, when no request is waiting or running, or
   // when the static policy is still collecting its batch (waiting_for_batch()). Requests are
@@ -172,8 +179,15 @@ class Engine {
 
   std::vector<model::SequenceStep> sequence_steps(const StepBatch& batch,
                                                   std::vector<std::vector<int32_t>>& slots) const;
+  // The next token of each sequence that samples (-1 for the others), and in fork_tokens the
+  // first token of each fork, in batch order.
   std::vector<int32_t> sample(const StepBatch& batch, const std::vector<float>& logits,
+                              std::vector<int32_t>& fork_tokens,
                               std::vector<telemetry::TokenRecord>& tokens);
+  int32_t draw(SequenceId id, std::span<const float> row_logits, int64_t step_index,
+               int64_t position, std::vector<telemetry::TokenRecord>& tokens);
+  // Copy-on-write: the KV slots the pool's block copies promise, before the forward pass.
+  void copy_shared_blocks();
   void report_step(const StepBatch& batch, std::span<const int32_t> next_tokens,
                    std::span<const Sequence> finished, telemetry::StepRecord& record);
   void report_finished(std::vector<Sequence> finished);

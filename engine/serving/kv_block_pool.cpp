@@ -151,14 +151,24 @@ int64_t KvBlockPool::allocate(SequenceId sequence, std::span<const int32_t> toke
   return cached_tokens;
 }
 
+int64_t KvBlockPool::blocks_to_append(const SequenceTable& t) const {
+  if (t.tokens % layout_.block_size == 0) return 1;
+  return blocks_[t.blocks.back()].ref_count > 1 ? 1 : 0;
+}
+
 bool KvBlockPool::can_append(SequenceId sequence) const {
-  return table(sequence).tokens % layout_.block_size != 0 || blocks_free() > 0;
+  return blocks_to_append(table(sequence)) <= blocks_free();
 }
 
 void KvBlockPool::append(SequenceId sequence) {
   SequenceTable& t = table(sequence);
+  if (blocks_to_append(t) > blocks_free()) {
+    throw std::logic_error("KvBlockPool::append: no free block");
+  }
+  if (t.tokens % layout_.block_size != 0 && blocks_[t.blocks.back()].ref_count > 1) {
+    copy_on_write(sequence, t);
+  }
   if (t.tokens % layout_.block_size == 0) {
-    if (blocks_free() == 0) throw std::logic_error("KvBlockPool::append: no free block");
     const BlockId block = take_free_blocks(1).front();
     t.blocks.push_back(block);
     ++t.tokens;
@@ -166,6 +176,42 @@ void KvBlockPool::append(SequenceId sequence) {
     return;
   }
   ++t.tokens;
+}
+
+// The next slot falls in a block others share: the sequence takes a fresh block with a copy of
+// the slots before it, and leaves the shared one to the others.
+void KvBlockPool::copy_on_write(SequenceId sequence, SequenceTable& t) {
+  const BlockId shared = t.blocks.back();
+  const int64_t filled = t.tokens % layout_.block_size;
+  const BlockId own = take_free_blocks(1).front();
+  --blocks_[shared].ref_count;  // others still hold it: it stays in use
+  blocks_[own].fill = filled;
+  t.blocks.back() = own;
+  pending_copies_.push_back({shared, own, filled});
+  emit(KvEventKind::kCopyOnWrite, sequence, {shared, own}, filled);
+}
+
+void KvBlockPool::fork(SequenceId parent, SequenceId child) {
+  if (tables_.contains(child)) {
+    throw std::logic_error("KvBlockPool::fork: sequence " + std::to_string(child) +
+                           " already has blocks");
+  }
+  const SequenceTable& from = table(parent);
+  if (from.written != from.tokens) {
+    throw std::logic_error("KvBlockPool::fork: the parent's slots are not all written");
+  }
+  for (const BlockId block : from.blocks) share_block(block);
+  SequenceTable t = from;  // same blocks, tokens, written and prefix-cache position
+  std::vector<BlockId> blocks = t.blocks;
+  const int64_t tokens = t.tokens;
+  tables_.emplace(child, std::move(t));
+  emit(KvEventKind::kFork, child, std::move(blocks), tokens);
+}
+
+std::vector<BlockCopy> KvBlockPool::take_block_copies() {
+  std::vector<BlockCopy> copies;
+  copies.swap(pending_copies_);
+  return copies;
 }
 
 void KvBlockPool::cache_computed_blocks(SequenceId sequence,
@@ -260,7 +306,9 @@ KvUsage KvBlockPool::usage() const {
   u.bytes_allocated_per_layer = layer_bytes_of_blocks(layout_, u.blocks_used);
   u.prefix_lookup_tokens = prefix_lookup_tokens_;
   u.prefix_hit_tokens = prefix_hit_tokens_;
+  int64_t table_blocks = 0;
   for (const auto& [id, t] : tables_) {
+    table_blocks += static_cast<int64_t>(t.blocks.size());
     KvSequenceUsage s;
     s.sequence = id;
     s.tokens = t.tokens;
@@ -272,6 +320,7 @@ KvUsage KvBlockPool::usage() const {
     s.bytes_allocated_per_layer = layer_bytes_of_blocks(layout_, s.blocks);
     u.sequences.push_back(s);
   }
+  u.bytes_saved_by_sharing = static_cast<uint64_t>(table_blocks - u.blocks_used) * u.bytes_per_block;
   return u;
 }
 

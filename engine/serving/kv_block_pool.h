@@ -3,6 +3,10 @@
 // It tracks which block holds which token; the backends own the memory itself and address it
 // through the block tables (block b, slot s holds token b * block_size + s of the table).
 //
+// Samples of one prompt share its blocks too (fork): a sequence about to write into a block it
+// still shares takes a block of its own first and has the filled slots copied into it
+// (copy-on-write), so no sequence ever sees another's tokens.
+//
 // A block is used (reference count > 0, in one or more block tables) or free. Free blocks wait
 // in eviction order: blocks holding an indexed prefix are kept, least recently freed first in
 // line, so a returning prefix is found again; blocks without one go to the front. Taking a
@@ -109,12 +113,24 @@ struct KvUsage {
   uint64_t bytes_total = 0;
   uint64_t bytes_allocated = 0;            // used blocks x bytes per block
   uint64_t bytes_allocated_per_layer = 0;  // every layer holds the same share
+  // The sequences' own block tables add up to this much more than the blocks in use: what
+  // sharing (a cached prefix, samples of one prompt) saves against each sequence holding its
+  // own copy of every block it reads.
+  uint64_t bytes_saved_by_sharing = 0;
   int64_t prefix_lookup_tokens = 0;        // prompt tokens looked up in the prefix cache so far
   int64_t prefix_hit_tokens = 0;           // of those, found cached (not prefilled)
   std::vector<KvSequenceUsage> sequences;  // by sequence id
 };
 
 using KvEventSink = std::function<void(const telemetry::KvEvent&)>;
+
+// Copy-on-write: the first `slots` slots of block `from` copied into block `to`, every layer,
+// keys and values. The backend makes the copy before the forward pass that writes into `to`.
+struct BlockCopy {
+  BlockId from = 0;
+  BlockId to = 0;
+  int64_t slots = 0;
+};
 
 class KvBlockPool {
  public:
@@ -140,9 +156,18 @@ class KvBlockPool {
   bool can_allocate(std::span<const int32_t> tokens) const;
   int64_t allocate(SequenceId sequence, std::span<const int32_t> tokens);
 
-  // One more token slot for a sequence; takes a block when its last one is full.
+  // One more token slot for a sequence; takes a block when its last one is full, or when the
+  // slot falls in a block it shares (copy-on-write: see take_block_copies).
   bool can_append(SequenceId sequence) const;
   void append(SequenceId sequence);
+
+  // A new sample of `parent`'s prompt: `child` gets the parent's block table, each block
+  // shared (its reference count one higher), and the parent's tokens as written: nothing is
+  // computed or copied now (kFork). The parent's slots must all be written; `child` new.
+  void fork(SequenceId parent, SequenceId child);
+  // The copies append() has promised since the last call, oldest first, handed over: the
+  // caller makes each on the KV cache before the next forward pass writes into the blocks.
+  std::vector<BlockCopy> take_block_copies();
 
   // Records that `computed_tokens` (the sequence's first tokens) now have their KV written:
   // reports the newly written ones (kWrite, one event per block touched) and indexes the full
@@ -198,6 +223,9 @@ class KvBlockPool {
   // The first `count` free blocks, taken fresh (reference count 1, fill 0).
   std::vector<BlockId> take_free_blocks(int64_t count);
   void share_block(BlockId block);
+  // Blocks append() would take from the free list: 1 when the last block is full or shared.
+  int64_t blocks_to_append(const SequenceTable& t) const;
+  void copy_on_write(SequenceId sequence, SequenceTable& t);
   void release(SequenceId sequence, telemetry::KvEventKind kind);
   void drop_cached_prefix(BlockId block);
   SequenceTable& table(SequenceId sequence);
@@ -213,6 +241,7 @@ class KvBlockPool {
   PrefixCache prefix_cache_;
   int64_t prefix_lookup_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
+  std::vector<BlockCopy> pending_copies_;
   KvEventSink sink_;
 };
 

@@ -42,7 +42,14 @@ struct Sequence {
   // Batch slot while running (kept until it finishes or is preempted); -1 while waiting.
   int64_t batch_slot = -1;
 
-  int64_t cached_prompt_tokens = 0;  // prefix-cache hits at its first admission
+  // Samples of one prompt (Scheduler::submit_samples): the first sample computes the prompt;
+  // the others wait, in `samples_to_fork`, until its logits exist, then each takes its own
+  // token from them and shares the prompt's blocks (KvBlockPool::fork). sample_of: the
+  // sequence a waiting sample forks from (-1: none, or forked already).
+  std::vector<SequenceId> samples_to_fork;
+  SequenceId sample_of = -1;
+
+  int64_t cached_prompt_tokens = 0;  // prefix-cache hits at its first admission (or shared)
   int64_t preemptions = 0;
   int64_t arrival_order = 0;  // submission index: FCFS order
   double arrival_ms = 0.0;    // on the scheduler's caller's clock (static batching waits from it)

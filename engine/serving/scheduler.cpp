@@ -100,6 +100,28 @@ SequenceId Scheduler::submit(const Request& request, double arrival_ms) {
   return waiting_.back();
 }
 
+std::vector<SequenceId> Scheduler::submit_samples(const Request& request, int64_t n,
+                                                  double arrival_ms) {
+  if (n < 1) throw InputError("the number of samples must be at least 1");
+  if (n > 1 && !config_.keep_kv) {
+    throw InputError("samples of one prompt share its KV cache, and this engine keeps none");
+  }
+  const SequenceId first = submit(request, arrival_ms);
+  std::vector<SequenceId> ids{first};
+  Sequence& parent = get(first);
+  for (int64_t i = 1; i < n; ++i) {
+    Sequence s = parent;  // the same prompt, limits and arrival; waiting for the prompt's logits
+    s.samples_to_fork.clear();
+    s.id = next_id_++;
+    s.arrival_order = s.id;
+    s.sample_of = first;
+    parent.samples_to_fork.push_back(s.id);
+    ids.push_back(s.id);
+    sequences_.emplace(s.id, std::move(s));
+  }
+  return ids;
+}
+
 StepBatch Scheduler::schedule(double now_ms) {
   if (step_in_flight_) {
     throw std::logic_error("Scheduler::schedule: the previous step was not completed");
@@ -237,6 +259,7 @@ void Scheduler::add_to_batch(Sequence& s, int64_t count, StepBatch& batch) {
             : again       ? telemetry::SequencePhase::kRecompute
                           : telemetry::SequencePhase::kPrefill;
   e.samples_next_token = e.start + count == static_cast<int64_t>(s.tokens.size());
+  if (e.samples_next_token) e.forks = s.samples_to_fork;
   e.tokens.assign(s.tokens.begin() + e.start, s.tokens.begin() + e.start + count);
   const std::span<const BlockId> table = pool_.block_table(s.id);
   e.block_table.assign(table.begin(), table.end());
@@ -258,16 +281,25 @@ void Scheduler::release_batch_slot(Sequence& s) {
   s.batch_slot = -1;
 }
 
-void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> next_tokens) {
+void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> next_tokens,
+                              std::span<const int32_t> fork_tokens) {
   if (!step_in_flight_ || batch.step_index != next_step_ - 1) {
     throw std::logic_error("Scheduler::complete_step: not the batch of the last schedule()");
   }
   if (next_tokens.size() != batch.sequences.size()) {
     throw std::logic_error("Scheduler::complete_step: one next token per scheduled sequence");
   }
+  size_t forks = 0;
+  for (const ScheduledSequence& e : batch.sequences) forks += e.forks.size();
+  if (fork_tokens.size() != forks) {
+    throw std::logic_error("Scheduler::complete_step: one first token per fork");
+  }
   step_in_flight_ = false;
+  size_t next_fork = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const ScheduledSequence& e = batch.sequences[i];
+    const std::span<const int32_t> tokens_of_forks = fork_tokens.subspan(next_fork, e.forks.size());
+    next_fork += e.forks.size();
     // Finished from outside meanwhile (and perhaps already taken): its result is dropped.
     const auto it = sequences_.find(e.sequence);
     if (it == sequences_.end() || it->second.status != SequenceStatus::kRunning) continue;
@@ -283,12 +315,46 @@ void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> n
     if (!e.samples_next_token) continue;
     s.tokens.push_back(next_tokens[i]);
     if (s.first_token_step < 0) s.first_token_step = batch.step_index;
-    if (const FinishReason reason = finish_reason_now(s); reason != FinishReason::kNone) {
-      retire(s, reason);
-    } else if (!config_.keep_kv) {
-      forget_context(s);
+    // Before the parent may leave and free its blocks.
+    for (size_t k = 0; k < e.forks.size(); ++k) {
+      fork_sample(s, e.forks[k], tokens_of_forks[k], batch.step_index);
     }
+    after_new_token(s);
   }
+}
+
+void Scheduler::after_new_token(Sequence& s) {
+  if (const FinishReason reason = finish_reason_now(s); reason != FinishReason::kNone) {
+    retire(s, reason);
+  } else if (!config_.keep_kv) {
+    forget_context(s);
+  }
+}
+
+void Scheduler::fork_sample(Sequence& parent, SequenceId child_id, int32_t token,
+                            int64_t step_index) {
+  const auto it = sequences_.find(child_id);
+  if (it == sequences_.end() || it->second.sample_of != parent.id) return;  // cancelled
+  Sequence& child = it->second;
+  std::erase(parent.samples_to_fork, child_id);
+  child.sample_of = -1;
+  child.tokens.push_back(token);
+  child.first_token_step = step_index;
+  if (static_cast<int64_t>(running_.size()) < config_.max_batch_size) {
+    pool_.fork(parent.id, child.id);
+    child.cached_prompt_tokens = child.prompt_length;  // computed once, by the parent
+    child.computed_tokens = parent.computed_tokens;
+    child.prefill_end = parent.computed_tokens;
+    child.first_scheduled_step = step_index;
+    child.status = SequenceStatus::kRunning;
+    child.batch_slot = take_batch_slot();
+    running_.push_back(child.id);
+  } else {
+    // No batch slot: it queues with its token, as a preempted sequence does, and computes its
+    // context when admitted (the prompt's full blocks are usually still in the prefix cache).
+    waiting_.push_front(child.id);
+  }
+  after_new_token(child);
 }
 
 void Scheduler::forget_context(Sequence& s) {
@@ -332,6 +398,9 @@ void Scheduler::retire(Sequence& s, FinishReason reason) {
     pool_.free(s.id);
     release_batch_slot(s);
     running_.erase(std::ranges::find(running_, s.id));
+  } else if (s.sample_of >= 0) {  // still waiting for the prompt's logits
+    std::erase(get(s.sample_of).samples_to_fork, s.id);
+    s.sample_of = -1;
   } else {
     waiting_.erase(std::ranges::find(waiting_, s.id));
   }
@@ -339,6 +408,8 @@ void Scheduler::retire(Sequence& s, FinishReason reason) {
   s.finish_reason = reason;
   s.finished_step = next_step_ - 1;
   finished_.push_back(s.id);
+  // Samples that were to share this one's prompt cannot now: they end with it.
+  while (!s.samples_to_fork.empty()) retire(get(s.samples_to_fork.front()), reason);
 }
 
 const Sequence& Scheduler::sequence(SequenceId id) const {

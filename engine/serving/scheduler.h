@@ -88,6 +88,10 @@ struct ScheduledSequence {
   std::vector<int32_t> tokens;       // the count token ids
   std::vector<BlockId> block_table;  // covers at least start + count positions
   int64_t longest = 0;  // prompt + max_tokens, capped at the model's context: its most tokens
+  // Samples of the same prompt that take their first token from this step's logits too (set
+  // on the step that ends a prompt submitted with submit_samples); complete_step gets their
+  // tokens in order.
+  std::vector<SequenceId> forks;
 };
 
 struct StepBatch {
@@ -119,6 +123,13 @@ class Scheduler {
   // budget limits it, and names config().kv_budget_setting for the latter).
   // arrival_ms (on the caller's clock, the one schedule() gets) starts a static batch's wait.
   SequenceId submit(const Request& request, double arrival_ms = 0.0);
+  // `n` samples of one prompt: ids first .. first + n - 1. The first is queued as submit()
+  // queues a request; the others wait for it to compute the prompt, then each takes its first
+  // token from the same logits (see ScheduledSequence::forks) and shares the prompt's blocks
+  // (KvBlockPool::fork), joining the running batch if a batch slot is free, else the front of
+  // the queue (to compute its context again). InputError as submit(), for n < 1, and for n > 1
+  // without a KV cache (keep_kv false: there is nothing to share).
+  std::vector<SequenceId> submit_samples(const Request& request, int64_t n, double arrival_ms = 0.0);
 
   // The next step's batch (possibly empty). complete_step() must report it before the next call.
   // now_ms: the caller's clock, read by the static policy only. Empty while a static batch is
@@ -138,9 +149,10 @@ class Scheduler {
   void set_batching(BatchingPolicy policy, double batch_wait_ms);
 
   // Reports a step's results: next_tokens[i] is the token sampled for batch.sequences[i] and is
-  // read only where samples_next_token is set. Sequences that stop leave at once, freeing
-  // their blocks.
-  void complete_step(const StepBatch& batch, std::span<const int32_t> next_tokens);
+  // read only where samples_next_token is set; fork_tokens holds the first token of each of the
+  // batch's forks, in batch order. Sequences that stop leave at once, freeing their blocks.
+  void complete_step(const StepBatch& batch, std::span<const int32_t> next_tokens,
+                     std::span<const int32_t> fork_tokens = {});
 
   // Ends a waiting or running sequence now (e.g. the user cancelled); its blocks are freed.
   // Returns false, doing nothing, for a sequence already finished (or taken).
@@ -177,6 +189,11 @@ class Scheduler {
   void admit_static_batch(StepBatch& batch);
   void admit(Sequence& s, StepBatch& batch);
   void add_to_batch(Sequence& s, int64_t count, StepBatch& batch);
+  // A waiting sample takes its first token and the prompt's blocks from `parent`.
+  void fork_sample(Sequence& parent, SequenceId child, int32_t token, int64_t step_index);
+  // After a sequence's new token: it leaves if it is done, or forgets its context without a KV
+  // cache.
+  void after_new_token(Sequence& s);
   int64_t take_batch_slot();
   void release_batch_slot(Sequence& s);
   FinishReason finish_reason_now(const Sequence& s) const;  // kNone: it goes on

@@ -20,6 +20,10 @@ std::string_view kv_event_kind_name(KvEventKind kind) {
       return "write";
     case KvEventKind::kIndex:
       return "index";
+    case KvEventKind::kFork:
+      return "fork";
+    case KvEventKind::kCopyOnWrite:
+      return "copy_on_write";
   }
   return "unknown";
 }

@@ -33,7 +33,14 @@ enum class KvEventKind {
   kEvict,      // a free block's cached prefix was dropped so the block can hold new tokens
   kWrite,      // a run of tokens' keys and values written into one block by a forward pass
   kIndex,      // full blocks entered the prefix cache: later prompts may share them
+  kFork,       // a new sample of a prompt took every block of the sequence that computed it
+  // A sequence about to write into a block it shares took a block of its own: blocks
+  // {shared, copy}; the first `tokens` slots were copied, the shared block lost one user.
+  kCopyOnWrite,
 };
+
+// How many kinds there are: KvEventKind's values are 0 .. kKvEventKinds - 1.
+inline constexpr int kKvEventKinds = static_cast<int>(KvEventKind::kCopyOnWrite) + 1;
 
 std::string_view kv_event_kind_name(KvEventKind kind);
 

@@ -105,6 +105,15 @@ void RequestTimeline::on_request(const RequestRecord& request) {
   advance(request.finished_ms);
 }
 
+void RequestTimeline::on_fork(int64_t request, double fork_ms) {
+  RequestLife& l = life(request, fork_ms);
+  if (l.finished) return;
+  begin(l, {LifeStage::kDecode, fork_ms, fork_ms, 0, 0});
+  if (l.record.first_scheduled_ms < 0.0) l.record.first_scheduled_ms = fork_ms;
+  l.record.token_times_ms.push_back(fork_ms);
+  advance(fork_ms);
+}
+
 std::vector<const RequestLife*> RequestTimeline::lives(size_t newest) const {
   std::vector<const RequestLife*> out;
   const size_t count = std::min(newest, lives_.size());

@@ -56,6 +56,10 @@ class RequestTimeline {
   void on_arrival(const RequestArrival& arrival);
   void on_step(const StepRecord& step);
   void on_request(const RequestRecord& request);
+  // A sample of a prompt another request computed took its first token from that request's
+  // logits and joined the running batch at fork_ms (the pool's KvEventKind::kFork): its wait
+  // ends and its decode begins there, with its first token.
+  void on_fork(int64_t request, double fork_ms);
 
   // The `newest` lives kept with the highest request ids (all by default), by request id,
   // valid until the next record; a running one's last stretch ends at now_ms().

@@ -301,18 +301,18 @@ TEST_F(TraceFile, NotATraceANewerVersionAndAMissingFileAreSaidPlainly) {
   write_file(file("json.sstrace"), "{\"format\":\"other\"}\n");
   EXPECT_NE(read_error(file("json.sstrace")).find("not a ServeScope trace"), std::string::npos);
   write_file(file("newer.sstrace"),
-             "{\"format\":\"servescope-trace\",\"version\":4,\"recorded_at\":\"x\"}\n"
+             "{\"format\":\"servescope-trace\",\"version\":5,\"recorded_at\":\"x\"}\n"
              "{\"end\":true,\"events\":0}\n");
   EXPECT_EQ(read_error(file("newer.sstrace")),
             file("newer.sstrace").string() +
-                ": line 1 (byte 0): format version 4 is not one this ServeScope reads (version 1 "
-                "to 3; it was written by a newer one)");
+                ": line 1 (byte 0): format version 5 is not one this ServeScope reads (version 1 "
+                "to 4; it was written by a newer one)");
 }
 
 TEST_F(TraceFile, AVersionOneRecordingStillReads) {
   // Version 2 added the prompt_prefill kind; a version 1 file has none and reads as it was.
   std::string bytes = read_bytes(write_every_kind("v1.sstrace"));
-  bytes.replace(bytes.find("\"version\":3"), 11, "\"version\":1");
+  bytes.replace(bytes.find("\"version\":4"), 11, "\"version\":1");
   const size_t prefill = bytes.find("{\"ms\":25.5");
   ASSERT_NE(prefill, std::string::npos);
   bytes.erase(prefill, bytes.find('\n', prefill) + 1 - prefill);

@@ -102,6 +102,30 @@ class KvReplay {
           if (block(b).ref_count == 0) block(b).fill = 0;
         }
         break;
+      case KvEventKind::kFork:
+        EXPECT_FALSE(tables_.contains(e.sequence)) << "fork into sequence " << e.sequence;
+        for (const int32_t b : e.blocks) {
+          EXPECT_GT(block(b).ref_count, 0) << "forked block " << b << " is not in use";
+          ++block(b).ref_count;
+        }
+        table(e.sequence).blocks = e.blocks;
+        table(e.sequence).tokens_written = e.tokens;
+        break;
+      case KvEventKind::kCopyOnWrite: {
+        ASSERT_EQ(e.blocks.size(), 2u);
+        const int32_t shared = e.blocks[0];
+        const int32_t own = e.blocks[1];
+        telemetry::KvSequenceTable& t = table(e.sequence);
+        EXPECT_EQ(t.blocks.back(), shared) << "copy-on-write of a block not last in its table";
+        EXPECT_GT(block(shared).ref_count, 1) << "copy-on-write of an unshared block " << shared;
+        EXPECT_EQ(block(own).ref_count, 0) << "copy taken while in use";
+        EXPECT_FALSE(block(own).cached_prefix) << "copy taken without eviction";
+        EXPECT_LT(e.tokens, block_size_) << "a full block is never written again";
+        --block(shared).ref_count;
+        block(own) = {1, e.tokens, false};
+        t.blocks.back() = own;
+        break;
+      }
     }
   }
 

@@ -27,6 +27,10 @@ widgets::KvBlockEvent block_event(telemetry::KvEventKind kind) {
       return widgets::KvBlockEvent::kEvict;
     case KvEventKind::kWrite:
       return widgets::KvBlockEvent::kWrite;
+    case KvEventKind::kFork:
+      return widgets::KvBlockEvent::kFork;
+    case KvEventKind::kCopyOnWrite:
+      return widgets::KvBlockEvent::kCopyOnWrite;
     case KvEventKind::kIndex:
       return widgets::KvBlockEvent::kNone;  // no visible change
   }

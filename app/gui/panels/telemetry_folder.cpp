@@ -88,7 +88,8 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
   using telemetry::KvEventKind;
   ++counts_.kv_events;
   ++counts_.kv_events_by_kind[static_cast<size_t>(event.kind)];
-  for (const int32_t id : event.blocks) {
+  for (size_t i = 0; i < event.blocks.size(); ++i) {
+    const int32_t id = event.blocks[i];
     if (id < 0 || static_cast<size_t>(id) >= blocks_.size()) continue;
     FoldedBlock& block = blocks_[static_cast<size_t>(id)];
     if (event.kind != KvEventKind::kIndex) {  // indexing changes nothing a person sees
@@ -108,6 +109,20 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
         if (block.ref_count++ == 0) ++blocks_used_;
         block.owner = event.sequence;
         block.prefix_shared = true;
+        break;
+      case KvEventKind::kFork:  // in use by the parent already; its owner stays the parent
+        if (block.ref_count++ == 0) ++blocks_used_;
+        break;
+      case KvEventKind::kCopyOnWrite:
+        if (i == 0) {  // the shared block: one user fewer, still in use
+          if (block.ref_count > 0 && --block.ref_count == 0) --blocks_used_;
+        } else {  // the sequence's own copy of its filled slots
+          if (block.ref_count++ == 0) ++blocks_used_;
+          block.owner = event.sequence;
+          block.fill = event.tokens;
+          block.prefix_shared = false;
+          block.cached_prefix = false;
+        }
         break;
       case KvEventKind::kWrite:
         block.fill = std::max(block.fill, event.offset + event.tokens);
@@ -133,6 +148,10 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
   switch (event.kind) {
     case KvEventKind::kPrefixHit:
       written_[event.sequence] = event.tokens;  // the shared blocks' KV is already there
+      break;
+    case KvEventKind::kFork:
+      written_[event.sequence] = event.tokens;
+      timeline_.on_fork(event.sequence, event.time_ms);
       break;
     case KvEventKind::kWrite:
       written_[event.sequence] = std::max(written_[event.sequence], event.position + event.tokens);
@@ -167,7 +186,8 @@ void TelemetryFolder::fold_sequence_kv(const telemetry::KvEvent& event) {
     case KvEventKind::kAppend:
       sequence_kv_[event.sequence].blocks += static_cast<int64_t>(event.blocks.size());
       break;
-    case KvEventKind::kPrefixHit: {
+    case KvEventKind::kPrefixHit:
+    case KvEventKind::kFork: {
       SequenceKv& kv = sequence_kv_[event.sequence];
       kv.blocks += static_cast<int64_t>(event.blocks.size());
       kv.tokens_written = std::max(kv.tokens_written, event.tokens);

@@ -55,7 +55,7 @@ struct FoldCounts {
   int64_t steps = 0;
   int64_t requests = 0;  // finished requests
   int64_t kv_events = 0;
-  std::array<int64_t, 8> kv_events_by_kind{};  // indexed by telemetry::KvEventKind
+  std::array<int64_t, telemetry::kKvEventKinds> kv_events_by_kind{};  // by KvEventKind
   int64_t tokens = 0;                          // TokenRecords (requests that asked for them)
   int64_t prefill_tokens = 0;
   int64_t decode_tokens = 0;

@@ -237,7 +237,7 @@ template <typename E>
 struct EnumNames;
 template <>
 struct EnumNames<telemetry::KvEventKind> {
-  static constexpr int count = 8;
+  static constexpr int count = telemetry::kKvEventKinds;
   static std::string_view name(telemetry::KvEventKind e) {
     return telemetry::kv_event_kind_name(e);
   }

@@ -1,9 +1,9 @@
 // A recorded run (`servescope --record run.sstrace`): what the window received from its engine,
 // with the window clock's time of each arrival, so `servescope --replay` can play it into the
-// same panels with no engine. The format, version 3, is JSON lines in UTF-8, each line ended
+// same panels with no engine. The format, version 4, is JSON lines in UTF-8, each line ended
 // by '\n':
 //
-//   line 1   {"format":"servescope-trace","version":3,"recorded_at":"2026-12-06T16:20:00Z"}
+//   line 1   {"format":"servescope-trace","version":4,"recorded_at":"2026-12-06T16:20:00Z"}
 //   then     one event per line: {"ms":1234.5,"kind":KIND,...}, ms non-decreasing; an engine
 //            event before any other but a lesson (which the Learn pane may show before a model)
 //   last     {"end":true,"events":N}   (N events above it; a file without it is cut short)
@@ -27,6 +27,7 @@
 // addition) and refuses a missing one; a new kind or a changed meaning raises the version.
 // Version 1 lacked prompt_prefill (its replays show the typed prompt's prefill as a classmate's);
 // versions 1 and 2 lack arrivals (a request's queued stretch appears when it finishes).
+// Version 4 added the KV event kinds "fork" and "copy_on_write" (samples sharing a prompt).
 // A BatchEntry's longest_tokens is not recorded: a replay's KV panel says the reservation
 // comparison is not known.
 #pragma once
@@ -44,7 +45,7 @@
 namespace servescope::gui {
 
 inline constexpr std::string_view kTraceFormat = "servescope-trace";
-inline constexpr int kTraceVersion = 3;
+inline constexpr int kTraceVersion = 4;
 
 // A replay's speed, times the recorded pace.
 inline constexpr double kMinReplaySpeed = 0.1;

@@ -914,6 +914,28 @@ void VulkanBackend::store_kv(const Tensor& keys, const Tensor& values,
            std::span(constants).first(split ? 1 : 0));
 }
 
+void VulkanBackend::copy_kv_slots(KvStore& store, int32_t from, int32_t to, int32_t count) {
+  check_kv_slot_copy(store, from, to, count);
+  const uint64_t row_bytes = gguf::row_bytes(store.type, store.kv_dim);
+  for (const std::shared_ptr<Buffer>* buffer : {&store.keys, &store.values}) {
+    const KvSideStorage& side = kv_side(*buffer);
+    // One vkCmdCopyBuffer per run of slots that stays within one part at each end.
+    for (int64_t i = 0; i < count;) {
+      const int64_t src = from + i;
+      const int64_t dst = to + i;
+      const int64_t run = std::min({count - i, side.part_slots - src % side.part_slots,
+                                    side.part_slots - dst % side.part_slots});
+      const VkBufferCopy region{static_cast<VkDeviceSize>(src % side.part_slots) * row_bytes,
+                                static_cast<VkDeviceSize>(dst % side.part_slots) * row_bytes,
+                                static_cast<VkDeviceSize>(run) * row_bytes};
+      recorder_->copy(range_of(side.parts[static_cast<size_t>(src / side.part_slots)]->get()),
+                      range_of(side.parts[static_cast<size_t>(dst / side.part_slots)]->get()),
+                      std::span(&region, 1));
+      i += run;
+    }
+  }
+}
+
 void VulkanBackend::attention(const Tensor& q, const KvStore& store, const AttentionShape& shape,
                               const AttentionBatch& batch, Tensor& out, Tensor* weights) {
   if (shape.head_dim > kMaxAttentionHeadDim) {
