@@ -55,7 +55,7 @@ Engine::Engine(model::Transformer& transformer, uint64_t weight_bytes, const Eng
 void Engine::forward_kv_event(const telemetry::KvEvent& event) {
   telemetry::KvEvent stamped = event;
   stamped.step_index = event_step_index_;
-  stamped.time_ms = now_ms();
+  stamped.time_ms = event_time_ms_.value_or(now_ms());
   observer_->on_kv_event(stamped);
 }
 
@@ -177,7 +177,12 @@ bool Engine::step() {
   record.schedule_ms = scheduled_ms - started_ms;
   record.forward_ms = forwarded_ms - scheduled_ms;
   record.sample_ms = sampled_ms - forwarded_ms;
+  // The KV events of completing the step (forks among them) carry the time a fork's life in the
+  // running batch begins, the time its record says it was first scheduled.
+  const double completed_ms = now_ms();
+  event_time_ms_ = completed_ms;
   scheduler_.complete_step(batch, next_tokens, fork_tokens);
+  event_time_ms_.reset();
 
   const double finished_ms = now_ms();
   // One timestamp per output token: the ones this step produced get the step's end. A
@@ -188,7 +193,7 @@ bool Engine::step() {
     telemetry::RequestRecord& r = requests_.at(id).record;
     r.token_times_ms.resize(static_cast<size_t>(s.output_length()), finished_ms);
     if (s.first_scheduled_step == batch.step_index && r.first_scheduled_ms < 0.0) {
-      r.first_scheduled_ms = finished_ms;  // a fork that joined the running batch now
+      r.first_scheduled_ms = completed_ms;  // a fork that joined the running batch now
     }
   };
   for (const ScheduledSequence& e : batch.sequences) {

@@ -211,6 +211,7 @@ class Engine {
   std::vector<SequenceId> pending_cancels_;      // cancel() from the observer during a step
   bool in_step_ = false;
   int64_t event_step_index_ = 0;  // what KV events are stamped with
+  std::optional<double> event_time_ms_;  // their time, when not now_ms()
   int64_t last_step_index_ = -1;
   telemetry::ServingClock clock_;
   int64_t steps_run_ = 0;

@@ -172,6 +172,8 @@ struct LiveRun {
   int64_t preemptions = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t cancels = 0;
+  int64_t samples = 0;               // requests that shared another's prompt
+  std::set<int64_t> later_samples;  // their ids
   std::map<int64_t, std::vector<int32_t>> prompts;  // by request id
   std::map<int64_t, int64_t> max_tokens;            // by request id
 };
@@ -209,9 +211,15 @@ void run_live(model::Model& m, uint32_t seed, LiveRun& run) {
       EngineRequest r;
       r.prompt_ids = prompt;
       r.max_tokens = std::uniform_int_distribution<int64_t>(1, 14)(rng);
-      const SequenceId id = engine.submit(r);
-      run.prompts[id] = prompt;
-      run.max_tokens[id] = r.max_tokens;
+      // Every fourth request asks for two or three samples of its prompt.
+      const int64_t samples = submitted % 4 == 1 ? 2 + submitted % 3 : 1;
+      const std::vector<SequenceId> ids = engine.submit_samples(r, samples);
+      for (const SequenceId id : ids) {
+        run.prompts[id] = prompt;
+        run.max_tokens[id] = r.max_tokens;
+      }
+      run.later_samples.insert(ids.begin() + 1, ids.end());
+      run.samples += samples - 1;
     }
     // One step in eight cancels a random unfinished request.
     if (std::uniform_int_distribution<int>(0, 7)(rng) == 0) {
@@ -275,6 +283,16 @@ TEST_F(EngineLive, ReplayedKvEventsEqualTheSnapshotAfterEveryStep) {
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(prefix_hits, 0);
   EXPECT_GT(cancels, 0);
+  int64_t forks = 0;
+  int64_t copies = 0;
+  for (const auto& [seed, run] : runs_) {
+    for (const KvEvent& e : run.recorder.kv_events) {
+      forks += e.kind == KvEventKind::kFork;
+      copies += e.kind == KvEventKind::kCopyOnWrite;
+    }
+  }
+  EXPECT_GT(forks, 0);
+  EXPECT_GT(copies, 0);
 }
 
 // Every token a step processes has its keys and values reported written in that step, at its
@@ -342,6 +360,15 @@ TEST_F(EngineLive, BatchSlotsAreStableAndEntriesMatchTheTokens) {
     }
     std::map<int64_t, int64_t> slot_of;  // running requests
     std::set<int64_t> preempted_once;
+    // A sample that found no batch slot free when its prompt's logits came queued instead of
+    // sharing the prompt's blocks, and computes its context when admitted.
+    std::set<int64_t> forked;
+    for (const KvEvent& e : run.recorder.kv_events) {
+      if (e.kind == KvEventKind::kFork) forked.insert(e.sequence);
+    }
+    const auto queued_sample = [&](int64_t id) {
+      return run.later_samples.contains(id) && !forked.contains(id);
+    };
     for (const telemetry::StepRecord& step : run.recorder.steps) {
       // Requests cancelled between steps left before this one.
       std::erase_if(slot_of,
@@ -373,7 +400,7 @@ TEST_F(EngineLive, BatchSlotsAreStableAndEntriesMatchTheTokens) {
         EXPECT_EQ(e.longest_tokens, static_cast<int64_t>(run.prompts.at(e.sequence).size()) +
                                         run.max_tokens.at(e.sequence));
         if (e.phase == SequencePhase::kRecompute) {
-          EXPECT_TRUE(preempted_once.contains(e.sequence));
+          EXPECT_TRUE(preempted_once.contains(e.sequence) || queued_sample(e.sequence));
         }
         if (e.phase == SequencePhase::kPrefill) {
           EXPECT_FALSE(preempted_once.contains(e.sequence));

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,13 +35,18 @@ class TimelineTap final : public telemetry::Observer {
     timeline.on_request(request);
     requests.push_back(request);
   }
-  void on_kv_event(const telemetry::KvEvent& /*event*/) override {}
+  void on_kv_event(const telemetry::KvEvent& event) override {
+    if (event.kind != telemetry::KvEventKind::kFork) return;
+    timeline.on_fork(event.sequence, event.time_ms);
+    forked.insert(event.sequence);
+  }
   void on_arrival(const telemetry::RequestArrival& arrival) override {
     timeline.on_arrival(arrival);
   }
 
   telemetry::RequestTimeline timeline{100000};
   std::vector<telemetry::RequestRecord> requests;
+  std::set<int64_t> forked;  // samples that shared their prompt's blocks
 };
 
 std::map<int64_t, RequestLife> by_id(const std::vector<const RequestLife*>& lives) {
@@ -87,7 +93,9 @@ class RequestTimelineTest : public testing::Test {
 model::Model* RequestTimelineTest::model_ = nullptr;
 
 // Random arrivals into a pool too small for them all (preemptions), a token budget that splits
-// long prompts into chunks, and a cancel now and then (some while still queued).
+// long prompts into chunks, a cancel now and then (some while still queued), and now and then
+// samples sharing a prompt (a sample that joins the batch at once never prefills: its prompt
+// counts as cached).
 TEST_F(RequestTimelineTest, StretchesAddUpToEachRequestsRecordedTimes) {
   TimelineTap tap;
   Engine e = engine({.max_batch_size = 4,
@@ -98,14 +106,22 @@ TEST_F(RequestTimelineTest, StretchesAddUpToEachRequestsRecordedTimes) {
                     tap);
   std::mt19937 rng(21);
   std::map<int64_t, bool> cancelled;
+  int64_t forks = 0;
+  std::set<int64_t> later_samples;
   for (int submitted = 0; submitted < 24 || e.has_unfinished();) {
     for (int n = std::uniform_int_distribution<int>(0, 2)(rng); n > 0 && submitted < 24; --n) {
       EngineRequest r;
       r.prompt_ids = prompt(rng, std::uniform_int_distribution<int64_t>(2, 30)(rng));
       r.max_tokens = std::uniform_int_distribution<int64_t>(1, 14)(rng);
-      const SequenceId id = e.submit(r);
+      const std::vector<SequenceId> ids = e.submit_samples(r, submitted % 5 == 2 ? 3 : 1);
+      const SequenceId id = ids.front();
+      forks += static_cast<int64_t>(ids.size()) - 1;
+      later_samples.insert(ids.begin() + 1, ids.end());
       ++submitted;
-      if (submitted % 7 == 0) cancelled[id] = e.cancel(id);  // cancelled before any step
+      if (submitted % 7 == 0) {  // cancelled before any step, with any samples of its prompt
+        cancelled[id] = e.cancel(id);
+        for (size_t k = 1; k < ids.size(); ++k) cancelled[ids[k]] = true;
+      }
     }
     if (e.has_unfinished()) e.step();
   }
@@ -142,7 +158,12 @@ TEST_F(RequestTimelineTest, StretchesAddUpToEachRequestsRecordedTimes) {
     // Every prompt token not found in the prefix cache is in a chunk (a preempted request
     // runs the rest of its prompt, and its outputs, as recompute).
     const int64_t uncached = r.prompt_tokens - r.cached_prompt_tokens;
-    if (r.preemptions == 0) {
+    // A sample that found no batch slot free queued with its first token and computes its
+    // context again, as a preempted request does.
+    const bool queued_sample =
+        later_samples.contains(r.request_id) && !tap.forked.contains(r.request_id);
+    const int64_t recomputes = r.preemptions + (queued_sample ? 1 : 0);
+    if (recomputes == 0) {
       EXPECT_EQ(tokens_in(life, LifeStage::kPrefill), uncached);
     }
     EXPECT_GE(tokens_in(life, LifeStage::kPrefill) + tokens_in(life, LifeStage::kRecompute),
@@ -153,11 +174,13 @@ TEST_F(RequestTimelineTest, StretchesAddUpToEachRequestsRecordedTimes) {
     }
     // A token per decode step; the others came from the step that ended a prompt chunk.
     EXPECT_LE(tokens_in(life, LifeStage::kDecode), telemetry::output_tokens(r));
-    EXPECT_GE(tokens_in(life, LifeStage::kDecode), telemetry::output_tokens(r) - 1 - r.preemptions);
+    EXPECT_GE(tokens_in(life, LifeStage::kDecode), telemetry::output_tokens(r) - 1 - recomputes);
     preemptions += r.preemptions;
     chunked_prompts += count_stage(life, LifeStage::kPrefill) > 1 ? 1 : 0;
   }
   EXPECT_FALSE(cancelled.empty());
+  EXPECT_GT(forks, 0);
+  EXPECT_FALSE(tap.forked.empty());
   EXPECT_GT(preemptions, 0) << "the pool was meant to be too small";
   EXPECT_GT(chunked_prompts, 0) << "the token budget was meant to split prompts";
 }
