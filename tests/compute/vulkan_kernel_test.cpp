@@ -125,6 +125,7 @@ class KernelParity : public testing::Test {
                                const std::vector<float>& expected_out);
   void check_product_shapes();
   void check_kquant_products();
+  void check_copy_kv_slots();
 
   // A [rows x cols] tensor; with pad_cols > 0 a column view of a wider one, at column 3.
   Pair random_tensor(int64_t rows, int64_t cols, uint32_t seed, int64_t pad_cols = 0,
@@ -798,6 +799,51 @@ TEST_F(KernelParity, PagedAttentionTwoLayersOneStep) {
   expect_close(out[1], 1e-4f, "layer 1");
 }
 
+// Copy-on-write of KV blocks: a run of slots copied byte for byte, after the store_kv recorded
+// before it and before the one recorded after it; the same bytes as the CPU backend's copy.
+// Split stores (SplitWeightsAndStaging) copy runs that cross their parts.
+void KernelParity::check_copy_kv_slots() {
+  for (const auto& [type, store_slots] :
+       {std::pair{GgmlType::F32, 20}, std::pair{GgmlType::F16, 40},
+        std::pair{GgmlType::Q8_0, 80}}) {
+    SCOPED_TRACE(type_label(type));
+    KvStore cpu_store = cpu_.create_kv_store(type, store_slots, 32);
+    KvStore vk_store = vk_->create_kv_store(type, store_slots, 32);
+    std::vector<int32_t> slots(static_cast<size_t>(store_slots));
+    std::iota(slots.begin(), slots.end(), 0);
+    Pair k = random_tensor(store_slots, 32, 3, 0, 2.0f), v = random_tensor(store_slots, 32, 4);
+    cpu_.store_kv(k.cpu, v.cpu, slots, cpu_store);
+    vk_->store_kv(k.vk, v.vk, slots, vk_store);
+    const std::vector<uint8_t> before = cpu_.read_kv_bytes(cpu_store, false);
+    // From slots 1..6 to 12..17: in a split store both runs cross a part boundary.
+    const int32_t from = 1, to = 12, count = 6;
+    cpu_.copy_kv_slots(cpu_store, from, to, count);
+    vk_->copy_kv_slots(vk_store, from, to, count);
+    // Written after the copy, into a slot the copy also wrote: this must win.
+    Pair k_late = random_tensor(1, 32, 5), v_late = random_tensor(1, 32, 6);
+    const std::vector<int32_t> late = {to + 2};
+    cpu_.store_kv(k_late.cpu, v_late.cpu, late, cpu_store);
+    vk_->store_kv(k_late.vk, v_late.vk, late, vk_store);
+
+    const uint64_t row = gguf::row_bytes(type, 32);
+    const std::vector<uint8_t> after = cpu_.read_kv_bytes(cpu_store, false);
+    for (int32_t i = 0; i < count; ++i) {
+      if (to + i == late[0]) continue;
+      EXPECT_TRUE(std::equal(after.begin() + (to + i) * row, after.begin() + (to + i + 1) * row,
+                             before.begin() + (from + i) * row))
+          << "slot " << to + i;
+    }
+    EXPECT_FALSE(std::equal(after.begin() + late[0] * row, after.begin() + (late[0] + 1) * row,
+                            before.begin() + (from + 2) * row));
+    EXPECT_TRUE(vk_->read_kv_bytes(vk_store, false) == after);
+    EXPECT_TRUE(vk_->read_kv_bytes(vk_store, true) == cpu_.read_kv_bytes(cpu_store, true));
+    EXPECT_THROW(vk_->copy_kv_slots(vk_store, 0, 3, 5), InputError);  // overlapping runs
+    EXPECT_THROW(cpu_.copy_kv_slots(cpu_store, 0, store_slots - 2, 3), InputError);  // outside
+  }
+}
+
+TEST_F(KernelParity, CopyKvSlots) { check_copy_kv_slots(); }
+
 TEST_F(KernelParity, KvStoreMemoryIsAccountedAsKvCache) {
   const auto kv_bytes = [&] {
     return vk_->memory_usage().bytes_in_use[size_t(BufferPurpose::kKvCache)];
@@ -976,6 +1022,7 @@ void SplitWeightsAndStaging::check_split_kv_store() {
 }
 
 TEST_F(SplitWeightsAndStaging, PagedKvStore) { check_split_kv_store(); }
+TEST_F(SplitWeightsAndStaging, CopyKvSlotsAcrossParts) { check_copy_kv_slots(); }
 
 // The same split store with the GPU kernels (attention.comp).
 class SplitKvStoreWorkgroupTiles : public SplitWeightsAndStaging {
