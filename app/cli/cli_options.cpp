@@ -33,6 +33,7 @@ const std::map<std::string, OptionBounds, std::less<>>& bounds_table() {
       {"top-p", {0, 1}},
       {"top", {0, 100}},
       {"seed", {0, kLargestSeed}},
+      {"n", {1, 64}},  // samples of one prompt: a batch slot each
       // the serving engine
       {"max-batch", {1, 256}},
       {"token-budget", {1, 65536}},

@@ -31,8 +31,9 @@ const std::vector<Subcommand>& subcommands() {
        run_attention},
       {"generate",
        "(--prompt T | --ids 1,2,3) [--max-tokens N] [--greedy | --temperature T --top-k K "
-       "--top-p P --seed S] [--kv-type f32|f16|q8_0] [--json [--top K]] [--no-stop] [--warmup]: "
-       "continue a prompt through the serving engine (--top: each token's probability, its "
+       "--top-p P --seed S] [--n N] [--kv-type f32|f16|q8_0] [--json [--top K]] [--no-stop] "
+       "[--warmup]: continue a prompt through the serving engine (--n: N samples sharing the "
+       "prompt's KV blocks, sample i with seed S + i; --top: each token's probability, its "
        "sampling probability and the K most likely alternatives; --warmup: the same work once, "
        "untimed, first, as llama-bench does)",
        run_generate},

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf_file.h"
@@ -131,6 +133,50 @@ TEST(Cli, GenerateTopGivesTokenProbabilitiesOfTheReference) {
   // Without --top there is no "tokens" field.
   const CliRun plain = cli("generate" + model("llama-f32.gguf") + " --ids 1,2 --greedy --json");
   EXPECT_FALSE(json::parse(plain.out).contains("tokens"));
+}
+
+// --n: samples of one prompt, computed once and sharing its KV blocks. Each sample's tokens are
+// those of a run of its own with its seed (seed + i); the bytes saved are the formula's: the
+// prompt's 2 blocks (21 tokens, blocks of 16) held once instead of 3 times, and two samples
+// copy the partly filled one when they write into it.
+TEST(Cli, GenerateNSamplesShareThePromptAndEachMatchesARunOfItsOwn) {
+  std::vector<int32_t> prompt(21);
+  std::iota(prompt.begin(), prompt.end(), 5);
+  const std::string args = "generate" + model("llama-f32.gguf") + " --ids " + id_list(prompt) +
+                           " --json --no-stop --max-tokens 8 --temperature 0.9";
+  const CliRun run = cli(args + " --seed 11 --n 3");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  ASSERT_EQ(doc["samples"].size(), 3u);
+  EXPECT_EQ(doc["prefill_tokens"].get<size_t>(), prompt.size());  // once for all three
+  EXPECT_EQ(doc["decode_tokens"].get<int64_t>(), 3 * 7);
+  std::set<std::vector<int32_t>> distinct;
+  for (size_t i = 0; i < 3; ++i) {
+    const json& sample = doc["samples"][i];
+    EXPECT_EQ(sample["sampling"]["seed"].get<uint64_t>(), 11 + i);
+    const CliRun alone = cli(args + " --seed " + std::to_string(11 + i));
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    EXPECT_EQ(sample["generated_ids"], json::parse(alone.out)["generated_ids"]) << "sample " << i;
+    distinct.insert(sample["generated_ids"].get<std::vector<int32_t>>());
+  }
+  EXPECT_GT(distinct.size(), 1u) << "the seeds were meant to give different samples";
+  EXPECT_EQ(doc["generated_ids"], doc["samples"][0]["generated_ids"]);
+
+  const servescope::model::ModelConfig config = servescope::model::read_model_config(
+      gguf::GgufFile::open(kData + "/models/llama-f32.gguf"));
+  const uint64_t per_block =
+      serving::kv_bytes_per_block(serving::kv_layout(config, gguf::GgmlType::F32, 16));
+  EXPECT_EQ(doc["kv_type"], "f32");
+  EXPECT_EQ(doc["kv_bytes_per_block"].get<uint64_t>(), per_block);
+  EXPECT_EQ(doc["kv_bytes_saved_by_sharing"].get<uint64_t>(), (3 - 1) * 2 * per_block);
+  EXPECT_EQ(doc["kv_copy_on_write_blocks"].get<int64_t>(), 2);
+
+  // As text: each sample under its own heading.
+  const CliRun text = cli("generate" + model("llama-f32.gguf") + " --ids 1,2,3 --n 2 --greedy");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("--- sample 1 of 2 ---"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("--- sample 2 of 2 ---"), std::string::npos) << text.out;
+  EXPECT_NE(text.err.find("bytes saved"), std::string::npos) << text.err;
 }
 
 TEST(Cli, LogitsAllMatchesGolden) {
@@ -286,6 +332,8 @@ TEST(Cli, BadInputIsAOneLineReason) {
       {"generate" + model("llama-f32.gguf") + " --ids 1 --greedy --seed 3", "--greedy cannot"},
       {"generate" + model("llama-f32.gguf") + " --ids 1 --temperature -1", "temperature"},
       {"generate" + model("llama-f32.gguf") + " --ids 1 --top 3", "--top needs --json"},
+      {"generate" + model("llama-f32.gguf") + " --ids 1 --n 0", "--n"},
+      {"generate" + model("llama-f32.gguf") + " --ids 1 --n 65", "--n"},
       {"generate" + model("llama-f32.gguf") + " --ids 1 --json --top -2",
        "--top -2 is below the limit of 0"},
       {"logits --model /nonexistent.gguf --ids 1", "/nonexistent.gguf"},
