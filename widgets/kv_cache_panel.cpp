@@ -137,6 +137,12 @@ int KvCachePanel::used_block_count() const {
                                         [](const KvBlock& b) { return b.owner >= 0; }));
 }
 
+int64_t KvCachePanel::blocks_saved_by_sharing() const {
+  int64_t saved = 0;
+  for (const KvBlock& b : snapshot_.blocks) saved += std::max(0, b.ref_count - 1);
+  return saved;
+}
+
 int KvCachePanel::shared_block_count() const {
   return static_cast<int>(std::count_if(snapshot_.blocks.begin(), snapshot_.blocks.end(),
                                         [](const KvBlock& b) { return b.ref_count > 1; }));
@@ -266,18 +272,25 @@ void KvCachePanel::paintEvent(QPaintEvent*) {
   qreal y = area.top();
   int64_t retained = 0;
   for (const KvBlock& b : snapshot_.blocks) retained += b.owner >= 0 ? b.fill : 0;
-  y += chart::draw_heading(painter, area,
-                           tr("KV cache: %1 of %2 blocks in use, %3 tokens held in blocks of %4")
-                               .arg(used_block_count())
-                               .arg(snapshot_.blocks.size())
-                               .arg(retained)
-                               .arg(snapshot_.block_size),
-                           t);
-  add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
-              tr("The KV cache keeps every processed token's keys and values, in fixed-size blocks "
-                 "handed to requests as they grow (paged attention)."));
+  QString heading = tr("KV cache: %1 of %2 blocks in use, %3 tokens held in blocks of %4")
+                        .arg(used_block_count())
+                        .arg(snapshot_.blocks.size())
+                        .arg(retained)
+                        .arg(snapshot_.block_size);
   const qreal line = QFontMetricsF(font()).lineSpacing();
   explained_ = area.height() / line >= kLinesForExplanations;
+  // In a projector's room the heading keeps its one line; the blocks' "xN" badges stay.
+  if (const int64_t saved = blocks_saved_by_sharing(); saved > 0 && explained_) {
+    heading += tr("; sharing saves %1 blocks, %2")
+                   .arg(saved)
+                   .arg(chart::format_bytes(static_cast<double>(saved) * bytes_per_block()));
+  }
+  y += chart::draw_heading(painter, area, heading, t);
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
+              tr("The KV cache keeps every processed token's keys and values, in fixed-size blocks "
+                 "handed to requests as they grow (paged attention). A block shared by n "
+                 "sequences (a cached prefix, or samples of one prompt) is held once: n - 1 "
+                 "blocks saved against each sequence holding its own copy."));
   y += chart::draw_legend(painter, QRectF(area.left(), y, area.width(), area.height()),
                           legend(!explained_), t) +
        6;

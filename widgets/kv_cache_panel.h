@@ -72,8 +72,9 @@ struct DeviceMemory {
 struct KvReservation {
   bool known = false;  // every request's longest length was reported (a recording has none)
   int64_t requests = 0;
-  double used_bytes = 0.0;      // their tokens' keys and values
-  double paged_bytes = 0.0;     // the blocks they hold
+  double used_bytes = 0.0;      // their tokens' keys and values, each request its own
+  double paged_bytes = 0.0;     // the blocks they hold, a shared block once
+  double paged_used_bytes = 0.0;  // the tokens those blocks hold (below used_bytes when shared)
   double reserved_bytes = 0.0;  // their longest lengths
   double capacity_bytes = 0.0;  // the block pool's
   int64_t would_not_fit = 0;    // first come, first served
@@ -111,6 +112,8 @@ class KvCachePanel : public PanelView {
   // What the panel shows, for tests and the app.
   int used_block_count() const;
   int shared_block_count() const;
+  // Blocks sharing saves: a block held by n sequences would be n blocks, one per sequence.
+  int64_t blocks_saved_by_sharing() const;
   int highlighted_block_count() const;                 // blocks whose last event is still fading
   static double event_strength(const KvBlock& block);  // 1 just happened .. 0 faded
   double bytes_per_token() const;  // 2 x layers x kv_heads x head_dim x bytes per element

@@ -35,7 +35,8 @@ void KvCachePanel::paint_reservation(QPainter& painter, const QRectF& area) {
       8;
   const qreal bar_width = std::max<qreal>(area.width() - label_width, 10);
   const qreal bar_height = metrics.height() * 1.1;
-  const auto bar = [&](const QString& label, double whole, const QString& tip) {
+  const auto bar = [&](const QString& label, double whole, double used_bytes,
+                       const QString& tip) {
     painter.setPen(t.text);
     painter.drawText(QRectF(area.left(), top, label_width, bar_height),
                      Qt::AlignLeft | Qt::AlignVCenter, label);
@@ -45,15 +46,19 @@ void KvCachePanel::paint_reservation(QPainter& painter, const QRectF& area) {
     painter.setPen(QPen(t.muted_text, 1));
     painter.setBrush(Qt::NoBrush);
     painter.drawRect(full);
-    const QRectF used(x, top, std::max<qreal>(1.0, bar_width * r.used_bytes / scale), bar_height);
+    const QRectF used(x, top, std::max<qreal>(1.0, bar_width * used_bytes / scale), bar_height);
     painter.fillRect(used, t.series(0));
     add_tooltip(full, tip);
     top += bar_height + 4;
   };
-  bar(tr("paged"), r.paged_bytes,
-      tr("The blocks these requests hold: %1, of which their tokens use %2")
-          .arg(chart::format_bytes(r.paged_bytes), chart::format_bytes(r.used_bytes)));
-  bar(tr("reserved"), r.reserved_bytes,
+  // Shared blocks (a cached prefix, samples of one prompt) are held once: the paged bar's
+  // tokens are the ones its blocks hold, fewer than the requests' own when they share.
+  const bool shared = r.paged_used_bytes < r.used_bytes;
+  bar(tr("paged"), r.paged_bytes, r.paged_used_bytes,
+      tr("The blocks these requests hold: %1, of which their tokens use %2%3")
+          .arg(chart::format_bytes(r.paged_bytes), chart::format_bytes(r.paged_used_bytes),
+               shared ? tr(" (shared blocks counted once)") : QString()));
+  bar(tr("reserved"), r.reserved_bytes, r.used_bytes,
       tr("Each request's longest length (prompt + max tokens) set aside up front: %1, of which "
          "their tokens use %2")
           .arg(chart::format_bytes(r.reserved_bytes), chart::format_bytes(r.used_bytes)));
@@ -64,15 +69,16 @@ void KvCachePanel::paint_reservation(QPainter& painter, const QRectF& area) {
   const double unused =
       r.reserved_bytes > 0 ? 100.0 * (1.0 - r.used_bytes / r.reserved_bytes) : 0.0;
   const double paged_unused =
-      r.paged_bytes > 0 ? 100.0 * (1.0 - r.used_bytes / r.paged_bytes) : 0.0;
+      r.paged_bytes > 0 ? 100.0 * (1.0 - r.paged_used_bytes / r.paged_bytes) : 0.0;
+  const QString paged_note = shared ? tr("in their last blocks; shared blocks held once")
+                                    : tr("in their last blocks");
   const QString summary =
-      tr("%1 requests use %2. Paged: %3 (%4% unused, in their last blocks). Reserved: %5 (%6% "
-         "unused). %7 of the %1 would not have fitted in the pool of %8 (the line), first "
-         "come, first served.")
+      tr("%1 requests use %2. Paged: %3 (%4% unused, %5). Reserved: %6 (%7% unused). %8 of the "
+         "%1 would not have fitted in the pool of %9 (the line), first come, first served.")
           .arg(r.requests)
           .arg(chart::format_bytes(r.used_bytes), chart::format_bytes(r.paged_bytes),
-               chart::format_number(paged_unused, 2), chart::format_bytes(r.reserved_bytes),
-               chart::format_number(unused, 2))
+               chart::format_number(paged_unused, 2), paged_note,
+               chart::format_bytes(r.reserved_bytes), chart::format_number(unused, 2))
           .arg(r.would_not_fit)
           .arg(chart::format_bytes(r.capacity_bytes));
   painter.setPen(t.text);

@@ -12,5 +12,8 @@ inline constexpr int kMaxClassmates = 32;
 inline constexpr int kMaxTokens = 4096;
 // A static batch's longest wait: the window's Batch wait box and a lesson's set_batch_wait.
 inline constexpr int kMaxBatchWaitMs = 10000;
+// Samples of the user's prompt one Generate runs (they share its KV blocks): the window's
+// Samples box; no more than the engine's batch slots, so that all of them decode together.
+inline constexpr int kMaxSamples = 8;
 
 }  // namespace servescope::app

@@ -135,7 +135,9 @@ TEST(TelemetryFolder, RebuildsTheBlockPoolFromItsEvents) {
   EXPECT_EQ(b[4].fill, 3);
   EXPECT_EQ(b[5].fill, 1);
   EXPECT_EQ(b[5].owner, 1);
-  EXPECT_EQ(folder.retained_tokens(), 7 + 5);
+  // What the blocks in use hold, the shared block 2 once: 4 + 3 + 1 (the two sequences'
+  // own contexts are 7 and 5 tokens, 4 of them the same).
+  EXPECT_EQ(folder.retained_tokens(), 4 + 3 + 1);
   EXPECT_EQ(folder.kv_bytes_used(), 300u);
 
   // Sequence 0 finishes: block 4 (not indexed) loses its KV, block 2 stays with sequence 1.
@@ -157,6 +159,49 @@ TEST(TelemetryFolder, RebuildsTheBlockPoolFromItsEvents) {
   EXPECT_EQ(folder.counts().inconsistent_kv_events, 0);
   EXPECT_EQ(folder.counts().kv_events, 11);
   EXPECT_EQ(folder.counts().kv_events_by_kind[static_cast<size_t>(KvEventKind::kWrite)], 4);
+}
+
+// Samples of one prompt: a fork shares every block (reference counts up, nothing new in use),
+// a copy-on-write moves one sample to a copy of the partly filled block; the tokens held count
+// each block once, and the sample's life starts decoding at its fork.
+TEST(TelemetryFolder, FoldsForksAndCopiesOnWrite) {
+  TelemetryFolder folder = folder_with_blocks(6);
+  KvEvent fork = event(KvEventKind::kFork, 1, {2, 4}, 6, 2);
+  fork.time_ms = 30.0;
+  folder.fold(
+      std::vector<TelemetryItem>{
+          telemetry::RequestArrival{1, 6, 10.0},
+          event(KvEventKind::kAllocate, 0, {2, 4}, 6, 2),
+          write(0, 2, 0, 0, 4, 2),
+          write(0, 4, 0, 4, 2, 2),
+          fork,
+      },
+      0.0);
+  const auto& b = folder.blocks();
+  EXPECT_EQ(folder.blocks_used(), 2);
+  EXPECT_EQ(b[2].ref_count, 2);
+  EXPECT_EQ(b[4].ref_count, 2);
+  EXPECT_EQ(folder.retained_tokens(), 6);
+  EXPECT_EQ(folder.sequence_kv(1)->blocks, 2);
+  EXPECT_EQ(folder.sequence_kv(1)->tokens_written, 6);
+  const std::vector<const telemetry::RequestLife*> lives = folder.timeline().lives();
+  ASSERT_EQ(lives.size(), 1u);
+  ASSERT_EQ(lives[0]->stretches.size(), 2u);
+  EXPECT_EQ(lives[0]->stretches[0].stage, telemetry::LifeStage::kQueued);
+  EXPECT_DOUBLE_EQ(lives[0]->stretches[1].start_ms, 30.0);
+  EXPECT_EQ(lives[0]->stretches[1].stage, telemetry::LifeStage::kDecode);
+
+  folder.fold(std::vector<TelemetryItem>{event(KvEventKind::kCopyOnWrite, 0, {4, 5}, 2, 3),
+                                         write(0, 5, 2, 6, 1, 3), write(1, 4, 2, 6, 1, 3)},
+              0.0);
+  EXPECT_EQ(folder.blocks_used(), 3);
+  EXPECT_EQ(b[4].ref_count, 1);
+  EXPECT_EQ(b[5].ref_count, 1);
+  EXPECT_EQ(b[5].owner, 0);
+  EXPECT_EQ(b[5].fill, 3);
+  EXPECT_EQ(b[4].fill, 3);
+  EXPECT_EQ(folder.retained_tokens(), 4 + 3 + 3);
+  EXPECT_EQ(folder.counts().inconsistent_kv_events, 0);
 }
 
 TEST(TelemetryFolder, KeepsEachSequencesKvShareAfterItReleasesItsBlocks) {
@@ -236,27 +281,44 @@ TEST(TelemetryFolder, FlagsEventsThatDisagreeWithTheReplay) {
   EXPECT_EQ(folder.counts().inconsistent_kv_events, 1);
 }
 
+telemetry::TokenRecord token_record(int64_t request, int64_t step, int64_t output, int32_t id) {
+  telemetry::TokenRecord t;
+  t.request_id = request;
+  t.step_index = step;
+  t.output_index = output;
+  t.id = id;
+  return t;
+}
+
 TEST(TelemetryFolder, KeepsTheTokensOfTheNewestRequestThatReportsThem) {
   TelemetryFolder folder = folder_with_blocks(4);
-  std::vector<TelemetryItem> items;
-  for (int32_t id : {11, 12}) {
-    telemetry::TokenRecord t;
-    t.request_id = 3;
-    t.id = id;
-    items.push_back(t);
-  }
-  folder.fold(items, 0.0);
+  folder.fold(std::vector<TelemetryItem>{token_record(3, 1, 0, 11), token_record(3, 2, 1, 12)},
+              0.0);
   EXPECT_EQ(folder.watched_request(), 3);
   EXPECT_EQ(folder.watched_tokens().size(), 2u);
-  telemetry::TokenRecord next;
-  next.request_id = 5;
-  next.id = 20;
+  telemetry::TokenRecord next = token_record(5, 6, 0, 20);
   next.prob = 0.25;
   folder.fold(std::vector<TelemetryItem>{next}, 0.0);
   EXPECT_EQ(folder.watched_request(), 5);
   ASSERT_EQ(folder.watched_tokens().size(), 1u);
   EXPECT_EQ(folder.watched_tokens()[0].id, 20);
   EXPECT_EQ(folder.counts().tokens, 3);
+}
+
+// Samples of the watched request's prompt draw their first tokens in its first step: their
+// tokens are counted but not watched; the next generation's request is.
+TEST(TelemetryFolder, FurtherSamplesOfTheWatchedPromptAreNotWatched) {
+  TelemetryFolder folder = folder_with_blocks(4);
+  folder.fold(std::vector<TelemetryItem>{token_record(7, 4, 0, 30), token_record(8, 4, 0, 31),
+                                         token_record(9, 4, 0, 32), token_record(7, 5, 1, 33),
+                                         token_record(8, 5, 1, 34), token_record(9, 5, 1, 35)},
+              0.0);
+  EXPECT_EQ(folder.watched_request(), 7);
+  ASSERT_EQ(folder.watched_tokens().size(), 2u);
+  EXPECT_EQ(folder.watched_tokens()[1].id, 33);
+  EXPECT_EQ(folder.counts().tokens, 6);
+  folder.fold(std::vector<TelemetryItem>{token_record(12, 9, 0, 40)}, 0.0);
+  EXPECT_EQ(folder.watched_request(), 12);
 }
 
 TEST(TelemetryFolder, CountsWhatItTookInAndTheHostMapsItToThePanelsItFeeds) {

@@ -83,6 +83,22 @@ TEST(KvCachePanel, CountsUsedSharedAndRecentlyChangedBlocks) {
   EXPECT_EQ(KvCachePanel::event_strength(snap.blocks[0]), 0.0);
 }
 
+// A block held by n sequences would be n blocks: the heading says what sharing saves.
+TEST(KvCachePanel, TheHeadingSaysWhatSharedBlocksSave) {
+  KvCacheSnapshot snap = default_model_snapshot();
+  snap.blocks[1].ref_count = 3;  // with block 0 (2 refs): 1 + 2 blocks saved
+  KvCachePanel panel;
+  panel.set_snapshot(snap);
+  EXPECT_EQ(panel.blocks_saved_by_sharing(), 3);
+  panel.resize(1200, 700);
+  panel.grab();
+  EXPECT_FALSE(
+      testing::painted_text_starting(
+          panel, "KV cache: 4 of 6 blocks in use, 46 tokens held in blocks of 16; sharing saves "
+                 "3 blocks, 240 KiB")
+          .isEmpty());
+}
+
 TEST(KvCachePanel, LegendNamesYourRequestThenTheClassmatesThenTheBlockKinds) {
   KvCachePanel panel;
   panel.set_snapshot(default_model_snapshot());

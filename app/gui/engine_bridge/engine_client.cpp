@@ -32,7 +32,8 @@ void EngineClient::send(Call call) {
 void EngineClient::forward_replies() {
   using R = EngineReplies;
   relay(worker_, this, &R::engine_ready, &R::load_failed, &R::generation_refused, &R::failed,
-        &R::notice, &R::prompt_prefill_started, &R::generation_started, &R::generation_finished,
+        &R::notice, &R::prompt_prefill_started, &R::generation_started, &R::sample_started,
+        &R::generation_finished,
         &R::running_changed, &R::idle, &R::quant_lab_ready, &R::quant_lab_progress,
         &R::weight_progress, &R::load_stage, &R::timing_model_progress, &R::memory_measured,
         &R::batch_sweep_point, &R::batch_sweep_ready, &R::staggered_load_progress,
@@ -64,7 +65,10 @@ void EngineClient::mirror_replies() {
   connect(this, &EngineReplies::generation_started, this, [&s](qint64 request, int) {
     s.generating = true;
     s.user_request = request;
+    s.user_samples.clear();
   });
+  connect(this, &EngineReplies::sample_started, this,
+          [&s](qint64 request) { s.user_samples.push_back(request); });
   connect(this, &EngineReplies::generation_refused, this,
           [&s](const QString&) { s.generating = false; });
   connect(this, &EngineReplies::generation_finished, this,
@@ -149,6 +153,10 @@ void EngineClient::set_speed(Speed speed) {
 
 void EngineClient::set_sampling(const serving::SamplingParams& sampling) {
   send([sampling](EngineWorker& w) { w.set_sampling(sampling); });
+}
+
+void EngineClient::set_samples(int samples) {
+  send([samples](EngineWorker& w) { w.set_samples(samples); });
 }
 
 void EngineClient::set_max_tokens(int count) {

@@ -40,6 +40,7 @@ struct EngineState {
   QString loading_path;
   bool generating = false;     // the user's generation, from generate() to its end
   qint64 user_request = -1;    // the user's request in the engine (-1 before one is named)
+  QVector<qint64> user_samples;  // the further samples of its prompt (Samples above 1)
   bool running = false;        // the engine has requests to step
   bool sweeping = false;       // a batch sweep or a staggered load runs on its own engine
   BatchCollecting collecting;  // the static batch collecting now (waiting 0: none)
@@ -74,6 +75,7 @@ class EngineClient : public EngineReplies {
   void set_classmates(int count);
   void set_speed(Speed speed);
   void set_sampling(const serving::SamplingParams& sampling);
+  void set_samples(int samples);
   void set_max_tokens(int count);
   void set_continuous_classmates(bool continuous);
   void set_attention_head(int layer, int head);

@@ -35,6 +35,9 @@ class EngineReplies : public QObject {
   // The typed prompt's prefill (ahead of Generate, for the prefix cache) was submitted.
   void prompt_prefill_started(qint64 request);
   void generation_started(qint64 request, int prompt_tokens);
+  // Another sample of the user's prompt (Sampling > Samples above 1): it shares the prompt's KV
+  // blocks and continues it on its own. After generation_started, one per further sample.
+  void sample_started(qint64 request);
   void generation_finished(servescope::gui::GenerationEnd end);
   void running_changed(bool running);
   void idle(servescope::gui::EngineCounters counters);

@@ -154,6 +154,7 @@ void EngineWorker::drop_engine() {
   keep_raised_roofs();
   engine_.reset();
   user_request_.reset();
+  user_samples_.clear();
   live_requests_.clear();
   classmate_requests_.clear();
   last_prefill_ids_.clear();
@@ -430,6 +431,10 @@ void EngineWorker::set_classmates(int count) {
 void EngineWorker::set_speed(Speed speed) {
   speed_ = speed;
   update_timer();
+}
+
+void EngineWorker::set_samples(int samples) {
+  samples_ = std::clamp(samples, 1, app::kMaxSamples);
 }
 
 void EngineWorker::set_sampling(serving::SamplingParams sampling) {

@@ -106,6 +106,9 @@ class EngineWorker : public EngineReplies {
   void set_classmates(int count);
   void set_speed(servescope::gui::Speed speed);
   void set_sampling(servescope::serving::SamplingParams sampling);
+  // Samples of the prompt each Generate runs (1 to kMaxSamples): sample i samples with seed
+  // + i, all share the prompt's KV blocks; the generation ends when the last one does.
+  void set_samples(int samples);
   void set_max_tokens(int max_tokens);
   // true: classmates keep coming after the user's generation ends (the scripted demo's load).
   void set_continuous_classmates(bool continuous);
@@ -208,6 +211,7 @@ class EngineWorker : public EngineReplies {
   BatchingChoice batching_;
   bool collecting_ = false;  // the last batch_collecting() said a batch was collecting
   serving::SamplingParams sampling_;
+  int samples_ = 1;
   int max_tokens_ = kDefaultMaxTokens;
   int classmates_ = 0;
   bool continuous_classmates_ = false;
@@ -226,6 +230,7 @@ class EngineWorker : public EngineReplies {
   std::unique_ptr<serving::Engine> engine_;
 
   std::optional<serving::SequenceId> user_request_;
+  std::set<serving::SequenceId> user_samples_;  // its further samples, until they finish
   int64_t attention_layer_ = 0;
   int64_t attention_head_ = 0;
   AttentionSample attention_sample_;             // the user's request's rows so far

@@ -75,12 +75,15 @@ void EngineWorker::generate(const QString& prompt) {
                        " tokens but the model's context holds " + std::to_string(context) +
                        "; shorten it so there is room to generate");
     }
-    user_request_ = engine_->submit(request);
-    live_requests_.insert(*user_request_);
-    ++requests_submitted_;
+    const std::vector<serving::SequenceId> ids = engine_->submit_samples(request, samples_);
+    user_request_ = ids.front();
+    user_samples_ = {ids.begin() + 1, ids.end()};
+    live_requests_.insert(ids.begin(), ids.end());
+    requests_submitted_ += static_cast<int64_t>(ids.size());
     generated_once_ = true;
     attention_sample_ = {};
     Q_EMIT generation_started(*user_request_, static_cast<int>(request.prompt_ids.size()));
+    for (const serving::SequenceId sample : user_samples_) Q_EMIT sample_started(sample);
   } catch (const std::exception& error) {
     Q_EMIT generation_refused(QString("Cannot generate: %1").arg(error.what()));
     return;
@@ -93,6 +96,7 @@ void EngineWorker::stop() {
   if (!user_request_) return;
   cancel_all();
   user_request_.reset();
+  user_samples_.clear();
   Q_EMIT generation_finished(GenerationEnd::kStopped);
   update_timer();
 }
@@ -179,6 +183,8 @@ void EngineWorker::recover_from_step_failure(const std::exception& error) {
 
 void EngineWorker::check_user_request() {
   if (!user_request_ || !engine_->is_finished(*user_request_)) return;
+  std::erase_if(user_samples_, [&](serving::SequenceId id) { return engine_->is_finished(id); });
+  if (!user_samples_.empty()) return;  // the generation ends with its last sample
   const serving::Sequence& sequence = engine_->sequence(*user_request_);
   user_request_.reset();
   Q_EMIT generation_finished(generation_end_of(sequence.finish_reason));

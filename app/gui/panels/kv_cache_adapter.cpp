@@ -104,6 +104,8 @@ class KvCacheAdapter final : public PanelAdapter {
     r.requests = c.requests;
     r.used_bytes = static_cast<double>(c.used_bytes);
     r.paged_bytes = static_cast<double>(feed.folder.kv_bytes_used());
+    r.paged_used_bytes = static_cast<double>(feed.folder.retained_tokens()) *
+                         static_cast<double>(feed.info.kv_bytes_per_token);
     r.reserved_bytes = static_cast<double>(c.reserved_bytes);
     r.capacity_bytes = static_cast<double>(c.capacity_bytes);
     r.would_not_fit = c.would_not_fit;

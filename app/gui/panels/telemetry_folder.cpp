@@ -29,6 +29,8 @@ void TelemetryFolder::reset(const FoldFacts& facts) {
   released_kv_.clear();
   kv_fill_.clear();
   watched_request_ = -1;
+  watched_first_step_ = -1;
+  unwatched_samples_.clear();
   own_requests_.clear();
   watched_tokens_.clear();
   recent_tokens_.clear();
@@ -171,9 +173,19 @@ void TelemetryFolder::fold_kv_event(const telemetry::KvEvent& event, double now_
 
 void TelemetryFolder::fold_token(const telemetry::TokenRecord& token) {
   ++counts_.tokens;
+  // The other samples of the watched request's prompt drew their first tokens from its logits,
+  // in its first step: neither those nor their later tokens are watched.
+  if (token.output_index == 0 && token.step_index == watched_first_step_ &&
+      token.request_id != watched_request_) {
+    unwatched_samples_.insert(token.request_id);
+    return;
+  }
+  if (unwatched_samples_.contains(token.request_id)) return;
   if (token.request_id > watched_request_) {
     watched_request_ = token.request_id;
+    watched_first_step_ = token.output_index == 0 ? token.step_index : -1;
     watched_tokens_.clear();
+    unwatched_samples_.clear();
   }
   if (token.request_id == watched_request_) watched_tokens_.push_back(token);
 }
@@ -222,9 +234,11 @@ std::optional<SequenceKv> TelemetryFolder::sequence_kv(int64_t sequence) const {
   return std::nullopt;
 }
 
+// Each block in use counts its written slots once, however many sequences share it: the
+// tokens the allocated bytes hold.
 int64_t TelemetryFolder::retained_tokens() const {
   int64_t tokens = 0;
-  for (const auto& [sequence, written] : written_) tokens += written;
+  for (const FoldedBlock& block : blocks_) tokens += block.ref_count > 0 ? block.fill : 0;
   return tokens;
 }
 

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -92,7 +93,7 @@ class TelemetryFolder {
   // `history` most recent requests.
   const telemetry::RequestTimeline& timeline() const { return timeline_; }
   const std::deque<KvFillPoint>& kv_fill() const { return kv_fill_; }
-  // Tokens written into the cache for the sequences holding blocks now.
+  // Tokens written into the blocks in use now, a block shared by several sequences once.
   int64_t retained_tokens() const;
   // The sequences holding blocks now, by id: their tokens written and the most they can hold
   // (0 where no step said: a recording does not keep it), for the reservation comparison.
@@ -102,7 +103,8 @@ class TelemetryFolder {
   std::optional<SequenceKv> sequence_kv(int64_t sequence) const;
 
   // The token records of the newest request that reported them (only the user's request asks
-  // for token probabilities), in order.
+  // for token probabilities), in order. Further samples of its prompt report theirs too, but
+  // draw their first tokens in the step that drew its own: they are not watched.
   int64_t watched_request() const { return watched_request_; }
   // The user's own requests (the others are classmates'), in the order they were submitted.
   void mark_own_request(int64_t request) { own_requests_.push_back(request); }
@@ -145,6 +147,8 @@ class TelemetryFolder {
   std::deque<std::pair<int64_t, SequenceKv>> released_kv_;
   std::deque<KvFillPoint> kv_fill_;
   int64_t watched_request_ = -1;
+  int64_t watched_first_step_ = -1;  // the step that drew its first token
+  std::set<int64_t> unwatched_samples_;  // the further samples of its prompt
   std::vector<int64_t> own_requests_;
   std::vector<telemetry::TokenRecord> watched_tokens_;
   int64_t blocks_used_ = 0;

@@ -49,7 +49,8 @@ ReplayPlayer::ReplayPlayer(Trace trace, EngineClient& engine, QObject* parent)
   using R = EngineReplies;
   relay(this, &engine, &R::engine_ready, &R::memory_measured, &R::batch_sweep_point,
         &R::batch_sweep_ready, &R::batching_changed, &R::batch_collecting,
-        &R::prompt_prefill_started, &R::generation_started, &R::generation_finished);
+        &R::prompt_prefill_started, &R::generation_started, &R::sample_started,
+        &R::generation_finished);
   timer_->setTimerType(Qt::PreciseTimer);
   connect(timer_, &QTimer::timeout, this, &ReplayPlayer::tick);
 }
@@ -149,6 +150,8 @@ void ReplayPlayer::play_event(const TraceEvent& event) {
           Q_EMIT prompt_prefill_started(e.request);
         } else if constexpr (std::is_same_v<E, trace::GenerationStarted>) {
           Q_EMIT generation_started(e.request, e.prompt_tokens);
+        } else if constexpr (std::is_same_v<E, trace::SampleStarted>) {
+          Q_EMIT sample_started(e.request);
         } else if constexpr (std::is_same_v<E, trace::GenerationFinished>) {
           Q_EMIT generation_finished(e.end);
         } else {

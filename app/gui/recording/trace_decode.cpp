@@ -169,6 +169,7 @@ TraceBody decode_body(const Json& j) {
   if (kind == "batching") return trace::Batching{decoded<BatchingChoice>(j, "choice", path)};
   if (kind == "collecting") return trace::Collecting{decoded<BatchCollecting>(j, "state", path)};
   if (kind == "prompt_prefill") return trace::PromptPrefill{decoded<int64_t>(j, "request", path)};
+  if (kind == "sample_started") return trace::SampleStarted{decoded<int64_t>(j, "request", path)};
   if (kind == "generation_started") {
     return trace::GenerationStarted{decoded<int64_t>(j, "request", path),
                                     decoded<int>(j, "prompt_tokens", path)};

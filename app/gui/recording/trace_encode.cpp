@@ -103,6 +103,9 @@ void encode_body(const TraceBody& body, Json& out) {
           out["kind"] = "generation_started";
           out["request"] = e.request;
           out["prompt_tokens"] = e.prompt_tokens;
+        } else if constexpr (std::is_same_v<E, trace::SampleStarted>) {
+          out["kind"] = "sample_started";
+          out["request"] = e.request;
         } else if constexpr (std::is_same_v<E, trace::GenerationFinished>) {
           out["kind"] = "generation_finished";
           out["reason"] = generation_end_name(e.end).toStdString();

@@ -20,6 +20,7 @@
 //   collecting           "state": BatchCollecting (a static batch collecting, or done)
 //   prompt_prefill       "request": the typed prompt prefilled ahead of Generate (version 2)
 //   generation_started   "request", "prompt_tokens"
+//   sample_started       "request": a further sample of the user's prompt (version 4)
 //   generation_finished  "reason"
 //   lesson               "lesson", "step": the Learn pane's lesson and step ids, as it showed one
 // Enums are written by name ("decode", "allocate", "Q8_0"); a number that is not finite is
@@ -27,7 +28,8 @@
 // addition) and refuses a missing one; a new kind or a changed meaning raises the version.
 // Version 1 lacked prompt_prefill (its replays show the typed prompt's prefill as a classmate's);
 // versions 1 and 2 lack arrivals (a request's queued stretch appears when it finishes).
-// Version 4 added the KV event kinds "fork" and "copy_on_write" (samples sharing a prompt).
+// Version 4 added samples sharing a prompt: sample_started and the KV event kinds "fork" and
+// "copy_on_write".
 // A BatchEntry's longest_tokens is not recorded: a replay's KV panel says the reservation
 // comparison is not known.
 #pragma once
@@ -94,6 +96,9 @@ struct GenerationStarted {
   int64_t request = 0;
   int prompt_tokens = 0;
 };
+struct SampleStarted {
+  int64_t request = 0;
+};
 struct GenerationFinished {
   GenerationEnd end;  // stored by its name (generation_end_name)
 };
@@ -106,7 +111,8 @@ struct LessonShown {
 using TraceBody =
     std::variant<trace::Engine, trace::Telemetry, trace::Memory, trace::SweepPoint,
                  trace::SweepDone, trace::Batching, trace::Collecting, trace::PromptPrefill,
-                 trace::GenerationStarted, trace::GenerationFinished, trace::LessonShown>;
+                 trace::GenerationStarted, trace::SampleStarted, trace::GenerationFinished,
+                 trace::LessonShown>;
 
 struct TraceEvent {
   double ms = 0.0;  // the recording window's clock when it arrived

@@ -30,6 +30,8 @@ TraceRecorder::TraceRecorder(EngineClient& engine, std::shared_ptr<TraceWriter> 
   connect(&engine, &EngineClient::generation_started, this, [this](qint64 request, int tokens) {
     record(trace::GenerationStarted{request, tokens});
   });
+  connect(&engine, &EngineClient::sample_started, this,
+          [this](qint64 request) { record(trace::SampleStarted{request}); });
   connect(&engine, &EngineClient::generation_finished, this, [this](GenerationEnd end) {
     record(trace::GenerationFinished{end});
   });

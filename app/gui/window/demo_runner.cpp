@@ -29,6 +29,7 @@ void DemoRunner::start() {
   started_ = true;
   if (!plan_.replay) {
     window_.set_classmates(plan_.classmates);
+    if (plan_.samples) window_.set_samples(*plan_.samples);
     // The engine stays busy until the screenshot (a lesson sets its own classmates).
     window_.set_continuous_classmates(!plan_.lesson);
     window_.set_prompt(plan_.prompt);

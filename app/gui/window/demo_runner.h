@@ -20,6 +20,7 @@ struct DemoPlan {
   bool replay = false;  // a recorded run plays: nothing is generated, set or measured
   QString prompt;
   int classmates = 0;
+  std::optional<int> samples;  // Sampling > Samples; unset: as the settings left it
   std::optional<PanelId> panel;
   std::optional<QString> screenshot;
   int after_ms = 4000;

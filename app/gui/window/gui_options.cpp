@@ -59,6 +59,7 @@ void check_replay(const GuiOptions& options) {
   }
   const std::pair<bool, const char*> live_only[] = {
       {options.classmates > 0, "--classmates"},
+      {options.samples.has_value(), "--samples"},
       {options.sweep, "--sweep"},
       {options.model.has_value(), "--model"},
       {options.backend.has_value(), "--backend"},
@@ -92,7 +93,7 @@ std::string gui_usage() {
          "                  [--batch-wait MS] [--activations f32|q8_0]\n"
          "       servescope --demo PROMPT [--classmates 0-" +
          std::to_string(app::kMaxClassmates) +
-         "] [--panel " +
+         "] [--samples 1-" + std::to_string(app::kMaxSamples) + "] [--panel " +
          panel_keys("|") +
          "]\n"
          "                  [--screenshot OUT.png] [--after-ms MS] [--model PATH] "
@@ -188,6 +189,8 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       if (options.demo_prompt->empty()) throw GuiUsageError("--demo needs a non-empty prompt");
     } else if (name == "--classmates" || name == "--clients") {  // --clients: its first name
       options.classmates = whole_number(name, value(), 0, app::kMaxClassmates);
+    } else if (name == "--samples") {
+      options.samples = whole_number(name, value(), 1, app::kMaxSamples);
     } else if (name == "--panel") {
       const std::string& key = value();
       options.panel = parse_panel_key(key);
@@ -260,13 +263,15 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
   }
   if (options.replay) check_replay(options);
   if (options.replay_speed != 1.0 && !options.replay) throw GuiUsageError("--speed needs --replay");
-  const bool demo_only = options.classmates > 0 || options.panel || options.screenshot ||
+  const bool demo_only = options.classmates > 0 || options.samples || options.panel ||
+                         options.screenshot ||
                          options.sweep || options.lesson || options.lecture ||
                          options.quant_types || options.quant_block;
   if (demo_only && !options.demo_prompt && !options.replay) {
     throw GuiUsageError(
-        "--classmates, --panel, --screenshot, --sweep, --lesson, --lecture, --quant-types and "
-        "--quant-block need --demo PROMPT (or, the view options, --replay FILE)");
+        "--classmates, --samples, --panel, --screenshot, --sweep, --lesson, --lecture, "
+        "--quant-types and --quant-block need --demo PROMPT (or, the view options, --replay "
+        "FILE)");
   }
   const bool lesson_only = options.step != 1 || options.run_step || options.learn_tab ||
                            options.question || options.answer;

@@ -39,6 +39,7 @@ struct GuiOptions {
   bool reset = false;  // forget the remembered window layout, model, device and settings
   std::optional<std::string> demo_prompt;
   int classmates = 0;  // simulated classmates beside the demo's own request
+  std::optional<int> samples;  // samples of the demo's prompt (Sampling > Samples)
   std::optional<PanelId> panel;
   std::optional<std::string> screenshot;  // PNG path, written after after_ms
   int after_ms = 4000;

@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
     plan.replay = options.replay.has_value();
     plan.prompt = QString::fromStdString(options.demo_prompt.value_or(""));
     plan.classmates = options.classmates;
+    plan.samples = options.samples;
     plan.panel = options.panel;
     if (options.screenshot) plan.screenshot = QString::fromStdString(*options.screenshot);
     plan.after_ms = options.after_ms;

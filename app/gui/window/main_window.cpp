@@ -105,6 +105,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   restore_settings(options);
   apply_theme();
   send_sampling();
+  engine_->set_samples(samples_->value());
   update_actions();
 }
 
@@ -150,6 +151,8 @@ void MainWindow::set_greedy(bool greedy) { greedy_->setChecked(greedy); }
 void MainWindow::set_prompt(const QString& text) { prompt_->setPlainText(text); }
 
 void MainWindow::set_classmates(int count) { classmates_->setValue(count); }
+
+void MainWindow::set_samples(int count) { samples_->setValue(count); }
 
 void MainWindow::forget_cached_prefixes() {
   prefill_timer_->stop();  // a pending typing prefill would cache the prompt again

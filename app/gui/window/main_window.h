@@ -31,6 +31,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QMenu;
 class QPlainTextEdit;
+class QScrollArea;
 class QSpinBox;
 class QTabWidget;
 class QTimer;
@@ -93,6 +94,7 @@ class MainWindow : public QMainWindow {
   void open_model_on(const QString& path, const BackendChoice& backend);
   void set_prompt(const QString& text);
   void set_classmates(int count);
+  void set_samples(int count);
   void set_max_tokens(int count);
   void set_continuous_classmates(bool continuous);
   void set_speed(Speed speed);
@@ -272,6 +274,7 @@ class MainWindow : public QMainWindow {
   void update_kv_status();
   void update_status();
   void update_generated_chips();
+  void update_sample_texts();
   void update_overlay();
   void apply_theme();
   void update_actions();
@@ -357,6 +360,10 @@ class MainWindow : public QMainWindow {
   QSpinBox* top_k_ = nullptr;
   QDoubleSpinBox* top_p_ = nullptr;
   QSpinBox* seed_ = nullptr;
+  QSpinBox* samples_ = nullptr;
+  QLabel* samples_text_ = nullptr;  // the further samples' continuations, under the user's
+  QScrollArea* samples_scroll_ = nullptr;
+  uint64_t samples_text_revision_ = 0;  // the folder's request revision it was made from
   QTabWidget* tabs_ = nullptr;
   QLabel* overlay_ = nullptr;
   DeploymentsWindow* deployments_ = nullptr;

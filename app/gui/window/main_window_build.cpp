@@ -58,6 +58,7 @@ void MainWindow::build_settings_table() {
   settings_table_.add("sampling/top_k", top_k_, 0);  // all
   settings_table_.add("sampling/top_p", top_p_, 0.95);
   settings_table_.add("sampling/seed", seed_, 0);
+  settings_table_.add("sampling/samples", samples_, 1);
   settings_table_.apply_defaults();
 }
 
@@ -162,18 +163,27 @@ void MainWindow::build_central() {
   seed_ = new QSpinBox;
   seed_->setRange(0, 1 << 30);
   seed_->setToolTip(tr("Seed of the sampler: the same seed gives the same tokens"));
+  samples_ = new QSpinBox;
+  samples_->setRange(1, app::kMaxSamples);
+  samples_->setToolTip(
+      tr("Samples of the prompt: each continues it on its own (sample i with seed + i). The "
+         "prompt is computed once and its KV blocks are shared; the KV Cache tab shows each "
+         "shared block's reference count and the copy a sample makes when it first writes "
+         "into a shared block (copy-on-write)"));
   // addRow(text, field) makes the label the field's buddy.
   form->addRow(greedy_);
   form->addRow(tr("Temperat&ure"), temperature_);
   form->addRow(tr("Top-&k"), top_k_);
   form->addRow(tr("Top-&p"), top_p_);
   form->addRow(tr("See&d"), seed_);
+  form->addRow(tr("Samp&les"), samples_);
   column->addWidget(sampling);
   connect(greedy_, &QCheckBox::toggled, this, &MainWindow::send_sampling);
   connect(temperature_, &QDoubleSpinBox::valueChanged, this, &MainWindow::send_sampling);
   connect(top_k_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
   connect(top_p_, &QDoubleSpinBox::valueChanged, this, &MainWindow::send_sampling);
   connect(seed_, &QSpinBox::valueChanged, this, &MainWindow::send_sampling);
+  connect(samples_, &QSpinBox::valueChanged, this, [this](int n) { engine_->set_samples(n); });
 
   // Wrapped: one line of it held the whole window at least 1,367 px wide.
   auto* generated =
@@ -190,6 +200,17 @@ void MainWindow::build_central() {
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   column->addWidget(scroll, 1);
+  samples_text_ = new QLabel;
+  samples_text_->setWordWrap(true);
+  samples_text_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  samples_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  samples_text_->setAccessibleName(tr("Further samples"));
+  samples_scroll_ = new QScrollArea;
+  samples_scroll_->setWidget(samples_text_);
+  samples_scroll_->setWidgetResizable(true);
+  samples_scroll_->setFrameShape(QFrame::NoFrame);
+  samples_scroll_->hide();
+  column->addWidget(samples_scroll_, 1);
 
   message_ = new QLabel;
   message_->setWordWrap(true);

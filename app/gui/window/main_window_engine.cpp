@@ -173,6 +173,8 @@ void MainWindow::connect_engine() {
     folder_.mark_own_request(request);
     update_actions();
   });
+  connect(engine_, &EngineClient::sample_started, this,
+          [this](qint64 request) { folder_.mark_own_request(request); });
   connect(engine_, &EngineClient::generation_refused, this, [this](const QString& message) {
     update_actions();
     on_failed(message);

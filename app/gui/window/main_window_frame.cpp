@@ -3,6 +3,7 @@
 // the engine client's state and of the quantisation lab) get a snapshot, and the chips and
 // status bar catch up.
 #include <QLabel>
+#include <QScrollArea>
 #include <QLocale>
 #include <QTabWidget>
 #include <QTimer>
@@ -88,6 +89,7 @@ void MainWindow::on_frame() {
                 &quant_limits(), panels_speed_, engine.memory, engine.batching},
       changed);
   update_generated_chips();
+  update_sample_texts();
   update_kv_status();
   if (now - last_status_ms_ >= kStatusEveryMs) {
     last_status_ms_ = now;
@@ -117,6 +119,42 @@ void MainWindow::update_generated_chips() {
     fresh.push_back(token);
   }
   output_chips_->append_tokens(fresh);
+}
+
+// The further samples of the user's prompt, each as its continuation once it finished: the
+// chips above show the first sample's tokens as they come.
+void MainWindow::update_sample_texts() {
+  const QVector<qint64>& samples = engine_->state().user_samples;
+  if (samples.isEmpty() || !engine_info() || !engine_info()->tokenizer) {
+    samples_scroll_->hide();
+    return;
+  }
+  const uint64_t revision = folder_.revisions().requests + static_cast<uint64_t>(samples.size());
+  if (samples_scroll_->isVisible() && revision == samples_text_revision_) return;
+  samples_text_revision_ = revision;
+  const Tokenizer& tokenizer = *engine_info()->tokenizer;
+  QStringList lines;
+  for (qsizetype i = 0; i < samples.size(); ++i) {
+    const auto& requests = folder_.requests();
+    const auto it = std::find_if(requests.rbegin(), requests.rend(), [&](const auto& r) {
+      return r.request_id == samples[i];
+    });
+    QString text;
+    if (it == requests.rend()) {
+      text = tr("generating...");
+    } else {
+      const int32_t end_of_text = tokenizer.vocabulary().eos_id;
+      for (const int32_t id : it->output_ids) {
+        if (id != end_of_text) text += token_display_text(tokenizer, id);
+      }
+    }
+    lines << tr("<b>Sample %1</b> (request %2): %3")
+                 .arg(i + 2)
+                 .arg(samples[i])
+                 .arg(text.toHtmlEscaped());
+  }
+  samples_text_->setText(lines.join(QStringLiteral("<br>")));
+  samples_scroll_->show();
 }
 
 // Every frame, with the panels: the KV cache panel's heading and this text read the same
