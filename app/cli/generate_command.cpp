@@ -2,6 +2,7 @@
 // with --n N, N samples of it that share its prompt's KV blocks (one batch slot each).
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <iostream>
 #include <memory>
@@ -234,7 +235,11 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
       doc["kv_copy_on_write_blocks"] = observer.copies_on_write;
     }
     if (request.top_k_alternatives) {
-      doc["tokens"] = token_records_json(observer.tokens, m->tokenizer.get());
+      // The first sample's, as generated_ids is (every sample reports its own).
+      std::vector<telemetry::TokenRecord> first_tokens;
+      std::ranges::copy_if(observer.tokens, std::back_inserter(first_tokens),
+                           [&](const auto& t) { return t.request_id == ids.front(); });
+      doc["tokens"] = token_records_json(first_tokens, m->tokenizer.get());
     }
     out << doc.dump(2) << "\n";
   } else if (n == 1) {

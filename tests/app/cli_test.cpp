@@ -161,6 +161,10 @@ TEST(Cli, GenerateNSamplesShareThePromptAndEachMatchesARunOfItsOwn) {
   }
   EXPECT_GT(distinct.size(), 1u) << "the seeds were meant to give different samples";
   EXPECT_EQ(doc["generated_ids"], doc["samples"][0]["generated_ids"]);
+  // --top: the first sample's token records, as generated_ids.
+  const json top = json::parse(cli(args + " --seed 11 --n 3 --top 2").out);
+  ASSERT_EQ(top["tokens"].size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(top["tokens"][i]["id"], doc["generated_ids"][i]);
 
   const servescope::model::ModelConfig config = servescope::model::read_model_config(
       gguf::GgufFile::open(kData + "/models/llama-f32.gguf"));
