@@ -315,9 +315,11 @@ void Scheduler::complete_step(const StepBatch& batch, std::span<const int32_t> n
     if (!e.samples_next_token) continue;
     s.tokens.push_back(next_tokens[i]);
     if (s.first_token_step < 0) s.first_token_step = batch.step_index;
-    // Before the parent may leave and free its blocks.
+    // Before the parent may leave and free its blocks. Samples without a batch slot queue at
+    // the front in sample order.
+    size_t queued = 0;
     for (size_t k = 0; k < e.forks.size(); ++k) {
-      fork_sample(s, e.forks[k], tokens_of_forks[k], batch.step_index);
+      queued += fork_sample(s, e.forks[k], tokens_of_forks[k], batch.step_index, queued) ? 1 : 0;
     }
     after_new_token(s);
   }
@@ -331,10 +333,10 @@ void Scheduler::after_new_token(Sequence& s) {
   }
 }
 
-void Scheduler::fork_sample(Sequence& parent, SequenceId child_id, int32_t token,
-                            int64_t step_index) {
+bool Scheduler::fork_sample(Sequence& parent, SequenceId child_id, int32_t token,
+                            int64_t step_index, size_t queue_position) {
   const auto it = sequences_.find(child_id);
-  if (it == sequences_.end() || it->second.sample_of != parent.id) return;  // cancelled
+  if (it == sequences_.end() || it->second.sample_of != parent.id) return false;  // cancelled
   Sequence& child = it->second;
   std::erase(parent.samples_to_fork, child_id);
   child.sample_of = -1;
@@ -352,9 +354,10 @@ void Scheduler::fork_sample(Sequence& parent, SequenceId child_id, int32_t token
   } else {
     // No batch slot: it queues with its token, as a preempted sequence does, and computes its
     // context when admitted (the prompt's full blocks are usually still in the prefix cache).
-    waiting_.push_front(child.id);
+    waiting_.insert(waiting_.begin() + static_cast<std::ptrdiff_t>(queue_position), child.id);
   }
   after_new_token(child);
+  return child.status == SequenceStatus::kWaiting;  // queued, and not finished at once
 }
 
 void Scheduler::forget_context(Sequence& s) {

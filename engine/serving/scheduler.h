@@ -189,8 +189,10 @@ class Scheduler {
   void admit_static_batch(StepBatch& batch);
   void admit(Sequence& s, StepBatch& batch);
   void add_to_batch(Sequence& s, int64_t count, StepBatch& batch);
-  // A waiting sample takes its first token and the prompt's blocks from `parent`.
-  void fork_sample(Sequence& parent, SequenceId child, int32_t token, int64_t step_index);
+  // A waiting sample takes its first token and the prompt's blocks from `parent`, or, with no
+  // batch slot free, queues at `queue_position`. Returns whether it queued.
+  bool fork_sample(Sequence& parent, SequenceId child, int32_t token, int64_t step_index,
+                   size_t queue_position);
   // After a sequence's new token: it leaves if it is done, or forgets its context without a KV
   // cache.
   void after_new_token(Sequence& s);

@@ -22,6 +22,7 @@ namespace {
 
 using serving::testing::FakeForward;
 using serving::testing::reference_output;
+using serving::testing::reference_sample_output;
 using serving::testing::run_step;
 
 std::vector<int32_t> iota_tokens(int64_t n, int32_t first = 0) {
@@ -306,9 +307,12 @@ std::ostream& operator<<(std::ostream& os, const PropertyCase& c) {
             << c.max_batch_size << ", budget " << c.token_budget;
 }
 
-void check_pool_invariants(const Scheduler& scheduler, const KvBlockPool& pool) {
+// first_sample_of: each sample of a prompt submitted with submit_samples -> the first one.
+void check_pool_invariants(const Scheduler& scheduler, const KvBlockPool& pool,
+                           const std::map<SequenceId, SequenceId>& first_sample_of = {}) {
   // Who holds each block, counted from the live sequences' block tables.
   std::map<BlockId, int32_t> holders;
+  std::map<BlockId, std::set<SequenceId>> prompts_holding;  // by first sample
   for (const SequenceId id : scheduler.running()) {
     ASSERT_TRUE(pool.has_sequence(id));
     const auto table = pool.block_table(id);
@@ -316,15 +320,20 @@ void check_pool_invariants(const Scheduler& scheduler, const KvBlockPool& pool) 
               blocks_for_tokens(pool.sequence_tokens(id), pool.layout().block_size));
     const std::set<BlockId> distinct(table.begin(), table.end());
     EXPECT_EQ(distinct.size(), table.size()) << "a block twice in one table";
-    for (const BlockId b : table) ++holders[b];
+    const auto first = first_sample_of.find(id);
+    for (const BlockId b : table) {
+      ++holders[b];
+      prompts_holding[b].insert(first == first_sample_of.end() ? id : first->second);
+    }
   }
   for (const SequenceId id : scheduler.waiting()) EXPECT_FALSE(pool.has_sequence(id));
   for (BlockId b = 0; b < pool.blocks_total(); ++b) {
     const int32_t expected = holders.contains(b) ? holders[b] : 0;
     EXPECT_EQ(pool.ref_count(b), expected) << "block " << b;
-    // Two live sequences share a block only through the prefix cache.
+    // Two live sequences share a block only through the prefix cache, or as samples of one
+    // prompt.
     if (expected > 1) {
-      EXPECT_TRUE(pool.holds_cached_prefix(b)) << "block " << b;
+      EXPECT_TRUE(pool.holds_cached_prefix(b) || prompts_holding[b].size() == 1) << "block " << b;
     }
   }
   EXPECT_EQ(pool.blocks_used(), static_cast<int64_t>(holders.size()));
@@ -346,6 +355,7 @@ TEST_P(SchedulerProperty, InvariantsHoldUnderRandomArrivals) {
   const std::vector<std::vector<int32_t>> system_prompts = {iota_tokens(9, 1), iota_tokens(13, 30)};
 
   std::map<SequenceId, Request> submitted;
+  std::map<SequenceId, SequenceId> first_sample_of;  // the further samples of a prompt
   int64_t total_preemptions = 0;
   int64_t steps = 0;
   constexpr int kRequests = 150;
@@ -361,7 +371,11 @@ TEST_P(SchedulerProperty, InvariantsHoldUnderRandomArrivals) {
       r.max_tokens = uniform(1, 24);
       r.stop_token = uniform(0, 3) == 0 ? static_cast<int32_t>(uniform(0, 60)) : -1;
       try {
-        submitted.emplace(scheduler.submit(r), r);
+        // One request in five asks for two or three samples of its prompt.
+        const int64_t samples = uniform(0, 4) == 0 ? uniform(2, 3) : 1;
+        const std::vector<SequenceId> ids = scheduler.submit_samples(r, samples);
+        for (const SequenceId id : ids) submitted.emplace(id, r);
+        for (size_t k = 1; k < ids.size(); ++k) first_sample_of[ids[k]] = ids.front();
       } catch (const InputError&) {
         // Too large for this pool: rejected up front, must not affect the others.
       }
@@ -380,13 +394,16 @@ TEST_P(SchedulerProperty, InvariantsHoldUnderRandomArrivals) {
         EXPECT_EQ(e.count, 1);
       }
     }
-    check_pool_invariants(scheduler, pool);
+    check_pool_invariants(scheduler, pool, first_sample_of);
     total_preemptions += static_cast<int64_t>(batch.preempted.size());
-    if (!batch.empty()) scheduler.complete_step(batch, forward.run(batch));
-    check_pool_invariants(scheduler, pool);
+    if (!batch.empty()) {
+      const std::vector<int32_t> next = forward.run(batch);
+      scheduler.complete_step(batch, next, forward.fork_tokens());
+    }
+    check_pool_invariants(scheduler, pool, first_sample_of);
   }
 
-  EXPECT_GT(steps, 300);
+  EXPECT_GT(steps, 250);  // a long run
   EXPECT_GT(total_preemptions, 0) << "the case should exercise preemption";
   EXPECT_EQ(pool.blocks_used(), 0) << "blocks leaked";
   EXPECT_TRUE(pool.usage().sequences.empty());
@@ -394,14 +411,24 @@ TEST_P(SchedulerProperty, InvariantsHoldUnderRandomArrivals) {
   for (const auto& [id, request] : submitted) {
     const Sequence& s = scheduler.sequence(id);
     EXPECT_EQ(s.status, SequenceStatus::kFinished);
-    EXPECT_EQ(s.output_ids(), reference_output(request, kContext)) << "request " << id;
+    EXPECT_EQ(s.output_ids(), first_sample_of.contains(id)
+                                  ? reference_sample_output(request, id, kContext)
+                                  : reference_output(request, kContext))
+        << "request " << id;
     cached_tokens += s.cached_prompt_tokens;
-    // FCFS: nobody is first scheduled before an earlier arrival.
+    // FCFS: nobody is first scheduled before an earlier arrival. Samples of a prompt are
+    // scheduled with their first sample, which computes it.
+    const auto scheduled_at = [&](SequenceId sequence) {
+      const auto first = first_sample_of.find(sequence);
+      return scheduler.sequence(first == first_sample_of.end() ? sequence : first->second)
+          .first_scheduled_step;
+    };
     if (id > 0 && submitted.contains(id - 1)) {
-      EXPECT_LE(scheduler.sequence(id - 1).first_scheduled_step, s.first_scheduled_step);
+      EXPECT_LE(scheduled_at(id - 1), scheduled_at(id));
     }
   }
   EXPECT_GT(cached_tokens, 0) << "the case should exercise prefix sharing";
+  EXPECT_FALSE(first_sample_of.empty()) << "the case should exercise samples of a prompt";
 }
 
 INSTANTIATE_TEST_SUITE_P(FixedSeeds, SchedulerProperty,
