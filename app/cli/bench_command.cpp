@@ -101,46 +101,6 @@ serving::WorkloadSpec workload_spec(const Options& options, const model::Model& 
   return spec;
 }
 
-json percentiles_json(const serving::Percentiles& p) {
-  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
-}
-
-// null where the backend did not time its kernels (Vulkan without timestamps): no zeros that
-// read as measurements.
-json kernel_ms_json(const telemetry::KernelTimes& t, bool measured) {
-  if (!measured) return nullptr;
-  return {{"matmul", t.matmul_ms},
-          {"attention", t.attention_ms},
-          {"norm", t.norm_ms},
-          {"other", t.other_ms}};
-}
-
-json load_summary_json(const serving::LoadSummary& s) {
-  return {{"requests", s.requests},
-          {"prompt_tokens", s.prompt_tokens},
-          {"output_tokens", s.output_tokens},
-          {"wall_s", s.wall_s},
-          {"throughput_tokens_per_s", s.output_tokens_per_s},
-          {"busy_s", s.busy_s},
-          {"busy_throughput_tokens_per_s",
-           s.busy_s > 0.0 ? static_cast<double>(s.output_tokens) / s.busy_s : 0.0},
-          {"prompt_tokens_per_s", s.prompt_tokens_per_s},
-          {"ttft_ms", percentiles_json(s.ttft_ms)},
-          {"tpot_ms", percentiles_json(s.tpot_ms)},
-          {"mean_batch_occupancy", s.mean_batch_occupancy},
-          {"kv_peak_blocks", s.kv_peak_blocks},
-          {"kv_peak_bytes", s.kv_peak_bytes},
-          {"preemptions", s.preemptions},
-          {"steps", s.steps},
-          {"mean_step_ms", s.mean_step_ms},
-          {"decode_only_steps", s.decode_only_steps},
-          {"mean_decode_step_ms", s.mean_decode_step_ms},
-          {"decode_tokens_per_s", s.decode_tokens_per_s},
-          {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms, s.kernel_times_measured)},
-          {"achieved_gb_per_s", s.achieved_gb_per_s},
-          {"achieved_gflop_per_s", s.achieved_gflop_per_s}};
-}
-
 // "bench: 5/8 requests done" on stderr: rewritten in place on a terminal; into a pipe or a
 // file, a line every two seconds and one at the end, so that a long run shows it is alive.
 constexpr auto kPipedInterval = std::chrono::seconds(2);
@@ -213,7 +173,8 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
   const Options options(
       args, with_common({{"clients", "rate", "prompt-tokens", "output-tokens", "max-batch",
                           "token-budget", "kv-type", "kv-blocks", "kv-bytes", "block-size", "seed",
-                          "sweep-max", "policy", "batch-wait-ms", "price-per-hour"},
+                          "sweep-max", "policy", "batch-wait-ms", "price-per-hour", "remote",
+                          "timeout-s"},
                          {"sweep"}}));
   if (options.has("sweep") && (options.has("max-batch") || options.has("clients"))) {
     throw UsageError(
@@ -233,6 +194,19 @@ int run_bench(const std::vector<std::string>& args, std::ostream& out) {
               {"output_tokens", {spec.output_tokens.min, spec.output_tokens.max}},
               {"seed", spec.seed}};
 
+  if (options.has("remote")) {
+#ifdef SERVESCOPE_HAS_REMOTE
+    if (options.has("sweep") || options.has("max-batch") || options.has("policy")) {
+      throw UsageError(
+          "--remote sends the load to a server, whose own settings batch it: --sweep, "
+          "--max-batch and --policy apply to the local engine only");
+    }
+    return run_bench_remote(options, spec, doc, out);
+#else
+    throw UsageError("--remote: this servescope-cli was built without Qt Network");
+#endif
+  }
+  if (options.has("timeout-s")) throw UsageError("--timeout-s needs --remote");
   if (!options.has("sweep")) {
     const serving::EngineConfig config =
         engine_config(options, *m, options.get_int("max-batch", 8));

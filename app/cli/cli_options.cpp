@@ -42,6 +42,7 @@ const std::map<std::string, OptionBounds, std::less<>>& bounds_table() {
       {"kv-bytes",
        {kKiB, kTiB, false, true}},  // and at most the machine's memory (apply_kv_budget)
       {"batch-wait-ms", {0, 60000}},
+      {"timeout-s", {0.1, 3600}},  // bench --remote: silence from the server this long fails
       // the load generator
       {"clients", {1, 10000}},
       {"rate", {0.1, 1e6, true}},  // 0: all at once; below 0.1/s a run takes hours

@@ -177,6 +177,46 @@ std::string load_description(const serving::WorkloadSpec& spec,
   return text.str();
 }
 
+json percentiles_json(const serving::Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
+}
+
+// null where the backend did not time its kernels (Vulkan without timestamps): no zeros that
+// read as measurements.
+json kernel_ms_json(const telemetry::KernelTimes& t, bool measured) {
+  if (!measured) return nullptr;
+  return {{"matmul", t.matmul_ms},
+          {"attention", t.attention_ms},
+          {"norm", t.norm_ms},
+          {"other", t.other_ms}};
+}
+
+json load_summary_json(const serving::LoadSummary& s) {
+  return {{"requests", s.requests},
+          {"prompt_tokens", s.prompt_tokens},
+          {"output_tokens", s.output_tokens},
+          {"wall_s", s.wall_s},
+          {"throughput_tokens_per_s", s.output_tokens_per_s},
+          {"busy_s", s.busy_s},
+          {"busy_throughput_tokens_per_s",
+           s.busy_s > 0.0 ? static_cast<double>(s.output_tokens) / s.busy_s : 0.0},
+          {"prompt_tokens_per_s", s.prompt_tokens_per_s},
+          {"ttft_ms", percentiles_json(s.ttft_ms)},
+          {"tpot_ms", percentiles_json(s.tpot_ms)},
+          {"mean_batch_occupancy", s.mean_batch_occupancy},
+          {"kv_peak_blocks", s.kv_peak_blocks},
+          {"kv_peak_bytes", s.kv_peak_bytes},
+          {"preemptions", s.preemptions},
+          {"steps", s.steps},
+          {"mean_step_ms", s.mean_step_ms},
+          {"decode_only_steps", s.decode_only_steps},
+          {"mean_decode_step_ms", s.mean_decode_step_ms},
+          {"decode_tokens_per_s", s.decode_tokens_per_s},
+          {"mean_kernel_ms", kernel_ms_json(s.mean_kernel_ms, s.kernel_times_measured)},
+          {"achieved_gb_per_s", s.achieved_gb_per_s},
+          {"achieved_gflop_per_s", s.achieved_gflop_per_s}};
+}
+
 json latency_json(const serving::LoadSummary& summary, const std::string& load) {
   return {{"load", load},
           {"ttft_ms", {{"p50", summary.ttft_ms.p50}, {"p99", summary.ttft_ms.p99}}},

@@ -82,6 +82,20 @@ nlohmann::json latency_json(const serving::LoadSummary& summary, const std::stri
 // price_per_request, price_per_million_output_tokens.
 nlohmann::json cost_json(const serving::RequestCost& cost);
 
+// {"p50", "p90", "p99"}.
+nlohmann::json percentiles_json(const serving::Percentiles& p);
+// Per kernel class, or null where the backend did not time its kernels (Vulkan without
+// timestamps): no zeros that read as measurements.
+nlohmann::json kernel_ms_json(const telemetry::KernelTimes& t, bool measured);
+// The load summary's fields as `bench` writes them (one run, or one size of a sweep's).
+nlohmann::json load_summary_json(const serving::LoadSummary& summary);
+
+// `bench --remote URL`: the same workload as streaming requests to a real serving engine
+// (bench_remote.cpp); its JSON has the local bench's keys, null where a figure needs the
+// engine's insides. `doc` holds the workload's keys already.
+int run_bench_remote(const Options& options, const serving::WorkloadSpec& spec,
+                     nlohmann::json doc, std::ostream& out);
+
 // The subcommands, one file each (app/cli/<name>_command.cpp).
 int run_info(const std::vector<std::string>& args, std::ostream& out);
 int run_tokenize(const std::vector<std::string>& args, std::ostream& out);
