@@ -52,6 +52,7 @@ ServerMetrics read_server_metrics(std::string_view text) {
     m.requests_waiting = total(samples, {"llamacpp:requests_deferred"});
     m.kv_usage = total(samples, {"llamacpp:kv_cache_usage_ratio"});  // older releases only
     m.prompt_tokens_total = total(samples, {"llamacpp:prompt_tokens_total"});
+    m.prompt_tokens_cached_total = total(samples, {"llamacpp:prompt_tokens_cached_total"});
     m.generated_tokens_total = total(samples, {"llamacpp:tokens_predicted_total"});
     m.decode_calls_total = total(samples, {"llamacpp:n_decode_total"});
     return m;

@@ -32,6 +32,7 @@ struct ServerMetrics {
   std::optional<double> kv_usage;          // fraction of KV blocks in use, 0..1 (vLLM)
   // Counters since the server started.
   std::optional<double> prompt_tokens_total;     // prompt tokens computed (llama.cpp: not cached)
+  std::optional<double> prompt_tokens_cached_total;  // llama.cpp: found in its prompt cache
   std::optional<double> generated_tokens_total;  // llama.cpp tokens_predicted_total
   std::optional<double> preemptions_total;       // vLLM num_preemptions_total
   std::optional<double> decode_calls_total;      // llama.cpp n_decode_total: batched steps

@@ -1,0 +1,206 @@
+// The load client against a real serving engine: llama.cpp's llama-server (tools/llama_server.sh
+// builds it into a cache folder), started here on 127.0.0.1 with the bundled model on a free
+// port and stopped after. The streamed tokens are the server's own non-streamed completion,
+// each request's token count is the server's usage count, and the counters the panels read
+// from /metrics grow by exactly the known load.
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QProcess>
+#include <QTcpServer>
+#include <QThread>
+#include <cstdlib>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "app/remote/remote_load.h"
+#include "tests/support/cli_runner.h"
+
+namespace servescope::remote {
+namespace {
+
+using nlohmann::json;
+
+QCoreApplication& app() {
+  static int argc = 1;
+  static char name[] = "llama_server_test";
+  static char* argv[] = {name, nullptr};
+  static QCoreApplication instance(argc, argv);
+  return instance;
+}
+
+// Where tools/llama_server.sh puts it (SERVESCOPE_LLAMA_SERVER names another).
+std::filesystem::path llama_server_path() {
+  if (const char* path = std::getenv("SERVESCOPE_LLAMA_SERVER")) return path;
+  std::filesystem::path cache;
+  if (const char* c = std::getenv("SERVESCOPE_CACHE")) {
+    cache = c;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME")) {
+    cache = std::filesystem::path(xdg) / "servescope";
+  } else {
+    cache = std::filesystem::path(std::getenv("HOME") ? std::getenv("HOME") : "/") / ".cache" /
+            "servescope";
+  }
+  return cache / "llama-server-node-llama-cpp-3.21.1" / "bin" / "llama-server";
+}
+
+quint16 free_port() {
+  QTcpServer probe;
+  probe.listen(QHostAddress::LocalHost, 0);
+  return probe.serverPort();
+}
+
+// GET or POST on the server, waited for; the body, or empty on failure.
+QByteArray http(QNetworkAccessManager& network, const QUrl& url, const QByteArray* post = nullptr) {
+  QNetworkRequest request(url);
+  request.setHeader(QNetworkRequest::ContentTypeHeader, "application/json");
+  request.setTransferTimeout(30000);
+  QNetworkReply* reply = post != nullptr ? network.post(request, *post) : network.get(request);
+  QEventLoop wait;
+  QObject::connect(reply, &QNetworkReply::finished, &wait, &QEventLoop::quit);
+  wait.exec();
+  const QByteArray body = reply->error() == QNetworkReply::NoError ? reply->readAll() : QByteArray();
+  reply->deleteLater();
+  return body;
+}
+
+class LlamaServer : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    app();
+    const std::filesystem::path server = llama_server_path();
+    if (!std::filesystem::exists(server)) {
+      skip_reason_ = "no llama-server at " + server.string() +
+                     " (tools/llama_server.sh builds it once per machine)";
+      return;
+    }
+    const quint16 port = free_port();
+    url_ = QUrl(QString("http://127.0.0.1:%1").arg(port));
+    process_ = new QProcess;
+    process_->setProcessChannelMode(QProcess::MergedChannels);
+    process_->start(QString::fromStdString(server.string()),
+                    {"-m", SERVESCOPE_BUNDLED_MODEL, "--host", "127.0.0.1", "--port",
+                     QString::number(port), "--metrics", "--slots", "-np", "4", "-c", "2048",
+                     "-t", "2", "--no-webui"});
+    QNetworkAccessManager network;
+    QElapsedTimer clock;
+    clock.start();
+    while (clock.elapsed() < 60000) {
+      if (http(network, QUrl(url_.toString() + "/health")).contains("ok")) return;
+      if (process_->state() == QProcess::NotRunning) break;
+      QThread::msleep(100);
+    }
+    skip_reason_ = "";
+    failed_to_start_ = "llama-server did not become ready: " +
+                       process_->readAll().right(2000).toStdString();
+  }
+
+  static void TearDownTestSuite() {
+    if (process_ == nullptr) return;
+    process_->terminate();
+    if (!process_->waitForFinished(10000)) process_->kill();
+    process_->waitForFinished(5000);
+    delete process_;
+    process_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    ASSERT_TRUE(failed_to_start_.empty()) << failed_to_start_;
+  }
+
+  static ServerMetrics metrics() {
+    QNetworkAccessManager network;
+    const QByteArray text = http(network, QUrl(url_.toString() + "/metrics"));
+    return read_server_metrics({text.constData(), size_t(text.size())});
+  }
+
+  static RemoteLoadOptions options() {
+    RemoteLoadOptions o;
+    o.server = url_;
+    o.timeout_s = 60;
+    return o;
+  }
+
+  static inline QProcess* process_ = nullptr;
+  static inline QUrl url_;
+  static inline std::string skip_reason_;
+  static inline std::string failed_to_start_;
+};
+
+// Token ids of the bundled model's vocabulary (below its 4,096 - 3 specials).
+std::vector<int32_t> prompt_ids(int32_t first, int count) {
+  std::vector<int32_t> ids{1};  // BOS
+  for (int i = 0; i < count; ++i) ids.push_back(300 + (first + 37 * i) % 3000);
+  return ids;
+}
+
+TEST_F(LlamaServer, StreamedTokensAreTheServersOwnCompletion) {
+  const std::vector<int32_t> prompt = prompt_ids(5, 20);
+  const json body = {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0.0},
+                     {"ignore_eos", true}, {"stream", false}};
+  const QByteArray post = QByteArray::fromStdString(body.dump());
+  QNetworkAccessManager network;
+  const json whole = json::parse(http(network, QUrl(url_.toString() + "/v1/completions"), &post).toStdString());
+  const std::string expected = whole["choices"][0]["text"].get<std::string>();
+
+  const RemoteLoadResult r = run_remote_load(options(), {{0.0, prompt, 24}});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.requests[0].text, expected);
+  EXPECT_EQ(r.requests[0].record.token_times_ms.size(), 24u);
+  EXPECT_EQ(r.requests[0].completion_tokens, 24);
+  EXPECT_EQ(r.requests[0].finish_reason, "length");
+}
+
+// A known load: 6 requests at once, different prompts, 16 tokens each. The server's counters
+// grow by the tokens the client sent and received, and it ran several at once.
+TEST_F(LlamaServer, TheServersCountersGrowByTheKnownLoad) {
+  std::vector<serving::SimulatedRequest> load;
+  int64_t prompt_tokens = 0;
+  for (int i = 0; i < 6; ++i) {
+    load.push_back({0.0, prompt_ids(100 + 11 * i, 12 + i), 16});
+    prompt_tokens += static_cast<int64_t>(load.back().prompt_ids.size());
+  }
+  const ServerMetrics before = metrics();
+  const RemoteLoadResult r = run_remote_load(options(), load);
+  ASSERT_TRUE(r.ok()) << r.error;
+  const ServerMetrics after = metrics();
+  int64_t received = 0;
+  for (const RemoteRequestResult& one : r.requests) {
+    received += static_cast<int64_t>(one.record.token_times_ms.size());
+    EXPECT_EQ(one.completion_tokens, 16);
+  }
+  EXPECT_EQ(received, 6 * 16);
+  EXPECT_EQ(*after.generated_tokens_total - *before.generated_tokens_total, 6 * 16);
+  EXPECT_EQ(*after.prompt_tokens_total - *before.prompt_tokens_total +
+                (*after.prompt_tokens_cached_total - *before.prompt_tokens_cached_total),
+            static_cast<double>(prompt_tokens));
+  EXPECT_GT(r.server.peak_running, 1.0) << "4 slots: requests ran together";
+  EXPECT_EQ(r.server.last->kind, ServerKind::kLlamaCpp);
+}
+
+// servescope-cli bench --remote: the same JSON keys as the local bench, the client's figures
+// measured, the engine's insides null, the server's counters beside them.
+TEST_F(LlamaServer, BenchRemoteWritesTheLocalBenchsKeys) {
+  const testing_support::CliRun run = testing_support::run_cli(
+      "bench --remote " + url_.toString().toStdString() +
+      " --clients 4 --prompt-tokens 16 --output-tokens 8 --seed 3");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["backend"], "remote");
+  EXPECT_EQ(doc["requests"], 4);
+  EXPECT_EQ(doc["output_tokens"], 4 * 8);
+  EXPECT_GT(doc["throughput_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(doc["ttft_ms"]["p50"].get<double>(), 0.0);
+  EXPECT_TRUE(doc["kv_peak_blocks"].is_null());
+  EXPECT_EQ(doc["reported_by_the_server"]["generated_tokens_during_run"], 4 * 8);
+  EXPECT_EQ(doc["reported_by_the_server"]["kind"], "llama.cpp");
+}
+
+}  // namespace
+}  // namespace servescope::remote
