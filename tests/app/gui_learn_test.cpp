@@ -1040,6 +1040,21 @@ TEST_F(LearnFixture, TheBatchingALessonChangedGoesBackWhenTheWindowCloses) {
             "Lesson settings given back: classmates 0, continuous batching, batch wait 20 ms");
 }
 
+// A lesson's figures are of one continuation per prompt: its experiments run with one sample,
+// and the learner's Samples setting goes back when they leave the lesson.
+TEST_F(LearnFixture, ExperimentsRunOneSampleAndTheLearnersSamplesGoBack) {
+  window_->set_samples(4);
+  bool started = false;
+  QObject::connect(&ui().dispatcher(), &ActionDispatcher::started, window_.get(),
+                   [&] { started = true; });
+  ui().dispatcher().run({});
+  ASSERT_TRUE(started);
+  EXPECT_EQ(window_->samples(), 1);
+  ASSERT_TRUE(wait_until([&] { return !ui().dispatcher().busy(); }));
+  EXPECT_TRUE(ui().lesson_settings().give_back().contains("samples 4"));
+  EXPECT_EQ(window_->samples(), 4);
+}
+
 TEST_F(LearnFixture, APracticeRunAndTheEngineALessonChangedAreGivenBackToo) {
   // The practice question's "Run it" left the KV cache in F32, and lesson 1 left its 100M
   // timing model loaded, after the learner had left the lesson.

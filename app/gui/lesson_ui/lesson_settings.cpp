@@ -76,6 +76,9 @@ std::span<const Setting> settings() {
       {"max tokens", [](const MainWindow& w) { return QVariant(w.max_tokens()); },
        [](MainWindow& w, const QVariant& v) { w.set_max_tokens(v.toInt()); },
        [](const QVariant& v) { return LessonSettings::tr("max tokens %1").arg(v.toInt()); }},
+      {"samples", [](const MainWindow& w) { return QVariant(w.samples()); },
+       [](MainWindow& w, const QVariant& v) { w.set_samples(v.toInt()); },
+       [](const QVariant& v) { return LessonSettings::tr("samples %1").arg(v.toInt()); }},
       {"greedy", [](const MainWindow& w) { return QVariant(w.greedy()); },
        [](MainWindow& w, const QVariant& v) { w.set_greedy(v.toBool()); },
        [](const QVariant& v) {

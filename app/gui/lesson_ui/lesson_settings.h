@@ -1,6 +1,7 @@
 // The window settings a lesson's experiments (its steps' and its practice questions' "Run it")
 // change (the model and its backend, the KV cache's type and whether there is one, classmates,
-// max tokens, greedy decoding, static or continuous batching and the batch wait, the prompt),
+// max tokens, samples of the prompt, greedy decoding, static or continuous batching and the
+// batch wait, the prompt),
 // given back when the learner leaves the lesson: each one a run of the lesson changed goes back to what it was before the
 // lesson changed it, unless the learner has set it by hand since.
 #pragma once

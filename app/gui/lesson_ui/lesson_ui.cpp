@@ -185,7 +185,12 @@ LessonUi::LessonUi(MainWindow& window, const QString& lessons_folder,
     }
   });
   // Every experiment, a step's or a practice question's "Run it", goes through the dispatcher.
-  connect(dispatcher_, &ActionDispatcher::started, this, [this] { settings_.run_started(); });
+  connect(dispatcher_, &ActionDispatcher::started, this, [this] {
+    settings_.run_started();
+    // The lessons' figures are of one continuation per prompt; the learner's Samples setting
+    // goes back when they leave the lesson.
+    window_.set_samples(1);
+  });
   connect(dispatcher_, &ActionDispatcher::ended, this, [this] { settings_.run_ended(); });
   connect(learn_, &LearnPane::leaving_lesson, this, &LessonUi::leave_lesson);
   window.installEventFilter(this);

@@ -154,6 +154,8 @@ void MainWindow::set_classmates(int count) { classmates_->setValue(count); }
 
 void MainWindow::set_samples(int count) { samples_->setValue(count); }
 
+int MainWindow::samples() const { return samples_->value(); }
+
 void MainWindow::forget_cached_prefixes() {
   prefill_timer_->stop();  // a pending typing prefill would cache the prompt again
   engine_->forget_cached_prefixes();

@@ -202,6 +202,7 @@ class MainWindow : public QMainWindow {
   const BatchCollecting& batch_collecting() const { return engine_->state().collecting; }
   QString collecting_status() const;
   int classmates() const;
+  int samples() const;  // Sampling > Samples
   int max_tokens() const;
   bool greedy() const;
   bool dark_theme() const { return dark_; }
