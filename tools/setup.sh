@@ -2,13 +2,15 @@
 # One entry point for a fresh Debian 12 machine:
 #   tools/setup.sh run    install missing packages, build (release), launch on the default model
 #   tools/setup.sh test   install missing packages, build, run the whole test suite twice:
-#                         once optimised (warnings are errors), once under ASan + UBSan
+#                         once optimised (warnings are errors), once under ASan + UBSan;
+#                         the remote tests' llama-server is built once per machine first
+#                         (tools/llama_server.sh, into ~/.cache/servescope)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the build, the tests and the offline tools need.
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git curl ca-certificates
   libopenblas-dev nlohmann-json3-dev libyaml-cpp-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-svg-dev fonts-dejavu-core
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
@@ -49,6 +51,10 @@ run_app() {
 
 run_tests() {
   build ci
+  # The remote tests attach to a real llama-server: built once per machine into a cache folder
+  # (tools/llama_server.sh), and required here, so they never skip.
+  SERVESCOPE_LLAMA_SERVER=$(tools/llama_server.sh)
+  export SERVESCOPE_LLAMA_SERVER SERVESCOPE_REQUIRE_LLAMA_SERVER=1
   ctest --preset ci -j "$(nproc)"
   build ci-asan
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset ci-asan -j "$(nproc)"

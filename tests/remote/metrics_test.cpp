@@ -95,11 +95,12 @@ TEST(ServerMetrics, ReadsOlderVllmNames) {
 TEST(ServerMetrics, ReadsLlamaCppsNames) {
   const ServerMetrics m = read_server_metrics(read_data("llama-server-metrics.txt"));
   EXPECT_EQ(m.kind, ServerKind::kLlamaCpp);
-  EXPECT_TRUE(m.requests_running);
-  EXPECT_TRUE(m.requests_waiting);
-  EXPECT_TRUE(m.prompt_tokens_total);
-  EXPECT_TRUE(m.generated_tokens_total);
-  EXPECT_TRUE(m.decode_calls_total);
+  EXPECT_EQ(m.requests_running, 0.0);
+  EXPECT_EQ(m.requests_waiting, 0.0);
+  EXPECT_EQ(m.prompt_tokens_total, 356.0);
+  EXPECT_EQ(m.prompt_tokens_cached_total, 0.0);
+  EXPECT_EQ(m.generated_tokens_total, 349.0);
+  EXPECT_EQ(m.decode_calls_total, 91.0);
   EXPECT_FALSE(m.kv_usage);  // this release reports it per slot on /slots, not on /metrics
 }
 
