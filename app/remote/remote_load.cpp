@@ -72,7 +72,7 @@ class Runner {
     }
     if (!requests_.empty()) loop_.exec();
     poll_timer_.stop();
-    if (options_.poll_metrics && result_.server.metrics_problem.empty()) {
+    if (options_.poll_metrics && result_.ok() && result_.server.metrics_problem.empty()) {
       poll_metrics_now();  // the counters after the last request
     }
     double first_sent = 0.0, last_token = 0.0;
