@@ -38,7 +38,17 @@ json metrics_json(const remote::ServerMetrics& m) {
 
 // The server's own view: what it reported on /metrics, the counters' growth over the run.
 json server_json(const remote::ServerReport& report) {
-  if (!report.last) return {{"metrics", nullptr}, {"why", report.metrics_problem}};
+  json slots = nullptr;
+  if (report.slots) {
+    // llama-server sets aside each slot's whole context up front.
+    slots = {{"slots", report.slots->slots},
+             {"context_tokens_reserved", report.slots->context_tokens},
+             {"peak_slots_processing", report.peak_slots_processing},
+             {"peak_tokens_held", report.peak_slot_tokens}};
+  }
+  if (!report.last) {
+    return {{"metrics", nullptr}, {"why", report.metrics_problem}, {"slots", slots}};
+  }
   const remote::ServerMetrics& first = *report.first;
   const remote::ServerMetrics& last = *report.last;
   const auto grew = [](const std::optional<double>& a, const std::optional<double>& b) {
@@ -53,7 +63,8 @@ json server_json(const remote::ServerReport& report) {
           {"generated_tokens_during_run",
            grew(first.generated_tokens_total, last.generated_tokens_total)},
           {"decode_calls_during_run", grew(first.decode_calls_total, last.decode_calls_total)},
-          {"last", metrics_json(last)}};
+          {"last", metrics_json(last)},
+          {"slots", slots}};
 }
 
 }  // namespace

@@ -191,6 +191,30 @@ class Runner {
       take_metrics(*reply);
       reply->deleteLater();
     });
+    if (slots_reply_ != nullptr || !slots_readable_) return;
+    slots_reply_ = network_.get(QNetworkRequest(endpoint(options_.server, "/slots")));
+    QObject::connect(slots_reply_, &QNetworkReply::finished, &loop_, [this] {
+      QNetworkReply* reply = slots_reply_;
+      slots_reply_ = nullptr;
+      take_slots(*reply);
+      reply->deleteLater();
+    });
+  }
+
+  // Slots are llama-server's alone: any other answer (vLLM's 404, llama-server without
+  // --slots) only means there are none to show.
+  void take_slots(QNetworkReply& reply) {
+    const QByteArray text = reply.readAll();
+    try {
+      if (reply.error() != QNetworkReply::NoError) throw MetricsFormatError("no slots");
+      const SlotsReport slots = read_llama_slots({text.constData(), size_t(text.size())});
+      ServerReport& report = result_.server;
+      report.slots = slots;
+      report.peak_slots_processing = std::max(report.peak_slots_processing, slots.processing);
+      report.peak_slot_tokens = std::max(report.peak_slot_tokens, slots.tokens_held);
+    } catch (const MetricsFormatError&) {
+      if (reply.error() != QNetworkReply::OperationCanceledError) slots_readable_ = false;
+    }
   }
 
   // A last read, waited for: the counters once the load is over.
@@ -235,6 +259,8 @@ class Runner {
   QEventLoop loop_;
   QTimer poll_timer_;
   QNetworkReply* metrics_reply_ = nullptr;
+  QNetworkReply* slots_reply_ = nullptr;
+  bool slots_readable_ = true;
   QElapsedTimer clock_;
   size_t ended_ = 0;
   int in_flight_ = 0;

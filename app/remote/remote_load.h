@@ -51,6 +51,10 @@ struct ServerReport {
   double peak_kv_usage = 0.0;
   int64_t polls = 0;
   std::string metrics_problem;  // why no figures came (e.g. started without --metrics)
+  // llama-server's /slots (started with --slots; vLLM has none): the last read and the peaks.
+  std::optional<SlotsReport> slots;
+  int64_t peak_slots_processing = 0;
+  int64_t peak_slot_tokens = 0;
 };
 
 struct RemoteLoadResult {

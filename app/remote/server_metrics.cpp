@@ -1,5 +1,6 @@
 #include "app/remote/server_metrics.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,25 @@ ServerMetrics read_server_metrics(std::string_view text) {
   throw MetricsFormatError(
       "the metrics name neither llama.cpp's (llamacpp:...) nor vLLM's (vllm:...) figures: "
       "not a serving engine ServeScope reads");
+}
+
+SlotsReport read_llama_slots(std::string_view json_text) {
+  const nlohmann::json slots = nlohmann::json::parse(json_text, nullptr, false);
+  const auto refuse = [] [[noreturn]] () {
+    throw MetricsFormatError("/slots is not llama-server's slot list (an array of slots with n_ctx)");
+  };
+  if (!slots.is_array()) refuse();
+  SlotsReport report;
+  for (const nlohmann::json& slot : slots) {
+    if (!slot.is_object() || !slot.contains("n_ctx") || !slot["n_ctx"].is_number()) refuse();
+    ++report.slots;
+    report.context_tokens += slot["n_ctx"].get<int64_t>();
+    if (slot.value("is_processing", false)) ++report.processing;
+    if (slot.contains("n_prompt_tokens") && slot["n_prompt_tokens"].is_number()) {
+      report.tokens_held += slot["n_prompt_tokens"].get<int64_t>();  // prompt and output so far
+    }
+  }
+  return report;
 }
 
 }  // namespace servescope::remote

@@ -5,6 +5,7 @@
 // "reported by the server"; what ServeScope measures itself comes from the client's clock.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -44,5 +45,23 @@ struct ServerMetrics {
 // MetricsFormatError when the text is not Prometheus text or names neither llama.cpp's nor
 // vLLM's metrics (another kind of server).
 ServerMetrics read_server_metrics(std::string_view text);
+
+// llama-server's /slots (started with --slots): each slot keeps its own context of n_ctx
+// tokens, set aside up front whether a request fills it or not (not paged: the lesson's
+// "reservation"), and holds the tokens of its last request in it.
+struct SlotsReport {
+  int64_t slots = 0;
+  int64_t processing = 0;      // slots running a request now
+  int64_t context_tokens = 0;  // all slots' n_ctx: the KV cache set aside
+  int64_t tokens_held = 0;     // in all slots (a finished request's stay until the slot is reused)
+  double usage() const {
+    return context_tokens > 0
+               ? static_cast<double>(tokens_held) / static_cast<double>(context_tokens)
+               : 0.0;
+  }
+};
+
+// MetricsFormatError for an answer that is not llama-server's slot list.
+SlotsReport read_llama_slots(std::string_view json_text);
 
 }  // namespace servescope::remote

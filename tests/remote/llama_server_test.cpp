@@ -188,6 +188,13 @@ TEST_F(LlamaServer, TheServersCountersGrowByTheKnownLoad) {
                 (*after.prompt_tokens_cached_total - *before.prompt_tokens_cached_total),
             static_cast<double>(prompt_tokens));
   EXPECT_GT(r.server.peak_running, 1.0) << "4 slots: requests ran together";
+  // /slots: 4 slots of the model's 256-token context each (llama-server caps the slot's
+  // context at the training context), several busy at once, holding prompt and output.
+  ASSERT_TRUE(r.server.slots);
+  EXPECT_EQ(r.server.slots->slots, 4);
+  EXPECT_EQ(r.server.slots->context_tokens, 4 * 256);
+  EXPECT_GE(r.server.peak_slots_processing, 2);
+  EXPECT_GT(r.server.peak_slot_tokens, 0);
   EXPECT_EQ(r.server.last->kind, ServerKind::kLlamaCpp);
 }
 

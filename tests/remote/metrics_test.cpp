@@ -104,6 +104,19 @@ TEST(ServerMetrics, ReadsLlamaCppsNames) {
   EXPECT_FALSE(m.kv_usage);  // this release reports it per slot on /slots, not on /metrics
 }
 
+// Recorded mid-run: two of four slots generating (a 10-token prompt, 14 tokens so far: 24 held
+// each), two never used; each slot sets aside 256 tokens.
+TEST(ServerMetrics, ReadsLlamaServersSlots) {
+  const SlotsReport slots = read_llama_slots(read_data("llama-server-slots.json"));
+  EXPECT_EQ(slots.slots, 4);
+  EXPECT_EQ(slots.processing, 2);
+  EXPECT_EQ(slots.context_tokens, 4 * 256);
+  EXPECT_EQ(slots.tokens_held, 2 * 24);
+  EXPECT_DOUBLE_EQ(slots.usage(), 48.0 / 1024.0);
+  EXPECT_THROW(read_llama_slots("{\"error\":\"slots disabled\"}"), MetricsFormatError);
+  EXPECT_THROW(read_llama_slots("[{\"id\":0}]"), MetricsFormatError);
+}
+
 TEST(ServerMetrics, AnotherServersMetricsAreRefused) {
   EXPECT_THROW(read_server_metrics("process_cpu_seconds_total 12\nhttp_requests_total 3\n"),
                MetricsFormatError);
