@@ -140,15 +140,19 @@ class Runner {
         return;
       }
       const json& choice = chunk["choices"][0];
+      if (!choice.is_object() || (choice.contains("text") && !choice["text"].is_string())) {
+        fail("not an OpenAI-compatible server: a completion choice without text");
+        return;
+      }
       const std::string text = choice.value("text", std::string());
-      // One chunk per token; a token whose bytes end mid-character streams empty text.
-      if (!(text.empty() && !choice["finish_reason"].is_null())) {
+      const bool finished = choice.contains("finish_reason") && choice["finish_reason"].is_string();
+      // One chunk per token (a token whose bytes end mid-character streams empty text); a last
+      // chunk with no text only says why the stream ended.
+      if (!(text.empty() && finished)) {
         out.record.token_times_ms.push_back(at);
         out.text += text;
       }
-      if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
-        out.finish_reason = choice["finish_reason"].get<std::string>();
-      }
+      if (finished) out.finish_reason = choice["finish_reason"].get<std::string>();
     }
   }
 
