@@ -6,6 +6,9 @@
 #
 #   tools/llama_server.sh        build it unless the cache holds it; print its path
 #
+# Exit status 3: the package could not be fetched (no route to the npm registry, or its TLS
+# certificate not trusted here); any other failure is 1.
+#
 # The cache is $SERVESCOPE_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/servescope); the
 # package comes from the npm registry (curl; no npm needed) and is checked against its SHA-256.
 # Needs git, cmake, ninja and a C++ compiler (tools/setup.sh installs them).
@@ -25,8 +28,11 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/llama-server.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 echo "llama_server: fetching node-llama-cpp $package_version (llama.cpp's release source)" >&2
-curl -fsSL --retry 3 -o "$work/package.tgz" \
-  "https://registry.npmjs.org/node-llama-cpp/-/node-llama-cpp-$package_version.tgz"
+if ! curl -fsSL --retry 3 -o "$work/package.tgz" \
+  "https://registry.npmjs.org/node-llama-cpp/-/node-llama-cpp-$package_version.tgz"; then
+  echo "llama_server: could not fetch node-llama-cpp $package_version from registry.npmjs.org" >&2
+  exit 3
+fi
 echo "$package_sha256  $work/package.tgz" | sha256sum --check --quiet -
 tar -xzf "$work/package.tgz" -C "$work" package/llama/gitRelease.bundle
 git clone --quiet "$work/package/llama/gitRelease.bundle" "$work/src" 2>/dev/null
