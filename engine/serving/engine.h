@@ -8,6 +8,7 @@
 //             complete_step -> telemetry (a StepRecord, a RequestRecord per finished request,
 //             the pool's KV events, TokenRecords where asked) to the observer.
 //   cancel()  ends a request at the step boundary: its blocks are freed at once between steps.
+//   submit_samples()  n samples of one prompt: computed once, its blocks shared (copy-on-write).
 //
 // The KV cache holds exactly the pool's blocks: block b, offset o is slot b * block_size + o.
 // Blocks a new sequence shares through the prefix cache already hold their keys and values, so
