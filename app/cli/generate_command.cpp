@@ -189,7 +189,7 @@ int run_generate(const std::vector<std::string>& args, std::ostream& out) {
   uint64_t saved_bytes = 0;
   while (engine.has_unfinished()) {
     engine.step();
-    saved_bytes = std::max(saved_bytes, engine.kv_usage().bytes_saved_by_sharing);
+    if (n > 1) saved_bytes = std::max(saved_bytes, engine.kv_usage().bytes_saved_by_sharing);
   }
   const serving::GenerationResult& result = observer.result;
   const telemetry::RequestRecord& first = observer.samples.at(ids.front());

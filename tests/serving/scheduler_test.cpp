@@ -21,15 +21,10 @@ namespace servescope::serving {
 namespace {
 
 using serving::testing::FakeForward;
+using serving::testing::iota_tokens;
 using serving::testing::reference_output;
 using serving::testing::reference_sample_output;
 using serving::testing::run_step;
-
-std::vector<int32_t> iota_tokens(int64_t n, int32_t first = 0) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
 
 KvLayout small_layout(int64_t block_size = 4) {
   return KvLayout{2, 32, gguf::GgmlType::F16, block_size};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <numeric>
 #include <span>
 #include <vector>
 
@@ -13,6 +14,13 @@
 namespace servescope::serving::testing {
 
 constexpr int32_t kFakeVocab = 61;
+
+// n consecutive token ids from `first`.
+inline std::vector<int32_t> iota_tokens(int64_t n, int32_t first = 0) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
 
 // The fake model's next token: a function of the whole context, so a token read from a wrong
 // or overwritten slot changes the output.

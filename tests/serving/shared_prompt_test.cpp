@@ -17,17 +17,12 @@ namespace servescope::serving {
 namespace {
 
 using serving::testing::FakeForward;
+using serving::testing::iota_tokens;
 using serving::testing::reference_output;
 using serving::testing::reference_sample_output;
 using serving::testing::run_step;
 using telemetry::KvEvent;
 using telemetry::KvEventKind;
-
-std::vector<int32_t> iota_tokens(int64_t n, int32_t first = 0) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
 
 constexpr int64_t kBlockSize = 4;
 const KvLayout kLayout{2, 32, gguf::GgmlType::F16, kBlockSize};

@@ -127,10 +127,13 @@ void MainWindow::update_sample_texts() {
   const QVector<qint64>& samples = engine_->state().user_samples;
   if (samples.isEmpty() || !engine_info() || !engine_info()->tokenizer) {
     samples_scroll_->hide();
+    samples_text_revision_ = 0;  // made again when samples come back
     return;
   }
-  const uint64_t revision = folder_.revisions().requests + static_cast<uint64_t>(samples.size());
-  if (samples_scroll_->isVisible() && revision == samples_text_revision_) return;
+  // Requests folded so far and samples named: 1 or more, so 0 never matches.
+  const uint64_t revision =
+      folder_.revisions().requests + static_cast<uint64_t>(samples.size());
+  if (revision == samples_text_revision_) return;
   samples_text_revision_ = revision;
   const Tokenizer& tokenizer = *engine_info()->tokenizer;
   QStringList lines;
