@@ -120,7 +120,7 @@ bool PanelView::save_svg(const QString& path) {
 bool PanelView::save_csv(const QString& path) const {
   QFile file(path);
   if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) return false;
-  const QByteArray bytes = csv().toUtf8();
+  const QByteArray bytes = (remote_ ? remote_view_csv(*remote_) : csv()).toUtf8();
   return file.write(bytes) == bytes.size();
 }
 
@@ -173,6 +173,10 @@ bool PanelView::event(QEvent* event) {
     return true;
   }
   if (event->type() == QEvent::Resize) highlight_overlay_->setGeometry(rect());
+  if (event->type() == QEvent::Paint && remote_) {
+    paint_remote_view();
+    return true;
+  }
   return QWidget::event(event);
 }
 

@@ -24,6 +24,7 @@
 #include "widgets/chart_painting.h"
 #include "widgets/highlight_halo.h"
 #include "widgets/hover_layer.h"
+#include "widgets/remote_view.h"
 #include "widgets/view_window.h"
 
 class QKeyEvent;
@@ -44,6 +45,11 @@ class PanelView : public QWidget {
   // The panel's current data as CSV: a header row, then one row per item; empty data gives
   // the header alone.
   virtual QString csv() const = 0;
+
+  // Remote mode (remote_view.h): while a view is set it is painted in place of the panel's
+  // own snapshot, and "Export data as CSV" writes its figures; nullopt gives the panel back.
+  void set_remote_view(std::optional<RemoteView> view);
+  const std::optional<RemoteView>& remote_view() const { return remote_; }
 
   bool save_png(const QString& path);  // grab() at the screen's device pixel ratio
   bool save_svg(const QString& path);  // vector copy through QSvgGenerator
@@ -134,6 +140,11 @@ class PanelView : public QWidget {
 
  private:
   void save_with_dialog(const QString& filter, const QString& suffix);
+  // remote_view.cpp: the remote view over the whole panel, and its parts.
+  void paint_remote_view();
+  qreal paint_remote_chart(QPainter& painter, const QRectF& area, const RemoteChart& chart);
+  void paint_remote_requests(QPainter& painter, const QRectF& area,
+                             const std::vector<RemoteRequestRow>& rows);
   // The legend entry under `pos` in the last paint: (chart, series).
   std::optional<std::pair<QString, QString>> legend_entry_at(QPointF pos) const;
   bool toggle_legend_entry_at(QPointF pos);  // true when there was one
@@ -153,6 +164,7 @@ class PanelView : public QWidget {
   std::vector<std::pair<QString, ElementShape>> elements_;
   QString highlight_;
   QWidget* highlight_overlay_ = nullptr;  // a transparent child painted after the panel
+  std::optional<RemoteView> remote_;
 };
 
 }  // namespace servescope::widgets

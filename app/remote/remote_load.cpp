@@ -10,45 +10,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "app/remote/completion_stream.h"
 #include "app/remote/sse_parser.h"
 
 namespace servescope::remote {
 namespace {
 
 using nlohmann::json;
-
-QUrl endpoint(const QUrl& server, const QString& path) {
-  QUrl url = server;
-  url.setPath(path);
-  return url;
-}
-
-// What a failed reply means for a student at a laptop.
-std::string network_problem(QNetworkReply& reply, const QUrl& server, double timeout_s) {
-  const QString where = server.toString();
-  switch (reply.error()) {
-    case QNetworkReply::ConnectionRefusedError:
-      return "could not connect to " + where.toStdString() +
-             ": the connection was refused (is the server running on that port?)";
-    case QNetworkReply::HostNotFoundError:
-      return "could not connect to " + where.toStdString() + ": no such host";
-    case QNetworkReply::OperationCanceledError:
-    case QNetworkReply::TimeoutError:
-      return "no answer from " + where.toStdString() + " within " +
-             std::to_string(static_cast<int>(timeout_s)) + " s";
-    case QNetworkReply::RemoteHostClosedError:
-      return "the server at " + where.toStdString() + " closed the connection mid-answer";
-    default:
-      break;
-  }
-  const int status = reply.attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-  if (status == 404 || status == 405) {
-    return "not an OpenAI-compatible server: " + where.toStdString() + " answered " +
-           std::to_string(status) + " to POST /v1/completions";
-  }
-  return "the request to " + where.toStdString() + " failed: " +
-         reply.errorString().toStdString();
-}
 
 class Runner {
  public:
@@ -106,7 +74,9 @@ class Runner {
                        {"stream_options", {{"include_usage", true}}}};
     QNetworkRequest http(endpoint(options_.server, "/v1/completions"));
     http.setHeader(QNetworkRequest::ContentTypeHeader, "application/json");
-    QNetworkReply* reply = network_.post(http, QByteArray::fromStdString(body.dump()));
+    QNetworkReply* reply =
+        post_on_own_connection(&network_, http, QByteArray::fromStdString(body.dump()),
+                               static_cast<int>(options_.timeout_s * 1000.0));
     ++in_flight_;
     auto parser = std::make_shared<SseParser>();
     QObject::connect(reply, &QNetworkReply::readyRead, &loop_, [this, reply, parser, i] {
@@ -124,35 +94,18 @@ class Runner {
     const QByteArray bytes = reply.readAll();
     for (const std::string& data : parser.feed({bytes.constData(), size_t(bytes.size())})) {
       const double at = now_ms();
-      const json chunk = json::parse(data, nullptr, false);
-      if (chunk.is_discarded() || !chunk.is_object()) {
-        fail("not an OpenAI-compatible server: its stream holds '" + data.substr(0, 60) +
-             "', not a completion chunk");
+      try {
+        const CompletionChunk chunk = read_completion_chunk(data);
+        if (chunk.completion_tokens) out.completion_tokens = chunk.completion_tokens;
+        if (chunk.token) {
+          out.record.token_times_ms.push_back(at);
+          out.text += chunk.text;
+        }
+        if (chunk.finish_reason) out.finish_reason = *chunk.finish_reason;
+      } catch (const NotOpenAiError& error) {
+        fail(error.what());
         return;
       }
-      if (chunk.contains("usage") && chunk["usage"].is_object() &&
-          chunk["usage"].contains("completion_tokens")) {
-        out.completion_tokens = chunk["usage"]["completion_tokens"].get<int64_t>();
-      }
-      if (!chunk.contains("choices") || !chunk["choices"].is_array() || chunk["choices"].empty()) {
-        if (chunk.contains("usage")) continue;  // the usage-only chunk that ends a stream
-        fail("not an OpenAI-compatible server: a stream chunk without choices");
-        return;
-      }
-      const json& choice = chunk["choices"][0];
-      if (!choice.is_object() || (choice.contains("text") && !choice["text"].is_string())) {
-        fail("not an OpenAI-compatible server: a completion choice without text");
-        return;
-      }
-      const std::string text = choice.value("text", std::string());
-      const bool finished = choice.contains("finish_reason") && choice["finish_reason"].is_string();
-      // One chunk per token (a token whose bytes end mid-character streams empty text); a last
-      // chunk with no text only says why the stream ended.
-      if (!(text.empty() && finished)) {
-        out.record.token_times_ms.push_back(at);
-        out.text += text;
-      }
-      if (finished) out.finish_reason = choice["finish_reason"].get<std::string>();
     }
   }
 

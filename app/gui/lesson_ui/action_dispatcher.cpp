@@ -105,6 +105,12 @@ void ActionDispatcher::run(const std::vector<LessonAction>& actions) {
            "ServeScope without --replay to run it."));
     return;
   }
+  if (window_.remote_mode()) {
+    Q_EMIT failed(
+        tr("This window is attached to a server: an experiment needs the local engine's "
+           "insides. File > Disconnect from the server, then run it."));
+    return;
+  }
   std::deque<Task> tasks;
   try {
     for (const LessonAction& a : actions) {

@@ -18,7 +18,10 @@ namespace servescope::gui {
 DemoRunner::DemoRunner(MainWindow& window, DemoPlan plan)
     : QObject(&window), window_(window), plan_(std::move(plan)) {
   connect(&window_, &MainWindow::engine_ready, this, [this] {
-    if (!started_) start();
+    if (!started_ && (!plan_.remote || window_.remote_connected())) start();
+  });
+  connect(&window_, &MainWindow::remote_connected_to, this, [this] {
+    if (!started_ && window_.engine_info()) start();
   });
   connect(&window_, &MainWindow::failed, this, [this](const QString& message) {
     if (!started_) fail(message);  // the demo's model could not be loaded

@@ -18,6 +18,7 @@ class MainWindow;
 
 struct DemoPlan {
   bool replay = false;  // a recorded run plays: nothing is generated, set or measured
+  bool remote = false;  // the window attaches to a server: the demo generates there
   QString prompt;
   int classmates = 0;
   std::optional<int> samples;  // Sampling > Samples; unset: as the settings left it

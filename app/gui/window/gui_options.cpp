@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 
 #include "app/gui/panels/quant_block.h"
@@ -46,6 +47,16 @@ void check_output_folder(const std::string& option, const std::string& file) {
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
   if (!std::filesystem::is_directory(folder)) {
     throw GuiUsageError(option + " " + file + ": folder " + folder.string() + " does not exist");
+  }
+}
+
+// --remote's address: http or https, a host, a port where one is given, and no path (the
+// server's endpoints are /v1/completions, /metrics, /slots).
+void check_server_address(const std::string& address) {
+  const std::regex form(R"(^https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?/?$|^https?://\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?/?$)");
+  if (!std::regex_match(address, form)) {
+    throw GuiUsageError("--remote '" + address +
+                        "' is not a server's address; give one such as http://127.0.0.1:8080");
   }
 }
 
@@ -111,6 +122,9 @@ std::string gui_usage() {
          "                  [--after-ms MS] [--lesson ID [--step N] [--lecture]] [--theme "
          "dark|light]\n"
          "                  (a recorded run played into the panels, no engine)\n"
+         "       servescope --remote http://HOST:PORT [--demo PROMPT --classmates N --panel P "
+         "...]\n"
+         "                  (attached to a real serving engine: llama-server, vLLM)\n"
          "       servescope --check-lessons [DIR]   (no window: validate lesson files)\n"
          "       servescope --run-lessons [DIR] [--lesson ID]... [--json]\n"
          "                  (headless, CPU: run every step's experiment, check its expect "
@@ -206,6 +220,9 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
       check_output_folder(name, *options.record);
     } else if (name == "--replay") {
       options.replay = value();
+    } else if (name == "--remote") {
+      options.remote = value();
+      check_server_address(*options.remote);
     } else if (name == "--speed") {
       options.replay_speed = decimal_number(name, value(), kMinReplaySpeed, kMaxReplaySpeed);
     } else if (name == "--after-ms") {
@@ -262,6 +279,11 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     throw GuiUsageError("--export-report FILE.html takes no other options");
   }
   if (options.replay) check_replay(options);
+  if (options.remote && (options.replay || options.lesson || options.sweep || options.quant_types)) {
+    throw GuiUsageError(
+        "--remote runs on a server, which has no --replay, lessons, --sweep or quantisation lab "
+        "here; leave those out");
+  }
   if (options.replay_speed != 1.0 && !options.replay) throw GuiUsageError("--speed needs --replay");
   const bool demo_only = options.classmates > 0 || options.samples || options.panel ||
                          options.screenshot ||

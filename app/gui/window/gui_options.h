@@ -11,6 +11,8 @@
 //   servescope --record run.sstrace [--demo ...]
 //   servescope --replay run.sstrace [--speed X] [--panel P] [--screenshot OUT.png]
 //              [--after-ms MS] [--lesson ID [--step N] [--lecture]] [--theme dark|light]
+// or attached to a real serving engine (remote mode; with --demo, the demo runs there):
+//   servescope --remote http://127.0.0.1:8080 [--demo ...]
 // or, without a window, the lesson files' check for authors:
 //   servescope --check-lessons [DIR]
 // or every lesson experiment run headless, each step's expect conditions checked:
@@ -83,6 +85,8 @@ struct GuiOptions {
   std::optional<std::string> record;
   std::optional<std::string> replay;
   double replay_speed = 1.0;
+  // --remote URL: remote mode from the start (http or https, a host, no path).
+  std::optional<std::string> remote;
 };
 
 // args: the arguments after the program name (Qt's own options already removed).

@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
   window_options.static_batching = options.static_batching;
   window_options.batch_wait_ms = options.batch_wait_ms;
   window_options.quantised_activations = options.quantised_activations;
+  if (options.remote) window_options.remote = QUrl(QString::fromStdString(*options.remote));
   if (!open_traces(options, window_options)) return 2;
 
   MainWindow window(window_options);
@@ -203,6 +204,7 @@ int main(int argc, char** argv) {
     window.resize(1600, 1000);
     DemoPlan plan;
     plan.replay = options.replay.has_value();
+    plan.remote = options.remote.has_value();
     plan.prompt = QString::fromStdString(options.demo_prompt.value_or(""));
     plan.classmates = options.classmates;
     plan.samples = options.samples;

@@ -1,3 +1,4 @@
+#include "app/gui/remote/remote_connection.h"
 #include "app/gui/window/main_window.h"
 
 #include <QAction>
@@ -107,6 +108,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
   send_sampling();
   engine_->set_samples(samples_->value());
   update_actions();
+  if (options.remote) connect_to_server(*options.remote);
 }
 
 // The engine client, a child, cancels long work and ends the engine thread when destroyed.
@@ -164,6 +166,8 @@ void MainWindow::forget_cached_prefixes() {
 void MainWindow::set_max_tokens(int count) { max_tokens_->setValue(count); }
 
 void MainWindow::set_continuous_classmates(bool continuous) {
+  continuous_classmates_ = continuous;
+  if (remote_) remote_->set_continuous_classmates(continuous);
   engine_->set_continuous_classmates(continuous);
 }
 
@@ -217,6 +221,7 @@ QString MainWindow::collecting_status() const {
 
 void MainWindow::generate() {
   if (refused_in_replay() || generating()) return;
+  if (remote_) return generate_remote();
   prefill_timer_->stop();
   prompt_chips_->set_pending_from(-1);
   output_chips_->clear_tokens();
@@ -226,6 +231,7 @@ void MainWindow::generate() {
 }
 
 void MainWindow::stop() {
+  if (remote_) remote_->stop();
   if (sweeping()) stop_batch_sweep();
   if (generating()) engine_->stop();
 }
@@ -335,11 +341,17 @@ void MainWindow::send_sampling() {
 }
 
 void MainWindow::update_actions() {
-  const bool ready = engine_info().has_value() && !player_;  // a replay runs no engine
-  generate_action_->setEnabled(ready && !generating());
+  // A replay runs no engine; remote mode runs the server's, which has no Step or Sweep here.
+  const bool local = engine_info().has_value() && !player_ && !remote_;
+  generate_action_->setEnabled((local || remote_connected()) && !generating());
   stop_action_->setEnabled(generating() || sweeping());
-  step_action_->setEnabled(ready && engine_->state().running);
-  sweep_action_->setEnabled(ready && !sweeping());
+  step_action_->setEnabled(local && engine_->state().running);
+  sweep_action_->setEnabled(local && !sweeping());
+  disconnect_action_->setEnabled(remote_ != nullptr);
+}
+
+bool MainWindow::generating() const {
+  return engine_->state().generating || (remote_ && remote_->generating());
 }
 
 // --- messages ---------------------------------------------------------------------------

@@ -8,7 +8,9 @@
 
 #include <QElapsedTimer>
 #include <QMainWindow>
+#include <QUrl>
 #include <QVector>
+#include <array>
 #include <memory>
 #include <optional>
 
@@ -44,6 +46,7 @@ class SettledChoice;
 
 class LessonUi;
 class PinnedFigures;
+class RemoteConnection;
 class ReplayPlayer;
 class TokenChips;
 class TraceRecorder;
@@ -71,6 +74,8 @@ struct WindowOptions {
   // --replay: a recorded run played into the panels at this speed; no model is loaded.
   std::shared_ptr<const Trace> replay;
   double replay_speed = 1.0;
+  // --remote: attach to this serving engine at startup (remote mode).
+  std::optional<QUrl> remote;
 };
 
 class MainWindow : public QMainWindow {
@@ -159,7 +164,7 @@ class MainWindow : public QMainWindow {
   // The status bar's persistent note while a random-weight model is loaded, else empty.
   QString random_weights_note() const;
   QString timing_folder() const { return timing_folder_; }
-  bool generating() const { return engine_->state().generating; }
+  bool generating() const;
   // A model asked for and not yet answered (loaded, or refused with a message).
   bool loading() const { return engine_->state().loading; }
   // The user's request in the engine (-1 before the first generation names one).
@@ -218,6 +223,16 @@ class MainWindow : public QMainWindow {
   ReplayPlayer* replay_player() const { return player_; }
   const TraceRecorder* recorder() const { return recorder_; }
 
+  // Remote mode (main_window_remote.cpp): the panels show a real serving engine at `server`
+  // (an OpenAI-compatible server: llama-server, vLLM), and Generate sends the prompt and the
+  // classmates there; the local engine waits, loaded, until disconnect_from_server(). A
+  // connection that fails returns to the local engine with a message.
+  void connect_to_server(const QUrl& server);
+  void disconnect_from_server();
+  bool remote_mode() const;       // connected or connecting
+  bool remote_connected() const;  // the server answered
+  const RemoteConnection* remote() const { return remote_; }
+
   // Forgets every remembered setting (the --reset option).
   static void forget_settings();
 
@@ -234,6 +249,8 @@ class MainWindow : public QMainWindow {
   // A frame's telemetry is drained, folded and handed to the panels (tests wait for frames,
   // not for time).
   void frame_folded();
+  // Remote mode: the server answered (description: its address and model).
+  void remote_connected_to(const QString& description);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -285,6 +302,12 @@ class MainWindow : public QMainWindow {
   bool refused_in_replay();
   // The pace keys (lecture mode's P, S) on a replay: single step pauses it, the others play.
   void pace_replay(Speed speed);
+  // Remote mode's parts (main_window_remote.cpp).
+  void ask_for_server();  // File > Connect to a server...
+  void generate_remote();
+  void refresh_remote_panels();
+  void update_remote_status();
+  void enable_local_engine_controls(bool enabled);
   // The recorded run's Learn pane showed this lesson step: this one shows it too.
   void show_replayed_lesson(const QString& lesson, const QString& step);
 
@@ -294,6 +317,9 @@ class MainWindow : public QMainWindow {
   WorkProgress* work_ = new WorkProgress(this);
   TraceRecorder* recorder_ = nullptr;
   ReplayPlayer* player_ = nullptr;
+  RemoteConnection* remote_ = nullptr;  // remote mode, else null
+  std::array<uint64_t, kAllPanels.size()> remote_shown_{};  // the folder revision each panel shows
+  bool continuous_classmates_ = false;
   bool remember_settings_;
   SettingsTable settings_table_;
 
@@ -335,6 +361,8 @@ class MainWindow : public QMainWindow {
   QAction* step_action_ = nullptr;
   QAction* sweep_action_ = nullptr;
   QAction* open_action_ = nullptr;
+  QAction* connect_action_ = nullptr;
+  QAction* disconnect_action_ = nullptr;
   QAction* overlay_action_ = nullptr;
   QAction* dark_action_ = nullptr;
   ModelPicker* model_picker_ = nullptr;

@@ -297,6 +297,17 @@ void MainWindow::build_menus() {
   // The heading the model picker uses too, with a mnemonic for the menu.
   add_timing_models(
       file->addMenu(tr("&%1").arg(QCoreApplication::translate("WindowText", kTimingGroup))));
+  file->addSeparator();
+  connect_action_ = file->addAction(tr("Connect to a &server..."), this, &MainWindow::ask_for_server);
+  connect_action_->setShortcut(QKeySequence("Ctrl+Shift+O"));
+  set_tip_with_shortcut(connect_action_,
+                        tr("Attach to a real serving engine (llama-server, vLLM): your prompt and "
+                           "the classmates go there, and the panels show what it reports"));
+  disconnect_action_ =
+      file->addAction(tr("Dis&connect from the server"), this, &MainWindow::disconnect_from_server);
+  set_tip_with_shortcut(disconnect_action_, tr("Back to the local engine"));
+  disconnect_action_->setEnabled(false);
+  file->addSeparator();
   QAction* details =
       file->addAction(tr("Model &details..."), this, &MainWindow::show_model_details);
   details->setShortcut(QKeySequence("Ctrl+I"));

@@ -44,6 +44,7 @@ void MainWindow::on_frame() {
     if (last_frame_ms_ >= 0.0) frame_stats_.add(now - last_frame_ms_);
     last_frame_ms_ = now;
   }
+  refresh_remote_panels();
   if (!queue_) return;
   // What this frame costs the GUI thread: draining, folding, snapshots (painting follows).
   struct WorkTimer {
@@ -163,6 +164,7 @@ void MainWindow::update_sample_texts() {
 // Every frame, with the panels: the KV cache panel's heading and this text read the same
 // folder state, so they never show two figures for the bytes held.
 void MainWindow::update_kv_status() {
+  if (remote_) return;  // the server's cache is on the KV panel
   if (!engine_info()) return;
   const QString text =
       engine_info()->keep_kv
@@ -174,6 +176,7 @@ void MainWindow::update_kv_status() {
 }
 
 void MainWindow::update_status() {
+  if (remote_) return update_remote_status();
   if (!engine_info()) return;
   const EngineInfo& info = *engine_info();
   const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;

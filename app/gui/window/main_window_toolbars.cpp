@@ -18,6 +18,7 @@
 #include "app/gui/recording/recording_mark.h"
 #include "app/gui/recording/replay_player.h"
 #include "app/gui/recording/trace_recorder.h"
+#include "app/gui/remote/remote_connection.h"
 #include "app/gui/window/main_window.h"
 #include "app/gui/window/model_picker.h"
 #include "app/gui/window/settled_choice.h"
@@ -123,7 +124,10 @@ void MainWindow::build_toolbar() {
                               .arg(app::kMaxClassmates));
   bar->addWidget(classmates_);
   connect(classmates_, &QSpinBox::valueChanged, this,
-          [this](int count) { engine_->set_classmates(count); });
+          [this](int count) {
+            engine_->set_classmates(count);
+            if (remote_) remote_->set_classmates(count);
+          });
 
   auto* speed_label = new QLabel(tr("  S&peed "));
   bar->addWidget(speed_label);

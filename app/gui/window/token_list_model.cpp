@@ -60,9 +60,12 @@ QString TokenListModel::display_text(const QString& text) {
 QString TokenListModel::tooltip_for(int row) const {
   if (row < 0 || row >= tokens_.size()) return {};
   const GeneratedToken& token = tokens_[row];
-  QString text = tr("<b>%1</b> &nbsp; token id %2")
-                     .arg(display_text(token.text).toHtmlEscaped())
-                     .arg(token.id);
+  // A server's token (remote mode) comes without an id of this model's vocabulary.
+  QString text = token.id < 0 ? tr("<b>%1</b> &nbsp; from the server")
+                                    .arg(display_text(token.text).toHtmlEscaped())
+                              : tr("<b>%1</b> &nbsp; token id %2")
+                                    .arg(display_text(token.text).toHtmlEscaped())
+                                    .arg(token.id);
   if (token.probability >= 0.0) {
     text += tr("<br>probability %1%").arg(100.0 * token.probability, 0, 'f', 1);
   }
@@ -82,11 +85,8 @@ QString TokenListModel::spoken_text(int row) const {
   if (row < 0 || row >= tokens_.size()) return {};
   const GeneratedToken& token = tokens_[row];
   // The text as it is (a screen reader says "space" itself), then the numbers.
-  QString text = tr("token %1 of %2: \"%3\", id %4")
-                     .arg(row + 1)
-                     .arg(tokens_.size())
-                     .arg(token.text)
-                     .arg(token.id);
+  QString text = tr("token %1 of %2: \"%3\"").arg(row + 1).arg(tokens_.size()).arg(token.text);
+  if (token.id >= 0) text += tr(", id %1").arg(token.id);
   if (token.probability >= 0.0) {
     text += tr(", probability %1%").arg(100.0 * token.probability, 0, 'f', 1);
   }

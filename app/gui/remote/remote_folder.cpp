@@ -1,0 +1,79 @@
+#include "app/gui/remote/remote_folder.h"
+
+#include <string>
+
+namespace servescope::gui {
+
+void RemoteFolder::reset(const remote::ServerIdentity& server) {
+  *this = RemoteFolder();
+  server_ = server;
+  revision_ = 1;
+}
+
+QString RemoteFolder::server_kind() const {
+  for (auto it = polls_.rbegin(); it != polls_.rend(); ++it) {
+    if (it->metrics) {
+      return QString::fromStdString(std::string(remote::server_kind_name(it->metrics->kind)));
+    }
+  }
+  return {};
+}
+
+RemoteRequestState* RemoteFolder::find(int64_t request) {
+  for (auto it = requests_.rbegin(); it != requests_.rend(); ++it) {
+    if (it->request == request) return &*it;
+  }
+  return nullptr;
+}
+
+void RemoteFolder::on_sent(int64_t request, bool own, double at_ms) {
+  RemoteRequestState state;
+  state.request = request;
+  state.own = own;
+  state.sent_ms = at_ms;
+  requests_.push_back(state);
+  // Forget the oldest that ended; one still streaming stays however old.
+  while (requests_.size() > kMaxRequests && requests_.front().ended) requests_.pop_front();
+  ++streams_open_;
+  ++revision_;
+}
+
+void RemoteFolder::on_token(const remote::RemoteToken& token) {
+  ++tokens_received_;
+  ++revision_;
+  RemoteRequestState* state = find(token.request);
+  if (state == nullptr) return;
+  if (state->tokens == 0) state->first_token_ms = token.at_ms;
+  state->last_token_ms = token.at_ms;
+  ++state->tokens;
+}
+
+void RemoteFolder::on_end(const remote::RemoteRequestEnd& end) {
+  --streams_open_;
+  ++revision_;
+  RemoteRequestState* state = find(end.record.request_id);
+  if (state == nullptr) return;
+  state->ended = true;
+  state->prompt_tokens = end.record.prompt_tokens;
+  // The session's record is the reference: its times are the ones the tokens came with.
+  state->sent_ms = end.record.arrival_ms;
+  state->tokens = static_cast<int64_t>(end.record.token_times_ms.size());
+  if (state->tokens > 0) {
+    state->first_token_ms = end.record.token_times_ms.front();
+    state->last_token_ms = end.record.token_times_ms.back();
+  }
+}
+
+void RemoteFolder::on_poll(const remote::ServerPoll& poll) {
+  RemotePollPoint point;
+  point.at_ms = poll.at_ms;
+  point.streams_open = streams_open_;
+  point.tokens_received = tokens_received_;
+  point.metrics = poll.metrics;
+  point.slots = poll.slots;
+  polls_.push_back(std::move(point));
+  if (polls_.size() > kMaxPolls) polls_.pop_front();
+  ++revision_;
+}
+
+}  // namespace servescope::gui

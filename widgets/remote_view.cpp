@@ -1,0 +1,291 @@
+#include "widgets/remote_view.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+#include <QPainterPath>
+#include <algorithm>
+#include <array>
+
+#include "widgets/chart_painting.h"
+#include "widgets/panel_view.h"
+#include "widgets/theme.h"
+
+namespace servescope::widgets {
+
+namespace {
+
+constexpr double kShownSeconds = 120.0;  // the charts follow the last two minutes
+constexpr double kMinSpanSeconds = 2.0;
+constexpr int kMaxTableRows = 12;
+
+QString csv_field(QString text) {
+  if (!text.contains(QLatin1Char(',')) && !text.contains(QLatin1Char('"'))) return text;
+  return QLatin1Char('"') + text.replace(QLatin1Char('"'), QStringLiteral("\"\"")) +
+         QLatin1Char('"');
+}
+
+// The series' newest time: the right end of every chart's axis, so the charts move together.
+double newest_seconds(const RemoteView& view) {
+  double newest = 0.0;
+  for (const RemoteChart& chart : view.charts) {
+    for (const RemoteSeries& series : chart.series) {
+      if (!series.points.empty()) newest = std::max(newest, series.points.back().x());
+    }
+  }
+  return newest;
+}
+
+// Series colours: the palette without its yellow, too faint as a thin line on a light background.
+QColor series_colour(const Theme& t, size_t i) {
+  constexpr int kHues[] = {0, 1, 2, 4, 5, 6};
+  return t.series(kHues[i % std::size(kHues)]);
+}
+
+QString ms_text(double ms) {
+  return ms < 0.0 ? QStringLiteral("-") : QStringLiteral("%1 ms").arg(chart::format_number(ms));
+}
+
+}  // namespace
+
+QString figure_source_text(FigureSource source) {
+  return source == FigureSource::kMeasured ? PanelView::tr("measured by ServeScope")
+                                           : PanelView::tr("reported by the server");
+}
+
+QString remote_view_csv(const RemoteView& view) {
+  QString out = QStringLiteral("chart,series,source,seconds,value\n");
+  for (const RemoteChart& chart : view.charts) {
+    for (const RemoteSeries& series : chart.series) {
+      for (const QPointF& p : series.points) {
+        out += QStringLiteral("%1,%2,%3,%4,%5\n")
+                   .arg(csv_field(chart.title), csv_field(series.name),
+                        csv_field(figure_source_text(series.source)))
+                   .arg(p.x(), 0, 'f', 3)
+                   .arg(p.y(), 0, 'g', 10);
+      }
+    }
+  }
+  if (!view.requests.empty()) {
+    out += QStringLiteral("request,own,ttft_ms,tpot_ms,output_tokens,finished\n");
+    for (const RemoteRequestRow& row : view.requests) {
+      out += QStringLiteral("%1,%2,%3,%4,%5,%6\n")
+                 .arg(row.request)
+                 .arg(row.own ? 1 : 0)
+                 .arg(row.ttft_ms, 0, 'f', 3)
+                 .arg(row.tpot_ms, 0, 'f', 3)
+                 .arg(row.output_tokens)
+                 .arg(row.finished ? 1 : 0);
+    }
+  }
+  return out;
+}
+
+void PanelView::set_remote_view(std::optional<RemoteView> view) {
+  const bool entering = view && !remote_;
+  remote_ = std::move(view);
+  if (entering) set_highlight(QString());  // a lesson's mark points at the panel's own parts
+  update();
+}
+
+void PanelView::paint_remote_view() {
+  QPainter painter(this);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setFont(font());
+  clear_tooltips();
+  const Theme& t = theme();
+  painter.fillRect(rect(), t.background);
+  const RemoteView& view = *remote_;
+  const QRectF area = QRectF(rect()).adjusted(12, 8, -12, -8);
+  const QFontMetricsF metrics(font());
+  const qreal line = metrics.lineSpacing();
+  qreal y = area.top() + chart::draw_heading(painter, area, view.heading, t);
+
+  const auto paragraph = [&](const QString& text, const QColor& colour) {
+    const QRectF box(area.left(), y, area.width(), area.bottom() - y);
+    const QRectF used = metrics.boundingRect(box, Qt::TextWordWrap, text);
+    painter.setPen(colour);
+    painter.drawText(box, Qt::TextWordWrap, text);
+    y += used.height() + 2;
+  };
+  for (const QString& fact : view.facts) paragraph(fact, t.text);
+  if (!view.problem.isEmpty()) paragraph(view.problem, t.warning);
+
+  // The note on what cannot be shown goes last, at the bottom; its height is kept free.
+  qreal note_height = 0.0;
+  if (!view.not_available.isEmpty()) {
+    note_height = metrics
+                      .boundingRect(QRectF(0, 0, area.width(), area.height()), Qt::TextWordWrap,
+                                    view.not_available)
+                      .height() +
+                  6;
+  }
+  if (view.charts.empty() && view.requests.empty()) {
+    chart::draw_note(painter, QRectF(area.left(), y, area.width(), area.bottom() - y),
+                     view.not_available, t);
+    return;
+  }
+  const qreal bottom = area.bottom() - note_height;
+  qreal table_height = 0.0;
+  if (!view.requests.empty()) {
+    const auto rows = std::min<size_t>(view.requests.size(), kMaxTableRows);
+    table_height = std::min((static_cast<qreal>(rows) + 2.5) * line, (bottom - y) * 0.45);
+  }
+  const qreal charts_height = bottom - y - table_height;
+  if (!view.charts.empty() && charts_height > 4 * line) {
+    const qreal each = charts_height / static_cast<qreal>(view.charts.size());
+    for (const RemoteChart& c : view.charts) {
+      paint_remote_chart(painter, QRectF(area.left(), y, area.width(), each - 4), c);
+      y += each;
+    }
+  }
+  if (table_height > 2 * line) {
+    paint_remote_requests(painter, QRectF(area.left(), bottom - table_height, area.width(),
+                                          table_height),
+                          view.requests);
+  }
+  if (note_height > 0.0) {
+    painter.setPen(t.muted_text);
+    painter.drawText(QRectF(area.left(), bottom + 6, area.width(), note_height), Qt::TextWordWrap,
+                     view.not_available);
+  }
+}
+
+qreal PanelView::paint_remote_chart(QPainter& painter, const QRectF& area,
+                                    const RemoteChart& c) {
+  const Theme& t = theme();
+  const qreal line = QFontMetricsF(font()).lineSpacing();
+  qreal y = area.top();
+  painter.setPen(t.text);
+  QFont bold = font();
+  bold.setBold(true);
+  painter.setFont(bold);
+  painter.drawText(QRectF(area.left(), y, area.width(), line), Qt::AlignLeft | Qt::AlignVCenter,
+                   c.title);
+  painter.setFont(font());
+  y += line;
+
+  std::vector<chart::LegendEntry> legend;
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const RemoteSeries& s = c.series[i];
+    chart::LegendEntry entry;
+    entry.label = QStringLiteral("%1 (%2)").arg(s.name, figure_source_text(s.source));
+    entry.series = s.name;
+    entry.color = series_colour(t, i);
+    entry.line = s.source == FigureSource::kMeasured ? Qt::SolidLine : Qt::DashLine;
+    legend.push_back(entry);
+  }
+  y += draw_series_legend(painter, QRectF(area.left(), y, area.width(), area.bottom() - y), c.id,
+                          legend) +
+       2;
+  if (area.bottom() - y < 3 * line) return area.height();
+
+  const double newest = std::max(newest_seconds(*remote_), kMinSpanSeconds);
+  const chart::Range full{std::max(0.0, newest - kShownSeconds), newest};
+  const chart::Range shown = x_window(c.id, full, kMinSpanSeconds);
+  double top = c.y_max;
+  for (const RemoteSeries& s : c.series) {
+    if (series_hidden(c.id, s.name)) continue;
+    for (const QPointF& p : s.points) {
+      if (p.x() >= shown.min && p.x() <= shown.max) top = std::max(top, p.y());
+    }
+  }
+  chart::AxesSpec spec;
+  spec.x_label = tr("seconds since connecting");
+  spec.y_label = c.y_label;
+  spec.x = shown;
+  spec.y = chart::nice_range(0.0, std::max(top, c.integer_y ? 1.0 : 1e-9), 4, c.integer_y);
+  spec.integer_y = c.integer_y;
+  const chart::Frame frame =
+      chart::draw_axes(painter, QRectF(area.left(), y, area.width(), area.bottom() - y), spec, t);
+  mark_zoomable(painter, c.id, frame.plot());
+
+  painter.save();
+  painter.setClipRect(frame.plot().adjusted(-2, -2, 2, 2));
+  std::vector<std::pair<QPointF, QString>> dots;
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const RemoteSeries& s = c.series[i];
+    if (series_hidden(c.id, s.name) || s.points.empty()) continue;
+    QPainterPath path;
+    bool started = false;
+    for (const QPointF& p : s.points) {
+      if (p.x() < shown.min - 1.0 || p.x() > shown.max + 1.0) continue;
+      const QPointF at = frame.point(p.x(), p.y());
+      if (started) {
+        path.lineTo(at);
+      } else {
+        path.moveTo(at);
+        started = true;
+      }
+      dots.emplace_back(at, tr("%1 at %2 s: %3 (%4)")
+                                .arg(s.name, chart::format_number(p.x()),
+                                     chart::format_number(p.y()), figure_source_text(s.source)));
+    }
+    QPen pen(series_colour(t, i), 2.0);
+    pen.setStyle(s.source == FigureSource::kMeasured ? Qt::SolidLine : Qt::DashLine);
+    painter.setPen(pen);
+    painter.setBrush(Qt::NoBrush);
+    painter.drawPath(path);
+  }
+  painter.restore();
+  add_point_tooltips(std::move(dots));
+  return area.height();
+}
+
+void PanelView::paint_remote_requests(QPainter& painter, const QRectF& area,
+                                      const std::vector<RemoteRequestRow>& rows) {
+  const Theme& t = theme();
+  const qreal line = QFontMetricsF(font()).lineSpacing();
+  QFont bold = font();
+  bold.setBold(true);
+  painter.setFont(bold);
+  painter.setPen(t.text);
+  const QString title =
+      tr("Latency per request (%1): TTFT from sending to the first token, TPOT the mean time "
+         "between the later tokens")
+          .arg(figure_source_text(FigureSource::kMeasured));
+  painter.drawText(QRectF(area.left(), area.top(), area.width(), line),
+                   Qt::AlignLeft | Qt::AlignVCenter | Qt::TextSingleLine,
+                   QFontMetricsF(bold).elidedText(title, Qt::ElideRight, area.width()));
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), line), title);
+  painter.setFont(font());
+  const std::array<QString, 4> headers = {tr("request"), tr("TTFT"), tr("TPOT"),
+                                          tr("tokens")};
+  const qreal column = area.width() / static_cast<qreal>(headers.size());
+  qreal y = area.top() + line;
+  painter.setPen(t.muted_text);
+  for (size_t i = 0; i < headers.size(); ++i) {
+    painter.drawText(QRectF(area.left() + column * static_cast<qreal>(i), y, column - 6, line),
+                     Qt::AlignLeft | Qt::AlignVCenter, headers[i]);
+  }
+  y += line;
+  const auto fit = static_cast<size_t>(std::max(0.0, (area.bottom() - y) / line));
+  // The newest rows, and the user's newest among them even when it is older.
+  std::vector<const RemoteRequestRow*> shown;
+  for (auto it = rows.rbegin(); it != rows.rend() && shown.size() < fit; ++it) {
+    shown.push_back(&*it);
+  }
+  const auto own = std::find_if(rows.rbegin(), rows.rend(),
+                                [](const RemoteRequestRow& r) { return r.own; });
+  if (own != rows.rend() && fit > 0 &&
+      std::find(shown.begin(), shown.end(), &*own) == shown.end()) {
+    shown.back() = &*own;
+  }
+  for (const RemoteRequestRow* row : shown) {
+    const QColor colour = t.request(row->request, row->own);
+    painter.fillRect(QRectF(area.left(), y + line * 0.2, 4, line * 0.6), colour);
+    painter.setPen(t.text);
+    const std::array<QString, 4> cells = {
+        row->own ? tr("yours, %1").arg(row->request) : QString::number(row->request),
+        ms_text(row->ttft_ms), ms_text(row->tpot_ms),
+        row->finished ? QString::number(row->output_tokens)
+                      : tr("%1 so far").arg(row->output_tokens)};
+    for (size_t i = 0; i < cells.size(); ++i) {
+      painter.drawText(
+          QRectF(area.left() + 8 + column * static_cast<qreal>(i), y, column - 10, line),
+          Qt::AlignLeft | Qt::AlignVCenter, cells[i]);
+    }
+    y += line;
+  }
+}
+
+}  // namespace servescope::widgets
