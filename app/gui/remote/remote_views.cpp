@@ -219,8 +219,6 @@ RemoteView phases_view(const RemoteFolder& folder) {
                       .arg(widgets::chart::format_number(1000.0 * last->metrics->tpot_s->mean()))
                       .arg(reported());
   }
-  view.facts << tr("llama.cpp adds a request's tokens to its counters when the request ends, so "
-                   "its rates come in bursts; the tokens received are timed as they arrive.");
   view.not_available =
       tr("Each step's prefill and decode blocks, kernel spans and the decode time against "
          "context: not available from a remote server.");
