@@ -20,6 +20,7 @@
 #include <string>
 
 #include "app/remote/remote_load.h"
+#include "app/remote/remote_session.h"
 #include "tests/support/cli_runner.h"
 
 namespace servescope::remote {
@@ -131,6 +132,7 @@ class LlamaServer : public testing::Test {
     RemoteLoadOptions o;
     o.server = url_;
     o.timeout_s = 60;
+    o.metrics_poll_ms = 20;  // the load below runs for a tenth of a second or so
     return o;
   }
 
@@ -164,13 +166,13 @@ TEST_F(LlamaServer, StreamedTokensAreTheServersOwnCompletion) {
   EXPECT_EQ(r.requests[0].finish_reason, "length");
 }
 
-// A known load: 6 requests at once, different prompts, 16 tokens each. The server's counters
+// A known load: 6 requests at once, different prompts, 48 tokens each. The server's counters
 // grow by the tokens the client sent and received, and it ran several at once.
 TEST_F(LlamaServer, TheServersCountersGrowByTheKnownLoad) {
   std::vector<serving::SimulatedRequest> load;
   int64_t prompt_tokens = 0;
   for (int i = 0; i < 6; ++i) {
-    load.push_back({0.0, prompt_ids(100 + 11 * i, 12 + i), 16});
+    load.push_back({0.0, prompt_ids(100 + 11 * i, 12 + i), 48});
     prompt_tokens += static_cast<int64_t>(load.back().prompt_ids.size());
   }
   const ServerMetrics before = metrics();
@@ -180,10 +182,12 @@ TEST_F(LlamaServer, TheServersCountersGrowByTheKnownLoad) {
   int64_t received = 0;
   for (const RemoteRequestResult& one : r.requests) {
     received += static_cast<int64_t>(one.record.token_times_ms.size());
-    EXPECT_EQ(one.completion_tokens, 16);
+    EXPECT_EQ(one.completion_tokens, 48);
   }
-  EXPECT_EQ(received, 6 * 16);
-  EXPECT_EQ(*after.generated_tokens_total - *before.generated_tokens_total, 6 * 16);
+  EXPECT_EQ(received, 6 * 48);
+  EXPECT_EQ(*after.generated_tokens_total - *before.generated_tokens_total, 6 * 48);
+  // Batched: fewer decode calls than tokens (4 slots share a call), whatever the polls saw.
+  EXPECT_LT(*after.decode_calls_total - *before.decode_calls_total, 6 * 48 * 0.5);
   EXPECT_EQ(*after.prompt_tokens_total - *before.prompt_tokens_total +
                 (*after.prompt_tokens_cached_total - *before.prompt_tokens_cached_total),
             static_cast<double>(prompt_tokens));
@@ -214,6 +218,67 @@ TEST_F(LlamaServer, BenchRemoteWritesTheLocalBenchsKeys) {
   EXPECT_TRUE(doc["kv_peak_blocks"].is_null());
   EXPECT_EQ(doc["reported_by_the_server"]["generated_tokens_during_run"], 4 * 8);
   EXPECT_EQ(doc["reported_by_the_server"]["kind"], "llama.cpp");
+}
+
+// The window's session (remote mode): four classmates' text prompts at once. Every stream
+// ends as it should, the tokens the window counts are the server's generated-token counter's
+// growth between the session's first and last poll, and they ran together: fewer batched
+// decode calls than tokens, and several slots busy in one poll.
+TEST_F(LlamaServer, TheWindowsSessionCountsWhatTheServerCounts) {
+  RemoteSession session(60.0, 20.0);
+  std::vector<RemoteRequestEnd> ended;
+  std::vector<ServerPoll> polls;
+  int64_t tokens = 0;
+  bool connected = false;
+  QString failure;
+  QObject::connect(&session, &RemoteSession::connected, [&] { connected = true; });
+  QObject::connect(&session, &RemoteSession::connection_failed,
+                   [&](const QString& why) { failure = why; });
+  QObject::connect(&session, &RemoteSession::token_arrived, [&](const RemoteToken&) { ++tokens; });
+  QObject::connect(&session, &RemoteSession::request_ended,
+                   [&](const RemoteRequestEnd& end) { ended.push_back(end); });
+  QObject::connect(&session, &RemoteSession::server_polled,
+                   [&](const ServerPoll& poll) { polls.push_back(poll); });
+  const auto wait_for = [](const std::function<bool()>& done) {
+    QElapsedTimer clock;
+    clock.start();
+    while (!done() && clock.elapsed() < 60000) {
+      QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+    }
+    return done();
+  };
+  session.open(url_);
+  ASSERT_TRUE(wait_for([&] { return connected && !polls.empty(); })) << failure.toStdString();
+  const ServerMetrics before = *polls.back().metrics;
+  const char* texts[] = {"Once upon a time", "The little dog ran to the park", "Tom had a red ball",
+                         "One day the sun was hot"};
+  for (int i = 0; i < 4; ++i) {
+    RemotePrompt prompt;
+    prompt.request = i;
+    prompt.text = texts[i];
+    prompt.max_tokens = 64;
+    prompt.temperature = 0.8;
+    prompt.seed = static_cast<uint64_t>(i);
+    prompt.ignore_eos = true;
+    session.send(prompt);
+  }
+  ASSERT_TRUE(wait_for([&] { return ended.size() == 4; }));
+  for (const RemoteRequestEnd& end : ended) {
+    EXPECT_TRUE(end.error.empty()) << end.error;
+    EXPECT_EQ(end.record.token_times_ms.size(), 64u);
+    EXPECT_GT(end.record.prompt_tokens, 0) << "the server's usage count of the text's tokens";
+  }
+  EXPECT_EQ(tokens, 4 * 64);
+  const size_t polls_at_end = polls.size();
+  ASSERT_TRUE(wait_for([&] { return polls.size() > polls_at_end; }));  // a poll after the load
+  const ServerMetrics& after = *polls.back().metrics;
+  EXPECT_EQ(*after.generated_tokens_total - *before.generated_tokens_total, 4.0 * 64.0);
+  EXPECT_LT(*after.decode_calls_total - *before.decode_calls_total, 4.0 * 64.0 * 0.5);
+  int64_t busy = 0;
+  for (const ServerPoll& poll : polls) {
+    if (poll.slots) busy = std::max(busy, poll.slots->processing);
+  }
+  EXPECT_GE(busy, 2) << "slots busy together";
 }
 
 }  // namespace
