@@ -240,13 +240,14 @@ void PanelView::paint_remote_requests(QPainter& painter, const QRectF& area,
   painter.setFont(bold);
   painter.setPen(t.text);
   const QString title =
-      tr("Latency per request (%1): TTFT from sending to the first token, TPOT the mean time "
-         "between the later tokens")
-          .arg(figure_source_text(FigureSource::kMeasured));
+      tr("Latency per request (%1)").arg(figure_source_text(FigureSource::kMeasured));
   painter.drawText(QRectF(area.left(), area.top(), area.width(), line),
                    Qt::AlignLeft | Qt::AlignVCenter | Qt::TextSingleLine,
                    QFontMetricsF(bold).elidedText(title, Qt::ElideRight, area.width()));
-  add_tooltip(QRectF(area.left(), area.top(), area.width(), line), title);
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), line * 2),
+              tr("On ServeScope's clock, as a user of the server sees them: TTFT from sending the "
+                 "request to its first token (queueing and prefill at the server, and the network, "
+                 "included); TPOT the mean time between its later tokens."));
   painter.setFont(font());
   const std::array<QString, 4> headers = {tr("request"), tr("TTFT"), tr("TPOT"),
                                           tr("tokens")};

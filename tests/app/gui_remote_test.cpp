@@ -161,3 +161,32 @@ TEST(RemoteRates, ACountersGrowthPerSecondAndNoRateAcrossAReset) {
 
 }  // namespace
 }  // namespace servescope::gui
+
+namespace servescope::gui {
+namespace {
+
+// The folder keeps the last 200 requests, and the user's latest among them however many
+// classmates came after it.
+TEST(RemoteFolderTest, KeepsTheUsersLatestRequestAmongHundredsOfClassmates) {
+  RemoteFolder folder;
+  folder.reset({});
+  folder.on_sent(1, true, 0.0);
+  const auto end = [&folder](int64_t id) {
+    remote::RemoteRequestEnd e;
+    e.record.request_id = id;
+    folder.on_end(e);
+  };
+  end(1);
+  for (int64_t id = 2; id < 500; ++id) {
+    folder.on_sent(id, false, 1.0 * static_cast<double>(id));
+    end(id);
+  }
+  EXPECT_EQ(folder.requests().size(), RemoteFolder::kMaxRequests);
+  EXPECT_EQ(folder.requests_sent(), 499);
+  EXPECT_TRUE(folder.requests().front().own);
+  EXPECT_EQ(folder.requests().back().request, 499);
+  EXPECT_EQ(folder.streams_open(), 0);
+}
+
+}  // namespace
+}  // namespace servescope::gui

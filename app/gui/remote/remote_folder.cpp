@@ -1,5 +1,6 @@
 #include "app/gui/remote/remote_folder.h"
 
+#include <algorithm>
 #include <string>
 
 namespace servescope::gui {
@@ -32,8 +33,21 @@ void RemoteFolder::on_sent(int64_t request, bool own, double at_ms) {
   state.own = own;
   state.sent_ms = at_ms;
   requests_.push_back(state);
-  // Forget the oldest that ended; one still streaming stays however old.
-  while (requests_.size() > kMaxRequests && requests_.front().ended) requests_.pop_front();
+  // Forget the oldest that ended, but not the user's latest: the latency table keeps its row
+  // among hundreds of classmates'. One still streaming stays however old.
+  while (requests_.size() > kMaxRequests) {
+    const RemoteRequestState* users_latest = nullptr;
+    for (const RemoteRequestState& r : requests_) {
+      if (r.own) users_latest = &r;
+    }
+    const auto oldest =
+        std::find_if(requests_.begin(), requests_.end(), [users_latest](const RemoteRequestState& r) {
+          return r.ended && &r != users_latest;
+        });
+    if (oldest == requests_.end()) break;
+    requests_.erase(oldest);
+  }
+  ++requests_sent_;
   ++streams_open_;
   ++revision_;
 }

@@ -57,6 +57,7 @@ class RemoteFolder {
   QString server_kind() const;
   const std::deque<RemotePollPoint>& polls() const { return polls_; }
   const std::deque<RemoteRequestState>& requests() const { return requests_; }
+  int64_t requests_sent() const { return requests_sent_; }  // since connecting
   int64_t streams_open() const { return streams_open_; }
   int64_t tokens_received() const { return tokens_received_; }
   const QString& metrics_problem() const { return metrics_problem_; }
@@ -69,6 +70,7 @@ class RemoteFolder {
   remote::ServerIdentity server_;
   std::deque<RemotePollPoint> polls_;
   std::deque<RemoteRequestState> requests_;
+  int64_t requests_sent_ = 0;
   int64_t streams_open_ = 0;
   int64_t tokens_received_ = 0;
   QString metrics_problem_;

@@ -95,7 +95,7 @@ RemoteView batching_view(const RemoteFolder& folder) {
     }
   }
   view.facts << tr("Requests sent: %1; streams open now: %2 (%3).")
-                    .arg(folder.requests().size())
+                    .arg(folder.requests_sent())
                     .arg(folder.streams_open())
                     .arg(measured());
 
