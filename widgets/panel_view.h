@@ -13,6 +13,7 @@
 #pragma once
 
 #include <QPainterPath>
+#include <QPointer>
 #include <QRectF>
 #include <QString>
 #include <QWidget>
@@ -165,6 +166,7 @@ class PanelView : public QWidget {
   QString highlight_;
   QWidget* highlight_overlay_ = nullptr;  // a transparent child painted after the panel
   std::optional<RemoteView> remote_;
+  std::vector<QPointer<QWidget>> hidden_for_remote_;  // the panel's controls, back when it leaves
 };
 
 }  // namespace servescope::widgets

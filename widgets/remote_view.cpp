@@ -82,8 +82,24 @@ QString remote_view_csv(const RemoteView& view) {
 
 void PanelView::set_remote_view(std::optional<RemoteView> view) {
   const bool entering = view && !remote_;
+  const bool leaving = !view && remote_;
   remote_ = std::move(view);
-  if (entering) set_highlight(QString());  // a lesson's mark points at the panel's own parts
+  if (entering) {
+    set_highlight(QString());  // a lesson's mark points at the panel's own parts
+    // The panel's own controls (the attention panel's layer and head, the quantisation lab's
+    // tabs) act on the local engine's figures: hidden while the remote view is painted.
+    for (QWidget* child : findChildren<QWidget*>(Qt::FindDirectChildrenOnly)) {
+      if (child == highlight_overlay_ || child->isHidden()) continue;
+      child->hide();
+      hidden_for_remote_.push_back(child);
+    }
+  }
+  if (leaving) {
+    for (const QPointer<QWidget>& child : hidden_for_remote_) {
+      if (child) child->show();
+    }
+    hidden_for_remote_.clear();
+  }
   update();
 }
 

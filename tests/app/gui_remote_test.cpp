@@ -115,8 +115,22 @@ TEST_F(RemoteMode, TheUserAndClassmatesStreamToTheServerAndThePanelsShowItsFigur
   EXPECT_TRUE(roofline.remote_view()->not_available.contains("Not available from a remote server"));
   EXPECT_TRUE(roofline.remote_view()->charts.empty());
 
+  // The attention panel's layer and head pickers act on the local engine: hidden meanwhile.
+  window.show_panel(PanelId::kAttention);
+  const widgets::PanelView& attention = *window.panels().panel(PanelId::kAttention);
+  ASSERT_TRUE(wait_until([&] { return attention.remote_view().has_value(); }));
+  const auto shown_controls = [&attention] {
+    int shown = 0;
+    for (const QWidget* child : attention.findChildren<QWidget*>(Qt::FindDirectChildrenOnly)) {
+      if (child->isVisible()) ++shown;
+    }
+    return shown;
+  };
+  EXPECT_EQ(shown_controls(), 0);
+
   window.disconnect_from_server();
   EXPECT_FALSE(window.remote_mode());
+  EXPECT_GT(shown_controls(), 0);
   for (const PanelId id : kAllPanels) EXPECT_FALSE(window.panels().panel(id)->remote_view());
 }
 

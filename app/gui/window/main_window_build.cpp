@@ -226,7 +226,8 @@ void MainWindow::build_central() {
   // A panel shown again catches up at once, not at the next record.
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     on_frame();
-    if (current_panel() == PanelId::kQuantisation) quant_lab_->panel_shown();
+    // The lab measures the local model: not while the panels show a server's.
+    if (current_panel() == PanelId::kQuantisation && !remote_) quant_lab_->panel_shown();
     Q_EMIT panel_shown(current_panel());
   });
 

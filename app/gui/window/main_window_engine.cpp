@@ -59,7 +59,7 @@ void MainWindow::on_engine_ready(const EngineInfo& info) {
              "text is meaningless. The quantisation lab does not run on it; load a trained "
              "model for the Quantisation panel."),
           false);
-    } else if (current_panel() == PanelId::kQuantisation) {
+    } else if (current_panel() == PanelId::kQuantisation && !remote_) {
       quant_lab_->panel_shown();
     }
   }
