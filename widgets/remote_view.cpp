@@ -7,6 +7,7 @@
 #include <array>
 
 #include "widgets/chart_painting.h"
+#include "widgets/panel_sections.h"
 #include "widgets/panel_view.h"
 #include "widgets/theme.h"
 
@@ -17,6 +18,7 @@ namespace {
 constexpr double kShownSeconds = 120.0;  // the charts follow the last two minutes
 constexpr double kMinSpanSeconds = 2.0;
 constexpr int kMaxTableRows = 12;
+constexpr double kLinesForFacts = 18.0;  // below it the facts would leave the chart no room
 
 QString csv_field(QString text) {
   if (!text.contains(QLatin1Char(',')) && !text.contains(QLatin1Char('"'))) return text;
@@ -123,7 +125,16 @@ void PanelView::paint_remote_view() {
     painter.drawText(box, Qt::TextWordWrap, text);
     y += used.height() + 2;
   };
-  for (const QString& fact : view.facts) paragraph(fact, t.text);
+  // In little room (a projector's strip) the facts go to the heading's tooltip.
+  const qreal heading_bottom = y;
+  if (height() / line >= kLinesForFacts || view.charts.empty()) {
+    for (const QString& fact : view.facts) paragraph(fact, t.text);
+  } else if (!view.facts.isEmpty()) {
+    add_tooltip(QRectF(area.left(), area.top(), area.width(), heading_bottom - area.top()),
+                view.facts.join(QLatin1Char('\n')));
+    paragraph(tr("Hidden for room: the server's facts (hover the heading for them)."),
+              t.muted_text);
+  }
   if (!view.problem.isEmpty()) paragraph(view.problem, t.warning);
 
   // The note on what cannot be shown goes last, at the bottom; its height is kept free.
@@ -141,24 +152,32 @@ void PanelView::paint_remote_view() {
     return;
   }
   const qreal bottom = area.bottom() - note_height;
-  qreal table_height = 0.0;
+  // A wide, short panel (a projector's strip) puts the table beside the charts; otherwise it
+  // goes under them.
+  QRectF charts_area(area.left(), y, area.width(), bottom - y);
+  QRectF table_area;
   if (!view.requests.empty()) {
-    const auto rows = std::min<size_t>(view.requests.size(), kMaxTableRows);
-    table_height = std::min((static_cast<qreal>(rows) + 2.5) * line, (bottom - y) * 0.45);
-  }
-  const qreal charts_height = bottom - y - table_height;
-  if (!view.charts.empty() && charts_height > 4 * line) {
-    const qreal each = charts_height / static_cast<qreal>(view.charts.size());
-    for (const RemoteChart& c : view.charts) {
-      paint_remote_chart(painter, QRectF(area.left(), y, area.width(), each - 4), c);
-      y += each;
+    if (area.width() > 2.2 * (bottom - y)) {
+      charts_area.setWidth(area.width() * 0.6);
+      table_area = QRectF(charts_area.right() + line, y, area.right() - charts_area.right() - line,
+                          bottom - y);
+    } else {
+      const auto rows = std::min<size_t>(view.requests.size(), kMaxTableRows);
+      const qreal table_height =
+          std::min((static_cast<qreal>(rows) + 2.5) * line, (bottom - y) * 0.45);
+      charts_area.setBottom(bottom - table_height);
+      table_area = QRectF(area.left(), bottom - table_height, area.width(), table_height);
     }
   }
-  if (table_height > 2 * line) {
-    paint_remote_requests(painter, QRectF(area.left(), bottom - table_height, area.width(),
-                                          table_height),
-                          view.requests);
+  if (!view.charts.empty() && charts_area.height() > 4 * line) {
+    const qreal each = charts_area.height() / static_cast<qreal>(view.charts.size());
+    qreal top = charts_area.top();
+    for (const RemoteChart& c : view.charts) {
+      paint_remote_chart(painter, QRectF(charts_area.left(), top, charts_area.width(), each - 4), c);
+      top += each;
+    }
   }
+  if (table_area.height() > 2 * line) paint_remote_requests(painter, table_area, view.requests);
   if (note_height > 0.0) {
     painter.setPen(t.muted_text);
     painter.drawText(QRectF(area.left(), bottom + 6, area.width(), note_height), Qt::TextWordWrap,
@@ -180,11 +199,23 @@ qreal PanelView::paint_remote_chart(QPainter& painter, const QRectF& area,
   painter.setFont(font());
   y += line;
 
+  // In little room the legend names the series alone and one line says what the dashes mean.
+  const bool compact = height() / line < kLinesForExplanations;
+  if (compact) {
+    const QString key = tr("dashed: %1; solid: %2")
+                            .arg(figure_source_text(FigureSource::kReported),
+                                 figure_source_text(FigureSource::kMeasured));
+    const QRectF box(area.left(), y, area.width(), area.bottom() - y);
+    painter.setPen(t.muted_text);
+    painter.drawText(box, Qt::AlignLeft | Qt::TextWordWrap, key);
+    y += QFontMetricsF(font()).boundingRect(box, Qt::TextWordWrap, key).height();
+  }
   std::vector<chart::LegendEntry> legend;
   for (size_t i = 0; i < c.series.size(); ++i) {
     const RemoteSeries& s = c.series[i];
     chart::LegendEntry entry;
-    entry.label = QStringLiteral("%1 (%2)").arg(s.name, figure_source_text(s.source));
+    entry.label =
+        compact ? s.name : QStringLiteral("%1 (%2)").arg(s.name, figure_source_text(s.source));
     entry.series = s.name;
     entry.color = series_colour(t, i);
     entry.line = s.source == FigureSource::kMeasured ? Qt::SolidLine : Qt::DashLine;
@@ -257,10 +288,14 @@ void PanelView::paint_remote_requests(QPainter& painter, const QRectF& area,
   painter.setPen(t.text);
   const QString title =
       tr("Latency per request (%1)").arg(figure_source_text(FigureSource::kMeasured));
-  painter.drawText(QRectF(area.left(), area.top(), area.width(), line),
-                   Qt::AlignLeft | Qt::AlignVCenter | Qt::TextSingleLine,
-                   QFontMetricsF(bold).elidedText(title, Qt::ElideRight, area.width()));
-  add_tooltip(QRectF(area.left(), area.top(), area.width(), line * 2),
+  // Wrapped where the column is narrow (beside the charts on a projector).
+  const qreal title_height =
+      QFontMetricsF(bold).boundingRect(QRectF(area.left(), area.top(), area.width(), area.height()),
+                                       Qt::TextWordWrap, title)
+          .height();
+  painter.drawText(QRectF(area.left(), area.top(), area.width(), title_height),
+                   Qt::AlignLeft | Qt::TextWordWrap, title);
+  add_tooltip(QRectF(area.left(), area.top(), area.width(), title_height + line),
               tr("On ServeScope's clock, as a user of the server sees them: TTFT from sending the "
                  "request to its first token (queueing and prefill at the server, and the network, "
                  "included); TPOT the mean time between its later tokens."));
@@ -268,7 +303,7 @@ void PanelView::paint_remote_requests(QPainter& painter, const QRectF& area,
   const std::array<QString, 4> headers = {tr("request"), tr("TTFT"), tr("TPOT"),
                                           tr("tokens")};
   const qreal column = area.width() / static_cast<qreal>(headers.size());
-  qreal y = area.top() + line;
+  qreal y = area.top() + title_height;
   painter.setPen(t.muted_text);
   for (size_t i = 0; i < headers.size(); ++i) {
     painter.drawText(QRectF(area.left() + column * static_cast<qreal>(i), y, column - 6, line),

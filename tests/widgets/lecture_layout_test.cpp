@@ -83,7 +83,40 @@ void PrintTo(const LecturePanel& panel, std::ostream* out) { *out << panel.name;
 
 using testing::panel_with;
 
+// Remote mode's view of a class of 16 at a llama.cpp server: four series over a minute, three
+// facts, a latency row per request, the note on what is not available.
+RemoteView synthetic_remote_view() {
+  RemoteView view;
+  view.heading = "Batching at llama.cpp's server at http://127.0.0.1:8080 (model stories.gguf)";
+  view.facts << "8 slots: at most 8 requests decode together; the others wait (reported by the "
+                "server, /slots)."
+             << "Since connecting: 16150 tokens generated in 2086 batched decode calls, 7.74 per "
+                "call (reported by the server)."
+             << "Requests sent: 313; streams open now: 16 (measured by ServeScope).";
+  RemoteChart chart{"remote-requests", "Requests over time", "requests", true, 1.0, {}};
+  const char* names[] = {"running", "waiting", "slots busy", "streams open"};
+  for (int s = 0; s < 4; ++s) {
+    RemoteSeries series{names[s], s == 3 ? FigureSource::kMeasured : FigureSource::kReported, {}};
+    for (int i = 0; i < 600; ++i) series.points.emplace_back(0.1 * i, (i * (s + 3)) % 9 + s);
+    chart.series.push_back(series);
+  }
+  view.charts.push_back(chart);
+  for (int r = 0; r < 40; ++r) {
+    view.requests.push_back({r, r == 3, 10.0 + r, 4.5 + 0.1 * r, 20 + r, r < 30});
+  }
+  view.not_available = "Which request held which slot in each step, and the batch sweep: not "
+                       "available from a remote server (it reports counts, not its steps).";
+  return view;
+}
+
+std::unique_ptr<PanelView> remote_panel() {
+  auto panel = panel_with<BatchingPanel>(testing::synthetic_batching_class(true));
+  panel->set_remote_view(synthetic_remote_view());
+  return panel;
+}
+
 const LecturePanel kLecturePanels[] = {
+    {"remote_batching", remote_panel},
     {"phases", [] { return panel_with<PhasesPanel>(testing::synthetic_phases(true, 400)); }},
     {"kv_cache", [] { return panel_with<KvCachePanel>(testing::synthetic_kv_cache_class()); }},
     {"batching", [] { return panel_with<BatchingPanel>(testing::synthetic_batching_class(true)); }},
