@@ -3,14 +3,13 @@
 // KV cache and Phases panels show what ServeScope measures and what the server reports, and
 // the other panels why their figures need the engine's insides. The local engine stays loaded,
 // idle, and is back when the window disconnects.
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QInputDialog>
+#include <QLabel>
 #include <QSettings>
 #include <QSpinBox>
-#include <QComboBox>
-#include <QCheckBox>
-#include <QDoubleSpinBox>
-#include <QAction>
-#include <QLabel>
 
 #include "app/gui/remote/remote_connection.h"
 #include "app/gui/remote/remote_views.h"
@@ -98,9 +97,11 @@ void MainWindow::connect_to_server(const QUrl& server) {
 
 void MainWindow::disconnect_from_server() {
   if (!remote_) return;
+  const bool was_generating = remote_->generating();
   remote_->stop();
-  remote_->deleteLater();
+  remote_->deleteLater();  // its session's streams end with it
   remote_ = nullptr;
+  if (was_generating) Q_EMIT generation_finished(GenerationEnd::kStopped);
   for (const PanelId id : kAllPanels) panels_->panel(id)->set_remote_view(std::nullopt);
   enable_local_engine_controls(true);
   update_status();
