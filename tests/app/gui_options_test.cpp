@@ -23,6 +23,25 @@ TEST(GuiOptions, ParsesTheDemoCommand) {
 }
 
 // --clients, the option's first name, still sets the classmates.
+TEST(GuiOptions, ParsesRemoteAndRefusesWhatIsNotAServersAddress) {
+  for (const char* good : {"http://127.0.0.1:8080", "https://gpu.example.org", "http://host:80/",
+                           "http://[::1]:8080", "http://localhost"}) {
+    EXPECT_EQ(parse_gui_options({"--remote", good}).remote, good) << good;
+  }
+  for (const char* bad : {"127.0.0.1:8080", "ftp://host", "http://", "http://host:",
+                          "http://host:123456", "http://host/v1", "http://ho st", "http://[::1",
+                          "http://host:80x"}) {
+    EXPECT_THROW(parse_gui_options({"--remote", bad}), GuiUsageError) << bad;
+  }
+  EXPECT_THROW(parse_gui_options({"--remote", "http://h:1", "--replay", "run.sstrace"}),
+               GuiUsageError);
+  EXPECT_THROW(parse_gui_options({"--remote", "http://h:1", "--demo", "x", "--sweep"}),
+               GuiUsageError);
+  EXPECT_EQ(parse_gui_options({"--remote", "http://h:1", "--demo", "x", "--classmates", "8"})
+                .classmates,
+            8);
+}
+
 TEST(GuiOptions, AcceptsClientsForClassmates) {
   EXPECT_EQ(parse_gui_options({"--demo", "x", "--clients", "3"}).classmates, 3);
 }

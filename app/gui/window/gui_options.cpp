@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <regex>
 #include <sstream>
 
 #include "app/gui/panels/quant_block.h"
@@ -50,14 +49,41 @@ void check_output_folder(const std::string& option, const std::string& file) {
   }
 }
 
-// --remote's address: http or https, a host, a port where one is given, and no path (the
-// server's endpoints are /v1/completions, /metrics, /slots).
+// --remote's address: http or https, a host (a name, an IPv4 address, or an IPv6 one in
+// brackets), a port where one is given, and no path (the server's endpoints are
+// /v1/completions, /metrics, /slots).
 void check_server_address(const std::string& address) {
-  const std::regex form(R"(^https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?/?$|^https?://\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?/?$)");
-  if (!std::regex_match(address, form)) {
+  const auto refuse = [&address] {
     throw GuiUsageError("--remote '" + address +
                         "' is not a server's address; give one such as http://127.0.0.1:8080");
+  };
+  std::string_view rest = address;
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (rest.starts_with(scheme)) rest.remove_prefix(scheme.size());
   }
+  if (rest.size() == address.size()) refuse();
+  if (rest.ends_with('/')) rest.remove_suffix(1);
+  std::string_view host = rest, port;
+  if (rest.starts_with('[')) {  // [IPv6]:port
+    const size_t close = rest.find(']');
+    if (close == std::string_view::npos) refuse();
+    host = rest.substr(1, close - 1);
+    rest.remove_prefix(close + 1);
+    if (!rest.empty() && rest.front() != ':') refuse();
+    if (!rest.empty()) port = rest.substr(1);
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:") != host.npos) refuse();
+  } else {
+    const size_t colon = rest.find(':');
+    host = rest.substr(0, colon);
+    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
+    if (host.empty() || host.find_first_not_of(
+                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+                            host.npos) {
+      refuse();
+    }
+  }
+  if (rest.find(':') != std::string_view::npos && port.empty()) refuse();
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != port.npos) refuse();
 }
 
 // A replay runs no engine: the options that drive one are refused, naming the first given.
