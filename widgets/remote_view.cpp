@@ -125,24 +125,28 @@ void PanelView::paint_remote_view() {
     painter.drawText(box, Qt::TextWordWrap, text);
     y += used.height() + 2;
   };
-  // In little room (a projector's strip) the facts go to the heading's tooltip.
-  const qreal heading_bottom = y;
-  if (height() / line >= kLinesForFacts || view.charts.empty()) {
+  // In little room (a projector's strip) the facts and the note on what a server cannot show
+  // give their lines to the charts, saying so as the other panels do.
+  const bool roomy = height() / line >= kLinesForFacts || view.charts.empty();
+  QString not_available = view.not_available;
+  if (roomy) {
     for (const QString& fact : view.facts) paragraph(fact, t.text);
-  } else if (!view.facts.isEmpty()) {
-    add_tooltip(QRectF(area.left(), area.top(), area.width(), heading_bottom - area.top()),
-                view.facts.join(QLatin1Char('\n')));
-    paragraph(tr("Hidden for room: the server's facts (hover the heading for them)."),
+  } else {
+    add_tooltip(QRectF(area.left(), area.top(), area.width(), y - area.top()),
+                (view.facts + QStringList{view.not_available}).join(QLatin1Char('\n')));
+    paragraph(tr("Hidden for room: the server's facts and what it cannot show. A larger window "
+                 "or T (hide text) shows them."),
               t.muted_text);
+    not_available.clear();
   }
   if (!view.problem.isEmpty()) paragraph(view.problem, t.warning);
 
   // The note on what cannot be shown goes last, at the bottom; its height is kept free.
   qreal note_height = 0.0;
-  if (!view.not_available.isEmpty()) {
+  if (!not_available.isEmpty()) {
     note_height = metrics
                       .boundingRect(QRectF(0, 0, area.width(), area.height()), Qt::TextWordWrap,
-                                    view.not_available)
+                                    not_available)
                       .height() +
                   6;
   }
@@ -158,7 +162,7 @@ void PanelView::paint_remote_view() {
   QRectF table_area;
   if (!view.requests.empty()) {
     if (area.width() > 2.2 * (bottom - y)) {
-      charts_area.setWidth(area.width() * 0.6);
+      charts_area.setWidth(area.width() * 0.55);
       table_area = QRectF(charts_area.right() + line, y, area.right() - charts_area.right() - line,
                           bottom - y);
     } else {
@@ -181,7 +185,7 @@ void PanelView::paint_remote_view() {
   if (note_height > 0.0) {
     painter.setPen(t.muted_text);
     painter.drawText(QRectF(area.left(), bottom + 6, area.width(), note_height), Qt::TextWordWrap,
-                     view.not_available);
+                     not_available);
   }
 }
 
@@ -226,8 +230,12 @@ qreal PanelView::paint_remote_chart(QPainter& painter, const QRectF& area,
        2;
   if (area.bottom() - y < 3 * line) return area.height();
 
+  // From a little before the user's latest request (the run being talked about), at most the
+  // last two minutes.
   const double newest = std::max(newest_seconds(*remote_), kMinSpanSeconds);
-  const chart::Range full{std::max(0.0, newest - kShownSeconds), newest};
+  double oldest = std::max(0.0, newest - kShownSeconds);
+  if (remote_->from_seconds >= 0.0) oldest = std::max(oldest, remote_->from_seconds);
+  const chart::Range full{std::min(oldest, newest - kMinSpanSeconds), newest};
   const chart::Range shown = x_window(c.id, full, kMinSpanSeconds);
   double top = c.y_max;
   for (const RemoteSeries& s : c.series) {
@@ -302,15 +310,8 @@ void PanelView::paint_remote_requests(QPainter& painter, const QRectF& area,
   painter.setFont(font());
   const std::array<QString, 4> headers = {tr("request"), tr("TTFT"), tr("TPOT"),
                                           tr("tokens")};
-  const qreal column = area.width() / static_cast<qreal>(headers.size());
   qreal y = area.top() + title_height;
-  painter.setPen(t.muted_text);
-  for (size_t i = 0; i < headers.size(); ++i) {
-    painter.drawText(QRectF(area.left() + column * static_cast<qreal>(i), y, column - 6, line),
-                     Qt::AlignLeft | Qt::AlignVCenter, headers[i]);
-  }
-  y += line;
-  const auto fit = static_cast<size_t>(std::max(0.0, (area.bottom() - y) / line));
+  const auto fit = static_cast<size_t>(std::max(0.0, (area.bottom() - y - line) / line));
   // The newest rows, and the user's newest among them even when it is older.
   std::vector<const RemoteRequestRow*> shown;
   for (auto it = rows.rbegin(); it != rows.rend() && shown.size() < fit; ++it) {
@@ -322,19 +323,39 @@ void PanelView::paint_remote_requests(QPainter& painter, const QRectF& area,
       std::find(shown.begin(), shown.end(), &*own) == shown.end()) {
     shown.back() = &*own;
   }
+  std::vector<std::array<QString, 4>> cells;
   for (const RemoteRequestRow* row : shown) {
-    const QColor colour = t.request(row->request, row->own);
-    painter.fillRect(QRectF(area.left(), y + line * 0.2, 4, line * 0.6), colour);
+    cells.push_back({row->own ? tr("yours, %1").arg(row->request) : QString::number(row->request),
+                     ms_text(row->ttft_ms), ms_text(row->tpot_ms),
+                     row->finished ? QString::number(row->output_tokens)
+                                   : tr("%1 so far").arg(row->output_tokens)});
+  }
+  // Each column as wide as its widest text, the room left shared out between them.
+  const QFontMetricsF metrics(font());
+  constexpr qreal kSwatch = 8;
+  std::array<qreal, 4> width{};
+  for (size_t i = 0; i < headers.size(); ++i) {
+    width[i] = metrics.horizontalAdvance(headers[i]);
+    for (const auto& row : cells) width[i] = std::max(width[i], metrics.horizontalAdvance(row[i]));
+  }
+  const qreal used = kSwatch + width[0] + width[1] + width[2] + width[3];
+  const qreal gap = std::max<qreal>(4.0, (area.width() - used) / 4.0);
+  std::array<qreal, 4> left{};
+  left[0] = area.left() + kSwatch;
+  for (size_t i = 1; i < left.size(); ++i) left[i] = left[i - 1] + width[i - 1] + gap;
+  painter.setPen(t.muted_text);
+  for (size_t i = 0; i < headers.size(); ++i) {
+    painter.drawText(QRectF(left[i], y, width[i] + gap, line), Qt::AlignLeft | Qt::AlignVCenter,
+                     headers[i]);
+  }
+  y += line;
+  for (size_t r = 0; r < shown.size(); ++r) {
+    painter.fillRect(QRectF(area.left(), y + line * 0.2, 4, line * 0.6),
+                     t.request(shown[r]->request, shown[r]->own));
     painter.setPen(t.text);
-    const std::array<QString, 4> cells = {
-        row->own ? tr("yours, %1").arg(row->request) : QString::number(row->request),
-        ms_text(row->ttft_ms), ms_text(row->tpot_ms),
-        row->finished ? QString::number(row->output_tokens)
-                      : tr("%1 so far").arg(row->output_tokens)};
-    for (size_t i = 0; i < cells.size(); ++i) {
-      painter.drawText(
-          QRectF(area.left() + 8 + column * static_cast<qreal>(i), y, column - 10, line),
-          Qt::AlignLeft | Qt::AlignVCenter, cells[i]);
+    for (size_t i = 0; i < cells[r].size(); ++i) {
+      painter.drawText(QRectF(left[i], y, width[i] + gap, line), Qt::AlignLeft | Qt::AlignVCenter,
+                       cells[r][i]);
     }
     y += line;
   }

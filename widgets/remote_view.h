@@ -52,6 +52,7 @@ struct RemoteView {
   std::vector<RemoteRequestRow> requests;  // newest last; empty: no table
   QString not_available;  // "The block grid ...: not available from a remote server."
   QString problem;        // why some figures are missing ("the server has no /metrics ...")
+  double from_seconds = -1.0;  // the charts start here (the run talked about), if >= 0
   bool empty() const { return charts.empty() && requests.empty() && facts.empty(); }
 };
 

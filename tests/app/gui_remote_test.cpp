@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <cmath>
 
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/remote/remote_connection.h"
 #include "app/gui/remote/remote_views.h"
 #include "app/gui/window/main_window.h"
@@ -69,6 +70,8 @@ TEST_F(RemoteMode, TheUserAndClassmatesStreamToTheServerAndThePanelsShowItsFigur
   MainWindow& window = *window_;
   window.connect_to_server(server.url());
   EXPECT_TRUE(window.remote_mode());
+  // Pinning compares the local engine's runs: off while the panels show a server's.
+  EXPECT_FALSE(window.pinned_figures().pin_action()->isEnabled());
   ASSERT_TRUE(wait_until([&] { return window.remote_connected(); }, 10000)) << window.message().toStdString();
   window.show_panel(PanelId::kBatching);
   window.set_classmates(3);
@@ -131,6 +134,8 @@ TEST_F(RemoteMode, TheUserAndClassmatesStreamToTheServerAndThePanelsShowItsFigur
   window.disconnect_from_server();
   EXPECT_FALSE(window.remote_mode());
   EXPECT_GT(shown_controls(), 0);
+  EXPECT_TRUE(window.pinned_figures().pin_action()->isEnabled());
+  EXPECT_TRUE(window.generated_tokens().isEmpty()) << "the server's text leaves with it";
   for (const PanelId id : kAllPanels) EXPECT_FALSE(window.panels().panel(id)->remote_view());
 }
 
@@ -200,6 +205,36 @@ TEST(RemoteFolderTest, KeepsTheUsersLatestRequestAmongHundredsOfClassmates) {
   EXPECT_TRUE(folder.requests().front().own);
   EXPECT_EQ(folder.requests().back().request, 499);
   EXPECT_EQ(folder.streams_open(), 0);
+}
+
+}  // namespace
+}  // namespace servescope::gui
+
+#include <QAbstractSpinBox>
+#include <QWheelEvent>
+
+namespace servescope::gui {
+namespace {
+
+// Scrolling the controls column over a number box scrolls the column; the box's value moves
+// only once it has the focus (a walk had turned Temperature from 0.80 to 0.35 unseen).
+TEST(ControlsColumn, AWheelOverAnUnfocusedBoxLeavesItsValue) {
+  testing::app();
+  QTemporaryDir cache;
+  MainWindow window(testing::test_window_options(cache.path()));
+  window.show();
+  int boxes = 0;
+  for (QAbstractSpinBox* box : window.findChildren<QAbstractSpinBox*>()) {
+    if (!box->isVisible() || !box->isEnabled() || box->focusPolicy() != Qt::StrongFocus) continue;
+    ++boxes;
+    box->clearFocus();
+    const QString before = box->text();
+    QWheelEvent wheel(QPointF(5, 5), box->mapToGlobal(QPointF(5, 5)), QPoint(), QPoint(0, 120),
+                      Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(box, &wheel);
+    EXPECT_EQ(box->text(), before) << box->objectName().toStdString();
+  }
+  EXPECT_GE(boxes, 5) << "the sampling boxes and the classmates' at least";
 }
 
 }  // namespace

@@ -101,8 +101,9 @@ RemoteView synthetic_remote_view() {
     chart.series.push_back(series);
   }
   view.charts.push_back(chart);
+  // Wide figures: four-digit request numbers, "so far" counts, the user's row among them.
   for (int r = 0; r < 40; ++r) {
-    view.requests.push_back({r, r == 3, 10.0 + r, 4.5 + 0.1 * r, 20 + r, r < 30});
+    view.requests.push_back({1290 + r, r == 3, 1300.5 + r, 20.25 + 0.1 * r, 132 + r, r < 30});
   }
   view.not_available = "Which request held which slot in each step, and the batch sweep: not "
                        "available from a remote server (it reports counts, not its steps).";

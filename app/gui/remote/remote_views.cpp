@@ -67,6 +67,13 @@ RemoteView base_view(const QString& what, const RemoteFolder& folder) {
   RemoteView view;
   view.heading = tr("%1 at %2").arg(what, server_text(folder));
   view.problem = folder.metrics_problem();
+  // The charts start a little before the user's latest request: the run being talked about.
+  for (auto it = folder.requests().rbegin(); it != folder.requests().rend(); ++it) {
+    if (it->own) {
+      view.from_seconds = std::max(0.0, it->sent_ms / 1000.0 - 2.0);
+      break;
+    }
+  }
   return view;
 }
 
@@ -189,7 +196,7 @@ RemoteView kv_view(const RemoteFolder& folder) {
 RemoteView phases_view(const RemoteFolder& folder) {
   RemoteView view = base_view(tr("Prompt and generated tokens"), folder);
   RemoteChart rates{QStringLiteral("remote-rates"), tr("Tokens per second (over the last second)"),
-                    tr("tokens/s"), false, 0.0, {}};
+                    tr("tokens/s"), false, 10.0, {}};
   const auto counter = [](std::optional<double> remote::ServerMetrics::*field) {
     return [field](const RemotePollPoint& p) -> std::optional<double> {
       return p.metrics ? (*p.metrics).*field : std::nullopt;
@@ -219,6 +226,9 @@ RemoteView phases_view(const RemoteFolder& folder) {
                       .arg(widgets::chart::format_number(1000.0 * last->metrics->tpot_s->mean()))
                       .arg(reported());
   }
+  view.facts << tr("A token is counted by the server when it is made and by ServeScope when it "
+                   "arrives: while the two rates differ, that many tokens per second are on "
+                   "their way (sent, in buffers, or waiting for a busy client to read them).");
   view.not_available =
       tr("Each step's prefill and decode blocks, kernel spans and the decode time against "
          "context: not available from a remote server.");

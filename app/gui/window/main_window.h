@@ -320,6 +320,7 @@ class MainWindow : public QMainWindow {
   RemoteConnection* remote_ = nullptr;  // remote mode, else null
   std::array<uint64_t, kAllPanels.size()> remote_shown_{};  // the folder revision each panel shows
   bool continuous_classmates_ = false;
+  bool asked_for_server_ = false;  // the connection under way was asked for in the dialog
   bool remember_settings_;
   SettingsTable settings_table_;
 

@@ -31,6 +31,7 @@
 #include "app/gui/engine_bridge/engine_client.h"
 #include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/window/main_window.h"
+#include "app/gui/window/wheel_guard.h"
 #include "app/gui/window/model_picker.h"
 #include "app/gui/window/settled_choice.h"
 #include "app/gui/window/shortcut_tip.h"
@@ -251,6 +252,7 @@ void MainWindow::build_central() {
   left_scroll->setWidget(left);
   left_scroll->setWidgetResizable(true);
   left_scroll->setFrameShape(QFrame::NoFrame);
+  guard_wheel_in(left);
   splitter->addWidget(left_scroll);
   splitter->addWidget(panels);
   splitter->setStretchFactor(0, 0);

@@ -8,9 +8,12 @@
 #include <QDoubleSpinBox>
 #include <QInputDialog>
 #include <QLabel>
+#include <QMessageBox>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStatusBar>
 
+#include "app/gui/lesson_ui/pinned_figures.h"
 #include "app/gui/remote/remote_connection.h"
 #include "app/gui/remote/remote_views.h"
 #include "app/gui/window/main_window.h"
@@ -41,16 +44,20 @@ void MainWindow::ask_for_server() {
          "--metrics --slots, or vLLM):"),
       QLineEdit::Normal, last, &ok);
   if (!ok || text.trimmed().isEmpty()) return;
+  asked_for_server_ = true;
   connect_to_server(QUrl::fromUserInput(text.trimmed()));
+  asked_for_server_ = false;
 }
 
 void MainWindow::connect_to_server(const QUrl& server) {
   if (refused_in_replay()) return;
   if (!server.isValid() || server.host().isEmpty() ||
       (server.scheme() != "http" && server.scheme() != "https")) {
-    show_message(tr("Not a server's address: \"%1\". Give one such as http://127.0.0.1:8080.")
-                     .arg(server.toString()),
-                 true);
+    const QString text =
+        tr("Not a server's address: \"%1\". Give one such as http://127.0.0.1:8080.")
+            .arg(server.toString());
+    show_message(text, true);
+    statusBar()->showMessage(text, 15000);
     return;
   }
   if (generating()) stop();
@@ -65,7 +72,18 @@ void MainWindow::connect_to_server(const QUrl& server) {
     });
     connect(remote_, &RemoteConnection::connection_failed, this, [this](const QString& why) {
       disconnect_from_server();
-      on_failed(tr("Could not attach to the server: %1").arg(why));
+      const QString text = tr("Could not attach to the server: %1. The panels show the local "
+                              "engine again.")
+                               .arg(why);
+      on_failed(text);
+      // Where a person looks after pressing Connect, not only the controls column's foot.
+      statusBar()->showMessage(text, 15000);
+      if (asked_for_server_) {
+        auto* box = new QMessageBox(QMessageBox::Warning, tr("Connect to a server"), text,
+                                    QMessageBox::Ok, this);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();  // not exec(): the window keeps running
+      }
     });
     connect(remote_, &RemoteConnection::own_token, this, [this](const remote::RemoteToken& sent) {
       GeneratedToken token;
@@ -101,6 +119,7 @@ void MainWindow::disconnect_from_server() {
   remote_->stop();
   remote_->deleteLater();  // its session's streams end with it
   remote_ = nullptr;
+  output_chips_->clear_tokens();  // the server's text is not the local engine's
   if (was_generating) Q_EMIT generation_finished(GenerationEnd::kStopped);
   for (const PanelId id : kAllPanels) panels_->panel(id)->set_remote_view(std::nullopt);
   enable_local_engine_controls(true);
@@ -163,6 +182,8 @@ void MainWindow::enable_local_engine_controls(bool enabled) {
     if (control) control->setEnabled(enabled);
   }
   open_action_->setEnabled(enabled);
+  // A pinned run is the local engine's figures: nothing of a server's to pin or compare.
+  pinned_->pin_action()->setEnabled(enabled);
 }
 
 }  // namespace servescope::gui
