@@ -4,6 +4,7 @@
 #include <QNetworkReply>
 #include <QNetworkRequest>
 #include <QTimer>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "app/remote/completion_stream.h"
@@ -26,11 +27,12 @@ struct RemoteSession::Stream {
 };
 
 RemoteSession::RemoteSession(double timeout_s, double poll_ms)
-    : timeout_s_(timeout_s),
+    : poll_ms_(static_cast<int>(poll_ms)),
+      timeout_s_(timeout_s),
       network_(new QNetworkAccessManager(this)),
       poll_timer_(new QTimer(this)) {
   network_->setTransferTimeout(static_cast<int>(timeout_s * 1000.0));
-  poll_timer_->setInterval(static_cast<int>(poll_ms));
+  pace_polls();
   connect(poll_timer_, &QTimer::timeout, this, &RemoteSession::poll);
 }
 
@@ -104,6 +106,14 @@ void RemoteSession::send(const RemotePrompt& prompt) {
     if (it != streams_.end()) read_stream(*reply, it->second);
   });
   connect(reply, &QNetworkReply::finished, this, [this, reply] { end_stream(reply); });
+  pace_polls();
+}
+
+void RemoteSession::pace_polls() {
+  const int interval = streams_.empty() ? std::max(poll_ms_, kIdlePollMs) : poll_ms_;
+  if (poll_timer_->interval() == interval) return;
+  poll_timer_->setInterval(interval);  // restarts a running timer with the new interval
+  if (!streams_.empty() && poll_timer_->isActive()) poll();  // the load's start, at once
 }
 
 void RemoteSession::read_stream(QNetworkReply& reply, Stream& stream) {
@@ -153,6 +163,7 @@ void RemoteSession::end_stream(QNetworkReply* reply) {
                                                            : telemetry::FinishReason::kMaxTokens;
   streams_.erase(it);
   reply->deleteLater();
+  pace_polls();
   Q_EMIT request_ended(end);
 }
 

@@ -76,7 +76,11 @@ class RemoteSession : public QObject {
   Q_OBJECT
 
  public:
+  // poll_ms: how often /metrics and /slots are read while a stream is open; with none open,
+  // once every kIdlePollMs at most, so a class of laptops left attached does not keep a shared
+  // server busy answering metrics.
   explicit RemoteSession(double timeout_s = 30.0, double poll_ms = 100.0);
+  static constexpr int kIdlePollMs = 1000;
   ~RemoteSession() override;
 
  public Q_SLOTS:
@@ -106,7 +110,9 @@ class RemoteSession : public QObject {
   void poll();
   void take_metrics(QNetworkReply& reply);
   void take_slots(QNetworkReply& reply);
+  void pace_polls();  // fast while a stream is open, slow when none is
 
+  int poll_ms_;
   double timeout_s_;
   QUrl server_;
   QNetworkAccessManager* network_;

@@ -4,6 +4,7 @@
 // in one report, in bounded time: a refused connection, a server that is not OpenAI-compatible,
 // a dropped stream, a server that stops answering, metrics that are not Prometheus text, Stop.
 #include <QElapsedTimer>
+#include <algorithm>
 #include <QEventLoop>
 #include <cmath>
 #include <gtest/gtest.h>
@@ -135,6 +136,29 @@ TEST(RemoteSession, ManyStreamsReachTheServerTogether) {
   for (int i = 0; i < 12; ++i) session.send(prompt(i, 4));
   ASSERT_TRUE(wait_until([&] { return reports.ended.size() == 12; }));
   EXPECT_GE(server.peak_connections(), 12);
+}
+
+// A class of laptops left attached must not keep a shared server answering /metrics ten times
+// a second: fast polls while a stream is open, one a second when none is.
+TEST(RemoteSession, PollsFastWhileAStreamIsOpenAndOnceASecondWhenIdle) {
+  ScriptedServer server(well_behaved(30, 20));  // a stream of about 600 ms
+  RemoteSession session(5.0, 20.0);
+  Reports reports(session);
+  session.open(server.url());
+  ASSERT_TRUE(wait_until([&] { return !reports.connected.empty() && !reports.polls.empty(); }));
+  const size_t idle_from = reports.polls.size();
+  QElapsedTimer idle;
+  idle.start();
+  wait_until([&] { return idle.elapsed() >= 1500; }, 3000);
+  EXPECT_LE(reports.polls.size() - idle_from, 2u) << "idle: about one poll a second";
+  session.send(prompt(1, 30));
+  ASSERT_TRUE(wait_until([&] { return reports.ended.size() == 1; }));
+  const telemetry::RequestRecord& record = reports.ended[0].record;
+  const auto during = std::count_if(reports.polls.begin(), reports.polls.end(), [&](const ServerPoll& p) {
+    return p.at_ms >= record.arrival_ms && p.at_ms <= record.finished_ms;
+  });
+  EXPECT_GE(during, 8) << "every 20 ms while the stream ran "
+                       << record.finished_ms - record.arrival_ms << " ms";
 }
 
 TEST(RemoteSession, ARefusedConnectionSaysSo) {
