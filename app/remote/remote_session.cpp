@@ -206,6 +206,16 @@ void RemoteSession::take_metrics(QNetworkReply& reply) {
     if (reply.error() == QNetworkReply::OperationCanceledError) return;
     metrics_readable_ = false;
     const int status = reply.attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+    if (reply.error() == QNetworkReply::ConnectionRefusedError) {
+      // It answered before: its listener is gone (stopped, or restarting). A stream it keeps
+      // open without sending ends at the timeout; Stop ends them all now.
+      Q_EMIT metrics_problem(
+          tr("the server at %1 stopped answering: a new connection to it was refused. Streams "
+             "still open end if it sends nothing for %2 s; Stop ends them now.")
+              .arg(server_.toString())
+              .arg(static_cast<int>(timeout_s_)));
+      return;
+    }
     Q_EMIT metrics_problem(
         status == 404 || status == 501
             ? tr("the server has no /metrics (llama-server: start it with --metrics), so its own "

@@ -248,6 +248,35 @@ TEST(RemoteSession, MetricsThatAreNotPrometheusTextAreNamed) {
   EXPECT_TRUE(reports.polls.empty());
 }
 
+// llama-server stopped with SIGTERM closes its listener and keeps its streams open, silent: the
+// next poll is refused, and the session says what that means and what Stop does.
+TEST(RemoteSession, AServerThatStopsListeningIsSaidToHaveStopped) {
+  bool stopped = false;
+  const Script streams = well_behaved(1000, 50);  // a stream that outlasts the test
+  ScriptedServer server([&stopped, streams](const QByteArray& line, QTcpSocket& socket) {
+    // Stopped: the kept-alive connection of the polls is closed, as llama-server closes it.
+    if (stopped && line.startsWith("GET")) {
+      socket.abort();
+      return;
+    }
+    streams(line, socket);
+  });
+  RemoteSession session(30.0, 20.0);
+  Reports reports(session);
+  session.open(server.url());
+  ASSERT_TRUE(wait_until([&] { return !reports.connected.empty(); }));
+  session.send(prompt(1, 1000));
+  ASSERT_TRUE(wait_until([&] { return reports.tokens.size() >= 2; }));
+  stopped = true;
+  server.stop_listening();
+  ASSERT_TRUE(wait_until([&] { return !reports.metrics_problem.isEmpty(); }));
+  EXPECT_TRUE(reports.metrics_problem.contains("stopped answering")) << reports.metrics_problem.toStdString();
+  EXPECT_TRUE(reports.metrics_problem.contains("Stop ends them now"));
+  session.cancel_all();
+  ASSERT_TRUE(wait_until([&] { return reports.ended.size() == 1; }, 1000));
+  EXPECT_TRUE(reports.ended[0].cancelled);
+}
+
 TEST(RemoteSession, StopEndsEveryStreamAsCancelled) {
   ScriptedServer server(well_behaved(50, 50));
   RemoteSession session(5.0, 1000.0);

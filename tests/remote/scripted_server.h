@@ -62,6 +62,8 @@ class ScriptedServer {
     });
   }
   QUrl url() const { return QUrl(QString("http://127.0.0.1:%1").arg(server_.serverPort())); }
+  // No new connections from now on (a stopped server's listener); those open stay open.
+  void stop_listening() { server_.close(); }
   // The most connections the client held open at once.
   int peak_connections() const { return peak_connections_; }
 
