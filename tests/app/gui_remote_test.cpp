@@ -207,6 +207,22 @@ TEST(RemoteFolderTest, KeepsTheUsersLatestRequestAmongHundredsOfClassmates) {
   EXPECT_EQ(folder.streams_open(), 0);
 }
 
+// "Since connecting" figures come from the first report, which outlives the polls kept.
+TEST(RemoteFolderTest, KeepsTheServersFirstReportPastThePollsKept) {
+  RemoteFolder folder;
+  folder.reset({});
+  for (size_t i = 0; i < RemoteFolder::kMaxPolls + 10; ++i) {
+    remote::ServerPoll poll;
+    poll.at_ms = static_cast<double>(i);
+    poll.metrics = remote::ServerMetrics{};
+    poll.metrics->generated_tokens_total = static_cast<double>(i);
+    folder.on_poll(poll);
+  }
+  EXPECT_EQ(folder.polls().size(), RemoteFolder::kMaxPolls);
+  ASSERT_TRUE(folder.first_metrics());
+  EXPECT_EQ(folder.first_metrics()->generated_tokens_total, 0.0);
+}
+
 }  // namespace
 }  // namespace servescope::gui
 

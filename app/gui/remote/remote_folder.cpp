@@ -84,6 +84,7 @@ void RemoteFolder::on_poll(const remote::ServerPoll& poll) {
   point.streams_open = streams_open_;
   point.tokens_received = tokens_received_;
   point.metrics = poll.metrics;
+  if (!first_metrics_) first_metrics_ = poll.metrics;
   point.slots = poll.slots;
   polls_.push_back(std::move(point));
   if (polls_.size() > kMaxPolls) polls_.pop_front();

@@ -56,6 +56,8 @@ class RemoteFolder {
   // "llama.cpp" or "vLLM" once /metrics said, else empty.
   QString server_kind() const;
   const std::deque<RemotePollPoint>& polls() const { return polls_; }
+  // The server's first report since connecting (the polls keep only the latest kMaxPolls).
+  const std::optional<remote::ServerMetrics>& first_metrics() const { return first_metrics_; }
   const std::deque<RemoteRequestState>& requests() const { return requests_; }
   int64_t requests_sent() const { return requests_sent_; }  // since connecting
   int64_t streams_open() const { return streams_open_; }
@@ -69,6 +71,7 @@ class RemoteFolder {
 
   remote::ServerIdentity server_;
   std::deque<RemotePollPoint> polls_;
+  std::optional<remote::ServerMetrics> first_metrics_;
   std::deque<RemoteRequestState> requests_;
   int64_t requests_sent_ = 0;
   int64_t streams_open_ = 0;

@@ -51,13 +51,6 @@ const RemotePollPoint* last_with_metrics(const RemoteFolder& folder) {
   return nullptr;
 }
 
-const RemotePollPoint* first_with_metrics(const RemoteFolder& folder) {
-  for (const RemotePollPoint& poll : folder.polls()) {
-    if (poll.metrics) return &poll;
-  }
-  return nullptr;
-}
-
 const std::optional<remote::SlotsReport>& last_slots(const RemoteFolder& folder) {
   static const std::optional<remote::SlotsReport> none;
   return folder.polls().empty() ? none : folder.polls().back().slots;
@@ -84,14 +77,12 @@ RemoteView batching_view(const RemoteFolder& folder) {
                       .arg(slots->slots)
                       .arg(reported());
   }
-  const RemotePollPoint* first = first_with_metrics(folder);
+  const std::optional<remote::ServerMetrics>& first = folder.first_metrics();
   const RemotePollPoint* last = last_with_metrics(folder);
-  if (first && last && first != last && first->metrics->decode_calls_total &&
-      last->metrics->decode_calls_total && first->metrics->generated_tokens_total &&
-      last->metrics->generated_tokens_total) {
-    const double calls = *last->metrics->decode_calls_total - *first->metrics->decode_calls_total;
-    const double tokens =
-        *last->metrics->generated_tokens_total - *first->metrics->generated_tokens_total;
+  if (first && last && first->decode_calls_total && last->metrics->decode_calls_total &&
+      first->generated_tokens_total && last->metrics->generated_tokens_total) {
+    const double calls = *last->metrics->decode_calls_total - *first->decode_calls_total;
+    const double tokens = *last->metrics->generated_tokens_total - *first->generated_tokens_total;
     if (calls > 0 && tokens > 0) {
       view.facts << tr("Since connecting: %1 tokens generated in %2 batched decode calls, %3 per "
                        "call (%4).")
