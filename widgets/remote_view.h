@@ -53,7 +53,6 @@ struct RemoteView {
   QString not_available;  // "The block grid ...: not available from a remote server."
   QString problem;        // why some figures are missing ("the server has no /metrics ...")
   double from_seconds = -1.0;  // the charts start here (the run talked about), if >= 0
-  bool empty() const { return charts.empty() && requests.empty() && facts.empty(); }
 };
 
 // The view as CSV: one row per chart point (chart, series, source, seconds, value), then one

@@ -104,6 +104,15 @@ std::string network_problem(QNetworkReply& reply, const QUrl& server, double tim
   return "the request to " + where + " failed: " + reply.errorString().toStdString();
 }
 
+std::string metrics_unavailable(QNetworkReply& reply) {
+  const int status = reply.attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+  if (status == 404 || status == 501) {
+    return "the server has no /metrics (llama-server: start it with --metrics), so its own "
+           "figures are missing";
+  }
+  return "reading /metrics failed: " + reply.errorString().toStdString();
+}
+
 CompletionChunk read_completion_chunk(const std::string& data) {
   const json chunk = json::parse(data, nullptr, false);
   if (chunk.is_discarded() || !chunk.is_object()) {

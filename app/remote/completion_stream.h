@@ -33,6 +33,10 @@ QNetworkReply* post_on_own_connection(QObject* parent, const QNetworkRequest& re
 // mid-answer, not an OpenAI-compatible server (404 / 405), or the error Qt gives.
 std::string network_problem(QNetworkReply& reply, const QUrl& server, double timeout_s);
 
+// Why a failed GET /metrics gives no figures: the server has none (404, 501: llama-server
+// without --metrics), or the error Qt gives.
+std::string metrics_unavailable(QNetworkReply& reply);
+
 // An answer that is not an OpenAI completion stream; what() says what was there.
 class NotOpenAiError : public std::runtime_error {
  public:

@@ -188,11 +188,7 @@ class Runner {
     ServerReport& report = result_.server;
     if (reply.error() != QNetworkReply::NoError) {
       if (reply.error() == QNetworkReply::OperationCanceledError) return;  // the run ended
-      const int status = reply.attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-      report.metrics_problem =
-          status == 404 || status == 501
-              ? "the server has no /metrics (llama-server: start it with --metrics)"
-              : "reading /metrics failed: " + reply.errorString().toStdString();
+      report.metrics_problem = metrics_unavailable(reply);
       return;
     }
     const QByteArray text = reply.readAll();

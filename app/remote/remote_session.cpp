@@ -5,6 +5,7 @@
 #include <QNetworkRequest>
 #include <QTimer>
 #include <algorithm>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "app/remote/completion_stream.h"
@@ -177,25 +178,20 @@ void RemoteSession::cancel_all() {
 }
 
 void RemoteSession::poll() {
-  if (metrics_readable_ && metrics_reply_ == nullptr) {
-    metrics_reply_ = network_->get(QNetworkRequest(endpoint(server_, "/metrics")));
-    connect(metrics_reply_, &QNetworkReply::finished, this, [this] {
-      QNetworkReply* reply = metrics_reply_;
-      metrics_reply_ = nullptr;
-      take_metrics(*reply);
-      reply->deleteLater();
-    });
-  }
-  if (slots_readable_ && slots_reply_ == nullptr) {
-    slots_reply_ = network_->get(QNetworkRequest(endpoint(server_, "/slots")));
-    connect(slots_reply_, &QNetworkReply::finished, this, [this] {
-      QNetworkReply* reply = slots_reply_;
-      slots_reply_ = nullptr;
-      take_slots(*reply);
-      reply->deleteLater();
-    });
-  }
+  if (metrics_readable_) get_once(metrics_reply_, "/metrics", &RemoteSession::take_metrics);
+  if (slots_readable_) get_once(slots_reply_, "/slots", &RemoteSession::take_slots);
   if (!metrics_readable_ && !slots_readable_) poll_timer_->stop();
+}
+
+void RemoteSession::get_once(QNetworkReply*& pending, const char* path,
+                             void (RemoteSession::*take)(QNetworkReply&)) {
+  if (pending != nullptr) return;  // the last one is unanswered: no second in its place
+  pending = network_->get(QNetworkRequest(endpoint(server_, path)));
+  connect(pending, &QNetworkReply::finished, this, [this, &pending, take] {
+    QNetworkReply* reply = std::exchange(pending, nullptr);
+    (this->*take)(*reply);
+    reply->deleteLater();
+  });
 }
 
 void RemoteSession::take_metrics(QNetworkReply& reply) {
@@ -205,7 +201,6 @@ void RemoteSession::take_metrics(QNetworkReply& reply) {
   if (reply.error() != QNetworkReply::NoError) {
     if (reply.error() == QNetworkReply::OperationCanceledError) return;
     metrics_readable_ = false;
-    const int status = reply.attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
     if (reply.error() == QNetworkReply::ConnectionRefusedError) {
       // It answered before: its listener is gone (stopped, or restarting). A stream it keeps
       // open without sending ends at the timeout; Stop ends them all now.
@@ -216,11 +211,7 @@ void RemoteSession::take_metrics(QNetworkReply& reply) {
               .arg(static_cast<int>(timeout_s_)));
       return;
     }
-    Q_EMIT metrics_problem(
-        status == 404 || status == 501
-            ? tr("the server has no /metrics (llama-server: start it with --metrics), so its own "
-                 "figures are missing")
-            : tr("reading /metrics failed: %1").arg(reply.errorString()));
+    Q_EMIT metrics_problem(QString::fromStdString(metrics_unavailable(reply)));
     return;
   }
   const QByteArray text = reply.readAll();

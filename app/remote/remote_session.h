@@ -108,6 +108,9 @@ class RemoteSession : public QObject {
   void read_stream(QNetworkReply& reply, Stream& stream);
   void end_stream(QNetworkReply* reply);
   void poll();
+  // GET `path` unless the last one is still unanswered; `take` reads the answer.
+  void get_once(QNetworkReply*& pending, const char* path,
+                void (RemoteSession::*take)(QNetworkReply&));
   void take_metrics(QNetworkReply& reply);
   void take_slots(QNetworkReply& reply);
   void pace_polls();  // fast while a stream is open, slow when none is

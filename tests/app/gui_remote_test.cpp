@@ -203,7 +203,7 @@ TEST(RemoteFolderTest, KeepsTheUsersLatestRequestAmongHundredsOfClassmates) {
   EXPECT_EQ(folder.requests().size(), RemoteFolder::kMaxRequests);
   EXPECT_EQ(folder.requests_sent(), 499);
   EXPECT_TRUE(folder.requests().front().own);
-  EXPECT_EQ(folder.requests().back().request, 499);
+  EXPECT_EQ(folder.requests().back().record.request_id, 499);
   EXPECT_EQ(folder.streams_open(), 0);
 }
 

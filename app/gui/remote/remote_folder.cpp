@@ -22,17 +22,17 @@ QString RemoteFolder::server_kind() const {
 
 RemoteRequestState* RemoteFolder::find(int64_t request) {
   for (auto it = requests_.rbegin(); it != requests_.rend(); ++it) {
-    if (it->request == request) return &*it;
+    if (it->record.request_id == request) return &*it;
   }
   return nullptr;
 }
 
 void RemoteFolder::on_sent(int64_t request, bool own, double at_ms) {
   RemoteRequestState state;
-  state.request = request;
+  state.record.request_id = request;
+  state.record.arrival_ms = at_ms;
   state.own = own;
-  state.sent_ms = at_ms;
-  requests_.push_back(state);
+  requests_.push_back(std::move(state));
   // Forget the oldest that ended, but not the user's latest: the latency table keeps its row
   // among hundreds of classmates'. One still streaming stays however old.
   while (requests_.size() > kMaxRequests) {
@@ -56,10 +56,7 @@ void RemoteFolder::on_token(const remote::RemoteToken& token) {
   ++tokens_received_;
   ++revision_;
   RemoteRequestState* state = find(token.request);
-  if (state == nullptr) return;
-  if (state->tokens == 0) state->first_token_ms = token.at_ms;
-  state->last_token_ms = token.at_ms;
-  ++state->tokens;
+  if (state != nullptr) state->record.token_times_ms.push_back(token.at_ms);
 }
 
 void RemoteFolder::on_end(const remote::RemoteRequestEnd& end) {
@@ -68,14 +65,7 @@ void RemoteFolder::on_end(const remote::RemoteRequestEnd& end) {
   RemoteRequestState* state = find(end.record.request_id);
   if (state == nullptr) return;
   state->ended = true;
-  state->prompt_tokens = end.record.prompt_tokens;
-  // The session's record is the reference: its times are the ones the tokens came with.
-  state->sent_ms = end.record.arrival_ms;
-  state->tokens = static_cast<int64_t>(end.record.token_times_ms.size());
-  if (state->tokens > 0) {
-    state->first_token_ms = end.record.token_times_ms.front();
-    state->last_token_ms = end.record.token_times_ms.back();
-  }
+  state->record = end.record;  // the same times, and the server's prompt count and finish
 }
 
 void RemoteFolder::on_poll(const remote::ServerPoll& poll) {

@@ -16,14 +16,11 @@
 
 namespace servescope::gui {
 
+// A request as the client timed it: arrival = sent, each token's arrival as it came (the
+// session's record once it ended), so TTFT and TPOT are telemetry/metrics.h's, as locally.
 struct RemoteRequestState {
-  int64_t request = 0;
+  telemetry::RequestRecord record;
   bool own = false;  // the user's
-  double sent_ms = 0.0;
-  double first_token_ms = -1.0;
-  double last_token_ms = -1.0;
-  int64_t tokens = 0;
-  int64_t prompt_tokens = 0;  // as the server counted them (its usage), 0 before it said
   bool ended = false;
 };
 

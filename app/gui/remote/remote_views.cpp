@@ -3,6 +3,7 @@
 #include <QCoreApplication>
 #include <algorithm>
 
+#include "engine/telemetry/metrics.h"
 #include "widgets/chart_painting.h"
 
 namespace servescope::gui {
@@ -40,6 +41,14 @@ RemoteSeries gauge(const QString& name, FigureSource source, const RemoteFolder&
   return series;
 }
 
+// A figure of the server's /metrics at a poll, where it reported one.
+std::function<std::optional<double>(const RemotePollPoint&)> metric(
+    std::optional<double> remote::ServerMetrics::*field) {
+  return [field](const RemotePollPoint& p) -> std::optional<double> {
+    return p.metrics ? (*p.metrics).*field : std::nullopt;
+  };
+}
+
 void add_if_any(RemoteChart& chart, RemoteSeries series) {
   if (!series.points.empty()) chart.series.push_back(std::move(series));
 }
@@ -63,7 +72,7 @@ RemoteView base_view(const QString& what, const RemoteFolder& folder) {
   // The charts start a little before the user's latest request: the run being talked about.
   for (auto it = folder.requests().rbegin(); it != folder.requests().rend(); ++it) {
     if (it->own) {
-      view.from_seconds = std::max(0.0, it->sent_ms / 1000.0 - 2.0);
+      view.from_seconds = std::max(0.0, it->record.arrival_ms / 1000.0 - 2.0);
       break;
     }
   }
@@ -100,13 +109,9 @@ RemoteView batching_view(const RemoteFolder& folder) {
   RemoteChart requests{QStringLiteral("remote-requests"), tr("Requests over time"),
                        tr("requests"), true, 1.0, {}};
   add_if_any(requests, gauge(tr("running"), FigureSource::kReported, folder,
-                             [](const RemotePollPoint& p) -> std::optional<double> {
-                               return p.metrics ? p.metrics->requests_running : std::nullopt;
-                             }));
+                             metric(&remote::ServerMetrics::requests_running)));
   add_if_any(requests, gauge(tr("waiting"), FigureSource::kReported, folder,
-                             [](const RemotePollPoint& p) -> std::optional<double> {
-                               return p.metrics ? p.metrics->requests_waiting : std::nullopt;
-                             }));
+                             metric(&remote::ServerMetrics::requests_waiting)));
   add_if_any(requests, gauge(tr("slots busy"), FigureSource::kReported, folder,
                              [](const RemotePollPoint& p) -> std::optional<double> {
                                if (!p.slots) return std::nullopt;
@@ -120,14 +125,12 @@ RemoteView batching_view(const RemoteFolder& folder) {
 
   for (const RemoteRequestState& r : folder.requests()) {
     widgets::RemoteRequestRow row;
-    row.request = r.request;
+    row.request = r.record.request_id;
     row.own = r.own;
-    row.output_tokens = r.tokens;
+    row.output_tokens = telemetry::output_tokens(r.record);
     row.finished = r.ended;
-    if (r.first_token_ms >= 0.0) row.ttft_ms = r.first_token_ms - r.sent_ms;
-    if (r.tokens >= 2) {
-      row.tpot_ms = (r.last_token_ms - r.first_token_ms) / static_cast<double>(r.tokens - 1);
-    }
+    if (row.output_tokens >= 1) row.ttft_ms = telemetry::time_to_first_token_ms(r.record);
+    if (row.output_tokens >= 2) row.tpot_ms = telemetry::time_per_output_token_ms(r.record);
     view.requests.push_back(row);
   }
   view.not_available =
@@ -188,20 +191,15 @@ RemoteView phases_view(const RemoteFolder& folder) {
   RemoteView view = base_view(tr("Prompt and generated tokens"), folder);
   RemoteChart rates{QStringLiteral("remote-rates"), tr("Tokens per second (over the last second)"),
                     tr("tokens/s"), false, 10.0, {}};
-  const auto counter = [](std::optional<double> remote::ServerMetrics::*field) {
-    return [field](const RemotePollPoint& p) -> std::optional<double> {
-      return p.metrics ? (*p.metrics).*field : std::nullopt;
-    };
-  };
   rates.series.push_back({tr("prompt tokens computed"), FigureSource::kReported,
                           counter_rate(folder.polls(),
-                                       counter(&remote::ServerMetrics::prompt_tokens_total))});
+                                       metric(&remote::ServerMetrics::prompt_tokens_total))});
   rates.series.push_back(
       {tr("prompt tokens from its cache"), FigureSource::kReported,
-       counter_rate(folder.polls(), counter(&remote::ServerMetrics::prompt_tokens_cached_total))});
+       counter_rate(folder.polls(), metric(&remote::ServerMetrics::prompt_tokens_cached_total))});
   rates.series.push_back(
       {tr("tokens generated"), FigureSource::kReported,
-       counter_rate(folder.polls(), counter(&remote::ServerMetrics::generated_tokens_total))});
+       counter_rate(folder.polls(), metric(&remote::ServerMetrics::generated_tokens_total))});
   rates.series.push_back({tr("tokens received"), FigureSource::kMeasured,
                           counter_rate(folder.polls(), [](const RemotePollPoint& p) {
                             return std::optional<double>(static_cast<double>(p.tokens_received));
