@@ -9,6 +9,7 @@
 
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/compute/cpu_features.h"
+#include "engine/compute/cpu_kquant_interleaved.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -381,24 +382,35 @@ std::vector<InterleavedKernel> variants() {
 }
 
 bool is_q4(gguf::GgmlType type) {
-  if (!has_interleaved_kernel(type)) std::abort();  // callers check has_interleaved_kernel
+  if (!can_interleave(type)) std::abort();  // callers check can_interleave
   return type == gguf::GgmlType::Q4_0;
 }
 
 }  // namespace
 
+bool can_interleave(gguf::GgmlType type) {
+  return type == gguf::GgmlType::Q4_0 || type == gguf::GgmlType::Q8_0 ||
+         kquant_interleaved::handles(type);
+}
+
 bool has_interleaved_kernel(gguf::GgmlType type) {
-  return type == gguf::GgmlType::Q4_0 || type == gguf::GgmlType::Q8_0;
+  // The K-quants' interleaved kernels are written for AVX-512 VNNI; elsewhere their row-by-row
+  // kernels (cpu_kquant_int8.cpp) are the faster choice.
+  if (kquant_interleaved::handles(type)) return cpu_has_avx512_vnni();
+  return can_interleave(type);
 }
 
 std::vector<uint8_t> interleave_rows(gguf::GgmlType type, const uint8_t* data, int64_t rows,
                                      int64_t cols) {
+  if (kquant_interleaved::handles(type)) return kquant_interleaved::interleave(type, data, rows, cols);
   return is_q4(type) ? interleave<Q4>(data, rows, cols) : interleave<Q8>(data, rows, cols);
 }
 
 void interleaved_row(gguf::GgmlType type, const uint8_t* packed, int64_t cols, int64_t row,
                      float* dst) {
-  if (is_q4(type)) {
+  if (kquant_interleaved::handles(type)) {
+    kquant_interleaved::row(type, packed, cols, row, dst);
+  } else if (is_q4(type)) {
     row_of<Q4>(packed, cols, row, dst);
   } else {
     row_of<Q8>(packed, cols, row, dst);
@@ -406,19 +418,30 @@ void interleaved_row(gguf::GgmlType type, const uint8_t* packed, int64_t cols, i
 }
 
 int32_t interleaved_block_offset(gguf::GgmlType type, const ActivationBlock& x) {
+  if (kquant_interleaved::handles(type)) return kquant_interleaved::block_offset(type, x);
   // ActivationBlock::offset holds -8 x each sum of four activations.
   const int32_t minus_8_sum = std::accumulate(std::begin(x.offset), std::end(x.offset), 0);
   return is_q4(type) ? minus_8_sum : 16 * minus_8_sum;
 }
 
 std::vector<InterleavedKernel> interleaved_kernel_variants(gguf::GgmlType type) {
+  if (kquant_interleaved::handles(type)) return kquant_interleaved::variants(type);
   return is_q4(type) ? variants<Q4>() : variants<Q8>();
 }
 
 InterleavedKernel interleaved_kernel(gguf::GgmlType type) {
   static const InterleavedKernel q4 = variants<Q4>().back();
   static const InterleavedKernel q8 = variants<Q8>().back();
-  return is_q4(type) ? q4 : q8;
+  static const InterleavedKernel q4_k = kquant_interleaved::variants(gguf::GgmlType::Q4_K).back();
+  static const InterleavedKernel q6_k = kquant_interleaved::variants(gguf::GgmlType::Q6_K).back();
+  switch (type) {
+    case gguf::GgmlType::Q4_K:
+      return q4_k;
+    case gguf::GgmlType::Q6_K:
+      return q6_k;
+    default:
+      return is_q4(type) ? q4 : q8;
+  }
 }
 
 }  // namespace servescope::compute

@@ -38,11 +38,15 @@ struct InterleavedQ8Block {
 };
 static_assert(sizeof(InterleavedQ8Block) == 544, "16 rows of 34-byte Q8_0 blocks");
 
-// Whether `type` is stored interleaved for 8-bit activations (Q4_0, Q8_0).
+// Whether `type` has an interleaved layout and kernels (Q4_0, Q8_0, Q4_K, Q6_K: the functions
+// below take these).
+bool can_interleave(gguf::GgmlType type);
+// Whether a backend with 8-bit activations stores `type` interleaved on this CPU: Q4_0 and Q8_0
+// always, Q4_K and Q6_K with AVX-512 VNNI (cpu_kquant_interleaved.h).
 bool has_interleaved_kernel(gguf::GgmlType type);
 
 // Rows (GGML layout, rows x cols) of `type` interleaved: group g's block b at index
-// g * blocks + b; the last group's missing rows are zeros.
+// g * blocks + b (K-quants: blocks of 256 columns); the last group's missing rows are zeros.
 std::vector<uint8_t> interleave_rows(gguf::GgmlType type, const uint8_t* data, int64_t rows,
                                      int64_t cols);
 
@@ -53,7 +57,8 @@ void interleaved_row(gguf::GgmlType type, const uint8_t* packed, int64_t cols, i
 
 // What each token's block adds to the integer dot, which the kernels start from: Q4_0 stores a
 // weight plus 8 (unsigned nibbles), so -8 x the sum of the block's 32 activations; Q8_0's
-// 512-bit kernel multiplies the weight plus 128, so -128 x that sum.
+// 512-bit kernel multiplies the weight plus 128, so -128 x that sum; Q4_K: the sum itself (its
+// minimums' factor); Q6_K: 0 (its kernels read the block's halves).
 int32_t interleaved_block_offset(gguf::GgmlType type, const ActivationBlock& x);
 
 // out[t * out_stride + r] for rows [first_row, end_row) (multiples of 16 except a last end) and

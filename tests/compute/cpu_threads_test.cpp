@@ -300,10 +300,16 @@ std::vector<double> activations_as_int8(const std::vector<float>& x) {
 
 class CpuInt8Matmul : public ::testing::TestWithParam<GgmlType> {};
 
+// Rows of whole blocks: nine of 32 (a count the kernels' groups of tokens and blocks do not
+// divide), or two K-quant super-blocks of 256.
+int64_t columns_for(GgmlType type) {
+  return gguf::block_elements(type) == gguf::kSuperBlock ? 2 * gguf::kSuperBlock : 288;
+}
+
 TEST_P(CpuInt8Matmul, MatchesDoubleReferenceOfQuantisedActivationsForAnyThreadsAndBatch) {
   const GgmlType type = GetParam();
   const int64_t rows = 131;
-  const int64_t cols = 288;
+  const int64_t cols = columns_for(type);
   const Weights w = random_weights(type, rows, cols, 17);
   std::mt19937 rng(19);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -324,12 +330,14 @@ TEST_P(CpuInt8Matmul, MatchesDoubleReferenceOfQuantisedActivationsForAnyThreadsA
   expect_near_double_reference(all, w, rows, cols, xq, 40);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul, ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul,
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                                           GgmlType::Q6_K),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
 
-// Interleaved Q4_0 / Q8_0 (8-bit activations): every variant of this CPU gives the portable
+// Interleaved Q4_0 / Q8_0 / Q4_K / Q6_K (8-bit activations): every variant of this CPU gives the portable
 // kernel's bits for any token count and any run of rows (whole groups, a partial last group),
 // the sums are the quantised values' products, and a row read back for an embedding is the
 // reference decoder's.
@@ -337,8 +345,9 @@ class CpuInterleaved : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(CpuInterleaved, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
   const GgmlType type = GetParam();
+  ASSERT_TRUE(can_interleave(type));
   const int64_t rows = 37;  // two whole groups of 16 and a partial one
-  const int64_t cols = 288;
+  const int64_t cols = columns_for(type);
   const int64_t blocks = cols / 32;
   const Weights w = random_weights(type, rows, cols, 41);
   const std::vector<uint8_t> packed = interleave_rows(type, w.bytes.data(), rows, cols);
@@ -387,7 +396,9 @@ TEST_P(CpuInterleaved, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, CpuInterleaved, ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+INSTANTIATE_TEST_SUITE_P(Types, CpuInterleaved,
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                                           GgmlType::Q6_K),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });

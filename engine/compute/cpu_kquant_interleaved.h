@@ -1,0 +1,37 @@
+// Q4_K and Q6_K weights with 8-bit activations, rows interleaved 16 at a time as Q4_0 and Q8_0
+// are (cpu_int8_interleaved.h, whose functions call these for the two types). A decode token
+// multiplies 16 rows in one register per integer dot, with no per-row sums to fold at the end:
+// for the bundled model's 256-column rows that fold and a row's scale unpacking cost more than
+// its dots in the row-by-row kernel (cpu_kquant_int8.cpp, kept for CPUs without AVX-512 VNNI).
+//
+// The layouts hold the same bits as GGML's blocks (scales unpacked to a byte each, the quants
+// regrouped), in the same bytes for Q6_K and 2368 against 2304 per 16 rows of a Q4_K
+// super-block. Every (row, token) result is, bit for bit, the same for any number of tokens,
+// rows and threads and for every variant (portable, AVX-512 VNNI):
+//   Q4_K, per sub-block j of 32: sum = fma(S_j * d_x, float(sum of q x s), sum);
+//                                sum = fma(-M_j, d_x * float(sum of s), sum)
+//   Q6_K, per sub-block k of 16: sum = fma(S_k * d_x, float(sum of (q - 32) x s), sum)
+// with S = d x the sub-block's integer scale, M = dmin x its integer minimum (both exact in
+// float), q the stored unsigned quant and s the token's 8-bit activations of scale d_x.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/compute/cpu_int8_interleaved.h"
+#include "engine/gguf/ggml_types.h"
+
+namespace servescope::compute::kquant_interleaved {
+
+// Q4_K and Q6_K.
+bool handles(gguf::GgmlType type);
+
+// As interleave_rows, interleaved_row, interleaved_block_offset and interleaved_kernel_variants
+// (cpu_int8_interleaved.h) for a type `handles` takes; rows are whole super-blocks of 256.
+std::vector<uint8_t> interleave(gguf::GgmlType type, const uint8_t* data, int64_t rows,
+                                int64_t cols);
+void row(gguf::GgmlType type, const uint8_t* packed, int64_t cols, int64_t row, float* dst);
+int32_t block_offset(gguf::GgmlType type, const ActivationBlock& x);
+std::vector<InterleavedKernel> variants(gguf::GgmlType type);
+
+}  // namespace servescope::compute::kquant_interleaved
