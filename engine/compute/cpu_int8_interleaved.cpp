@@ -82,6 +82,72 @@ struct Q4 {
 #endif
 };
 
+// Q5_0: Q4_0's nibbles with the fifth bit set on top (weight + 16 as an unsigned byte).
+struct Q5 {
+  using Block = InterleavedQ5Block;
+  static constexpr int64_t kStoredBytes = 22;  // fp16 scale, 4 bytes of fifth bits, 16 of nibbles
+  static constexpr gguf::GgmlType kType = gguf::GgmlType::Q5_0;
+
+  static int32_t dot(const Block& block, size_t lane, const ActivationBlock& x, int32_t offset) {
+    int32_t sum = offset;
+    for (size_t c = 0; c < 4; ++c) {
+      for (size_t k = 0; k < 4; ++k) {
+        const uint8_t byte = block.qs[c][lane][k];
+        const uint8_t fifth = block.qh[lane][k];
+        const int low = (byte & 0x0F) | (((fifth >> c) & 1) << 4);
+        const int high = (byte >> 4) | (((fifth >> (4 + c)) & 1) << 4);
+        sum += low * x.qs[4 * c + k] + high * x.qs[16 + 4 * c + k];
+      }
+    }
+    return sum;
+  }
+#ifdef SERVESCOPE_X86_SIMD
+  // Chunk c's low and high nibbles with their fifth bits moved to bit 4 of each byte (16-bit
+  // shifts: what crosses between the bytes lands outside bit 4); the blend keeps bits 0-3 of
+  // the nibbles and bit 4 of the fifth bits.
+  SERVESCOPE_AVX512_VNNI static void operands(const Block& block, __m512i (&w)[8]) {
+    const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    const __m512i fifth = _mm512_loadu_si512(block.qh);
+    constexpr int kPickLowFromFirst = 0xE4;  // (third ? first : second), bit by bit
+    for (int c = 0; c < 4; ++c) {
+      const __m512i chunk = _mm512_loadu_si512(block.qs[c]);
+      const __m512i low_fifth =
+          _mm512_and_si512(_mm512_sll_epi16(fifth, _mm_cvtsi32_si128(4 - c)), bit4);
+      const __m512i high_fifth = _mm512_and_si512(_mm512_srl_epi16(fifth, _mm_cvtsi32_si128(c)), bit4);
+      w[c] = _mm512_ternarylogic_epi32(chunk, low_fifth, low_nibbles, kPickLowFromFirst);
+      w[c + 4] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(chunk, 4), high_fifth, low_nibbles,
+                                           kPickLowFromFirst);
+    }
+  }
+  // Rows 8 half .. 8 half + 7; pairs of products fit 16 bits (at most 2 x 31 x 127).
+  SERVESCOPE_AVX2 static void operands_half(const Block& block, int half, __m256i (&w)[8]) {
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    const __m256i fifth = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh[8 * half]));
+    for (int c = 0; c < 4; ++c) {
+      const __m256i chunk =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs[c][8 * half]));
+      const __m256i low_fifth =
+          _mm256_and_si256(_mm256_sll_epi16(fifth, _mm_cvtsi32_si128(4 - c)), bit4);
+      const __m256i high_fifth =
+          _mm256_and_si256(_mm256_srl_epi16(fifth, _mm_cvtsi32_si128(c)), bit4);
+      w[c] = _mm256_or_si256(_mm256_and_si256(chunk, low_nibbles), low_fifth);
+      w[c + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(chunk, 4), low_nibbles),
+                                 high_fifth);
+    }
+  }
+  SERVESCOPE_AVX2 static __m256i dot_of_four(__m256i sum, __m256i w, __m256i q) {
+    return Q4::dot_of_four(sum, w, q);
+  }
+  static constexpr bool kAvx2FromOffset = true;
+  SERVESCOPE_AVX_VNNI static void vnni_operands_half(const Block& block, int half,
+                                                     __m256i (&w)[8]) {
+    operands_half(block, half, w);
+  }
+#endif
+};
+
 struct Q8 {
   using Block = InterleavedQ8Block;
   static constexpr int64_t kStoredBytes = 34;  // fp16 scale, 32 signed bytes
@@ -138,6 +204,38 @@ void restore(const Block& block, size_t lane, uint8_t* stored) {
   for (size_t c = 0; c < std::size(block.qs); ++c) {
     std::memcpy(stored + 2 + 4 * c, block.qs[c][lane], 4);
   }
+}
+
+// Q5_0's blocks: the fifth bits regrouped as InterleavedQ5Block keeps them.
+void regroup(const uint8_t* stored, size_t lane, InterleavedQ5Block& block) {
+  gguf::BlockQ5_0 q5;
+  std::memcpy(&q5, stored, sizeof q5);
+  uint32_t fifth = 0;
+  std::memcpy(&fifth, q5.qh, sizeof fifth);
+  block.d[lane] = q5.d;
+  for (size_t k = 0; k < 4; ++k) {
+    uint8_t bits = 0;
+    for (size_t c = 0; c < 4; ++c) {
+      bits |= static_cast<uint8_t>(((fifth >> (4 * c + k)) & 1) << c);
+      bits |= static_cast<uint8_t>(((fifth >> (16 + 4 * c + k)) & 1) << (4 + c));
+    }
+    block.qh[lane][k] = bits;
+  }
+  for (size_t c = 0; c < 4; ++c) std::memcpy(block.qs[c][lane], q5.qs + 4 * c, 4);
+}
+void restore(const InterleavedQ5Block& block, size_t lane, uint8_t* stored) {
+  gguf::BlockQ5_0 q5{};
+  q5.d = block.d[lane];
+  uint32_t fifth = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    for (size_t c = 0; c < 4; ++c) {
+      fifth |= static_cast<uint32_t>((block.qh[lane][k] >> c) & 1) << (4 * c + k);
+      fifth |= static_cast<uint32_t>((block.qh[lane][k] >> (4 + c)) & 1) << (16 + 4 * c + k);
+    }
+  }
+  std::memcpy(q5.qh, &fifth, sizeof fifth);
+  for (size_t c = 0; c < 4; ++c) std::memcpy(q5.qs + 4 * c, block.qs[c][lane], 4);
+  std::memcpy(stored, &q5, sizeof q5);
 }
 
 template <class W>
@@ -381,16 +479,26 @@ std::vector<InterleavedKernel> variants() {
   return kernels;
 }
 
-bool is_q4(gguf::GgmlType type) {
-  if (!can_interleave(type)) std::abort();  // callers check can_interleave
-  return type == gguf::GgmlType::Q4_0;
+// The layout of a 32-column type, for a function of the three.
+template <class F>
+auto with_layout(gguf::GgmlType type, F&& f) {
+  switch (type) {
+    case gguf::GgmlType::Q4_0:
+      return f(Q4{});
+    case gguf::GgmlType::Q5_0:
+      return f(Q5{});
+    case gguf::GgmlType::Q8_0:
+      return f(Q8{});
+    default:
+      std::abort();  // callers check can_interleave
+  }
 }
 
 }  // namespace
 
 bool can_interleave(gguf::GgmlType type) {
-  return type == gguf::GgmlType::Q4_0 || type == gguf::GgmlType::Q8_0 ||
-         kquant_interleaved::handles(type);
+  return type == gguf::GgmlType::Q4_0 || type == gguf::GgmlType::Q5_0 ||
+         type == gguf::GgmlType::Q8_0 || kquant_interleaved::handles(type);
 }
 
 bool has_interleaved_kernel(gguf::GgmlType type) {
@@ -403,17 +511,15 @@ bool has_interleaved_kernel(gguf::GgmlType type) {
 std::vector<uint8_t> interleave_rows(gguf::GgmlType type, const uint8_t* data, int64_t rows,
                                      int64_t cols) {
   if (kquant_interleaved::handles(type)) return kquant_interleaved::interleave(type, data, rows, cols);
-  return is_q4(type) ? interleave<Q4>(data, rows, cols) : interleave<Q8>(data, rows, cols);
+  return with_layout(type, [&]<class W>(W) { return interleave<W>(data, rows, cols); });
 }
 
 void interleaved_row(gguf::GgmlType type, const uint8_t* packed, int64_t cols, int64_t row,
                      float* dst) {
   if (kquant_interleaved::handles(type)) {
     kquant_interleaved::row(type, packed, cols, row, dst);
-  } else if (is_q4(type)) {
-    row_of<Q4>(packed, cols, row, dst);
   } else {
-    row_of<Q8>(packed, cols, row, dst);
+    with_layout(type, [&]<class W>(W) { row_of<W>(packed, cols, row, dst); });
   }
 }
 
@@ -421,16 +527,21 @@ int32_t interleaved_block_offset(gguf::GgmlType type, const ActivationBlock& x) 
   if (kquant_interleaved::handles(type)) return kquant_interleaved::block_offset(type, x);
   // ActivationBlock::offset holds -8 x each sum of four activations.
   const int32_t minus_8_sum = std::accumulate(std::begin(x.offset), std::end(x.offset), 0);
-  return is_q4(type) ? minus_8_sum : 16 * minus_8_sum;
+  // Q4_0: weight + 8; Q5_0: weight + 16; Q8_0 (512-bit): weight + 128.
+  const int32_t added = with_layout(type, []<class W>(W) {
+    return W::kType == gguf::GgmlType::Q4_0 ? 1 : W::kType == gguf::GgmlType::Q5_0 ? 2 : 16;
+  });
+  return added * minus_8_sum;
 }
 
 std::vector<InterleavedKernel> interleaved_kernel_variants(gguf::GgmlType type) {
   if (kquant_interleaved::handles(type)) return kquant_interleaved::variants(type);
-  return is_q4(type) ? variants<Q4>() : variants<Q8>();
+  return with_layout(type, []<class W>(W) { return variants<W>(); });
 }
 
 InterleavedKernel interleaved_kernel(gguf::GgmlType type) {
   static const InterleavedKernel q4 = variants<Q4>().back();
+  static const InterleavedKernel q5 = variants<Q5>().back();
   static const InterleavedKernel q8 = variants<Q8>().back();
   static const InterleavedKernel q4_k = kquant_interleaved::variants(gguf::GgmlType::Q4_K).back();
   static const InterleavedKernel q6_k = kquant_interleaved::variants(gguf::GgmlType::Q6_K).back();
@@ -439,8 +550,14 @@ InterleavedKernel interleaved_kernel(gguf::GgmlType type) {
       return q4_k;
     case gguf::GgmlType::Q6_K:
       return q6_k;
+    case gguf::GgmlType::Q4_0:
+      return q4;
+    case gguf::GgmlType::Q5_0:
+      return q5;
+    case gguf::GgmlType::Q8_0:
+      return q8;
     default:
-      return is_q4(type) ? q4 : q8;
+      std::abort();  // callers check has_interleaved_kernel
   }
 }
 

@@ -38,11 +38,20 @@ struct InterleavedQ8Block {
 };
 static_assert(sizeof(InterleavedQ8Block) == 544, "16 rows of 34-byte Q8_0 blocks");
 
-// Whether `type` has an interleaved layout and kernels (Q4_0, Q8_0, Q4_K, Q6_K: the functions
-// below take these).
+// The same for Q5_0: the quants' low four bits as Q4_0's, and their fifth bits four to a byte per
+// row: bit c of byte k is element 4c + k's, bit 4 + c element 16 + 4c + k's.
+struct InterleavedQ5Block {
+  uint16_t d[kInterleavedRows];
+  uint8_t qh[kInterleavedRows][4];
+  uint8_t qs[4][kInterleavedRows][4];
+};
+static_assert(sizeof(InterleavedQ5Block) == 352, "16 rows of 22-byte Q5_0 blocks");
+
+// Whether `type` has an interleaved layout and kernels (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K: the
+// functions below take these).
 bool can_interleave(gguf::GgmlType type);
-// Whether a backend with 8-bit activations stores `type` interleaved on this CPU: Q4_0 and Q8_0
-// always, Q4_K and Q6_K with AVX-512 VNNI (cpu_kquant_interleaved.h).
+// Whether a backend with 8-bit activations stores `type` interleaved on this CPU: Q4_0, Q5_0 and
+// Q8_0 always, Q4_K and Q6_K with AVX-512 VNNI (cpu_kquant_interleaved.h).
 bool has_interleaved_kernel(gguf::GgmlType type);
 
 // Rows (GGML layout, rows x cols) of `type` interleaved: group g's block b at index
@@ -56,7 +65,8 @@ void interleaved_row(gguf::GgmlType type, const uint8_t* packed, int64_t cols, i
                      float* dst);
 
 // What each token's block adds to the integer dot, which the kernels start from: Q4_0 stores a
-// weight plus 8 (unsigned nibbles), so -8 x the sum of the block's 32 activations; Q8_0's
+// weight plus 8 (unsigned nibbles), so -8 x the sum of the block's 32 activations (Q5_0: plus
+// 16, -16 x the sum); Q8_0's
 // 512-bit kernel multiplies the weight plus 128, so -128 x that sum; Q4_K: the sum itself (its
 // minimums' factor); Q6_K: 0 (its kernels read the block's halves).
 int32_t interleaved_block_offset(gguf::GgmlType type, const ActivationBlock& x);

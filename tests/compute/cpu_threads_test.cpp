@@ -331,13 +331,13 @@ TEST_P(CpuInt8Matmul, MatchesDoubleReferenceOfQuantisedActivationsForAnyThreadsA
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul,
-                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
-                                           GgmlType::Q6_K),
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
+                                           GgmlType::Q4_K, GgmlType::Q6_K),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
 
-// Interleaved Q4_0 / Q8_0 / Q4_K / Q6_K (8-bit activations): every variant of this CPU gives the portable
+// Interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K (8-bit activations): every variant of this CPU gives the portable
 // kernel's bits for any token count and any run of rows (whole groups, a partial last group),
 // the sums are the quantised values' products, and a row read back for an embedding is the
 // reference decoder's.
@@ -397,8 +397,8 @@ TEST_P(CpuInterleaved, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuInterleaved,
-                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
-                                           GgmlType::Q6_K),
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
+                                           GgmlType::Q4_K, GgmlType::Q6_K),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
