@@ -4,12 +4,14 @@
 // REPS runs of each product, summed over one layer, and the GFLOP/s that makes.
 //
 //   servescope-cpu-products-bench [--threads N] [--tokens T] [--reps R]
-//   servescope-cpu-products-bench --model M.gguf [--int8 1] [--threads N] [--tokens T] [--reps R]
+//   servescope-cpu-products-bench --model M.gguf [--int8 1] [--logits-all 1] [--threads N]
+//                                 [--tokens T] [--reps R]
 //
 // With --tokens 128 it times a prefill's products, with 1 or 8 a decode step's; run two builds
 // one after the other, alternating, for an A/B under the same machine load. With --model, every
 // matrix of that model as stored (the output projection with one token, as a prefill computes
-// only the last token's logits; the token embedding is a look-up, not a product): the best
+// only the last token's logits, or with every token, as a decode step of T sequences does:
+// --logits-all 1; the token embedding is a look-up, not a product): the best
 // time of each, warm in cache, summed. That is a bound, not a forecast: the tokens/s it gives
 // is the most a forward pass could reach if nothing but these products took time and every
 // weight came from cache. SERVESCOPE_BENCH_VERBOSE=1 prints each matrix's time.
@@ -39,7 +41,8 @@ struct Options {
   int64_t tokens = 128;
   int reps = 40;
   std::string model;  // empty: the layer shapes with random weights
-  bool int8 = false;  // with --model: 8-bit activations
+  bool int8 = false;        // with --model: 8-bit activations
+  bool logits_all = false;  // with --model: every token's logits (a decode batch)
 };
 
 Options parse(int argc, char** argv) {
@@ -55,6 +58,7 @@ Options parse(int argc, char** argv) {
     if (flag == "--tokens") options.tokens = std::max(1L, value);
     if (flag == "--reps") options.reps = static_cast<int>(std::max(1L, value));
     if (flag == "--int8") options.int8 = value != 0;
+    if (flag == "--logits-all") options.logits_all = value != 0;
   }
   return options;
 }
@@ -106,7 +110,7 @@ int time_model(const Options& options) {
   for (const auto& tensor : file.tensors()) {
     if (tensor.shape.size() != 2 || tensor.name == "token_embd.weight") continue;
     const bool output = tensor.name == "output.weight";
-    const int64_t tokens = output ? 1 : options.tokens;
+    const int64_t tokens = output && !options.logits_all ? 1 : options.tokens;
     const int64_t cols = tensor.shape[0];
     const int64_t rows = tensor.shape[1];
     const double us = best_product_us(backend, tensor.type, rows, cols,
