@@ -544,8 +544,6 @@ void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bi
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
   if (host(w.buffer).interleaved) {
     matmul_on_interleaved(x, w, out);
-  } else if (quantised_activations_ && kquant_int8_kernel_for(w.type) != nullptr) {
-    matmul_on_int8_rows(x, w, out);
   } else if (stored_in_panels(w.type)) {
     matmul_on_panels(x, w, out);
   } else if (x.rows <= kMaxRowsForRowKernels) {
@@ -632,21 +630,6 @@ void CpuBackend::matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, T
   pool_->parallel_for(groups, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
     kernel(packed, w.cols, begin * kInterleavedRows, std::min(w.rows, end * kInterleavedRows),
            quantised_x_.data(), block_offsets_.data(), x.rows, row_ptr(out, 0), out.row_stride);
-  });
-}
-
-void CpuBackend::matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out) {
-  if (x.rows == 0 || w.cols == 0) return;
-  quantise_tokens(x);
-  const int64_t blocks = w.cols / gguf::kQuantBlock;
-  const uint64_t stride = gguf::row_bytes(w.type, w.cols);
-  const uint8_t* rows = host(w.buffer).bytes.data();
-  float* first_out = row_ptr(out, 0);
-  const int64_t grain = std::max<int64_t>(8, kMultiplyAddsPerChunk / (w.cols * x.rows));
-  const RowDotInt8Tokens dot = kquant_int8_kernel_for(w.type);
-  pool_->parallel_for(w.rows, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
-    dot(rows + static_cast<uint64_t>(begin) * stride, stride, end - begin, quantised_x_.data(),
-        blocks, x.rows, w.cols, first_out + begin, out.row_stride);
   });
 }
 

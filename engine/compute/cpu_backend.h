@@ -100,9 +100,8 @@ class CpuBackend final : public Backend {
   // count. It beats OpenBLAS's sgemm on the same blocks at 17..256 tokens too, by 12-20%
   // (`servescope-cpu-products-bench`, 1 thread: 1010 against 1207 us a layer at 128 tokens).
   void matmul_on_panels(const Tensor& x, const WeightMatrix& w, Tensor& out);
-  // 8-bit activations: Q4_K rows as stored (cpu_kquant_int8.cpp), and Q4_0 / Q8_0 stored
-  // interleaved (cpu_int8_interleaved.h); both first quantise the tokens into quantised_x_.
-  void matmul_on_int8_rows(const Tensor& x, const WeightMatrix& w, Tensor& out);
+  // 8-bit activations: Q4_0, Q5_0, Q8_0, Q4_K and Q6_K stored interleaved
+  // (cpu_int8_interleaved.h), the tokens first quantised into quantised_x_.
   void matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void quantise_tokens(const Tensor& x);
   // Many tokens against block-type weights: tiles of rows dequantised, each multiplied by the

@@ -4,7 +4,7 @@
 // scaled once by (weight scale x activation scale). That reads the same weight bytes as the
 // float path but spends far fewer instructions per weight; the price is the activations'
 // rounding error (the "exact float" path keeps them in float32). The products themselves are in
-// cpu_int8_interleaved.h (Q4_0, Q8_0) and cpu_kquant_int8.cpp (Q4_K).
+// cpu_int8_interleaved.h (Q4_0, Q5_0, Q8_0) and cpu_kquant_interleaved.h (Q4_K, Q6_K).
 #pragma once
 
 #include <cstdint>
@@ -24,13 +24,5 @@ struct ActivationBlock {
 
 // Quantises n floats (n a multiple of 32) to n / 32 blocks: d = max|x| / 127, q = round(x / d).
 void quantize_activations(const float* x, int64_t n, ActivationBlock* out);
-
-// Rows [0, n_rows) of a matrix as stored (row r at rows + r * row_stride) against several
-// quantised tokens: out[t * out_stride + r] = sum over blocks of d_w * d_x * sum_j w_j * q_j,
-// for token t's blocks at x + t * x_stride. Each (row, token) sum is taken in the same order
-// whatever n_rows and tokens are (Q4_K: kquant_int8_kernel_for in cpu_kquant_dot.h).
-using RowDotInt8Tokens = void (*)(const uint8_t* rows, uint64_t row_stride, int64_t n_rows,
-                                  const ActivationBlock* x, int64_t x_stride, int64_t tokens,
-                                  int64_t n, float* out, int64_t out_stride);
 
 }  // namespace servescope::compute

@@ -502,9 +502,6 @@ bool can_interleave(gguf::GgmlType type) {
 }
 
 bool has_interleaved_kernel(gguf::GgmlType type) {
-  // The K-quants' interleaved kernels are written for AVX-512 VNNI; elsewhere their row-by-row
-  // kernels (cpu_kquant_int8.cpp) are the faster choice.
-  if (kquant_interleaved::handles(type)) return cpu_has_avx512_vnni();
   return can_interleave(type);
 }
 

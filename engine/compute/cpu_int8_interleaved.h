@@ -50,8 +50,7 @@ static_assert(sizeof(InterleavedQ5Block) == 352, "16 rows of 22-byte Q5_0 blocks
 // Whether `type` has an interleaved layout and kernels (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K: the
 // functions below take these).
 bool can_interleave(gguf::GgmlType type);
-// Whether a backend with 8-bit activations stores `type` interleaved on this CPU: Q4_0, Q5_0 and
-// Q8_0 always, Q4_K and Q6_K with AVX-512 VNNI (cpu_kquant_interleaved.h).
+// Whether a backend with 8-bit activations stores `type` interleaved: every type above.
 bool has_interleaved_kernel(gguf::GgmlType type);
 
 // Rows (GGML layout, rows x cols) of `type` interleaved: group g's block b at index

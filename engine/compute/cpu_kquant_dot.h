@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "engine/compute/cpu_block_dot.h"
-#include "engine/compute/cpu_int8_dot.h"
 #include "engine/gguf/ggml_types.h"
 
 namespace servescope::compute {
@@ -33,9 +32,5 @@ KQuantKernels kquant_kernels_for(gguf::GgmlType type);
 // Every variant of `type` this CPU can run (AVX2, then AVX-512), so tests can compare them.
 std::vector<KQuantKernels> kquant_kernel_variants(gguf::GgmlType type);
 
-// Q4_K rows against 8-bit activations (cpu_kquant_int8.cpp): the kernel for this CPU (AVX-VNNI,
-// AVX2 or portable), null for other types; and every variant this CPU runs, portable first.
-RowDotInt8Tokens kquant_int8_kernel_for(gguf::GgmlType type);
-std::vector<RowDotInt8Tokens> kquant_int8_kernel_variants(gguf::GgmlType type);
 
 }  // namespace servescope::compute

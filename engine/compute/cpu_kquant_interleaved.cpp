@@ -16,6 +16,7 @@
 #define SERVESCOPE_KQI_SIMD 1
 #define SERVESCOPE_KQI_AVX512 \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+#define SERVESCOPE_KQI_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
 
 namespace servescope::compute::kquant_interleaved {
@@ -419,6 +420,156 @@ void product_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int6
     }
   }
 }
+
+// --- AVX2: the same steps on 8 rows at a time (a group's two halves in turn) ---
+
+// Four unsigned x signed byte products summed in 32-bit lanes, added to sum; pairs of products
+// fit 16 bits here (at most 2 x 63 x 127).
+SERVESCOPE_KQI_AVX2 inline __m256i add_dots(__m256i sum, __m256i w, __m256i s) {
+  return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w, s), _mm256_set1_epi16(1)));
+}
+SERVESCOPE_KQI_AVX2 inline __m256i group_of_avx2(const ActivationBlock& x, int i) {
+  int32_t four;
+  std::memcpy(&four, x.qs + 4 * i, sizeof four);
+  return _mm256_set1_epi32(four);
+}
+SERVESCOPE_KQI_AVX2 inline __m256i load_half(const uint8_t (&rows)[kRows][4], int half) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[8 * half]));
+}
+// 8 bytes as floats times `factor` (rows 8 half .. 8 half + 7 of a sub-block's scales).
+SERVESCOPE_KQI_AVX2 inline __m256 scaled_bytes_avx2(const uint8_t* bytes, __m256 factor) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes));
+  return _mm256_mul_ps(factor, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)));
+}
+SERVESCOPE_KQI_AVX2 inline __m256 scaled_bytes_avx2(const int8_t* bytes, __m256 factor) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes));
+  return _mm256_mul_ps(factor, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)));
+}
+SERVESCOPE_KQI_AVX2 inline __m256 half_floats_avx2(const uint16_t* halves) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(halves)));
+}
+// Stores the first `valid` of 8 sums.
+SERVESCOPE_KQI_AVX2 inline void store_rows(float* out, __m256 sums, int64_t valid) {
+  if (valid >= 8) {
+    _mm256_storeu_ps(out, sums);
+    return;
+  }
+  float all[8];
+  _mm256_storeu_ps(all, sums);
+  std::copy(all, all + valid, out);
+}
+
+template <int T>
+SERVESCOPE_KQI_AVX2 void q4k_half_group(const Q4KBlock* group, int64_t supers, int half,
+                                        const ActivationBlock* x, const int32_t* x_sums,
+                                        float* out, int64_t out_stride, int64_t valid) {
+  const int64_t blocks = supers * kBlocksPerSuper;
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < supers; ++s) {
+    const Q4KBlock& b = group[s];
+    const __m256 d = half_floats_avx2(b.d + 8 * half);
+    const __m256 dmin = half_floats_avx2(b.dmin + 8 * half);
+    for (int j = 0; j < kBlocksPerSuper; ++j) {
+      const __m256 scale = scaled_bytes_avx2(b.scale[j] + 8 * half, d);
+      const __m256 min = scaled_bytes_avx2(b.min[j] + 8 * half, dmin);
+      __m256i w[8];
+      for (int i = 0; i < 8; ++i) {
+        const __m256i chunk = load_half(b.qs[j / 2][i], half);
+        w[i] = _mm256_and_si256(j % 2 == 0 ? chunk : _mm256_srli_epi16(chunk, 4), nibble);
+      }
+      for (int t = 0; t < T; ++t) {
+        const int64_t at = t * blocks + s * kBlocksPerSuper + j;
+        const ActivationBlock& xb = x[at];
+        __m256i even = _mm256_setzero_si256();
+        __m256i odd = _mm256_setzero_si256();
+        for (int i = 0; i < 8; i += 2) {
+          even = add_dots(even, w[i], group_of_avx2(xb, i));
+          odd = add_dots(odd, w[i + 1], group_of_avx2(xb, i + 1));
+        }
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(xb.d)), dot, acc[t]);
+        acc[t] = _mm256_fnmadd_ps(min, _mm256_set1_ps(scaled_sum(xb, x_sums[at])), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) store_rows(out + t * out_stride, acc[t], valid);
+}
+
+SERVESCOPE_KQI_AVX2 inline __m256i q6k_operand_avx2(const Q6KBlock& b, int a, int i, int half) {
+  const __m256i low_chunk = load_half(b.low[a][i % 4], half);
+  const __m256i low = _mm256_and_si256(i < 4 ? low_chunk : _mm256_srli_epi16(low_chunk, 4),
+                                       _mm256_set1_epi8(0x0F));
+  const __m256i high_chunk = load_half(b.high[a][i / 4], half);
+  const int u = i % 4;
+  const __m256i moved = u == 0   ? _mm256_slli_epi16(high_chunk, 4)
+                        : u == 1 ? _mm256_slli_epi16(high_chunk, 2)
+                        : u == 2 ? high_chunk
+                                 : _mm256_srli_epi16(high_chunk, 2);
+  return _mm256_or_si256(low, _mm256_and_si256(moved, _mm256_set1_epi8(0x30)));
+}
+
+template <int T>
+SERVESCOPE_KQI_AVX2 void q6k_half_group(const Q6KBlock* group, int64_t supers, int half,
+                                        const ActivationBlock* x, const int32_t* /*x_offsets*/,
+                                        float* out, int64_t out_stride, int64_t valid) {
+  const int64_t blocks = supers * kBlocksPerSuper;
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < supers; ++s) {
+    const Q6KBlock& b = group[s];
+    const __m256 d = half_floats_avx2(b.d + 8 * half);
+    for (int a = 0; a < kBlocksPerSuper; ++a) {
+      const __m256 first_scale = scaled_bytes_avx2(b.scale[2 * a] + 8 * half, d);
+      const __m256 second_scale = scaled_bytes_avx2(b.scale[2 * a + 1] + 8 * half, d);
+      __m256i w[8];
+      for (int i = 0; i < 8; ++i) w[i] = q6k_operand_avx2(b, a, i, half);
+      for (int t = 0; t < T; ++t) {
+        const ActivationBlock& xb = x[t * blocks + s * kBlocksPerSuper + a];
+        __m256i first = _mm256_set1_epi32(q6k_half_start(xb, 0));
+        __m256i second = _mm256_set1_epi32(q6k_half_start(xb, 1));
+        for (int i = 0; i < 4; ++i) {
+          first = add_dots(first, w[i], group_of_avx2(xb, i));
+          second = add_dots(second, w[i + 4], group_of_avx2(xb, i + 4));
+        }
+        const __m256 dx = _mm256_set1_ps(xb.d);
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(first_scale, dx), _mm256_cvtepi32_ps(first), acc[t]);
+        acc[t] =
+            _mm256_fmadd_ps(_mm256_mul_ps(second_scale, dx), _mm256_cvtepi32_ps(second), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) store_rows(out + t * out_stride, acc[t], valid);
+}
+
+// Two tokens at a time: 8 operand registers and 2 sums, with the dots' temporaries, in 16.
+constexpr int kAvx2Tokens = 2;
+
+template <class Packed, void (*Pair)(const Packed*, int64_t, int, const ActivationBlock*,
+                                     const int32_t*, float*, int64_t, int64_t),
+          void (*Single)(const Packed*, int64_t, int, const ActivationBlock*, const int32_t*,
+                         float*, int64_t, int64_t)>
+void product_avx2(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                  const ActivationBlock* x, const int32_t* x_offsets, int64_t tokens, float* out,
+                  int64_t out_stride) {
+  const int64_t supers = cols / kSuperBlock;
+  const int64_t blocks = cols / kQuantBlock;
+  for (int64_t r = first_row; r < end_row; r += kRows / 2) {
+    const auto* group = reinterpret_cast<const Packed*>(packed) + (r / kRows) * supers;
+    const auto half = static_cast<int>((r % kRows) / 8);
+    const int64_t valid = std::min<int64_t>(8, end_row - r);
+    int64_t t = 0;
+    for (; t + kAvx2Tokens <= tokens; t += kAvx2Tokens) {
+      Pair(group, supers, half, x + t * blocks, x_offsets + t * blocks, out + t * out_stride + r,
+           out_stride, valid);
+    }
+    if (t < tokens) {
+      Single(group, supers, half, x + t * blocks, x_offsets + t * blocks, out + t * out_stride + r,
+             out_stride, valid);
+    }
+  }
+}
 #pragma GCC diagnostic pop
 #endif
 
@@ -458,6 +609,10 @@ std::vector<InterleavedKernel> variants(gguf::GgmlType type) {
   const bool q4k = is_q4k(type);
   std::vector<InterleavedKernel> kernels = {q4k ? q4k_portable : q6k_portable};
 #ifdef SERVESCOPE_KQI_SIMD
+  if (cpu_has_avx2()) {
+    kernels.push_back(q4k ? product_avx2<Q4KBlock, q4k_half_group<2>, q4k_half_group<1>>
+                          : product_avx2<Q6KBlock, q6k_half_group<2>, q6k_half_group<1>>);
+  }
   if (cpu_has_avx512_vnni()) {
     kernels.push_back(q4k ? product_avx512<Q4KBlock, Q4KGroup>
                           : product_avx512<Q6KBlock, Q6KGroup>);

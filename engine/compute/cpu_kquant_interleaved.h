@@ -2,12 +2,12 @@
 // are (cpu_int8_interleaved.h, whose functions call these for the two types). A decode token
 // multiplies 16 rows in one register per integer dot, with no per-row sums to fold at the end:
 // for the bundled model's 256-column rows that fold and a row's scale unpacking cost more than
-// its dots in the row-by-row kernel (cpu_kquant_int8.cpp, kept for CPUs without AVX-512 VNNI).
+// its dots in the row-by-row kernels these replaced (2-3x slower, on AVX2 as on AVX-512).
 //
 // The layouts hold the same bits as GGML's blocks (scales unpacked to a byte each, the quants
 // regrouped), in the same bytes for Q6_K and 2368 against 2304 per 16 rows of a Q4_K
 // super-block. Every (row, token) result is, bit for bit, the same for any number of tokens,
-// rows and threads and for every variant (portable, AVX-512 VNNI):
+// rows and threads and for every variant (portable, AVX2, AVX-512 VNNI):
 //   Q4_K, per sub-block j of 32: sum = fma(S_j * d_x, float(sum of q x s), sum);
 //                                sum = fma(-M_j, d_x * float(sum of s), sum)
 //   Q6_K, per sub-block k of 16: sum = fma(S_k * d_x, float(sum of (q - 32) x s), sum)

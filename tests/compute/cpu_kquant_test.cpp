@@ -274,59 +274,8 @@ TEST_P(KQuantKernelsTest, BackendProductsAreThreadAndBatchInvariant) {
   }
 }
 
-// Q4_K against 8-bit activations: every variant (portable, AVX2, AVX-VNNI) the same bits, for a
-// token alone or in any batch, near the double product of the decoded weights and the
-// activations as quantised.
-TEST(KQuantInt8, EveryVariantGivesTheSameSumsNearTheQuantisedReference) {
-  const GgmlType type = GgmlType::Q4_K;
-  ASSERT_NE(kquant_int8_kernel_for(type), nullptr);
-  const std::vector<RowDotInt8Tokens> variants = kquant_int8_kernel_variants(type);
-  ASSERT_FALSE(variants.empty());
-  constexpr int64_t kRows = 5;
-  constexpr int64_t kTokens = 35;
-  // One super-block, a few, and more than the AVX-512 kernel unpacks at once (16).
-  for (const int64_t n : {kSuper, 3 * kSuper, 17 * kSuper}) {
-    const Rows w = random_rows(type, kRows, n, 21);
-    const std::vector<float> x = random_activations(kTokens * n, 22);
-    const int64_t blocks = n / gguf::kQuantBlock;
-    std::vector<ActivationBlock> q(static_cast<size_t>(kTokens * blocks));
-    for (int64_t t = 0; t < kTokens; ++t) {
-      quantize_activations(x.data() + t * n, n, q.data() + t * blocks);
-    }
-    std::vector<float> first;
-    for (size_t v = 0; v < variants.size(); ++v) {
-      std::vector<float> batched(static_cast<size_t>(kRows * kTokens));
-      variants[v](w.bytes.data(), w.stride, kRows, q.data(), blocks, kTokens, n, batched.data(),
-                  kRows);
-      for (int64_t t = 0; t < kTokens; t += 7) {  // alone, one row at a time
-        for (int64_t r = 0; r < kRows; ++r) {
-          float alone = 0.0f;
-          variants[v](w.bytes.data() + r * w.stride, w.stride, 1, q.data() + t * blocks, blocks, 1,
-                      n, &alone, 1);
-          EXPECT_EQ(alone, batched[static_cast<size_t>(t * kRows + r)])
-              << "variant " << v << " token " << t << " row " << r;
-        }
-      }
-      if (first.empty()) {
-        first = batched;
-        for (int64_t t = 0; t < kTokens; ++t) {
-          std::vector<float> seen(static_cast<size_t>(n));
-          for (int64_t j = 0; j < n; ++j) {
-            const ActivationBlock& block = q[static_cast<size_t>(t * blocks + j / 32)];
-            seen[static_cast<size_t>(j)] = block.d * static_cast<float>(block.qs[j % 32]);
-          }
-          for (int64_t r = 0; r < kRows; ++r) {
-            expect_near_reference(batched[static_cast<size_t>(t * kRows + r)],
-                                  w.values.data() + r * n, seen.data(), n);
-          }
-        }
-      } else {
-        EXPECT_TRUE(same_bits(batched, first)) << "variant " << v << " n " << n;
-      }
-    }
-  }
-}
-
+// Q4_K against 8-bit activations through the backend (interleaved rows, cpu_kquant_interleaved.h;
+// its variants are held against each other in cpu_threads_test's CpuInterleaved).
 TEST(KQuantInt8, BackendProductsAreThreadAndBatchInvariant) {
   const GgmlType type = GgmlType::Q4_K;
   constexpr int64_t kRows = 29;
