@@ -38,6 +38,7 @@ struct Q4 {
   using Block = InterleavedQ4Block;
   static constexpr int64_t kStoredBytes = 18;  // fp16 scale, 16 bytes of nibbles
   static constexpr gguf::GgmlType kType = gguf::GgmlType::Q4_0;
+  static constexpr int32_t kAdded = 8;  // the unsigned operand is the weight plus this
 
   // Sum of stored nibble x activation, from the token's offset (-8 x its sum): sum of w x q.
   static int32_t dot(const Block& block, size_t lane, const ActivationBlock& x, int32_t offset) {
@@ -87,6 +88,7 @@ struct Q5 {
   using Block = InterleavedQ5Block;
   static constexpr int64_t kStoredBytes = 22;  // fp16 scale, 4 bytes of fifth bits, 16 of nibbles
   static constexpr gguf::GgmlType kType = gguf::GgmlType::Q5_0;
+  static constexpr int32_t kAdded = 16;
 
   static int32_t dot(const Block& block, size_t lane, const ActivationBlock& x, int32_t offset) {
     int32_t sum = offset;
@@ -152,6 +154,7 @@ struct Q8 {
   using Block = InterleavedQ8Block;
   static constexpr int64_t kStoredBytes = 34;  // fp16 scale, 32 signed bytes
   static constexpr gguf::GgmlType kType = gguf::GgmlType::Q8_0;
+  static constexpr int32_t kAdded = 128;  // in the 512-bit kernel
 
   static int32_t dot(const Block& block, size_t lane, const ActivationBlock& x, int32_t) {
     int32_t sum = 0;
@@ -524,11 +527,7 @@ int32_t interleaved_block_offset(gguf::GgmlType type, const ActivationBlock& x) 
   if (kquant_interleaved::handles(type)) return kquant_interleaved::block_offset(type, x);
   // ActivationBlock::offset holds -8 x each sum of four activations.
   const int32_t minus_8_sum = std::accumulate(std::begin(x.offset), std::end(x.offset), 0);
-  // Q4_0: weight + 8; Q5_0: weight + 16; Q8_0 (512-bit): weight + 128.
-  const int32_t added = with_layout(type, []<class W>(W) {
-    return W::kType == gguf::GgmlType::Q4_0 ? 1 : W::kType == gguf::GgmlType::Q5_0 ? 2 : 16;
-  });
-  return added * minus_8_sum;
+  return with_layout(type, [&]<class W>(W) { return W::kAdded / 8 * minus_8_sum; });
 }
 
 std::vector<InterleavedKernel> interleaved_kernel_variants(gguf::GgmlType type) {
