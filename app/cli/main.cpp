@@ -22,9 +22,9 @@ void print_help(std::ostream& out) {
          "  --backend cpu|vulkan\n"
          "  --device N         Vulkan device index\n"
          "  --threads N        CPU backend threads (default: the physical cores)\n"
-         "  --activations f32|q8_0  CPU, Q8_0/Q4_0/Q4_K weights: exact float activations\n"
-         "                     (default) or 8-bit activations with integer dot products (as\n"
-         "                     llama.cpp)\n";
+         "  --activations f32|q8_0  CPU, Q8_0/Q5_0/Q4_0/Q6_K/Q4_K weights: exact float\n"
+         "                     activations (default) or 8-bit activations with integer dot\n"
+         "                     products (as llama.cpp)\n";
 }
 
 }  // namespace
