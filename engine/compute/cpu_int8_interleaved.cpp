@@ -116,7 +116,8 @@ struct Q5 {
       const __m512i chunk = _mm512_loadu_si512(block.qs[c]);
       const __m512i low_fifth =
           _mm512_and_si512(_mm512_sll_epi16(fifth, _mm_cvtsi32_si128(4 - c)), bit4);
-      const __m512i high_fifth = _mm512_and_si512(_mm512_srl_epi16(fifth, _mm_cvtsi32_si128(c)), bit4);
+      const __m512i high_fifth =
+          _mm512_and_si512(_mm512_srl_epi16(fifth, _mm_cvtsi32_si128(c)), bit4);
       w[c] = _mm512_ternarylogic_epi32(chunk, low_fifth, low_nibbles, kPickLowFromFirst);
       w[c + 4] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(chunk, 4), high_fifth, low_nibbles,
                                            kPickLowFromFirst);
@@ -135,8 +136,8 @@ struct Q5 {
       const __m256i high_fifth =
           _mm256_and_si256(_mm256_srl_epi16(fifth, _mm_cvtsi32_si128(c)), bit4);
       w[c] = _mm256_or_si256(_mm256_and_si256(chunk, low_nibbles), low_fifth);
-      w[c + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(chunk, 4), low_nibbles),
-                                 high_fifth);
+      w[c + 4] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(chunk, 4), low_nibbles), high_fifth);
     }
   }
   SERVESCOPE_AVX2 static __m256i dot_of_four(__m256i sum, __m256i w, __m256i q) {
@@ -177,8 +178,7 @@ struct Q8 {
   // Weight + 128 would overflow 16-bit pair sums here, so the weight's sign moves onto the
   // activation instead (|w| <= 127: at most 2 x 127 x 127), and the sum starts from zero.
   SERVESCOPE_AVX2 static __m256i dot_of_four(__m256i sum, __m256i w, __m256i q) {
-    const __m256i products =
-        _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(q, w));
+    const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(q, w));
     return _mm256_add_epi32(sum, _mm256_madd_epi16(products, _mm256_set1_epi16(1)));
   }
   static constexpr bool kAvx2FromOffset = false;
@@ -314,9 +314,14 @@ template <class W>
 using GroupKernel = void (*)(const typename W::Block*, int64_t, const ActivationBlock*,
                              const int32_t*, float*, int64_t, __mmask16);
 template <class W>
-constexpr GroupKernel<W> kGroupKernels[kAvx512Tokens] = {
-    nullptr,             group_avx512<W, 1>, group_avx512<W, 2>, group_avx512<W, 3>,
-    group_avx512<W, 4>, group_avx512<W, 5>, group_avx512<W, 6>, group_avx512<W, 7>};
+constexpr GroupKernel<W> kGroupKernels[kAvx512Tokens] = {nullptr,
+                                                         group_avx512<W, 1>,
+                                                         group_avx512<W, 2>,
+                                                         group_avx512<W, 3>,
+                                                         group_avx512<W, 4>,
+                                                         group_avx512<W, 5>,
+                                                         group_avx512<W, 6>,
+                                                         group_avx512<W, 7>};
 
 template <class W>
 SERVESCOPE_AVX512_VNNI void product_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
@@ -448,8 +453,7 @@ template <class W>
 std::vector<uint8_t> interleave(const uint8_t* data, int64_t rows, int64_t cols) {
   const int64_t blocks = cols / kQuantBlock;
   const int64_t groups = (rows + kInterleavedRows - 1) / kInterleavedRows;
-  std::vector<uint8_t> packed(static_cast<size_t>(groups * blocks) * sizeof(typename W::Block),
-                              0);
+  std::vector<uint8_t> packed(static_cast<size_t>(groups * blocks) * sizeof(typename W::Block), 0);
   auto* out = reinterpret_cast<typename W::Block*>(packed.data());
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < blocks; ++b) {
@@ -504,13 +508,12 @@ bool can_interleave(gguf::GgmlType type) {
          type == gguf::GgmlType::Q8_0 || kquant_interleaved::handles(type);
 }
 
-bool has_interleaved_kernel(gguf::GgmlType type) {
-  return can_interleave(type);
-}
+bool has_interleaved_kernel(gguf::GgmlType type) { return can_interleave(type); }
 
 std::vector<uint8_t> interleave_rows(gguf::GgmlType type, const uint8_t* data, int64_t rows,
                                      int64_t cols) {
-  if (kquant_interleaved::handles(type)) return kquant_interleaved::interleave(type, data, rows, cols);
+  if (kquant_interleaved::handles(type))
+    return kquant_interleaved::interleave(type, data, rows, cols);
   return with_layout(type, [&]<class W>(W) { return interleave<W>(data, rows, cols); });
 }
 

@@ -80,29 +80,31 @@ void q4k_set_scale_min(BlockQ4_K& b, int j, uint8_t scale, uint8_t min) {
   }
 }
 
-// Q6_K's unsigned quant (0..63) of element e and where GGML keeps its bits: the low four in
-// ql[64 n + l + 32 (quarter odd)] (the high nibble for quarters 2 and 3), the top two in bits
-// 2 quarter of qh[32 n + l], for e = 128 n + 32 quarter + l.
-struct Q6KPlace {
-  int ql;
-  int low_shift;
-  int qh;
-  int high_shift;
-};
-Q6KPlace q6k_place(int e) {
-  const int n = e / 128;
-  const int quarter = e % 128 / 32;
-  const int l = e % 32;
-  return {64 * n + l + 32 * (quarter % 2), quarter >= 2 ? 4 : 0, 32 * n + l, 2 * quarter};
+// Q6_K's unsigned quants (0..63) in element order, and back: GGML keeps element
+// 128 n + 32 quarter + l's low four bits in ql[64 n + l + 32 (quarter odd)] (the high nibble for
+// quarters 2 and 3) and its top two in bits 2 quarter of qh[32 n + l].
+void q6k_quants(const BlockQ6_K& b, uint8_t (&q)[kSuperBlock]) {
+  for (int n = 0; n < 2; ++n) {
+    for (int quarter = 0; quarter < 4; ++quarter) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t low = b.ql[64 * n + l + 32 * (quarter % 2)] >> (quarter >= 2 ? 4 : 0);
+        const uint8_t high = b.qh[32 * n + l] >> (2 * quarter);
+        q[128 * n + 32 * quarter + l] = static_cast<uint8_t>((low & 0x0F) | ((high & 3) << 4));
+      }
+    }
+  }
 }
-int q6k_quant(const BlockQ6_K& b, int e) {
-  const Q6KPlace p = q6k_place(e);
-  return ((b.ql[p.ql] >> p.low_shift) & 0x0F) | (((b.qh[p.qh] >> p.high_shift) & 3) << 4);
-}
-void q6k_set_quant(BlockQ6_K& b, int e, int q) {
-  const Q6KPlace p = q6k_place(e);
-  b.ql[p.ql] = static_cast<uint8_t>(b.ql[p.ql] | ((q & 0x0F) << p.low_shift));
-  b.qh[p.qh] = static_cast<uint8_t>(b.qh[p.qh] | ((q >> 4) << p.high_shift));
+void set_q6k_quants(const uint8_t (&q)[kSuperBlock], BlockQ6_K& b) {
+  for (int n = 0; n < 2; ++n) {
+    for (int quarter = 0; quarter < 4; ++quarter) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t v = q[128 * n + 32 * quarter + l];
+        b.ql[64 * n + l + 32 * (quarter % 2)] |=
+            static_cast<uint8_t>((v & 0x0F) << (quarter >= 2 ? 4 : 0));
+        b.qh[32 * n + l] |= static_cast<uint8_t>((v >> 4) << (2 * quarter));
+      }
+    }
+  }
 }
 
 // --- Interleaving and back ---
@@ -137,15 +139,25 @@ int q6k_quant(const Q6KBlock& in, size_t lane, int a, int e) {
 void regroup(const BlockQ6_K& b, size_t lane, Q6KBlock& out) {
   out.d[lane] = b.d;
   for (int k = 0; k < 16; ++k) out.scale[k][lane] = b.scales[k];
+  uint8_t q[kSuperBlock];
+  q6k_quants(b, q);
   for (int a = 0; a < kBlocksPerSuper; ++a) {
-    for (int e = 0; e < kQuantBlock; ++e) {
-      const int q = q6k_quant(b, a * kQuantBlock + e);
-      const int group = e / 4;
-      const int k = e % 4;
-      uint8_t& low = out.low[a][group % 4][lane][k];
-      low = static_cast<uint8_t>(low | ((q & 0x0F) << (group < 4 ? 0 : 4)));
-      uint8_t& high = out.high[a][group / 4][lane][k];
-      high = static_cast<uint8_t>(high | ((q >> 4) << (2 * (group % 4))));
+    const uint8_t* qa = q + a * kQuantBlock;
+    for (int k = 0; k < 4; ++k) {
+      for (int e = 0; e < 4; ++e) {
+        // Groups k and k + 4 share a low chunk; groups 4h .. 4h + 3 a high one.
+        const uint8_t first = qa[4 * k + e];
+        const uint8_t second = qa[16 + 4 * k + e];
+        out.low[a][k][lane][e] = static_cast<uint8_t>((first & 0x0F) | ((second & 0x0F) << 4));
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      for (int e = 0; e < 4; ++e) {
+        uint8_t high = 0;
+        for (int u = 0; u < 4; ++u)
+          high |= static_cast<uint8_t>((qa[4 * (4 * h + u) + e] >> 4) << (2 * u));
+        out.high[a][h][lane][e] = high;
+      }
     }
   }
 }
@@ -153,11 +165,13 @@ BlockQ6_K restore(const Q6KBlock& in, size_t lane) {
   BlockQ6_K b{};
   b.d = in.d[lane];
   for (int k = 0; k < 16; ++k) b.scales[k] = in.scale[k][lane];
+  uint8_t q[kSuperBlock];
   for (int a = 0; a < kBlocksPerSuper; ++a) {
     for (int e = 0; e < kQuantBlock; ++e) {
-      q6k_set_quant(b, a * kQuantBlock + e, q6k_quant(in, lane, a, e));
+      q[a * kQuantBlock + e] = static_cast<uint8_t>(q6k_quant(in, lane, a, e));
     }
   }
+  set_q6k_quants(q, b);
   return b;
 }
 
@@ -253,7 +267,8 @@ void q6k_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_
           const ActivationBlock& xb = x[t * blocks + s * kBlocksPerSuper + a];
           for (int half = 0; half < 2; ++half) {
             int32_t dot = q6k_half_start(xb, half);
-            for (int e = 16 * half; e < 16 * half + 16; ++e) dot += q6k_quant(b, lane, a, e) * xb.qs[e];
+            for (int e = 16 * half; e < 16 * half + 16; ++e)
+              dot += q6k_quant(b, lane, a, e) * xb.qs[e];
             const float scale = d * static_cast<float>(b.scale[2 * a + half][lane]);
             sum = std::fma(scale * xb.d, static_cast<float>(dot), sum);
           }
@@ -336,8 +351,8 @@ SERVESCOPE_KQI_AVX512 void q4k_group(const Q4KBlock* group, int64_t supers,
 // Group i's six-bit quants of activation block a for 16 rows, as unsigned bytes.
 SERVESCOPE_KQI_AVX512 inline __m512i q6k_operand(const Q6KBlock& b, int a, int i) {
   const __m512i low_chunk = _mm512_loadu_si512(b.low[a][i % 4]);
-  const __m512i low = _mm512_and_si512(i < 4 ? low_chunk : _mm512_srli_epi16(low_chunk, 4),
-                                       _mm512_set1_epi8(0x0F));
+  const __m512i low =
+      _mm512_and_si512(i < 4 ? low_chunk : _mm512_srli_epi16(low_chunk, 4), _mm512_set1_epi8(0x0F));
   // Bits 2u, 2u + 1 of each byte to bits 4, 5; a 16-bit shift's carry between the bytes lands
   // outside them.
   const __m512i high_chunk = _mm512_loadu_si512(b.high[a][i / 4]);
@@ -392,8 +407,8 @@ using Group = void (*)(const Packed*, int64_t, const ActivationBlock*, const int
 
 template <class Packed, template <int> class G>
 struct Groups {
-  static constexpr Group<Packed> at[kTokensAtOnce + 1] = {nullptr, G<1>::f, G<2>::f, G<3>::f, G<4>::f,
-                                                          G<5>::f, G<6>::f, G<7>::f, G<8>::f};
+  static constexpr Group<Packed> at[kTokensAtOnce + 1] = {
+      nullptr, G<1>::f, G<2>::f, G<3>::f, G<4>::f, G<5>::f, G<6>::f, G<7>::f, G<8>::f};
 };
 template <int T>
 struct Q4KGroup {
@@ -406,8 +421,8 @@ struct Q6KGroup {
 
 template <class Packed, template <int> class G>
 void product_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                    const ActivationBlock* x, const int32_t* x_offsets, int64_t tokens,
-                    float* out, int64_t out_stride) {
+                    const ActivationBlock* x, const int32_t* x_offsets, int64_t tokens, float* out,
+                    int64_t out_stride) {
   const int64_t supers = cols / kSuperBlock;
   const int64_t blocks = cols / kQuantBlock;
   for (int64_t r = first_row; r < end_row; r += kRows) {
@@ -461,8 +476,8 @@ SERVESCOPE_KQI_AVX2 inline void store_rows(float* out, __m256 sums, int64_t vali
 
 template <int T>
 SERVESCOPE_KQI_AVX2 void q4k_half_group(const Q4KBlock* group, int64_t supers, int half,
-                                        const ActivationBlock* x, const int32_t* x_sums,
-                                        float* out, int64_t out_stride, int64_t valid) {
+                                        const ActivationBlock* x, const int32_t* x_sums, float* out,
+                                        int64_t out_stride, int64_t valid) {
   const int64_t blocks = supers * kBlocksPerSuper;
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
@@ -499,8 +514,8 @@ SERVESCOPE_KQI_AVX2 void q4k_half_group(const Q4KBlock* group, int64_t supers, i
 
 SERVESCOPE_KQI_AVX2 inline __m256i q6k_operand_avx2(const Q6KBlock& b, int a, int i, int half) {
   const __m256i low_chunk = load_half(b.low[a][i % 4], half);
-  const __m256i low = _mm256_and_si256(i < 4 ? low_chunk : _mm256_srli_epi16(low_chunk, 4),
-                                       _mm256_set1_epi8(0x0F));
+  const __m256i low =
+      _mm256_and_si256(i < 4 ? low_chunk : _mm256_srli_epi16(low_chunk, 4), _mm256_set1_epi8(0x0F));
   const __m256i high_chunk = load_half(b.high[a][i / 4], half);
   const int u = i % 4;
   const __m256i moved = u == 0   ? _mm256_slli_epi16(high_chunk, 4)
@@ -546,8 +561,9 @@ SERVESCOPE_KQI_AVX2 void q6k_half_group(const Q6KBlock* group, int64_t supers, i
 // Two tokens at a time: 8 operand registers and 2 sums, with the dots' temporaries, in 16.
 constexpr int kAvx2Tokens = 2;
 
-template <class Packed, void (*Pair)(const Packed*, int64_t, int, const ActivationBlock*,
-                                     const int32_t*, float*, int64_t, int64_t),
+template <class Packed,
+          void (*Pair)(const Packed*, int64_t, int, const ActivationBlock*, const int32_t*, float*,
+                       int64_t, int64_t),
           void (*Single)(const Packed*, int64_t, int, const ActivationBlock*, const int32_t*,
                          float*, int64_t, int64_t)>
 void product_avx2(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,

@@ -40,7 +40,7 @@ struct Options {
   int threads = 1;
   int64_t tokens = 128;
   int reps = 40;
-  std::string model;  // empty: the layer shapes with random weights
+  std::string model;        // empty: the layer shapes with random weights
   bool int8 = false;        // with --model: 8-bit activations
   bool logits_all = false;  // with --model: every token's logits (a decode batch)
 };
@@ -114,8 +114,8 @@ int time_model(const Options& options) {
     const int64_t cols = tensor.shape[0];
     const int64_t rows = tensor.shape[1];
     const double us = best_product_us(backend, tensor.type, rows, cols,
-                                std::span<const uint8_t>(tensor.data, tensor.n_bytes), tokens,
-                                options.reps);
+                                      std::span<const uint8_t>(tensor.data, tensor.n_bytes), tokens,
+                                      options.reps);
     if (std::getenv("SERVESCOPE_BENCH_VERBOSE") != nullptr) {
       std::printf("%-24s %-5s %5lld x %5lld %9.1f us\n", tensor.name.c_str(),
                   std::string(servescope::gguf::type_name(tensor.type)).c_str(),
@@ -128,8 +128,7 @@ int time_model(const Options& options) {
               options.model.c_str(), options.int8 ? "8-bit" : "exact float", options.threads,
               static_cast<long long>(options.tokens), options.reps);
   std::printf("%.1f us of products, %.1f GFLOP/s, at most %.0f tokens/s\n", total_us,
-              2.0 * multiply_adds / total_us / 1e3,
-              double(options.tokens) / total_us * 1e6);
+              2.0 * multiply_adds / total_us / 1e3, double(options.tokens) / total_us * 1e6);
   return 0;
 }
 

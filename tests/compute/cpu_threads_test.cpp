@@ -337,9 +337,9 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuInt8Matmul,
                            return std::string(gguf::type_name(param_info.param));
                          });
 
-// Interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K (8-bit activations): every variant of this CPU gives the portable
-// kernel's bits for any token count and any run of rows (whole groups, a partial last group),
-// the sums are the quantised values' products, and a row read back for an embedding is the
+// Interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K (8-bit activations): every variant of this CPU gives
+// the portable kernel's bits for any token count and any run of rows (whole groups, a partial last
+// group), the sums are the quantised values' products, and a row read back for an embedding is the
 // reference decoder's.
 class CpuInterleaved : public ::testing::TestWithParam<GgmlType> {};
 
