@@ -3,9 +3,18 @@
 // per-head norms) each row of the tensor is that many rows of `cols` side by side.
 // Compiled with ADD_RESIDUAL as add_rms_norm: first x += y (the residual add that ends the
 // previous block), then the norm of the sum, in one dispatch instead of two.
+// Compiled with LANES (rms_norm_lanes, add_rms_norm_lanes) for CPU devices: a workgroup is 8
+// lanes of one subgroup, summed with shuffles, because lavapipe emulates the barriers and shared
+// memory of the 64-invocation tree (0.5 ms for 128 rows of 256; needs subgroups of >= 8 lanes
+// that shuffle, as matmul_lanes does).
 #include "include/common.glsl"
 
+#if defined(LANES)
+#extension GL_KHR_shader_subgroup_shuffle : enable
+layout(local_size_x = 8) in;
+#else
 layout(local_size_x = 64) in;
+#endif
 #if defined(ADD_RESIDUAL)
 layout(std430, binding = 0) buffer X { float x[]; };
 layout(std430, binding = 3) readonly buffer Y { float y[]; };
@@ -29,6 +38,14 @@ layout(push_constant) uniform Push {
   uint groups;  // norms per tensor row
 } p;
 
+#if defined(LANES)
+float workgroup_sum(float value) {
+  [[unroll]] for (uint distance = 1u; distance < 8u; distance *= 2u) {
+    value += subgroupShuffleXor(value, distance);
+  }
+  return value;
+}
+#else
 shared float partial[64];
 
 float workgroup_sum(float value) {
@@ -44,6 +61,7 @@ float workgroup_sum(float value) {
   barrier();
   return total;
 }
+#endif
 
 void main() {
   const uint row = linear_workgroup();
@@ -52,7 +70,7 @@ void main() {
   const uint group_first = (row % p.groups) * p.cols;
   const uint in_base = p.x_offset + tensor_row * p.x_stride + group_first;
   float sum_sq = 0.0;
-  for (uint c = gl_LocalInvocationID.x; c < p.cols; c += 64u) {
+  for (uint c = gl_LocalInvocationID.x; c < p.cols; c += gl_WorkGroupSize.x) {
 #if defined(ADD_RESIDUAL)
     const float v = x[in_base + c] + y[p.y_offset + tensor_row * p.y_stride + group_first + c];
     x[in_base + c] = v;  // read back below by this same invocation
@@ -63,7 +81,7 @@ void main() {
   }
   const float scale = inversesqrt(workgroup_sum(sum_sq) / float(p.cols) + p.eps);
   const uint out_base = p.out_offset + tensor_row * p.out_stride + group_first;
-  for (uint c = gl_LocalInvocationID.x; c < p.cols; c += 64u) {
+  for (uint c = gl_LocalInvocationID.x; c < p.cols; c += gl_WorkGroupSize.x) {
     out_data[out_base + c] = x[in_base + c] * scale * w[p.w_offset + c];
   }
 }

@@ -591,6 +591,11 @@ const std::vector<PagedCase>& paged_cases() {
       {4, 2, 16, {{0, 40}, {3, 2}, {1, 1}}, false, false, 0.3f, 1.5f, 7},
       {6, 2, 32, {{0, 13}, {5, 1}, {300, 1}}, false, false, 0.0f, 2.0f, 100},
       {2, 1, 64, {{9, 1}, {0, 6}}, false, true, 0.0f, 0.0f, 4},
+      // Prefill-sized (>= 64 pairs): on CPU devices 8 rows of a head share each key's loads.
+      // Rows not a multiple of 8, a head of 12 vec4 (the last eighth of a key on 4 lanes only),
+      // a prompt after a cached context, a block that mixes sequences, a window.
+      {4, 2, 48, {{0, 21}}},
+      {8, 2, 32, {{50, 20}, {0, 3}}, false, false, 0.0f, 0.0f, 9},
   };
   return cases;
 }

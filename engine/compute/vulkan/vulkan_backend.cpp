@@ -322,6 +322,32 @@ uint32_t attention_rows_group_size(int64_t pairs) {
 constexpr int64_t kAttentionSplitBelowPairs = 64;
 constexpr uint32_t kAttentionSplit = 8;
 
+// How attention_rows spreads (row, head) pairs over invocations (its specialization constants).
+struct AttentionRowsMode {
+  uint32_t group_size = 8;  // invocations per workgroup
+  uint32_t split = 1;       // lanes per pair, each walking a share of the keys
+  uint32_t share_keys = 1;  // rows of one head whose lanes share each key's loads
+};
+
+// With subgroups that shuffle (`lanes`): few pairs split their keys over 8 lanes (decode);
+// many share each key among 8 rows (prefill: 8x fewer key and value loads). Without: one
+// invocation per pair.
+AttentionRowsMode attention_rows_mode(int64_t pairs, bool lanes) {
+  if (!lanes) return {attention_rows_group_size(pairs), 1, 1};
+  if (pairs < kAttentionSplitBelowPairs) return {kAttentionSplit, kAttentionSplit, 1};
+  return {kAttentionSplit, 1, kAttentionSplit};
+}
+
+// attention_rows' constants by id: 2 is a split store's slots per part (an unsplit kernel has no
+// constant 2 and ignores it); 4 is head_dim / 4 when the kernel shares keys, so that its loops
+// over a head unroll (0: head_dim from the push constants, for the kernels prepared before a
+// model's head_dim is known; a prefill compiles its own in the first, cold, step).
+std::array<uint32_t, 5> attention_rows_constants(const AttentionRowsMode& mode,
+                                                 uint32_t part_slots, int64_t head_dim) {
+  return {mode.group_size, mode.split, part_slots, mode.share_keys,
+          mode.share_keys > 1 ? u32(head_dim / 4) : 0u};
+}
+
 std::span<const uint8_t> as_bytes(std::span<const int32_t> ints) {
   return {reinterpret_cast<const uint8_t*>(ints.data()), ints.size_bytes()};
 }
@@ -492,10 +518,12 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight
   if (!common_pipelines_ready_) {
     common_pipelines_ready_ = true;
     // name, bindings: as dispatched below.
-    const std::pair<const char*, uint32_t> common[] = {
-        {"rms_norm", 3}, {"add_rms_norm", 4}, {"layer_norm", 4}, {"add_layer_norm", 5},
-        {"rope", 3},     {"gather_rows", 3},  {"add", 2},        {"silu_mul", 3},
-        {"gelu", 1},     {"gelu_mul", 3},     {"scale", 1},      {"soft_cap", 1}};
+    const std::string lanes = lanes_kernel_ ? "_lanes" : "";
+    const std::pair<std::string, uint32_t> common[] = {
+        {"rms_norm" + lanes, 3}, {"add_rms_norm" + lanes, 4}, {"layer_norm", 4},
+        {"add_layer_norm", 5},   {"rope", 3},                 {"gather_rows", 3},
+        {"add", 2},              {"silu_mul", 3},             {"gelu", 1},
+        {"gelu_mul", 3},         {"scale", 1},                {"soft_cap", 1}};
     for (const auto& [name, bindings] : common)
       prepared.push_back(&pipelines_->get(name, bindings));
   }
@@ -523,13 +551,12 @@ void VulkanBackend::prepare_kv_pipelines(gguf::GgmlType kv_type, uint32_t part_s
   if (workgroup_tiles_) {
     prepared.push_back(&pipelines_->get("attention_" + suffix, 5 + extra, with_parts({})));
   } else {
-    for (const uint32_t group_size : {1u, 2u, 4u, 8u}) {
-      prepared.push_back(
-          &pipelines_->get("attention_rows_" + suffix, 5 + extra, with_parts({group_size, 1u})));
-    }
-    if (lanes_kernel_) {
+    std::vector<AttentionRowsMode> modes;
+    for (const uint32_t group_size : {1u, 2u, 4u, 8u}) modes.push_back({group_size, 1, 1});
+    if (lanes_kernel_) modes.push_back(attention_rows_mode(1, true));
+    for (const AttentionRowsMode& mode : modes) {
       prepared.push_back(&pipelines_->get("attention_rows_" + suffix, 5 + extra,
-                                          with_parts({kAttentionSplit, kAttentionSplit})));
+                                          attention_rows_constants(mode, part_slots, 0)));
     }
   }
   run_on_no_work(prepared);
@@ -683,11 +710,13 @@ void VulkanBackend::record_rms_norm(const Tensor& x, const Tensor* y, const Tens
                          y != nullptr ? u32(y->offset) : 0u,
                          y != nullptr ? u32(y->row_stride) : 0u,
                          u32(groups)};
+  // CPU devices: one subgroup per norm (needs the subgroups matmul_lanes needs).
+  const std::string lanes = lanes_kernel_ ? "_lanes" : "";
   if (y != nullptr) {
-    dispatch("add_rms_norm", {bind(x), bind(weight), bind(out), bind(*y)}, &push, sizeof push,
-             linear_groups(norms), KernelClass::kNorm);
+    dispatch("add_rms_norm" + lanes, {bind(x), bind(weight), bind(out), bind(*y)}, &push,
+             sizeof push, linear_groups(norms), KernelClass::kNorm);
   } else {
-    dispatch("rms_norm", {bind(x), bind(weight), bind(out)}, &push, sizeof push,
+    dispatch("rms_norm" + lanes, {bind(x), bind(weight), bind(out)}, &push, sizeof push,
              linear_groups(norms), KernelClass::kNorm);
   }
 }
@@ -981,13 +1010,14 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
       !workgroup_tiles_ && shape.head_dim % 4 == 0 && vec4_view(q) && vec4_view(out);
   if (rows_kernel) {
     const int64_t pairs = shape.n_heads * q.rows;
-    // Lanes per pair: 8 needs subgroups of >= 8 lanes that shuffle (as matmul_lanes does).
-    const uint32_t split = lanes_kernel_ && pairs < kAttentionSplitBelowPairs ? kAttentionSplit : 1;
-    const uint32_t group_size = split > 1 ? kAttentionSplit : attention_rows_group_size(pairs);
-    const std::array<uint32_t, 3> constants{group_size, split, kv.part_slots};
-    dispatch("attention_rows_" + suffix, bindings, &push, sizeof push,
-             linear_groups(groups_for(pairs * split, group_size)), KernelClass::kAttention,
-             std::span(constants).first(split_store ? 3 : 2));
+    // Split and shared keys need subgroups of >= 8 lanes that shuffle (as matmul_lanes does).
+    const AttentionRowsMode mode = attention_rows_mode(pairs, lanes_kernel_);
+    const uint32_t groups = mode.share_keys > 1
+                                ? u32(shape.n_heads) * groups_for(q.rows, mode.share_keys)
+                                : groups_for(pairs * mode.split, mode.group_size);
+    dispatch("attention_rows_" + suffix, bindings, &push, sizeof push, linear_groups(groups),
+             KernelClass::kAttention,
+             attention_rows_constants(mode, kv.part_slots, shape.head_dim));
     return;
   }
   if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query rows in one step");
