@@ -511,6 +511,12 @@ TEST_F(KernelParity, ElementwiseOperations) {
   cpu_.silu_mul(gate.cpu, up.cpu, gate.cpu);  // in place, as the transformer does
   vk_->silu_mul(gate.vk, up.vk, gate.vk);
   expect_close(gate, 1e-4f, "silu_mul");
+  // More rows than a CPU device's workgroups over rows (8): each walks several rows.
+  Pair tall_gate = random_tensor(21, 77, 8, 0, 30.0f);
+  Pair tall_up = random_tensor(21, 77, 9, 1);
+  cpu_.silu_mul(tall_gate.cpu, tall_up.cpu, tall_gate.cpu);
+  vk_->silu_mul(tall_gate.vk, tall_up.vk, tall_gate.vk);
+  expect_close(tall_gate, 1e-4f, "silu_mul of 21 rows");
   Pair gelu_gate = random_tensor(5, 77, 5, 2, 30.0f);
   cpu_.gelu_mul(gelu_gate.cpu, up.cpu, gelu_gate.cpu);
   vk_->gelu_mul(gelu_gate.vk, up.vk, gelu_gate.vk);
