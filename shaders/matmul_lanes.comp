@@ -14,9 +14,10 @@
 // subgroup of at least 8 lanes with shuffle operations (the host checks). Each 32-column
 // slice is one block of a block type, dequantised once per row and reused for all kTokens tokens.
 //
-// Workgroups of 64 invocations for prefill, 16 for decode (specialization constant 2; a multiple
-// of the 8 lanes that share a slice): x over token tiles, y over row groups (size * kRows
-// rows), so that consecutive workgroups read the same weight rows while they are in cache.
+// Workgroups of 64 (F32, F16) or 32 (block types) invocations for prefill, 16 for decode
+// (specialization constant 2; a multiple of the 8 lanes that share a slice): x over token
+// tiles, y over row groups (size * kRows rows), so that consecutive workgroups read the same
+// weight rows while they are in cache.
 // Requires x's offset and row stride to be multiples of 4 (the host copies x otherwise).
 #include "include/common.glsl"
 #extension GL_KHR_shader_subgroup_basic : enable

@@ -287,16 +287,16 @@ bool subgroups_fit_lanes_kernel(VkPhysicalDevice device) {
          (subgroups.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
 }
 
-constexpr uint32_t kLanesGroupSize = 64;
-
 // matmul_lanes' register tile for prefill. Tuned on lavapipe (BENCHMARKS.md): F32 and F16
-// load the most bytes per weight, so each weight they load serves 32 tokens; quantised
-// weights are cheap to load and 8 tokens (fewer accumulators, less waste on short prompts)
-// run best. 4 rows per invocation, 2 for matrices of at most 128 rows (e.g. key and value
-// projections), which would leave half of a group of 256 rows idle.
+// load the most bytes per weight, so each weight they load serves 32 tokens, in groups of 64
+// invocations; quantised weights are cheap to load and 16 tokens (fewer accumulators) in
+// groups of 32 (more groups over the bundled model's 256-row products) run best. 4 rows per
+// invocation, 2 for matrices of at most two groups' worth of rows, which would leave half of a
+// group idle.
 LanesTile prefill_tile(gguf::GgmlType type, int64_t weight_rows) {
   const bool quantised = gguf::block_elements(type) > 1;
-  return {weight_rows <= 2 * kLanesGroupSize ? 2u : 4u, quantised ? 8u : 32u, kLanesGroupSize};
+  const uint32_t group_size = quantised ? 32u : 64u;
+  return {weight_rows <= 2 * int64_t{group_size} ? 2u : 4u, quantised ? 16u : 32u, group_size};
 }
 
 // matmul_lanes for decode (1-8 tokens, rounded up to a power of two): every weight is read
