@@ -343,10 +343,11 @@ AttentionRowsMode attention_rows_mode(int64_t pairs, bool lanes) {
   return {kAttentionSplit, 1, kAttentionSplit};
 }
 
-// attention_rows' constants by id: 2 is a split store's slots per part (an unsplit kernel has no
-// constant 2 and ignores it); 4 is head_dim / 4 when the kernel shares keys, so that its loops
-// over a head unroll (0: head_dim from the push constants, for the kernels prepared before a
-// model's head_dim is known; a prefill compiles its own in the first, cold, step).
+// attention_rows' constants by id: 2 is a split store's slots per part (0 for an unsplit store,
+// whose kernel has no constant 2: one pipeline whatever the store's size, the one the warm-up
+// prepared); 4 is head_dim / 4 when the kernel shares keys, so that its loops over a head
+// unroll (0: head_dim from the push constants, for the kernels prepared before a model's
+// head_dim is known; a prefill compiles its own in the first, cold, step).
 std::array<uint32_t, 5> attention_rows_constants(const AttentionRowsMode& mode,
                                                  uint32_t part_slots, int64_t head_dim) {
   return {mode.group_size, mode.split, part_slots, mode.share_keys,
@@ -1022,7 +1023,7 @@ void VulkanBackend::attention(const Tensor& q, const KvStore& store, const Atten
                                 : groups_for(pairs * mode.split, mode.group_size);
     dispatch("attention_rows_" + suffix, bindings, &push, sizeof push, linear_groups(groups),
              KernelClass::kAttention,
-             attention_rows_constants(mode, kv.part_slots, shape.head_dim));
+             attention_rows_constants(mode, split_store ? kv.part_slots : 0u, shape.head_dim));
     return;
   }
   if (q.rows > 65535) throw BackendError("Vulkan: more than 65535 query rows in one step");
