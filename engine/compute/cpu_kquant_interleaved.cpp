@@ -87,8 +87,8 @@ void q6k_quants(const BlockQ6_K& b, uint8_t (&q)[kSuperBlock]) {
   for (int n = 0; n < 2; ++n) {
     for (int quarter = 0; quarter < 4; ++quarter) {
       for (int l = 0; l < 32; ++l) {
-        const uint8_t low = b.ql[64 * n + l + 32 * (quarter % 2)] >> (quarter >= 2 ? 4 : 0);
-        const uint8_t high = b.qh[32 * n + l] >> (2 * quarter);
+        const int low = b.ql[64 * n + l + 32 * (quarter % 2)] >> (quarter >= 2 ? 4 : 0);
+        const int high = b.qh[32 * n + l] >> (2 * quarter);
         q[128 * n + 32 * quarter + l] = static_cast<uint8_t>((low & 0x0F) | ((high & 3) << 4));
       }
     }
