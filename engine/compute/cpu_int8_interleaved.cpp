@@ -9,6 +9,7 @@
 
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/compute/cpu_features.h"
+#include "engine/compute/cpu_int8_broadcast.h"
 #include "engine/compute/cpu_kquant_interleaved.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -270,13 +271,6 @@ void product_portable(const uint8_t* packed, int64_t cols, int64_t first_row, in
 
 #ifdef SERVESCOPE_X86_SIMD
 
-// The token's four activations of group i (elements 4i..4i+3) in every 32-bit lane.
-SERVESCOPE_AVX512_VNNI inline __m512i activations_of_group(const ActivationBlock& x, int i) {
-  int32_t four;
-  std::memcpy(&four, x.qs + 4 * i, sizeof four);
-  return _mm512_set1_epi32(four);
-}
-
 // 16 rows (a whole group, or the first `valid`) against T tokens.
 template <class W, int T>
 SERVESCOPE_AVX512_VNNI void group_avx512(const typename W::Block* group, int64_t blocks,
@@ -297,8 +291,8 @@ SERVESCOPE_AVX512_VNNI void group_avx512(const typename W::Block* group, int64_t
       __m512i even = _mm512_set1_epi32(x_offsets[t * blocks + b]);
       __m512i odd = _mm512_setzero_si512();
       for (int i = 0; i < 8; i += 2) {
-        even = _mm512_dpbusd_epi32(even, w[i], activations_of_group(xb, i));
-        odd = _mm512_dpbusd_epi32(odd, w[i + 1], activations_of_group(xb, i + 1));
+        even = _mm512_dpbusd_epi32(even, w[i], activations_of_group_512(xb, i));
+        odd = _mm512_dpbusd_epi32(odd, w[i + 1], activations_of_group_512(xb, i + 1));
       }
       const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
       acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d_w, _mm512_set1_ps(xb.d)), dot, acc[t]);
@@ -345,12 +339,6 @@ SERVESCOPE_AVX512_VNNI void product_avx512(const uint8_t* packed, int64_t cols, 
   }
 }
 
-// The 256-bit kernels read a token's activations of group i as the 512-bit one does.
-SERVESCOPE_AVX2 inline __m256i activations_of_group_avx2(const ActivationBlock& x, int i) {
-  int32_t four;
-  std::memcpy(&four, x.qs + 4 * i, sizeof four);
-  return _mm256_set1_epi32(four);
-}
 
 // The 256-bit kernels' two ways to the integer dots: AVX2's 16-bit pair sums, or AVX-VNNI's
 // dpbusd (the AVX-512 kernel's operands, 8 rows wide).
@@ -397,8 +385,8 @@ struct VnniDots {
                                          : _mm256_setzero_si256();                                \
         __m256i odd = _mm256_setzero_si256();                                                     \
         for (int i = 0; i < 8; i += 2) {                                                          \
-          even = Dots::dot(even, w[i], activations_of_group_avx2(xb, i));                         \
-          odd = Dots::dot(odd, w[i + 1], activations_of_group_avx2(xb, i + 1));                   \
+          even = Dots::dot(even, w[i], activations_of_group_256(xb, i));                          \
+          odd = Dots::dot(odd, w[i + 1], activations_of_group_256(xb, i + 1));                    \
         }                                                                                         \
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));                       \
         acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d_w, _mm256_set1_ps(xb.d)), dot, acc[t]);          \
@@ -497,18 +485,17 @@ auto with_layout(gguf::GgmlType type, F&& f) {
     case gguf::GgmlType::Q8_0:
       return f(Q8{});
     default:
-      std::abort();  // callers check can_interleave
+      std::abort();  // callers check has_interleaved_kernel
   }
 }
 
 }  // namespace
 
-bool can_interleave(gguf::GgmlType type) {
+bool has_interleaved_kernel(gguf::GgmlType type) {
   return type == gguf::GgmlType::Q4_0 || type == gguf::GgmlType::Q5_0 ||
          type == gguf::GgmlType::Q8_0 || kquant_interleaved::handles(type);
 }
 
-bool has_interleaved_kernel(gguf::GgmlType type) { return can_interleave(type); }
 
 std::vector<uint8_t> interleave_rows(gguf::GgmlType type, const uint8_t* data, int64_t rows,
                                      int64_t cols) {

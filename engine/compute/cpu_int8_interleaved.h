@@ -48,9 +48,7 @@ struct InterleavedQ5Block {
 static_assert(sizeof(InterleavedQ5Block) == 352, "16 rows of 22-byte Q5_0 blocks");
 
 // Whether `type` has an interleaved layout and kernels (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K: the
-// functions below take these).
-bool can_interleave(gguf::GgmlType type);
-// Whether a backend with 8-bit activations stores `type` interleaved: every type above.
+// functions below take these, and a backend with 8-bit activations stores them so).
 bool has_interleaved_kernel(gguf::GgmlType type);
 
 // Rows (GGML layout, rows x cols) of `type` interleaved: group g's block b at index

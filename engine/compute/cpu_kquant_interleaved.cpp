@@ -10,6 +10,7 @@
 
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/compute/cpu_features.h"
+#include "engine/compute/cpu_int8_broadcast.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -286,12 +287,6 @@ void q6k_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// The token's activations of group i (elements 4i .. 4i + 3) in every 32-bit lane.
-SERVESCOPE_KQI_AVX512 inline __m512i group_of(const ActivationBlock& x, int i) {
-  int32_t four;
-  std::memcpy(&four, x.qs + 4 * i, sizeof four);
-  return _mm512_set1_epi32(four);
-}
 
 // 16 unsigned bytes as floats (a sub-block's scale or minimum of 16 rows), times `factor`.
 SERVESCOPE_KQI_AVX512 inline __m512 scaled_bytes(const uint8_t* bytes, __m512 factor) {
@@ -336,8 +331,8 @@ SERVESCOPE_KQI_AVX512 void q4k_group(const Q4KBlock* group, int64_t supers,
         __m512i even = _mm512_setzero_si512();
         __m512i odd = _mm512_setzero_si512();
         for (int i = 0; i < 8; i += 2) {
-          even = _mm512_dpbusd_epi32(even, w[i], group_of(xb, i));
-          odd = _mm512_dpbusd_epi32(odd, w[i + 1], group_of(xb, i + 1));
+          even = _mm512_dpbusd_epi32(even, w[i], activations_of_group_512(xb, i));
+          odd = _mm512_dpbusd_epi32(odd, w[i + 1], activations_of_group_512(xb, i + 1));
         }
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
         acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(xb.d)), dot, acc[t]);
@@ -385,8 +380,8 @@ SERVESCOPE_KQI_AVX512 void q6k_group(const Q6KBlock* group, int64_t supers,
         __m512i first = _mm512_set1_epi32(q6k_half_start(xb, 0));
         __m512i second = _mm512_set1_epi32(q6k_half_start(xb, 1));
         for (int i = 0; i < 4; ++i) {
-          first = _mm512_dpbusd_epi32(first, w[i], group_of(xb, i));
-          second = _mm512_dpbusd_epi32(second, w[i + 4], group_of(xb, i + 4));
+          first = _mm512_dpbusd_epi32(first, w[i], activations_of_group_512(xb, i));
+          second = _mm512_dpbusd_epi32(second, w[i + 4], activations_of_group_512(xb, i + 4));
         }
         const __m512 dx = _mm512_set1_ps(xb.d);
         acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(first_scale, dx), _mm512_cvtepi32_ps(first), acc[t]);
@@ -443,11 +438,6 @@ void product_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int6
 SERVESCOPE_KQI_AVX2 inline __m256i add_dots(__m256i sum, __m256i w, __m256i s) {
   return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w, s), _mm256_set1_epi16(1)));
 }
-SERVESCOPE_KQI_AVX2 inline __m256i group_of_avx2(const ActivationBlock& x, int i) {
-  int32_t four;
-  std::memcpy(&four, x.qs + 4 * i, sizeof four);
-  return _mm256_set1_epi32(four);
-}
 SERVESCOPE_KQI_AVX2 inline __m256i load_half(const uint8_t (&rows)[kRows][4], int half) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[8 * half]));
 }
@@ -500,8 +490,8 @@ SERVESCOPE_KQI_AVX2 void q4k_half_group(const Q4KBlock* group, int64_t supers, i
         __m256i even = _mm256_setzero_si256();
         __m256i odd = _mm256_setzero_si256();
         for (int i = 0; i < 8; i += 2) {
-          even = add_dots(even, w[i], group_of_avx2(xb, i));
-          odd = add_dots(odd, w[i + 1], group_of_avx2(xb, i + 1));
+          even = add_dots(even, w[i], activations_of_group_256(xb, i));
+          odd = add_dots(odd, w[i + 1], activations_of_group_256(xb, i + 1));
         }
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));
         acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(xb.d)), dot, acc[t]);
@@ -545,8 +535,8 @@ SERVESCOPE_KQI_AVX2 void q6k_half_group(const Q6KBlock* group, int64_t supers, i
         __m256i first = _mm256_set1_epi32(q6k_half_start(xb, 0));
         __m256i second = _mm256_set1_epi32(q6k_half_start(xb, 1));
         for (int i = 0; i < 4; ++i) {
-          first = add_dots(first, w[i], group_of_avx2(xb, i));
-          second = add_dots(second, w[i + 4], group_of_avx2(xb, i + 4));
+          first = add_dots(first, w[i], activations_of_group_256(xb, i));
+          second = add_dots(second, w[i + 4], activations_of_group_256(xb, i + 4));
         }
         const __m256 dx = _mm256_set1_ps(xb.d);
         acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(first_scale, dx), _mm256_cvtepi32_ps(first), acc[t]);
