@@ -18,6 +18,7 @@
 
 #include "engine/compute/cpu_block_dot.h"
 #include "engine/compute/cpu_features.h"
+#include "engine/compute/cpu_exact_interleaved.h"
 #include "engine/compute/cpu_int8_interleaved.h"
 #include "engine/compute/cpu_kquant_dot.h"
 #include "engine/compute/cpu_panel_dot.h"
@@ -111,8 +112,9 @@ struct CpuBuffer final : Buffer {
   // for its capacity.
   std::unique_ptr<ZeroPages> kv;
   uint64_t kv_bytes = 0;
-  // Q4_0 / Q8_0 weights of a backend with 8-bit activations: rows interleaved 16 at a time for
-  // the integer kernels (cpu_int8_interleaved.h), not GGML's row after row.
+  // Rows interleaved 16 at a time (cpu_int8_interleaved.h), not GGML's row after row: the
+  // block types of a backend with 8-bit activations, for the integer kernels, and Q4_0 / Q8_0
+  // of an exact one on AVX-512, for cpu_exact_interleaved.h's kernels.
   bool interleaved = false;
   std::shared_ptr<ActivationRecycler> recycler;  // activations: where the floats go back
   CpuBuffer() = default;
@@ -445,7 +447,7 @@ WeightMatrix CpuBackend::upload_matrix(gguf::GgmlType type, int64_t rows, int64_
                                        std::span<const uint8_t> data) {
   assert(data.size() == gguf::row_bytes(type, cols) * static_cast<uint64_t>(rows));
   auto buffer = std::make_shared<CpuBuffer>();
-  if (quantised_activations_ && has_interleaved_kernel(type)) {
+  if (quantised_activations_ ? has_interleaved_kernel(type) : has_exact_interleaved_kernel(type)) {
     buffer->bytes = interleave_rows(type, data.data(), rows, cols);
     buffer->interleaved = true;
   } else if (stored_in_panels(type)) {
@@ -542,8 +544,11 @@ void CpuBackend::add_layer_norm(Tensor& x, const Tensor& y, const Tensor& weight
 void CpuBackend::matmul(const Tensor& x, const WeightMatrix& w, const Tensor* bias, Tensor& out) {
   const ScopedTimer timer(profile_, telemetry::KernelKind::kMatmul);
   assert(x.cols == w.cols && out.cols == w.rows && out.rows == x.rows);
-  if (host(w.buffer).interleaved) {
+  const bool interleaved = host(w.buffer).interleaved;
+  if (interleaved && quantised_activations_) {
     matmul_on_interleaved(x, w, out);
+  } else if (interleaved && x.rows <= kMaxRowsForRowKernels) {
+    matmul_exact_on_interleaved(x, w, out);
   } else if (stored_in_panels(w.type)) {
     matmul_on_panels(x, w, out);
   } else if (x.rows <= kMaxRowsForRowKernels) {
@@ -622,14 +627,36 @@ void CpuBackend::matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, T
   }
   const InterleavedKernel kernel = interleaved_kernel(w.type);
   const uint8_t* packed = host(w.buffer).bytes.data();
+  // Chunks of 4x the usual multiply-adds: this kernel does about that many more per cycle.
+  on_row_groups(w, x.rows, 4, [&](int64_t first_row, int64_t end_row) {
+    kernel(packed, w.cols, first_row, end_row, quantised_x_.data(), block_offsets_.data(), x.rows,
+           row_ptr(out, 0), out.row_stride);
+  });
+}
+
+template <class Body>
+void CpuBackend::on_row_groups(const WeightMatrix& w, int64_t tokens, int64_t chunk_factor,
+                               Body&& body) {
   const int64_t groups = (w.rows + kInterleavedRows - 1) / kInterleavedRows;
-  // Chunks of 4x the usual multiply-adds: this kernel does about that many more per cycle, and
-  // a decode's products are a few microseconds, so each hand-out must stay worth its cost.
-  const int64_t grain =
-      std::max<int64_t>(1, 4 * kMultiplyAddsPerChunk / (kInterleavedRows * w.cols * x.rows));
+  // A decode's products are a few microseconds, so each hand-out must stay worth its cost.
+  const int64_t grain = std::max<int64_t>(
+      1, chunk_factor * kMultiplyAddsPerChunk / (kInterleavedRows * w.cols * tokens));
   pool_->parallel_for(groups, grain, [&](int64_t begin, int64_t end, int /*thread*/) {
-    kernel(packed, w.cols, begin * kInterleavedRows, std::min(w.rows, end * kInterleavedRows),
-           quantised_x_.data(), block_offsets_.data(), x.rows, row_ptr(out, 0), out.row_stride);
+    body(begin * kInterleavedRows, std::min(w.rows, end * kInterleavedRows));
+  });
+}
+
+void CpuBackend::matmul_exact_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out) {
+  if (x.rows == 0 || w.cols == 0) return;
+  prepared_x_.resize(static_cast<size_t>(x.rows * w.cols));
+  prepare_exact_activations(w.type, row_ptr(x, 0), x.row_stride, x.rows, w.cols,
+                            prepared_x_.data());
+  const ExactInterleavedKernel kernel = exact_interleaved_kernel(w.type);
+  const uint8_t* packed = host(w.buffer).bytes.data();
+  // Chunks of twice the usual multiply-adds: about this kernel's speed over the row kernels'.
+  on_row_groups(w, x.rows, 2, [&](int64_t first_row, int64_t end_row) {
+    kernel(packed, w.cols, first_row, end_row, prepared_x_.data(), x.rows, row_ptr(out, 0),
+           out.row_stride);
   });
 }
 
@@ -637,8 +664,12 @@ void CpuBackend::multiply_tile_on_panels(const Tensor& x, const WeightMatrix& w,
                                          int64_t rows, std::vector<float>& scratch, Tensor& out) {
   const PanelLayout layout = panel_layout(gguf::GgmlType::F32, rows, w.cols);
   scratch.resize(layout.bytes() / sizeof(float));
-  dequantize_to_panels(w.type, weight_row(w, r0), gguf::row_bytes(w.type, w.cols), rows, w.cols,
-                       scratch.data());
+  if (host(w.buffer).interleaved) {
+    interleaved_to_panels(w.type, host(w.buffer).bytes.data(), w.cols, r0, rows, scratch.data());
+  } else {
+    dequantize_to_panels(w.type, weight_row(w, r0), gguf::row_bytes(w.type, w.cols), rows, w.cols,
+                         scratch.data());
+  }
   panel_kernel_for(gguf::GgmlType::F32)(reinterpret_cast<const uint8_t*>(scratch.data()), rows,
                                         w.cols, 0, layout.panels(), row_ptr(x, 0), x.row_stride,
                                         x.rows, row_ptr(out, 0) + r0, out.row_stride);
@@ -648,7 +679,11 @@ void CpuBackend::multiply_tile_with_sgemm(const Tensor& x, const WeightMatrix& w
                                           int64_t rows, std::vector<float>& scratch, Tensor& out) {
   scratch.resize(static_cast<size_t>(rows * w.cols));
   for (int64_t r = 0; r < rows; ++r) {
-    dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
+    if (host(w.buffer).interleaved) {
+      read_weight_row(w, r0 + r, scratch.data() + r * w.cols);
+    } else {
+      dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
+    }
   }
   // out[:, r0:r0+rows] = x * tile^T
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(x.rows),

@@ -15,8 +15,10 @@
 
 #include "engine/compute/cpu_backend.h"
 #include "engine/compute/cpu_block_dot.h"
+#include "engine/compute/cpu_exact_interleaved.h"
 #include "engine/compute/cpu_int8_dot.h"
 #include "engine/compute/cpu_int8_interleaved.h"
+#include "engine/compute/cpu_panel_dot.h"
 #include "engine/compute/cpu_thread_pool.h"
 #include "engine/core/error.h"
 #include "tests/support/random_weights.h"
@@ -399,6 +401,68 @@ TEST_P(CpuInterleaved, EveryVariantGivesThePortableBitsAndRowsReadBackExactly) {
 INSTANTIATE_TEST_SUITE_P(Types, CpuInterleaved,
                          ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
                                            GgmlType::Q4_K, GgmlType::Q6_K),
+                         [](const auto& param_info) {
+                           return std::string(gguf::type_name(param_info.param));
+                         });
+
+// Interleaved Q4_0 / Q8_0 against exact float activations (what an AVX-512 CPU's exact backend
+// runs; the portable variant runs everywhere): every variant gives the portable kernel's bits,
+// a token gets the same bits alone as in any batch, the sums are the decoded weights' products,
+// and a tile dequantised from the interleaved rows is the one dequantised from GGML's rows.
+class CpuExactInterleaved : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(CpuExactInterleaved, EveryVariantGivesThePortableBitsAndTilesTheRowMajorValues) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 37;  // two whole groups of 16 and a partial one
+  const int64_t cols = columns_for(type);
+  const Weights w = random_weights(type, rows, cols, 47);
+  const std::vector<uint8_t> packed = interleave_rows(type, w.bytes.data(), rows, cols);
+  std::mt19937 rng(53);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t most_tokens = 11;
+  std::vector<float> x(static_cast<size_t>(most_tokens * cols));
+  for (float& v : x) v = normal(rng);
+  std::vector<float> prepared(x.size());
+  prepare_exact_activations(type, x.data(), cols, most_tokens, cols, prepared.data());
+  const auto run = [&](ExactInterleavedKernel kernel, int64_t tokens) {
+    std::vector<float> out(static_cast<size_t>(tokens * rows), -1.0f);
+    // Rows in the pieces a thread would take: the first group, then the rest.
+    kernel(packed.data(), cols, 0, 16, prepared.data(), tokens, out.data(), rows);
+    kernel(packed.data(), cols, 16, rows, prepared.data(), tokens, out.data(), rows);
+    return out;
+  };
+  const std::vector<ExactInterleavedKernel> variants = exact_interleaved_kernel_variants(type);
+  const std::vector<float> all = run(variants[0], most_tokens);
+  expect_near_double_reference(all, w, rows, cols, x, most_tokens);
+  for (const int64_t tokens : {1, 2, 3, 4, 5, 9, 11}) {
+    for (size_t v = 0; v < variants.size(); ++v) {
+      EXPECT_EQ(run(variants[v], tokens),
+                std::vector<float>(all.begin(), all.begin() + tokens * rows))
+          << "variant " << v << " tokens " << tokens;
+    }
+  }
+  // A tile of rows 16..36 (a whole group and a partial one), as matmul_on_tiles takes it.
+  const int64_t first = 16;
+  const int64_t tile_rows = rows - first;
+  const PanelLayout layout = panel_layout(GgmlType::F32, tile_rows, cols);
+  std::vector<float> from_rows(layout.bytes() / sizeof(float), -1.0f);
+  std::vector<float> from_interleaved(from_rows.size(), -1.0f);
+  const uint64_t row_bytes = gguf::row_bytes(type, cols);
+  dequantize_to_panels(type, w.bytes.data() + first * row_bytes, row_bytes, tile_rows, cols,
+                       from_rows.data());
+  interleaved_to_panels(type, packed.data(), cols, first, tile_rows, from_interleaved.data());
+  for (int64_t r = 0; r < tile_rows; ++r) {  // the padding rows past the tile may differ in sign
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint64_t at = layout.block_offset(r / kPanelBlockRows) / sizeof(float) +
+                          static_cast<uint64_t>(c * layout.block_width(r / kPanelBlockRows) +
+                                                r % kPanelBlockRows);
+      ASSERT_EQ(from_interleaved[at], from_rows[at]) << "row " << first + r << " column " << c;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CpuExactInterleaved,
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
