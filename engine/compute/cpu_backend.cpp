@@ -113,8 +113,8 @@ struct CpuBuffer final : Buffer {
   std::unique_ptr<ZeroPages> kv;
   uint64_t kv_bytes = 0;
   // Rows interleaved 16 at a time (cpu_int8_interleaved.h), not GGML's row after row: the
-  // block types of a backend with 8-bit activations, for the integer kernels, and Q4_0 / Q8_0
-  // of an exact one on AVX-512, for cpu_exact_interleaved.h's kernels.
+  // block types of a backend with 8-bit activations, for the integer kernels, and Q4_0 / Q8_0 /
+  // Q4_K of an exact one on AVX-512, for cpu_exact_interleaved.h's kernels.
   bool interleaved = false;
   std::shared_ptr<ActivationRecycler> recycler;  // activations: where the floats go back
   CpuBuffer() = default;
@@ -648,7 +648,7 @@ void CpuBackend::on_row_groups(const WeightMatrix& w, int64_t tokens, int64_t ch
 
 void CpuBackend::matmul_exact_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out) {
   if (x.rows == 0 || w.cols == 0) return;
-  prepared_x_.resize(static_cast<size_t>(x.rows * w.cols));
+  prepared_x_.resize(static_cast<size_t>(x.rows * exact_prepared_floats(w.type, w.cols)));
   prepare_exact_activations(w.type, row_ptr(x, 0), x.row_stride, x.rows, w.cols,
                             prepared_x_.data());
   const ExactInterleavedKernel kernel = exact_interleaved_kernel(w.type);

@@ -104,7 +104,7 @@ class CpuBackend final : public Backend {
   // (cpu_int8_interleaved.h), the tokens first quantised into quantised_x_.
   void matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void quantise_tokens(const Tensor& x);
-  // Exact activations, up to kMaxRowsForRowKernels tokens: Q4_0 / Q8_0 stored interleaved on
+  // Exact activations, up to kMaxRowsForRowKernels tokens: Q4_0 / Q8_0 / Q4_K stored interleaved on
   // AVX-512 (cpu_exact_interleaved.h), the tokens first scaled into prepared_x_.
   void matmul_exact_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out);
   // Runs body(first_row, end_row) over w's groups of 16 interleaved rows on the pool, in

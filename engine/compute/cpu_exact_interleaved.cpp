@@ -6,6 +6,7 @@
 
 #include "engine/compute/cpu_features.h"
 #include "engine/compute/cpu_int8_interleaved.h"
+#include "engine/compute/cpu_kquant_interleaved.h"
 #include "engine/compute/cpu_panel_dot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -19,6 +20,7 @@ namespace {
 
 using gguf::GgmlType;
 using gguf::kQuantBlock;
+using gguf::kSuperBlock;
 
 constexpr int kChains = 4;     // one per byte of a 4-byte chunk
 constexpr int kMaxTokens = 4;  // tokens a kernel call carries at once (registers)
@@ -28,6 +30,7 @@ constexpr int kMaxTokens = 4;  // tokens a kernel call carries at once (register
 // (low nibble) and 16 + 4c + k (high nibble).
 struct Q4 {
   using Block = InterleavedQ4Block;
+  static constexpr GgmlType kType = GgmlType::Q4_0;
   static constexpr int kChunks = 4;
   static constexpr int kPerByte = 2;
   static constexpr int element(int c, int k, int h) { return (h == 0 ? 0 : 16) + 4 * c + k; }
@@ -44,6 +47,7 @@ struct Q4 {
 };
 struct Q8 {
   using Block = InterleavedQ8Block;
+  static constexpr GgmlType kType = GgmlType::Q8_0;
   static constexpr int kChunks = 8;
   static constexpr int kPerByte = 1;
   static constexpr int element(int c, int k, int /*h*/) { return 4 * c + k; }
@@ -54,17 +58,44 @@ struct Q8 {
   }
 };
 
-// 2^-power of each element of a block: what prepare_exact_activations multiplies by.
+// Q4_K: byte k of chunk i of sub-block pair c holds element 4i + k of sub-block 2c (low
+// nibble, h = 0) and of 2c + 1 (high nibble, h = 1), unsigned: Q4_0's bit positions.
+struct Q4K {
+  using Block = kquant_interleaved::Q4KBlock;
+  static constexpr int kSubBlocks = kSuperBlock / kQuantBlock;
+  static constexpr int kChunks = 8;  // per sub-block
+  static constexpr int power(int k, int h) { return Q4::power(k, h); }
+  static float weight(const Block& block, int j, int i, int row, int k) {
+    const uint8_t byte = block.qs[j / 2][i][row][k];
+    return static_cast<float>(j % 2 == 0 ? byte & 0x0F : byte >> 4);
+  }
+};
+
+// 2^-power of each element of a super-block's span of 256 columns: what
+// prepare_exact_activations multiplies by (Q4_0 and Q8_0 repeat every 32).
+using ActivationScales = std::array<float, kSuperBlock>;
 template <class Format>
-std::array<float, kQuantBlock> activation_scales() {
-  std::array<float, kQuantBlock> scales{};
-  for (int c = 0; c < Format::kChunks; ++c) {
-    for (int k = 0; k < kChains; ++k) {
-      for (int h = 0; h < Format::kPerByte; ++h) {
-        scales[static_cast<size_t>(Format::element(c, k, h))] =
-            std::ldexp(1.0f, -Format::power(k, h));
+ActivationScales block_activation_scales() {
+  ActivationScales scales{};
+  for (int col = 0; col < kSuperBlock; ++col) {
+    const int e = col % kQuantBlock;
+    for (int c = 0; c < Format::kChunks; ++c) {
+      for (int k = 0; k < kChains; ++k) {
+        for (int h = 0; h < Format::kPerByte; ++h) {
+          if (Format::element(c, k, h) == e) {
+            scales[static_cast<size_t>(col)] = std::ldexp(1.0f, -Format::power(k, h));
+          }
+        }
       }
     }
+  }
+  return scales;
+}
+ActivationScales q4k_activation_scales() {
+  ActivationScales scales{};
+  for (int col = 0; col < kSuperBlock; ++col) {
+    const int h = (col / kQuantBlock) % 2;
+    scales[static_cast<size_t>(col)] = std::ldexp(1.0f, -Q4K::power(col % 4, h));
   }
   return scales;
 }
@@ -73,6 +104,7 @@ template <class Format>
 void exact_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
                     const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
   const int64_t blocks = cols / kQuantBlock;
+  const int64_t stride = exact_prepared_floats(Format::kType, cols);
   const auto* all = reinterpret_cast<const typename Format::Block*>(packed);
   for (int64_t row = first_row; row < end_row; ++row) {
     const auto* group = all + row / kInterleavedRows * blocks;
@@ -80,7 +112,7 @@ void exact_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int6
     for (int64_t t = 0; t < tokens; ++t) {
       float total = 0.0f;
       for (int64_t b = 0; b < blocks; ++b) {
-        const float* x = prepared + t * cols + b * kQuantBlock;
+        const float* x = prepared + t * stride + b * kQuantBlock;
         std::array<float, kChains> chain{};
         for (int c = 0; c < Format::kChunks; ++c) {
           for (int k = 0; k < kChains; ++k) {
@@ -128,6 +160,73 @@ void panels_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int
   }
 }
 
+// The token's sums of each sub-block's 32 activations follow its `cols` scaled activations.
+void q4k_exact_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                        const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
+  const int64_t supers = cols / kSuperBlock;
+  const int64_t stride = exact_prepared_floats(GgmlType::Q4_K, cols);
+  const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
+  for (int64_t row = first_row; row < end_row; ++row) {
+    const auto* group = all + row / kInterleavedRows * supers;
+    const auto lane = static_cast<int>(row % kInterleavedRows);
+    for (int64_t t = 0; t < tokens; ++t) {
+      const float* sums = prepared + t * stride + cols;
+      float total = 0.0f;
+      for (int64_t s = 0; s < supers; ++s) {
+        const Q4K::Block& block = group[s];
+        const float d = gguf::fp16_to_fp32(block.d[lane]);
+        const float dmin = gguf::fp16_to_fp32(block.dmin[lane]);
+        for (int j = 0; j < Q4K::kSubBlocks; ++j) {
+          const float* x = prepared + t * stride + s * kSuperBlock + j * kQuantBlock;
+          std::array<float, kChains> chain{};
+          for (int i = 0; i < Q4K::kChunks; ++i) {
+            for (int k = 0; k < kChains; ++k) {
+              const float w = std::ldexp(Q4K::weight(block, j, i, lane, k), Q4K::power(k, j % 2));
+              chain[static_cast<size_t>(k)] =
+                  std::fma(w, x[4 * i + k], chain[static_cast<size_t>(k)]);
+            }
+          }
+          const float sum = (chain[0] + chain[1]) + (chain[2] + chain[3]);
+          total = std::fma(d * static_cast<float>(block.scale[j][lane]), sum, total);
+          total = std::fma(-(dmin * static_cast<float>(block.min[j][lane])),
+                           sums[s * Q4K::kSubBlocks + j], total);
+        }
+      }
+      out[t * out_stride + row] = total;
+    }
+  }
+}
+
+// As gguf::dequantize_row: d x scale x q - dmin x min.
+void q4k_panels_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t rows,
+                         float* panels) {
+  const int64_t supers = cols / kSuperBlock;
+  const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
+  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
+  for (int64_t r = 0; r < layout.panels() * kPanelRows; ++r) {
+    const int64_t row = first_row + r;
+    const auto* group = all + row / kInterleavedRows * supers;
+    const auto lane = static_cast<int>(row % kInterleavedRows);
+    const int64_t block_index = r / kPanelBlockRows;
+    const int64_t width = layout.block_width(block_index);
+    float* dst = panels + layout.block_offset(block_index) / sizeof(float) +
+                 (r - block_index * kPanelBlockRows);
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q4K::Block& block = group[s];
+      for (int j = 0; j < Q4K::kSubBlocks; ++j) {
+        const float scale =
+            gguf::fp16_to_fp32(block.d[lane]) * static_cast<float>(block.scale[j][lane]);
+        const float min =
+            gguf::fp16_to_fp32(block.dmin[lane]) * static_cast<float>(block.min[j][lane]);
+        for (int e = 0; e < kQuantBlock; ++e) {
+          const int64_t col = s * kSuperBlock + j * kQuantBlock + e;
+          dst[col * width] = scale * Q4K::weight(block, j, e / 4, lane, e % 4) - min;
+        }
+      }
+    }
+  }
+}
+
 #ifdef SERVESCOPE_X86_SIMD
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -138,69 +237,101 @@ constexpr int kExponentOf2To23 = 0x4B000000;
 constexpr int kMaskOrMagic = 0xEA;      // ternary logic: (a & b) | c
 constexpr int kMaskFlipOrMagic = 0x6A;  // ternary logic: b ? a ^ c : c
 
-// The 16 rows' weights of byte k (and nibble h) of a chunk as floats, times 2^power(k, h).
-struct Q4Avx512 {
-  using Format = Q4;
-  struct Chunk {
-    __m512i bits;
-    __m512i shifted;  // >> 12: nibbles 5-7 at bits 8-19
-  };
-  SERVESCOPE_AVX512 static Chunk load(const Format::Block& block, int c) {
-    const __m512i bits = _mm512_loadu_si512(block.qs[c]);
+// 64 bytes of 16 rows x 4 bytes, and the same shifted right (by 12 for nibbles 5-7, by 16 for
+// bytes 2 and 3), so that every weight's bits sit below bit 23.
+struct Chunk {
+  __m512i bits;
+  __m512i shifted;
+};
+
+// Nibble h of byte k of each row as 16 floats (nibble - kOffset) x 2^power: Q4_0 (kOffset 8)
+// and Q4_K (0).
+template <int kOffset>
+struct Nibbles {
+  SERVESCOPE_AVX512 static Chunk load(const void* bytes) {
+    const __m512i bits = _mm512_loadu_si512(bytes);
     return {bits, _mm512_srli_epi32(bits, 12)};
   }
   template <int K, int H>
   SERVESCOPE_AVX512 static __m512 weights(const Chunk& chunk) {
-    constexpr int kNibble = 2 * K + H;
-    constexpr int kPower = kNibble < 5 ? 4 * kNibble : 4 * (kNibble - 3);
-    const __m512i source = kNibble < 5 ? chunk.bits : chunk.shifted;
-    const __m512i bits =
-        _mm512_ternarylogic_epi32(source, _mm512_set1_epi32(0x0F << kPower),
-                                  _mm512_set1_epi32(kExponentOf2To23), kMaskOrMagic);
-    // 2^23 + (weight + 8) 2^power, less 2^23 + 8 x 2^power: exact.
+    constexpr int kPower = Q4::power(K, H);
+    constexpr bool kShifted = 2 * K + H >= 5;
+    const __m512i bits = _mm512_ternarylogic_epi32(
+        kShifted ? chunk.shifted : chunk.bits, _mm512_set1_epi32(0x0F << kPower),
+        _mm512_set1_epi32(kExponentOf2To23), kMaskOrMagic);
+    // 2^23 + nibble x 2^power, less 2^23 + kOffset x 2^power: exact.
     return _mm512_sub_ps(_mm512_castsi512_ps(bits),
-                         _mm512_set1_ps(kTwo23 + 8.0f * static_cast<float>(1 << kPower)));
+                         _mm512_set1_ps(kTwo23 + kOffset * static_cast<float>(1 << kPower)));
   }
 };
+struct Q4Avx512 : Nibbles<8> {
+  using Format = Q4;
+};
+// Byte k of each row (Q8_0's signed weight) as 16 floats x 2^power.
 struct Q8Avx512 {
   using Format = Q8;
-  struct Chunk {
-    __m512i bits;
-    __m512i shifted;  // >> 16: bytes 2 and 3 at bits 0-15
-  };
-  SERVESCOPE_AVX512 static Chunk load(const Format::Block& block, int c) {
-    const __m512i bits = _mm512_loadu_si512(block.qs[c]);
+  SERVESCOPE_AVX512 static Chunk load(const void* bytes) {
+    const __m512i bits = _mm512_loadu_si512(bytes);
     return {bits, _mm512_srli_epi32(bits, 16)};
   }
   template <int K, int H>
   SERVESCOPE_AVX512 static __m512 weights(const Chunk& chunk) {
-    constexpr int kPower = 8 * (K % 2);
-    const __m512i source = K < 2 ? chunk.bits : chunk.shifted;
+    constexpr int kPower = Q8::power(K, H);
     // The byte with its sign bit flipped (weight + 128) under the exponent of 2^23.
     const __m512i bits = _mm512_ternarylogic_epi32(
-        source, _mm512_set1_epi32(0xFF << kPower),
+        K < 2 ? chunk.bits : chunk.shifted, _mm512_set1_epi32(0xFF << kPower),
         _mm512_set1_epi32(kExponentOf2To23 | (0x80 << kPower)), kMaskFlipOrMagic);
     return _mm512_sub_ps(_mm512_castsi512_ps(bits),
                          _mm512_set1_ps(kTwo23 + 128.0f * static_cast<float>(1 << kPower)));
   }
 };
 
+// chain[t][K] += weights of byte K (nibble H) x token t's activation `element`.
 template <class Simd, int K, int H, int T>
-SERVESCOPE_AVX512 inline void multiply_add(const typename Simd::Chunk& chunk, const float* x,
-                                           int64_t cols, int c, __m512 (&chain)[T][kChains]) {
+SERVESCOPE_AVX512 inline void multiply_add(const Chunk& chunk, const float* x, int64_t stride,
+                                           int element, __m512 (&chain)[T][kChains]) {
   const __m512 w = Simd::template weights<K, H>(chunk);
-  const int element = Simd::Format::element(c, K, H);
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
-    chain[t][K] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[t * cols + element]), chain[t][K]);
+    chain[t][K] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[t * stride + element]), chain[t][K]);
   }
 }
 
-// Groups of 16 rows [first_group, end_group) against T tokens.
+template <int T>
+SERVESCOPE_AVX512 inline void zero(__m512 (&chain)[T][kChains]) {
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int k = 0; k < kChains; ++k) chain[t][k] = _mm512_setzero_ps();
+  }
+}
+
+SERVESCOPE_AVX512 inline __m512 chain_sum(const __m512 (&chain)[kChains]) {
+  return _mm512_add_ps(_mm512_add_ps(chain[0], chain[1]), _mm512_add_ps(chain[2], chain[3]));
+}
+
+SERVESCOPE_AVX512 inline __m512 halves_to_floats(const uint16_t* halves) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
+}
+SERVESCOPE_AVX512 inline __m512 bytes_to_floats(const uint8_t* bytes) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes))));
+}
+
+template <int T>
+SERVESCOPE_AVX512 inline void store_rows(const __m512 (&total)[T], int64_t row, int64_t end_row,
+                                         float* out, int64_t out_stride) {
+  const auto valid = static_cast<unsigned>(std::min(kInterleavedRows, end_row - row));
+  const auto lanes = static_cast<__mmask16>((1u << valid) - 1u);
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * out_stride + row, lanes, total[t]);
+}
+
+// Q4_0 / Q8_0: groups of 16 rows in [first_row, end_row) against T tokens.
 template <class Simd, int T>
 SERVESCOPE_AVX512 void exact_groups_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
-                                           int64_t end_row, const float* prepared, float* out,
-                                           int64_t out_stride) {
+                                           int64_t end_row, const float* prepared, int64_t stride,
+                                           float* out, int64_t out_stride) {
   using Format = typename Simd::Format;
   const int64_t blocks = cols / kQuantBlock;
   const auto* all = reinterpret_cast<const typename Format::Block*>(packed);
@@ -212,74 +343,165 @@ SERVESCOPE_AVX512 void exact_groups_avx512(const uint8_t* packed, int64_t cols, 
     for (int64_t b = 0; b < blocks; ++b) {
       const float* x = prepared + b * kQuantBlock;
       __m512 chain[T][kChains];
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-#pragma GCC unroll 4
-        for (int k = 0; k < kChains; ++k) chain[t][k] = _mm512_setzero_ps();
-      }
+      zero(chain);
 #pragma GCC unroll 8
       for (int c = 0; c < Format::kChunks; ++c) {
-        const typename Simd::Chunk chunk = Simd::load(group[b], c);
-        multiply_add<Simd, 0, 0, T>(chunk, x, cols, c, chain);
-        if constexpr (Format::kPerByte == 2) multiply_add<Simd, 0, 1, T>(chunk, x, cols, c, chain);
-        multiply_add<Simd, 1, 0, T>(chunk, x, cols, c, chain);
-        if constexpr (Format::kPerByte == 2) multiply_add<Simd, 1, 1, T>(chunk, x, cols, c, chain);
-        multiply_add<Simd, 2, 0, T>(chunk, x, cols, c, chain);
-        if constexpr (Format::kPerByte == 2) multiply_add<Simd, 2, 1, T>(chunk, x, cols, c, chain);
-        multiply_add<Simd, 3, 0, T>(chunk, x, cols, c, chain);
-        if constexpr (Format::kPerByte == 2) multiply_add<Simd, 3, 1, T>(chunk, x, cols, c, chain);
+        const Chunk chunk = Simd::load(group[b].qs[c]);
+        const auto element = [c](int k, int h) { return Format::element(c, k, h); };
+        multiply_add<Simd, 0, 0, T>(chunk, x, stride, element(0, 0), chain);
+        if constexpr (Format::kPerByte == 2) {
+          multiply_add<Simd, 0, 1, T>(chunk, x, stride, element(0, 1), chain);
+        }
+        multiply_add<Simd, 1, 0, T>(chunk, x, stride, element(1, 0), chain);
+        if constexpr (Format::kPerByte == 2) {
+          multiply_add<Simd, 1, 1, T>(chunk, x, stride, element(1, 1), chain);
+        }
+        multiply_add<Simd, 2, 0, T>(chunk, x, stride, element(2, 0), chain);
+        if constexpr (Format::kPerByte == 2) {
+          multiply_add<Simd, 2, 1, T>(chunk, x, stride, element(2, 1), chain);
+        }
+        multiply_add<Simd, 3, 0, T>(chunk, x, stride, element(3, 0), chain);
+        if constexpr (Format::kPerByte == 2) {
+          multiply_add<Simd, 3, 1, T>(chunk, x, stride, element(3, 1), chain);
+        }
       }
-      const __m512 d =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group[b].d)));
+      const __m512 d = halves_to_floats(group[b].d);
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const __m512 sum = _mm512_add_ps(_mm512_add_ps(chain[t][0], chain[t][1]),
-                                         _mm512_add_ps(chain[t][2], chain[t][3]));
-        total[t] = _mm512_fmadd_ps(d, sum, total[t]);
-      }
+      for (int t = 0; t < T; ++t) total[t] = _mm512_fmadd_ps(d, chain_sum(chain[t]), total[t]);
     }
-    const auto valid = static_cast<unsigned>(std::min(kInterleavedRows, end_row - row));
-    const auto lanes = static_cast<__mmask16>((1u << valid) - 1u);
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * out_stride + row, lanes, total[t]);
+    store_rows(total, row, end_row, out, out_stride);
   }
 }
 
-template <class Simd>
-void exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                  const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
+// Q4_K: per sub-block j, its four chains, then its scale and its minimum x the token's sum.
+template <int H, int T>
+SERVESCOPE_AVX512 inline void q4k_sub_block(const Q4K::Block& block, int j, const float* x,
+                                            int64_t stride, __m512 (&chain)[T][kChains]) {
+  using Simd = Nibbles<0>;
+  zero(chain);
+#pragma GCC unroll 8
+  for (int i = 0; i < Q4K::kChunks; ++i) {
+    const Chunk chunk = Simd::load(block.qs[j / 2][i]);
+    multiply_add<Simd, 0, H, T>(chunk, x, stride, 4 * i, chain);
+    multiply_add<Simd, 1, H, T>(chunk, x, stride, 4 * i + 1, chain);
+    multiply_add<Simd, 2, H, T>(chunk, x, stride, 4 * i + 2, chain);
+    multiply_add<Simd, 3, H, T>(chunk, x, stride, 4 * i + 3, chain);
+  }
+}
+
+template <int T>
+SERVESCOPE_AVX512 void q4k_groups_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
+                                         int64_t end_row, const float* prepared, int64_t stride,
+                                         float* out, int64_t out_stride) {
+  const int64_t supers = cols / kSuperBlock;
+  const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
+  const float* sums = prepared + cols;
+  for (int64_t row = first_row; row < end_row; row += kInterleavedRows) {
+    const auto* group = all + row / kInterleavedRows * supers;
+    __m512 total[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) total[t] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q4K::Block& block = group[s];
+      const __m512 d = halves_to_floats(block.d);
+      const __m512 dmin = halves_to_floats(block.dmin);
+      for (int j = 0; j < Q4K::kSubBlocks; ++j) {
+        const float* x = prepared + s * kSuperBlock + j * kQuantBlock;
+        __m512 chain[T][kChains];
+        if (j % 2 == 0) {
+          q4k_sub_block<0, T>(block, j, x, stride, chain);
+        } else {
+          q4k_sub_block<1, T>(block, j, x, stride, chain);
+        }
+        const __m512 scale = _mm512_mul_ps(d, bytes_to_floats(block.scale[j]));
+        const __m512 min = _mm512_mul_ps(dmin, bytes_to_floats(block.min[j]));
+        const int64_t sum_at = s * Q4K::kSubBlocks + j;
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          total[t] = _mm512_fmadd_ps(scale, chain_sum(chain[t]), total[t]);
+          total[t] = _mm512_fnmadd_ps(min, _mm512_set1_ps(sums[t * stride + sum_at]), total[t]);
+        }
+      }
+    }
+    store_rows(total, row, end_row, out, out_stride);
+  }
+}
+
+// Tokens four at a time, then the rest.
+template <template <int> class Groups>
+void in_token_groups(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                     const float* prepared, int64_t stride, int64_t tokens, float* out,
+                     int64_t out_stride) {
   int64_t t = 0;
   for (; t + kMaxTokens <= tokens; t += kMaxTokens) {
-    exact_groups_avx512<Simd, kMaxTokens>(packed, cols, first_row, end_row, prepared + t * cols,
-                                          out + t * out_stride, out_stride);
+    Groups<kMaxTokens>::run(packed, cols, first_row, end_row, prepared + t * stride, stride,
+                            out + t * out_stride, out_stride);
   }
-  const float* x = prepared + t * cols;
+  const float* x = prepared + t * stride;
   float* o = out + t * out_stride;
   switch (tokens - t) {
     case 3:
-      exact_groups_avx512<Simd, 3>(packed, cols, first_row, end_row, x, o, out_stride);
+      Groups<3>::run(packed, cols, first_row, end_row, x, stride, o, out_stride);
       break;
     case 2:
-      exact_groups_avx512<Simd, 2>(packed, cols, first_row, end_row, x, o, out_stride);
+      Groups<2>::run(packed, cols, first_row, end_row, x, stride, o, out_stride);
       break;
     case 1:
-      exact_groups_avx512<Simd, 1>(packed, cols, first_row, end_row, x, o, out_stride);
+      Groups<1>::run(packed, cols, first_row, end_row, x, stride, o, out_stride);
       break;
     default:
       break;
   }
 }
 
-// Dequantised tiles: the weight's float (times 2^power, undone by the scale's 2^-power, both
-// exact) times d, 16 rows to a column of the panel.
+template <class Simd>
+struct BlockGroups {
+  template <int T>
+  struct Of {
+    static void run(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                    const float* prepared, int64_t stride, float* out, int64_t out_stride) {
+      exact_groups_avx512<Simd, T>(packed, cols, first_row, end_row, prepared, stride, out,
+                                   out_stride);
+    }
+  };
+};
+template <int T>
+struct Q4KGroups {
+  static void run(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                  const float* prepared, int64_t stride, float* out, int64_t out_stride) {
+    q4k_groups_avx512<T>(packed, cols, first_row, end_row, prepared, stride, out, out_stride);
+  }
+};
+
+template <class Simd>
+void exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                  const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
+  in_token_groups<BlockGroups<Simd>::template Of>(packed, cols, first_row, end_row, prepared,
+                                                  exact_prepared_floats(Simd::Format::kType, cols),
+                                                  tokens, out, out_stride);
+}
+void q4k_exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                      const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
+  in_token_groups<Q4KGroups>(packed, cols, first_row, end_row, prepared,
+                             exact_prepared_floats(GgmlType::Q4_K, cols), tokens, out, out_stride);
+}
+
+// Dequantised tiles: a weight's float x 2^power times d x 2^-power (both exact), 16 rows to a
+// column of the panel.
 template <class Simd, int K, int H>
-SERVESCOPE_AVX512 inline void store_column(const typename Simd::Chunk& chunk, __m512 d, int c,
-                                           int64_t first_col, int64_t width, float* dst) {
-  const __m512 w = Simd::template weights<K, H>(chunk);
+SERVESCOPE_AVX512 inline void store_column(const Chunk& chunk, __m512 d, int64_t col, int64_t width,
+                                           float* dst) {
   constexpr int kPower = Simd::Format::power(K, H);
   const __m512 scaled_d = _mm512_mul_ps(d, _mm512_set1_ps(1.0f / static_cast<float>(1 << kPower)));
-  const int64_t col = first_col + Simd::Format::element(c, K, H);
-  _mm512_storeu_ps(dst + col * width, _mm512_mul_ps(w, scaled_d));
+  _mm512_storeu_ps(dst + col * width, _mm512_mul_ps(Simd::template weights<K, H>(chunk), scaled_d));
+}
+
+// Where group p of a tile's rows goes in the tile's panels, and its column stride.
+float* panel_of(float* panels, const PanelLayout& layout, int64_t p, int64_t& width) {
+  const int64_t block_index = p * kPanelRows / kPanelBlockRows;
+  width = layout.block_width(block_index);
+  return panels + layout.block_offset(block_index) / sizeof(float) +
+         (p * kPanelRows - block_index * kPanelBlockRows);
 }
 
 template <class Simd>
@@ -291,25 +513,76 @@ SERVESCOPE_AVX512 void panels_avx512(const uint8_t* packed, int64_t cols, int64_
   const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
   for (int64_t p = 0; p < layout.panels(); ++p) {
     const auto* group = all + (first_row / kInterleavedRows + p) * blocks;
-    const int64_t block_index = p * kPanelRows / kPanelBlockRows;
-    const int64_t width = layout.block_width(block_index);
-    float* dst = panels + layout.block_offset(block_index) / sizeof(float) +
-                 (p * kPanelRows - block_index * kPanelBlockRows);
+    int64_t width = 0;
+    float* dst = panel_of(panels, layout, p, width);
     for (int64_t b = 0; b < blocks; ++b) {
-      const __m512 d =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group[b].d)));
+      const __m512 d = halves_to_floats(group[b].d);
       for (int c = 0; c < Format::kChunks; ++c) {
-        const typename Simd::Chunk chunk = Simd::load(group[b], c);
+        const Chunk chunk = Simd::load(group[b].qs[c]);
         const int64_t first_col = b * kQuantBlock;
-        store_column<Simd, 0, 0>(chunk, d, c, first_col, width, dst);
-        store_column<Simd, 1, 0>(chunk, d, c, first_col, width, dst);
-        store_column<Simd, 2, 0>(chunk, d, c, first_col, width, dst);
-        store_column<Simd, 3, 0>(chunk, d, c, first_col, width, dst);
+        const auto col = [&](int k, int h) { return first_col + Format::element(c, k, h); };
+        store_column<Simd, 0, 0>(chunk, d, col(0, 0), width, dst);
+        store_column<Simd, 1, 0>(chunk, d, col(1, 0), width, dst);
+        store_column<Simd, 2, 0>(chunk, d, col(2, 0), width, dst);
+        store_column<Simd, 3, 0>(chunk, d, col(3, 0), width, dst);
         if constexpr (Format::kPerByte == 2) {
-          store_column<Simd, 0, 1>(chunk, d, c, first_col, width, dst);
-          store_column<Simd, 1, 1>(chunk, d, c, first_col, width, dst);
-          store_column<Simd, 2, 1>(chunk, d, c, first_col, width, dst);
-          store_column<Simd, 3, 1>(chunk, d, c, first_col, width, dst);
+          store_column<Simd, 0, 1>(chunk, d, col(0, 1), width, dst);
+          store_column<Simd, 1, 1>(chunk, d, col(1, 1), width, dst);
+          store_column<Simd, 2, 1>(chunk, d, col(2, 1), width, dst);
+          store_column<Simd, 3, 1>(chunk, d, col(3, 1), width, dst);
+        }
+      }
+    }
+  }
+}
+
+// Q4_K tiles: scale x q - min, as gguf::dequantize_row rounds them (q x 2^power times
+// scale x 2^-power is scale x q exactly).
+template <int K, int H>
+SERVESCOPE_AVX512 inline void store_q4k_column(const Chunk& chunk, __m512 scale, __m512 min,
+                                               int64_t col, int64_t width, float* dst) {
+  constexpr int kPower = Q4K::power(K, H);
+  const __m512 scaled =
+      _mm512_mul_ps(scale, _mm512_set1_ps(1.0f / static_cast<float>(1 << kPower)));
+  const __m512 w = Nibbles<0>::template weights<K, H>(chunk);
+  _mm512_storeu_ps(dst + col * width, _mm512_sub_ps(_mm512_mul_ps(w, scaled), min));
+}
+
+template <int H>
+SERVESCOPE_AVX512 void q4k_sub_block_columns(const Q4K::Block& block, int j, __m512 scale,
+                                             __m512 min, int64_t first_col, int64_t width,
+                                             float* dst) {
+  for (int i = 0; i < Q4K::kChunks; ++i) {
+    const Chunk chunk = Nibbles<0>::load(block.qs[j / 2][i]);
+    const int64_t col = first_col + 4 * i;
+    store_q4k_column<0, H>(chunk, scale, min, col, width, dst);
+    store_q4k_column<1, H>(chunk, scale, min, col + 1, width, dst);
+    store_q4k_column<2, H>(chunk, scale, min, col + 2, width, dst);
+    store_q4k_column<3, H>(chunk, scale, min, col + 3, width, dst);
+  }
+}
+
+SERVESCOPE_AVX512 void q4k_panels_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
+                                         int64_t rows, float* panels) {
+  const int64_t supers = cols / kSuperBlock;
+  const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
+  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
+  for (int64_t p = 0; p < layout.panels(); ++p) {
+    const auto* group = all + (first_row / kInterleavedRows + p) * supers;
+    int64_t width = 0;
+    float* dst = panel_of(panels, layout, p, width);
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q4K::Block& block = group[s];
+      const __m512 d = halves_to_floats(block.d);
+      const __m512 dmin = halves_to_floats(block.dmin);
+      for (int j = 0; j < Q4K::kSubBlocks; ++j) {
+        const __m512 scale = _mm512_mul_ps(d, bytes_to_floats(block.scale[j]));
+        const __m512 min = _mm512_mul_ps(dmin, bytes_to_floats(block.min[j]));
+        const int64_t first_col = s * kSuperBlock + j * kQuantBlock;
+        if (j % 2 == 0) {
+          q4k_sub_block_columns<0>(block, j, scale, min, first_col, width, dst);
+        } else {
+          q4k_sub_block_columns<1>(block, j, scale, min, first_col, width, dst);
         }
       }
     }
@@ -322,27 +595,67 @@ SERVESCOPE_AVX512 void panels_avx512(const uint8_t* packed, int64_t cols, int64_
 }  // namespace
 
 bool has_exact_interleaved_kernel(GgmlType type) {
-  return (type == GgmlType::Q4_0 || type == GgmlType::Q8_0) && cpu_has_avx512_bw();
+  return (type == GgmlType::Q4_0 || type == GgmlType::Q8_0 || type == GgmlType::Q4_K) &&
+         cpu_has_avx512_bw();
+}
+
+int64_t exact_prepared_floats(GgmlType type, int64_t cols) {
+  return type == GgmlType::Q4_K ? cols + cols / kQuantBlock : cols;
 }
 
 void prepare_exact_activations(GgmlType type, const float* x, int64_t x_stride, int64_t tokens,
                                int64_t cols, float* prepared) {
-  static const std::array<float, kQuantBlock> q4_scales = activation_scales<Q4>();
-  static const std::array<float, kQuantBlock> q8_scales = activation_scales<Q8>();
-  const std::array<float, kQuantBlock>& scales = type == GgmlType::Q4_0 ? q4_scales : q8_scales;
+  static const ActivationScales q4_scales = block_activation_scales<Q4>();
+  static const ActivationScales q8_scales = block_activation_scales<Q8>();
+  static const ActivationScales q4k_scales = q4k_activation_scales();
+  const ActivationScales& scales = type == GgmlType::Q4_0   ? q4_scales
+                                   : type == GgmlType::Q8_0 ? q8_scales
+                                                            : q4k_scales;
+  const int64_t stride = exact_prepared_floats(type, cols);
   for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t col = 0; col < cols; ++col) {
-      prepared[t * cols + col] =
-          x[t * x_stride + col] * scales[static_cast<size_t>(col % kQuantBlock)];
+    const float* in = x + t * x_stride;
+    float* to = prepared + t * stride;
+    for (int64_t first = 0; first < cols; first += kSuperBlock) {
+      const int64_t n = std::min<int64_t>(kSuperBlock, cols - first);
+      for (int64_t e = 0; e < n; ++e)
+        to[first + e] = in[first + e] * scales[static_cast<size_t>(e)];
+    }
+    if (type != GgmlType::Q4_K) continue;
+    for (int64_t b = 0; b < cols / kQuantBlock; ++b) {  // the sums the minimums multiply
+      float sum = 0.0f;
+      for (int64_t e = 0; e < kQuantBlock; ++e) sum += in[b * kQuantBlock + e];
+      to[cols + b] = sum;
     }
   }
 }
 
 std::vector<ExactInterleavedKernel> exact_interleaved_kernel_variants(GgmlType type) {
-  const bool q4 = type == GgmlType::Q4_0;
-  std::vector<ExactInterleavedKernel> variants{q4 ? exact_portable<Q4> : exact_portable<Q8>};
+  std::vector<ExactInterleavedKernel> variants;
+  switch (type) {
+    case GgmlType::Q4_0:
+      variants.push_back(exact_portable<Q4>);
+      break;
+    case GgmlType::Q8_0:
+      variants.push_back(exact_portable<Q8>);
+      break;
+    default:
+      variants.push_back(q4k_exact_portable);
+      break;
+  }
 #ifdef SERVESCOPE_X86_SIMD
-  if (cpu_has_avx512_bw()) variants.push_back(q4 ? exact_avx512<Q4Avx512> : exact_avx512<Q8Avx512>);
+  if (cpu_has_avx512_bw()) {
+    switch (type) {
+      case GgmlType::Q4_0:
+        variants.push_back(exact_avx512<Q4Avx512>);
+        break;
+      case GgmlType::Q8_0:
+        variants.push_back(exact_avx512<Q8Avx512>);
+        break;
+      default:
+        variants.push_back(q4k_exact_avx512);
+        break;
+    }
+  }
 #endif
   return variants;
 }
@@ -350,19 +663,39 @@ std::vector<ExactInterleavedKernel> exact_interleaved_kernel_variants(GgmlType t
 ExactInterleavedKernel exact_interleaved_kernel(GgmlType type) {
   static const ExactInterleavedKernel q4 = exact_interleaved_kernel_variants(GgmlType::Q4_0).back();
   static const ExactInterleavedKernel q8 = exact_interleaved_kernel_variants(GgmlType::Q8_0).back();
-  return type == GgmlType::Q4_0 ? q4 : q8;
+  static const ExactInterleavedKernel q4k =
+      exact_interleaved_kernel_variants(GgmlType::Q4_K).back();
+  return type == GgmlType::Q4_0 ? q4 : type == GgmlType::Q8_0 ? q8 : q4k;
 }
 
 void interleaved_to_panels(GgmlType type, const uint8_t* packed, int64_t cols, int64_t first_row,
                            int64_t rows, float* panels) {
-  const bool q4 = type == GgmlType::Q4_0;
 #ifdef SERVESCOPE_X86_SIMD
   if (cpu_has_avx512_bw()) {
-    (q4 ? panels_avx512<Q4Avx512> : panels_avx512<Q8Avx512>)(packed, cols, first_row, rows, panels);
-    return;
+    switch (type) {
+      case GgmlType::Q4_0:
+        panels_avx512<Q4Avx512>(packed, cols, first_row, rows, panels);
+        return;
+      case GgmlType::Q8_0:
+        panels_avx512<Q8Avx512>(packed, cols, first_row, rows, panels);
+        return;
+      default:
+        q4k_panels_avx512(packed, cols, first_row, rows, panels);
+        return;
+    }
   }
 #endif
-  (q4 ? panels_portable<Q4> : panels_portable<Q8>)(packed, cols, first_row, rows, panels);
+  switch (type) {
+    case GgmlType::Q4_0:
+      panels_portable<Q4>(packed, cols, first_row, rows, panels);
+      return;
+    case GgmlType::Q8_0:
+      panels_portable<Q8>(packed, cols, first_row, rows, panels);
+      return;
+    default:
+      q4k_panels_portable(packed, cols, first_row, rows, panels);
+      return;
+  }
 }
 
 }  // namespace servescope::compute

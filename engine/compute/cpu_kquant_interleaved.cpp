@@ -31,19 +31,6 @@ using gguf::kSuperBlock;
 constexpr int64_t kRows = kInterleavedRows;
 constexpr int kBlocksPerSuper = kSuperBlock / kQuantBlock;  // 8 activation blocks
 
-// One super-block (256 columns) of 16 rows of Q4_K. Pair c of sub-blocks (2c, 2c + 1) is 32
-// bytes of a row: element l of sub-block 2c in the low nibble of byte l, of 2c + 1 in the high.
-// Chunk i holds bytes 4i .. 4i + 3 of every row, so its nibbles are elements 4i .. 4i + 3 of a
-// sub-block for 16 rows: one integer dot's operand.
-struct Q4KBlock {
-  uint16_t d[kRows];
-  uint16_t dmin[kRows];
-  uint8_t scale[8][kRows];  // sub-block j's 6-bit scale, row by row
-  uint8_t min[8][kRows];    // and its 6-bit minimum
-  uint8_t qs[4][8][kRows][4];
-};
-static_assert(sizeof(Q4KBlock) == 2368, "16 rows of a Q4_K super-block, scales a byte each");
-
 // One super-block of 16 rows of Q6_K, per activation block a (32 columns): the quants' low four
 // bits as Q4_0 packs them (chunk k: element 4k + e in the low nibble of byte e, 16 + 4k + e in
 // the high), and their top two bits four groups to a byte (chunk h: bits 2u, 2u + 1 of byte e

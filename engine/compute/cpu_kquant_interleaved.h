@@ -23,6 +23,20 @@
 
 namespace servescope::compute::kquant_interleaved {
 
+// One super-block (256 columns) of 16 rows of Q4_K. Pair c of sub-blocks (2c, 2c + 1) is 32
+// bytes of a row: element l of sub-block 2c in the low nibble of byte l, of 2c + 1 in the high.
+// Chunk i holds bytes 4i .. 4i + 3 of every row, so its nibbles are elements 4i .. 4i + 3 of a
+// sub-block for 16 rows: one integer dot's operand (and, with exact activations, 16 rows'
+// weights of four columns: cpu_exact_interleaved.h).
+struct Q4KBlock {
+  uint16_t d[kInterleavedRows];
+  uint16_t dmin[kInterleavedRows];
+  uint8_t scale[8][kInterleavedRows];  // sub-block j's 6-bit scale, row by row
+  uint8_t min[8][kInterleavedRows];    // and its 6-bit minimum
+  uint8_t qs[4][8][kInterleavedRows][4];
+};
+static_assert(sizeof(Q4KBlock) == 2368, "16 rows of a Q4_K super-block, scales a byte each");
+
 // Q4_K and Q6_K.
 bool handles(gguf::GgmlType type);
 

@@ -209,7 +209,7 @@ TEST_P(CpuThreadedMatmul, SameForOneTwoThreeThreadsAndMatchesDoubleReference) {
   const GgmlType type = GetParam();
   const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
   const int64_t rows = 203;
-  const int64_t cols = blocks ? 320 : 328;
+  const int64_t cols = type == GgmlType::Q4_K ? 512 : blocks ? 320 : 328;
   const Weights w = random_weights(type, rows, cols, 7);
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -280,7 +280,7 @@ TEST(CpuQuantRows, EveryKernelVariantOfThisCpuGivesTheSameSums) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuThreadedMatmul,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::Q8_0,
-                                           GgmlType::Q4_0),
+                                           GgmlType::Q4_0, GgmlType::Q4_K),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
@@ -405,10 +405,11 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuInterleaved,
                            return std::string(gguf::type_name(param_info.param));
                          });
 
-// Interleaved Q4_0 / Q8_0 against exact float activations (what an AVX-512 CPU's exact backend
-// runs; the portable variant runs everywhere): every variant gives the portable kernel's bits,
-// a token gets the same bits alone as in any batch, the sums are the decoded weights' products,
-// and a tile dequantised from the interleaved rows is the one dequantised from GGML's rows.
+// Interleaved Q4_0 / Q8_0 / Q4_K against exact float activations (what an AVX-512 CPU's exact
+// backend runs; the portable variant runs everywhere): every variant gives the portable kernel's
+// bits, a token gets the same bits alone as in any batch, the sums are the decoded weights'
+// products, and a tile dequantised from the interleaved rows is the one dequantised from GGML's
+// rows.
 class CpuExactInterleaved : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(CpuExactInterleaved, EveryVariantGivesThePortableBitsAndTilesTheRowMajorValues) {
@@ -422,7 +423,7 @@ TEST_P(CpuExactInterleaved, EveryVariantGivesThePortableBitsAndTilesTheRowMajorV
   const int64_t most_tokens = 11;
   std::vector<float> x(static_cast<size_t>(most_tokens * cols));
   for (float& v : x) v = normal(rng);
-  std::vector<float> prepared(x.size());
+  std::vector<float> prepared(static_cast<size_t>(most_tokens * exact_prepared_floats(type, cols)));
   prepare_exact_activations(type, x.data(), cols, most_tokens, cols, prepared.data());
   const auto run = [&](ExactInterleavedKernel kernel, int64_t tokens) {
     std::vector<float> out(static_cast<size_t>(tokens * rows), -1.0f);
@@ -453,16 +454,16 @@ TEST_P(CpuExactInterleaved, EveryVariantGivesThePortableBitsAndTilesTheRowMajorV
   interleaved_to_panels(type, packed.data(), cols, first, tile_rows, from_interleaved.data());
   for (int64_t r = 0; r < tile_rows; ++r) {  // the padding rows past the tile may differ in sign
     for (int64_t c = 0; c < cols; ++c) {
-      const uint64_t at = layout.block_offset(r / kPanelBlockRows) / sizeof(float) +
-                          static_cast<uint64_t>(c * layout.block_width(r / kPanelBlockRows) +
-                                                r % kPanelBlockRows);
+      const uint64_t at =
+          layout.block_offset(r / kPanelBlockRows) / sizeof(float) +
+          static_cast<uint64_t>(c * layout.block_width(r / kPanelBlockRows) + r % kPanelBlockRows);
       ASSERT_EQ(from_interleaved[at], from_rows[at]) << "row " << first + r << " column " << c;
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuExactInterleaved,
-                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
