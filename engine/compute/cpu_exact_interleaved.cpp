@@ -71,6 +71,24 @@ struct Q4K {
   }
 };
 
+// Q6_K, per activation block a of 32 columns: byte e of low chunk kk holds the low four bits
+// of element 4kk + e (low nibble, half h = 0) and 16 + 4kk + e (high nibble, h = 1); byte e of
+// high chunk h holds their top two bits at bit 2kk. Half h is sub-block 2a + h (16 columns).
+// The kernels put the six bits of half h's byte e together at bit 8e (the high nibbles shifted
+// down first), and read bytes 2 and 3 after a shift right by 16: the weight's power of two.
+struct Q6K {
+  using Block = kquant_interleaved::Q6KBlock;
+  static constexpr int kBlocks = kSuperBlock / kQuantBlock;
+  static constexpr int power(int e, int /*h*/) { return e < 3 ? 8 * e : 8 * e - 16; }
+  static constexpr int element(int kk, int e, int h) { return 16 * h + 4 * kk + e; }
+  // The stored quant (0..63) less 32.
+  static int weight(const Block& block, int a, int kk, int row, int e, int h) {
+    const uint8_t low = block.low[a][kk][row][e];
+    const uint8_t high = block.high[a][h][row][e];
+    return (((h == 0 ? low : low >> 4) & 0x0F) | (((high >> (2 * kk)) & 3) << 4)) - 32;
+  }
+};
+
 // 2^-power of each element of a super-block's span of 256 columns: what
 // prepare_exact_activations multiplies by (Q4_0 and Q8_0 repeat every 32).
 using ActivationScales = std::array<float, kSuperBlock>;
@@ -88,6 +106,14 @@ ActivationScales block_activation_scales() {
         }
       }
     }
+  }
+  return scales;
+}
+ActivationScales q6k_activation_scales() {
+  ActivationScales scales{};
+  for (int col = 0; col < kSuperBlock; ++col) {
+    const int e = col % kQuantBlock;
+    scales[static_cast<size_t>(col)] = std::ldexp(1.0f, -Q6K::power(e % 4, e / 16));
   }
   return scales;
 }
@@ -227,6 +253,72 @@ void q4k_panels_portable(const uint8_t* packed, int64_t cols, int64_t first_row,
   }
 }
 
+void q6k_exact_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                        const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
+  const int64_t supers = cols / kSuperBlock;
+  const auto* all = reinterpret_cast<const Q6K::Block*>(packed);
+  for (int64_t row = first_row; row < end_row; ++row) {
+    const auto* group = all + row / kInterleavedRows * supers;
+    const auto lane = static_cast<int>(row % kInterleavedRows);
+    for (int64_t t = 0; t < tokens; ++t) {
+      float total = 0.0f;
+      for (int64_t s = 0; s < supers; ++s) {
+        const Q6K::Block& block = group[s];
+        const float d = gguf::fp16_to_fp32(block.d[lane]);
+        for (int a = 0; a < Q6K::kBlocks; ++a) {
+          const float* x = prepared + t * cols + s * kSuperBlock + a * kQuantBlock;
+          for (int h = 0; h < 2; ++h) {
+            std::array<float, kChains> chain{};
+            for (int kk = 0; kk < 4; ++kk) {
+              for (int e = 0; e < kChains; ++e) {
+                const float w = std::ldexp(
+                    static_cast<float>(Q6K::weight(block, a, kk, lane, e, h)), Q6K::power(e, h));
+                chain[static_cast<size_t>(e)] =
+                    std::fma(w, x[Q6K::element(kk, e, h)], chain[static_cast<size_t>(e)]);
+              }
+            }
+            const float sum = (chain[0] + chain[1]) + (chain[2] + chain[3]);
+            total = std::fma(d * static_cast<float>(block.scale[2 * a + h][lane]), sum, total);
+          }
+        }
+      }
+      out[t * out_stride + row] = total;
+    }
+  }
+}
+
+// As gguf::dequantize_row: d x scale x (q - 32).
+void q6k_panels_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t rows,
+                         float* panels) {
+  const int64_t supers = cols / kSuperBlock;
+  const auto* all = reinterpret_cast<const Q6K::Block*>(packed);
+  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
+  for (int64_t r = 0; r < layout.panels() * kPanelRows; ++r) {
+    const int64_t row = first_row + r;
+    const auto* group = all + row / kInterleavedRows * supers;
+    const auto lane = static_cast<int>(row % kInterleavedRows);
+    const int64_t block_index = r / kPanelBlockRows;
+    const int64_t width = layout.block_width(block_index);
+    float* dst = panels + layout.block_offset(block_index) / sizeof(float) +
+                 (r - block_index * kPanelBlockRows);
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q6K::Block& block = group[s];
+      const float d = gguf::fp16_to_fp32(block.d[lane]);
+      for (int a = 0; a < Q6K::kBlocks; ++a) {
+        for (int h = 0; h < 2; ++h) {
+          const float scale = d * static_cast<float>(block.scale[2 * a + h][lane]);
+          for (int kk = 0; kk < 4; ++kk) {
+            for (int e = 0; e < 4; ++e) {
+              const int64_t col = s * kSuperBlock + a * kQuantBlock + Q6K::element(kk, e, h);
+              dst[col * width] = scale * static_cast<float>(Q6K::weight(block, a, kk, lane, e, h));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 #ifdef SERVESCOPE_X86_SIMD
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -312,6 +404,10 @@ SERVESCOPE_AVX512 inline __m512 chain_sum(const __m512 (&chain)[kChains]) {
 
 SERVESCOPE_AVX512 inline __m512 halves_to_floats(const uint16_t* halves) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
+}
+SERVESCOPE_AVX512 inline __m512 signed_bytes_to_floats(const int8_t* bytes) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes))));
 }
 SERVESCOPE_AVX512 inline __m512 bytes_to_floats(const uint8_t* bytes) {
   return _mm512_cvtepi32_ps(
@@ -427,6 +523,97 @@ SERVESCOPE_AVX512 void q4k_groups_avx512(const uint8_t* packed, int64_t cols, in
   }
 }
 
+// Q6_K: low chunk kk's nibbles of half h and high chunk h's bits put together, six bits a byte
+// at bit 8e, and the same shifted right by 16.
+template <int KK, int H>
+SERVESCOPE_AVX512 inline Chunk q6k_chunk(const Q6K::Block& block, int a) {
+  const __m512i low = _mm512_loadu_si512(block.low[a][KK]);
+  const __m512i nibbles = H == 0 ? low : _mm512_srli_epi32(low, 4);
+  const __m512i high = _mm512_loadu_si512(block.high[a][H]);
+  // The two bits at 2 KK moved to bit 4, just above the nibble.
+  constexpr int kLeft = 4 - 2 * KK;
+  const __m512i moved =
+      kLeft >= 0 ? _mm512_slli_epi32(high, kLeft) : _mm512_srli_epi32(high, -kLeft);
+  const __m512i top = _mm512_and_si512(moved, _mm512_set1_epi32(0x30303030));
+  const __m512i bits =
+      _mm512_ternarylogic_epi32(nibbles, _mm512_set1_epi32(0x0F0F0F0F), top, kMaskOrMagic);
+  return {bits, _mm512_srli_epi32(bits, 16)};
+}
+
+template <int E, int H>
+SERVESCOPE_AVX512 inline __m512 q6k_weights(const Chunk& chunk) {
+  constexpr int kPower = Q6K::power(E, H);
+  const __m512i bits = _mm512_ternarylogic_epi32(E < 3 ? chunk.bits : chunk.shifted,
+                                                 _mm512_set1_epi32(0x3F << kPower),
+                                                 _mm512_set1_epi32(kExponentOf2To23), kMaskOrMagic);
+  return _mm512_sub_ps(_mm512_castsi512_ps(bits),
+                       _mm512_set1_ps(kTwo23 + 32.0f * static_cast<float>(1 << kPower)));
+}
+
+template <int KK, int E, int H, int T>
+SERVESCOPE_AVX512 inline void q6k_multiply_add_byte(const Chunk& chunk, const float* x,
+                                                    int64_t stride, __m512 (&chain)[T][kChains]) {
+  const __m512 w = q6k_weights<E, H>(chunk);
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    chain[t][E] =
+        _mm512_fmadd_ps(w, _mm512_set1_ps(x[t * stride + Q6K::element(KK, E, H)]), chain[t][E]);
+  }
+}
+
+template <int KK, int H, int T>
+SERVESCOPE_AVX512 inline void q6k_multiply_add(const Q6K::Block& block, int a, const float* x,
+                                               int64_t stride, __m512 (&chain)[T][kChains]) {
+  const Chunk chunk = q6k_chunk<KK, H>(block, a);
+  q6k_multiply_add_byte<KK, 0, H, T>(chunk, x, stride, chain);
+  q6k_multiply_add_byte<KK, 1, H, T>(chunk, x, stride, chain);
+  q6k_multiply_add_byte<KK, 2, H, T>(chunk, x, stride, chain);
+  q6k_multiply_add_byte<KK, 3, H, T>(chunk, x, stride, chain);
+}
+
+template <int H, int T>
+SERVESCOPE_AVX512 inline void q6k_half(const Q6K::Block& block, int a, const float* x,
+                                       int64_t stride, __m512 (&chain)[T][kChains]) {
+  zero(chain);
+  q6k_multiply_add<0, H, T>(block, a, x, stride, chain);
+  q6k_multiply_add<1, H, T>(block, a, x, stride, chain);
+  q6k_multiply_add<2, H, T>(block, a, x, stride, chain);
+  q6k_multiply_add<3, H, T>(block, a, x, stride, chain);
+}
+
+template <int T>
+SERVESCOPE_AVX512 void q6k_groups_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
+                                         int64_t end_row, const float* prepared, int64_t stride,
+                                         float* out, int64_t out_stride) {
+  const int64_t supers = cols / kSuperBlock;
+  const auto* all = reinterpret_cast<const Q6K::Block*>(packed);
+  for (int64_t row = first_row; row < end_row; row += kInterleavedRows) {
+    const auto* group = all + row / kInterleavedRows * supers;
+    __m512 total[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) total[t] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q6K::Block& block = group[s];
+      const __m512 d = halves_to_floats(block.d);
+      for (int a = 0; a < Q6K::kBlocks; ++a) {
+        const float* x = prepared + s * kSuperBlock + a * kQuantBlock;
+        __m512 chain[T][kChains];
+        q6k_half<0, T>(block, a, x, stride, chain);
+        const __m512 first = _mm512_mul_ps(d, signed_bytes_to_floats(block.scale[2 * a]));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t)
+          total[t] = _mm512_fmadd_ps(first, chain_sum(chain[t]), total[t]);
+        q6k_half<1, T>(block, a, x, stride, chain);
+        const __m512 second = _mm512_mul_ps(d, signed_bytes_to_floats(block.scale[2 * a + 1]));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t)
+          total[t] = _mm512_fmadd_ps(second, chain_sum(chain[t]), total[t]);
+      }
+    }
+    store_rows(total, row, end_row, out, out_stride);
+  }
+}
+
 // Tokens four at a time, then the rest.
 template <template <int> class Groups>
 void in_token_groups(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
@@ -479,6 +666,18 @@ void exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_
   in_token_groups<BlockGroups<Simd>::template Of>(packed, cols, first_row, end_row, prepared,
                                                   exact_prepared_floats(Simd::Format::kType, cols),
                                                   tokens, out, out_stride);
+}
+template <int T>
+struct Q6KGroups {
+  static void run(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                  const float* prepared, int64_t stride, float* out, int64_t out_stride) {
+    q6k_groups_avx512<T>(packed, cols, first_row, end_row, prepared, stride, out, out_stride);
+  }
+};
+void q6k_exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                      const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
+  in_token_groups<Q6KGroups>(packed, cols, first_row, end_row, prepared, cols, tokens, out,
+                             out_stride);
 }
 void q4k_exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
                       const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
@@ -589,13 +788,103 @@ SERVESCOPE_AVX512 void q4k_panels_avx512(const uint8_t* packed, int64_t cols, in
   }
 }
 
+// Q6_K tiles: d x scale x (q - 32), as gguf::dequantize_row rounds it.
+template <int KK, int E, int H>
+SERVESCOPE_AVX512 inline void q6k_column(const Chunk& chunk, __m512 scale, int64_t first_col,
+                                         int64_t width, float* dst) {
+  constexpr int kPower = Q6K::power(E, H);
+  const __m512 scaled =
+      _mm512_mul_ps(scale, _mm512_set1_ps(1.0f / static_cast<float>(1 << kPower)));
+  _mm512_storeu_ps(dst + (first_col + Q6K::element(KK, E, H)) * width,
+                   _mm512_mul_ps(q6k_weights<E, H>(chunk), scaled));
+}
+
+template <int KK, int H>
+SERVESCOPE_AVX512 inline void q6k_columns(const Q6K::Block& block, int a, __m512 scale,
+                                          int64_t first_col, int64_t width, float* dst) {
+  const Chunk chunk = q6k_chunk<KK, H>(block, a);
+  q6k_column<KK, 0, H>(chunk, scale, first_col, width, dst);
+  q6k_column<KK, 1, H>(chunk, scale, first_col, width, dst);
+  q6k_column<KK, 2, H>(chunk, scale, first_col, width, dst);
+  q6k_column<KK, 3, H>(chunk, scale, first_col, width, dst);
+}
+
+template <int H>
+SERVESCOPE_AVX512 void q6k_half_columns(const Q6K::Block& block, int a, __m512 d, int64_t first_col,
+                                        int64_t width, float* dst) {
+  const __m512 scale = _mm512_mul_ps(d, signed_bytes_to_floats(block.scale[2 * a + H]));
+  q6k_columns<0, H>(block, a, scale, first_col, width, dst);
+  q6k_columns<1, H>(block, a, scale, first_col, width, dst);
+  q6k_columns<2, H>(block, a, scale, first_col, width, dst);
+  q6k_columns<3, H>(block, a, scale, first_col, width, dst);
+}
+
+SERVESCOPE_AVX512 void q6k_panels_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
+                                         int64_t rows, float* panels) {
+  const int64_t supers = cols / kSuperBlock;
+  const auto* all = reinterpret_cast<const Q6K::Block*>(packed);
+  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
+  for (int64_t p = 0; p < layout.panels(); ++p) {
+    const auto* group = all + (first_row / kInterleavedRows + p) * supers;
+    int64_t width = 0;
+    float* dst = panel_of(panels, layout, p, width);
+    for (int64_t s = 0; s < supers; ++s) {
+      const __m512 d = halves_to_floats(group[s].d);
+      for (int a = 0; a < Q6K::kBlocks; ++a) {
+        const int64_t first_col = s * kSuperBlock + a * kQuantBlock;
+        q6k_half_columns<0>(group[s], a, d, first_col, width, dst);
+        q6k_half_columns<1>(group[s], a, d, first_col, width, dst);
+      }
+    }
+  }
+}
+
 #pragma GCC diagnostic pop
 #endif
+
+using PanelsFromInterleaved = void (*)(const uint8_t* packed, int64_t cols, int64_t first_row,
+                                       int64_t rows, float* panels);
+// A type's kernels: portable, and AVX-512 where this build has them (null otherwise).
+struct TypeKernels {
+  ExactInterleavedKernel portable;
+  ExactInterleavedKernel avx512;
+  PanelsFromInterleaved portable_panels;
+  PanelsFromInterleaved avx512_panels;
+};
+
+TypeKernels kernels_for(GgmlType type) {
+#ifdef SERVESCOPE_X86_SIMD
+  switch (type) {
+    case GgmlType::Q4_0:
+      return {exact_portable<Q4>, exact_avx512<Q4Avx512>, panels_portable<Q4>,
+              panels_avx512<Q4Avx512>};
+    case GgmlType::Q8_0:
+      return {exact_portable<Q8>, exact_avx512<Q8Avx512>, panels_portable<Q8>,
+              panels_avx512<Q8Avx512>};
+    case GgmlType::Q4_K:
+      return {q4k_exact_portable, q4k_exact_avx512, q4k_panels_portable, q4k_panels_avx512};
+    default:
+      return {q6k_exact_portable, q6k_exact_avx512, q6k_panels_portable, q6k_panels_avx512};
+  }
+#else
+  switch (type) {
+    case GgmlType::Q4_0:
+      return {exact_portable<Q4>, nullptr, panels_portable<Q4>, nullptr};
+    case GgmlType::Q8_0:
+      return {exact_portable<Q8>, nullptr, panels_portable<Q8>, nullptr};
+    case GgmlType::Q4_K:
+      return {q4k_exact_portable, nullptr, q4k_panels_portable, nullptr};
+    default:
+      return {q6k_exact_portable, nullptr, q6k_panels_portable, nullptr};
+  }
+#endif
+}
 
 }  // namespace
 
 bool has_exact_interleaved_kernel(GgmlType type) {
-  return (type == GgmlType::Q4_0 || type == GgmlType::Q8_0 || type == GgmlType::Q4_K) &&
+  return (type == GgmlType::Q4_0 || type == GgmlType::Q8_0 || type == GgmlType::Q4_K ||
+          type == GgmlType::Q6_K) &&
          cpu_has_avx512_bw();
 }
 
@@ -608,9 +897,11 @@ void prepare_exact_activations(GgmlType type, const float* x, int64_t x_stride, 
   static const ActivationScales q4_scales = block_activation_scales<Q4>();
   static const ActivationScales q8_scales = block_activation_scales<Q8>();
   static const ActivationScales q4k_scales = q4k_activation_scales();
+  static const ActivationScales q6k_scales = q6k_activation_scales();
   const ActivationScales& scales = type == GgmlType::Q4_0   ? q4_scales
                                    : type == GgmlType::Q8_0 ? q8_scales
-                                                            : q4k_scales;
+                                   : type == GgmlType::Q4_K ? q4k_scales
+                                                            : q6k_scales;
   const int64_t stride = exact_prepared_floats(type, cols);
   for (int64_t t = 0; t < tokens; ++t) {
     const float* in = x + t * x_stride;
@@ -630,72 +921,25 @@ void prepare_exact_activations(GgmlType type, const float* x, int64_t x_stride, 
 }
 
 std::vector<ExactInterleavedKernel> exact_interleaved_kernel_variants(GgmlType type) {
-  std::vector<ExactInterleavedKernel> variants;
-  switch (type) {
-    case GgmlType::Q4_0:
-      variants.push_back(exact_portable<Q4>);
-      break;
-    case GgmlType::Q8_0:
-      variants.push_back(exact_portable<Q8>);
-      break;
-    default:
-      variants.push_back(q4k_exact_portable);
-      break;
-  }
-#ifdef SERVESCOPE_X86_SIMD
-  if (cpu_has_avx512_bw()) {
-    switch (type) {
-      case GgmlType::Q4_0:
-        variants.push_back(exact_avx512<Q4Avx512>);
-        break;
-      case GgmlType::Q8_0:
-        variants.push_back(exact_avx512<Q8Avx512>);
-        break;
-      default:
-        variants.push_back(q4k_exact_avx512);
-        break;
-    }
-  }
-#endif
+  const TypeKernels kernels = kernels_for(type);
+  std::vector<ExactInterleavedKernel> variants{kernels.portable};
+  if (kernels.avx512 != nullptr && cpu_has_avx512_bw()) variants.push_back(kernels.avx512);
   return variants;
 }
 
 ExactInterleavedKernel exact_interleaved_kernel(GgmlType type) {
-  static const ExactInterleavedKernel q4 = exact_interleaved_kernel_variants(GgmlType::Q4_0).back();
-  static const ExactInterleavedKernel q8 = exact_interleaved_kernel_variants(GgmlType::Q8_0).back();
-  static const ExactInterleavedKernel q4k =
-      exact_interleaved_kernel_variants(GgmlType::Q4_K).back();
-  return type == GgmlType::Q4_0 ? q4 : type == GgmlType::Q8_0 ? q8 : q4k;
+  const TypeKernels kernels = kernels_for(type);
+  static const bool avx512 = cpu_has_avx512_bw();
+  return avx512 && kernels.avx512 != nullptr ? kernels.avx512 : kernels.portable;
 }
 
 void interleaved_to_panels(GgmlType type, const uint8_t* packed, int64_t cols, int64_t first_row,
                            int64_t rows, float* panels) {
-#ifdef SERVESCOPE_X86_SIMD
-  if (cpu_has_avx512_bw()) {
-    switch (type) {
-      case GgmlType::Q4_0:
-        panels_avx512<Q4Avx512>(packed, cols, first_row, rows, panels);
-        return;
-      case GgmlType::Q8_0:
-        panels_avx512<Q8Avx512>(packed, cols, first_row, rows, panels);
-        return;
-      default:
-        q4k_panels_avx512(packed, cols, first_row, rows, panels);
-        return;
-    }
-  }
-#endif
-  switch (type) {
-    case GgmlType::Q4_0:
-      panels_portable<Q4>(packed, cols, first_row, rows, panels);
-      return;
-    case GgmlType::Q8_0:
-      panels_portable<Q8>(packed, cols, first_row, rows, panels);
-      return;
-    default:
-      q4k_panels_portable(packed, cols, first_row, rows, panels);
-      return;
-  }
+  const TypeKernels kernels = kernels_for(type);
+  static const bool avx512 = cpu_has_avx512_bw();
+  const PanelsFromInterleaved panels_of_type =
+      avx512 && kernels.avx512_panels != nullptr ? kernels.avx512_panels : kernels.portable_panels;
+  panels_of_type(packed, cols, first_row, rows, panels);
 }
 
 }  // namespace servescope::compute

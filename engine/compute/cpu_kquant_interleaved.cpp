@@ -31,18 +31,6 @@ using gguf::kSuperBlock;
 constexpr int64_t kRows = kInterleavedRows;
 constexpr int kBlocksPerSuper = kSuperBlock / kQuantBlock;  // 8 activation blocks
 
-// One super-block of 16 rows of Q6_K, per activation block a (32 columns): the quants' low four
-// bits as Q4_0 packs them (chunk k: element 4k + e in the low nibble of byte e, 16 + 4k + e in
-// the high), and their top two bits four groups to a byte (chunk h: bits 2u, 2u + 1 of byte e
-// belong to element 4 (4h + u) + e).
-struct Q6KBlock {
-  uint16_t d[kRows];
-  int8_t scale[16][kRows];  // sub-block k's (16 columns) scale, row by row
-  uint8_t low[8][4][kRows][4];
-  uint8_t high[8][2][kRows][4];
-};
-static_assert(sizeof(Q6KBlock) == 16 * sizeof(BlockQ6_K), "Q6_K's own bytes, regrouped");
-
 // --- GGML's blocks, element by element ---
 
 // Q4_K's 6-bit scale and minimum of sub-block j (GGML's get_scale_min_k4) and their packing.

@@ -37,6 +37,18 @@ struct Q4KBlock {
 };
 static_assert(sizeof(Q4KBlock) == 2368, "16 rows of a Q4_K super-block, scales a byte each");
 
+// One super-block of 16 rows of Q6_K, per activation block a (32 columns): the quants' low four
+// bits as Q4_0 packs them (chunk k: element 4k + e in the low nibble of byte e, 16 + 4k + e in
+// the high), and their top two bits four groups to a byte (chunk h: bits 2u, 2u + 1 of byte e
+// belong to element 4 (4h + u) + e).
+struct Q6KBlock {
+  uint16_t d[kInterleavedRows];
+  int8_t scale[16][kInterleavedRows];  // sub-block k's (16 columns) scale, row by row
+  uint8_t low[8][4][kInterleavedRows][4];
+  uint8_t high[8][2][kInterleavedRows][4];
+};
+static_assert(sizeof(Q6KBlock) == 16 * sizeof(gguf::BlockQ6_K), "Q6_K's own bytes, regrouped");
+
 // Q4_K and Q6_K.
 bool handles(gguf::GgmlType type);
 
