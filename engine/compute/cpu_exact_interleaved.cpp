@@ -58,6 +58,23 @@ struct Q8 {
   }
 };
 
+// Q5_0: Q4_0's nibbles, and the fifth bit of element 4c + k (h = 0) or 16 + 4c + k (h = 1)
+// at bit c + 4h of byte k of the row's qh. The kernels put a byte's five bits together at
+// bit 8k (the high nibbles shifted down first), bytes 2 and 3 after a shift right by 16.
+struct Q5 {
+  using Block = InterleavedQ5Block;
+  static constexpr GgmlType kType = GgmlType::Q5_0;
+  static constexpr int kChunks = 4;
+  static constexpr int kPerByte = 2;
+  static constexpr int element(int c, int k, int h) { return Q4::element(c, k, h); }
+  static constexpr int power(int k, int /*h*/) { return k < 3 ? 8 * k : 8 * k - 16; }
+  static float weight(const Block& block, int c, int row, int k, int h) {
+    const uint8_t byte = block.qs[c][row][k];
+    const int fifth = (block.qh[row][k] >> (c + 4 * h)) & 1;
+    return static_cast<float>(((h == 0 ? byte & 0x0F : byte >> 4) | (fifth << 4)) - 16);
+  }
+};
+
 // Q4_K: byte k of chunk i of sub-block pair c holds element 4i + k of sub-block 2c (low
 // nibble, h = 0) and of 2c + 1 (high nibble, h = 1), unsigned: Q4_0's bit positions.
 struct Q4K {
@@ -340,6 +357,7 @@ struct Chunk {
 // and Q4_K (0).
 template <int kOffset>
 struct Nibbles {
+  using ChunkType = Chunk;
   SERVESCOPE_AVX512 static Chunk load(const void* bytes) {
     const __m512i bits = _mm512_loadu_si512(bytes);
     return {bits, _mm512_srli_epi32(bits, 12)};
@@ -358,12 +376,16 @@ struct Nibbles {
 };
 struct Q4Avx512 : Nibbles<8> {
   using Format = Q4;
+  SERVESCOPE_AVX512 static Chunk block_chunk(const Format::Block& block, int c) {
+    return load(block.qs[c]);
+  }
 };
 // Byte k of each row (Q8_0's signed weight) as 16 floats x 2^power.
 struct Q8Avx512 {
   using Format = Q8;
-  SERVESCOPE_AVX512 static Chunk load(const void* bytes) {
-    const __m512i bits = _mm512_loadu_si512(bytes);
+  using ChunkType = Chunk;
+  SERVESCOPE_AVX512 static Chunk block_chunk(const Format::Block& block, int c) {
+    const __m512i bits = _mm512_loadu_si512(block.qs[c]);
     return {bits, _mm512_srli_epi32(bits, 16)};
   }
   template <int K, int H>
@@ -378,10 +400,60 @@ struct Q8Avx512 {
   }
 };
 
+// A 4-bit nibble at bit 8k of each byte and its top bits (already at bit 4 of their byte,
+// other bits anywhere) put together under `top_mask`, and the same shifted right by 16.
+SERVESCOPE_AVX512 inline Chunk with_top_bits(__m512i nibbles, __m512i moved_top, int top_mask) {
+  const __m512i top = _mm512_and_si512(moved_top, _mm512_set1_epi32(top_mask));
+  const __m512i bits =
+      _mm512_ternarylogic_epi32(nibbles, _mm512_set1_epi32(0x0F0F0F0F), top, kMaskOrMagic);
+  return {bits, _mm512_srli_epi32(bits, 16)};
+}
+
+// Q5_0: chunk c's two halves (low nibbles, high nibbles) with their fifth bits.
+struct Q5Chunk {
+  Chunk half[2];
+};
+struct Q5Avx512 {
+  using Format = Q5;
+  using ChunkType = Q5Chunk;
+  template <int C>
+  SERVESCOPE_AVX512 static Q5Chunk chunk_of(const Format::Block& block) {
+    const __m512i nibbles = _mm512_loadu_si512(block.qs[C]);
+    const __m512i fifth = _mm512_loadu_si512(block.qh);
+    // Bit C (low half) moves left to bit 4; bit 4 + C (high half) right to bit 4.
+    return {
+        {with_top_bits(nibbles, _mm512_slli_epi32(fifth, 4 - C), 0x10101010),
+         with_top_bits(_mm512_srli_epi32(nibbles, 4), _mm512_srli_epi32(fifth, C), 0x10101010)}};
+  }
+  SERVESCOPE_AVX512 static Q5Chunk block_chunk(const Format::Block& block, int c) {
+    switch (c) {
+      case 0:
+        return chunk_of<0>(block);
+      case 1:
+        return chunk_of<1>(block);
+      case 2:
+        return chunk_of<2>(block);
+      default:
+        return chunk_of<3>(block);
+    }
+  }
+  template <int K, int H>
+  SERVESCOPE_AVX512 static __m512 weights(const Q5Chunk& chunk) {
+    constexpr int kPower = Q5::power(K, H);
+    const Chunk& half = chunk.half[H];
+    const __m512i bits = _mm512_ternarylogic_epi32(
+        K < 3 ? half.bits : half.shifted, _mm512_set1_epi32(0x1F << kPower),
+        _mm512_set1_epi32(kExponentOf2To23), kMaskOrMagic);
+    return _mm512_sub_ps(_mm512_castsi512_ps(bits),
+                         _mm512_set1_ps(kTwo23 + 16.0f * static_cast<float>(1 << kPower)));
+  }
+};
+
 // chain[t][K] += weights of byte K (nibble H) x token t's activation `element`.
 template <class Simd, int K, int H, int T>
-SERVESCOPE_AVX512 inline void multiply_add(const Chunk& chunk, const float* x, int64_t stride,
-                                           int element, __m512 (&chain)[T][kChains]) {
+SERVESCOPE_AVX512 inline void multiply_add(const typename Simd::ChunkType& chunk, const float* x,
+                                           int64_t stride, int element,
+                                           __m512 (&chain)[T][kChains]) {
   const __m512 w = Simd::template weights<K, H>(chunk);
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
@@ -442,7 +514,7 @@ SERVESCOPE_AVX512 void exact_groups_avx512(const uint8_t* packed, int64_t cols, 
       zero(chain);
 #pragma GCC unroll 8
       for (int c = 0; c < Format::kChunks; ++c) {
-        const Chunk chunk = Simd::load(group[b].qs[c]);
+        const typename Simd::ChunkType chunk = Simd::block_chunk(group[b], c);
         const auto element = [c](int k, int h) { return Format::element(c, k, h); };
         multiply_add<Simd, 0, 0, T>(chunk, x, stride, element(0, 0), chain);
         if constexpr (Format::kPerByte == 2) {
@@ -532,12 +604,9 @@ SERVESCOPE_AVX512 inline Chunk q6k_chunk(const Q6K::Block& block, int a) {
   const __m512i high = _mm512_loadu_si512(block.high[a][H]);
   // The two bits at 2 KK moved to bit 4, just above the nibble.
   constexpr int kLeft = 4 - 2 * KK;
-  const __m512i moved =
-      kLeft >= 0 ? _mm512_slli_epi32(high, kLeft) : _mm512_srli_epi32(high, -kLeft);
-  const __m512i top = _mm512_and_si512(moved, _mm512_set1_epi32(0x30303030));
-  const __m512i bits =
-      _mm512_ternarylogic_epi32(nibbles, _mm512_set1_epi32(0x0F0F0F0F), top, kMaskOrMagic);
-  return {bits, _mm512_srli_epi32(bits, 16)};
+  return with_top_bits(
+      nibbles, kLeft >= 0 ? _mm512_slli_epi32(high, kLeft) : _mm512_srli_epi32(high, -kLeft),
+      0x30303030);
 }
 
 template <int E, int H>
@@ -688,8 +757,8 @@ void q4k_exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, in
 // Dequantised tiles: a weight's float x 2^power times d x 2^-power (both exact), 16 rows to a
 // column of the panel.
 template <class Simd, int K, int H>
-SERVESCOPE_AVX512 inline void store_column(const Chunk& chunk, __m512 d, int64_t col, int64_t width,
-                                           float* dst) {
+SERVESCOPE_AVX512 inline void store_column(const typename Simd::ChunkType& chunk, __m512 d,
+                                           int64_t col, int64_t width, float* dst) {
   constexpr int kPower = Simd::Format::power(K, H);
   const __m512 scaled_d = _mm512_mul_ps(d, _mm512_set1_ps(1.0f / static_cast<float>(1 << kPower)));
   _mm512_storeu_ps(dst + col * width, _mm512_mul_ps(Simd::template weights<K, H>(chunk), scaled_d));
@@ -717,7 +786,7 @@ SERVESCOPE_AVX512 void panels_avx512(const uint8_t* packed, int64_t cols, int64_
     for (int64_t b = 0; b < blocks; ++b) {
       const __m512 d = halves_to_floats(group[b].d);
       for (int c = 0; c < Format::kChunks; ++c) {
-        const Chunk chunk = Simd::load(group[b].qs[c]);
+        const typename Simd::ChunkType chunk = Simd::block_chunk(group[b], c);
         const int64_t first_col = b * kQuantBlock;
         const auto col = [&](int k, int h) { return first_col + Format::element(c, k, h); };
         store_column<Simd, 0, 0>(chunk, d, col(0, 0), width, dst);
@@ -861,6 +930,9 @@ TypeKernels kernels_for(GgmlType type) {
     case GgmlType::Q8_0:
       return {exact_portable<Q8>, exact_avx512<Q8Avx512>, panels_portable<Q8>,
               panels_avx512<Q8Avx512>};
+    case GgmlType::Q5_0:
+      return {exact_portable<Q5>, exact_avx512<Q5Avx512>, panels_portable<Q5>,
+              panels_avx512<Q5Avx512>};
     case GgmlType::Q4_K:
       return {q4k_exact_portable, q4k_exact_avx512, q4k_panels_portable, q4k_panels_avx512};
     default:
@@ -872,6 +944,8 @@ TypeKernels kernels_for(GgmlType type) {
       return {exact_portable<Q4>, nullptr, panels_portable<Q4>, nullptr};
     case GgmlType::Q8_0:
       return {exact_portable<Q8>, nullptr, panels_portable<Q8>, nullptr};
+    case GgmlType::Q5_0:
+      return {exact_portable<Q5>, nullptr, panels_portable<Q5>, nullptr};
     case GgmlType::Q4_K:
       return {q4k_exact_portable, nullptr, q4k_panels_portable, nullptr};
     default:
@@ -883,8 +957,8 @@ TypeKernels kernels_for(GgmlType type) {
 }  // namespace
 
 bool has_exact_interleaved_kernel(GgmlType type) {
-  return (type == GgmlType::Q4_0 || type == GgmlType::Q8_0 || type == GgmlType::Q4_K ||
-          type == GgmlType::Q6_K) &&
+  return (type == GgmlType::Q4_0 || type == GgmlType::Q5_0 || type == GgmlType::Q8_0 ||
+          type == GgmlType::Q4_K || type == GgmlType::Q6_K) &&
          cpu_has_avx512_bw();
 }
 
@@ -896,9 +970,11 @@ void prepare_exact_activations(GgmlType type, const float* x, int64_t x_stride, 
                                int64_t cols, float* prepared) {
   static const ActivationScales q4_scales = block_activation_scales<Q4>();
   static const ActivationScales q8_scales = block_activation_scales<Q8>();
+  static const ActivationScales q5_scales = block_activation_scales<Q5>();
   static const ActivationScales q4k_scales = q4k_activation_scales();
   static const ActivationScales q6k_scales = q6k_activation_scales();
   const ActivationScales& scales = type == GgmlType::Q4_0   ? q4_scales
+                                   : type == GgmlType::Q5_0 ? q5_scales
                                    : type == GgmlType::Q8_0 ? q8_scales
                                    : type == GgmlType::Q4_K ? q4k_scales
                                                             : q6k_scales;

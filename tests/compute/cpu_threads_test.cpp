@@ -207,7 +207,7 @@ class CpuThreadedMatmul : public ::testing::TestWithParam<GgmlType> {};
 // both sides of every group size and of the switch to dequantised tiles (32 tokens).
 TEST_P(CpuThreadedMatmul, SameForOneTwoThreeThreadsAndMatchesDoubleReference) {
   const GgmlType type = GetParam();
-  const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+  const bool blocks = type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q5_0;
   const int64_t rows = 203;
   const bool super_blocks = type == GgmlType::Q4_K || type == GgmlType::Q6_K;
   const int64_t cols = super_blocks ? 512 : blocks ? 320 : 328;
@@ -281,7 +281,8 @@ TEST(CpuQuantRows, EveryKernelVariantOfThisCpuGivesTheSameSums) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuThreadedMatmul,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::Q8_0,
-                                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K),
+                                           GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K,
+                                           GgmlType::Q6_K),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
@@ -406,8 +407,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuInterleaved,
                            return std::string(gguf::type_name(param_info.param));
                          });
 
-// Interleaved Q4_0 / Q8_0 / Q4_K / Q6_K against exact float activations (what an AVX-512 CPU's
-// exact backend runs; the portable variant runs everywhere): every variant gives the portable
+// Interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K against exact float activations (what an AVX-512
+// CPU's exact backend runs; the portable variant runs everywhere): every variant gives the portable
 // kernel's bits, a token gets the same bits alone as in any batch, the sums are the decoded
 // weights' products, and a tile dequantised from the interleaved rows is the one dequantised from
 // GGML's rows.
@@ -464,8 +465,8 @@ TEST_P(CpuExactInterleaved, EveryVariantGivesThePortableBitsAndTilesTheRowMajorV
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuExactInterleaved,
-                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
-                                           GgmlType::Q6_K),
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
+                                           GgmlType::Q4_K, GgmlType::Q6_K),
                          [](const auto& param_info) {
                            return std::string(gguf::type_name(param_info.param));
                          });
