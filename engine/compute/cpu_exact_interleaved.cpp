@@ -34,11 +34,12 @@ struct Q4 {
   static constexpr int kChunks = 4;
   static constexpr int kPerByte = 2;
   static constexpr int element(int c, int k, int h) { return (h == 0 ? 0 : 16) + 4 * c + k; }
-  // Nibble p = 2k + h of a 32-bit lane sits at bit 4p; nibbles 5-7 are read after a shift
-  // right by 12 (bit 23 belongs to the exponent), at bit 4p - 12.
+  // Low nibbles (h = 0) are looked up in a table of floats: power 0. High nibble k sits at bit
+  // 8k + 4 of a 32-bit lane; those of bytes 2 and 3 are read after a shift right by 12 (bit 23
+  // belongs to the exponent), at bit 8k - 8.
   static constexpr int power(int k, int h) {
-    const int p = 2 * k + h;
-    return 4 * (p < 5 ? p : p - 3);
+    if (h == 0) return 0;
+    return k < 2 ? 8 * k + 4 : 8 * k - 8;
   }
   static float weight(const Block& block, int c, int row, int k, int h) {
     const uint8_t byte = block.qs[c][row][k];
@@ -346,15 +347,18 @@ constexpr int kExponentOf2To23 = 0x4B000000;
 constexpr int kMaskOrMagic = 0xEA;      // ternary logic: (a & b) | c
 constexpr int kMaskFlipOrMagic = 0x6A;  // ternary logic: b ? a ^ c : c
 
-// 64 bytes of 16 rows x 4 bytes, and the same shifted right (by 12 for nibbles 5-7, by 16 for
-// bytes 2 and 3), so that every weight's bits sit below bit 23.
+// 64 bytes of 16 rows x 4 bytes, and the same shifted right (by 12 for the high nibbles of bytes
+// 2 and 3, by 16 for bytes 2 and 3), so that every weight's bits sit below bit 23.
 struct Chunk {
   __m512i bits;
   __m512i shifted;
 };
 
 // Nibble h of byte k of each row as 16 floats (nibble - kOffset) x 2^power: Q4_0 (kOffset 8)
-// and Q4_K (0).
+// and Q4_K (0). Low nibbles go through a permute (a table look-up of 16 floats, on the FMA
+// pipes), high nibbles under the exponent (integer and adder pipes): half and half kept a
+// Zen 4 decode step 13-15% faster than either way alone (servescope-cpu-products-bench-like
+// loops over 672 x 256 and 2048 x 256 Q4_0 matrices).
 template <int kOffset>
 struct Nibbles {
   using ChunkType = Chunk;
@@ -364,14 +368,23 @@ struct Nibbles {
   }
   template <int K, int H>
   SERVESCOPE_AVX512 static __m512 weights(const Chunk& chunk) {
-    constexpr int kPower = Q4::power(K, H);
-    constexpr bool kShifted = 2 * K + H >= 5;
-    const __m512i bits = _mm512_ternarylogic_epi32(
-        kShifted ? chunk.shifted : chunk.bits, _mm512_set1_epi32(0x0F << kPower),
-        _mm512_set1_epi32(kExponentOf2To23), kMaskOrMagic);
-    // 2^23 + nibble x 2^power, less 2^23 + kOffset x 2^power: exact.
-    return _mm512_sub_ps(_mm512_castsi512_ps(bits),
-                         _mm512_set1_ps(kTwo23 + kOffset * static_cast<float>(1 << kPower)));
+    if constexpr (H == 0) {
+      // The permute reads an index's low four bits: byte K's low nibble, once at the bottom.
+      const __m512 table = _mm512_setr_ps(0 - kOffset, 1 - kOffset, 2 - kOffset, 3 - kOffset,
+                                          4 - kOffset, 5 - kOffset, 6 - kOffset, 7 - kOffset,
+                                          8 - kOffset, 9 - kOffset, 10 - kOffset, 11 - kOffset,
+                                          12 - kOffset, 13 - kOffset, 14 - kOffset, 15 - kOffset);
+      const __m512i index = K == 0 ? chunk.bits : _mm512_srli_epi32(chunk.bits, 8 * K);
+      return _mm512_permutexvar_ps(index, table);
+    } else {
+      constexpr int kPower = Q4::power(K, H);
+      const __m512i bits = _mm512_ternarylogic_epi32(
+          K < 2 ? chunk.bits : chunk.shifted, _mm512_set1_epi32(0x0F << kPower),
+          _mm512_set1_epi32(kExponentOf2To23), kMaskOrMagic);
+      // 2^23 + nibble x 2^power, less 2^23 + kOffset x 2^power: exact.
+      return _mm512_sub_ps(_mm512_castsi512_ps(bits),
+                           _mm512_set1_ps(kTwo23 + kOffset * static_cast<float>(1 << kPower)));
+    }
   }
 };
 struct Q4Avx512 : Nibbles<8> {
@@ -557,13 +570,50 @@ SERVESCOPE_AVX512 inline void q4k_sub_block(const Q4K::Block& block, int j, cons
   }
 }
 
+// Sub-blocks 2c and 2c + 1 together, reading each chunk once: their low nibbles go through the
+// permute, their high ones under the exponent, so the two kinds of work overlap (for up to two
+// tokens: 16 registers of chains).
+template <int T>
+SERVESCOPE_AVX512 inline void q4k_sub_block_pair(const Q4K::Block& block, int c, const float* x,
+                                                 int64_t stride, __m512 (&low)[T][kChains],
+                                                 __m512 (&high)[T][kChains]) {
+  using Simd = Nibbles<0>;
+  zero(low);
+  zero(high);
+#pragma GCC unroll 8
+  for (int i = 0; i < Q4K::kChunks; ++i) {
+    const Chunk chunk = Simd::load(block.qs[c][i]);
+    multiply_add<Simd, 0, 0, T>(chunk, x, stride, 4 * i, low);
+    multiply_add<Simd, 0, 1, T>(chunk, x, stride, kQuantBlock + 4 * i, high);
+    multiply_add<Simd, 1, 0, T>(chunk, x, stride, 4 * i + 1, low);
+    multiply_add<Simd, 1, 1, T>(chunk, x, stride, kQuantBlock + 4 * i + 1, high);
+    multiply_add<Simd, 2, 0, T>(chunk, x, stride, 4 * i + 2, low);
+    multiply_add<Simd, 2, 1, T>(chunk, x, stride, kQuantBlock + 4 * i + 2, high);
+    multiply_add<Simd, 3, 0, T>(chunk, x, stride, 4 * i + 3, low);
+    multiply_add<Simd, 3, 1, T>(chunk, x, stride, kQuantBlock + 4 * i + 3, high);
+  }
+}
+
+// total[t] += sub-block j's scale x its chains' sum, less its minimum x the token's sum.
+template <int T>
+SERVESCOPE_AVX512 inline void q4k_apply(const Q4K::Block& block, int j, __m512 d, __m512 dmin,
+                                        const __m512 (&chain)[T][kChains], const float* sums,
+                                        int64_t stride, __m512 (&total)[T]) {
+  const __m512 scale = _mm512_mul_ps(d, bytes_to_floats(block.scale[j]));
+  const __m512 min = _mm512_mul_ps(dmin, bytes_to_floats(block.min[j]));
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    total[t] = _mm512_fmadd_ps(scale, chain_sum(chain[t]), total[t]);
+    total[t] = _mm512_fnmadd_ps(min, _mm512_set1_ps(sums[t * stride + j]), total[t]);
+  }
+}
+
 template <int T>
 SERVESCOPE_AVX512 void q4k_groups_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
                                          int64_t end_row, const float* prepared, int64_t stride,
                                          float* out, int64_t out_stride) {
   const int64_t supers = cols / kSuperBlock;
   const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
-  const float* sums = prepared + cols;
   for (int64_t row = first_row; row < end_row; row += kInterleavedRows) {
     const auto* group = all + row / kInterleavedRows * supers;
     __m512 total[T];
@@ -573,21 +623,20 @@ SERVESCOPE_AVX512 void q4k_groups_avx512(const uint8_t* packed, int64_t cols, in
       const Q4K::Block& block = group[s];
       const __m512 d = halves_to_floats(block.d);
       const __m512 dmin = halves_to_floats(block.dmin);
-      for (int j = 0; j < Q4K::kSubBlocks; ++j) {
-        const float* x = prepared + s * kSuperBlock + j * kQuantBlock;
-        __m512 chain[T][kChains];
-        if (j % 2 == 0) {
-          q4k_sub_block<0, T>(block, j, x, stride, chain);
+      const float* sums = prepared + cols + s * Q4K::kSubBlocks;
+      for (int c = 0; c < Q4K::kSubBlocks / 2; ++c) {
+        const float* x = prepared + s * kSuperBlock + 2 * c * kQuantBlock;
+        __m512 low[T][kChains];
+        __m512 high[T][kChains];
+        if constexpr (T <= 2) {
+          q4k_sub_block_pair<T>(block, c, x, stride, low, high);
+          q4k_apply<T>(block, 2 * c, d, dmin, low, sums, stride, total);
+          q4k_apply<T>(block, 2 * c + 1, d, dmin, high, sums, stride, total);
         } else {
-          q4k_sub_block<1, T>(block, j, x, stride, chain);
-        }
-        const __m512 scale = _mm512_mul_ps(d, bytes_to_floats(block.scale[j]));
-        const __m512 min = _mm512_mul_ps(dmin, bytes_to_floats(block.min[j]));
-        const int64_t sum_at = s * Q4K::kSubBlocks + j;
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          total[t] = _mm512_fmadd_ps(scale, chain_sum(chain[t]), total[t]);
-          total[t] = _mm512_fnmadd_ps(min, _mm512_set1_ps(sums[t * stride + sum_at]), total[t]);
+          q4k_sub_block<0, T>(block, 2 * c, x, stride, low);
+          q4k_apply<T>(block, 2 * c, d, dmin, low, sums, stride, total);
+          q4k_sub_block<1, T>(block, 2 * c + 1, x + kQuantBlock, stride, high);
+          q4k_apply<T>(block, 2 * c + 1, d, dmin, high, sums, stride, total);
         }
       }
     }
@@ -954,6 +1003,14 @@ TypeKernels kernels_for(GgmlType type) {
 #endif
 }
 
+// x[e] x 2^-power[e]: exact, so every instruction set's clone gives the same bits.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+void scale_span(const float* x, const float* scales, int64_t n, float* out) {
+  for (int64_t e = 0; e < n; ++e) out[e] = x[e] * scales[e];
+}
+
 }  // namespace
 
 bool has_exact_interleaved_kernel(GgmlType type) {
@@ -983,9 +1040,8 @@ void prepare_exact_activations(GgmlType type, const float* x, int64_t x_stride, 
     const float* in = x + t * x_stride;
     float* to = prepared + t * stride;
     for (int64_t first = 0; first < cols; first += kSuperBlock) {
-      const int64_t n = std::min<int64_t>(kSuperBlock, cols - first);
-      for (int64_t e = 0; e < n; ++e)
-        to[first + e] = in[first + e] * scales[static_cast<size_t>(e)];
+      scale_span(in + first, scales.data(), std::min<int64_t>(kSuperBlock, cols - first),
+                 to + first);
     }
     if (type != GgmlType::Q4_K) continue;
     for (int64_t b = 0; b < cols / kQuantBlock; ++b) {  // the sums the minimums multiply
