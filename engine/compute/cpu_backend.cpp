@@ -17,8 +17,8 @@
 #include <utility>
 
 #include "engine/compute/cpu_block_dot.h"
-#include "engine/compute/cpu_features.h"
 #include "engine/compute/cpu_exact_interleaved.h"
+#include "engine/compute/cpu_features.h"
 #include "engine/compute/cpu_int8_interleaved.h"
 #include "engine/compute/cpu_kquant_dot.h"
 #include "engine/compute/cpu_panel_dot.h"
@@ -113,8 +113,8 @@ struct CpuBuffer final : Buffer {
   std::unique_ptr<ZeroPages> kv;
   uint64_t kv_bytes = 0;
   // Rows interleaved 16 at a time (cpu_int8_interleaved.h), not GGML's row after row: the
-  // block types of a backend with 8-bit activations, for the integer kernels, and Q4_0 / Q8_0 /
-  // Q4_K of an exact one on AVX-512, for cpu_exact_interleaved.h's kernels.
+  // same five block types of a backend with 8-bit activations (for the integer kernels) and of
+  // an exact one on AVX-512 (for cpu_exact_interleaved.h's kernels).
   bool interleaved = false;
   std::shared_ptr<ActivationRecycler> recycler;  // activations: where the floats go back
   CpuBuffer() = default;

@@ -104,8 +104,8 @@ class CpuBackend final : public Backend {
   // (cpu_int8_interleaved.h), the tokens first quantised into quantised_x_.
   void matmul_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out);
   void quantise_tokens(const Tensor& x);
-  // Exact activations, up to kMaxRowsForRowKernels tokens: Q4_0 / Q8_0 / Q4_K stored interleaved on
-  // AVX-512 (cpu_exact_interleaved.h), the tokens first scaled into prepared_x_.
+  // Exact activations, up to kMaxRowsForRowKernels tokens, on weights stored interleaved with
+  // AVX-512 (cpu_exact_interleaved.h): the tokens first scaled into prepared_x_.
   void matmul_exact_on_interleaved(const Tensor& x, const WeightMatrix& w, Tensor& out);
   // Runs body(first_row, end_row) over w's groups of 16 interleaved rows on the pool, in
   // chunks of about chunk_factor x kMultiplyAddsPerChunk multiply-adds.
@@ -127,7 +127,7 @@ class CpuBackend final : public Backend {
   bool quantised_activations_ = false;
   std::vector<ActivationBlock> quantised_x_;  // the tokens of the current product, quantised
   std::vector<int32_t> block_offsets_;        // and what their blocks add (interleaved)
-  std::vector<float> prepared_x_;  // exact activations of the current product, as its kernel reads them
+  std::vector<float> prepared_x_;             // the current product's exact activations, scaled
   // Per thread: one tile of weight rows, reused across products.
   std::vector<std::vector<float>> dequantize_scratch_;
   // Per thread: one sequence's keys and values, gathered from their slots and dequantised.
