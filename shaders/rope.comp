@@ -21,7 +21,16 @@ layout(push_constant) uniform Push {
   uint x1_offset;
   uint x1_stride;
   uint neox;
+  uint pair_step;  // 2: two adjacent pairs per invocation in 16-byte accesses (normal mode only)
 } p;
+layout(std430, binding = 0) buffer X0v { vec4 x0v[]; };
+layout(std430, binding = 1) readonly buffer Table4 { vec4 cos_sin4[]; };
+layout(std430, binding = 2) buffer X1v { vec4 x1v[]; };
+
+vec4 rotate_two(vec4 v, vec4 cs) {
+  return vec4(v.x * cs.x - v.y * cs.y, v.x * cs.y + v.y * cs.x, v.z * cs.z - v.w * cs.w,
+              v.z * cs.w + v.w * cs.z);
+}
 
 #define ROTATE(BUFFER, AT)                      \
   {                                             \
@@ -32,18 +41,34 @@ layout(push_constant) uniform Push {
   }
 
 void main() {
-  const uint pair = gl_GlobalInvocationID.x;
-  const uint row = gl_GlobalInvocationID.y;
+  const uint pair = gl_GlobalInvocationID.x * p.pair_step;
   const bool second = gl_WorkGroupID.z == 1u;
-  if (pair >= (second ? p.pairs_per_row1 : p.pairs_per_row0) || row >= p.rows) return;
+  if (pair >= (second ? p.pairs_per_row1 : p.pairs_per_row0)) return;
   const uint i = pair % p.pairs_per_head;
-  const vec2 cs = cos_sin[row * p.pairs_per_head + i];
+  if (p.pair_step == 2u) {  // pairs (i, i + 1): elements 2i .. 2i + 3, a 16-byte unit
+    for (uint row = gl_WorkGroupID.y; row < p.rows; row += gl_NumWorkGroups.y) {
+      const vec4 cs = cos_sin4[(row * p.pairs_per_head + i) / 2u];
+      if (second) {
+        const uint at = (p.x1_offset + row * p.x1_stride) / 4u + pair / 2u;
+        x1v[at] = rotate_two(x1v[at], cs);
+      } else {
+        const uint at = (p.x0_offset + row * p.x0_stride) / 4u + pair / 2u;
+        x0v[at] = rotate_two(x0v[at], cs);
+      }
+    }
+    return;
+  }
   // Where the pair's first element sits in its row, and how far its partner is.
   const uint first = p.neox != 0u ? (pair - i) * 2u + i : 2u * pair;
   const uint partner = p.neox != 0u ? p.pairs_per_head : 1u;
-  if (second) {
-    ROTATE(x1, p.x1_offset + row * p.x1_stride + first)
-  } else {
-    ROTATE(x0, p.x0_offset + row * p.x0_stride + first)
+  // Workgroup y walks rows y, y + groups, ...: a CPU device gets fewer groups than rows (each
+  // costs lavapipe more than its 64 pairs), a GPU one per row.
+  for (uint row = gl_WorkGroupID.y; row < p.rows; row += gl_NumWorkGroups.y) {
+    const vec2 cs = cos_sin[row * p.pairs_per_head + i];
+    if (second) {
+      ROTATE(x1, p.x1_offset + row * p.x1_stride + first)
+    } else {
+      ROTATE(x0, p.x0_offset + row * p.x0_stride + first)
+    }
   }
 }

@@ -31,6 +31,15 @@ layout(std430, binding = KV_EXTRA_BINDING + 5) buffer ValueStore3 { uint value_w
 #else
 layout(std430, binding = 3) buffer KeyStore { uint key_words[]; };
 layout(std430, binding = 4) buffer ValueStore { uint value_words[]; };
+#if defined(KV_F32)
+// Whole blocks with every offset and stride a multiple of 4 go as 16-byte loads and stores
+// (lavapipe runs each access lane by lane: a quarter of the accesses).
+layout(std430, binding = 0) readonly buffer Keys4 { vec4 keys4[]; };
+layout(std430, binding = 1) readonly buffer Values4 { vec4 values4[]; };
+layout(std430, binding = 3) buffer KeyStore4 { uvec4 key_words4[]; };
+layout(std430, binding = 4) buffer ValueStore4 { uvec4 value_words4[]; };
+#define KV_F32_VEC4
+#endif
 #endif
 
 layout(push_constant) uniform Push {
@@ -147,6 +156,24 @@ void main() {
   const uint count = min(kBlock, p.kv_dim - first);
 
 #if defined(KV_F32)
+#if defined(KV_F32_VEC4)
+  if (count == kBlock && ((p.kv_dim | p.keys_offset | p.keys_stride | p.values_offset |
+                           p.values_stride) & 3u) == 0u) {
+    const uint to4 = (slot * p.kv_dim + first) / 4u;
+    if (writing_keys()) {
+      const uint from4 = (p.keys_offset + row * p.keys_stride + first) / 4u;
+      [[unroll]] for (uint j = 0u; j < kBlock / 4u; ++j) {
+        key_words4[to4 + j] = floatBitsToUint(keys4[from4 + j]);
+      }
+    } else {
+      const uint from4 = (p.values_offset + row * p.values_stride + first) / 4u;
+      [[unroll]] for (uint j = 0u; j < kBlock / 4u; ++j) {
+        value_words4[to4 + j] = floatBitsToUint(values4[from4 + j]);
+      }
+    }
+    return;
+  }
+#endif
   for (uint j = 0u; j < count; ++j) {
     put_word(slot * p.kv_dim + first + j, floatBitsToUint(source(row, first + j)));
   }

@@ -116,6 +116,8 @@ WorkgroupCount linear_groups(uint32_t groups) {
 // every 8th row (a lavapipe workgroup costs more than its 64 elements; 128-token prefill of the
 // bundled model: 2.8-3.1 -> 1.8-2.0 ms).
 constexpr uint32_t kCpuRowGroups = 8;
+// CPU devices: at most this many workgroups (of one subgroup) over the norms of rms_norm_lanes.
+constexpr uint32_t kCpuNormGroups = 8;
 
 // Element-wise kernels: 64 columns per group along x, one row per group along y.
 WorkgroupCount elementwise_groups(int64_t rows, int64_t cols) {
@@ -190,7 +192,7 @@ struct MatmulPush {
 };
 struct RopePush {
   uint32_t rows, pairs_per_head, pairs_per_row0, x0_offset, x0_stride, pairs_per_row1, x1_offset,
-      x1_stride, neox;
+      x1_stride, neox, pair_step;
 };
 struct GatherPush {
   uint32_t rows, cols, src_offset, src_stride, dst_offset, dst_stride;
@@ -241,7 +243,7 @@ static_assert(is_words<LayerNormPush>(11) && offsetof(LayerNormPush, eps) == 8 *
               "layer_norm.comp");
 static_assert(is_words<MatmulPush>(9) && offsetof(MatmulPush, has_bias) == 8 * 4,
               "include/matmul_push.glsl");
-static_assert(is_words<RopePush>(9) && offsetof(RopePush, neox) == 8 * 4, "rope.comp");
+static_assert(is_words<RopePush>(10) && offsetof(RopePush, pair_step) == 9 * 4, "rope.comp");
 static_assert(is_words<GatherPush>(6) && offsetof(GatherPush, dst_stride) == 5 * 4,
               "gather_rows.comp");
 static_assert(is_words<TwoViewPush>(6) && offsetof(TwoViewPush, b_stride) == 5 * 4, "add.comp");
@@ -288,15 +290,29 @@ bool subgroups_fit_lanes_kernel(VkPhysicalDevice device) {
 }
 
 // matmul_lanes' register tile for prefill. Tuned on lavapipe (BENCHMARKS.md): F32 and F16
-// load the most bytes per weight, so each weight they load serves 32 tokens, in groups of 64
-// invocations; quantised weights are cheap to load and 16 tokens (fewer accumulators) in
-// groups of 32 (more groups over the bundled model's 256-row products) run best. 4 rows per
-// invocation, 2 for matrices of at most two groups' worth of rows, which would leave half of a
-// group idle.
+// load the most bytes per weight, so each weight they load serves 32 tokens, 4 rows per
+// invocation, in groups of up to 64 invocations; quantised weights are cheap to load, so there
+// the loads of x dominate and 8 rows share each (x 16 tokens: as many accumulators; 128-token
+// prefill of the bundled model 1.1x faster than 4 rows), in groups of up to 32. The group is the
+// multiple of 8 invocations (the lanes that share x) up to that size that pads the rows least,
+// largest first: lavapipe runs each group on one thread, and a padded group costs as much as a
+// full one (F32, 1344 rows: 6 groups of 56 instead of 6 of 64, the last of which did a quarter
+// of its work).
 LanesTile prefill_tile(gguf::GgmlType type, int64_t weight_rows) {
   const bool quantised = gguf::block_elements(type) > 1;
-  const uint32_t group_size = quantised ? 32u : 64u;
-  return {weight_rows <= 2 * int64_t{group_size} ? 2u : 4u, quantised ? 16u : 32u, group_size};
+  const uint32_t max_group = quantised ? 32u : 64u;
+  const uint32_t rows = quantised ? 8u : 4u;
+  const int64_t invocations = (weight_rows + rows - 1) / rows;
+  uint32_t best = max_group;
+  int64_t best_padding = -1;
+  for (uint32_t group = max_group; group >= 8u; group -= 8u) {
+    const int64_t padding = (invocations + group - 1) / group * group - invocations;
+    if (best_padding < 0 || padding < best_padding) {
+      best = group;
+      best_padding = padding;
+    }
+  }
+  return {rows, quantised ? 16u : 32u, best};
 }
 
 // matmul_lanes for decode (1-8 tokens, rounded up to a power of two): every weight is read
@@ -529,7 +545,12 @@ void VulkanBackend::prepare_pipelines(gguf::GgmlType weight_type, int64_t weight
         {"rms_norm" + lanes, 3}, {"add_rms_norm" + lanes, 4}, {"layer_norm", 4},
         {"add_layer_norm", 5},   {"rope", 3},                 {"gather_rows", 3},
         {"add", 2},              {"silu_mul", 3},             {"gelu", 1},
-        {"gelu_mul", 3},         {"scale", 1},                {"soft_cap", 1}};
+        {"gelu_mul", 3},         {"scale", 1},                {"soft_cap", 1},
+        {"silu_mul_vec4", 3},    {"gelu_mul_vec4", 3}};
+    if (lanes_kernel_) {
+      prepared.push_back(&pipelines_->get("rms_norm_lanes_vec4", 3));
+      prepared.push_back(&pipelines_->get("add_rms_norm_lanes_vec4", 4));
+    }
     for (const auto& [name, bindings] : common)
       prepared.push_back(&pipelines_->get(name, bindings));
   }
@@ -717,13 +738,22 @@ void VulkanBackend::record_rms_norm(const Tensor& x, const Tensor* y, const Tens
                          y != nullptr ? u32(y->row_stride) : 0u,
                          u32(groups)};
   // CPU devices: one subgroup per norm (needs the subgroups matmul_lanes needs).
-  const std::string lanes = lanes_kernel_ ? "_lanes" : "";
+  // There each group walks every kCpuNormGroups-th norm (a lavapipe workgroup costs more than
+  // one norm of a few hundred columns).
+  // 16-byte accesses where every offset and stride allow them.
+  const bool vec4 = lanes_kernel_ && weight.cols % 4 == 0 && x.offset % 4 == 0 &&
+                    x.row_stride % 4 == 0 && weight.offset % 4 == 0 && out.offset % 4 == 0 &&
+                    out.row_stride % 4 == 0 &&
+                    (y == nullptr || (y->offset % 4 == 0 && y->row_stride % 4 == 0));
+  const std::string lanes = lanes_kernel_ ? (vec4 ? "_lanes_vec4" : "_lanes") : "";
+  const WorkgroupCount workgroups =
+      linear_groups(lanes_kernel_ ? std::min(norms, kCpuNormGroups) : norms);
   if (y != nullptr) {
     dispatch("add_rms_norm" + lanes, {bind(x), bind(weight), bind(out), bind(*y)}, &push,
-             sizeof push, linear_groups(norms), KernelClass::kNorm);
+             sizeof push, workgroups, KernelClass::kNorm);
   } else {
-    dispatch("rms_norm" + lanes, {bind(x), bind(weight), bind(out)}, &push, sizeof push,
-             linear_groups(norms), KernelClass::kNorm);
+    dispatch("rms_norm" + lanes, {bind(x), bind(weight), bind(out)}, &push, sizeof push, workgroups,
+             KernelClass::kNorm);
   }
 }
 
@@ -855,13 +885,20 @@ void VulkanBackend::record_rope(const Tensor& x0, const Tensor* x1, int64_t head
   const BufferRange table_buffer = recorder_->upload(
       {reinterpret_cast<const uint8_t*>(table.data()), table.size() * sizeof(float)});
   const Tensor& second = x1 != nullptr ? *x1 : x0;
+  // Normal mode with 4-aligned views: two adjacent pairs per invocation, 16 bytes at a time.
+  const auto aligned = [](const Tensor& t) {
+    return t.cols % 4 == 0 && t.offset % 4 == 0 && t.row_stride % 4 == 0;
+  };
+  const uint32_t pair_step = !rope.neox && half % 2 == 0 && aligned(x0) && aligned(second) ? 2 : 1;
   const RopePush push{u32(x0.rows),       u32(half),
                       u32(x0.cols / 2),   u32(x0.offset),
                       u32(x0.row_stride), u32(second.cols / 2),
                       u32(second.offset), u32(second.row_stride),
-                      rope.neox ? 1u : 0u};
-  WorkgroupCount groups = elementwise_groups(x0.rows, std::max(x0.cols, second.cols) / 2);
+                      rope.neox ? 1u : 0u, pair_step};
+  WorkgroupCount groups =
+      elementwise_groups(x0.rows, std::max(x0.cols, second.cols) / 2 / pair_step);
   groups.z = x1 != nullptr ? 2 : 1;
+  if (!workgroup_tiles_) groups.y = std::min(groups.y, kCpuRowGroups);
   dispatch("rope", {bind(x0), table_buffer, bind(second)}, &push, sizeof push, groups,
            KernelClass::kOther);
 }
@@ -1050,10 +1087,14 @@ void VulkanBackend::record_gated(const std::string& shader, const Tensor& gate, 
          out.cols == gate.cols);
   const SiluMulPush push{u32(gate.rows), u32(gate.cols),     u32(gate.offset), u32(gate.row_stride),
                          u32(up.offset), u32(up.row_stride), u32(out.offset),  u32(out.row_stride)};
-  WorkgroupCount groups = elementwise_groups(gate.rows, gate.cols);
+  // 4 columns per invocation where every offset, stride and the width allow 16-byte accesses.
+  const bool vec4 = gate.cols % 4 == 0 && gate.offset % 4 == 0 && gate.row_stride % 4 == 0 &&
+                    up.offset % 4 == 0 && up.row_stride % 4 == 0 && out.offset % 4 == 0 &&
+                    out.row_stride % 4 == 0;
+  WorkgroupCount groups = elementwise_groups(gate.rows, vec4 ? gate.cols / 4 : gate.cols);
   if (!workgroup_tiles_) groups.y = std::min(groups.y, kCpuRowGroups);
-  dispatch(shader, {bind(gate), bind(up), bind(out)}, &push, sizeof push, groups,
-           KernelClass::kOther);
+  dispatch(vec4 ? shader + "_vec4" : shader, {bind(gate), bind(up), bind(out)}, &push, sizeof push,
+           groups, KernelClass::kOther);
 }
 
 void VulkanBackend::gelu(Tensor& x) {
