@@ -678,12 +678,10 @@ void CpuBackend::multiply_tile_on_panels(const Tensor& x, const WeightMatrix& w,
 void CpuBackend::multiply_tile_with_sgemm(const Tensor& x, const WeightMatrix& w, int64_t r0,
                                           int64_t rows, std::vector<float>& scratch, Tensor& out) {
   scratch.resize(static_cast<size_t>(rows * w.cols));
+  // (Interleaved weights never come here: the exact path interleaves only on AVX-512 CPUs,
+  // whose tiles go to multiply_tile_on_panels.)
   for (int64_t r = 0; r < rows; ++r) {
-    if (host(w.buffer).interleaved) {
-      read_weight_row(w, r0 + r, scratch.data() + r * w.cols);
-    } else {
-      dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
-    }
+    dequantize_row_fast(w.type, weight_row(w, r0 + r), scratch.data() + r * w.cols, w.cols);
   }
   // out[:, r0:r0+rows] = x * tile^T
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(x.rows),

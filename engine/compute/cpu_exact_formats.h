@@ -35,6 +35,8 @@ struct Q4 {
     if (h == 0) return 0;
     return k < 2 ? 8 * k + 4 : 8 * k - 8;
   }
+  // Column col (of a span of 256) is element col % 32 of its block: byte col % 4, half col / 16.
+  static constexpr int column_power(int col) { return power(col % 4, col % kQuantBlock / 16); }
   static float weight(const Block& block, int c, int row, int k, int h) {
     const uint8_t byte = block.qs[c][row][k];
     return static_cast<float>((h == 0 ? byte & 0x0F : byte >> 4) - 8);
@@ -48,6 +50,7 @@ struct Q8 {
   static constexpr int element(int c, int k, int /*h*/) { return 4 * c + k; }
   // Bytes 2 and 3 are read after a shift right by 16.
   static constexpr int power(int k, int /*h*/) { return 8 * (k % 2); }
+  static constexpr int column_power(int col) { return power(col % 4, 0); }
   static float weight(const Block& block, int c, int row, int k, int /*h*/) {
     return static_cast<float>(block.qs[c][row][k]);
   }
@@ -63,6 +66,7 @@ struct Q5 {
   static constexpr int kPerByte = 2;
   static constexpr int element(int c, int k, int h) { return Q4::element(c, k, h); }
   static constexpr int power(int k, int /*h*/) { return k < 3 ? 8 * k : 8 * k - 16; }
+  static constexpr int column_power(int col) { return power(col % 4, 0); }
   static float weight(const Block& block, int c, int row, int k, int h) {
     const uint8_t byte = block.qs[c][row][k];
     const int fifth = (block.qh[row][k] >> (c + 4 * h)) & 1;
@@ -77,6 +81,8 @@ struct Q4K {
   static constexpr int kSubBlocks = kSuperBlock / kQuantBlock;
   static constexpr int kChunks = 8;  // per sub-block
   static constexpr int power(int k, int h) { return Q4::power(k, h); }
+  // Column col is element col % 4 of a chunk of sub-block col / 32 (half: its parity).
+  static constexpr int column_power(int col) { return power(col % 4, col / kQuantBlock % 2); }
   static float weight(const Block& block, int j, int i, int row, int k) {
     const uint8_t byte = block.qs[j / 2][i][row][k];
     return static_cast<float>(j % 2 == 0 ? byte & 0x0F : byte >> 4);
@@ -92,6 +98,7 @@ struct Q6K {
   using Block = kquant_interleaved::Q6KBlock;
   static constexpr int kBlocks = kSuperBlock / kQuantBlock;
   static constexpr int power(int e, int /*h*/) { return e < 3 ? 8 * e : 8 * e - 16; }
+  static constexpr int column_power(int col) { return power(col % 4, 0); }
   static constexpr int element(int kk, int e, int h) { return 16 * h + 4 * kk + e; }
   // The stored quant (0..63) less 32.
   static int weight(const Block& block, int a, int kk, int row, int e, int h) {

@@ -3,237 +3,227 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
 
 #include "engine/compute/cpu_exact_formats.h"
 #include "engine/compute/cpu_features.h"
+#include "engine/core/error.h"
 
 namespace servescope::compute {
 namespace {
 
 using namespace exact;
 
-// 2^-power of each element of a super-block's span of 256 columns: what
-// prepare_exact_activations multiplies by (Q4_0 and Q8_0 repeat every 32).
+// 2^-power of each column of a super-block's span of 256: what prepare_exact_activations
+// multiplies by (the 32-column types repeat every 32).
 using ActivationScales = std::array<float, kSuperBlock>;
 template <class Format>
-ActivationScales block_activation_scales() {
+ActivationScales activation_scales() {
   ActivationScales scales{};
   for (int col = 0; col < kSuperBlock; ++col) {
-    const int e = col % kQuantBlock;
-    for (int c = 0; c < Format::kChunks; ++c) {
-      for (int k = 0; k < kChains; ++k) {
-        for (int h = 0; h < Format::kPerByte; ++h) {
-          if (Format::element(c, k, h) == e) {
-            scales[static_cast<size_t>(col)] = std::ldexp(1.0f, -Format::power(k, h));
-          }
-        }
-      }
+    scales[static_cast<size_t>(col)] = std::ldexp(1.0f, -Format::column_power(col));
+  }
+  return scales;
+}
+
+// out[t * out_stride + row] = row_sum(group, lane, x) for rows [first_row, end_row) and tokens
+// [0, tokens): the row's group of interleaved blocks (blocks_per_group of them), its lane in
+// the group and the token's prepared activations.
+template <class Block, class RowSum>
+void for_each_row_and_token(const uint8_t* packed, int64_t blocks_per_group, int64_t first_row,
+                            int64_t end_row, const float* prepared, int64_t stride, int64_t tokens,
+                            float* out, int64_t out_stride, RowSum row_sum) {
+  const auto* all = reinterpret_cast<const Block*>(packed);
+  for (int64_t row = first_row; row < end_row; ++row) {
+    const Block* group = all + row / kInterleavedRows * blocks_per_group;
+    const auto lane = static_cast<int>(row % kInterleavedRows);
+    for (int64_t t = 0; t < tokens; ++t) {
+      out[t * out_stride + row] = row_sum(group, lane, prepared + t * stride);
     }
   }
-  return scales;
 }
-ActivationScales q6k_activation_scales() {
-  ActivationScales scales{};
-  for (int col = 0; col < kSuperBlock; ++col) {
-    const int e = col % kQuantBlock;
-    scales[static_cast<size_t>(col)] = std::ldexp(1.0f, -Q6K::power(e % 4, e / 16));
+
+// write_row(group, lane, dst, width) for each row of a tile of `rows` rows from first_row: the
+// row's group and lane, where its column 0 goes in the tile's F32 panels and the column stride.
+template <class Block, class WriteRow>
+void for_each_panel_row(const uint8_t* packed, int64_t blocks_per_group, int64_t cols,
+                        int64_t first_row, int64_t rows, float* panels, WriteRow write_row) {
+  const auto* all = reinterpret_cast<const Block*>(packed);
+  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
+  for (int64_t r = 0; r < layout.panels() * kPanelRows; ++r) {
+    const int64_t row = first_row + r;
+    int64_t width = 0;
+    float* dst = panel_row_start(panels, layout, r, width);
+    write_row(all + row / kInterleavedRows * blocks_per_group,
+              static_cast<int>(row % kInterleavedRows), dst, width);
   }
-  return scales;
 }
-ActivationScales q4k_activation_scales() {
-  ActivationScales scales{};
-  for (int col = 0; col < kSuperBlock; ++col) {
-    const int h = (col / kQuantBlock) % 2;
-    scales[static_cast<size_t>(col)] = std::ldexp(1.0f, -Q4K::power(col % 4, h));
-  }
-  return scales;
+
+float chains_sum(const std::array<float, kChains>& chain) {
+  return (chain[0] + chain[1]) + (chain[2] + chain[3]);
 }
 
 template <class Format>
 void exact_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
                     const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
   const int64_t blocks = cols / kQuantBlock;
-  const int64_t stride = exact_prepared_floats(Format::kType, cols);
-  const auto* all = reinterpret_cast<const typename Format::Block*>(packed);
-  for (int64_t row = first_row; row < end_row; ++row) {
-    const auto* group = all + row / kInterleavedRows * blocks;
-    const auto lane = static_cast<int>(row % kInterleavedRows);
-    for (int64_t t = 0; t < tokens; ++t) {
-      float total = 0.0f;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const float* x = prepared + t * stride + b * kQuantBlock;
-        std::array<float, kChains> chain{};
-        for (int c = 0; c < Format::kChunks; ++c) {
-          for (int k = 0; k < kChains; ++k) {
-            for (int h = 0; h < Format::kPerByte; ++h) {
-              const float w =
-                  std::ldexp(Format::weight(group[b], c, lane, k, h), Format::power(k, h));
-              chain[static_cast<size_t>(k)] =
-                  std::fma(w, x[Format::element(c, k, h)], chain[static_cast<size_t>(k)]);
-            }
+  using Block = typename Format::Block;
+  const auto row_sum = [blocks](const Block* group, int lane, const float* x) {
+    float total = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b, x += kQuantBlock) {
+      std::array<float, kChains> chain{};
+      for (int c = 0; c < Format::kChunks; ++c) {
+        for (int k = 0; k < kChains; ++k) {
+          for (int h = 0; h < Format::kPerByte; ++h) {
+            const float w =
+                std::ldexp(Format::weight(group[b], c, lane, k, h), Format::power(k, h));
+            chain[static_cast<size_t>(k)] =
+                std::fma(w, x[Format::element(c, k, h)], chain[static_cast<size_t>(k)]);
           }
         }
-        const float sum = (chain[0] + chain[1]) + (chain[2] + chain[3]);
-        total = std::fma(gguf::fp16_to_fp32(group[b].d[lane]), sum, total);
       }
-      out[t * out_stride + row] = total;
+      total = std::fma(gguf::fp16_to_fp32(group[b].d[lane]), chains_sum(chain), total);
     }
-  }
+    return total;
+  };
+  for_each_row_and_token<Block>(packed, blocks, first_row, end_row, prepared,
+                                exact_prepared_floats(Format::kType, cols), tokens, out, out_stride,
+                                row_sum);
 }
 
 template <class Format>
 void panels_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t rows,
                      float* panels) {
   const int64_t blocks = cols / kQuantBlock;
-  const auto* all = reinterpret_cast<const typename Format::Block*>(packed);
-  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
-  for (int64_t r = 0; r < layout.panels() * kPanelRows; ++r) {
-    const int64_t row = first_row + r;
-    const auto* group = all + row / kInterleavedRows * blocks;
-    const auto lane = static_cast<int>(row % kInterleavedRows);
-    int64_t width = 0;
-    float* dst = panel_row_start(panels, layout, r, width);
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float d = gguf::fp16_to_fp32(group[b].d[lane]);
-      for (int c = 0; c < Format::kChunks; ++c) {
-        for (int k = 0; k < kChains; ++k) {
-          for (int h = 0; h < Format::kPerByte; ++h) {
-            const int64_t col = b * kQuantBlock + Format::element(c, k, h);
-            dst[col * width] = Format::weight(group[b], c, lane, k, h) * d;
+  using Block = typename Format::Block;
+  for_each_panel_row<Block>(
+      packed, blocks, cols, first_row, rows, panels,
+      [blocks](const Block* group, int lane, float* dst, int64_t width) {
+        for (int64_t b = 0; b < blocks; ++b) {
+          const float d = gguf::fp16_to_fp32(group[b].d[lane]);
+          for (int c = 0; c < Format::kChunks; ++c) {
+            for (int k = 0; k < kChains; ++k) {
+              for (int h = 0; h < Format::kPerByte; ++h) {
+                const int64_t col = b * kQuantBlock + Format::element(c, k, h);
+                dst[col * width] = Format::weight(group[b], c, lane, k, h) * d;
+              }
+            }
           }
         }
-      }
-    }
-  }
+      });
 }
 
 // The token's sums of each sub-block's 32 activations follow its `cols` scaled activations.
 void q4k_exact_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
                         const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
   const int64_t supers = cols / kSuperBlock;
-  const int64_t stride = exact_prepared_floats(GgmlType::Q4_K, cols);
-  const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
-  for (int64_t row = first_row; row < end_row; ++row) {
-    const auto* group = all + row / kInterleavedRows * supers;
-    const auto lane = static_cast<int>(row % kInterleavedRows);
-    for (int64_t t = 0; t < tokens; ++t) {
-      const float* sums = prepared + t * stride + cols;
-      float total = 0.0f;
-      for (int64_t s = 0; s < supers; ++s) {
-        const Q4K::Block& block = group[s];
-        const float d = gguf::fp16_to_fp32(block.d[lane]);
-        const float dmin = gguf::fp16_to_fp32(block.dmin[lane]);
-        for (int j = 0; j < Q4K::kSubBlocks; ++j) {
-          const float* x = prepared + t * stride + s * kSuperBlock + j * kQuantBlock;
-          std::array<float, kChains> chain{};
-          for (int i = 0; i < Q4K::kChunks; ++i) {
-            for (int k = 0; k < kChains; ++k) {
-              const float w = std::ldexp(Q4K::weight(block, j, i, lane, k), Q4K::power(k, j % 2));
-              chain[static_cast<size_t>(k)] =
-                  std::fma(w, x[4 * i + k], chain[static_cast<size_t>(k)]);
-            }
+  const auto row_sum = [supers, cols](const Q4K::Block* group, int lane, const float* x) {
+    const float* sums = x + cols;
+    float total = 0.0f;
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q4K::Block& block = group[s];
+      const float d = gguf::fp16_to_fp32(block.d[lane]);
+      const float dmin = gguf::fp16_to_fp32(block.dmin[lane]);
+      for (int j = 0; j < Q4K::kSubBlocks; ++j) {
+        const float* xj = x + s * kSuperBlock + j * kQuantBlock;
+        std::array<float, kChains> chain{};
+        for (int i = 0; i < Q4K::kChunks; ++i) {
+          for (int k = 0; k < kChains; ++k) {
+            const float w = std::ldexp(Q4K::weight(block, j, i, lane, k), Q4K::power(k, j % 2));
+            chain[static_cast<size_t>(k)] =
+                std::fma(w, xj[4 * i + k], chain[static_cast<size_t>(k)]);
           }
-          const float sum = (chain[0] + chain[1]) + (chain[2] + chain[3]);
-          total = std::fma(d * static_cast<float>(block.scale[j][lane]), sum, total);
-          total = std::fma(-(dmin * static_cast<float>(block.min[j][lane])),
-                           sums[s * Q4K::kSubBlocks + j], total);
         }
+        total = std::fma(d * static_cast<float>(block.scale[j][lane]), chains_sum(chain), total);
+        total = std::fma(-(dmin * static_cast<float>(block.min[j][lane])),
+                         sums[s * Q4K::kSubBlocks + j], total);
       }
-      out[t * out_stride + row] = total;
     }
-  }
+    return total;
+  };
+  for_each_row_and_token<Q4K::Block>(packed, supers, first_row, end_row, prepared,
+                                     exact_prepared_floats(GgmlType::Q4_K, cols), tokens, out,
+                                     out_stride, row_sum);
 }
 
 // As gguf::dequantize_row: d x scale x q - dmin x min.
 void q4k_panels_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t rows,
                          float* panels) {
   const int64_t supers = cols / kSuperBlock;
-  const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
-  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
-  for (int64_t r = 0; r < layout.panels() * kPanelRows; ++r) {
-    const int64_t row = first_row + r;
-    const auto* group = all + row / kInterleavedRows * supers;
-    const auto lane = static_cast<int>(row % kInterleavedRows);
-    int64_t width = 0;
-    float* dst = panel_row_start(panels, layout, r, width);
-    for (int64_t s = 0; s < supers; ++s) {
-      const Q4K::Block& block = group[s];
-      for (int j = 0; j < Q4K::kSubBlocks; ++j) {
-        const float scale =
-            gguf::fp16_to_fp32(block.d[lane]) * static_cast<float>(block.scale[j][lane]);
-        const float min =
-            gguf::fp16_to_fp32(block.dmin[lane]) * static_cast<float>(block.min[j][lane]);
-        for (int e = 0; e < kQuantBlock; ++e) {
-          const int64_t col = s * kSuperBlock + j * kQuantBlock + e;
-          dst[col * width] = scale * Q4K::weight(block, j, e / 4, lane, e % 4) - min;
+  for_each_panel_row<Q4K::Block>(
+      packed, supers, cols, first_row, rows, panels,
+      [supers](const Q4K::Block* group, int lane, float* dst, int64_t width) {
+        for (int64_t s = 0; s < supers; ++s) {
+          const Q4K::Block& block = group[s];
+          for (int j = 0; j < Q4K::kSubBlocks; ++j) {
+            const float scale =
+                gguf::fp16_to_fp32(block.d[lane]) * static_cast<float>(block.scale[j][lane]);
+            const float min =
+                gguf::fp16_to_fp32(block.dmin[lane]) * static_cast<float>(block.min[j][lane]);
+            for (int e = 0; e < kQuantBlock; ++e) {
+              const int64_t col = s * kSuperBlock + j * kQuantBlock + e;
+              dst[col * width] = scale * Q4K::weight(block, j, e / 4, lane, e % 4) - min;
+            }
+          }
         }
-      }
-    }
-  }
+      });
 }
 
 void q6k_exact_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
                         const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
   const int64_t supers = cols / kSuperBlock;
-  const auto* all = reinterpret_cast<const Q6K::Block*>(packed);
-  for (int64_t row = first_row; row < end_row; ++row) {
-    const auto* group = all + row / kInterleavedRows * supers;
-    const auto lane = static_cast<int>(row % kInterleavedRows);
-    for (int64_t t = 0; t < tokens; ++t) {
-      float total = 0.0f;
-      for (int64_t s = 0; s < supers; ++s) {
-        const Q6K::Block& block = group[s];
-        const float d = gguf::fp16_to_fp32(block.d[lane]);
-        for (int a = 0; a < Q6K::kBlocks; ++a) {
-          const float* x = prepared + t * cols + s * kSuperBlock + a * kQuantBlock;
-          for (int h = 0; h < 2; ++h) {
-            std::array<float, kChains> chain{};
-            for (int kk = 0; kk < 4; ++kk) {
-              for (int e = 0; e < kChains; ++e) {
-                const float w = std::ldexp(
-                    static_cast<float>(Q6K::weight(block, a, kk, lane, e, h)), Q6K::power(e, h));
-                chain[static_cast<size_t>(e)] =
-                    std::fma(w, x[Q6K::element(kk, e, h)], chain[static_cast<size_t>(e)]);
-              }
+  const auto row_sum = [supers](const Q6K::Block* group, int lane, const float* x) {
+    float total = 0.0f;
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q6K::Block& block = group[s];
+      const float d = gguf::fp16_to_fp32(block.d[lane]);
+      for (int a = 0; a < Q6K::kBlocks; ++a) {
+        const float* xa = x + s * kSuperBlock + a * kQuantBlock;
+        for (int h = 0; h < 2; ++h) {
+          std::array<float, kChains> chain{};
+          for (int kk = 0; kk < 4; ++kk) {
+            for (int e = 0; e < kChains; ++e) {
+              const float w = std::ldexp(static_cast<float>(Q6K::weight(block, a, kk, lane, e, h)),
+                                         Q6K::power(e, h));
+              chain[static_cast<size_t>(e)] =
+                  std::fma(w, xa[Q6K::element(kk, e, h)], chain[static_cast<size_t>(e)]);
             }
-            const float sum = (chain[0] + chain[1]) + (chain[2] + chain[3]);
-            total = std::fma(d * static_cast<float>(block.scale[2 * a + h][lane]), sum, total);
           }
+          total = std::fma(d * static_cast<float>(block.scale[2 * a + h][lane]), chains_sum(chain),
+                           total);
         }
       }
-      out[t * out_stride + row] = total;
     }
-  }
+    return total;
+  };
+  for_each_row_and_token<Q6K::Block>(packed, supers, first_row, end_row, prepared, cols, tokens,
+                                     out, out_stride, row_sum);
 }
 
 // As gguf::dequantize_row: d x scale x (q - 32).
 void q6k_panels_portable(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t rows,
                          float* panels) {
   const int64_t supers = cols / kSuperBlock;
-  const auto* all = reinterpret_cast<const Q6K::Block*>(packed);
-  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
-  for (int64_t r = 0; r < layout.panels() * kPanelRows; ++r) {
-    const int64_t row = first_row + r;
-    const auto* group = all + row / kInterleavedRows * supers;
-    const auto lane = static_cast<int>(row % kInterleavedRows);
-    int64_t width = 0;
-    float* dst = panel_row_start(panels, layout, r, width);
-    for (int64_t s = 0; s < supers; ++s) {
-      const Q6K::Block& block = group[s];
-      const float d = gguf::fp16_to_fp32(block.d[lane]);
-      for (int a = 0; a < Q6K::kBlocks; ++a) {
-        for (int h = 0; h < 2; ++h) {
-          const float scale = d * static_cast<float>(block.scale[2 * a + h][lane]);
-          for (int kk = 0; kk < 4; ++kk) {
-            for (int e = 0; e < 4; ++e) {
-              const int64_t col = s * kSuperBlock + a * kQuantBlock + Q6K::element(kk, e, h);
-              dst[col * width] = scale * static_cast<float>(Q6K::weight(block, a, kk, lane, e, h));
+  for_each_panel_row<Q6K::Block>(
+      packed, supers, cols, first_row, rows, panels,
+      [supers](const Q6K::Block* group, int lane, float* dst, int64_t width) {
+        for (int64_t s = 0; s < supers; ++s) {
+          const Q6K::Block& block = group[s];
+          const float d = gguf::fp16_to_fp32(block.d[lane]);
+          for (int a = 0; a < Q6K::kBlocks; ++a) {
+            for (int h = 0; h < 2; ++h) {
+              const float scale = d * static_cast<float>(block.scale[2 * a + h][lane]);
+              for (int kk = 0; kk < 4; ++kk) {
+                for (int e = 0; e < kChains; ++e) {
+                  const int64_t col = s * kSuperBlock + a * kQuantBlock + Q6K::element(kk, e, h);
+                  dst[col * width] =
+                      scale * static_cast<float>(Q6K::weight(block, a, kk, lane, e, h));
+                }
+              }
             }
           }
         }
-      }
-    }
-  }
+      });
 }
 
 // A type's kernels: portable, and AVX-512 where this build has them (null otherwise).
@@ -259,9 +249,11 @@ TypeKernels kernels_for(GgmlType type) {
     case GgmlType::Q4_K:
       kernels = {q4k_exact_portable, nullptr, q4k_panels_portable, nullptr};
       break;
-    default:
+    case GgmlType::Q6_K:
       kernels = {q6k_exact_portable, nullptr, q6k_panels_portable, nullptr};
       break;
+    default:
+      throw InputError("no exact interleaved kernel for " + std::string(gguf::type_name(type)));
   }
   const Avx512Kernels avx512 = avx512_kernels(type);
   kernels.avx512 = avx512.kernel;
@@ -291,11 +283,11 @@ int64_t exact_prepared_floats(GgmlType type, int64_t cols) {
 
 void prepare_exact_activations(GgmlType type, const float* x, int64_t x_stride, int64_t tokens,
                                int64_t cols, float* prepared) {
-  static const ActivationScales q4_scales = block_activation_scales<Q4>();
-  static const ActivationScales q8_scales = block_activation_scales<Q8>();
-  static const ActivationScales q5_scales = block_activation_scales<Q5>();
-  static const ActivationScales q4k_scales = q4k_activation_scales();
-  static const ActivationScales q6k_scales = q6k_activation_scales();
+  static const ActivationScales q4_scales = activation_scales<Q4>();
+  static const ActivationScales q5_scales = activation_scales<Q5>();
+  static const ActivationScales q8_scales = activation_scales<Q8>();
+  static const ActivationScales q4k_scales = activation_scales<Q4K>();
+  static const ActivationScales q6k_scales = activation_scales<Q6K>();
   const ActivationScales& scales = type == GgmlType::Q4_0   ? q4_scales
                                    : type == GgmlType::Q5_0 ? q5_scales
                                    : type == GgmlType::Q8_0 ? q8_scales

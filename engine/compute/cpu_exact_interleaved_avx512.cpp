@@ -187,52 +187,6 @@ SERVESCOPE_AVX512 inline void store_rows(const __m512 (&total)[T], int64_t row, 
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * out_stride + row, lanes, total[t]);
 }
 
-// Q4_0 / Q8_0: groups of 16 rows in [first_row, end_row) against T tokens.
-template <class Simd, int T>
-SERVESCOPE_AVX512 void exact_groups_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
-                                           int64_t end_row, const float* prepared, int64_t stride,
-                                           float* out, int64_t out_stride) {
-  using Format = typename Simd::Format;
-  const int64_t blocks = cols / kQuantBlock;
-  const auto* all = reinterpret_cast<const typename Format::Block*>(packed);
-  for (int64_t row = first_row; row < end_row; row += kInterleavedRows) {
-    const auto* group = all + row / kInterleavedRows * blocks;
-    __m512 total[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) total[t] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* x = prepared + b * kQuantBlock;
-      __m512 chain[T][kChains];
-      zero(chain);
-#pragma GCC unroll 8
-      for (int c = 0; c < Format::kChunks; ++c) {
-        const typename Simd::ChunkType chunk = Simd::block_chunk(group[b], c);
-        const auto element = [c](int k, int h) { return Format::element(c, k, h); };
-        multiply_add<Simd, 0, 0, T>(chunk, x, stride, element(0, 0), chain);
-        if constexpr (Format::kPerByte == 2) {
-          multiply_add<Simd, 0, 1, T>(chunk, x, stride, element(0, 1), chain);
-        }
-        multiply_add<Simd, 1, 0, T>(chunk, x, stride, element(1, 0), chain);
-        if constexpr (Format::kPerByte == 2) {
-          multiply_add<Simd, 1, 1, T>(chunk, x, stride, element(1, 1), chain);
-        }
-        multiply_add<Simd, 2, 0, T>(chunk, x, stride, element(2, 0), chain);
-        if constexpr (Format::kPerByte == 2) {
-          multiply_add<Simd, 2, 1, T>(chunk, x, stride, element(2, 1), chain);
-        }
-        multiply_add<Simd, 3, 0, T>(chunk, x, stride, element(3, 0), chain);
-        if constexpr (Format::kPerByte == 2) {
-          multiply_add<Simd, 3, 1, T>(chunk, x, stride, element(3, 1), chain);
-        }
-      }
-      const __m512 d = halves_to_floats(group[b].d);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) total[t] = _mm512_fmadd_ps(d, chain_sum(chain[t]), total[t]);
-    }
-    store_rows(total, row, end_row, out, out_stride);
-  }
-}
-
 // Q4_K: per sub-block j, its four chains, then its scale and its minimum x the token's sum.
 template <int H, int T>
 SERVESCOPE_AVX512 inline void q4k_sub_block(const Q4K::Block& block, int j, const float* x,
@@ -284,42 +238,6 @@ SERVESCOPE_AVX512 inline void q4k_apply(const Q4K::Block& block, int j, __m512 d
   for (int t = 0; t < T; ++t) {
     total[t] = _mm512_fmadd_ps(scale, chain_sum(chain[t]), total[t]);
     total[t] = _mm512_fnmadd_ps(min, _mm512_set1_ps(sums[t * stride + j]), total[t]);
-  }
-}
-
-template <int T>
-SERVESCOPE_AVX512 void q4k_groups_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
-                                         int64_t end_row, const float* prepared, int64_t stride,
-                                         float* out, int64_t out_stride) {
-  const int64_t supers = cols / kSuperBlock;
-  const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
-  for (int64_t row = first_row; row < end_row; row += kInterleavedRows) {
-    const auto* group = all + row / kInterleavedRows * supers;
-    __m512 total[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) total[t] = _mm512_setzero_ps();
-    for (int64_t s = 0; s < supers; ++s) {
-      const Q4K::Block& block = group[s];
-      const __m512 d = halves_to_floats(block.d);
-      const __m512 dmin = halves_to_floats(block.dmin);
-      const float* sums = prepared + cols + s * Q4K::kSubBlocks;
-      for (int c = 0; c < Q4K::kSubBlocks / 2; ++c) {
-        const float* x = prepared + s * kSuperBlock + 2 * c * kQuantBlock;
-        __m512 low[T][kChains];
-        __m512 high[T][kChains];
-        if constexpr (T <= 2) {
-          q4k_sub_block_pair<T>(block, c, x, stride, low, high);
-          q4k_apply<T>(block, 2 * c, d, dmin, low, sums, stride, total);
-          q4k_apply<T>(block, 2 * c + 1, d, dmin, high, sums, stride, total);
-        } else {
-          q4k_sub_block<0, T>(block, 2 * c, x, stride, low);
-          q4k_apply<T>(block, 2 * c, d, dmin, low, sums, stride, total);
-          q4k_sub_block<1, T>(block, 2 * c + 1, x + kQuantBlock, stride, high);
-          q4k_apply<T>(block, 2 * c + 1, d, dmin, high, sums, stride, total);
-        }
-      }
-    }
-    store_rows(total, row, end_row, out, out_stride);
   }
 }
 
@@ -378,110 +296,6 @@ SERVESCOPE_AVX512 inline void q6k_half(const Q6K::Block& block, int a, const flo
   q6k_multiply_add<3, H, T>(block, a, x, stride, chain);
 }
 
-template <int T>
-SERVESCOPE_AVX512 void q6k_groups_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
-                                         int64_t end_row, const float* prepared, int64_t stride,
-                                         float* out, int64_t out_stride) {
-  const int64_t supers = cols / kSuperBlock;
-  const auto* all = reinterpret_cast<const Q6K::Block*>(packed);
-  for (int64_t row = first_row; row < end_row; row += kInterleavedRows) {
-    const auto* group = all + row / kInterleavedRows * supers;
-    __m512 total[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) total[t] = _mm512_setzero_ps();
-    for (int64_t s = 0; s < supers; ++s) {
-      const Q6K::Block& block = group[s];
-      const __m512 d = halves_to_floats(block.d);
-      for (int a = 0; a < Q6K::kBlocks; ++a) {
-        const float* x = prepared + s * kSuperBlock + a * kQuantBlock;
-        __m512 chain[T][kChains];
-        q6k_half<0, T>(block, a, x, stride, chain);
-        const __m512 first = _mm512_mul_ps(d, signed_bytes_to_floats(block.scale[2 * a]));
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t)
-          total[t] = _mm512_fmadd_ps(first, chain_sum(chain[t]), total[t]);
-        q6k_half<1, T>(block, a, x, stride, chain);
-        const __m512 second = _mm512_mul_ps(d, signed_bytes_to_floats(block.scale[2 * a + 1]));
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t)
-          total[t] = _mm512_fmadd_ps(second, chain_sum(chain[t]), total[t]);
-      }
-    }
-    store_rows(total, row, end_row, out, out_stride);
-  }
-}
-
-// Tokens four at a time, then the rest.
-template <template <int> class Groups>
-void in_token_groups(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                     const float* prepared, int64_t stride, int64_t tokens, float* out,
-                     int64_t out_stride) {
-  int64_t t = 0;
-  for (; t + kMaxTokens <= tokens; t += kMaxTokens) {
-    Groups<kMaxTokens>::run(packed, cols, first_row, end_row, prepared + t * stride, stride,
-                            out + t * out_stride, out_stride);
-  }
-  const float* x = prepared + t * stride;
-  float* o = out + t * out_stride;
-  switch (tokens - t) {
-    case 3:
-      Groups<3>::run(packed, cols, first_row, end_row, x, stride, o, out_stride);
-      break;
-    case 2:
-      Groups<2>::run(packed, cols, first_row, end_row, x, stride, o, out_stride);
-      break;
-    case 1:
-      Groups<1>::run(packed, cols, first_row, end_row, x, stride, o, out_stride);
-      break;
-    default:
-      break;
-  }
-}
-
-template <class Simd>
-struct BlockGroups {
-  template <int T>
-  struct Of {
-    static void run(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                    const float* prepared, int64_t stride, float* out, int64_t out_stride) {
-      exact_groups_avx512<Simd, T>(packed, cols, first_row, end_row, prepared, stride, out,
-                                   out_stride);
-    }
-  };
-};
-template <int T>
-struct Q4KGroups {
-  static void run(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                  const float* prepared, int64_t stride, float* out, int64_t out_stride) {
-    q4k_groups_avx512<T>(packed, cols, first_row, end_row, prepared, stride, out, out_stride);
-  }
-};
-
-template <class Simd>
-void exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                  const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
-  in_token_groups<BlockGroups<Simd>::template Of>(packed, cols, first_row, end_row, prepared,
-                                                  exact_prepared_floats(Simd::Format::kType, cols),
-                                                  tokens, out, out_stride);
-}
-template <int T>
-struct Q6KGroups {
-  static void run(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                  const float* prepared, int64_t stride, float* out, int64_t out_stride) {
-    q6k_groups_avx512<T>(packed, cols, first_row, end_row, prepared, stride, out, out_stride);
-  }
-};
-void q6k_exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                      const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
-  in_token_groups<Q6KGroups>(packed, cols, first_row, end_row, prepared, cols, tokens, out,
-                             out_stride);
-}
-void q4k_exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
-                      const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
-  in_token_groups<Q4KGroups>(packed, cols, first_row, end_row, prepared,
-                             exact_prepared_floats(GgmlType::Q4_K, cols), tokens, out, out_stride);
-}
-
 // Dequantised tiles: a weight's float x 2^power times d x 2^-power (both exact), 16 rows to a
 // column of the panel.
 template <class Simd, int K, int H>
@@ -490,38 +304,6 @@ SERVESCOPE_AVX512 inline void store_column(const typename Simd::ChunkType& chunk
   constexpr int kPower = Simd::Format::power(K, H);
   const __m512 scaled_d = _mm512_mul_ps(d, _mm512_set1_ps(1.0f / static_cast<float>(1 << kPower)));
   _mm512_storeu_ps(dst + col * width, _mm512_mul_ps(Simd::template weights<K, H>(chunk), scaled_d));
-}
-
-template <class Simd>
-SERVESCOPE_AVX512 void panels_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
-                                     int64_t rows, float* panels) {
-  using Format = typename Simd::Format;
-  const int64_t blocks = cols / kQuantBlock;
-  const auto* all = reinterpret_cast<const typename Format::Block*>(packed);
-  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
-  for (int64_t p = 0; p < layout.panels(); ++p) {
-    const auto* group = all + (first_row / kInterleavedRows + p) * blocks;
-    int64_t width = 0;
-    float* dst = panel_row_start(panels, layout, p * kPanelRows, width);
-    for (int64_t b = 0; b < blocks; ++b) {
-      const __m512 d = halves_to_floats(group[b].d);
-      for (int c = 0; c < Format::kChunks; ++c) {
-        const typename Simd::ChunkType chunk = Simd::block_chunk(group[b], c);
-        const int64_t first_col = b * kQuantBlock;
-        const auto col = [&](int k, int h) { return first_col + Format::element(c, k, h); };
-        store_column<Simd, 0, 0>(chunk, d, col(0, 0), width, dst);
-        store_column<Simd, 1, 0>(chunk, d, col(1, 0), width, dst);
-        store_column<Simd, 2, 0>(chunk, d, col(2, 0), width, dst);
-        store_column<Simd, 3, 0>(chunk, d, col(3, 0), width, dst);
-        if constexpr (Format::kPerByte == 2) {
-          store_column<Simd, 0, 1>(chunk, d, col(0, 1), width, dst);
-          store_column<Simd, 1, 1>(chunk, d, col(1, 1), width, dst);
-          store_column<Simd, 2, 1>(chunk, d, col(2, 1), width, dst);
-          store_column<Simd, 3, 1>(chunk, d, col(3, 1), width, dst);
-        }
-      }
-    }
-  }
 }
 
 // Q4_K tiles: scale x q - min, as gguf::dequantize_row rounds them (q x 2^power times
@@ -547,33 +329,6 @@ SERVESCOPE_AVX512 void q4k_sub_block_columns(const Q4K::Block& block, int j, __m
     store_q4k_column<1, H>(chunk, scale, min, col + 1, width, dst);
     store_q4k_column<2, H>(chunk, scale, min, col + 2, width, dst);
     store_q4k_column<3, H>(chunk, scale, min, col + 3, width, dst);
-  }
-}
-
-SERVESCOPE_AVX512 void q4k_panels_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
-                                         int64_t rows, float* panels) {
-  const int64_t supers = cols / kSuperBlock;
-  const auto* all = reinterpret_cast<const Q4K::Block*>(packed);
-  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
-  for (int64_t p = 0; p < layout.panels(); ++p) {
-    const auto* group = all + (first_row / kInterleavedRows + p) * supers;
-    int64_t width = 0;
-    float* dst = panel_row_start(panels, layout, p * kPanelRows, width);
-    for (int64_t s = 0; s < supers; ++s) {
-      const Q4K::Block& block = group[s];
-      const __m512 d = halves_to_floats(block.d);
-      const __m512 dmin = halves_to_floats(block.dmin);
-      for (int j = 0; j < Q4K::kSubBlocks; ++j) {
-        const __m512 scale = _mm512_mul_ps(d, bytes_to_floats(block.scale[j]));
-        const __m512 min = _mm512_mul_ps(dmin, bytes_to_floats(block.min[j]));
-        const int64_t first_col = s * kSuperBlock + j * kQuantBlock;
-        if (j % 2 == 0) {
-          q4k_sub_block_columns<0>(block, j, scale, min, first_col, width, dst);
-        } else {
-          q4k_sub_block_columns<1>(block, j, scale, min, first_col, width, dst);
-        }
-      }
-    }
   }
 }
 
@@ -608,15 +363,160 @@ SERVESCOPE_AVX512 void q6k_half_columns(const Q6K::Block& block, int a, __m512 d
   q6k_columns<3, H>(block, a, scale, first_col, width, dst);
 }
 
-SERVESCOPE_AVX512 void q6k_panels_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
-                                         int64_t rows, float* panels) {
-  const int64_t supers = cols / kSuperBlock;
-  const auto* all = reinterpret_cast<const Q6K::Block*>(packed);
-  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
-  for (int64_t p = 0; p < layout.panels(); ++p) {
-    const auto* group = all + (first_row / kInterleavedRows + p) * supers;
-    int64_t width = 0;
-    float* dst = panel_row_start(panels, layout, p * kPanelRows, width);
+// Each type's work on one group of 16 rows: add_sums adds T tokens' row sums into total[t]
+// (blocks_per_group blocks of the group's rows), write_columns writes the group's dequantised
+// columns into a tile's F32 panels. The drivers below run them over the rows and tokens.
+template <class Simd>
+struct BlockKernels {  // Q4_0, Q5_0, Q8_0
+  using Format = typename Simd::Format;
+  using Block = typename Format::Block;
+  static constexpr GgmlType kType = Format::kType;
+  static constexpr int64_t kColumnsPerBlock = kQuantBlock;
+
+  template <int T>
+  SERVESCOPE_AVX512 static void add_sums(const Block* group, int64_t cols, const float* prepared,
+                                         int64_t stride, __m512 (&total)[T]) {
+    const int64_t blocks = cols / kQuantBlock;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* x = prepared + b * kQuantBlock;
+      __m512 chain[T][kChains];
+      zero(chain);
+#pragma GCC unroll 8
+      for (int c = 0; c < Format::kChunks; ++c) {
+        const typename Simd::ChunkType chunk = Simd::block_chunk(group[b], c);
+        const auto element = [c](int k, int h) { return Format::element(c, k, h); };
+        multiply_add<Simd, 0, 0, T>(chunk, x, stride, element(0, 0), chain);
+        if constexpr (Format::kPerByte == 2) {
+          multiply_add<Simd, 0, 1, T>(chunk, x, stride, element(0, 1), chain);
+        }
+        multiply_add<Simd, 1, 0, T>(chunk, x, stride, element(1, 0), chain);
+        if constexpr (Format::kPerByte == 2) {
+          multiply_add<Simd, 1, 1, T>(chunk, x, stride, element(1, 1), chain);
+        }
+        multiply_add<Simd, 2, 0, T>(chunk, x, stride, element(2, 0), chain);
+        if constexpr (Format::kPerByte == 2) {
+          multiply_add<Simd, 2, 1, T>(chunk, x, stride, element(2, 1), chain);
+        }
+        multiply_add<Simd, 3, 0, T>(chunk, x, stride, element(3, 0), chain);
+        if constexpr (Format::kPerByte == 2) {
+          multiply_add<Simd, 3, 1, T>(chunk, x, stride, element(3, 1), chain);
+        }
+      }
+      const __m512 d = halves_to_floats(group[b].d);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) total[t] = _mm512_fmadd_ps(d, chain_sum(chain[t]), total[t]);
+    }
+  }
+
+  SERVESCOPE_AVX512 static void write_columns(const Block* group, int64_t cols, float* dst,
+                                              int64_t width) {
+    const int64_t blocks = cols / kQuantBlock;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const __m512 d = halves_to_floats(group[b].d);
+      for (int c = 0; c < Format::kChunks; ++c) {
+        const typename Simd::ChunkType chunk = Simd::block_chunk(group[b], c);
+        const int64_t first_col = b * kQuantBlock;
+        const auto col = [&](int k, int h) { return first_col + Format::element(c, k, h); };
+        store_column<Simd, 0, 0>(chunk, d, col(0, 0), width, dst);
+        store_column<Simd, 1, 0>(chunk, d, col(1, 0), width, dst);
+        store_column<Simd, 2, 0>(chunk, d, col(2, 0), width, dst);
+        store_column<Simd, 3, 0>(chunk, d, col(3, 0), width, dst);
+        if constexpr (Format::kPerByte == 2) {
+          store_column<Simd, 0, 1>(chunk, d, col(0, 1), width, dst);
+          store_column<Simd, 1, 1>(chunk, d, col(1, 1), width, dst);
+          store_column<Simd, 2, 1>(chunk, d, col(2, 1), width, dst);
+          store_column<Simd, 3, 1>(chunk, d, col(3, 1), width, dst);
+        }
+      }
+    }
+  }
+};
+
+struct Q4KKernels {
+  using Block = Q4K::Block;
+  static constexpr GgmlType kType = GgmlType::Q4_K;
+  static constexpr int64_t kColumnsPerBlock = kSuperBlock;
+
+  template <int T>
+  SERVESCOPE_AVX512 static void add_sums(const Block* group, int64_t cols, const float* prepared,
+                                         int64_t stride, __m512 (&total)[T]) {
+    const int64_t supers = cols / kSuperBlock;
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q4K::Block& block = group[s];
+      const __m512 d = halves_to_floats(block.d);
+      const __m512 dmin = halves_to_floats(block.dmin);
+      const float* sums = prepared + cols + s * Q4K::kSubBlocks;
+      for (int c = 0; c < Q4K::kSubBlocks / 2; ++c) {
+        const float* x = prepared + s * kSuperBlock + 2 * c * kQuantBlock;
+        __m512 low[T][kChains];
+        __m512 high[T][kChains];
+        if constexpr (T <= 2) {
+          q4k_sub_block_pair<T>(block, c, x, stride, low, high);
+          q4k_apply<T>(block, 2 * c, d, dmin, low, sums, stride, total);
+          q4k_apply<T>(block, 2 * c + 1, d, dmin, high, sums, stride, total);
+        } else {
+          q4k_sub_block<0, T>(block, 2 * c, x, stride, low);
+          q4k_apply<T>(block, 2 * c, d, dmin, low, sums, stride, total);
+          q4k_sub_block<1, T>(block, 2 * c + 1, x + kQuantBlock, stride, high);
+          q4k_apply<T>(block, 2 * c + 1, d, dmin, high, sums, stride, total);
+        }
+      }
+    }
+  }
+
+  SERVESCOPE_AVX512 static void write_columns(const Block* group, int64_t cols, float* dst,
+                                              int64_t width) {
+    const int64_t supers = cols / kSuperBlock;
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q4K::Block& block = group[s];
+      const __m512 d = halves_to_floats(block.d);
+      const __m512 dmin = halves_to_floats(block.dmin);
+      for (int j = 0; j < Q4K::kSubBlocks; ++j) {
+        const __m512 scale = _mm512_mul_ps(d, bytes_to_floats(block.scale[j]));
+        const __m512 min = _mm512_mul_ps(dmin, bytes_to_floats(block.min[j]));
+        const int64_t first_col = s * kSuperBlock + j * kQuantBlock;
+        if (j % 2 == 0) {
+          q4k_sub_block_columns<0>(block, j, scale, min, first_col, width, dst);
+        } else {
+          q4k_sub_block_columns<1>(block, j, scale, min, first_col, width, dst);
+        }
+      }
+    }
+  }
+};
+
+struct Q6KKernels {
+  using Block = Q6K::Block;
+  static constexpr GgmlType kType = GgmlType::Q6_K;
+  static constexpr int64_t kColumnsPerBlock = kSuperBlock;
+
+  template <int T>
+  SERVESCOPE_AVX512 static void add_sums(const Block* group, int64_t cols, const float* prepared,
+                                         int64_t stride, __m512 (&total)[T]) {
+    const int64_t supers = cols / kSuperBlock;
+    for (int64_t s = 0; s < supers; ++s) {
+      const Q6K::Block& block = group[s];
+      const __m512 d = halves_to_floats(block.d);
+      for (int a = 0; a < Q6K::kBlocks; ++a) {
+        const float* x = prepared + s * kSuperBlock + a * kQuantBlock;
+        __m512 chain[T][kChains];
+        q6k_half<0, T>(block, a, x, stride, chain);
+        const __m512 first = _mm512_mul_ps(d, signed_bytes_to_floats(block.scale[2 * a]));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t)
+          total[t] = _mm512_fmadd_ps(first, chain_sum(chain[t]), total[t]);
+        q6k_half<1, T>(block, a, x, stride, chain);
+        const __m512 second = _mm512_mul_ps(d, signed_bytes_to_floats(block.scale[2 * a + 1]));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t)
+          total[t] = _mm512_fmadd_ps(second, chain_sum(chain[t]), total[t]);
+      }
+    }
+  }
+
+  SERVESCOPE_AVX512 static void write_columns(const Block* group, int64_t cols, float* dst,
+                                              int64_t width) {
+    const int64_t supers = cols / kSuperBlock;
     for (int64_t s = 0; s < supers; ++s) {
       const __m512 d = halves_to_floats(group[s].d);
       for (int a = 0; a < Q6K::kBlocks; ++a) {
@@ -625,6 +525,64 @@ SERVESCOPE_AVX512 void q6k_panels_avx512(const uint8_t* packed, int64_t cols, in
         q6k_half_columns<1>(group[s], a, d, first_col, width, dst);
       }
     }
+  }
+};
+
+// Groups of 16 rows in [first_row, end_row) against T tokens.
+template <class Kernels, int T>
+SERVESCOPE_AVX512 void groups_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
+                                     int64_t end_row, const float* prepared, int64_t stride,
+                                     float* out, int64_t out_stride) {
+  const int64_t per_group = cols / Kernels::kColumnsPerBlock;
+  const auto* all = reinterpret_cast<const typename Kernels::Block*>(packed);
+  for (int64_t row = first_row; row < end_row; row += kInterleavedRows) {
+    __m512 total[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) total[t] = _mm512_setzero_ps();
+    Kernels::template add_sums<T>(all + row / kInterleavedRows * per_group, cols, prepared, stride,
+                                  total);
+    store_rows(total, row, end_row, out, out_stride);
+  }
+}
+
+// Tokens four at a time, then the rest.
+template <class Kernels>
+void exact_avx512(const uint8_t* packed, int64_t cols, int64_t first_row, int64_t end_row,
+                  const float* prepared, int64_t tokens, float* out, int64_t out_stride) {
+  const int64_t stride = exact_prepared_floats(Kernels::kType, cols);
+  int64_t t = 0;
+  for (; t + kMaxTokens <= tokens; t += kMaxTokens) {
+    groups_avx512<Kernels, kMaxTokens>(packed, cols, first_row, end_row, prepared + t * stride,
+                                       stride, out + t * out_stride, out_stride);
+  }
+  const float* x = prepared + t * stride;
+  float* o = out + t * out_stride;
+  switch (tokens - t) {
+    case 3:
+      groups_avx512<Kernels, 3>(packed, cols, first_row, end_row, x, stride, o, out_stride);
+      break;
+    case 2:
+      groups_avx512<Kernels, 2>(packed, cols, first_row, end_row, x, stride, o, out_stride);
+      break;
+    case 1:
+      groups_avx512<Kernels, 1>(packed, cols, first_row, end_row, x, stride, o, out_stride);
+      break;
+    default:
+      break;
+  }
+}
+
+// A tile of `rows` rows from first_row (a multiple of 16), group by group, into its panels.
+template <class Kernels>
+SERVESCOPE_AVX512 void panels_avx512(const uint8_t* packed, int64_t cols, int64_t first_row,
+                                     int64_t rows, float* panels) {
+  const int64_t per_group = cols / Kernels::kColumnsPerBlock;
+  const auto* all = reinterpret_cast<const typename Kernels::Block*>(packed);
+  const PanelLayout layout = panel_layout(GgmlType::F32, rows, cols);
+  for (int64_t p = 0; p < layout.panels(); ++p) {
+    int64_t width = 0;
+    float* dst = panel_row_start(panels, layout, p * kPanelRows, width);
+    Kernels::write_columns(all + (first_row / kInterleavedRows + p) * per_group, cols, dst, width);
   }
 }
 
@@ -635,15 +593,15 @@ SERVESCOPE_AVX512 void q6k_panels_avx512(const uint8_t* packed, int64_t cols, in
 Avx512Kernels avx512_kernels(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_0:
-      return {exact_avx512<Q4Avx512>, panels_avx512<Q4Avx512>};
+      return {exact_avx512<BlockKernels<Q4Avx512>>, panels_avx512<BlockKernels<Q4Avx512>>};
     case GgmlType::Q8_0:
-      return {exact_avx512<Q8Avx512>, panels_avx512<Q8Avx512>};
+      return {exact_avx512<BlockKernels<Q8Avx512>>, panels_avx512<BlockKernels<Q8Avx512>>};
     case GgmlType::Q5_0:
-      return {exact_avx512<Q5Avx512>, panels_avx512<Q5Avx512>};
+      return {exact_avx512<BlockKernels<Q5Avx512>>, panels_avx512<BlockKernels<Q5Avx512>>};
     case GgmlType::Q4_K:
-      return {q4k_exact_avx512, q4k_panels_avx512};
+      return {exact_avx512<Q4KKernels>, panels_avx512<Q4KKernels>};
     case GgmlType::Q6_K:
-      return {q6k_exact_avx512, q6k_panels_avx512};
+      return {exact_avx512<Q6KKernels>, panels_avx512<Q6KKernels>};
     default:
       return {};
   }
